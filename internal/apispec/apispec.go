@@ -1,0 +1,161 @@
+// Package apispec defines Trove's management API once: its routes and the
+// JSON documents it exchanges. The server (internal/api) and the Go client
+// (internal/client) both build on it, so they cannot drift apart.
+//
+// Every route lives under Prefix and takes "Authorization: Bearer <token>".
+// Errors are {"errors": ["..."]} with a 4xx/5xx status.
+package apispec
+
+import "time"
+
+// Prefix is the path under which the management API is mounted.
+const Prefix = "/api/v1"
+
+// Route patterns (net/http ServeMux syntax) of the management API.
+const (
+	RouteNamespaces = "/api/v1/namespaces"             // GET list, POST create
+	RouteNamespace  = "/api/v1/namespaces/{namespace}" // GET, PATCH, DELETE
+
+	RouteKeys = "/api/v1/namespaces/{namespace}/keys"          // GET list, POST add
+	RouteKey  = "/api/v1/namespaces/{namespace}/keys/{key_id}" // GET, DELETE
+
+	RouteTokens = "/api/v1/tokens"      // GET list (?namespace=), POST create
+	RouteToken  = "/api/v1/tokens/{id}" // GET, DELETE (revoke)
+
+	RouteProviders       = "/api/v1/namespaces/{namespace}/providers"                           // GET list
+	RouteProvider        = "/api/v1/namespaces/{namespace}/providers/{type}"                    // GET with versions
+	RouteProviderVersion = "/api/v1/namespaces/{namespace}/providers/{type}/versions/{version}" // GET; POST publishes (multipart)
+
+	RouteWhoAmI = "/api/v1/whoami" // GET the calling token
+)
+
+// PublishFileField is the multipart form field name of every file in a
+// publish request; each part's filename is the file's name in the
+// goreleaser dist folder. Send SHA256SUMS, its .sig and the manifest
+// before the zips: the server checks the signature before it accepts any
+// archive bytes.
+const PublishFileField = "file"
+
+// Namespace is a namespace document.
+type Namespace struct {
+	Name        string    `json:"name"`
+	Description string    `json:"description"`
+	CreatedAt   time.Time `json:"created_at"`
+}
+
+// CreateNamespaceRequest creates a namespace.
+type CreateNamespaceRequest struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+}
+
+// UpdateNamespaceRequest changes a namespace's mutable fields.
+type UpdateNamespaceRequest struct {
+	Description *string `json:"description,omitempty"`
+}
+
+// NamespaceList is the answer of GET RouteNamespaces.
+type NamespaceList struct {
+	Namespaces []Namespace `json:"namespaces"`
+}
+
+// SigningKey is a namespace's GPG public key.
+type SigningKey struct {
+	Namespace   string     `json:"namespace"`
+	KeyID       string     `json:"key_id"`
+	Fingerprint string     `json:"fingerprint"`
+	ASCIIArmor  string     `json:"ascii_armor"`
+	CreatedAt   time.Time  `json:"created_at"`
+	ExpiresAt   *time.Time `json:"expires_at,omitempty"`
+}
+
+// AddSigningKeyRequest adds an ASCII-armored public key to a namespace.
+type AddSigningKeyRequest struct {
+	ASCIIArmor string `json:"ascii_armor"`
+}
+
+// SigningKeyList is the answer of GET RouteKeys.
+type SigningKeyList struct {
+	Keys []SigningKey `json:"keys"`
+}
+
+// Token describes a token; the secret is never part of it.
+type Token struct {
+	ID          string     `json:"id"`
+	Namespace   string     `json:"namespace,omitempty"`
+	Scopes      []string   `json:"scopes"`
+	Description string     `json:"description,omitempty"`
+	CreatedAt   time.Time  `json:"created_at"`
+	ExpiresAt   *time.Time `json:"expires_at,omitempty"`
+	RevokedAt   *time.Time `json:"revoked_at,omitempty"`
+}
+
+// CreateTokenRequest creates a token. Namespace "" makes a global token
+// (global admins only). ExpiresAt, if set, must be in the future.
+type CreateTokenRequest struct {
+	Namespace   string     `json:"namespace,omitempty"`
+	Scopes      []string   `json:"scopes"`
+	Description string     `json:"description,omitempty"`
+	ExpiresAt   *time.Time `json:"expires_at,omitempty"`
+}
+
+// CreatedToken is the answer of POST RouteTokens: the only time the secret
+// is ever shown.
+type CreatedToken struct {
+	Token  Token  `json:"token"`
+	Secret string `json:"secret"`
+}
+
+// TokenList is the answer of GET RouteTokens.
+type TokenList struct {
+	Tokens []Token `json:"tokens"`
+}
+
+// Provider summarises a provider in a listing.
+type Provider struct {
+	Namespace     string    `json:"namespace"`
+	Type          string    `json:"type"`
+	VersionCount  int       `json:"version_count"`
+	LatestVersion string    `json:"latest_version"`
+	UpdatedAt     time.Time `json:"updated_at"`
+}
+
+// ProviderList is the answer of GET RouteProviders.
+type ProviderList struct {
+	Providers []Provider `json:"providers"`
+}
+
+// ProviderDetail is the answer of GET RouteProvider: versions newest first.
+type ProviderDetail struct {
+	Namespace string            `json:"namespace"`
+	Type      string            `json:"type"`
+	Versions  []ProviderVersion `json:"versions"`
+}
+
+// ProviderVersion is one published version.
+type ProviderVersion struct {
+	Namespace     string     `json:"namespace"`
+	Type          string     `json:"type"`
+	Version       string     `json:"version"`
+	Protocols     []string   `json:"protocols"`
+	Platforms     []Platform `json:"platforms"`
+	SHASumsDigest string     `json:"shasums_digest"`
+	KeyID         string     `json:"key_id"`
+	PublishedAt   time.Time  `json:"published_at"`
+}
+
+// Platform is one package of a provider version.
+type Platform struct {
+	OS       string `json:"os"`
+	Arch     string `json:"arch"`
+	Filename string `json:"filename"`
+	SHASum   string `json:"shasum"`
+	Size     int64  `json:"size"`
+}
+
+// PublishResult is the answer of a publish: Created is false when the very
+// same release was already published (an idempotent retry).
+type PublishResult struct {
+	Created bool            `json:"created"`
+	Version ProviderVersion `json:"version"`
+}

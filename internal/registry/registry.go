@@ -1,0 +1,140 @@
+// Package registry holds Trove's domain: namespaces, signing keys, tokens,
+// provider versions and their platforms, and the error kinds every other
+// package speaks. It imports no HTTP and no SQL.
+package registry
+
+import (
+	"time"
+)
+
+// Namespace groups providers (and later modules) published by one team.
+// Names are stored in their normalized (lowercase) form.
+type Namespace struct {
+	Name        string
+	Description string
+	CreatedAt   time.Time
+}
+
+// SigningKey is a GPG public key allowed to sign the releases of a namespace.
+type SigningKey struct {
+	Namespace   string
+	KeyID       string // 16 upper-case hex digits: the primary key's long key ID
+	Fingerprint string // 40 upper-case hex digits
+	ASCIIArmor  string
+	CreatedAt   time.Time
+	ExpiresAt   time.Time // zero when the key does not expire
+}
+
+// Provider is a provider type within a namespace, summarised for listings.
+type Provider struct {
+	Namespace     string
+	Type          string
+	VersionCount  int
+	LatestVersion string // highest version by semver precedence
+	UpdatedAt     time.Time
+}
+
+// ProviderVersion is one immutable, published release of a provider.
+type ProviderVersion struct {
+	Namespace string
+	Type      string
+	Version   string // canonical semver without a leading "v"
+	Protocols []string
+
+	// SHASumsDigest and SHASumsSignatureDigest are the SHA-256 hex digests of
+	// the SHA256SUMS document and its binary detached signature, both kept
+	// as blobs.
+	SHASumsDigest          string
+	SHASumsSignatureDigest string
+
+	// SigningKey is a snapshot of the namespace key that verified the
+	// signature at publish time, so that the version keeps verifying after
+	// the key is removed from the namespace.
+	SigningKey SigningKey
+
+	Platforms   []Platform
+	PublishedAt time.Time
+}
+
+// SHASumsFilename is the name of the SHA256SUMS document as goreleaser writes it.
+func (v ProviderVersion) SHASumsFilename() string {
+	return "terraform-provider-" + v.Type + "_" + v.Version + "_SHA256SUMS"
+}
+
+// SHASumsSignatureFilename is the name of the detached signature of SHA256SUMS.
+func (v ProviderVersion) SHASumsSignatureFilename() string {
+	return v.SHASumsFilename() + ".sig"
+}
+
+// Platform returns the package for os and arch, and whether there is one.
+func (v ProviderVersion) Platform(os, arch string) (Platform, bool) {
+	for _, p := range v.Platforms {
+		if p.OS == os && p.Arch == arch {
+			return p, true
+		}
+	}
+	return Platform{}, false
+}
+
+// Platform is the zip package of a provider version for one OS and architecture.
+type Platform struct {
+	OS       string
+	Arch     string
+	Filename string // terraform-provider-<type>_<version>_<os>_<arch>.zip
+	SHA256   string // lower-case hex digest of the zip; also its blob digest
+	Size     int64
+}
+
+// Scope is a right carried by a token.
+type Scope string
+
+// The scopes a token can carry. Admin implies publish, publish implies read.
+const (
+	ScopeRead    Scope = "read"
+	ScopePublish Scope = "publish"
+	ScopeAdmin   Scope = "admin"
+)
+
+// Includes reports whether holding s grants want.
+func (s Scope) Includes(want Scope) bool {
+	rank := map[Scope]int{ScopeRead: 1, ScopePublish: 2, ScopeAdmin: 3}
+	return rank[s] >= rank[want] && rank[want] > 0
+}
+
+// Token is an API credential. Only a hash of its secret is ever stored.
+type Token struct {
+	ID          string // public identifier, used to list and revoke
+	Hash        string // hex SHA-256 of the secret token string
+	Namespace   string // "" for a global token
+	Scopes      []Scope
+	Description string
+	CreatedAt   time.Time
+	ExpiresAt   time.Time // zero: never expires
+	RevokedAt   time.Time // zero: not revoked
+}
+
+// Allows reports whether the token grants scope on namespace at time now.
+// A global token (Namespace == "") applies to every namespace; an empty
+// namespace argument asks for a global right.
+func (t Token) Allows(scope Scope, namespace string, now time.Time) bool {
+	if !t.Active(now) {
+		return false
+	}
+	if t.Namespace != "" && t.Namespace != namespace {
+		return false
+	}
+	for _, s := range t.Scopes {
+		if s.Includes(scope) {
+			return true
+		}
+	}
+	return false
+}
+
+// Active reports whether the token is neither revoked nor expired at now.
+func (t Token) Active(now time.Time) bool {
+	if !t.RevokedAt.IsZero() {
+		return false
+	}
+	return t.ExpiresAt.IsZero() || now.Before(t.ExpiresAt)
+}

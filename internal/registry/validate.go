@@ -1,0 +1,70 @@
+package registry
+
+import (
+	"regexp"
+	"strings"
+
+	version "github.com/hashicorp/go-version"
+	tfaddr "github.com/hashicorp/terraform-registry-address"
+)
+
+// ParseNamespace validates a namespace name with the provider address rules
+// the clients apply and returns its normalized (lowercase) form.
+func ParseNamespace(name string) (string, error) {
+	if name == "" {
+		return "", Errorf(Invalid, "namespace name is empty")
+	}
+	norm, err := tfaddr.ParseProviderPart(name)
+	if err != nil {
+		return "", Errorf(Invalid, "invalid namespace %q: %s", name, err)
+	}
+	return norm, nil
+}
+
+// ParseProviderType validates a provider type name and returns its
+// normalized (lowercase) form. Types may not start with "terraform-".
+func ParseProviderType(name string) (string, error) {
+	if name == "" {
+		return "", Errorf(Invalid, "provider type is empty")
+	}
+	norm, err := tfaddr.ParseProviderPart(name)
+	if err != nil {
+		return "", Errorf(Invalid, "invalid provider type %q: %s", name, err)
+	}
+	if strings.HasPrefix(norm, "terraform-") {
+		return "", Errorf(Invalid, "invalid provider type %q: a type may not start with \"terraform-\"", name)
+	}
+	return norm, nil
+}
+
+var semverShape = regexp.MustCompile(`^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?$`)
+
+// ParseVersion checks that v is a canonical semantic version as both
+// Terraform and OpenTofu parse it: MAJOR.MINOR.PATCH with optional
+// -prerelease and +build parts, no leading "v", no leading zeros.
+func ParseVersion(v string) (*version.Version, error) {
+	if strings.HasPrefix(v, "v") || strings.HasPrefix(v, "V") {
+		return nil, Errorf(Invalid, "invalid version %q: drop the leading \"v\" (use %q)", v, v[1:])
+	}
+	if !semverShape.MatchString(v) {
+		return nil, Errorf(Invalid, "invalid version %q: want MAJOR.MINOR.PATCH[-prerelease][+build], e.g. 1.2.3", v)
+	}
+	parsed, err := version.NewSemver(v)
+	if err != nil {
+		return nil, Errorf(Invalid, "invalid version %q: %s", v, err)
+	}
+	return parsed, nil
+}
+
+var platformPart = regexp.MustCompile(`^[a-z0-9]{1,32}$`)
+
+// ValidatePlatform checks an OS or architecture keyword (e.g. "linux", "amd64").
+func ValidatePlatform(os, arch string) error {
+	if !platformPart.MatchString(os) {
+		return Errorf(Invalid, "invalid operating system %q", os)
+	}
+	if !platformPart.MatchString(arch) {
+		return Errorf(Invalid, "invalid architecture %q", arch)
+	}
+	return nil
+}

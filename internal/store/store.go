@@ -1,0 +1,150 @@
+// Package store defines Trove's storage contracts: the metadata Index and
+// the content-addressed Blobs. Backends live in sub-packages named after
+// their technology; storetest holds the conformance suites every backend
+// must pass.
+package store
+
+import (
+	"context"
+	"io"
+	"time"
+
+	"trove.dev/trove/internal/registry"
+)
+
+// Index is the metadata store. Every method is safe for concurrent use.
+// Errors are *registry.Error values of kind NotFound, Conflict or Invalid
+// where stated, Unavailable when the backend cannot be reached, and
+// Internal otherwise. Names passed in are already normalized.
+type Index interface {
+	Namespaces
+	SigningKeys
+	Tokens
+	Providers
+	Secrets
+
+	// Ping reports whether the backend is reachable.
+	Ping(ctx context.Context) error
+	// Close releases the backend's resources.
+	Close() error
+}
+
+// Namespaces stores namespaces.
+type Namespaces interface {
+	// CreateNamespace stores ns. Conflict if a namespace of that name exists.
+	CreateNamespace(ctx context.Context, ns registry.Namespace) error
+	// GetNamespace returns the namespace, or NotFound.
+	GetNamespace(ctx context.Context, name string) (registry.Namespace, error)
+	// ListNamespaces returns all namespaces ordered by name.
+	ListNamespaces(ctx context.Context) ([]registry.Namespace, error)
+	// UpdateNamespace replaces the mutable fields (Description) of an
+	// existing namespace. NotFound if it does not exist.
+	UpdateNamespace(ctx context.Context, ns registry.Namespace) error
+	// DeleteNamespace deletes an empty namespace together with its signing
+	// keys and the tokens bound to it, in one transaction. NotFound if it
+	// does not exist; Conflict if it still holds provider versions.
+	DeleteNamespace(ctx context.Context, name string) error
+}
+
+// SigningKeys stores the GPG public keys of namespaces.
+type SigningKeys interface {
+	// AddSigningKey stores key. NotFound if its namespace does not exist;
+	// Conflict if the namespace already has a key with that KeyID.
+	AddSigningKey(ctx context.Context, key registry.SigningKey) error
+	// ListSigningKeys returns the keys of a namespace ordered by KeyID.
+	// NotFound if the namespace does not exist.
+	ListSigningKeys(ctx context.Context, namespace string) ([]registry.SigningKey, error)
+	// DeleteSigningKey removes a key. NotFound if there is no such key.
+	DeleteSigningKey(ctx context.Context, namespace, keyID string) error
+}
+
+// Tokens stores API tokens by the hash of their secret.
+type Tokens interface {
+	// CreateToken stores t. Conflict if its ID or Hash is taken; NotFound if
+	// t.Namespace is set and does not exist.
+	CreateToken(ctx context.Context, t registry.Token) error
+	// TokenByHash returns the token whose Hash equals hash, revoked and
+	// expired ones included, or NotFound.
+	TokenByHash(ctx context.Context, hash string) (registry.Token, error)
+	// ListTokens returns tokens ordered by CreatedAt then ID; namespace ""
+	// lists all tokens, otherwise only those bound to that namespace.
+	ListTokens(ctx context.Context, namespace string) ([]registry.Token, error)
+	// RevokeToken sets RevokedAt (once; a second revoke keeps the first
+	// time). NotFound if there is no token with that ID.
+	RevokeToken(ctx context.Context, id string, at time.Time) error
+	// CountTokens returns how many tokens exist, revoked ones included.
+	CountTokens(ctx context.Context) (int, error)
+}
+
+// Providers stores provider versions. A version and all its platforms are
+// written in one transaction: readers see all of it or none of it.
+type Providers interface {
+	// CreateProviderVersion stores v with its platforms atomically.
+	// NotFound if the namespace does not exist; Conflict if that
+	// namespace/type/version exists already (whatever its content), so that
+	// of two concurrent creates exactly one succeeds.
+	CreateProviderVersion(ctx context.Context, v registry.ProviderVersion) error
+	// GetProviderVersion returns one version with its platforms, or NotFound.
+	GetProviderVersion(ctx context.Context, namespace, typ, version string) (registry.ProviderVersion, error)
+	// ListProviderVersions returns every version of a provider with its
+	// platforms, in no particular order. NotFound if it has no versions.
+	ListProviderVersions(ctx context.Context, namespace, typ string) ([]registry.ProviderVersion, error)
+	// ListProviders returns the providers of a namespace ordered by type.
+	// NotFound if the namespace does not exist.
+	ListProviders(ctx context.Context, namespace string) ([]registry.Provider, error)
+}
+
+// Secrets keeps server-wide secrets (such as the URL-signing key) so that
+// every replica sharing the index uses the same ones.
+type Secrets interface {
+	// Secret returns the secret stored under name. If there is none it
+	// stores generate()'s result and returns it; when two callers race,
+	// both get the value that was stored first.
+	Secret(ctx context.Context, name string, generate func() ([]byte, error)) ([]byte, error)
+}
+
+// Blobs is a content-addressed store of immutable files named by the
+// lower-case hex SHA-256 of their content. Every method is safe for
+// concurrent use. A blob is either absent or complete: Put never exposes a
+// partial write.
+type Blobs interface {
+	// Put stores the size bytes read from r under digest. It verifies the
+	// content's SHA-256 and size before making it visible and returns an
+	// Invalid error (storing nothing) on a mismatch. Putting a digest that
+	// exists already succeeds without change.
+	Put(ctx context.Context, digest string, size int64, r io.Reader) error
+	// Open returns the blob for reading, or NotFound.
+	Open(ctx context.Context, digest string) (*Blob, error)
+	// Stat returns the blob's size, or NotFound.
+	Stat(ctx context.Context, digest string) (int64, error)
+	// Delete removes a blob; deleting an absent blob succeeds.
+	Delete(ctx context.Context, digest string) error
+	// Walk calls fn for every stored blob, in no particular order, until fn
+	// returns an error, which Walk then returns.
+	Walk(ctx context.Context, fn func(digest string, size int64) error) error
+}
+
+// Blob is an open blob. Content's dynamic type is kept as the backend's
+// own (an *os.File for the filesystem) so that http.ServeContent can hand
+// it to sendfile.
+type Blob struct {
+	Content io.ReadSeekCloser
+	Size    int64
+	ModTime time.Time
+}
+
+// Close closes the blob's content.
+func (b *Blob) Close() error { return b.Content.Close() }
+
+// FilePutter is an optional ability of a Blobs backend: storing a local
+// file (already verified to hold digest) by moving it instead of copying.
+// The file at path is consumed.
+type FilePutter interface {
+	PutFile(ctx context.Context, digest string, size int64, path string) error
+}
+
+// Presigner is an optional ability of a Blobs backend: a time-limited URL
+// from which clients can fetch a blob directly, bypassing Trove.
+type Presigner interface {
+	PresignGet(ctx context.Context, digest, filename string, ttl time.Duration) (string, error)
+}
