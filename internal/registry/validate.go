@@ -2,6 +2,7 @@ package registry
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 
 	version "github.com/hashicorp/go-version"
@@ -67,4 +68,27 @@ func ValidatePlatform(os, arch string) error {
 		return Errorf(Invalid, "invalid architecture %q", arch)
 	}
 	return nil
+}
+
+// SortNewestFirst orders provider versions by descending semver
+// precedence. Versions that do not parse (none should be stored) sort last.
+func SortNewestFirst(vs []ProviderVersion) {
+	parsed := make(map[string]*version.Version, len(vs))
+	for _, v := range vs {
+		if p, err := version.NewSemver(v.Version); err == nil {
+			parsed[v.Version] = p
+		}
+	}
+	slices.SortStableFunc(vs, func(a, b ProviderVersion) int {
+		pa, pb := parsed[a.Version], parsed[b.Version]
+		switch {
+		case pa == nil && pb == nil:
+			return strings.Compare(a.Version, b.Version)
+		case pa == nil:
+			return 1
+		case pb == nil:
+			return -1
+		}
+		return pb.Compare(pa)
+	})
 }

@@ -1,0 +1,96 @@
+package registry
+
+import (
+	"testing"
+	"time"
+)
+
+func TestParseVersion(t *testing.T) {
+	tests := map[string]bool{
+		"1.0.0": true, "0.0.1": true, "10.20.30": true, "1.0.0-beta.1": true, "1.0.0+build.5": true,
+		"1.0.0-rc1+meta": true, "v1.0.0": false, "1.0": false, "1": false, "01.0.0": false,
+		"1.0.0.0": false, "": false, "1.0.0-": false, "1.0.0+": false, "1.0.0 ": false, "1.0.0_1": false,
+		"1.0.0-beta..1": false, "V1.2.3": false,
+	}
+	for in, ok := range tests {
+		t.Run(in, func(t *testing.T) {
+			_, err := ParseVersion(in)
+			if (err == nil) != ok {
+				t.Fatalf("ParseVersion(%q) error = %v, want ok=%v", in, err, ok)
+			}
+			if err != nil && !IsKind(err, Invalid) {
+				t.Fatalf("error kind = %v, want invalid", KindOf(err))
+			}
+		})
+	}
+}
+
+func TestParseNames(t *testing.T) {
+	tests := []struct {
+		in, ns, typ string
+		nsOK, typOK bool
+	}{
+		{"acme", "acme", "acme", true, true},
+		{"ACME", "acme", "acme", true, true},
+		{"my-team", "my-team", "my-team", true, true},
+		{"terraform-foo", "terraform-foo", "", true, false},
+		{"a_b", "", "", false, false},
+		{"-x", "", "", false, false},
+		{"a--b", "", "", false, false},
+		{"../x", "", "", false, false},
+		{"", "", "", false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			ns, err := ParseNamespace(tt.in)
+			if (err == nil) != tt.nsOK || ns != tt.ns {
+				t.Errorf("ParseNamespace(%q) = %q, %v", tt.in, ns, err)
+			}
+			typ, err := ParseProviderType(tt.in)
+			if (err == nil) != tt.typOK || typ != tt.typ {
+				t.Errorf("ParseProviderType(%q) = %q, %v", tt.in, typ, err)
+			}
+		})
+	}
+}
+
+func TestSortNewestFirst(t *testing.T) {
+	vs := []ProviderVersion{{Version: "1.2.0"}, {Version: "1.10.0"}, {Version: "1.10.0-beta"}, {Version: "0.9.9"}, {Version: "2.0.0"}}
+	SortNewestFirst(vs)
+	want := []string{"2.0.0", "1.10.0", "1.10.0-beta", "1.2.0", "0.9.9"}
+	for i, v := range vs {
+		if v.Version != want[i] {
+			t.Fatalf("position %d = %s, want %s (all: %v)", i, v.Version, want[i], vs)
+		}
+	}
+}
+
+func TestTokenAllows(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	global := Token{ID: "g", Scopes: []Scope{ScopeAdmin}}
+	pub := Token{ID: "p", Namespace: "acme", Scopes: []Scope{ScopePublish}}
+	expired := Token{ID: "e", Scopes: []Scope{ScopeAdmin}, ExpiresAt: now}
+	revoked := Token{ID: "r", Scopes: []Scope{ScopeAdmin}, RevokedAt: now.Add(-time.Second)}
+	tests := []struct {
+		tok   Token
+		scope Scope
+		ns    string
+		want  bool
+	}{
+		{global, ScopeAdmin, "", true},
+		{global, ScopeRead, "acme", true},
+		{pub, ScopePublish, "acme", true},
+		{pub, ScopeRead, "acme", true},
+		{pub, ScopeAdmin, "acme", false},
+		{pub, ScopePublish, "other", false},
+		{pub, ScopeRead, "", false},
+		{expired, ScopeRead, "acme", false},
+		{revoked, ScopeRead, "acme", false},
+		{pub, Scope("bogus"), "acme", false},
+	}
+	for _, tt := range tests {
+		if got := tt.tok.Allows(tt.scope, tt.ns, now); got != tt.want {
+			t.Errorf("token %s Allows(%s, %q) = %v, want %v", tt.tok.ID, tt.scope, tt.ns, got, tt.want)
+		}
+	}
+}

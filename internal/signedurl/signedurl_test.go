@@ -1,0 +1,96 @@
+package signedurl
+
+import (
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"trove.dev/trove/internal/registry"
+)
+
+const digest = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+const other = "f123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+func split(t *testing.T, signed string) (string, url.Values) {
+	t.Helper()
+	u, err := url.Parse(signed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.Path, u.Query()
+}
+
+func TestRoundTrip(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	s := New([]byte("k"), 10*time.Minute).WithClock(func() time.Time { return now })
+	path, q := split(t, s.Path(digest, "terraform-provider-x_1.0.0_linux_amd64.zip"))
+	d, name, err := s.Verify(path, q)
+	if err != nil || d != digest || name != "terraform-provider-x_1.0.0_linux_amd64.zip" {
+		t.Fatalf("Verify = %q %q %v", d, name, err)
+	}
+	exp := s.Expiry()
+	if left := exp.Sub(now); left < 5*time.Minute || left > 10*time.Minute {
+		t.Fatalf("expiry %v leaves %v, want between ttl/2 and ttl", exp, left)
+	}
+	// Within one half-window the URL is stable, so responses can be cached.
+	later := s.WithClock(func() time.Time { return now.Add(time.Second) })
+	if later.Expiry() != exp && now.Truncate(5*time.Minute) == now.Add(time.Second).Truncate(5*time.Minute) {
+		t.Fatalf("expiry changed within a window")
+	}
+}
+
+type badCase struct {
+	path string
+	q    url.Values
+	kind registry.Kind
+}
+
+func TestRefused(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	s := New([]byte("k"), 10*time.Minute).WithClock(func() time.Time { return now })
+	path, q := split(t, s.Path(digest, "a.zip"))
+
+	tamper := func(f func(p string, q url.Values) (string, url.Values)) (string, url.Values) {
+		q2 := url.Values{}
+		for k, v := range q {
+			q2[k] = append([]string(nil), v...)
+		}
+		return f(path, q2)
+	}
+	cases := map[string]badCase{}
+	p, v := tamper(func(p string, q url.Values) (string, url.Values) { q.Set("signature", "x"+q.Get("signature")[1:]); return p, q })
+	cases["tampered signature"] = badCase{p, v, registry.Forbidden}
+	p, v = tamper(func(p string, q url.Values) (string, url.Values) { q.Del("signature"); return p, q })
+	cases["missing signature"] = badCase{p, v, registry.Forbidden}
+	p, v = tamper(func(p string, q url.Values) (string, url.Values) { return strings.Replace(p, digest, other, 1), q })
+	cases["other blob"] = badCase{p, v, registry.Forbidden}
+	p, v = tamper(func(p string, q url.Values) (string, url.Values) { return strings.Replace(p, "a.zip", "b.zip", 1), q })
+	cases["other name"] = badCase{p, v, registry.Forbidden}
+	p, v = tamper(func(p string, q url.Values) (string, url.Values) { q.Set("expires", "99999999999"); return p, q })
+	cases["extended expiry"] = badCase{p, v, registry.Forbidden}
+	cases["bad digest"] = badCase{PathPrefix + "../../etc/passwd/a.zip", q, registry.NotFound}
+	cases["nested name"] = badCase{PathPrefix + digest + "/x/a.zip", q, registry.NotFound}
+
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, _, err := s.Verify(c.path, c.q)
+			if !registry.IsKind(err, c.kind) {
+				t.Fatalf("Verify error = %v (kind %v), want %v", err, registry.KindOf(err), c.kind)
+			}
+		})
+	}
+
+	t.Run("expired", func(t *testing.T) {
+		late := s.WithClock(func() time.Time { return now.Add(11 * time.Minute) })
+		if _, _, err := late.Verify(path, q); !registry.IsKind(err, registry.Forbidden) || !strings.Contains(err.Error(), "expired") {
+			t.Fatalf("Verify after expiry = %v", err)
+		}
+	})
+	t.Run("other key", func(t *testing.T) {
+		s2 := New([]byte("other"), 10*time.Minute).WithClock(func() time.Time { return now })
+		if _, _, err := s2.Verify(path, q); !registry.IsKind(err, registry.Forbidden) {
+			t.Fatalf("Verify with another key = %v", err)
+		}
+	})
+}
