@@ -59,7 +59,10 @@ func TestRefused(t *testing.T) {
 		return f(path, q2)
 	}
 	cases := map[string]badCase{}
-	p, v := tamper(func(p string, q url.Values) (string, url.Values) { q.Set("signature", "x"+q.Get("signature")[1:]); return p, q })
+	p, v := tamper(func(p string, q url.Values) (string, url.Values) {
+		q.Set("signature", "x"+q.Get("signature")[1:])
+		return p, q
+	})
 	cases["tampered signature"] = badCase{p, v, registry.Forbidden}
 	p, v = tamper(func(p string, q url.Values) (string, url.Values) { q.Del("signature"); return p, q })
 	cases["missing signature"] = badCase{p, v, registry.Forbidden}
