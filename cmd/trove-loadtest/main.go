@@ -1,0 +1,149 @@
+// Command trove-loadtest measures Trove against a minimal static Go server
+// on loopback and prints a Markdown table (see internal/loadtest and
+// docs/benchmarks.md). Run it from the module root:
+//
+//	go run ./cmd/trove-loadtest [-conns 32] [-stream-conns 4] [-duration 5s] [-warmup 1s]
+//
+// `trove-loadtest baseline -config FILE` is the baseline server the run
+// starts; `trove-loadtest seed -data-dir DIR` only seeds a data directory
+// (for profiling Trove by hand). It exits 0 whatever the ratios are,
+// 1 when the measurement failed and 2 on a wrong command line.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"trove.dev/trove/internal/loadtest"
+	"trove.dev/trove/internal/store/fsblob"
+	"trove.dev/trove/internal/store/sqlite"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// errUsage marks a wrong command line (exit 2).
+var errUsage = errors.New("usage")
+
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	var err error
+	switch {
+	case len(args) > 0 && args[0] == "baseline":
+		err = runBaseline(ctx, args[1:], stdin, stdout, stderr)
+	case len(args) > 0 && args[0] == "seed":
+		err = runSeed(ctx, args[1:], stdout, stderr)
+	default:
+		err = runLoad(ctx, args, stdout, stderr)
+	}
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errUsage):
+		return 2
+	default:
+		fmt.Fprintf(stderr, "trove-loadtest: %v\n", err)
+		return 1
+	}
+}
+
+// parse parses args with fs, printing problems and usage to stderr.
+func parse(fs *flag.FlagSet, args []string, stderr io.Writer) error {
+	fs.SetOutput(stderr)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return errUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "trove-loadtest: unexpected argument %q\n", fs.Arg(0))
+		fs.Usage()
+		return errUsage
+	}
+	return nil
+}
+
+func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	opt := loadtest.DefaultOptions()
+	fs := flag.NewFlagSet("trove-loadtest", flag.ContinueOnError)
+	fs.IntVar(&opt.Conns, "conns", opt.Conns, "concurrent keep-alive connections for the JSON endpoints")
+	fs.IntVar(&opt.StreamConns, "stream-conns", opt.StreamConns, "concurrent connections for the archive downloads")
+	fs.DurationVar(&opt.Duration, "duration", opt.Duration, "measured `duration` per endpoint and server")
+	fs.DurationVar(&opt.Warmup, "warmup", opt.Warmup, "unmeasured warm-up before each measurement")
+	fs.StringVar(&opt.TroveBinary, "trove", "", "a built trove `binary` (default: go build ./cmd/trove of -module into a temporary directory)")
+	fs.StringVar(&opt.ModuleDir, "module", opt.ModuleDir, "`directory` of the Trove module to build trove from")
+	fs.StringVar(&opt.TroveLogLevel, "trove-log-level", opt.TroveLogLevel, "--log-level of trove serve (info logs every request, as in production)")
+	fs.IntVar(&opt.Spec.TotalVersions, "versions", opt.Spec.TotalVersions, "provider versions in the seeded index")
+	fs.StringVar(&opt.StageDir, "stage-dir", opt.StageDir, "`directory` (best a memory file system) to build the index in before copying it; empty: build in place")
+	timeout := fs.Duration("timeout", 30*time.Minute, "give up after this long")
+	if err := parse(fs, args, stderr); err != nil {
+		return err
+	}
+	opt.Progress = stderr
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	report, err := loadtest.Run(ctx, opt)
+	if err != nil {
+		return err
+	}
+	return loadtest.RenderMarkdown(stdout, report)
+}
+
+func runBaseline(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("trove-loadtest baseline", flag.ContinueOnError)
+	cfg := fs.String("config", "", "baseline configuration `file` (JSON, written by the harness)")
+	if err := parse(fs, args, stderr); err != nil {
+		return err
+	}
+	if *cfg == "" {
+		fmt.Fprintln(stderr, "trove-loadtest baseline: -config is required")
+		return errUsage
+	}
+	return loadtest.RunBaseline(ctx, *cfg, stdin, stdout)
+}
+
+func runSeed(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	spec := loadtest.DefaultSpec()
+	fs := flag.NewFlagSet("trove-loadtest seed", flag.ContinueOnError)
+	dataDir := fs.String("data-dir", "", "new `directory` to seed, as trove serve --data-dir opens it")
+	fs.IntVar(&spec.TotalVersions, "versions", spec.TotalVersions, "provider versions in the index")
+	if err := parse(fs, args, stderr); err != nil {
+		return err
+	}
+	if *dataDir == "" {
+		fmt.Fprintln(stderr, "trove-loadtest seed: -data-dir is required")
+		return errUsage
+	}
+	if _, err := os.Stat(filepath.Join(*dataDir, "trove.db")); err == nil {
+		return fmt.Errorf("%s already holds an index; seed a new directory", *dataDir)
+	}
+	idx, err := sqlite.Open(ctx, filepath.Join(*dataDir, "trove.db"))
+	if err != nil {
+		return err
+	}
+	defer idx.Close()
+	blobs, err := fsblob.Open(filepath.Join(*dataDir, "blobs"))
+	if err != nil {
+		return err
+	}
+	s, err := loadtest.Seed(ctx, idx, blobs, spec, filepath.Join(*dataDir, "archive.zip"))
+	if err != nil {
+		return err
+	}
+	a := s.Archive
+	fmt.Fprintf(stdout, "seeded %d versions of %d providers in %s in %.1fs\narchive: /v1/providers/%s/%s/%s/download/%s/%s (%s, copy in %s)\n",
+		s.Versions, s.Providers, *dataDir, s.Took.Seconds(), s.Namespace, a.Type, a.Version, a.OS, a.Arch, a.Filename, a.File)
+	return idx.Close()
+}

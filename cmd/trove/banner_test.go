@@ -1,0 +1,65 @@
+package main
+
+import (
+	"bytes"
+	"net"
+	"reflect"
+	"testing"
+
+	"trove.dev/trove/internal/config"
+)
+
+func TestPrintBanner(t *testing.T) {
+	addr := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8443}
+	cfg := config.Config{PublicURL: "https://localhost:8443", DataDir: "/data"}
+	insecure := config.Config{PublicURL: "https://registry.internal", DataDir: "/data", InsecureHTTP: true}
+	tests := []struct {
+		name          string
+		cfg           config.Config
+		caFile, token string
+		want          string
+	}{
+		{"first start, self-signed", cfg, "/data/tls/ca.pem", "trove_abc",
+			"Trove listening on https://localhost:8443\n" +
+				"Data directory: /data\n" +
+				"To trust its self-signed certificate:\n" +
+				"  export SSL_CERT_FILE=/data/tls/ca.pem\n" +
+				"First admin token (shown once; only its hash is stored):\n" +
+				"  export TROVE_TOKEN=trove_abc\n"},
+		{"later start, own certificate", cfg, "", "",
+			"Trove listening on https://localhost:8443\nData directory: /data\n"},
+		{"behind a proxy", insecure, "", "trove_abc",
+			"Trove listening on http://127.0.0.1:8443 (plain HTTP, for the TLS proxy at https://registry.internal)\n" +
+				"Data directory: /data\n" +
+				"First admin token (shown once; only its hash is stored):\n" +
+				"  export TROVE_TOKEN=trove_abc\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var b bytes.Buffer
+			printBanner(&b, tt.cfg, addr, tt.caFile, tt.token)
+			if b.String() != tt.want {
+				t.Errorf("banner =\n%s\nwant\n%s", b.String(), tt.want)
+			}
+		})
+	}
+}
+
+func TestCertHosts(t *testing.T) {
+	tests := []struct {
+		listen, public string
+		want           []string
+	}{
+		{"localhost:8443", "https://localhost:8443", []string{"localhost", "127.0.0.1"}},
+		{":8443", "https://localhost:8443", []string{"localhost", "127.0.0.1"}},
+		{"0.0.0.0:443", "https://registry.internal", []string{"registry.internal", "localhost", "127.0.0.1"}},
+		{"10.0.0.5:8443", "https://registry.internal:8443", []string{"registry.internal", "10.0.0.5", "localhost", "127.0.0.1"}},
+		{"[::1]:8443", "https://[::1]:8443", []string{"::1", "localhost", "127.0.0.1"}},
+	}
+	for _, tt := range tests {
+		got := certHosts(config.Config{Listen: tt.listen, PublicURL: tt.public})
+		if !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("certHosts(%s, %s) = %q, want %q", tt.listen, tt.public, got, tt.want)
+		}
+	}
+}

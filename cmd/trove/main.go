@@ -1,0 +1,422 @@
+// Command trove is the Trove registry for Terraform and OpenTofu providers:
+// `trove serve` runs the server, and the other commands manage a running
+// server through its management API. main only parses arguments and wires
+// packages together; see run.
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"sort"
+	"strings"
+	"syscall"
+
+	"trove.dev/trove/internal/config"
+)
+
+// version is the release version, set at build time with
+// -ldflags "-X main.version=1.2.3".
+var version = ""
+
+// defaultAddr is the server the client commands talk to without --addr.
+const defaultAddr = "https://localhost:8443"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ctx.Done()
+		stop() // a second signal kills the process at once
+	}()
+	code := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// Exit codes.
+const (
+	exitOK    = 0
+	exitError = 1 // the command failed (e.g. the server refused it)
+	exitUsage = 2 // the command line is wrong
+)
+
+// env is what a command may use of its process.
+type env struct {
+	getenv func(string) string
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+}
+
+// command is one `trove` subcommand.
+type command struct {
+	name     string // "namespace create"
+	args     string // synopsis of positional arguments and flags
+	summary  string // one line
+	examples []string
+	minArgs  int // positional arguments
+	maxArgs  int
+	client   bool // takes --addr, --token, --ca-file and --json
+
+	// setup defines the command's flags on fs and returns the function
+	// that runs it with the positional arguments.
+	setup func(fs *flag.FlagSet, cl *cli) func(ctx context.Context, args []string) error
+
+	// raw, if set, replaces flag parsing: it gets the arguments unparsed
+	// and returns an exit code (used by serve, whose flags config owns).
+	raw func(ctx context.Context, e env, args []string) int
+	// rawFlags returns the flags of a raw command for its help, and envOf
+	// their environment variables.
+	rawFlags func() *flag.FlagSet
+	envOf    func(flagName string) string
+}
+
+// commands lists every subcommand in help order.
+func commands() []*command {
+	return []*command{
+		serveCommand(),
+		namespaceCreate(), namespaceList(), namespaceShow(), namespaceDelete(),
+		keyAdd(), keyList(), keyRemove(),
+		tokenCreate(), tokenList(), tokenRevoke(),
+		publishCommand(),
+		providerList(), providerShow(),
+		versionCommand(),
+	}
+}
+
+// usageError is a mistake on the command line (exit code 2).
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// run runs the trove command line args and returns the exit code.
+func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
+	e := env{getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr}
+	cmds := commands()
+	if len(args) == 0 {
+		printOverview(stderr, cmds)
+		return exitUsage
+	}
+	switch args[0] {
+	case "help", "--help", "-help", "-h":
+		if len(args) > 1 {
+			if c, _ := lookup(cmds, args[1:]); c != nil {
+				printHelp(stdout, c)
+				return exitOK
+			}
+			if group := groupOf(cmds, args[1]); len(group) > 0 {
+				printGroup(stdout, args[1], group)
+				return exitOK
+			}
+			fmt.Fprintf(stderr, "trove: unknown command %q\n", strings.Join(args[1:], " "))
+			return exitUsage
+		}
+		printOverview(stdout, cmds)
+		return exitOK
+	}
+	c, rest := lookup(cmds, args)
+	if c == nil {
+		group := groupOf(cmds, args[0])
+		if len(group) == 0 {
+			fmt.Fprintf(stderr, "trove: unknown command %q\nRun 'trove help' for the list of commands.\n", args[0])
+			return exitUsage
+		}
+		if len(args) > 1 && (args[1] == "--help" || args[1] == "-h" || args[1] == "-help") {
+			printGroup(stdout, args[0], group)
+			return exitOK
+		}
+		if len(args) > 1 {
+			fmt.Fprintf(stderr, "trove %s: unknown subcommand %q\n\n", args[0], args[1])
+		}
+		printGroup(stderr, args[0], group)
+		return exitUsage
+	}
+	if c.raw != nil {
+		return c.raw(ctx, e, rest)
+	}
+	return runCommand(ctx, e, c, rest)
+}
+
+// lookup finds the command named by the first one or two arguments and
+// returns it with the remaining arguments.
+func lookup(cmds []*command, args []string) (*command, []string) {
+	for _, c := range cmds {
+		words := strings.Fields(c.name)
+		if len(args) >= len(words) && strings.Join(args[:len(words)], " ") == c.name {
+			return c, args[len(words):]
+		}
+	}
+	return nil, nil
+}
+
+// groupOf returns the commands whose first word is name ("namespace").
+func groupOf(cmds []*command, name string) []*command {
+	var out []*command
+	for _, c := range cmds {
+		if first, _, two := strings.Cut(c.name, " "); two && first == name {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func runCommand(ctx context.Context, e env, c *command, args []string) int {
+	fs := flag.NewFlagSet("trove "+c.name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	cl := &cli{env: e}
+	if c.client {
+		cl.defineFlags(fs)
+	}
+	runFn := c.setup(fs, cl)
+	positional, err := parseInterspersed(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		printHelp(e.stdout, c)
+		return exitOK
+	}
+	if err == nil {
+		switch {
+		case len(positional) < c.minArgs:
+			err = usagef("missing arguments: want %s", c.args)
+		case len(positional) > c.maxArgs:
+			err = usagef("unexpected argument %q: want %s", positional[c.maxArgs], c.args)
+		}
+	}
+	if err == nil {
+		err = runFn(ctx, positional)
+	}
+	return report(e, c, err)
+}
+
+// report prints err as the user should see it and returns the exit code.
+func report(e env, c *command, err error) int {
+	if err == nil {
+		return exitOK
+	}
+	var ue *usageError
+	if errors.As(err, &ue) || isFlagError(err) {
+		fmt.Fprintf(e.stderr, "trove %s: %s\nUsage: trove %s %s\nRun 'trove %s --help' for details.\n", c.name, err, c.name, c.args, c.name)
+		return exitUsage
+	}
+	fmt.Fprintf(e.stderr, "trove: %s%s\n", printable(err.Error()), hint(err))
+	return exitError
+}
+
+// printable replaces control characters (a server's message could carry
+// terminal escape sequences) except line breaks.
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r != '\n' && isControl(r) {
+			return '?'
+		}
+		return r
+	}, s)
+}
+
+// isControl reports whether r is a C0 or C1 control character.
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 }
+
+// flagError marks errors from the flag package, which are usage errors.
+type flagError struct{ err error }
+
+func (e *flagError) Error() string { return e.err.Error() }
+
+func isFlagError(err error) bool {
+	var fe *flagError
+	return errors.As(err, &fe)
+}
+
+// hint adds advice to errors whose cause users commonly misread.
+func hint(err error) string {
+	var unknownCA x509.UnknownAuthorityError
+	var verify *tls.CertificateVerificationError
+	if errors.As(err, &unknownCA) || errors.As(err, &verify) {
+		return "\n(trust the server's certificate authority with --ca-file or TROVE_CA_FILE; `trove serve` prints the path of its self-signed one)"
+	}
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return "\n(is `trove serve` running there? Point --addr or TROVE_ADDR at the server)"
+	}
+	return ""
+}
+
+// parseInterspersed parses the flags of fs wherever they appear in args and
+// returns the positional arguments in order. "--" ends the flags.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, &flagError{err}
+		}
+		rest := fs.Args()
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			return append(positional, rest...), nil
+		}
+		if len(rest) == 0 {
+			return positional, nil
+		}
+		positional = append(positional, rest[0])
+		args = rest[1:]
+	}
+}
+
+func printOverview(w io.Writer, cmds []*command) {
+	fmt.Fprintln(w, "Trove is a registry for Terraform and OpenTofu providers.")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Usage: trove COMMAND [ARGS] [FLAGS]")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Commands:")
+	for _, c := range cmds {
+		fmt.Fprintf(w, "  %-20s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Flags may come before or after the arguments.")
+	fmt.Fprintln(w, "Run 'trove COMMAND --help' for a command's flags and examples.")
+}
+
+func printGroup(w io.Writer, name string, group []*command) {
+	fmt.Fprintf(w, "Usage: trove %s SUBCOMMAND [ARGS] [FLAGS]\n\nSubcommands:\n", name)
+	for _, c := range group {
+		fmt.Fprintf(w, "  %-20s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintf(w, "\nRun 'trove %s SUBCOMMAND --help' for details.\n", name)
+}
+
+func printHelp(w io.Writer, c *command) {
+	fmt.Fprintf(w, "Usage: trove %s %s\n\n%s\n", c.name, c.args, c.summary)
+	if c.setup != nil {
+		fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
+		c.setup(fs, &cli{})
+		if hasFlags(fs) {
+			fmt.Fprintln(w, "\nFlags:")
+			printFlags(w, fs, nil)
+		}
+		if c.client {
+			cfs := flag.NewFlagSet(c.name, flag.ContinueOnError)
+			(&cli{}).defineFlags(cfs)
+			fmt.Fprintln(w, "\nClient flags:")
+			printFlags(w, cfs, clientEnv)
+		}
+	}
+	if c.rawFlags != nil {
+		fmt.Fprintln(w, "\nFlags (each also read from the environment variable in brackets):")
+		printFlags(w, c.rawFlags(), c.envOf)
+	}
+	if len(c.examples) > 0 {
+		fmt.Fprintln(w, "\nExamples:")
+		for _, ex := range c.examples {
+			fmt.Fprintf(w, "  %s\n", ex)
+		}
+	}
+}
+
+func hasFlags(fs *flag.FlagSet) bool {
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	return n > 0
+}
+
+// printFlags prints each flag of fs with its usage, default and, where
+// envOf names one, its environment variable.
+func printFlags(w io.Writer, fs *flag.FlagSet, envOf func(string) string) {
+	var flags []*flag.Flag
+	fs.VisitAll(func(f *flag.Flag) { flags = append(flags, f) })
+	sort.Slice(flags, func(i, j int) bool { return flags[i].Name < flags[j].Name })
+	for _, f := range flags {
+		arg, usage := flag.UnquoteUsage(f)
+		line := "  --" + f.Name
+		if arg != "" && !isBoolFlag(f) {
+			line += " " + arg
+		}
+		fmt.Fprintln(w, line)
+		if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "0s" && f.DefValue != "false" {
+			usage += " (default " + f.DefValue + ")"
+		}
+		if envOf != nil {
+			if name := envOf(f.Name); name != "" {
+				usage += " [$" + name + "]"
+			}
+		}
+		fmt.Fprintf(w, "        %s\n", usage)
+	}
+}
+
+func isBoolFlag(f *flag.Flag) bool {
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
+}
+
+func serveCommand() *command {
+	return &command{
+		name: "serve", args: "[FLAGS]",
+		summary: "Run the Trove server; the first start creates the data directory and prints the first admin token.",
+		examples: []string{
+			"trove serve",
+			"trove serve --listen :443 --public-url https://registry.internal --tls-cert cert.pem --tls-key key.pem",
+			"TROVE_DATA_DIR=/var/lib/trove trove serve --insecure-http --listen 127.0.0.1:8080 --public-url https://registry.internal",
+		},
+		raw: serve,
+		rawFlags: func() *flag.FlagSet {
+			var cfg config.Config
+			return cfg.FlagSet("serve")
+		},
+		envOf: config.EnvVar,
+	}
+}
+
+// serve loads the configuration and runs the server until ctx ends.
+func serve(ctx context.Context, e env, args []string) int {
+	c, _ := lookup(commands(), []string{"serve"})
+	cfg, err := config.Load(args, e.getenv)
+	if errors.Is(err, flag.ErrHelp) {
+		printHelp(e.stdout, c)
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintf(e.stderr, "trove serve: %s\nRun 'trove serve --help' for the flags.\n", strings.ReplaceAll(err.Error(), "\n", "\n  "))
+		return exitUsage
+	}
+	if err := runServer(ctx, cfg, e.stdout, e.stderr); err != nil {
+		fmt.Fprintf(e.stderr, "trove: %s\n", err)
+		return exitError
+	}
+	return exitOK
+}
+
+func versionCommand() *command {
+	return &command{
+		name: "version", args: "", summary: "Print the version of trove.",
+		examples: []string{"trove version"},
+		setup: func(fs *flag.FlagSet, cl *cli) func(context.Context, []string) error {
+			return func(context.Context, []string) error {
+				fmt.Fprintf(cl.stdout, "trove %s\n", buildVersion())
+				return nil
+			}
+		},
+	}
+}
+
+// buildVersion returns the version set at link time, else the module
+// version recorded by the go tool, else "dev".
+func buildVersion() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return strings.TrimPrefix(bi.Main.Version, "v")
+	}
+	return "dev"
+}

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+
+	"trove.dev/trove/internal/apispec"
+)
+
+func namespaceCreate() *command {
+	return &command{
+		name: "namespace create", args: "NAME [--description TEXT]", minArgs: 1, maxArgs: 1, client: true,
+		summary: "Create a namespace (needs a global admin token).",
+		examples: []string{
+			`trove namespace create acme --description "ACME platform team"`,
+		},
+		setup: func(fs *flag.FlagSet, cl *cli) func(context.Context, []string) error {
+			description := fs.String("description", "", "`text` saying what the namespace is for")
+			return func(ctx context.Context, args []string) error {
+				c, err := cl.client()
+				if err != nil {
+					return err
+				}
+				ns, err := c.CreateNamespace(ctx, apispec.CreateNamespaceRequest{Name: args[0], Description: *description})
+				if err != nil {
+					return err
+				}
+				if cl.jsonOut {
+					return cl.printJSON(ns)
+				}
+				fmt.Fprintf(cl.stdout, "Created namespace %s\n", ns.Name)
+				return nil
+			}
+		},
+	}
+}
+
+func namespaceList() *command {
+	return &command{
+		name: "namespace list", args: "", client: true,
+		summary:  "List the namespaces the token can read.",
+		examples: []string{"trove namespace list", "trove namespace list --json"},
+		setup: func(fs *flag.FlagSet, cl *cli) func(context.Context, []string) error {
+			return func(ctx context.Context, args []string) error {
+				c, err := cl.client()
+				if err != nil {
+					return err
+				}
+				list, err := c.ListNamespaces(ctx)
+				if err != nil {
+					return err
+				}
+				if cl.jsonOut {
+					return cl.printJSON(apispec.NamespaceList{Namespaces: nonNil(list)})
+				}
+				if len(list) == 0 {
+					fmt.Fprintln(cl.stdout, "No namespaces.")
+					return nil
+				}
+				rows := make([]string, 0, len(list))
+				for _, ns := range list {
+					rows = append(rows, row(ns.Name, ns.Description, when(ns.CreatedAt)))
+				}
+				return table(cl.stdout, "NAME\tDESCRIPTION\tCREATED", rows)
+			}
+		},
+	}
+}
+
+func namespaceShow() *command {
+	return &command{
+		name: "namespace show", args: "NAME", minArgs: 1, maxArgs: 1, client: true,
+		summary:  "Show a namespace.",
+		examples: []string{"trove namespace show acme"},
+		setup: func(fs *flag.FlagSet, cl *cli) func(context.Context, []string) error {
+			return func(ctx context.Context, args []string) error {
+				c, err := cl.client()
+				if err != nil {
+					return err
+				}
+				ns, err := c.GetNamespace(ctx, args[0])
+				if err != nil {
+					return err
+				}
+				if cl.jsonOut {
+					return cl.printJSON(ns)
+				}
+				return table(cl.stdout, "Name:\t"+cell(ns.Name), []string{
+					"Description:\t" + cell(ns.Description),
+					"Created:\t" + cell(when(ns.CreatedAt)),
+				})
+			}
+		},
+	}
+}
+
+func namespaceDelete() *command {
+	return &command{
+		name: "namespace delete", args: "NAME", minArgs: 1, maxArgs: 1, client: true,
+		summary:  "Delete an empty namespace with its signing keys and tokens (needs a global admin token).",
+		examples: []string{"trove namespace delete acme"},
+		setup: func(fs *flag.FlagSet, cl *cli) func(context.Context, []string) error {
+			return func(ctx context.Context, args []string) error {
+				c, err := cl.client()
+				if err != nil {
+					return err
+				}
+				if err := c.DeleteNamespace(ctx, args[0]); err != nil {
+					return err
+				}
+				if !cl.jsonOut {
+					fmt.Fprintf(cl.stdout, "Deleted namespace %s\n", args[0])
+				}
+				return nil
+			}
+		},
+	}
+}
+
+// nonNil returns s, or an empty slice for nil, so that JSON shows [].
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}

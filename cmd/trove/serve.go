@@ -1,0 +1,168 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	"trove.dev/trove/internal/api"
+	"trove.dev/trove/internal/auth"
+	"trove.dev/trove/internal/config"
+	"trove.dev/trove/internal/publish"
+	"trove.dev/trove/internal/release"
+	"trove.dev/trove/internal/server"
+	"trove.dev/trove/internal/signedurl"
+	"trove.dev/trove/internal/store"
+	"trove.dev/trove/internal/store/fsblob"
+	"trove.dev/trove/internal/store/sqlite"
+)
+
+// urlSigningKeyName is the name of the shared secret that signs download
+// URLs; every replica sharing the index uses the same one.
+const urlSigningKeyName = "url-signing-key"
+
+// runServer wires the packages together as cfg says and serves until ctx
+// ends, then shuts down gracefully. It prints the start-up banner to
+// stdout and logs to stderr.
+func runServer(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) error {
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return fmt.Errorf("creating the data directory: %w", err)
+	}
+	log := newLogger(cfg, stderr)
+
+	idx, err := openIndex(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer idx.Close()
+	blobs, err := openBlobs(cfg)
+	if err != nil {
+		return err
+	}
+	key, err := idx.Secret(ctx, urlSigningKeyName, func() ([]byte, error) {
+		b := make([]byte, 32)
+		_, err := rand.Read(b)
+		return b, err
+	})
+	if err != nil {
+		return fmt.Errorf("loading the URL-signing key: %w", err)
+	}
+	signer := signedurl.New(key, cfg.DownloadURLTTL)
+	public, err := url.Parse(cfg.PublicURL)
+	if err != nil {
+		return err // config.Validate has checked it
+	}
+
+	tempDir := filepath.Join(cfg.DataDir, "tmp")
+	if err := os.MkdirAll(tempDir, 0o700); err != nil {
+		return fmt.Errorf("creating the upload staging directory: %w", err)
+	}
+	var srv *server.Server
+	pub := publish.New(publish.Options{
+		Index:       idx,
+		Blobs:       blobs,
+		TempDir:     tempDir,
+		MaxZipBytes: cfg.Limits.MaxZipBytes,
+		ZipLimits:   release.Limits{MaxEntries: cfg.Limits.MaxZipEntries, MaxUnpackedBytes: cfg.Limits.MaxUnpackedBytes},
+		OnPublish:   func(namespace, typ string) { srv.InvalidateProvider(namespace, typ) },
+		Logger:      log,
+	})
+	apiHandler := api.New(api.Options{
+		Index:          idx,
+		Publisher:      pub,
+		Auth:           auth.NewAuthenticator(idx),
+		Logger:         log,
+		MaxUploadBytes: cfg.Limits.MaxUploadBytes,
+	})
+	srv, err = server.New(server.Options{
+		Index: idx, Blobs: blobs, Signer: signer, PublicURL: public, API: apiHandler, Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+
+	var tlsFiles *server.TLSFiles
+	switch {
+	case cfg.InsecureHTTP:
+	case cfg.TLSCert != "":
+		// Check the pair now rather than after the first admin token
+		// has been created and printed.
+		if _, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey); err != nil {
+			return fmt.Errorf("loading --tls-cert/--tls-key: %w", err)
+		}
+		tlsFiles = &server.TLSFiles{CertFile: cfg.TLSCert, KeyFile: cfg.TLSKey}
+	default:
+		files, err := server.EnsureSelfSigned(filepath.Join(cfg.DataDir, "tls"), certHosts(cfg))
+		if err != nil {
+			return fmt.Errorf("creating the self-signed certificate: %w", err)
+		}
+		tlsFiles = &files
+	}
+
+	// Listen before creating the first admin token, so that a busy port
+	// cannot lose a token that was stored but never shown.
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return err
+	}
+	admin, err := auth.Bootstrap(ctx, idx, time.Now())
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("creating the first admin token: %w", err)
+	}
+	caFile := ""
+	if tlsFiles != nil {
+		caFile = tlsFiles.CAFile
+	}
+	printBanner(stdout, cfg, ln.Addr(), caFile, admin)
+	log.Info("trove started", "listen", ln.Addr().String(), "public_url", cfg.PublicURL, "data_dir", cfg.DataDir)
+	if err := srv.Serve(ctx, ln, tlsFiles); err != nil {
+		return err
+	}
+	log.Info("trove stopped")
+	return nil
+}
+
+// openIndex opens the metadata backend that cfg selects.
+func openIndex(ctx context.Context, cfg config.Config) (store.Index, error) {
+	switch cfg.Index.Backend {
+	case config.IndexSQLite:
+		idx, err := sqlite.Open(ctx, cfg.Index.SQLite.Path)
+		if err != nil {
+			return nil, fmt.Errorf("opening the SQLite index %s: %w", cfg.Index.SQLite.Path, err)
+		}
+		return idx, nil
+	default:
+		return nil, fmt.Errorf("unknown index backend %q", cfg.Index.Backend)
+	}
+}
+
+// openBlobs opens the blob backend that cfg selects.
+func openBlobs(cfg config.Config) (store.Blobs, error) {
+	switch cfg.Blobs.Backend {
+	case config.BlobsFS:
+		b, err := fsblob.Open(cfg.Blobs.FS.Dir)
+		if err != nil {
+			return nil, fmt.Errorf("opening the blob directory %s: %w", cfg.Blobs.FS.Dir, err)
+		}
+		return b, nil
+	default:
+		return nil, fmt.Errorf("unknown blob backend %q", cfg.Blobs.Backend)
+	}
+}
+
+func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}

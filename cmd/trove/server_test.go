@@ -1,0 +1,101 @@
+package main
+
+import (
+	"archive/zip"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"trove.dev/trove/internal/apispec"
+	"trove.dev/trove/internal/signing/signingtest"
+	"trove.dev/trove/internal/trovetest"
+)
+
+// writeSignedDist writes a goreleaser-like dist directory of a signed
+// release of typ at version for the platforms, with a manifest.
+func writeSignedDist(t *testing.T, key *signingtest.Key, typ, version string, platforms ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	write := func(name string, data []byte) {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	base := "terraform-provider-" + typ + "_" + version + "_"
+	var sums bytes.Buffer
+	add := func(name string, data []byte) {
+		write(name, data)
+		sum := sha256.Sum256(data)
+		fmt.Fprintf(&sums, "%s  %s\n", hex.EncodeToString(sum[:]), name)
+	}
+	add(base+"manifest.json", []byte(`{"version":1,"metadata":{"protocol_versions":["5.0"]}}`))
+	for _, p := range platforms {
+		var buf bytes.Buffer
+		zw := zip.NewWriter(&buf)
+		h := &zip.FileHeader{Name: "terraform-provider-" + typ + "_v" + version, Method: zip.Deflate}
+		h.SetMode(0o755)
+		w, err := zw.CreateHeader(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(w, "#!/bin/sh\necho %s\n", p)
+		if err := zw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		add(base+p+".zip", buf.Bytes())
+	}
+	write(base+"SHA256SUMS", sums.Bytes())
+	write(base+"SHA256SUMS.sig", key.Sign(sums.Bytes()))
+	return dir
+}
+
+// TestAgainstTrove drives a real in-process Trove through the command line:
+// the publishing set-up of docs/publishing.md, then a publish and its retry.
+func TestAgainstTrove(t *testing.T) {
+	s := trovetest.Start(t)
+	admin := map[string]string{"TROVE_ADDR": s.URL, "TROVE_TOKEN": s.AdminToken, "TROVE_CA_FILE": s.CAFile}
+	ok := func(environ map[string]string, stdin string, args ...string) string {
+		t.Helper()
+		r := runTrove(t, environ, stdin, args...)
+		if r.code != exitOK {
+			t.Fatalf("trove %s: exit %d\n%s", strings.Join(args, " "), r.code, r.stderr)
+		}
+		return r.stdout
+	}
+
+	ok(admin, "", "namespace", "create", "acme")
+	key := signingtest.NewKey(t, "acme")
+	if out := ok(admin, key.ArmoredPublic, "key", "add", "acme", "--file", "-"); !strings.Contains(out, key.KeyID) || !strings.Contains(out, key.Fingerprint) {
+		t.Errorf("key add printed %q, want the key ID and fingerprint", out)
+	}
+	secret := strings.TrimSpace(ok(admin, "", "token", "create", "--namespace", "acme", "--scope", "publish"))
+	publisher := map[string]string{"TROVE_ADDR": s.URL, "TROVE_TOKEN": secret, "TROVE_CA_FILE": s.CAFile}
+
+	dist := writeSignedDist(t, key, "foo", "1.2.0", "linux_amd64", "darwin_arm64")
+	out := ok(publisher, "", "publish", "--namespace", "acme", dist)
+	if !strings.HasPrefix(out, "Published acme/foo 1.2.0 for ") || !strings.Contains(out, "linux_amd64") || !strings.Contains(out, "darwin_arm64") {
+		t.Errorf("publish printed %q", out)
+	}
+	if out := ok(publisher, "", "publish", dist, "--namespace", "acme"); out != "acme/foo 1.2.0 was already published with identical content; nothing changed\n" {
+		t.Errorf("second publish printed %q", out)
+	}
+
+	var v apispec.ProviderVersion
+	if err := json.Unmarshal([]byte(ok(admin, "", "provider", "show", "acme/foo", "1.2.0", "--json")), &v); err != nil {
+		t.Fatal(err)
+	}
+	if v.KeyID != key.KeyID || len(v.Platforms) != 2 {
+		t.Errorf("provider show --json = %+v", v)
+	}
+
+	r := runTrove(t, publisher, "", "namespace", "delete", "acme")
+	if r.code != exitError || !strings.HasPrefix(r.stderr, "trove: ") {
+		t.Errorf("namespace delete with a publish token = %d %q, want exit 1 with the server's message", r.code, r.stderr)
+	}
+}

@@ -1,0 +1,600 @@
+// Package api serves Trove's management API under /api/v1: namespaces,
+// signing keys, tokens, providers and publishing. Routes and documents are
+// defined in internal/apispec; this package enforces who may call them.
+package api
+
+import (
+	"errors"
+	"io"
+	"log/slog"
+	"mime"
+	"mime/multipart"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"trove.dev/trove/internal/apispec"
+	"trove.dev/trove/internal/auth"
+	"trove.dev/trove/internal/httpjson"
+	"trove.dev/trove/internal/publish"
+	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/signing"
+	"trove.dev/trove/internal/store"
+)
+
+// maxJSONBody bounds every JSON request body (a signing key is the largest).
+const maxJSONBody = 256 << 10
+
+// Options configures the API handler.
+type Options struct {
+	Index     store.Index
+	Publisher *publish.Publisher
+	Auth      *auth.Authenticator
+	Logger    *slog.Logger
+	// MaxUploadBytes bounds a whole publish request; <= 0 means 2 GiB.
+	MaxUploadBytes int64
+	Now            func() time.Time
+}
+
+type handler struct {
+	Options
+}
+
+// New returns the management API handler, to be mounted at apispec.Prefix.
+func New(opt Options) http.Handler {
+	if opt.Logger == nil {
+		opt.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	if opt.MaxUploadBytes <= 0 {
+		opt.MaxUploadBytes = 2 << 30
+	}
+	h := &handler{Options: opt}
+	mux := http.NewServeMux()
+	route := func(pattern string, fn httpjson.HandlerFunc) {
+		mux.Handle(pattern, httpjson.Handler(opt.Logger, h.authenticated(fn)))
+	}
+	route("GET "+apispec.RouteNamespaces, h.listNamespaces)
+	route("POST "+apispec.RouteNamespaces, h.createNamespace)
+	route("GET "+apispec.RouteNamespace, h.getNamespace)
+	route("PATCH "+apispec.RouteNamespace, h.updateNamespace)
+	route("DELETE "+apispec.RouteNamespace, h.deleteNamespace)
+
+	route("GET "+apispec.RouteKeys, h.listKeys)
+	route("POST "+apispec.RouteKeys, h.addKey)
+	route("GET "+apispec.RouteKey, h.getKey)
+	route("DELETE "+apispec.RouteKey, h.deleteKey)
+
+	route("GET "+apispec.RouteTokens, h.listTokens)
+	route("POST "+apispec.RouteTokens, h.createToken)
+	route("GET "+apispec.RouteToken, h.getToken)
+	route("DELETE "+apispec.RouteToken, h.revokeToken)
+
+	route("GET "+apispec.RouteProviders, h.listProviders)
+	route("GET "+apispec.RouteProvider, h.getProvider)
+	route("GET "+apispec.RouteProviderVersion, h.getProviderVersion)
+	route("POST "+apispec.RouteProviderVersion, h.publishProviderVersion)
+
+	route("GET "+apispec.RouteWhoAmI, h.whoAmI)
+	mux.Handle(apispec.Prefix+"/", httpjson.Handler(opt.Logger, func(w http.ResponseWriter, r *http.Request) error {
+		return registry.Errorf(registry.NotFound, "no API route %s %s", r.Method, r.URL.Path)
+	}))
+	return mux
+}
+
+// authenticated resolves the caller before fn runs; every API route needs a token.
+func (h *handler) authenticated(fn httpjson.HandlerFunc) httpjson.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		p, err := h.Auth.Authenticate(r)
+		if err != nil {
+			return err
+		}
+		if p.Anonymous() {
+			return registry.Errorf(registry.Unauthenticated, "this API needs a token: pass \"Authorization: Bearer <token>\" (TROVE_TOKEN for the CLI)")
+		}
+		return fn(w, r.WithContext(auth.WithPrincipal(r.Context(), p)))
+	}
+}
+
+func (h *handler) require(r *http.Request, scope registry.Scope, namespace string) error {
+	return auth.FromContext(r.Context()).Require(scope, namespace, h.Now())
+}
+
+// namespaceParam validates the {namespace} path value and checks that the
+// caller holds scope on it. It answers NotFound rather than Forbidden to
+// callers who may not read the namespace, so names do not leak.
+func (h *handler) namespaceParam(r *http.Request, scope registry.Scope) (string, error) {
+	ns, err := registry.ParseNamespace(r.PathValue("namespace"))
+	if err != nil {
+		return "", err
+	}
+	if err := h.require(r, registry.ScopeRead, ns); err != nil {
+		return "", registry.Errorf(registry.NotFound, "namespace %q not found", ns)
+	}
+	if err := h.require(r, scope, ns); err != nil {
+		return "", err
+	}
+	return ns, nil
+}
+
+// Namespaces.
+
+func (h *handler) listNamespaces(w http.ResponseWriter, r *http.Request) error {
+	all, err := h.Index.ListNamespaces(r.Context())
+	if err != nil {
+		return err
+	}
+	out := apispec.NamespaceList{Namespaces: []apispec.Namespace{}}
+	for _, ns := range all {
+		if h.require(r, registry.ScopeRead, ns.Name) == nil {
+			out.Namespaces = append(out.Namespaces, namespaceDoc(ns))
+		}
+	}
+	return httpjson.Write(w, http.StatusOK, out)
+}
+
+func (h *handler) createNamespace(w http.ResponseWriter, r *http.Request) error {
+	if err := h.require(r, registry.ScopeAdmin, ""); err != nil {
+		return err
+	}
+	var req apispec.CreateNamespaceRequest
+	if err := httpjson.Decode(w, r, maxJSONBody, &req); err != nil {
+		return err
+	}
+	name, err := registry.ParseNamespace(req.Name)
+	if err != nil {
+		return err
+	}
+	if err := validDescription(req.Description); err != nil {
+		return err
+	}
+	ns := registry.Namespace{Name: name, Description: req.Description, CreatedAt: h.Now().UTC()}
+	if err := h.Index.CreateNamespace(r.Context(), ns); err != nil {
+		if registry.IsKind(err, registry.Conflict) {
+			return registry.Errorf(registry.Conflict, "namespace %q already exists", name)
+		}
+		return err
+	}
+	h.Logger.InfoContext(r.Context(), "namespace created", "namespace", name, "actor", actor(r))
+	return httpjson.Write(w, http.StatusCreated, namespaceDoc(ns))
+}
+
+func (h *handler) getNamespace(w http.ResponseWriter, r *http.Request) error {
+	name, err := h.namespaceParam(r, registry.ScopeRead)
+	if err != nil {
+		return err
+	}
+	ns, err := h.Index.GetNamespace(r.Context(), name)
+	if err != nil {
+		return err
+	}
+	return httpjson.Write(w, http.StatusOK, namespaceDoc(ns))
+}
+
+func (h *handler) updateNamespace(w http.ResponseWriter, r *http.Request) error {
+	name, err := h.namespaceParam(r, registry.ScopeAdmin)
+	if err != nil {
+		return err
+	}
+	var req apispec.UpdateNamespaceRequest
+	if err := httpjson.Decode(w, r, maxJSONBody, &req); err != nil {
+		return err
+	}
+	ns, err := h.Index.GetNamespace(r.Context(), name)
+	if err != nil {
+		return err
+	}
+	if req.Description != nil {
+		if err := validDescription(*req.Description); err != nil {
+			return err
+		}
+		ns.Description = *req.Description
+	}
+	if err := h.Index.UpdateNamespace(r.Context(), ns); err != nil {
+		return err
+	}
+	return httpjson.Write(w, http.StatusOK, namespaceDoc(ns))
+}
+
+func (h *handler) deleteNamespace(w http.ResponseWriter, r *http.Request) error {
+	name, err := registry.ParseNamespace(r.PathValue("namespace"))
+	if err != nil {
+		return err
+	}
+	if err := h.require(r, registry.ScopeAdmin, ""); err != nil {
+		return err
+	}
+	if err := h.Index.DeleteNamespace(r.Context(), name); err != nil {
+		if registry.IsKind(err, registry.Conflict) {
+			return registry.Errorf(registry.Conflict, "namespace %q still holds provider versions; only an empty namespace can be deleted", name)
+		}
+		return err
+	}
+	h.Logger.InfoContext(r.Context(), "namespace deleted", "namespace", name, "actor", actor(r))
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// Signing keys.
+
+func (h *handler) listKeys(w http.ResponseWriter, r *http.Request) error {
+	ns, err := h.namespaceParam(r, registry.ScopeRead)
+	if err != nil {
+		return err
+	}
+	keys, err := h.Index.ListSigningKeys(r.Context(), ns)
+	if err != nil {
+		return err
+	}
+	out := apispec.SigningKeyList{Keys: []apispec.SigningKey{}}
+	for _, k := range keys {
+		out.Keys = append(out.Keys, keyDoc(k))
+	}
+	return httpjson.Write(w, http.StatusOK, out)
+}
+
+func (h *handler) addKey(w http.ResponseWriter, r *http.Request) error {
+	ns, err := h.namespaceParam(r, registry.ScopeAdmin)
+	if err != nil {
+		return err
+	}
+	var req apispec.AddSigningKeyRequest
+	if err := httpjson.Decode(w, r, maxJSONBody, &req); err != nil {
+		return err
+	}
+	key, err := signing.ParsePublicKey(req.ASCIIArmor)
+	if err != nil {
+		return err
+	}
+	key.Namespace = ns
+	key.CreatedAt = h.Now().UTC()
+	if err := h.Index.AddSigningKey(r.Context(), key); err != nil {
+		if registry.IsKind(err, registry.Conflict) {
+			return registry.Errorf(registry.Conflict, "key %s is already registered for namespace %s", key.KeyID, ns)
+		}
+		return err
+	}
+	h.Logger.InfoContext(r.Context(), "signing key added", "namespace", ns, "key_id", key.KeyID, "actor", actor(r))
+	return httpjson.Write(w, http.StatusCreated, keyDoc(key))
+}
+
+func (h *handler) getKey(w http.ResponseWriter, r *http.Request) error {
+	ns, err := h.namespaceParam(r, registry.ScopeRead)
+	if err != nil {
+		return err
+	}
+	keys, err := h.Index.ListSigningKeys(r.Context(), ns)
+	if err != nil {
+		return err
+	}
+	id := strings.ToUpper(r.PathValue("key_id"))
+	for _, k := range keys {
+		if k.KeyID == id {
+			return httpjson.Write(w, http.StatusOK, keyDoc(k))
+		}
+	}
+	return registry.Errorf(registry.NotFound, "namespace %s has no signing key %s", ns, id)
+}
+
+func (h *handler) deleteKey(w http.ResponseWriter, r *http.Request) error {
+	ns, err := h.namespaceParam(r, registry.ScopeAdmin)
+	if err != nil {
+		return err
+	}
+	id := strings.ToUpper(r.PathValue("key_id"))
+	if err := h.Index.DeleteSigningKey(r.Context(), ns, id); err != nil {
+		if registry.IsKind(err, registry.NotFound) {
+			return registry.Errorf(registry.NotFound, "namespace %s has no signing key %s", ns, id)
+		}
+		return err
+	}
+	h.Logger.InfoContext(r.Context(), "signing key removed", "namespace", ns, "key_id", id, "actor", actor(r))
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// Tokens.
+
+func (h *handler) listTokens(w http.ResponseWriter, r *http.Request) error {
+	filter := r.URL.Query().Get("namespace")
+	if filter != "" {
+		ns, err := registry.ParseNamespace(filter)
+		if err != nil {
+			return err
+		}
+		filter = ns
+	}
+	if err := h.require(r, registry.ScopeAdmin, filter); err != nil {
+		return err
+	}
+	tokens, err := h.Index.ListTokens(r.Context(), filter)
+	if err != nil {
+		return err
+	}
+	out := apispec.TokenList{Tokens: []apispec.Token{}}
+	for _, t := range tokens {
+		out.Tokens = append(out.Tokens, tokenDoc(t))
+	}
+	return httpjson.Write(w, http.StatusOK, out)
+}
+
+func (h *handler) createToken(w http.ResponseWriter, r *http.Request) error {
+	var req apispec.CreateTokenRequest
+	if err := httpjson.Decode(w, r, maxJSONBody, &req); err != nil {
+		return err
+	}
+	t := registry.Token{Description: req.Description, CreatedAt: h.Now().UTC()}
+	if req.Namespace != "" {
+		ns, err := registry.ParseNamespace(req.Namespace)
+		if err != nil {
+			return err
+		}
+		t.Namespace = ns
+	}
+	if err := h.require(r, registry.ScopeAdmin, t.Namespace); err != nil {
+		return err
+	}
+	if len(req.Scopes) == 0 {
+		return registry.Errorf(registry.Invalid, "a token needs at least one scope: read, publish or admin")
+	}
+	for _, s := range req.Scopes {
+		scope := registry.Scope(s)
+		if scope != registry.ScopeRead && scope != registry.ScopePublish && scope != registry.ScopeAdmin {
+			return registry.Errorf(registry.Invalid, "unknown scope %q: use read, publish or admin", s)
+		}
+		if !slices.Contains(t.Scopes, scope) {
+			t.Scopes = append(t.Scopes, scope)
+		}
+	}
+	if err := validDescription(req.Description); err != nil {
+		return err
+	}
+	if req.ExpiresAt != nil {
+		if !req.ExpiresAt.After(h.Now()) {
+			return registry.Errorf(registry.Invalid, "expires_at %s is not in the future", req.ExpiresAt.UTC().Format(time.RFC3339))
+		}
+		t.ExpiresAt = req.ExpiresAt.UTC()
+	}
+	if t.Namespace != "" {
+		if _, err := h.Index.GetNamespace(r.Context(), t.Namespace); err != nil {
+			return err
+		}
+	}
+	secret, hash, err := auth.NewToken()
+	if err != nil {
+		return err
+	}
+	if t.ID, err = auth.NewID(); err != nil {
+		return err
+	}
+	t.Hash = hash
+	if err := h.Index.CreateToken(r.Context(), t); err != nil {
+		return err
+	}
+	h.Logger.InfoContext(r.Context(), "token created", "token_id", t.ID, "namespace", t.Namespace, "actor", actor(r))
+	return httpjson.Write(w, http.StatusCreated, apispec.CreatedToken{Token: tokenDoc(t), Secret: secret})
+}
+
+// tokenParam loads the {id} token if the caller may manage it: a global
+// admin, an admin of the token's namespace, or the token itself.
+func (h *handler) tokenParam(r *http.Request) (registry.Token, error) {
+	id := r.PathValue("id")
+	p := auth.FromContext(r.Context())
+	notFound := registry.Errorf(registry.NotFound, "token %q not found", id)
+	tokens, err := h.Index.ListTokens(r.Context(), "")
+	if err != nil {
+		return registry.Token{}, err
+	}
+	for _, t := range tokens {
+		if t.ID != id {
+			continue
+		}
+		if p.Token.ID == t.ID || h.require(r, registry.ScopeAdmin, t.Namespace) == nil {
+			return t, nil
+		}
+		if t.Namespace == "" || h.require(r, registry.ScopeRead, t.Namespace) != nil {
+			return registry.Token{}, notFound
+		}
+		return registry.Token{}, h.require(r, registry.ScopeAdmin, t.Namespace)
+	}
+	return registry.Token{}, notFound
+}
+
+func (h *handler) getToken(w http.ResponseWriter, r *http.Request) error {
+	t, err := h.tokenParam(r)
+	if err != nil {
+		return err
+	}
+	return httpjson.Write(w, http.StatusOK, tokenDoc(t))
+}
+
+func (h *handler) revokeToken(w http.ResponseWriter, r *http.Request) error {
+	t, err := h.tokenParam(r)
+	if err != nil {
+		return err
+	}
+	if err := h.Index.RevokeToken(r.Context(), t.ID, h.Now().UTC()); err != nil {
+		return err
+	}
+	h.Logger.InfoContext(r.Context(), "token revoked", "token_id", t.ID, "actor", actor(r))
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (h *handler) whoAmI(w http.ResponseWriter, r *http.Request) error {
+	return httpjson.Write(w, http.StatusOK, tokenDoc(auth.FromContext(r.Context()).Token))
+}
+
+// Providers.
+
+func (h *handler) listProviders(w http.ResponseWriter, r *http.Request) error {
+	ns, err := h.namespaceParam(r, registry.ScopeRead)
+	if err != nil {
+		return err
+	}
+	providers, err := h.Index.ListProviders(r.Context(), ns)
+	if err != nil {
+		return err
+	}
+	out := apispec.ProviderList{Providers: []apispec.Provider{}}
+	for _, p := range providers {
+		out.Providers = append(out.Providers, apispec.Provider{
+			Namespace: p.Namespace, Type: p.Type, VersionCount: p.VersionCount,
+			LatestVersion: p.LatestVersion, UpdatedAt: p.UpdatedAt,
+		})
+	}
+	return httpjson.Write(w, http.StatusOK, out)
+}
+
+func (h *handler) getProvider(w http.ResponseWriter, r *http.Request) error {
+	ns, err := h.namespaceParam(r, registry.ScopeRead)
+	if err != nil {
+		return err
+	}
+	typ, err := registry.ParseProviderType(r.PathValue("type"))
+	if err != nil {
+		return err
+	}
+	versions, err := h.Index.ListProviderVersions(r.Context(), ns, typ)
+	if err != nil {
+		if registry.IsKind(err, registry.NotFound) {
+			return registry.Errorf(registry.NotFound, "provider %s/%s has no versions", ns, typ)
+		}
+		return err
+	}
+	registry.SortNewestFirst(versions)
+	out := apispec.ProviderDetail{Namespace: ns, Type: typ, Versions: make([]apispec.ProviderVersion, 0, len(versions))}
+	for _, v := range versions {
+		out.Versions = append(out.Versions, VersionDoc(v))
+	}
+	return httpjson.Write(w, http.StatusOK, out)
+}
+
+func (h *handler) getProviderVersion(w http.ResponseWriter, r *http.Request) error {
+	ns, err := h.namespaceParam(r, registry.ScopeRead)
+	if err != nil {
+		return err
+	}
+	typ, err := registry.ParseProviderType(r.PathValue("type"))
+	if err != nil {
+		return err
+	}
+	ver := r.PathValue("version")
+	if _, err := registry.ParseVersion(ver); err != nil {
+		return err
+	}
+	v, err := h.Index.GetProviderVersion(r.Context(), ns, typ, ver)
+	if err != nil {
+		if registry.IsKind(err, registry.NotFound) {
+			return registry.Errorf(registry.NotFound, "provider %s/%s has no version %s", ns, typ, ver)
+		}
+		return err
+	}
+	return httpjson.Write(w, http.StatusOK, VersionDoc(v))
+}
+
+// publishProviderVersion streams a multipart release into the Publisher.
+func (h *handler) publishProviderVersion(w http.ResponseWriter, r *http.Request) error {
+	ns, err := h.namespaceParam(r, registry.ScopePublish)
+	if err != nil {
+		return err
+	}
+	mediaType, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mediaType != "multipart/form-data" || params["boundary"] == "" {
+		return registry.Errorf(registry.Invalid, "a publish request must be multipart/form-data with one %q part per release file", apispec.PublishFileField)
+	}
+	body := http.MaxBytesReader(w, r.Body, h.MaxUploadBytes)
+	// Read what the client sends even when the publish is refused early,
+	// so that it sees the answer instead of a reset connection.
+	defer func() { _, _ = io.Copy(io.Discard, body) }()
+	src := &multipartSource{r: multipart.NewReader(body, params["boundary"])}
+	res, err := h.Publisher.PublishProvider(r.Context(), ns, r.PathValue("type"), r.PathValue("version"), src)
+	if err != nil {
+		return err
+	}
+	status := http.StatusOK
+	if res.Created {
+		status = http.StatusCreated
+		h.Logger.InfoContext(r.Context(), "provider version published", "namespace", ns,
+			"type", res.Version.Type, "version", res.Version.Version, "actor", actor(r))
+	}
+	return httpjson.Write(w, status, apispec.PublishResult{Created: res.Created, Version: VersionDoc(res.Version)})
+}
+
+// multipartSource adapts a multipart reader to publish.FileSource.
+type multipartSource struct {
+	r    *multipart.Reader
+	part *multipart.Part
+}
+
+func (m *multipartSource) Next() (string, io.Reader, error) {
+	if m.part != nil {
+		m.part.Close()
+	}
+	part, err := m.r.NextPart()
+	if err == io.EOF {
+		return "", nil, io.EOF
+	}
+	if err != nil {
+		var maxErr *http.MaxBytesError
+		if errors.As(err, &maxErr) {
+			return "", nil, err
+		}
+		return "", nil, registry.Wrap(registry.Invalid, err, "malformed multipart body")
+	}
+	m.part = part
+	if part.FormName() != apispec.PublishFileField || part.FileName() == "" {
+		return "", nil, registry.Errorf(registry.Invalid, "unexpected multipart part %q: every part must be a %q field with a file name", part.FormName(), apispec.PublishFileField)
+	}
+	return part.FileName(), part, nil
+}
+
+// Documents.
+
+func namespaceDoc(ns registry.Namespace) apispec.Namespace {
+	return apispec.Namespace{Name: ns.Name, Description: ns.Description, CreatedAt: ns.CreatedAt}
+}
+
+func keyDoc(k registry.SigningKey) apispec.SigningKey {
+	return apispec.SigningKey{Namespace: k.Namespace, KeyID: k.KeyID, Fingerprint: k.Fingerprint,
+		ASCIIArmor: k.ASCIIArmor, CreatedAt: k.CreatedAt, ExpiresAt: timePtr(k.ExpiresAt)}
+}
+
+func tokenDoc(t registry.Token) apispec.Token {
+	scopes := make([]string, len(t.Scopes))
+	for i, s := range t.Scopes {
+		scopes[i] = string(s)
+	}
+	return apispec.Token{ID: t.ID, Namespace: t.Namespace, Scopes: scopes, Description: t.Description,
+		CreatedAt: t.CreatedAt, ExpiresAt: timePtr(t.ExpiresAt), RevokedAt: timePtr(t.RevokedAt)}
+}
+
+// VersionDoc renders a provider version as the API shows it.
+func VersionDoc(v registry.ProviderVersion) apispec.ProviderVersion {
+	out := apispec.ProviderVersion{Namespace: v.Namespace, Type: v.Type, Version: v.Version,
+		Protocols: v.Protocols, SHASumsDigest: v.SHASumsDigest, KeyID: v.SigningKey.KeyID,
+		PublishedAt: v.PublishedAt, Platforms: make([]apispec.Platform, 0, len(v.Platforms))}
+	for _, p := range v.Platforms {
+		out.Platforms = append(out.Platforms, apispec.Platform{OS: p.OS, Arch: p.Arch, Filename: p.Filename, SHASum: p.SHA256, Size: p.Size})
+	}
+	return out
+}
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+func validDescription(s string) error {
+	if len(s) > 1024 {
+		return registry.Errorf(registry.Invalid, "description is longer than 1024 bytes")
+	}
+	return nil
+}
+
+func actor(r *http.Request) string { return auth.FromContext(r.Context()).Token.ID }

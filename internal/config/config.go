@@ -1,0 +1,423 @@
+// Package config owns the configuration of `trove serve`: the one Config
+// struct, how it is read from command-line flags with defaults from TROVE_*
+// environment variables, the defaults derived from other settings, and its
+// validation. Everything else receives a validated Config explicitly.
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/url"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"trove.dev/trove/internal/registry"
+)
+
+// EnvPrefix starts the name of every environment variable Trove reads.
+const EnvPrefix = "TROVE_"
+
+// Defaults of the settings that do not depend on others.
+const (
+	DefaultListen           = "localhost:8443"
+	DefaultDownloadURLTTL   = 15 * time.Minute
+	DefaultMaxUploadBytes   = 2 << 30 // 2 GiB
+	DefaultMaxZipBytes      = 1 << 30 // 1 GiB
+	DefaultMaxZipEntries    = 1000
+	DefaultMaxUnpackedBytes = 1 << 30 // 1 GiB
+	DefaultLogFormat        = "text"
+
+	// Bounds of DownloadURLTTL: a URL must outlive the gap between the
+	// client reading the download document and fetching the file, and a
+	// leaked URL should not stay usable for long.
+	MinDownloadURLTTL = time.Minute
+	MaxDownloadURLTTL = 24 * time.Hour
+)
+
+// Backend names.
+const (
+	IndexSQLite = "sqlite"
+	BlobsFS     = "fs"
+)
+
+// Config is the whole configuration of `trove serve`.
+type Config struct {
+	// Listen is the host:port the server listens on.
+	Listen string
+	// DataDir holds everything Trove writes locally (absolute path).
+	DataDir string
+	// PublicURL is the https:// origin clients use to reach Trove, with no
+	// path, query or fragment and no trailing slash.
+	PublicURL string
+	// TLSCert and TLSKey are PEM files of the server certificate and key.
+	// Both empty means a self-signed certificate in DataDir/tls, unless
+	// InsecureHTTP is set.
+	TLSCert string
+	TLSKey  string
+	// InsecureHTTP serves plain HTTP, for running behind a TLS-terminating
+	// proxy that is reached at PublicURL.
+	InsecureHTTP bool
+	// DownloadURLTTL is how long a signed download URL stays valid.
+	DownloadURLTTL time.Duration
+	// Limits bound what a publish may upload.
+	Limits Limits
+	// LogLevel is the lowest level logged.
+	LogLevel slog.Level
+	// LogFormat is "text" or "json".
+	LogFormat string
+	// Index selects and configures the metadata backend.
+	Index Index
+	// Blobs selects and configures the blob backend.
+	Blobs Blobs
+}
+
+// Limits bound the size of what a publish may upload.
+type Limits struct {
+	MaxUploadBytes   int64 // whole request body
+	MaxZipBytes      int64 // one zip archive
+	MaxZipEntries    int   // entries in one zip archive
+	MaxUnpackedBytes int64 // uncompressed size of one zip archive
+}
+
+// Index selects the metadata backend: Backend names it and the sub-struct
+// of that name configures it.
+type Index struct {
+	Backend string // "sqlite"
+	SQLite  SQLite
+}
+
+// SQLite configures the embedded SQLite index.
+type SQLite struct {
+	Path string // database file; default DataDir/trove.db
+}
+
+// Blobs selects the blob backend: Backend names it and the sub-struct of
+// that name configures it.
+type Blobs struct {
+	Backend string // "fs"
+	FS      FS
+}
+
+// FS configures the local-filesystem blob store.
+type FS struct {
+	Dir string // default DataDir/blobs
+}
+
+// EnvVar returns the environment variable that sets the flag called name:
+// "data-dir" gives "TROVE_DATA_DIR".
+func EnvVar(name string) string {
+	return EnvPrefix + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+}
+
+// SetFromEnv sets every flag of fs whose environment variable (EnvVar) is
+// non-empty, so that flags parsed afterwards override the environment.
+func SetFromEnv(fs *flag.FlagSet, getenv func(string) string) error {
+	var errs []error
+	fs.VisitAll(func(f *flag.Flag) {
+		name := EnvVar(f.Name)
+		v := getenv(name)
+		if v == "" {
+			return
+		}
+		if err := fs.Set(f.Name, v); err != nil {
+			errs = append(errs, registry.Errorf(registry.Invalid, "invalid %s=%q: %s", name, v, err))
+		}
+	})
+	return errors.Join(errs...)
+}
+
+// FlagSet returns the flag set of `trove serve` bound to c. It sets no
+// defaults from the environment; Load does.
+func (c *Config) FlagSet(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&c.Listen, "listen", DefaultListen, "`host:port` to listen on")
+	fs.StringVar(&c.DataDir, "data-dir", "", "`directory` for the database, blobs, TLS files and temporary uploads (default $XDG_DATA_HOME/trove, else ~/.local/share/trove)")
+	fs.StringVar(&c.PublicURL, "public-url", "", "https:// `URL` clients use to reach Trove (default https://<listen host>:<port>, localhost for a wildcard host)")
+	fs.StringVar(&c.TLSCert, "tls-cert", "", "PEM `file` of the TLS certificate chain (with --tls-key; default: a self-signed certificate in <data-dir>/tls)")
+	fs.StringVar(&c.TLSKey, "tls-key", "", "PEM `file` of the TLS private key (with --tls-cert)")
+	fs.BoolVar(&c.InsecureHTTP, "insecure-http", false, "serve plain HTTP, for running behind a TLS-terminating proxy (needs --public-url)")
+	fs.DurationVar(&c.DownloadURLTTL, "download-url-ttl", DefaultDownloadURLTTL, "how long signed download URLs stay valid")
+	fs.Var((*byteSize)(&c.Limits.MaxUploadBytes), "max-upload-bytes", "largest publish request body, in `bytes` (suffixes KiB, MiB, GiB allowed)")
+	fs.Var((*byteSize)(&c.Limits.MaxZipBytes), "max-zip-bytes", "largest provider zip archive, in `bytes`")
+	fs.IntVar(&c.Limits.MaxZipEntries, "max-zip-entries", DefaultMaxZipEntries, "most entries in one provider zip archive")
+	fs.Var((*byteSize)(&c.Limits.MaxUnpackedBytes), "max-unpacked-bytes", "largest uncompressed size of one provider zip archive, in `bytes`")
+	fs.TextVar(&c.LogLevel, "log-level", slog.LevelInfo, "lowest `level` logged: debug, info, warn or error")
+	fs.StringVar(&c.LogFormat, "log-format", DefaultLogFormat, "log `format` on stderr: text or json")
+	fs.StringVar(&c.Index.Backend, "index-backend", IndexSQLite, "metadata `backend`: sqlite")
+	fs.StringVar(&c.Index.SQLite.Path, "sqlite-path", "", "SQLite database `file` (default <data-dir>/trove.db)")
+	fs.StringVar(&c.Blobs.Backend, "blob-backend", BlobsFS, "blob `backend`: fs")
+	fs.StringVar(&c.Blobs.FS.Dir, "fs-blob-dir", "", "`directory` of the fs blob backend (default <data-dir>/blobs)")
+	c.Limits.MaxUploadBytes = DefaultMaxUploadBytes
+	c.Limits.MaxZipBytes = DefaultMaxZipBytes
+	c.Limits.MaxUnpackedBytes = DefaultMaxUnpackedBytes
+	for _, n := range []string{"max-upload-bytes", "max-zip-bytes", "max-unpacked-bytes"} {
+		f := fs.Lookup(n)
+		f.DefValue = f.Value.String()
+	}
+	return fs
+}
+
+// Load reads the configuration of `trove serve` from args, with defaults
+// from the environment (read through getenv), fills the derived defaults
+// and validates the result. It returns flag.ErrHelp when args ask for help.
+func Load(args []string, getenv func(string) string) (Config, error) {
+	var c Config
+	fs := c.FlagSet("serve")
+	if err := SetFromEnv(fs, getenv); err != nil {
+		return Config{}, err
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return Config{}, err
+		}
+		return Config{}, registry.Errorf(registry.Invalid, "%s", err)
+	}
+	if fs.NArg() > 0 {
+		return Config{}, registry.Errorf(registry.Invalid, "unexpected argument %q: trove serve takes only flags", fs.Arg(0))
+	}
+	if err := c.applyDefaults(getenv); err != nil {
+		return Config{}, err
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+// applyDefaults fills the settings whose defaults derive from others.
+func (c *Config) applyDefaults(getenv func(string) string) error {
+	if c.DataDir == "" {
+		dir, err := DefaultDataDir(getenv)
+		if err != nil {
+			return err
+		}
+		c.DataDir = dir
+	}
+	abs, err := filepath.Abs(c.DataDir)
+	if err != nil {
+		return registry.Wrap(registry.Invalid, err, "cannot make the data directory absolute")
+	}
+	c.DataDir = abs
+	if c.Index.Backend == IndexSQLite && c.Index.SQLite.Path == "" {
+		c.Index.SQLite.Path = filepath.Join(c.DataDir, "trove.db")
+	}
+	if c.Blobs.Backend == BlobsFS && c.Blobs.FS.Dir == "" {
+		c.Blobs.FS.Dir = filepath.Join(c.DataDir, "blobs")
+	}
+	// Behind a proxy the listen address says nothing about the public
+	// one, so --insecure-http gets no default: Validate asks for it.
+	if c.PublicURL == "" && !c.InsecureHTTP {
+		if u, err := DefaultPublicURL(c.Listen); err == nil {
+			c.PublicURL = u
+		}
+	}
+	c.PublicURL = strings.TrimSuffix(c.PublicURL, "/")
+	return nil
+}
+
+// DefaultDataDir returns $XDG_DATA_HOME/trove, else $HOME/.local/share/trove.
+func DefaultDataDir(getenv func(string) string) (string, error) {
+	if x := getenv("XDG_DATA_HOME"); x != "" && filepath.IsAbs(x) {
+		return filepath.Join(x, "trove"), nil
+	}
+	if h := getenv("HOME"); h != "" {
+		return filepath.Join(h, ".local", "share", "trove"), nil
+	}
+	return "", registry.Errorf(registry.Invalid, "cannot choose a data directory: neither XDG_DATA_HOME nor HOME is set; pass --data-dir")
+}
+
+// DefaultPublicURL returns https://<host>:<port> for a listen address,
+// with "localhost" for an empty or wildcard host and without ":443".
+func DefaultPublicURL(listen string) (string, error) {
+	host, port, err := splitListen(listen)
+	if err != nil {
+		return "", err
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		host = "localhost"
+	}
+	if port == "443" {
+		if strings.Contains(host, ":") {
+			return "https://[" + host + "]", nil
+		}
+		return "https://" + host, nil
+	}
+	return "https://" + net.JoinHostPort(host, port), nil
+}
+
+func splitListen(listen string) (host, port string, err error) {
+	host, port, err = net.SplitHostPort(listen)
+	if err != nil {
+		return "", "", registry.Errorf(registry.Invalid, "invalid --listen %q: want host:port, e.g. localhost:8443 or :8443", listen)
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 1 || n > 65535 {
+		return "", "", registry.Errorf(registry.Invalid, "invalid --listen %q: the port must be a number from 1 to 65535", listen)
+	}
+	return host, port, nil
+}
+
+// Validate checks every setting and returns all problems found, each
+// naming the flag to change. Load calls it; call it again after changing
+// a Config by hand.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, registry.Errorf(registry.Invalid, format, args...))
+	}
+	_, _, listenErr := splitListen(c.Listen)
+	if listenErr != nil {
+		errs = append(errs, listenErr)
+	}
+	if c.DataDir == "" || !filepath.IsAbs(c.DataDir) {
+		bad("--data-dir must be an absolute directory, got %q", c.DataDir)
+	}
+	switch {
+	case c.PublicURL == "" && c.InsecureHTTP:
+		bad("--insecure-http needs --public-url: the https:// URL of the TLS-terminating proxy in front of Trove (Terraform and OpenTofu only speak HTTPS to registries)")
+	case c.PublicURL == "":
+		if listenErr == nil { // otherwise the listen error explains it
+			bad("--public-url is empty")
+		}
+	default:
+		if err := checkPublicURL(c.PublicURL); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		bad("--tls-cert and --tls-key go together: pass both or neither")
+	}
+	if c.InsecureHTTP && c.TLSCert != "" {
+		bad("--insecure-http serves plain HTTP and cannot be combined with --tls-cert/--tls-key")
+	}
+	if c.DownloadURLTTL < MinDownloadURLTTL || c.DownloadURLTTL > MaxDownloadURLTTL {
+		bad("--download-url-ttl must be between %s and %s, got %s", MinDownloadURLTTL, MaxDownloadURLTTL, c.DownloadURLTTL)
+	}
+	for _, l := range []struct {
+		flag string
+		v    int64
+	}{
+		{"--max-upload-bytes", c.Limits.MaxUploadBytes},
+		{"--max-zip-bytes", c.Limits.MaxZipBytes},
+		{"--max-zip-entries", int64(c.Limits.MaxZipEntries)},
+		{"--max-unpacked-bytes", c.Limits.MaxUnpackedBytes},
+	} {
+		if l.v <= 0 {
+			bad("%s must be positive, got %d", l.flag, l.v)
+		}
+	}
+	if c.Limits.MaxZipBytes > c.Limits.MaxUploadBytes && c.Limits.MaxUploadBytes > 0 {
+		bad("--max-zip-bytes (%d) exceeds --max-upload-bytes (%d): no such zip could be uploaded", c.Limits.MaxZipBytes, c.Limits.MaxUploadBytes)
+	}
+	switch c.LogFormat {
+	case "text", "json":
+	default:
+		bad("--log-format must be text or json, got %q", c.LogFormat)
+	}
+	switch c.Index.Backend {
+	case IndexSQLite:
+		if c.Index.SQLite.Path == "" {
+			bad("--sqlite-path is empty")
+		}
+	default:
+		bad("unknown --index-backend %q: want %s", c.Index.Backend, IndexSQLite)
+	}
+	switch c.Blobs.Backend {
+	case BlobsFS:
+		if c.Blobs.FS.Dir == "" {
+			bad("--fs-blob-dir is empty")
+		}
+	default:
+		bad("unknown --blob-backend %q: want %s", c.Blobs.Backend, BlobsFS)
+	}
+	return errors.Join(errs...)
+}
+
+func checkPublicURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil {
+		return registry.Errorf(registry.Invalid, "invalid --public-url %q: %s", s, err)
+	}
+	var problem string
+	switch {
+	case u.Scheme != "https":
+		problem = "it must start with https:// (Terraform and OpenTofu only speak HTTPS to registries; use --insecure-http behind a TLS-terminating proxy)"
+	case u.Host == "" || u.Hostname() == "":
+		problem = "it has no host"
+	case u.User != nil:
+		problem = "it must not contain user information"
+	case u.RawQuery != "" || u.ForceQuery:
+		problem = "it must not have a query"
+	case u.Fragment != "" || strings.Contains(s, "#"):
+		problem = "it must not have a fragment"
+	case u.Path != "" && u.Path != "/":
+		problem = "it must not have a path: clients look up /.well-known/terraform.json at the root of the host"
+	case u.Port() != "":
+		if n, err := strconv.Atoi(u.Port()); err != nil || n < 1 || n > 65535 {
+			problem = "its port must be a number from 1 to 65535"
+		}
+	}
+	if problem != "" {
+		return registry.Errorf(registry.Invalid, "invalid --public-url %q: %s", s, problem)
+	}
+	return nil
+}
+
+// byteSize is a flag.Value of a byte count: a plain integer or one with a
+// binary suffix (KiB, MiB, GiB, TiB).
+type byteSize int64
+
+func (b *byteSize) String() string {
+	if b == nil {
+		return "0"
+	}
+	v := int64(*b)
+	for _, u := range []struct {
+		suffix string
+		n      int64
+	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if v != 0 && v%u.n == 0 {
+			return strconv.FormatInt(v/u.n, 10) + u.suffix
+		}
+	}
+	return strconv.FormatInt(v, 10)
+}
+
+func (b *byteSize) Set(s string) error {
+	v, err := ParseBytes(s)
+	if err != nil {
+		return err
+	}
+	*b = byteSize(v)
+	return nil
+}
+
+// ParseBytes parses a byte count: digits, optionally followed by KiB, MiB,
+// GiB or TiB (case-insensitive). It rejects negative numbers and overflow.
+func ParseBytes(s string) (int64, error) {
+	num, mult := strings.TrimSpace(s), int64(1)
+	for _, u := range []struct {
+		suffix string
+		n      int64
+	}{{"kib", 1 << 10}, {"mib", 1 << 20}, {"gib", 1 << 30}, {"tib", 1 << 40}} {
+		if strings.HasSuffix(strings.ToLower(num), u.suffix) {
+			num, mult = strings.TrimSpace(num[:len(num)-len(u.suffix)]), u.n
+			break
+		}
+	}
+	if num == "" || strings.TrimLeft(num, "0123456789") != "" {
+		return 0, fmt.Errorf("invalid size %q: want a number of bytes, optionally with KiB, MiB, GiB or TiB", s)
+	}
+	v, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || v > (1<<63-1)/mult {
+		return 0, fmt.Errorf("invalid size %q: too large", s)
+	}
+	return v * mult, nil
+}

@@ -1,0 +1,138 @@
+// Package files serves the blobs behind signed download URLs:
+// GET and HEAD /v1/files/{digest}/{filename}?expires=..&signature=..
+// (see internal/signedurl). Terraform and OpenTofu fetch provider
+// archives, SHA256SUMS and signatures there without the registry token, so
+// the signature is the only credential: it binds the digest, the file name
+// and the expiry.
+//
+// Blobs are served with http.ServeContent: Range requests, If-None-Match
+// and If-Modified-Since work, and a file-backed blob reaches the socket
+// with sendfile on plain HTTP. When the blob store can presign URLs and
+// redirects are enabled, the handler answers 302 to the store instead.
+package files
+
+import (
+	"log/slog"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"trove.dev/trove/internal/httpjson"
+	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/signedurl"
+	"trove.dev/trove/internal/store"
+)
+
+// Route is the ServeMux pattern of signed file downloads (GET includes HEAD).
+const Route = "GET " + signedurl.PathPrefix + "{digest}/{filename}"
+
+// Options configures a Handler.
+type Options struct {
+	Blobs  store.Blobs
+	Signer *signedurl.Signer
+	Logger *slog.Logger
+	// RedirectDownloads answers 302 to a presigned URL of the blob store
+	// instead of streaming the blob, if Blobs implements store.Presigner.
+	RedirectDownloads bool
+	// Now is the clock for Cache-Control lifetimes (time.Now if nil); the
+	// Signer checks expiry with its own clock.
+	Now func() time.Time
+}
+
+// Handler serves signed file downloads. It is safe for concurrent use.
+type Handler struct {
+	blobs     store.Blobs
+	presigner store.Presigner // nil unless redirects are enabled and supported
+	signer    *signedurl.Signer
+	log       *slog.Logger
+	now       func() time.Time
+	serve     http.Handler
+}
+
+// New returns a Handler.
+func New(opt Options) *Handler {
+	h := &Handler{blobs: opt.Blobs, signer: opt.Signer, log: opt.Logger, now: opt.Now}
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	if h.now == nil {
+		h.now = time.Now
+	}
+	if p, ok := opt.Blobs.(store.Presigner); ok && opt.RedirectDownloads {
+		h.presigner = p
+	}
+	h.serve = httpjson.Handler(h.log, h.serveFile)
+	return h
+}
+
+// Register mounts the handler on mux at Route.
+func (h *Handler) Register(mux *http.ServeMux) { mux.Handle(Route, h) }
+
+// ServeHTTP serves one signed file request.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.serve.ServeHTTP(w, r) }
+
+func (h *Handler) serveFile(w http.ResponseWriter, r *http.Request) error {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return registry.Errorf(registry.NotFound, "files are served to GET and HEAD only")
+	}
+	query := r.URL.Query()
+	digest, filename, err := h.signer.Verify(r.URL.Path, query)
+	if err != nil {
+		return err
+	}
+	expires, _ := strconv.ParseInt(query.Get("expires"), 10, 64) // Verify parsed it already
+	remaining := time.Unix(expires, 0).Sub(h.now())
+	if remaining < 0 {
+		remaining = 0
+	}
+	hdr := w.Header()
+
+	if h.presigner != nil {
+		target, err := h.presigner.PresignGet(r.Context(), digest, filename, max(remaining, time.Minute))
+		if err != nil {
+			return err
+		}
+		hdr.Set("Cache-Control", "no-store")
+		http.Redirect(w, r, target, http.StatusFound)
+		return nil
+	}
+
+	blob, err := h.blobs.Open(r.Context(), digest)
+	if registry.IsKind(err, registry.NotFound) {
+		return registry.Errorf(registry.NotFound, "file %s is not stored on this registry (blob %s is missing)", filename, digest)
+	}
+	if err != nil {
+		return err
+	}
+	defer blob.Close()
+
+	hdr.Set("Content-Type", ContentType(filename))
+	hdr.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": filename}))
+	hdr.Set("ETag", `"`+digest+`"`)
+	// The content never changes, but the URL stops working at its expiry:
+	// let the client keep it as long as the URL is valid, and no shared
+	// cache keep it at all.
+	hdr.Set("Cache-Control", "private, max-age="+strconv.FormatInt(int64(remaining/time.Second), 10)+", immutable")
+	// blob.Content keeps its dynamic type (an *os.File for the filesystem
+	// backend), so ServeContent's copy can use sendfile.
+	http.ServeContent(w, r, "", blob.ModTime, blob.Content)
+	return nil
+}
+
+// ContentType returns the media type Trove serves a release file with.
+func ContentType(filename string) string {
+	switch {
+	case strings.HasSuffix(filename, ".zip"):
+		return "application/zip"
+	case strings.HasSuffix(filename, "_SHA256SUMS"):
+		return "text/plain; charset=utf-8"
+	case strings.HasSuffix(filename, ".sig"):
+		return "application/pgp-signature"
+	case strings.HasSuffix(filename, ".json"):
+		return "application/json"
+	default:
+		return "application/octet-stream"
+	}
+}

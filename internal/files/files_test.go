@@ -1,0 +1,246 @@
+package files
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"trove.dev/trove/internal/signedurl"
+	"trove.dev/trove/internal/store"
+	"trove.dev/trove/internal/store/fsblob"
+)
+
+// presigningBlobs adds store.Presigner to the filesystem store, standing
+// in for an object store.
+type presigningBlobs struct {
+	*fsblob.Store
+	gotTTL time.Duration
+}
+
+func (b *presigningBlobs) PresignGet(ctx context.Context, digest, filename string, ttl time.Duration) (string, error) {
+	b.gotTTL = ttl
+	return "https://objects.test/" + digest + "?name=" + url.QueryEscape(filename), nil
+}
+
+type fixture struct {
+	srv    *httptest.Server
+	signer *signedurl.Signer
+	blobs  store.Blobs
+}
+
+func openBlobs(t testing.TB) *fsblob.Store {
+	t.Helper()
+	b, err := fsblob.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// newFixture serves blobs (a fresh filesystem store if nil).
+func newFixture(t testing.TB, redirect bool, blobs store.Blobs) *fixture {
+	signer := signedurl.New([]byte("files test key"), 10*time.Minute)
+	if blobs == nil {
+		blobs = openBlobs(t)
+	}
+	h := New(Options{Blobs: blobs, Signer: signer, RedirectDownloads: redirect})
+	mux := http.NewServeMux()
+	h.Register(mux)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return &fixture{srv: srv, signer: signer, blobs: blobs}
+}
+
+func (f *fixture) put(t testing.TB, content []byte) string {
+	t.Helper()
+	sum := sha256.Sum256(content)
+	digest := hex.EncodeToString(sum[:])
+	if err := f.blobs.Put(context.Background(), digest, int64(len(content)), bytes.NewReader(content)); err != nil {
+		t.Fatal(err)
+	}
+	return digest
+}
+
+func (f *fixture) get(t testing.TB, method, pathAndQuery string, header ...string) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, f.srv.URL+pathAndQuery, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, body
+}
+
+const zipName = "terraform-provider-widget_1.2.0_linux_amd64.zip"
+
+func TestServeFile(t *testing.T) {
+	f := newFixture(t, false, nil)
+	content := bytes.Repeat([]byte("0123456789"), 1000)
+	digest := f.put(t, content)
+	path := f.signer.Path(digest, zipName)
+
+	resp, body := f.get(t, http.MethodGet, path)
+	if resp.StatusCode != http.StatusOK || !bytes.Equal(body, content) {
+		t.Fatalf("GET: status %d, %d bytes", resp.StatusCode, len(body))
+	}
+	for name, want := range map[string]string{
+		"Content-Type":        "application/zip",
+		"Content-Length":      "10000",
+		"ETag":                `"` + digest + `"`,
+		"Content-Disposition": `attachment; filename=` + zipName,
+		"Accept-Ranges":       "bytes",
+	} {
+		if got := resp.Header.Get(name); got != want {
+			t.Errorf("%s = %q, want %q", name, got, want)
+		}
+	}
+	if _, err := http.ParseTime(resp.Header.Get("Last-Modified")); err != nil {
+		t.Errorf("Last-Modified %q: %v", resp.Header.Get("Last-Modified"), err)
+	}
+	cc := resp.Header.Get("Cache-Control")
+	if !strings.HasPrefix(cc, "private, max-age=") || !strings.HasSuffix(cc, ", immutable") {
+		t.Errorf("Cache-Control %q", cc)
+	}
+
+	head, body := f.get(t, http.MethodHead, path)
+	if head.StatusCode != http.StatusOK || len(body) != 0 || head.ContentLength != 10000 {
+		t.Fatalf("HEAD: status %d, %d body bytes, length %d", head.StatusCode, len(body), head.ContentLength)
+	}
+
+	part, body := f.get(t, http.MethodGet, path, "Range", "bytes=10-19")
+	if part.StatusCode != http.StatusPartialContent || string(body) != "0123456789" || part.Header.Get("Content-Range") != "bytes 10-19/10000" {
+		t.Fatalf("Range: status %d, body %q, Content-Range %q", part.StatusCode, body, part.Header.Get("Content-Range"))
+	}
+
+	cached, body := f.get(t, http.MethodGet, path, "If-None-Match", `"`+digest+`"`)
+	if cached.StatusCode != http.StatusNotModified || len(body) != 0 {
+		t.Fatalf("If-None-Match: status %d, %d bytes", cached.StatusCode, len(body))
+	}
+}
+
+func TestContentTypes(t *testing.T) {
+	f := newFixture(t, false, nil)
+	digest := f.put(t, []byte("x"))
+	tests := map[string]string{
+		zipName: "application/zip",
+		"terraform-provider-widget_1.2.0_SHA256SUMS":     "text/plain; charset=utf-8",
+		"terraform-provider-widget_1.2.0_SHA256SUMS.sig": "application/pgp-signature",
+		"terraform-provider-widget_1.2.0_manifest.json":  "application/json",
+		"other.bin": "application/octet-stream",
+	}
+	for name, want := range tests {
+		resp, _ := f.get(t, http.MethodGet, f.signer.Path(digest, name))
+		if got := resp.Header.Get("Content-Type"); resp.StatusCode != http.StatusOK || got != want {
+			t.Errorf("%s: status %d, Content-Type %q, want %q", name, resp.StatusCode, got, want)
+		}
+	}
+}
+
+func TestRefusedRequests(t *testing.T) {
+	f := newFixture(t, false, nil)
+	digest := f.put(t, []byte("archive"))
+	other := f.put(t, []byte("other archive"))
+	good := f.signer.Path(digest, zipName)
+	u, _ := url.Parse(good)
+	q := u.Query()
+
+	expiredSigner := f.signer.WithClock(func() time.Time { return time.Now().Add(-time.Hour) })
+	missing := strings.Repeat("ab", 32)
+	tests := map[string]struct {
+		path   string
+		status int
+		msg    string
+	}{
+		"expired":           {expiredSigner.Path(digest, zipName), http.StatusForbidden, "expired"},
+		"tampered":          {u.Path + "?expires=" + q.Get("expires") + "&signature=" + strings.Repeat("A", len(q.Get("signature"))), http.StatusForbidden, "signature is invalid"},
+		"later expiry":      {u.Path + "?expires=" + q.Get("expires") + "9&signature=" + q.Get("signature"), http.StatusForbidden, "signature is invalid"},
+		"other blob":        {signedurl.PathPrefix + other + "/" + zipName + "?" + u.RawQuery, http.StatusForbidden, "signature is invalid"},
+		"other name":        {signedurl.PathPrefix + digest + "/evil.zip?" + u.RawQuery, http.StatusForbidden, "signature is invalid"},
+		"no signature":      {u.Path, http.StatusForbidden, "expiry"},
+		"bad digest":        {signedurl.PathPrefix + "XYZ/" + zipName + "?" + u.RawQuery, http.StatusNotFound, "not found"},
+		"missing blob":      {f.signer.Path(missing, zipName), http.StatusNotFound, "blob " + missing + " is missing"},
+		"encoded traversal": {signedurl.PathPrefix + digest + "/..%2f..%2fetc%2fpasswd?" + u.RawQuery, http.StatusNotFound, "not found"},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			resp, body := f.get(t, http.MethodGet, tt.path)
+			if resp.StatusCode != tt.status {
+				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tt.status, body)
+			}
+			var doc struct{ Errors []string }
+			if err := json.Unmarshal(body, &doc); err != nil || len(doc.Errors) != 1 || !strings.Contains(doc.Errors[0], tt.msg) {
+				t.Fatalf("body %s, want one error containing %q", body, tt.msg)
+			}
+		})
+	}
+}
+
+func TestRedirectToPresignedURL(t *testing.T) {
+	blobs := &presigningBlobs{Store: openBlobs(t)}
+	f := newFixture(t, true, blobs)
+	digest := f.put(t, []byte("archive"))
+	resp, _ := f.get(t, http.MethodGet, f.signer.Path(digest, zipName))
+	want := "https://objects.test/" + digest + "?name=" + url.QueryEscape(zipName)
+	if resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != want {
+		t.Fatalf("status %d, Location %q; want 302 to %s", resp.StatusCode, resp.Header.Get("Location"), want)
+	}
+	if blobs.gotTTL < time.Minute || blobs.gotTTL > 10*time.Minute {
+		t.Fatalf("presigned for %v, want within the signed URL's lifetime", blobs.gotTTL)
+	}
+	// A refused signature is refused before any presigning.
+	bad, _ := f.get(t, http.MethodGet, signedurl.PathPrefix+digest+"/"+zipName+"?expires=1&signature=x")
+	if bad.StatusCode != http.StatusForbidden {
+		t.Fatalf("bad signature with redirects: status %d", bad.StatusCode)
+	}
+
+	// Without the option the same store streams the blob.
+	g := newFixture(t, false, &presigningBlobs{Store: blobs.Store})
+	resp, body := g.get(t, http.MethodGet, g.signer.Path(digest, zipName))
+	if resp.StatusCode != http.StatusOK || string(body) != "archive" {
+		t.Fatalf("redirects disabled: status %d, body %q", resp.StatusCode, body)
+	}
+}
+
+func BenchmarkServe50MiB(b *testing.B) {
+	f := newFixture(b, false, nil)
+	content := make([]byte, 50<<20)
+	for i := range content {
+		content[i] = byte(i)
+	}
+	digest := f.put(b, content)
+	u := f.srv.URL + f.signer.Path(digest, zipName)
+	b.SetBytes(int64(len(content)))
+	b.ReportAllocs()
+	for b.Loop() {
+		resp, err := http.Get(u)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n, err := io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if err != nil || n != int64(len(content)) || resp.StatusCode != http.StatusOK {
+			b.Fatalf("status %d, %d bytes, %v", resp.StatusCode, n, err)
+		}
+	}
+}

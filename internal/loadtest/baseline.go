@@ -1,0 +1,172 @@
+package loadtest
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"path"
+	"strconv"
+	"time"
+
+	"trove.dev/trove/internal/registry"
+)
+
+// BaselineConfig is what the baseline server serves: fixed bodies from
+// memory and one file from disk, on the paths Trove serves them on.
+type BaselineConfig struct {
+	// CertFile and KeyFile are the PEM certificate chain and key of the
+	// HTTPS listener (Trove's own).
+	CertFile string `json:"cert_file"`
+	KeyFile  string `json:"key_file"`
+	// Documents maps URL paths to files whose content is answered as
+	// application/json.
+	Documents map[string]string `json:"documents"`
+	// ArchivePath is the URL path of the archive; ArchiveFile its file.
+	ArchivePath string `json:"archive_path"`
+	ArchiveFile string `json:"archive_file"`
+}
+
+// maxDocumentBytes bounds one in-memory document of the baseline.
+const maxDocumentBytes = 64 << 20
+
+// ReadBaselineConfig reads a BaselineConfig from a JSON file.
+func ReadBaselineConfig(file string) (BaselineConfig, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return BaselineConfig{}, registry.Wrap(registry.Invalid, err, "cannot read the baseline configuration")
+	}
+	var c BaselineConfig
+	if err := json.Unmarshal(data, &c); err != nil {
+		return BaselineConfig{}, registry.Wrap(registry.Invalid, err, "invalid baseline configuration "+file)
+	}
+	return c, nil
+}
+
+// WriteBaselineConfig writes c as JSON to file.
+func WriteBaselineConfig(file string, c BaselineConfig) error {
+	data, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		return registry.Wrap(registry.Internal, err, "encoding the baseline configuration")
+	}
+	if err := os.WriteFile(file, data, 0o600); err != nil {
+		return registry.Wrap(registry.Internal, err, "writing the baseline configuration")
+	}
+	return nil
+}
+
+// NewBaselineHandler returns the baseline's handler: the least a Go
+// server can do to answer the same requests. Documents are read into
+// memory once; the archive is opened per request and answered with
+// http.ServeContent over the *os.File, so that plain HTTP can use
+// sendfile. Every other path is 404.
+func NewBaselineHandler(c BaselineConfig) (http.Handler, error) {
+	docs := make(map[string][]byte, len(c.Documents))
+	for p, file := range c.Documents {
+		if !validPath(p) {
+			return nil, registry.Errorf(registry.Invalid, "baseline document path %q must be an absolute, clean URL path", p)
+		}
+		body, err := readLimited(file, maxDocumentBytes)
+		if err != nil {
+			return nil, err
+		}
+		docs[p] = body
+	}
+	if c.ArchivePath != "" && !validPath(c.ArchivePath) {
+		return nil, registry.Errorf(registry.Invalid, "baseline archive path %q must be an absolute, clean URL path", c.ArchivePath)
+	}
+	if c.ArchivePath != "" {
+		if _, err := os.Stat(c.ArchiveFile); err != nil {
+			return nil, registry.Wrap(registry.Invalid, err, "baseline archive file")
+		}
+	}
+	archiveName := path.Base(c.ArchivePath)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if body, ok := docs[r.URL.Path]; ok {
+			h := w.Header()
+			h.Set("Content-Type", "application/json")
+			h.Set("Content-Length", strconv.Itoa(len(body)))
+			_, _ = w.Write(body)
+			return
+		}
+		if c.ArchivePath != "" && r.URL.Path == c.ArchivePath {
+			f, err := os.Open(c.ArchiveFile)
+			if err != nil {
+				http.Error(w, "archive unavailable", http.StatusInternalServerError)
+				return
+			}
+			defer f.Close()
+			st, err := f.Stat()
+			if err != nil {
+				http.Error(w, "archive unavailable", http.StatusInternalServerError)
+				return
+			}
+			http.ServeContent(w, r, archiveName, st.ModTime(), f)
+			return
+		}
+		http.NotFound(w, r)
+	}), nil
+}
+
+func validPath(p string) bool { return p != "" && p[0] == '/' && path.Clean(p) == p }
+
+func readLimited(file string, limit int64) ([]byte, error) {
+	st, err := os.Stat(file)
+	if err != nil {
+		return nil, registry.Wrap(registry.Invalid, err, "baseline document")
+	}
+	if st.Size() > limit {
+		return nil, registry.Errorf(registry.TooLarge, "baseline document %s has %d bytes, more than %d", file, st.Size(), limit)
+	}
+	body, err := os.ReadFile(file)
+	if err != nil {
+		return nil, registry.Wrap(registry.Invalid, err, "baseline document")
+	}
+	return body, nil
+}
+
+// ServeBaseline serves h over HTTPS on tlsLn (with c's certificate) and
+// over plain HTTP on plainLn until ctx ends, then shuts both down.
+func ServeBaseline(ctx context.Context, c BaselineConfig, h http.Handler, tlsLn, plainLn net.Listener) error {
+	cert, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
+	if err != nil {
+		return registry.Wrap(registry.Invalid, err, "loading the baseline's TLS certificate")
+	}
+	quiet := log.New(discard{}, "", 0) // clients cancelled at the end of a window are expected
+	newServer := func(tlsCfg *tls.Config) *http.Server {
+		return &http.Server{
+			Handler:           h,
+			TLSConfig:         tlsCfg,
+			ReadHeaderTimeout: 10 * time.Second,
+			IdleTimeout:       2 * time.Minute,
+			ErrorLog:          quiet,
+		}
+	}
+	secure := newServer(&tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+	plain := newServer(nil)
+	errc := make(chan error, 2)
+	go func() { errc <- secure.ServeTLS(tlsLn, "", "") }()
+	go func() { errc <- plain.Serve(plainLn) }()
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-errc:
+	}
+	shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = secure.Shutdown(shutCtx)
+	_ = plain.Shutdown(shutCtx)
+	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
+		return fmt.Errorf("baseline server: %w", serveErr)
+	}
+	return nil
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }

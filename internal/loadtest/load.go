@@ -1,0 +1,202 @@
+package loadtest
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"trove.dev/trove/internal/registry"
+)
+
+// LoadOptions shapes one load run.
+type LoadOptions struct {
+	// Conns is the number of concurrent keep-alive HTTP/1.1 connections,
+	// each driven by one goroutine that sends its next request as soon as
+	// the previous response was read to the end.
+	Conns int
+	// Warmup runs before the measured window; nothing it does is counted.
+	Warmup time.Duration
+	// Duration is the length of the measured window.
+	Duration time.Duration
+	// TLS configures HTTPS connections (nil for plain HTTP targets).
+	TLS *tls.Config
+	// RequestTimeout bounds one request, body included (default 1 minute).
+	RequestTimeout time.Duration
+}
+
+// maxLoadDuration bounds Warmup + Duration, so that no flag can make the
+// load loop run unbounded.
+const maxLoadDuration = 10 * time.Minute
+
+func (o LoadOptions) check() error {
+	switch {
+	case o.Conns < 1 || o.Conns > 4096:
+		return registry.Errorf(registry.Invalid, "connections must be between 1 and 4096, got %d", o.Conns)
+	case o.Duration <= 0:
+		return registry.Errorf(registry.Invalid, "the measured duration must be positive, got %s", o.Duration)
+	case o.Warmup < 0:
+		return registry.Errorf(registry.Invalid, "the warm-up must not be negative, got %s", o.Warmup)
+	case o.Warmup+o.Duration > maxLoadDuration:
+		return registry.Errorf(registry.Invalid, "warm-up plus duration must not exceed %s, got %s", maxLoadDuration, o.Warmup+o.Duration)
+	}
+	return nil
+}
+
+// Load sends GET requests for url from opt.Conns connections for
+// opt.Warmup + opt.Duration and returns what the measured window saw.
+// A request counts when it started and finished inside the window; body
+// bytes count when they arrived inside it, so a stream of large files is
+// measured fairly even if few complete. Requests still running when the
+// window closes are cancelled and not counted. Non-2xx answers and
+// transport errors are counted as errors, never returned: Load fails only
+// for invalid options or a cancelled ctx.
+func Load(ctx context.Context, url string, opt LoadOptions) (Result, error) {
+	if err := opt.check(); err != nil {
+		return Result{}, err
+	}
+	if opt.RequestTimeout <= 0 {
+		opt.RequestTimeout = time.Minute
+	}
+	start := time.Now()
+	win := window{from: start.Add(opt.Warmup), to: start.Add(opt.Warmup + opt.Duration)}
+	runCtx, cancel := context.WithDeadline(ctx, win.to)
+	defer cancel()
+
+	workers := make([]*worker, opt.Conns)
+	var wg sync.WaitGroup
+	for i := range workers {
+		w := newWorker(url, opt, win)
+		workers[i] = w
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.run(runCtx)
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return Result{}, registry.Wrap(registry.Unavailable, err, "load run interrupted")
+	}
+
+	var hist Histogram
+	res := Result{Elapsed: opt.Duration}
+	for _, w := range workers {
+		hist.Merge(&w.hist)
+		res.Requests += w.hist.Count()
+		res.Errors += w.errors
+		res.Bytes += w.bytes
+		if res.FirstError == "" {
+			res.FirstError = w.firstErr
+		}
+		w.client.CloseIdleConnections()
+	}
+	res.P50 = hist.Percentile(50)
+	res.P99 = hist.Percentile(99)
+	return res, nil
+}
+
+// window is the measured interval.
+type window struct{ from, to time.Time }
+
+func (w window) contains(t time.Time) bool { return !t.Before(w.from) && t.Before(w.to) }
+
+// worker drives one connection.
+type worker struct {
+	url    string
+	client *http.Client
+	win    window
+	buf    []byte
+
+	hist     Histogram
+	errors   int
+	bytes    int64
+	firstErr string
+}
+
+func newWorker(url string, opt LoadOptions, win window) *worker {
+	tr := &http.Transport{
+		DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		TLSClientConfig:     opt.TLS.Clone(),
+		TLSHandshakeTimeout: 10 * time.Second,
+		MaxConnsPerHost:     1,
+		MaxIdleConnsPerHost: 1,
+		IdleConnTimeout:     time.Minute,
+		// Identity encoding for Trove and the baseline alike, and
+		// HTTP/1.1 only: a non-nil empty TLSNextProto disables HTTP/2.
+		DisableCompression: true,
+		ForceAttemptHTTP2:  false,
+		TLSNextProto:       map[string]func(string, *tls.Conn) http.RoundTripper{},
+	}
+	return &worker{
+		url: url,
+		client: &http.Client{
+			Transport: tr,
+			Timeout:   opt.RequestTimeout,
+			// A redirect is an answer to count, not to follow.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+		win:  win,
+		buf:  make([]byte, 64<<10),
+		hist: Histogram{samples: make([]time.Duration, 0, 1<<14)},
+	}
+}
+
+func (w *worker) run(ctx context.Context) {
+	for ctx.Err() == nil {
+		start := time.Now()
+		err := w.one(ctx)
+		end := time.Now()
+		if ctx.Err() != nil {
+			return // cancelled at the end of the window: not counted
+		}
+		if !w.win.contains(start) || !w.win.contains(end) {
+			continue
+		}
+		if err != nil {
+			w.errors++
+			if w.firstErr == "" {
+				w.firstErr = err.Error()
+			}
+			// Do not spin on a refused connection.
+			time.Sleep(time.Millisecond)
+			continue
+		}
+		w.hist.Record(end.Sub(start))
+	}
+}
+
+// one sends one request and reads the whole answer, counting the body
+// bytes that arrive inside the window.
+func (w *worker) one(ctx context.Context) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, w.url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := w.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	for {
+		n, err := resp.Body.Read(w.buf)
+		if n > 0 && w.win.contains(time.Now()) {
+			w.bytes += int64(n)
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return fmt.Errorf("HTTP status %s", resp.Status)
+	}
+	return nil
+}

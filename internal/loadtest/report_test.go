@@ -1,0 +1,113 @@
+package loadtest
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestRenderMarkdown(t *testing.T) {
+	r := Report{
+		Rows: []Row{
+			{
+				Endpoint: "versions acme/small",
+				Conns:    32,
+				Trove:    Result{Requests: 45000, Elapsed: 5 * time.Second, Bytes: 45000 * 100, P50: 600 * time.Microsecond, P99: 2500 * time.Microsecond},
+				Baseline: Result{Requests: 50000, Elapsed: 5 * time.Second, Bytes: 50000 * 100, P50: 500 * time.Microsecond, P99: 12345 * time.Microsecond},
+			},
+			{
+				Endpoint: "archive 50 MiB | TLS",
+				Conns:    4,
+				Stream:   true,
+				Trove:    Result{Requests: 40, Errors: 1, Elapsed: 5 * time.Second, Bytes: 400 << 20, P50: 450 * time.Millisecond, P99: 600 * time.Millisecond},
+				Baseline: Result{Requests: 50, Elapsed: 5 * time.Second, Bytes: 500 << 20, P50: 400 * time.Millisecond, P99: 500 * time.Millisecond},
+			},
+			{Endpoint: "archive 50 MiB, plain HTTP", Conns: 4, Stream: true, Skipped: "no --insecure-http"},
+		},
+		RSS:   &RSS{Current: 50 << 20, Peak: 120 << 20},
+		Index: "100,000 versions",
+		Goals: DefaultGoals,
+	}
+	var b strings.Builder
+	if err := RenderMarkdown(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"| endpoint | conns | Trove req/s | baseline req/s | ratio | Trove p99 | baseline p99 | Trove p50 | baseline p50 | Trove MiB/s | baseline MiB/s | errors (Trove/baseline) |",
+		"| versions acme/small | 32 | 9000 | 10000 | 0.90 | 2.50 ms | 12.3 ms | 0.60 ms | 0.50 ms | 0.86 | 0.95 | 0/0 |",
+		`| archive 50 MiB \| TLS | 4 | 8.00 | 10.0 | 0.80 | 600 ms | 500 ms | 450 ms | 400 ms | 80.0 | 100 | 1/0 |`,
+		"| archive 50 MiB, plain HTTP | 4 | - | - | - | - | - | - | - | - | - | skipped: no --insecure-http |",
+		"Trove memory after the run: VmRSS 50.0 MiB, VmHWM 120.0 MiB (index: 100,000 versions).",
+		"- versions acme/small: Trove at 90% of the baseline's requests/s (goal >= 90%): met",
+		"- archive 50 MiB | TLS: Trove at 80% of the baseline's MiB/s (goal >= 90%): MISSED",
+		"- archive 50 MiB, plain HTTP: not measured (no --insecure-http)",
+		"- resident memory: VmRSS 50.0 MiB (goal < 100.0 MiB): met",
+	} {
+		if !strings.Contains(out, want+"\n") {
+			t.Errorf("output lacks line %q; got:\n%s", want, out)
+		}
+	}
+}
+
+func TestRenderMarkdownMissedMemory(t *testing.T) {
+	var b strings.Builder
+	err := RenderMarkdown(&b, Report{RSS: &RSS{Current: 100 << 20, Peak: 100 << 20}, Goals: DefaultGoals})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "- resident memory: VmRSS 100.0 MiB (goal < 100.0 MiB): MISSED\n"; !strings.Contains(b.String(), want) {
+		t.Errorf("output lacks %q; got:\n%s", want, b.String())
+	}
+	b.Reset()
+	if err := RenderMarkdown(&b, Report{Goals: DefaultGoals}); err != nil {
+		t.Fatal(err)
+	}
+	if want := "- resident memory: not measured (goal < 100.0 MiB)\n"; !strings.Contains(b.String(), want) {
+		t.Errorf("output lacks %q; got:\n%s", want, b.String())
+	}
+}
+
+func TestRowRatio(t *testing.T) {
+	sec := time.Second
+	tests := map[string]struct {
+		row  Row
+		want float64
+	}{
+		"requests":          {Row{Trove: Result{Requests: 50, Elapsed: sec}, Baseline: Result{Requests: 100, Elapsed: sec}}, 0.5},
+		"different windows": {Row{Trove: Result{Requests: 100, Elapsed: 2 * sec}, Baseline: Result{Requests: 100, Elapsed: sec}}, 0.5},
+		"stream uses bytes": {Row{Stream: true, Trove: Result{Requests: 1, Bytes: 300, Elapsed: sec}, Baseline: Result{Requests: 1, Bytes: 200, Elapsed: sec}}, 1.5},
+		"empty baseline":    {Row{Trove: Result{Requests: 10, Elapsed: sec}}, 0},
+	}
+	for name, tc := range tests {
+		if got := tc.row.Ratio(); got != tc.want {
+			t.Errorf("%s: Ratio = %v, want %v", name, got, tc.want)
+		}
+	}
+}
+
+func TestParseProcStatus(t *testing.T) {
+	tests := map[string]struct {
+		in      string
+		want    RSS
+		wantErr bool
+	}{
+		"real": {in: "Name:\ttrove\nVmPeak:\t 1285040 kB\nVmHWM:\t   81234 kB\nVmRSS:\t   45678 kB\nThreads:\t9\n",
+			want: RSS{Current: 45678 << 10, Peak: 81234 << 10}},
+		"missing hwm":   {in: "VmRSS:\t 1 kB\n", wantErr: true},
+		"kernel thread": {in: "Name:\tkthreadd\nState:\tS\n", wantErr: true},
+		"bad unit":      {in: "VmRSS:\t 1 MB\nVmHWM:\t 1 kB\n", wantErr: true},
+		"bad number":    {in: "VmRSS:\t x kB\nVmHWM:\t 1 kB\n", wantErr: true},
+		"negative":      {in: "VmRSS:\t -1 kB\nVmHWM:\t 1 kB\n", wantErr: true},
+	}
+	for name, tc := range tests {
+		got, err := ParseProcStatus(strings.NewReader(tc.in))
+		if (err != nil) != tc.wantErr {
+			t.Errorf("%s: err = %v, wantErr %v", name, err, tc.wantErr)
+			continue
+		}
+		if got != tc.want {
+			t.Errorf("%s: got %+v, want %+v", name, got, tc.want)
+		}
+	}
+}

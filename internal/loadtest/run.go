@@ -1,0 +1,651 @@
+// Package loadtest measures Trove against a minimal static Go file server
+// on loopback: it seeds a data directory through the store packages,
+// starts the real `trove serve` binary and a baseline server that answers
+// the same bytes from memory, drives both with keep-alive HTTP/1.1
+// connections and reports throughput, latency percentiles and Trove's
+// resident memory as a Markdown table. cmd/trove-loadtest is its main.
+package loadtest
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/server"
+	"trove.dev/trove/internal/store/fsblob"
+	"trove.dev/trove/internal/store/sqlite"
+)
+
+// Options configures a Run.
+type Options struct {
+	// TroveBinary is a built `trove`; empty means build ./cmd/trove of the
+	// module in ModuleDir into the temporary directory.
+	TroveBinary string
+	ModuleDir   string
+	// BaselineBinary is the program whose `baseline` subcommand serves the
+	// baseline (default: this executable).
+	BaselineBinary string
+	// Conns is the number of connections for the JSON endpoints,
+	// StreamConns for the archive downloads.
+	Conns       int
+	StreamConns int
+	Warmup      time.Duration
+	Duration    time.Duration
+	// StageDir, when set, is where the index is built before it is
+	// copied into the data directory: a memory file system such as
+	// /dev/shm makes seeding several times faster.
+	StageDir string
+	// TroveLogLevel is passed to trove serve --log-level.
+	TroveLogLevel string
+	// Spec is the index to seed.
+	Spec Spec
+	// Progress receives one line per step (may be nil).
+	Progress io.Writer
+}
+
+// DefaultOptions returns the options of a standard run.
+func DefaultOptions() Options {
+	stage := ""
+	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
+		stage = "/dev/shm"
+	}
+	return Options{
+		StageDir:      stage,
+		ModuleDir:     ".",
+		Conns:         32,
+		StreamConns:   4,
+		Warmup:        time.Second,
+		Duration:      5 * time.Second,
+		TroveLogLevel: "info",
+		Spec:          DefaultSpec(),
+	}
+}
+
+// runner holds the state of one Run.
+type runner struct {
+	opt     Options
+	tmp     string
+	dataDir string
+	seeded  Seeded
+	rows    []Row
+}
+
+func (r *runner) progress(format string, args ...any) {
+	if r.opt.Progress != nil {
+		fmt.Fprintf(r.opt.Progress, "trove-loadtest: "+format+"\n", args...)
+	}
+}
+
+// Run seeds a fresh data directory, starts Trove and the baseline,
+// measures every endpoint on both and returns the report. It stops its
+// child processes and removes its temporary directory before returning,
+// also when ctx is cancelled.
+func Run(ctx context.Context, opt Options) (Report, error) {
+	if err := (LoadOptions{Conns: opt.Conns, Warmup: opt.Warmup, Duration: opt.Duration}).check(); err != nil {
+		return Report{}, err
+	}
+	if err := (LoadOptions{Conns: opt.StreamConns, Warmup: opt.Warmup, Duration: opt.Duration}).check(); err != nil {
+		return Report{}, err
+	}
+	tmp, err := os.MkdirTemp("", "trove-loadtest-")
+	if err != nil {
+		return Report{}, registry.Wrap(registry.Internal, err, "creating the temporary directory")
+	}
+	defer os.RemoveAll(tmp)
+	r := &runner{opt: opt, tmp: tmp, dataDir: filepath.Join(tmp, "data")}
+
+	troveBin, err := r.troveBinary(ctx)
+	if err != nil {
+		return Report{}, err
+	}
+	if err := r.seed(ctx); err != nil {
+		return Report{}, err
+	}
+	rss, err := r.measureAll(ctx, troveBin)
+	if err != nil {
+		return Report{}, err
+	}
+	s := r.seeded
+	return Report{
+		Rows:  r.rows,
+		RSS:   &rss,
+		Index: fmt.Sprintf("%s versions of %s providers, %s packages", thousands(s.Versions), thousands(s.Providers), thousands(s.Packages)),
+		Goals: DefaultGoals,
+	}, nil
+}
+
+// troveBinary returns opt.TroveBinary or builds one.
+func (r *runner) troveBinary(ctx context.Context) (string, error) {
+	if r.opt.TroveBinary != "" {
+		return r.opt.TroveBinary, nil
+	}
+	bin := filepath.Join(r.tmp, "trove")
+	r.progress("building trove (go build -o %s ./cmd/trove)", bin)
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/trove")
+	cmd.Dir = r.opt.ModuleDir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return "", registry.Errorf(registry.Unavailable, "go build ./cmd/trove in %s failed (%v):\n%s", r.opt.ModuleDir, err, out)
+	}
+	return bin, nil
+}
+
+// seed writes the index and the archive into the data directory, at the
+// paths trove serve --data-dir opens by default. The index is built in
+// opt.StageDir when set and then copied: through the ordinary store API
+// every version is one synchronous commit, and a memory file system makes
+// those commits cheap without changing the file that results.
+func (r *runner) seed(ctx context.Context) error {
+	indexPath := filepath.Join(r.dataDir, "trove.db")
+	buildPath := indexPath
+	if r.opt.StageDir != "" {
+		stage, err := os.MkdirTemp(r.opt.StageDir, "trove-loadtest-")
+		if err != nil {
+			return registry.Wrap(registry.Internal, err, "creating the staging directory")
+		}
+		defer os.RemoveAll(stage)
+		buildPath = filepath.Join(stage, "trove.db")
+	}
+	r.progress("seeding %s versions into %s", thousands(r.opt.Spec.TotalVersions), buildPath)
+	idx, err := sqlite.Open(ctx, buildPath)
+	if err != nil {
+		return err
+	}
+	blobs, err := fsblob.Open(filepath.Join(r.dataDir, "blobs"))
+	if err != nil {
+		idx.Close()
+		return err
+	}
+	seeded, err := Seed(ctx, idx, blobs, r.opt.Spec, filepath.Join(r.tmp, "archive.zip"))
+	if cerr := idx.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if buildPath != indexPath {
+		// A closed SQLite database is its main file plus, if a checkpoint
+		// was left undone, its -wal file.
+		for _, suffix := range []string{"", "-wal"} {
+			if err := copyFile(buildPath+suffix, indexPath+suffix); err != nil && !(suffix != "" && errors.Is(err, fs.ErrNotExist)) {
+				return err
+			}
+		}
+	}
+	r.seeded = seeded
+	r.progress("seeded %s versions of %s providers in %.1fs", thousands(seeded.Versions), thousands(seeded.Providers), seeded.Took.Seconds())
+	return nil
+}
+
+// copyFile copies the regular file src to dst (mode 0600).
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return registry.Wrap(registry.Internal, err, "copying the index")
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return registry.Wrap(registry.Internal, err, "copying the index")
+	}
+	if err := out.Close(); err != nil {
+		return registry.Wrap(registry.Internal, err, "copying the index")
+	}
+	return nil
+}
+
+// troveEnv is the harness's environment without TROVE_* settings, so
+// that only the flags given configure trove serve.
+func troveEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "TROVE_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// document is a JSON answer of Trove that the baseline replays.
+type document struct {
+	name string // row label
+	path string // URL path
+	body []byte
+}
+
+// endpoint is one measured URL pair.
+type endpoint struct {
+	name            string
+	conns           int
+	stream          bool
+	tls             *tls.Config // nil for plain HTTP
+	trove, baseline string
+}
+
+// measureAll starts Trove over HTTPS and the baseline, measures every
+// endpoint, reads Trove's memory, then restarts Trove in plain HTTP mode
+// for the plain archive download.
+func (r *runner) measureAll(ctx context.Context, troveBin string) (RSS, error) {
+	port, err := freePort()
+	if err != nil {
+		return RSS{}, err
+	}
+	origin := "https://127.0.0.1:" + strconv.Itoa(port)
+	r.progress("starting trove serve on %s", origin)
+	trove, err := startChild("trove", troveBin,
+		[]string{"serve", "--listen", "127.0.0.1:" + strconv.Itoa(port), "--data-dir", r.dataDir, "--log-level", r.opt.TroveLogLevel},
+		troveEnv(), filepath.Join(r.tmp, "trove-https.log"), nil, nil)
+	if err != nil {
+		return RSS{}, err
+	}
+	defer trove.stop(30 * time.Second)
+	tlsDir := filepath.Join(r.dataDir, "tls")
+	var tlsCfg *tls.Config
+	client, err := waitHealthy(ctx, trove, origin+"/healthz", func() (*http.Client, error) {
+		cfg, err := trustCA(filepath.Join(tlsDir, server.CAFileName))
+		if err != nil {
+			return nil, err
+		}
+		tlsCfg = cfg
+		return simpleClient(cfg), nil
+	}, time.Minute)
+	if err != nil {
+		return RSS{}, err
+	}
+
+	docs, archiveURL, err := r.fetchDocuments(ctx, client, origin)
+	if err != nil {
+		return RSS{}, err
+	}
+	bl, err := r.startBaseline(ctx, docs, archiveURL.Path,
+		filepath.Join(tlsDir, server.CertFileName), filepath.Join(tlsDir, server.KeyFileName))
+	if err != nil {
+		return RSS{}, err
+	}
+	defer bl.stop(10 * time.Second)
+
+	archiveName := "archive " + formatMiB(r.seeded.Archive.Size)
+	var eps []endpoint
+	for _, d := range docs {
+		eps = append(eps, endpoint{name: d.name, conns: r.opt.Conns, tls: tlsCfg,
+			trove: origin + d.path, baseline: "https://" + bl.tlsAddr + d.path})
+	}
+	eps = append(eps, endpoint{name: archiveName + ", HTTPS", conns: r.opt.StreamConns, stream: true, tls: tlsCfg,
+		trove: archiveURL.String(), baseline: "https://" + bl.tlsAddr + archiveURL.RequestURI()})
+	for _, ep := range eps {
+		if err := r.measure(ctx, ep, trove, bl.child); err != nil {
+			return RSS{}, err
+		}
+	}
+	rss, err := ReadRSS(trove.pid())
+	if err != nil {
+		return RSS{}, err
+	}
+	r.progress("trove VmRSS %s, VmHWM %s", formatMiB(rss.Current), formatMiB(rss.Peak))
+	trove.stop(30 * time.Second)
+
+	plain := endpoint{name: archiveName + ", plain HTTP", conns: r.opt.StreamConns, stream: true}
+	if err := r.measurePlain(ctx, troveBin, plain, bl); err != nil {
+		return RSS{}, err
+	}
+	return rss, nil
+}
+
+// measurePlain restarts Trove with --insecure-http, as behind a
+// TLS-terminating proxy, and measures the archive download over plain
+// HTTP, where both servers can use sendfile. A Trove that refuses the
+// flags gives a skipped row.
+func (r *runner) measurePlain(ctx context.Context, troveBin string, ep endpoint, bl *baseline) error {
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	hostPort := "127.0.0.1:" + strconv.Itoa(port)
+	r.progress("starting trove serve --insecure-http on http://%s", hostPort)
+	trove, err := startChild("trove", troveBin,
+		[]string{"serve", "--listen", hostPort, "--data-dir", r.dataDir, "--insecure-http",
+			"--public-url", "https://" + hostPort, "--log-level", r.opt.TroveLogLevel},
+		troveEnv(), filepath.Join(r.tmp, "trove-plain.log"), nil, nil)
+	if err != nil {
+		return err
+	}
+	defer trove.stop(30 * time.Second)
+	client, err := waitHealthy(ctx, trove, "http://"+hostPort+"/healthz", func() (*http.Client, error) {
+		return simpleClient(nil), nil
+	}, time.Minute)
+	if err != nil {
+		if !trove.exited() {
+			return err
+		}
+		reason := "trove serve --insecure-http did not start: " + firstLine(trove.logTail(1))
+		r.progress("%s", reason)
+		r.rows = append(r.rows, Row{Endpoint: ep.name, Conns: ep.conns, Stream: true, Skipped: reason})
+		return nil
+	}
+	a := r.seeded.Archive
+	body, err := fetch(ctx, client, "http://"+hostPort+downloadPath(r.seeded.Namespace, a))
+	if err != nil {
+		return err
+	}
+	u, err := downloadURL(body, "https://"+hostPort)
+	if err != nil {
+		return err
+	}
+	u.Scheme, u.Host = "http", hostPort // the proxy would forward it so
+	ep.trove = u.String()
+	ep.baseline = "http://" + bl.plainAddr + u.RequestURI()
+	return r.measure(ctx, ep, trove, bl.child)
+}
+
+// measure loads ep on Trove, then on the baseline, and adds a row.
+func (r *runner) measure(ctx context.Context, ep endpoint, trove, base *child) error {
+	opt := LoadOptions{Conns: ep.conns, Warmup: r.opt.Warmup, Duration: r.opt.Duration, TLS: ep.tls}
+	row := Row{Endpoint: ep.name, Conns: ep.conns, Stream: ep.stream}
+	for _, target := range []struct {
+		name string
+		url  string
+		proc *child
+		res  *Result
+	}{{"trove", ep.trove, trove, &row.Trove}, {"baseline", ep.baseline, base, &row.Baseline}} {
+		r.progress("%s: %s, %d connections, %s + %s warm-up", ep.name, target.name, ep.conns, r.opt.Duration, r.opt.Warmup)
+		res, err := Load(ctx, target.url, opt)
+		if err != nil {
+			return err
+		}
+		if target.proc.exited() {
+			return target.proc.failure("measuring " + ep.name)
+		}
+		*target.res = res
+		line := fmt.Sprintf("  %s req/s, %s MiB/s, p50 %s, p99 %s, %d errors", formatRate(res.ReqPerSec()), formatRate(res.MiBPerSec()),
+			formatLatency(res.P50), formatLatency(res.P99), res.Errors)
+		if res.Errors > 0 {
+			line += " (first: " + res.FirstError + ")"
+		}
+		r.progress("%s", line)
+	}
+	r.rows = append(r.rows, row)
+	return nil
+}
+
+// downloadPath returns the providers.v1 download path of the archive.
+func downloadPath(namespace string, a Archive) string {
+	return "/v1/providers/" + namespace + "/" + a.Type + "/" + a.Version + "/download/" + a.OS + "/" + a.Arch
+}
+
+// fetchDocuments fetches the JSON bodies the baseline replays and
+// resolves the archive's download URL.
+func (r *runner) fetchDocuments(ctx context.Context, client *http.Client, origin string) ([]document, *url.URL, error) {
+	ns, a := r.seeded.Namespace, r.seeded.Archive
+	count := map[string]int{}
+	for _, p := range r.opt.Spec.Providers {
+		count[p.Type] = p.Versions
+	}
+	var docs []document
+	for _, p := range r.opt.Spec.Providers {
+		docs = append(docs, document{
+			name: fmt.Sprintf("versions %s/%s (%s versions)", ns, p.Type, thousands(count[p.Type])),
+			path: "/v1/providers/" + ns + "/" + p.Type + "/versions",
+		})
+	}
+	docs = append(docs, document{
+		name: fmt.Sprintf("download %s/%s %s %s_%s", ns, a.Type, a.Version, a.OS, a.Arch),
+		path: downloadPath(ns, a),
+	})
+	for i := range docs {
+		body, err := fetch(ctx, client, origin+docs[i].path)
+		if err != nil {
+			return nil, nil, err
+		}
+		docs[i].body = body
+	}
+	u, err := downloadURL(docs[len(docs)-1].body, origin)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := checkArchive(ctx, client, u.String(), a.Size); err != nil {
+		return nil, nil, err
+	}
+	return docs, u, nil
+}
+
+// downloadURL reads download_url from a download document and resolves it
+// against origin.
+func downloadURL(doc []byte, origin string) (*url.URL, error) {
+	var d struct {
+		DownloadURL string `json:"download_url"`
+	}
+	if err := json.Unmarshal(doc, &d); err != nil || d.DownloadURL == "" {
+		return nil, registry.Errorf(registry.Invalid, "the download document has no download_url: %.300s", doc)
+	}
+	base, err := url.Parse(origin + "/")
+	if err != nil {
+		return nil, registry.Wrap(registry.Invalid, err, "origin "+origin)
+	}
+	ref, err := url.Parse(d.DownloadURL)
+	if err != nil {
+		return nil, registry.Errorf(registry.Invalid, "download_url %q does not parse: %v", d.DownloadURL, err)
+	}
+	return base.ResolveReference(ref), nil
+}
+
+// checkArchive downloads url once and checks its size.
+func checkArchive(ctx context.Context, client *http.Client, url string, size int64) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	resp, err := client.Do(req)
+	if err != nil {
+		return registry.Wrap(registry.Unavailable, err, "downloading the archive")
+	}
+	defer resp.Body.Close()
+	n, err := io.Copy(io.Discard, resp.Body)
+	if err != nil {
+		return registry.Wrap(registry.Unavailable, err, "downloading the archive")
+	}
+	if resp.StatusCode != http.StatusOK || n != size {
+		return registry.Errorf(registry.Unavailable, "GET %s answered %s with %d bytes, want 200 with %d", url, resp.Status, n, size)
+	}
+	return nil
+}
+
+// baseline is a running baseline process.
+type baseline struct {
+	*child
+	tlsAddr, plainAddr string
+	stdin              io.Closer
+}
+
+func (b *baseline) stop(grace time.Duration) {
+	b.stdin.Close()
+	b.child.stop(grace)
+}
+
+// startBaseline writes the documents and the baseline configuration into
+// the temporary directory and starts `<BaselineBinary> baseline`.
+func (r *runner) startBaseline(ctx context.Context, docs []document, archivePath, certFile, keyFile string) (*baseline, error) {
+	cfg := BaselineConfig{
+		CertFile: certFile, KeyFile: keyFile,
+		Documents:   map[string]string{},
+		ArchivePath: archivePath,
+		ArchiveFile: r.seeded.Archive.File,
+	}
+	for i, d := range docs {
+		file := filepath.Join(r.tmp, "document-"+strconv.Itoa(i)+".json")
+		if err := os.WriteFile(file, d.body, 0o600); err != nil {
+			return nil, registry.Wrap(registry.Internal, err, "writing a baseline document")
+		}
+		cfg.Documents[d.path] = file
+	}
+	cfgFile := filepath.Join(r.tmp, "baseline.json")
+	if err := WriteBaselineConfig(cfgFile, cfg); err != nil {
+		return nil, err
+	}
+	bin := r.opt.BaselineBinary
+	if bin == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, registry.Wrap(registry.Internal, err, "locating this executable to start the baseline")
+		}
+		bin = exe
+	}
+	stdinR, stdinW, err := os.Pipe()
+	if err != nil {
+		return nil, registry.Wrap(registry.Internal, err, "creating the baseline's stdin")
+	}
+	stdoutR, stdoutW, err := os.Pipe()
+	if err != nil {
+		stdinR.Close()
+		stdinW.Close()
+		return nil, registry.Wrap(registry.Internal, err, "creating the baseline's stdout")
+	}
+	r.progress("starting the baseline server")
+	c, err := startChild("baseline", bin, []string{"baseline", "-config", cfgFile}, os.Environ(),
+		filepath.Join(r.tmp, "baseline.log"), stdoutW, stdinR)
+	stdinR.Close()
+	stdoutW.Close()
+	if err != nil {
+		stdinW.Close()
+		stdoutR.Close()
+		return nil, err
+	}
+	b := &baseline{child: c, stdin: stdinW}
+	lines := make(chan string, 1)
+	go func() {
+		defer stdoutR.Close()
+		line, _ := bufio.NewReader(stdoutR).ReadString('\n')
+		lines <- line
+		_, _ = io.Copy(io.Discard, stdoutR) // keep draining until the child exits
+	}()
+	var line string
+	select {
+	case line = <-lines:
+	case <-time.After(30 * time.Second):
+	case <-ctx.Done():
+	}
+	tlsAddr, plainAddr, ok := parseBaselineAddrs(line)
+	if !ok {
+		b.stop(5 * time.Second)
+		return nil, registry.Errorf(registry.Unavailable, "the baseline did not announce its addresses (got %q); end of its log:\n%s", line, c.logTail(20))
+	}
+	b.tlsAddr, b.plainAddr = tlsAddr, plainAddr
+	return b, nil
+}
+
+// baselineAnnounce is the format of the line the baseline prints once it
+// listens.
+const baselineAnnounce = "baseline listening https=%s http=%s\n"
+
+// parseBaselineAddrs reads the addresses from the baseline's first line.
+func parseBaselineAddrs(line string) (tlsAddr, plainAddr string, ok bool) {
+	var a, b string
+	if _, err := fmt.Sscanf(line, baselineAnnounce, &a, &b); err != nil {
+		return "", "", false
+	}
+	for _, addr := range []string{a, b} {
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil || host != "127.0.0.1" {
+			return "", "", false
+		}
+	}
+	return a, b, true
+}
+
+// RunBaseline is the `baseline` subcommand: it serves the configuration
+// in cfgFile on two loopback ports (HTTPS and plain HTTP), announces them
+// on stdout, and serves until ctx ends or stdin reaches end of file (the
+// harness holds the other end, so the baseline never outlives it).
+func RunBaseline(ctx context.Context, cfgFile string, stdin io.Reader, stdout io.Writer) error {
+	cfg, err := ReadBaselineConfig(cfgFile)
+	if err != nil {
+		return err
+	}
+	h, err := NewBaselineHandler(cfg)
+	if err != nil {
+		return err
+	}
+	tlsLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return registry.Wrap(registry.Unavailable, err, "baseline: listening on 127.0.0.1")
+	}
+	plainLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tlsLn.Close()
+		return registry.Wrap(registry.Unavailable, err, "baseline: listening on 127.0.0.1")
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if stdin != nil {
+		go func() {
+			_, _ = io.Copy(io.Discard, stdin)
+			cancel()
+		}()
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- ServeBaseline(ctx, cfg, h, tlsLn, plainLn) }()
+	fmt.Fprintf(stdout, baselineAnnounce, tlsLn.Addr(), plainLn.Addr())
+	return <-errc
+}
+
+// trustCA returns a client TLS configuration trusting only the CA in file.
+func trustCA(file string) (*tls.Config, error) {
+	pem, err := os.ReadFile(file)
+	if err != nil {
+		return nil, registry.Wrap(registry.Unavailable, err, "reading the CA certificate")
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, registry.Errorf(registry.Invalid, "%s holds no PEM certificate", file)
+	}
+	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
+}
+
+// simpleClient is the client of the set-up requests (not the load).
+func simpleClient(cfg *tls.Config) *http.Client {
+	return &http.Client{
+		Transport: &http.Transport{TLSClientConfig: cfg, DisableCompression: true},
+		Timeout:   2 * time.Minute,
+	}
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return line
+}
+
+// thousands formats n with commas between groups of three digits.
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}

@@ -1,0 +1,103 @@
+package providers
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+)
+
+// discardWriter is a ResponseWriter that keeps nothing but, like
+// net/http, gives every request an empty header map.
+type discardWriter struct {
+	h      http.Header
+	status int
+	n      int
+}
+
+func (w *discardWriter) Header() http.Header { return w.h }
+func (w *discardWriter) WriteHeader(s int)   { w.status = s }
+func (w *discardWriter) Write(b []byte) (int, error) {
+	w.n += len(b)
+	return len(b), nil
+}
+
+func (w *discardWriter) reset() {
+	clear(w.h)
+	w.status, w.n = 0, 0
+}
+
+func benchVersions(b *testing.B, n int) *countingIndex {
+	idx := newIndex(b)
+	for i := range n {
+		idx.put(b, version(fmt.Sprintf("%d.%d.%d", i/100, i%100/10, i%10), "darwin_amd64", "darwin_arm64", "linux_amd64", "linux_arm64", "windows_amd64"))
+	}
+	return idx
+}
+
+// benchServe runs GET path through mux on the cache-hit path.
+func benchServe(b *testing.B, mux http.Handler, path string) {
+	req := httptest.NewRequest(http.MethodGet, path, nil)
+	w := &discardWriter{h: http.Header{}}
+	mux.ServeHTTP(w, req) // warm the cache
+	if w.status != http.StatusOK {
+		b.Fatalf("status %d", w.status)
+	}
+	b.SetBytes(int64(w.n))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		w.reset()
+		mux.ServeHTTP(w, req)
+	}
+	if w.status != http.StatusOK {
+		b.Fatalf("status %d", w.status)
+	}
+}
+
+func benchMux(b *testing.B, idx *countingIndex) *http.ServeMux {
+	f := newFixture(b, idx)
+	mux := http.NewServeMux()
+	f.svc.Register(mux)
+	return mux
+}
+
+// BenchmarkStaticBaseline is the yardstick: the same routes serving
+// precomputed bytes from memory with no lookup at all.
+func BenchmarkStaticBaseline(b *testing.B) {
+	body := make([]byte, 3000)
+	mux := http.NewServeMux()
+	mux.HandleFunc(RouteVersions, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = r.PathValue("namespace"), r.PathValue("type")
+		w.Header()["Content-Type"] = contentTypeJSON
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(body)
+	})
+	benchServe(b, mux, "/v1/providers/acme/widget/versions")
+}
+
+func BenchmarkVersions30(b *testing.B) {
+	benchServe(b, benchMux(b, benchVersions(b, 30)), "/v1/providers/acme/widget/versions")
+}
+
+func BenchmarkVersions2000(b *testing.B) {
+	benchServe(b, benchMux(b, benchVersions(b, 2000)), "/v1/providers/acme/widget/versions")
+}
+
+func BenchmarkDownload(b *testing.B) {
+	benchServe(b, benchMux(b, benchVersions(b, 30)), "/v1/providers/acme/widget/0.1.5/download/linux/amd64")
+}
+
+// BenchmarkVersionsParallel measures lock contention on the hit path.
+func BenchmarkVersionsParallel(b *testing.B) {
+	mux := benchMux(b, benchVersions(b, 30))
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		req := httptest.NewRequest(http.MethodGet, "/v1/providers/acme/widget/versions", nil)
+		w := &discardWriter{h: http.Header{}}
+		for pb.Next() {
+			w.reset()
+			mux.ServeHTTP(w, req)
+		}
+	})
+}

@@ -1,0 +1,385 @@
+// Package providers serves the provider registry protocol (providers.v1)
+// that Terraform and OpenTofu use to list a provider's versions and to find
+// the package of one version for one platform.
+//
+// Responses are rendered once and kept in memory with a strong ETag, so a
+// repeated request costs a map lookup and a write. A publish calls
+// Invalidate, which makes the new version visible at once on this replica;
+// entries are also rendered again after a maximum age so that publishes
+// through other replicas sharing the index show up within that age.
+// Download documents embed signed URLs: an entry is valid only while the
+// signer issues the expiry it was rendered with (half a URL lifetime).
+//
+// Every response carries "Cache-Control: no-cache": the clients do not
+// cache, and a proxy may store a document but must revalidate it (cheaply,
+// with If-None-Match) before reusing it, so it never serves a stale
+// versions list or an expired download URL.
+//
+// The Service does not authenticate: whoever reaches it can list versions
+// and obtain signed download URLs. Terraform sends its token on these
+// requests, so a read check can be put in front of the routes if needed.
+package providers
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"trove.dev/trove/internal/httpjson"
+	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/signedurl"
+	"trove.dev/trove/internal/store"
+)
+
+// BasePath is the providers.v1 base URL path announced by service discovery.
+const BasePath = "/v1/providers/"
+
+// Route patterns (net/http ServeMux syntax) of the protocol.
+const (
+	RouteVersions = "GET /v1/providers/{namespace}/{type}/versions"
+	RouteDownload = "GET /v1/providers/{namespace}/{type}/{version}/download/{os}/{arch}"
+)
+
+// Defaults of the cache.
+const (
+	DefaultCacheBytes = 64 << 20
+	DefaultMaxAge     = 30 * time.Second
+)
+
+// renderTimeout bounds one render: it runs detached from the request that
+// started it because concurrent requests wait for its result.
+const renderTimeout = 30 * time.Second
+
+// Shared header values, assigned to response headers without copying:
+// net/http never modifies them and their capacity equals their length.
+// (internal/server adds X-Content-Type-Options and the other security
+// headers to every response.)
+var (
+	contentTypeJSON = []string{"application/json"}
+	noCache         = []string{"no-cache"}
+)
+
+// Service serves providers.v1. It is safe for concurrent use.
+type Service struct {
+	idx    store.Providers
+	signer *signedurl.Signer
+	base   string // public origin without a trailing slash
+	log    *slog.Logger
+	now    func() time.Time
+	maxAge time.Duration
+	cache  *cache
+}
+
+// Option adjusts a Service.
+type Option func(*Service)
+
+// WithCacheBytes bounds the memory the rendered documents may take
+// (DefaultCacheBytes if n <= 0).
+func WithCacheBytes(n int64) Option {
+	return func(s *Service) {
+		if n > 0 {
+			s.cache = newCache(n)
+		}
+	}
+}
+
+// WithMaxAge sets how long a rendered document is served before it is
+// rendered again from the index (DefaultMaxAge if d <= 0).
+func WithMaxAge(d time.Duration) Option {
+	return func(s *Service) {
+		if d > 0 {
+			s.maxAge = d
+		}
+	}
+}
+
+// WithClock makes the cache read the time from now (for tests). The
+// signer keeps its own clock.
+func WithClock(now func() time.Time) Option {
+	return func(s *Service) { s.now = now }
+}
+
+// New returns a Service that reads versions from idx, signs file URLs with
+// signer and makes them absolute with publicBase (scheme and host, and a
+// path prefix if Trove is reached under one).
+func New(idx store.Providers, signer *signedurl.Signer, publicBase *url.URL, log *slog.Logger, opts ...Option) *Service {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	base := &url.URL{Scheme: publicBase.Scheme, Host: publicBase.Host, Path: publicBase.Path}
+	s := &Service{
+		idx:    idx,
+		signer: signer,
+		base:   strings.TrimSuffix(base.String(), "/"),
+		log:    log,
+		now:    time.Now,
+		maxAge: DefaultMaxAge,
+		cache:  newCache(DefaultCacheBytes),
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// Register mounts the protocol's routes on mux.
+func (s *Service) Register(mux *http.ServeMux) {
+	mux.HandleFunc(RouteVersions, s.serveVersions)
+	mux.HandleFunc(RouteDownload, s.serveDownload)
+}
+
+// Invalidate drops every cached document of a provider (normalized names),
+// so that the next request reads the index. Call it after a version was
+// committed; renders that started earlier are not stored.
+func (s *Service) Invalidate(namespace, typ string) {
+	s.cache.invalidate(provKey{ns: namespace, typ: typ})
+}
+
+// CacheStats returns how many documents are cached and the memory they
+// are accounted for.
+func (s *Service) CacheStats() (entries int, bytes int64) { return s.cache.stats() }
+
+func (s *Service) serveVersions(w http.ResponseWriter, r *http.Request) {
+	pk := provKey{ns: r.PathValue("namespace"), typ: r.PathValue("type")}
+	now := s.now().UnixNano()
+	if e := s.cache.get(pk, docKey{}); e.fresh(now, 0) {
+		writeEntry(w, r, e)
+		return
+	}
+	e, err := s.loadVersions(r.Context(), pk, now)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeEntry(w, r, e)
+}
+
+func (s *Service) serveDownload(w http.ResponseWriter, r *http.Request) {
+	pk := provKey{ns: r.PathValue("namespace"), typ: r.PathValue("type")}
+	dk := docKey{version: r.PathValue("version"), os: r.PathValue("os"), arch: r.PathValue("arch")}
+	now := s.now().UnixNano()
+	urlExpiry := s.signer.Expiry().Unix()
+	if e := s.cache.get(pk, dk); e.fresh(now, urlExpiry) {
+		writeEntry(w, r, e)
+		return
+	}
+	e, err := s.loadDownload(r.Context(), pk, dk, now, urlExpiry)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeEntry(w, r, e)
+}
+
+// writeEntry answers with a cached document, or 304 when the client
+// already holds it. It does not allocate.
+func writeEntry(w http.ResponseWriter, r *http.Request, e *entry) {
+	e.touch()
+	h := w.Header()
+	h["Etag"] = e.etag
+	h["Cache-Control"] = noCache
+	if inm := r.Header["If-None-Match"]; len(inm) > 0 && httpjson.MatchETag(inm[0], e.etag[0]) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	h["Content-Type"] = contentTypeJSON
+	h["Content-Length"] = e.length
+	w.WriteHeader(http.StatusOK)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(e.body)
+	}
+}
+
+func (s *Service) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	w.Header()["Cache-Control"] = noCache
+	httpjson.WriteError(s.log, w, r, err)
+}
+
+// parseProvider validates and normalizes the names of a request. Invalid
+// names answer 404, which clients report best ("provider not found").
+func parseProvider(pk provKey) (provKey, error) {
+	ns, err := registry.ParseNamespace(pk.ns)
+	if err != nil {
+		return provKey{}, registry.Errorf(registry.NotFound, "provider %s/%s not found: %s", pk.ns, pk.typ, registry.Message(err))
+	}
+	typ, err := registry.ParseProviderType(pk.typ)
+	if err != nil {
+		return provKey{}, registry.Errorf(registry.NotFound, "provider %s/%s not found: %s", pk.ns, pk.typ, registry.Message(err))
+	}
+	return provKey{ns: ns, typ: typ}, nil
+}
+
+func (s *Service) renderContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), renderTimeout)
+}
+
+func (s *Service) loadVersions(ctx context.Context, raw provKey, now int64) (*entry, error) {
+	pk, err := parseProvider(raw)
+	if err != nil {
+		return nil, err
+	}
+	if pk != raw { // the request used another case: look again under the normalized names
+		if e := s.cache.get(pk, docKey{}); e.fresh(now, 0) {
+			return e, nil
+		}
+	}
+	return s.cache.load(ctx, pk, docKey{}, now, 0, func() (*entry, error) {
+		ctx, cancel := s.renderContext(ctx)
+		defer cancel()
+		vs, err := s.idx.ListProviderVersions(ctx, pk.ns, pk.typ)
+		if registry.IsKind(err, registry.NotFound) || err == nil && len(vs) == 0 {
+			return nil, registry.Errorf(registry.NotFound, "provider %s/%s not found", pk.ns, pk.typ)
+		}
+		if err != nil {
+			return nil, err
+		}
+		body, err := renderVersions(vs)
+		if err != nil {
+			return nil, err
+		}
+		return newEntry(body, 0, now+int64(s.maxAge)), nil
+	})
+}
+
+func (s *Service) loadDownload(ctx context.Context, raw provKey, dk docKey, now, urlExpiry int64) (*entry, error) {
+	pk, err := parseProvider(raw)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := registry.ParseVersion(dk.version); err != nil {
+		return nil, registry.Errorf(registry.NotFound, "provider %s/%s has no version %q: %s", pk.ns, pk.typ, dk.version, registry.Message(err))
+	}
+	if err := registry.ValidatePlatform(dk.os, dk.arch); err != nil {
+		return nil, registry.Errorf(registry.NotFound, "provider %s/%s %s has no package for %s_%s: %s", pk.ns, pk.typ, dk.version, dk.os, dk.arch, registry.Message(err))
+	}
+	if pk != raw {
+		if e := s.cache.get(pk, dk); e.fresh(now, urlExpiry) {
+			return e, nil
+		}
+	}
+	return s.cache.load(ctx, pk, dk, now, urlExpiry, func() (*entry, error) {
+		ctx, cancel := s.renderContext(ctx)
+		defer cancel()
+		v, err := s.idx.GetProviderVersion(ctx, pk.ns, pk.typ, dk.version)
+		if registry.IsKind(err, registry.NotFound) {
+			return nil, registry.Errorf(registry.NotFound, "provider %s/%s has no version %s", pk.ns, pk.typ, dk.version)
+		}
+		if err != nil {
+			return nil, err
+		}
+		p, ok := v.Platform(dk.os, dk.arch)
+		if !ok {
+			return nil, registry.Errorf(registry.NotFound, "provider %s/%s %s has no package for %s_%s (it has: %s)",
+				pk.ns, pk.typ, dk.version, dk.os, dk.arch, platformList(v.Platforms))
+		}
+		// Read the expiry before signing: should the window turn in
+		// between, the entry is merely rendered again on the next request.
+		exp := s.signer.Expiry().Unix()
+		body, err := s.renderDownload(v, p)
+		if err != nil {
+			return nil, err
+		}
+		return newEntry(body, exp, now+int64(s.maxAge)), nil
+	})
+}
+
+func platformList(ps []registry.Platform) string {
+	names := make([]string, 0, len(ps))
+	for _, p := range ps {
+		names = append(names, p.OS+"_"+p.Arch)
+	}
+	slices.Sort(names)
+	if len(names) == 0 {
+		return "no packages"
+	}
+	return strings.Join(names, ", ")
+}
+
+// The JSON documents of the protocol.
+type (
+	versionsDoc struct {
+		Versions []versionDoc `json:"versions"`
+	}
+	versionDoc struct {
+		Version   string        `json:"version"`
+		Protocols []string      `json:"protocols"`
+		Platforms []platformDoc `json:"platforms"`
+	}
+	platformDoc struct {
+		OS   string `json:"os"`
+		Arch string `json:"arch"`
+	}
+	downloadDoc struct {
+		Protocols           []string       `json:"protocols"`
+		OS                  string         `json:"os"`
+		Arch                string         `json:"arch"`
+		Filename            string         `json:"filename"`
+		DownloadURL         string         `json:"download_url"`
+		SHASumsURL          string         `json:"shasums_url"`
+		SHASumsSignatureURL string         `json:"shasums_signature_url"`
+		SHASum              string         `json:"shasum"`
+		SigningKeys         signingKeysDoc `json:"signing_keys"`
+	}
+	signingKeysDoc struct {
+		GPGPublicKeys []gpgKeyDoc `json:"gpg_public_keys"`
+	}
+	gpgKeyDoc struct {
+		KeyID          string `json:"key_id"`
+		ASCIIArmor     string `json:"ascii_armor"`
+		TrustSignature string `json:"trust_signature"` // always "": Terraform checks a non-empty one against HashiCorp's partner key
+		Source         string `json:"source"`
+		SourceURL      string `json:"source_url"`
+	}
+)
+
+// renderVersions renders the versions document, newest version first and
+// platforms sorted, so that equal contents give equal bytes (and ETags).
+func renderVersions(vs []registry.ProviderVersion) ([]byte, error) {
+	vs = slices.Clone(vs)
+	registry.SortNewestFirst(vs)
+	doc := versionsDoc{Versions: make([]versionDoc, 0, len(vs))}
+	for _, v := range vs {
+		d := versionDoc{Version: v.Version, Protocols: nonNil(v.Protocols), Platforms: make([]platformDoc, 0, len(v.Platforms))}
+		for _, p := range v.Platforms {
+			d.Platforms = append(d.Platforms, platformDoc{OS: p.OS, Arch: p.Arch})
+		}
+		slices.SortFunc(d.Platforms, func(a, b platformDoc) int {
+			if c := strings.Compare(a.OS, b.OS); c != 0 {
+				return c
+			}
+			return strings.Compare(a.Arch, b.Arch)
+		})
+		doc.Versions = append(doc.Versions, d)
+	}
+	return json.Marshal(doc)
+}
+
+func (s *Service) renderDownload(v registry.ProviderVersion, p registry.Platform) ([]byte, error) {
+	doc := downloadDoc{
+		Protocols:           nonNil(v.Protocols),
+		OS:                  p.OS,
+		Arch:                p.Arch,
+		Filename:            p.Filename,
+		DownloadURL:         s.base + s.signer.Path(p.SHA256, p.Filename),
+		SHASumsURL:          s.base + s.signer.Path(v.SHASumsDigest, v.SHASumsFilename()),
+		SHASumsSignatureURL: s.base + s.signer.Path(v.SHASumsSignatureDigest, v.SHASumsSignatureFilename()),
+		SHASum:              p.SHA256,
+		SigningKeys:         signingKeysDoc{GPGPublicKeys: []gpgKeyDoc{}},
+	}
+	if k := v.SigningKey; k.ASCIIArmor != "" {
+		doc.SigningKeys.GPGPublicKeys = append(doc.SigningKeys.GPGPublicKeys, gpgKeyDoc{KeyID: k.KeyID, ASCIIArmor: k.ASCIIArmor})
+	}
+	return json.Marshal(doc)
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

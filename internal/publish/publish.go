@@ -1,0 +1,446 @@
+// Package publish owns the publish transaction of a provider release: it
+// reads the release files in order, verifies the signature before accepting
+// any archive byte, stages and checks every archive, moves the verified
+// blobs into the blob store and commits the version in one index
+// transaction. Nothing is stored unless every check passed, and a version
+// becomes visible only when that transaction commits.
+package publish
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/release"
+	"trove.dev/trove/internal/signing"
+	"trove.dev/trove/internal/store"
+)
+
+// Size limits of the small files of a release.
+const (
+	maxSHASumsBytes   = 1 << 20
+	maxSignatureBytes = 64 << 10
+	maxManifestBytes  = 64 << 10
+)
+
+// Options configures a Publisher.
+type Options struct {
+	Index   store.Index
+	Blobs   store.Blobs
+	TempDir string // staging area for archives; on the blob store's filesystem when possible
+
+	MaxZipBytes int64          // largest accepted archive; <= 0 means 1 GiB
+	ZipLimits   release.Limits // entry count and unpacked size of each archive
+
+	// OnPublish is called after a version was committed, e.g. to
+	// invalidate cached protocol responses.
+	OnPublish func(namespace, typ string)
+	Logger    *slog.Logger
+	Now       func() time.Time
+}
+
+// Publisher publishes provider releases. It is safe for concurrent use.
+type Publisher struct {
+	opt Options
+}
+
+// New returns a Publisher.
+func New(opt Options) *Publisher {
+	if opt.MaxZipBytes <= 0 {
+		opt.MaxZipBytes = 1 << 30
+	}
+	if opt.ZipLimits == (release.Limits{}) {
+		opt.ZipLimits = release.DefaultLimits
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	if opt.OnPublish == nil {
+		opt.OnPublish = func(string, string) {}
+	}
+	return &Publisher{opt: opt}
+}
+
+// FileSource yields the files of a release in upload order. Next returns
+// io.EOF after the last file; the reader it returns is valid until the
+// next call.
+type FileSource interface {
+	Next() (name string, content io.Reader, err error)
+}
+
+// Result reports the outcome of a publish.
+type Result struct {
+	Version registry.ProviderVersion
+	Created bool // false when the identical release was already published
+}
+
+// PublishProvider publishes version of namespace/typ from src, whose files
+// must come in this order: terraform-provider-<type>_<version>_SHA256SUMS,
+// its .sig, optionally the _manifest.json, then every zip SHA256SUMS lists.
+// Re-publishing the same SHA256SUMS succeeds with Created false; other
+// content for an existing version is a Conflict.
+func (p *Publisher) PublishProvider(ctx context.Context, namespace, typ, version string, src FileSource) (Result, error) {
+	ns, err := registry.ParseNamespace(namespace)
+	if err != nil {
+		return Result{}, err
+	}
+	if typ, err = registry.ParseProviderType(typ); err != nil {
+		return Result{}, err
+	}
+	if _, err := registry.ParseVersion(version); err != nil {
+		return Result{}, err
+	}
+	if _, err := p.opt.Index.GetNamespace(ctx, ns); err != nil {
+		if registry.IsKind(err, registry.NotFound) {
+			return Result{}, registry.Errorf(registry.NotFound, "namespace %q does not exist; create it with: trove namespace create %s", ns, ns)
+		}
+		return Result{}, err
+	}
+	pub := &publication{p: p, ctx: ctx, v: registry.ProviderVersion{
+		Namespace: ns, Type: typ, Version: version, Protocols: []string{"5.0"},
+	}}
+	defer pub.cleanup()
+	return pub.run(src)
+}
+
+// publication is the state of one PublishProvider call.
+type publication struct {
+	p   *Publisher
+	ctx context.Context
+	v   registry.ProviderVersion
+
+	sums      []byte
+	sig       []byte
+	listed    map[string]string // SHA256SUMS: filename -> digest
+	zips      map[string]release.PackageName
+	staged    map[string]stagedFile // zip filename -> staged archive
+	sawManife bool
+}
+
+type stagedFile struct {
+	path string
+	size int64
+}
+
+func (pub *publication) run(src FileSource) (Result, error) {
+	v := &pub.v
+	sumsName := v.SHASumsFilename()
+	sigName := v.SHASumsSignatureFilename()
+	manifestName := "terraform-provider-" + v.Type + "_" + v.Version + "_manifest.json"
+
+	// 1. SHA256SUMS.
+	name, r, err := src.Next()
+	if err != nil {
+		return Result{}, firstFileErr(err, sumsName)
+	}
+	if name != sumsName {
+		return Result{}, registry.Errorf(registry.Invalid, "the first file must be %s (got %q)", sumsName, name)
+	}
+	if pub.sums, err = readSmall(r, name, maxSHASumsBytes); err != nil {
+		return Result{}, err
+	}
+	sums, err := release.ParseSHA256SUMS(pub.sums)
+	if err != nil {
+		return Result{}, err
+	}
+	v.SHASumsDigest = digestOf(pub.sums)
+
+	// 2. Its signature, verified before any archive byte is accepted.
+	name, r, err = src.Next()
+	if err == io.EOF || (err == nil && name != sigName) {
+		return Result{}, registry.Errorf(registry.Invalid, "the second file must be the signature %s (sign SHA256SUMS with: gpg --detach-sign %s)", sigName, sumsName)
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	if pub.sig, err = readSmall(r, name, maxSignatureBytes); err != nil {
+		return Result{}, err
+	}
+	keys, err := pub.p.opt.Index.ListSigningKeys(pub.ctx, v.Namespace)
+	if err != nil {
+		return Result{}, err
+	}
+	if len(keys) == 0 {
+		return Result{}, registry.Errorf(registry.Invalid, "namespace %s has no signing keys; add the public key that signs its releases with: trove key add %s --file key.asc", v.Namespace, v.Namespace)
+	}
+	if v.SigningKey, err = signing.VerifyDetached(keys, pub.sums, pub.sig); err != nil {
+		return Result{}, err
+	}
+	v.SHASumsSignatureDigest = digestOf(pub.sig)
+
+	// An existing version: the same SHA256SUMS is an idempotent retry,
+	// anything else is refused before the archives are read.
+	if existing, err := pub.p.opt.Index.GetProviderVersion(pub.ctx, v.Namespace, v.Type, v.Version); err == nil {
+		return pub.existing(existing)
+	} else if !registry.IsKind(err, registry.NotFound) {
+		return Result{}, err
+	}
+
+	if err := pub.indexSums(sums, manifestName); err != nil {
+		return Result{}, err
+	}
+
+	// 3. The optional manifest, then the archives.
+	for {
+		name, r, err := src.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return Result{}, err
+		}
+		switch {
+		case name == manifestName:
+			if err := pub.readManifest(name, r); err != nil {
+				return Result{}, err
+			}
+		case strings.HasSuffix(name, ".zip"):
+			if err := pub.stageZip(name, r); err != nil {
+				return Result{}, err
+			}
+		default:
+			return Result{}, registry.Errorf(registry.Invalid, "unexpected file %q: a release holds %s, its .sig, %s and the zips it lists", name, sumsName, manifestName)
+		}
+	}
+	for filename := range pub.zips {
+		if _, ok := pub.staged[filename]; !ok {
+			return Result{}, registry.Errorf(registry.Invalid, "SHA256SUMS lists %s but it was not uploaded; publish every archive of the release", filename)
+		}
+	}
+	if len(pub.staged) == 0 {
+		return Result{}, registry.Errorf(registry.Invalid, "SHA256SUMS lists no provider archives (terraform-provider-%s_%s_<os>_<arch>.zip)", v.Type, v.Version)
+	}
+	return pub.commit()
+}
+
+func firstFileErr(err error, sumsName string) error {
+	if err == io.EOF {
+		return registry.Errorf(registry.Invalid, "the release is empty: send %s, its .sig and the archives", sumsName)
+	}
+	return err
+}
+
+// indexSums checks that every archive SHA256SUMS lists is a package of
+// this very provider version and remembers the expected digests.
+func (pub *publication) indexSums(sums []release.Sum, manifestName string) error {
+	v := &pub.v
+	pub.listed = make(map[string]string, len(sums))
+	pub.zips = make(map[string]release.PackageName)
+	pub.staged = make(map[string]stagedFile)
+	seenPlatform := make(map[string]string)
+	for _, s := range sums {
+		pub.listed[s.Filename] = s.Digest
+		if !strings.HasSuffix(s.Filename, ".zip") {
+			continue
+		}
+		pkg, err := release.ParsePackageFilename(s.Filename)
+		if err != nil {
+			return err
+		}
+		if pkg.Type != v.Type || pkg.Version != v.Version {
+			return registry.Errorf(registry.Invalid, "SHA256SUMS lists %s, which is not a package of %s %s", s.Filename, v.Type, v.Version)
+		}
+		platform := pkg.OS + "_" + pkg.Arch
+		if other, dup := seenPlatform[platform]; dup {
+			return registry.Errorf(registry.Invalid, "SHA256SUMS lists two archives for %s: %s and %s", platform, other, s.Filename)
+		}
+		seenPlatform[platform] = s.Filename
+		pub.zips[s.Filename] = pkg
+	}
+	return nil
+}
+
+func (pub *publication) readManifest(name string, r io.Reader) error {
+	if pub.sawManife {
+		return registry.Errorf(registry.Invalid, "%s was sent twice", name)
+	}
+	pub.sawManife = true
+	data, err := readSmall(r, name, maxManifestBytes)
+	if err != nil {
+		return err
+	}
+	if want, listed := pub.listed[name]; listed && want != digestOf(data) {
+		return registry.Errorf(registry.Invalid, "%s does not match its checksum in SHA256SUMS", name)
+	}
+	protocols, err := release.ParseManifest(data)
+	if err != nil {
+		return err
+	}
+	pub.v.Protocols = protocols
+	return nil
+}
+
+// stageZip streams one archive to a temporary file while hashing it, then
+// checks its digest against SHA256SUMS and its contents.
+func (pub *publication) stageZip(name string, r io.Reader) error {
+	pkg, listed := pub.zips[name]
+	if !listed {
+		return registry.Errorf(registry.Invalid, "%s is not listed in SHA256SUMS", name)
+	}
+	if _, dup := pub.staged[name]; dup {
+		return registry.Errorf(registry.Invalid, "%s was sent twice", name)
+	}
+	if err := os.MkdirAll(pub.p.opt.TempDir, 0o700); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(pub.p.opt.TempDir, "publish-*.zip")
+	if err != nil {
+		return err
+	}
+	pub.staged[name] = stagedFile{path: f.Name()}
+	defer f.Close()
+
+	h := sha256.New()
+	limit := pub.p.opt.MaxZipBytes
+	n, err := io.Copy(io.MultiWriter(f, h), io.LimitReader(r, limit+1))
+	if err != nil {
+		return err
+	}
+	if n > limit {
+		return registry.Errorf(registry.TooLarge, "%s is larger than the limit of %d bytes", name, limit)
+	}
+	got := hex.EncodeToString(h.Sum(nil))
+	if want := pub.listed[name]; got != want {
+		return registry.Errorf(registry.Invalid, "%s has checksum %s but SHA256SUMS lists %s: the archive was changed after SHA256SUMS was made, or corrupted in transit", name, got, want)
+	}
+	if err := release.CheckZip(f, n, pub.v.Type, pub.p.opt.ZipLimits); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	pub.staged[name] = stagedFile{path: f.Name(), size: n}
+	pub.v.Platforms = append(pub.v.Platforms, registry.Platform{
+		OS: pkg.OS, Arch: pkg.Arch, Filename: name, SHA256: got, Size: n,
+	})
+	return nil
+}
+
+// commit stores the blobs, then the version in one index transaction.
+func (pub *publication) commit() (Result, error) {
+	v := &pub.v
+	ctx := pub.ctx
+	blobs := pub.p.opt.Blobs
+	if err := blobs.Put(ctx, v.SHASumsDigest, int64(len(pub.sums)), bytes.NewReader(pub.sums)); err != nil {
+		return Result{}, fmt.Errorf("store SHA256SUMS: %w", err)
+	}
+	if err := blobs.Put(ctx, v.SHASumsSignatureDigest, int64(len(pub.sig)), bytes.NewReader(pub.sig)); err != nil {
+		return Result{}, fmt.Errorf("store signature: %w", err)
+	}
+	for _, pl := range v.Platforms {
+		if err := pub.putStaged(pl); err != nil {
+			return Result{}, fmt.Errorf("store %s: %w", pl.Filename, err)
+		}
+	}
+	slices.SortFunc(v.Platforms, func(a, b registry.Platform) int {
+		return strings.Compare(a.OS+"_"+a.Arch, b.OS+"_"+b.Arch)
+	})
+	v.PublishedAt = pub.p.opt.Now().UTC()
+	err := pub.p.opt.Index.CreateProviderVersion(ctx, *v)
+	if registry.IsKind(err, registry.Conflict) {
+		// Lost a race with a concurrent publish of the same version.
+		existing, gerr := pub.p.opt.Index.GetProviderVersion(ctx, v.Namespace, v.Type, v.Version)
+		if gerr != nil {
+			return Result{}, gerr
+		}
+		return pub.existing(existing)
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	pub.p.opt.OnPublish(v.Namespace, v.Type)
+	pub.p.opt.Logger.InfoContext(ctx, "published provider version",
+		"namespace", v.Namespace, "type", v.Type, "version", v.Version, "platforms", len(v.Platforms), "key_id", v.SigningKey.KeyID)
+	return Result{Version: *v, Created: true}, nil
+}
+
+func (pub *publication) putStaged(pl registry.Platform) error {
+	sf := pub.staged[pl.Filename]
+	if fp, ok := pub.p.opt.Blobs.(store.FilePutter); ok {
+		if err := fp.PutFile(pub.ctx, pl.SHA256, sf.size, sf.path); err != nil {
+			return err
+		}
+		delete(pub.staged, pl.Filename)
+		return nil
+	}
+	f, err := os.Open(sf.path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return pub.p.opt.Blobs.Put(pub.ctx, pl.SHA256, sf.size, f)
+}
+
+// existing decides between an idempotent retry and a conflict.
+func (pub *publication) existing(existing registry.ProviderVersion) (Result, error) {
+	v := pub.v
+	if existing.SHASumsDigest == v.SHASumsDigest {
+		return Result{Version: existing, Created: false}, nil
+	}
+	return Result{}, registry.Errorf(registry.Conflict,
+		"%s/%s %s is already published with different content (its SHA256SUMS differs); versions are immutable: publish a new version instead",
+		v.Namespace, v.Type, v.Version)
+}
+
+func (pub *publication) cleanup() {
+	for _, sf := range pub.staged {
+		if sf.path != "" {
+			_ = os.Remove(sf.path)
+		}
+	}
+}
+
+func readSmall(r io.Reader, name string, limit int64) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, registry.Errorf(registry.TooLarge, "%s is larger than the limit of %d bytes", name, limit)
+	}
+	return data, nil
+}
+
+func digestOf(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
+
+// DirSource is a FileSource over files on disk, in the given order.
+type DirSource struct {
+	Paths []string
+	cur   *os.File
+}
+
+// Next opens the next file.
+func (d *DirSource) Next() (string, io.Reader, error) {
+	if d.cur != nil {
+		d.cur.Close()
+		d.cur = nil
+	}
+	if len(d.Paths) == 0 {
+		return "", nil, io.EOF
+	}
+	path := d.Paths[0]
+	d.Paths = d.Paths[1:]
+	f, err := os.Open(path)
+	if err != nil {
+		return "", nil, errors.Join(registry.Errorf(registry.Invalid, "cannot open %s", path), err)
+	}
+	d.cur = f
+	return filepath.Base(path), f, nil
+}

@@ -1,0 +1,406 @@
+package publish_test
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"trove.dev/trove/internal/publish"
+	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/signing"
+	"trove.dev/trove/internal/signing/signingtest"
+	"trove.dev/trove/internal/store"
+	"trove.dev/trove/internal/store/fsblob"
+	"trove.dev/trove/internal/store/sqlite"
+)
+
+// file is one release file in upload order.
+type file struct {
+	name string
+	data []byte
+}
+
+// memSource is a publish.FileSource over in-memory files.
+type memSource struct{ files []file }
+
+func (m *memSource) Next() (string, io.Reader, error) {
+	if len(m.files) == 0 {
+		return "", nil, io.EOF
+	}
+	f := m.files[0]
+	m.files = m.files[1:]
+	return f.name, bytes.NewReader(f.data), nil
+}
+
+// releaseSpec describes a goreleaser-style release to build.
+type releaseSpec struct {
+	typ, version string
+	platforms    []string // "linux_amd64"
+	payload      string   // varies the executable's bytes
+}
+
+func makeZip(t testing.TB, entries map[string]string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	names := make([]string, 0, len(entries))
+	for n := range entries {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		h := &zip.FileHeader{Name: n, Method: zip.Deflate, Modified: time.Unix(1_600_000_000, 0)}
+		h.SetMode(0o755)
+		w, err := zw.CreateHeader(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.WriteString(w, entries[n])
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func sha(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// build returns the release files: SHA256SUMS, .sig, manifest, zips.
+func build(t testing.TB, key *signingtest.Key, spec releaseSpec) []file {
+	t.Helper()
+	prefix := "terraform-provider-" + spec.typ + "_" + spec.version
+	var zips []file
+	for _, p := range spec.platforms {
+		zips = append(zips, file{prefix + "_" + p + ".zip", makeZip(t, map[string]string{
+			"terraform-provider-" + spec.typ + "_v" + spec.version: "binary " + p + spec.payload,
+		})})
+	}
+	manifest := file{prefix + "_manifest.json", []byte(`{"version":1,"metadata":{"protocol_versions":["5.0","6.0"]}}`)}
+	var sums strings.Builder
+	for _, f := range append([]file{manifest}, zips...) {
+		fmt.Fprintf(&sums, "%s  %s\n", sha(f.data), f.name)
+	}
+	sumsData := []byte(sums.String())
+	return append([]file{
+		{prefix + "_SHA256SUMS", sumsData},
+		{prefix + "_SHA256SUMS.sig", key.Sign(sumsData)},
+		manifest,
+	}, zips...)
+}
+
+type env struct {
+	idx       store.Index
+	blobs     store.Blobs
+	tmp       string
+	key       *signingtest.Key
+	pub       *publish.Publisher
+	published []string
+	mu        sync.Mutex
+}
+
+func newEnv(t *testing.T, wrap func(store.Index) store.Index) *env {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	idx, err := sqlite.Open(ctx, filepath.Join(dir, "trove.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { idx.Close() })
+	blobs, err := fsblob.Open(filepath.Join(dir, "blobs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{idx: idx, blobs: blobs, tmp: filepath.Join(dir, "tmp"), key: signingtest.NewKey(t, "acme")}
+	if err := idx.CreateNamespace(ctx, registry.Namespace{Name: "acme", CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	k, err := signing.ParsePublicKey(e.key.ArmoredPublic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.Namespace = "acme"
+	if err := idx.AddSigningKey(ctx, k); err != nil {
+		t.Fatal(err)
+	}
+	var pubIdx store.Index = idx
+	if wrap != nil {
+		pubIdx = wrap(idx)
+	}
+	e.pub = publish.New(publish.Options{Index: pubIdx, Blobs: blobs, TempDir: e.tmp,
+		OnPublish: func(ns, typ string) {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			e.published = append(e.published, ns+"/"+typ)
+		}})
+	return e
+}
+
+func (e *env) publish(t *testing.T, version string, files []file) (publish.Result, error) {
+	t.Helper()
+	return e.pub.PublishProvider(context.Background(), "acme", "example", version, &memSource{files: files})
+}
+
+// assertNothingStored checks that a refused publish left no version, no
+// blob and no temporary file behind.
+func (e *env) assertNothingStored(t *testing.T, version string) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := e.idx.GetProviderVersion(ctx, "acme", "example", version); !registry.IsKind(err, registry.NotFound) {
+		t.Errorf("version %s visible after a refused publish: %v", version, err)
+	}
+	n := 0
+	e.blobs.Walk(ctx, func(string, int64) error { n++; return nil })
+	if n != 0 {
+		t.Errorf("%d blobs stored after a refused publish", n)
+	}
+	tmp, _ := os.ReadDir(e.tmp)
+	if len(tmp) != 0 {
+		t.Errorf("temporary files left behind: %v", tmp)
+	}
+}
+
+var linuxDarwin = []string{"linux_amd64", "darwin_arm64"}
+
+func TestPublish(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	files := build(t, e.key, releaseSpec{typ: "example", version: "1.0.0", platforms: linuxDarwin})
+	res, err := e.publish(t, "1.0.0", files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Created {
+		t.Fatal("first publish reported Created = false")
+	}
+	got, err := e.idx.GetProviderVersion(ctx, "acme", "example", "1.0.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(got.Protocols, ",") != "5.0,6.0" {
+		t.Errorf("protocols = %v, want the manifest's", got.Protocols)
+	}
+	if got.SigningKey.KeyID != e.key.KeyID || got.SigningKey.ASCIIArmor == "" {
+		t.Errorf("signing key snapshot = %+v, want key %s", got.SigningKey, e.key.KeyID)
+	}
+	if got.SHASumsDigest != sha(files[0].data) || got.SHASumsSignatureDigest != sha(files[1].data) {
+		t.Errorf("sums digests = %s %s", got.SHASumsDigest, got.SHASumsSignatureDigest)
+	}
+	if len(got.Platforms) != 2 {
+		t.Fatalf("platforms = %+v", got.Platforms)
+	}
+	byName := map[string][]byte{}
+	for _, f := range files {
+		byName[f.name] = f.data
+	}
+	for _, p := range got.Platforms {
+		data := byName[p.Filename]
+		if p.SHA256 != sha(data) || p.Size != int64(len(data)) || p.Filename != "terraform-provider-example_1.0.0_"+p.OS+"_"+p.Arch+".zip" {
+			t.Errorf("platform %+v does not describe its zip", p)
+		}
+		b, err := e.blobs.Open(ctx, p.SHA256)
+		if err != nil {
+			t.Fatalf("blob of %s: %v", p.Filename, err)
+		}
+		stored, _ := io.ReadAll(b.Content)
+		b.Close()
+		if !bytes.Equal(stored, data) {
+			t.Errorf("stored bytes of %s differ", p.Filename)
+		}
+	}
+	for _, d := range []string{got.SHASumsDigest, got.SHASumsSignatureDigest} {
+		if _, err := e.blobs.Stat(ctx, d); err != nil {
+			t.Errorf("blob %s: %v", d, err)
+		}
+	}
+	if len(e.published) != 1 || e.published[0] != "acme/example" {
+		t.Errorf("OnPublish calls = %v", e.published)
+	}
+	if tmp, _ := os.ReadDir(e.tmp); len(tmp) != 0 {
+		t.Errorf("temporary files left behind: %v", tmp)
+	}
+
+	t.Run("identical re-publish", func(t *testing.T) {
+		res, err := e.publish(t, "1.0.0", build(t, e.key, releaseSpec{typ: "example", version: "1.0.0", platforms: linuxDarwin}))
+		if err != nil || res.Created {
+			t.Fatalf("re-publish = %+v, %v; want unchanged success", res.Created, err)
+		}
+		if len(e.published) != 1 {
+			t.Errorf("OnPublish called for an unchanged re-publish")
+		}
+	})
+	t.Run("other bytes conflict", func(t *testing.T) {
+		_, err := e.publish(t, "1.0.0", build(t, e.key, releaseSpec{typ: "example", version: "1.0.0", platforms: linuxDarwin, payload: "x"}))
+		if !registry.IsKind(err, registry.Conflict) || !strings.Contains(err.Error(), "already published") {
+			t.Fatalf("publish of other bytes = %v, want conflict", err)
+		}
+		again, _ := e.idx.GetProviderVersion(ctx, "acme", "example", "1.0.0")
+		if again.SHASumsDigest != got.SHASumsDigest {
+			t.Errorf("stored version changed")
+		}
+	})
+}
+
+func TestPublishRefuses(t *testing.T) {
+	other := signingtest.NewKey(t, "other")
+	tests := []struct {
+		name    string
+		version string
+		mutate  func(t *testing.T, e *env, files []file) []file
+		kind    registry.Kind
+		phrase  string
+	}{
+		{"tampered zip", "1.0.0", func(t *testing.T, e *env, f []file) []file {
+			f[3].data = append([]byte(nil), f[3].data...)
+			f[3].data[len(f[3].data)/2] ^= 0xff
+			return f
+		}, registry.Invalid, "SHA256SUMS lists"},
+		{"unknown signing key", "1.0.0", func(t *testing.T, e *env, f []file) []file {
+			f[1].data = other.Sign(f[0].data)
+			return f
+		}, registry.Invalid, "not registered"},
+		{"armored signature", "1.0.0", func(t *testing.T, e *env, f []file) []file {
+			f[1].data = e.key.SignArmored(f[0].data)
+			return f
+		}, registry.Invalid, "armor"},
+		{"missing signature", "1.0.0", func(t *testing.T, e *env, f []file) []file {
+			return append(f[:1], f[2:]...)
+		}, registry.Invalid, "signature"},
+		{"zip missing", "1.0.0", func(t *testing.T, e *env, f []file) []file {
+			return f[:len(f)-1]
+		}, registry.Invalid, "not uploaded"},
+		{"zip not listed", "1.0.0", func(t *testing.T, e *env, f []file) []file {
+			return append(f, file{"terraform-provider-example_1.0.0_windows_amd64.zip", f[3].data})
+		}, registry.Invalid, "not listed"},
+		{"unexpected file", "1.0.0", func(t *testing.T, e *env, f []file) []file {
+			return append(f, file{"notes.txt", []byte("hi")})
+		}, registry.Invalid, "unexpected file"},
+		{"leading v", "v1.0.0", func(t *testing.T, e *env, f []file) []file { return f }, registry.Invalid, "leading"},
+		{"empty", "1.0.0", func(t *testing.T, e *env, f []file) []file { return nil }, registry.Invalid, "empty"},
+		{"sums for another version", "1.0.1", func(t *testing.T, e *env, f []file) []file { return f }, registry.Invalid, "first file"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, nil)
+			files := build(t, e.key, releaseSpec{typ: "example", version: "1.0.0", platforms: linuxDarwin})
+			_, err := e.publish(t, tt.version, tt.mutate(t, e, files))
+			if !registry.IsKind(err, tt.kind) || !strings.Contains(strings.ToLower(err.Error()), strings.ToLower(tt.phrase)) {
+				t.Fatalf("error = %v (kind %v), want %v containing %q", err, registry.KindOf(err), tt.kind, tt.phrase)
+			}
+			e.assertNothingStored(t, tt.version)
+		})
+	}
+
+	t.Run("zip without executable", func(t *testing.T) {
+		e := newEnv(t, nil)
+		zipData := makeZip(t, map[string]string{"README.md": "no binary"})
+		name := "terraform-provider-example_1.0.0_linux_amd64.zip"
+		sums := []byte(sha(zipData) + "  " + name + "\n")
+		_, err := e.publish(t, "1.0.0", []file{
+			{"terraform-provider-example_1.0.0_SHA256SUMS", sums},
+			{"terraform-provider-example_1.0.0_SHA256SUMS.sig", e.key.Sign(sums)},
+			{name, zipData},
+		})
+		if !registry.IsKind(err, registry.Invalid) {
+			t.Fatalf("error = %v, want invalid", err)
+		}
+		e.assertNothingStored(t, "1.0.0")
+	})
+
+	t.Run("zip over the size limit", func(t *testing.T) {
+		e := newEnv(t, nil)
+		e.pub = publish.New(publish.Options{Index: e.idx, Blobs: e.blobs, TempDir: e.tmp, MaxZipBytes: 64})
+		_, err := e.publish(t, "1.0.0", build(t, e.key, releaseSpec{typ: "example", version: "1.0.0", platforms: linuxDarwin}))
+		if !registry.IsKind(err, registry.TooLarge) {
+			t.Fatalf("error = %v, want too large", err)
+		}
+		e.assertNothingStored(t, "1.0.0")
+	})
+
+	t.Run("unknown namespace", func(t *testing.T) {
+		e := newEnv(t, nil)
+		_, err := e.pub.PublishProvider(context.Background(), "nobody", "example", "1.0.0", &memSource{})
+		if !registry.IsKind(err, registry.NotFound) {
+			t.Fatalf("error = %v, want not found", err)
+		}
+	})
+}
+
+// failingIndex fails CreateProviderVersion, as a crash or a lost database
+// connection at the last step would.
+type failingIndex struct{ store.Index }
+
+func (failingIndex) CreateProviderVersion(context.Context, registry.ProviderVersion) error {
+	return errors.New("connection lost")
+}
+
+func TestPublishIndexFailureLeavesNoVersion(t *testing.T) {
+	e := newEnv(t, func(idx store.Index) store.Index { return failingIndex{idx} })
+	_, err := e.publish(t, "1.0.0", build(t, e.key, releaseSpec{typ: "example", version: "1.0.0", platforms: linuxDarwin}))
+	if err == nil {
+		t.Fatal("publish succeeded although the index failed")
+	}
+	if _, err := e.idx.GetProviderVersion(context.Background(), "acme", "example", "1.0.0"); !registry.IsKind(err, registry.NotFound) {
+		t.Fatalf("version visible after a failed commit: %v", err)
+	}
+	if len(e.published) != 0 {
+		t.Errorf("OnPublish called for a failed publish")
+	}
+	// A retry with a working index succeeds.
+	e.pub = publish.New(publish.Options{Index: e.idx, Blobs: e.blobs, TempDir: e.tmp})
+	if res, err := e.publish(t, "1.0.0", build(t, e.key, releaseSpec{typ: "example", version: "1.0.0", platforms: linuxDarwin})); err != nil || !res.Created {
+		t.Fatalf("retry = %+v, %v", res, err)
+	}
+}
+
+func TestConcurrentPublishExactlyOneWins(t *testing.T) {
+	e := newEnv(t, nil)
+	const n = 6
+	releases := make([][]file, n)
+	for i := range releases {
+		releases[i] = build(t, e.key, releaseSpec{typ: "example", version: "2.0.0", platforms: linuxDarwin, payload: fmt.Sprint(i)})
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = e.publish(t, "2.0.0", releases[i])
+		}()
+	}
+	wg.Wait()
+	winner := -1
+	for i, err := range errs {
+		switch {
+		case err == nil && winner >= 0:
+			t.Fatalf("publishes %d and %d both succeeded", winner, i)
+		case err == nil:
+			winner = i
+		case !registry.IsKind(err, registry.Conflict):
+			t.Fatalf("publish %d: %v, want success or conflict", i, err)
+		}
+	}
+	if winner < 0 {
+		t.Fatal("no publish succeeded")
+	}
+	got, err := e.idx.GetProviderVersion(context.Background(), "acme", "example", "2.0.0")
+	if err != nil || got.SHASumsDigest != sha(releases[winner][0].data) {
+		t.Fatalf("stored version is not the winner's: %v", err)
+	}
+}

@@ -1,0 +1,320 @@
+package server
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"trove.dev/trove/internal/httpjson"
+	"trove.dev/trove/internal/registry"
+)
+
+// Security headers of every response. The values are shared and assigned
+// without copying: net/http never modifies them, and their capacity equals
+// their length so an append copies. Trove serves no HTML, hence the
+// strictest policy.
+var (
+	nosniff       = []string{"nosniff"}
+	frameDeny     = []string{"DENY"}
+	noReferrer    = []string{"no-referrer"}
+	contentPolicy = []string{"default-src 'none'; frame-ancestors 'none'"}
+	noStore       = []string{"no-store"}
+)
+
+// unmatchedRoute labels requests no pattern matched.
+const unmatchedRoute = "unmatched"
+
+// Large responses must keep moving: a write gets BodyIdleTimeout plus the
+// time its size takes at minTransferRate, so a client that stops reading
+// cannot hold a connection forever while a slow link still completes.
+const (
+	minTransferRate  = 8 << 10 // bytes per second
+	deadlineFreeSize = 64 << 10
+	sendfileChunk    = 8 << 20
+)
+
+// middleware wraps every route: panic recovery, metrics by route pattern,
+// access log, security headers and progress deadlines.
+type middleware struct {
+	next    http.Handler
+	log     *slog.Logger
+	metrics *metrics
+}
+
+var recorders = sync.Pool{New: func() any { return new(recorder) }}
+
+func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	setSecurityHeaders(w.Header())
+	rec := recorders.Get().(*recorder)
+	*rec = recorder{ResponseWriter: w}
+	if r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody {
+		r.Body = newIdleReader(r.Body, w)
+	}
+	m.metrics.inFlight.Inc()
+	defer m.finish(rec, r, start)
+	defer m.recover(rec, r)
+	m.next.ServeHTTP(rec, r)
+}
+
+func setSecurityHeaders(h http.Header) {
+	h["X-Content-Type-Options"] = nosniff
+	h["X-Frame-Options"] = frameDeny
+	h["Referrer-Policy"] = noReferrer
+	h["Content-Security-Policy"] = contentPolicy
+}
+
+// recover turns a panic into a logged 500 JSON answer, or aborts the
+// connection when the response had begun.
+func (m *middleware) recover(rec *recorder, r *http.Request) {
+	v := recover()
+	if v == nil {
+		return
+	}
+	if v == http.ErrAbortHandler { // the handler chose to abort: net/http handles it quietly
+		panic(v)
+	}
+	m.log.ErrorContext(r.Context(), "panic serving request", "method", r.Method, "route", route(r),
+		"path", r.URL.Path, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+	if rec.wroteHeader {
+		panic(http.ErrAbortHandler) // the client sees a truncated response, not a false success
+	}
+	h := rec.Header()
+	clear(h) // drop what the handler prepared for its own answer
+	setSecurityHeaders(h)
+	httpjson.WriteError(m.log, rec, r, registry.Errorf(registry.Internal, "panic"))
+}
+
+// finish records metrics and the access log line. It runs even when the
+// connection is aborted.
+func (m *middleware) finish(rec *recorder, r *http.Request, start time.Time) {
+	elapsed := time.Since(start)
+	m.metrics.inFlight.Dec()
+	status := rec.status
+	if status == 0 {
+		status = http.StatusOK // the handler wrote nothing: net/http answers 200
+	}
+	rt := route(r)
+	m.metrics.observe(rt, r.Method, status, elapsed)
+
+	level := slog.LevelInfo
+	switch {
+	case rt == "/healthz" || rt == "/readyz" || rt == "/metrics":
+		level = slog.LevelDebug
+	case status >= 500:
+		level = slog.LevelWarn
+	}
+	ctx := r.Context()
+	if m.log.Enabled(ctx, level) {
+		// Never the query (signed file URLs carry their signature there)
+		// nor any header: Authorization holds tokens.
+		m.log.LogAttrs(ctx, level, "http request",
+			slog.String("method", r.Method), slog.String("route", rt), slog.String("path", r.URL.Path),
+			slog.Int("status", status), slog.Int64("bytes", rec.bytes), slog.Duration("duration", elapsed))
+	}
+	*rec = recorder{}
+	recorders.Put(rec)
+}
+
+// route returns the pattern that served r without its method (bounded
+// cardinality, unlike the path), or "unmatched".
+func route(r *http.Request) string {
+	p := r.Pattern
+	if p == "" {
+		return unmatchedRoute
+	}
+	if i := strings.IndexByte(p, ' '); i >= 0 {
+		p = p[i+1:]
+	}
+	return p
+}
+
+// recorder remembers the status and size of a response. It forwards
+// ReadFrom so that file downloads keep using sendfile, and Unwrap so that
+// http.ResponseController reaches the connection.
+type recorder struct {
+	http.ResponseWriter
+	status      int
+	bytes       int64
+	wroteHeader bool
+	deadlineSet time.Time // when the write deadline was last extended
+}
+
+func (w *recorder) WriteHeader(code int) {
+	if !w.wroteHeader && (code >= http.StatusOK || code == http.StatusSwitchingProtocols) {
+		w.status = code
+		w.wroteHeader = true
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *recorder) Write(p []byte) (int, error) {
+	if !w.wroteHeader {
+		w.status, w.wroteHeader = http.StatusOK, true
+	}
+	if w.bytes+int64(len(p)) >= deadlineFreeSize {
+		w.extendWriteDeadline(int64(len(p)))
+	}
+	n, err := w.ResponseWriter.Write(p)
+	w.bytes += int64(n)
+	return n, err
+}
+
+// ReadFrom copies src to the response. When src is a size-limited file
+// (as http.ServeContent passes it) it is sent in chunks, each a
+// sendfile-able *io.LimitedReader over the file, with a write deadline
+// per chunk.
+func (w *recorder) ReadFrom(src io.Reader) (int64, error) {
+	if !w.wroteHeader {
+		w.status, w.wroteHeader = http.StatusOK, true
+	}
+	rf, ok := w.ResponseWriter.(io.ReaderFrom)
+	if !ok {
+		return io.Copy(writerOnly{w}, src)
+	}
+	lr, ok := src.(*io.LimitedReader)
+	if !ok {
+		return io.Copy(writerOnly{w}, src)
+	}
+	var total int64
+	for lr.N > 0 {
+		chunk := &io.LimitedReader{R: lr.R, N: min(lr.N, sendfileChunk)}
+		w.extendWriteDeadline(chunk.N)
+		n, err := rf.ReadFrom(chunk)
+		lr.N -= n
+		total += n
+		w.bytes += n
+		if err != nil || n == 0 {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
+// writerOnly hides ReadFrom so that io.Copy does not recurse into it.
+type writerOnly struct{ io.Writer }
+
+func (w *recorder) Flush() {
+	if !w.wroteHeader {
+		w.status, w.wroteHeader = http.StatusOK, true
+	}
+	_ = http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+// Unwrap returns the underlying ResponseWriter (for http.ResponseController).
+func (w *recorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+type writeDeadliner interface{ SetWriteDeadline(time.Time) error }
+type readDeadliner interface{ SetReadDeadline(time.Time) error }
+
+// extendWriteDeadline gives the next write of size bytes BodyIdleTimeout
+// plus the time size takes at minTransferRate. Small writes only extend it
+// every quarter of BodyIdleTimeout (setting one is not free, notably on
+// HTTP/2), so a write always has at least three quarters of it.
+func (w *recorder) extendWriteDeadline(size int64) {
+	d, ok := w.ResponseWriter.(writeDeadliner)
+	if !ok {
+		return
+	}
+	now := time.Now()
+	if size < deadlineFreeSize && now.Sub(w.deadlineSet) < BodyIdleTimeout/4 {
+		return
+	}
+	w.deadlineSet = now
+	_ = d.SetWriteDeadline(now.Add(BodyIdleTimeout + time.Duration(size/minTransferRate)*time.Second))
+}
+
+// idleReader fails a request body that stalls (for three quarters of
+// BodyIdleTimeout at least, all of it at most) instead of limiting the
+// whole upload's duration. net/http resets the deadline before the
+// connection's next request.
+type idleReader struct {
+	body        io.ReadCloser
+	conn        readDeadliner
+	deadlineSet time.Time
+}
+
+func newIdleReader(body io.ReadCloser, w http.ResponseWriter) io.ReadCloser {
+	d, ok := w.(readDeadliner)
+	if !ok {
+		return body
+	}
+	now := time.Now()
+	_ = d.SetReadDeadline(now.Add(BodyIdleTimeout))
+	return &idleReader{body: body, conn: d, deadlineSet: now}
+}
+
+func (r *idleReader) Read(p []byte) (int, error) {
+	if now := time.Now(); now.Sub(r.deadlineSet) >= BodyIdleTimeout/4 {
+		r.deadlineSet = now
+		_ = r.conn.SetReadDeadline(now.Add(BodyIdleTimeout))
+	}
+	n, err := r.body.Read(p)
+	if err == io.EOF {
+		// The body is complete: drop the deadline so that net/http's
+		// background read (which watches for a client going away) does
+		// not time out and cancel the request's context.
+		_ = r.conn.SetReadDeadline(time.Time{})
+	}
+	return n, err
+}
+
+func (r *idleReader) Close() error { return r.body.Close() }
+
+// metrics holds the HTTP collectors and a cache of their series, so that
+// the hot path neither formats the status nor hashes label values.
+type metrics struct {
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+	inFlight prometheus.Gauge
+
+	mu     sync.RWMutex
+	series map[seriesKey]series
+}
+
+type seriesKey struct {
+	route, method string
+	status        int
+}
+
+type series struct {
+	count    prometheus.Counter
+	duration prometheus.Observer
+}
+
+func (m *metrics) observe(route, method string, status int, elapsed time.Duration) {
+	key := seriesKey{route: route, method: methodLabel(method), status: status}
+	m.mu.RLock()
+	s, ok := m.series[key]
+	m.mu.RUnlock()
+	if !ok {
+		code := strconv.Itoa(status)
+		s = series{
+			count:    m.requests.WithLabelValues(key.route, key.method, code),
+			duration: m.duration.WithLabelValues(key.route, key.method, code),
+		}
+		m.mu.Lock()
+		m.series[key] = s
+		m.mu.Unlock()
+	}
+	s.count.Inc()
+	s.duration.Observe(elapsed.Seconds())
+}
+
+// methodLabel bounds the method label to the standard methods.
+func methodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return m
+	}
+	return "OTHER"
+}

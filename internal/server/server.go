@@ -1,0 +1,306 @@
+// Package server is the one place Trove's HTTP routes are mounted: service
+// discovery, providers.v1, signed file downloads, the management API,
+// health, readiness and metrics. It owns the middleware every request
+// passes (panic recovery, metrics, access log, security headers, body
+// read and write progress deadlines), serving over TLS or plain HTTP with
+// graceful shutdown, and the self-signed certificate of a first start.
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"trove.dev/trove/internal/apispec"
+	"trove.dev/trove/internal/files"
+	"trove.dev/trove/internal/httpjson"
+	"trove.dev/trove/internal/protocol/discovery"
+	"trove.dev/trove/internal/protocol/providers"
+	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/signedurl"
+	"trove.dev/trove/internal/store"
+)
+
+// Routes mounted besides the protocol, file and API routes.
+const (
+	RouteHealth  = "GET /healthz"
+	RouteReady   = "GET /readyz"
+	RouteMetrics = "GET /metrics"
+)
+
+// Timeouts of the HTTP server. There is deliberately no ReadTimeout or
+// WriteTimeout: a whole-request limit would cut legitimate multi-GiB
+// uploads and downloads on slow links. Instead request bodies and large
+// responses must make progress (see BodyIdleTimeout and minTransferRate).
+const (
+	ReadHeaderTimeout = 10 * time.Second
+	IdleTimeout       = 2 * time.Minute
+	// BodyIdleTimeout is how long a request body may stall before the read
+	// fails, and the base of the write deadline of large responses.
+	BodyIdleTimeout = time.Minute
+	// DefaultShutdownTimeout bounds a graceful shutdown.
+	DefaultShutdownTimeout = 30 * time.Second
+	readyTimeout           = 3 * time.Second
+	maxHeaderBytes         = 64 << 10
+)
+
+// Options configures a Server.
+type Options struct {
+	Index     store.Index
+	Blobs     store.Blobs
+	Signer    *signedurl.Signer
+	PublicURL *url.URL // the origin clients reach Trove at; signed URLs are made absolute with it
+	// API is the management API, mounted under /api/v1/ (may be nil).
+	API    http.Handler
+	Logger *slog.Logger
+	// Metrics receives the HTTP metrics. Nil means a private registry. It
+	// is served at /metrics when it is also a prometheus.Gatherer (as a
+	// *prometheus.Registry is).
+	Metrics prometheus.Registerer
+	// RedirectDownloads answers file downloads with a redirect to a
+	// presigned URL when the blob store can make one.
+	RedirectDownloads bool
+	// ShutdownTimeout bounds a graceful shutdown (DefaultShutdownTimeout if 0).
+	ShutdownTimeout time.Duration
+	// ProviderOptions tune the providers.v1 response cache.
+	ProviderOptions []providers.Option
+}
+
+// Server serves Trove over HTTP. Create it with New.
+type Server struct {
+	opt       Options
+	log       *slog.Logger
+	providers *providers.Service
+	handler   http.Handler
+}
+
+// New checks opt and mounts every route.
+func New(opt Options) (*Server, error) {
+	switch {
+	case opt.Index == nil:
+		return nil, registry.Errorf(registry.Invalid, "server: no index")
+	case opt.Blobs == nil:
+		return nil, registry.Errorf(registry.Invalid, "server: no blob store")
+	case opt.Signer == nil:
+		return nil, registry.Errorf(registry.Invalid, "server: no URL signer")
+	case opt.PublicURL == nil || (opt.PublicURL.Scheme != "https" && opt.PublicURL.Scheme != "http") || opt.PublicURL.Host == "":
+		return nil, registry.Errorf(registry.Invalid, "server: the public URL must be an absolute http(s) URL")
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opt.ShutdownTimeout <= 0 {
+		opt.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if opt.Metrics == nil {
+		opt.Metrics = prometheus.NewRegistry()
+	}
+	s := &Server{opt: opt, log: opt.Logger}
+
+	disco, err := discovery.New(map[string]any{discovery.ProvidersV1: providers.BasePath})
+	if err != nil {
+		return nil, err
+	}
+	s.providers = providers.New(opt.Index, opt.Signer, opt.PublicURL, opt.Logger, opt.ProviderOptions...)
+
+	m, err := newMetrics(opt.Metrics, s.providers)
+	if err != nil {
+		return nil, err
+	}
+
+	mux := http.NewServeMux()
+	mux.Handle("GET "+discovery.Path, disco)
+	s.providers.Register(mux)
+	files.New(files.Options{
+		Blobs: opt.Blobs, Signer: opt.Signer, Logger: opt.Logger, RedirectDownloads: opt.RedirectDownloads,
+	}).Register(mux)
+	if opt.API != nil {
+		mux.Handle(apispec.Prefix+"/", opt.API)
+	}
+	mux.HandleFunc(RouteHealth, s.health)
+	mux.Handle(RouteReady, httpjson.Handler(opt.Logger, s.ready))
+	if g, ok := opt.Metrics.(prometheus.Gatherer); ok {
+		mux.Handle(RouteMetrics, promhttp.HandlerFor(g, promhttp.HandlerOpts{
+			ErrorLog: slog.NewLogLogger(opt.Logger.Handler(), slog.LevelError),
+		}))
+	}
+	mux.Handle("/", httpjson.Handler(opt.Logger, notFound))
+
+	s.handler = &middleware{next: mux, log: opt.Logger, metrics: m}
+	return s, nil
+}
+
+// Handler returns the handler of every route with its middleware.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// InvalidateProvider drops the cached protocol responses of a provider;
+// call it after a version of it was published.
+func (s *Server) InvalidateProvider(namespace, typ string) { s.providers.Invalidate(namespace, typ) }
+
+func notFound(w http.ResponseWriter, r *http.Request) error {
+	path := r.URL.Path
+	if len(path) > 200 {
+		path = path[:200] + "..."
+	}
+	return registry.Errorf(registry.NotFound, "no route %s %s", r.Method, path)
+}
+
+var healthBody = []byte(`{"status":"ok"}`)
+
+// health answers 200 while the process serves requests.
+func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	w.Header()["Cache-Control"] = noStore
+	httpjson.WriteRaw(w, http.StatusOK, healthBody)
+}
+
+// blobPinger is the optional ability of a blob store to check that its
+// backend answers more thoroughly than a Stat of an absent blob can.
+type blobPinger interface {
+	Ping(ctx context.Context) error
+}
+
+// sentinelDigest is looked up to check that the blob store answers; it
+// is the digest of the empty file, which need not exist.
+const sentinelDigest = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
+// ready answers 200 when the index and the blob store are reachable, 503
+// otherwise. Causes are logged, not shown: the route is unauthenticated.
+func (s *Server) ready(w http.ResponseWriter, r *http.Request) error {
+	w.Header()["Cache-Control"] = noStore
+	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
+	defer cancel()
+	if err := s.opt.Index.Ping(ctx); err != nil {
+		s.log.ErrorContext(ctx, "readiness: index unreachable", "err", err)
+		return registry.Errorf(registry.Unavailable, "the index is not reachable")
+	}
+	var err error
+	if p, ok := s.opt.Blobs.(blobPinger); ok {
+		err = p.Ping(ctx)
+	} else if _, err = s.opt.Blobs.Stat(ctx, sentinelDigest); registry.IsKind(err, registry.NotFound) {
+		err = nil
+	}
+	if err != nil {
+		s.log.ErrorContext(ctx, "readiness: blob store unreachable", "err", err)
+		return registry.Errorf(registry.Unavailable, "the blob store is not reachable")
+	}
+	httpjson.WriteRaw(w, http.StatusOK, healthBody)
+	return nil
+}
+
+// TLSFiles names the PEM files of a server certificate. CAFile is the
+// certificate clients should trust when it is self-signed, "" otherwise.
+type TLSFiles struct {
+	CAFile   string
+	CertFile string
+	KeyFile  string
+}
+
+// Serve serves on ln until ctx is cancelled, then shuts down gracefully:
+// it stops accepting, lets requests in progress finish for up to the
+// shutdown timeout and closes what remains. With tlsFiles it serves
+// HTTPS (TLS 1.2 or later, HTTP/2 enabled), otherwise plain HTTP (for a
+// TLS-terminating proxy in front). It returns nil after a shutdown caused
+// by ctx.
+func (s *Server) Serve(ctx context.Context, ln net.Listener, tlsFiles *TLSFiles) error {
+	srv := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: ReadHeaderTimeout,
+		IdleTimeout:       IdleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	serve := func() error { return srv.Serve(ln) }
+	if tlsFiles != nil {
+		cert, err := tls.LoadX509KeyPair(tlsFiles.CertFile, tlsFiles.KeyFile)
+		if err != nil {
+			ln.Close()
+			return registry.Wrap(registry.Invalid, err, "loading the TLS certificate "+tlsFiles.CertFile)
+		}
+		srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
+		serve = func() error { return srv.ServeTLS(ln, "", "") } // adds "h2" to the ALPN protocols
+	}
+
+	errc := make(chan error, 1)
+	go func() { errc <- serve() }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opt.ShutdownTimeout)
+	defer cancel()
+	err := srv.Shutdown(shutdownCtx)
+	if err != nil {
+		srv.Close()
+		err = registry.Wrap(registry.Unavailable, err, "graceful shutdown did not finish in "+s.opt.ShutdownTimeout.String()+"; closed the remaining connections")
+	}
+	if serveErr := <-errc; !errors.Is(serveErr, http.ErrServerClosed) && err == nil {
+		err = serveErr
+	}
+	return err
+}
+
+// newMetrics registers the HTTP metrics, the Go and process collectors
+// and the providers cache gauges on reg. Collectors reg already has are
+// kept.
+func newMetrics(reg prometheus.Registerer, p *providers.Service) (*metrics, error) {
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "trove_http_requests_total",
+			Help: "HTTP requests by route pattern, method and status code.",
+		}, []string{"route", "method", "status"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "trove_http_request_duration_seconds",
+			Help:    "Time to serve HTTP requests by route pattern, method and status code.",
+			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300},
+		}, []string{"route", "method", "status"}),
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "trove_http_requests_in_flight",
+			Help: "HTTP requests being served.",
+		}),
+		series: make(map[seriesKey]series),
+	}
+	cs := []prometheus.Collector{
+		m.requests, m.duration, m.inFlight,
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "trove_providers_cache_entries",
+			Help: "Rendered providers.v1 documents held in memory.",
+		}, func() float64 { n, _ := p.CacheStats(); return float64(n) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "trove_providers_cache_bytes",
+			Help: "Memory accounted to the providers.v1 document cache.",
+		}, func() float64 { _, b := p.CacheStats(); return float64(b) }),
+	}
+	for _, c := range cs {
+		if err := reg.Register(c); err != nil {
+			var are prometheus.AlreadyRegisteredError
+			if !errors.As(err, &are) {
+				return nil, registry.Wrap(registry.Internal, err, "registering metrics")
+			}
+			ok := true
+			switch c {
+			case m.requests:
+				m.requests, ok = are.ExistingCollector.(*prometheus.CounterVec)
+			case m.duration:
+				m.duration, ok = are.ExistingCollector.(*prometheus.HistogramVec)
+			case m.inFlight:
+				m.inFlight, ok = are.ExistingCollector.(prometheus.Gauge)
+			}
+			if !ok {
+				return nil, registry.Wrap(registry.Internal, err, "registering metrics: a different collector has the same name")
+			}
+		}
+	}
+	return m, nil
+}

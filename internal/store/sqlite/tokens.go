@@ -1,0 +1,150 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"trove.dev/trove/internal/registry"
+)
+
+const tokenColumns = `id, hash, namespace, scopes, description, created_at, expires_at, revoked_at`
+
+// CreateToken stores t; Conflict if its ID or hash is taken, NotFound if
+// it is bound to a namespace that does not exist.
+func (x *Index) CreateToken(ctx context.Context, t registry.Token) error {
+	scopes, err := json.Marshal(nonNil(t.Scopes))
+	if err != nil {
+		return registry.Wrap(registry.Internal, err, "encoding token scopes")
+	}
+	created, err := micros(t.CreatedAt, "token creation time")
+	if err != nil {
+		return err
+	}
+	expires, err := optMicros(t.ExpiresAt, "token expiry")
+	if err != nil {
+		return err
+	}
+	revoked, err := optMicros(t.RevokedAt, "token revocation time")
+	if err != nil {
+		return err
+	}
+	ns := sql.NullString{String: t.Namespace, Valid: t.Namespace != ""}
+	return x.write(ctx, "creating token "+t.ID, func(tx *sql.Tx) error {
+		if ns.Valid {
+			if err := namespaceExists(ctx, tx, t.Namespace); err != nil {
+				return err
+			}
+		}
+		taken, err := exists(ctx, tx, `SELECT EXISTS (SELECT 1 FROM tokens WHERE id = ?)`, t.ID)
+		if err != nil {
+			return err
+		}
+		if taken {
+			return registry.Errorf(registry.Conflict, "token ID %q is taken", t.ID)
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO tokens (`+tokenColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			t.ID, t.Hash, ns, string(scopes), t.Description, created, expires, revoked)
+		if isUnique(err) {
+			return registry.Errorf(registry.Conflict, "a token with the same secret exists already")
+		}
+		return err
+	})
+}
+
+// TokenByHash returns the token with that hash, revoked and expired ones
+// included, or NotFound.
+func (x *Index) TokenByHash(ctx context.Context, hash string) (registry.Token, error) {
+	t, err := scanToken(x.r.QueryRowContext(ctx, `SELECT `+tokenColumns+` FROM tokens WHERE hash = ?`, hash))
+	if errors.Is(err, sql.ErrNoRows) {
+		return registry.Token{}, registry.Errorf(registry.NotFound, "no token has that secret")
+	}
+	if err != nil {
+		return registry.Token{}, x.fail(err, "looking up a token")
+	}
+	return t, nil
+}
+
+// ListTokens returns the tokens bound to namespace, or all tokens for "",
+// ordered by CreatedAt then ID.
+func (x *Index) ListTokens(ctx context.Context, namespace string) ([]registry.Token, error) {
+	query, args := `SELECT `+tokenColumns+` FROM tokens ORDER BY created_at, id`, []any{}
+	if namespace != "" {
+		query = `SELECT ` + tokenColumns + ` FROM tokens WHERE namespace = ? ORDER BY created_at, id`
+		args = append(args, namespace)
+	}
+	rows, err := x.r.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, x.fail(err, "listing tokens")
+	}
+	defer rows.Close()
+	var out []registry.Token
+	for rows.Next() {
+		t, err := scanToken(rows)
+		if err != nil {
+			return nil, x.fail(err, "listing tokens")
+		}
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, x.fail(err, "listing tokens")
+	}
+	return out, nil
+}
+
+// RevokeToken sets the token's RevokedAt unless it is set already.
+func (x *Index) RevokeToken(ctx context.Context, id string, at time.Time) error {
+	if at.IsZero() {
+		return registry.Errorf(registry.Invalid, "revoking token %s: the revocation time is missing", id)
+	}
+	revoked, err := micros(at, "token revocation time")
+	if err != nil {
+		return err
+	}
+	return x.write(ctx, "revoking token "+id, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE tokens SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?`, revoked, id)
+		if err != nil {
+			return err
+		}
+		return rowsAffected(res, registry.Errorf(registry.NotFound, "token %q not found", id))
+	})
+}
+
+// CountTokens returns how many tokens exist, revoked ones included.
+func (x *Index) CountTokens(ctx context.Context) (int, error) {
+	var n int
+	if err := x.r.QueryRowContext(ctx, `SELECT count(*) FROM tokens`).Scan(&n); err != nil {
+		return 0, x.fail(err, "counting tokens")
+	}
+	return n, nil
+}
+
+// scanner is a *sql.Row or *sql.Rows.
+type scanner interface{ Scan(dest ...any) error }
+
+func scanToken(s scanner) (registry.Token, error) {
+	var t registry.Token
+	var ns sql.NullString
+	var scopes string
+	var created int64
+	var expires, revoked sql.NullInt64
+	if err := s.Scan(&t.ID, &t.Hash, &ns, &scopes, &t.Description, &created, &expires, &revoked); err != nil {
+		return registry.Token{}, err
+	}
+	if err := json.Unmarshal([]byte(scopes), &t.Scopes); err != nil {
+		return registry.Token{}, registry.Wrap(registry.Internal, err, "decoding the scopes of token "+t.ID)
+	}
+	t.Namespace = ns.String
+	t.CreatedAt, t.ExpiresAt, t.RevokedAt = fromMicros(created), fromOptMicros(expires), fromOptMicros(revoked)
+	return t, nil
+}
+
+// nonNil returns s, or an empty slice for nil, so that it encodes as [].
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
