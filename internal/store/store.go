@@ -94,6 +94,27 @@ type Providers interface {
 	ListProviders(ctx context.Context, namespace string) ([]registry.Provider, error)
 }
 
+// Modules stores module versions. A version is written in one statement
+// or transaction: readers see all of it or none of it.
+type Modules interface {
+	// CreateModuleVersion stores v. NotFound if the namespace does not
+	// exist; Conflict if that namespace/name/system/version exists already,
+	// so that of two concurrent creates exactly one succeeds.
+	CreateModuleVersion(ctx context.Context, v registry.ModuleVersion) error
+	// GetModuleVersion returns one version, or NotFound.
+	GetModuleVersion(ctx context.Context, namespace, name, system, version string) (registry.ModuleVersion, error)
+	// ListModuleVersions returns every version of a module, in no
+	// particular order, with Metadata left nil (it can be large). NotFound
+	// if the module has no versions.
+	ListModuleVersions(ctx context.Context, namespace, name, system string) ([]registry.ModuleVersion, error)
+	// ListModules returns the modules matching f ordered by namespace,
+	// name, system, and the total number of matches before Offset/Limit.
+	ListModules(ctx context.Context, f registry.ModuleFilter) ([]registry.Module, int, error)
+	// DeleteModuleVersion removes one version. NotFound if it does not
+	// exist. The archive blob is left to the caller.
+	DeleteModuleVersion(ctx context.Context, namespace, name, system, version string) error
+}
+
 // Secrets keeps server-wide secrets (such as the URL-signing key) so that
 // every replica sharing the index uses the same ones.
 type Secrets interface {
