@@ -258,11 +258,10 @@ func (s *troveServer) stop(t *testing.T) {
 	}
 	// The stream ends once the process is gone; only then is it certain
 	// that a restart printed no admin token.
-	if ctx, cancel := context.WithTimeout(context.Background(), stopTimeout); true {
-		if line, ok := s.stdout.wait(ctx, "export TROVE_TOKEN="); ok && !s.first {
-			t.Errorf("a restart of trove serve on an existing data directory printed an admin token: %s", line)
-		}
-		cancel()
+	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+	defer cancel()
+	if line, ok := s.stdout.wait(ctx, "export TROVE_TOKEN="); ok && !s.first {
+		t.Errorf("a restart of trove serve on an existing data directory printed an admin token: %s", line)
 	}
 	if t.Failed() {
 		t.Logf("trove serve on port %d logged:\n%s", s.Port, s.log())

@@ -42,7 +42,8 @@ type Namespaces interface {
 	UpdateNamespace(ctx context.Context, ns registry.Namespace) error
 	// DeleteNamespace deletes an empty namespace together with its signing
 	// keys and the tokens bound to it, in one transaction. NotFound if it
-	// does not exist; Conflict if it still holds provider versions.
+	// does not exist; Conflict if it still holds provider or module
+	// versions.
 	DeleteNamespace(ctx context.Context, name string) error
 }
 
