@@ -1,0 +1,275 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"trove.dev/trove/internal/auth"
+	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/trovetest"
+)
+
+// principal names used in the matrix.
+const (
+	none         = "no token"
+	malformed    = "malformed"
+	unknown      = "unknown token"
+	expired      = "expired"
+	revoked      = "revoked"
+	acmeRead     = "acme reader"
+	acmePublish  = "acme publisher"
+	acmeAdmin    = "acme admin"
+	otherAdmin   = "admin of another namespace"
+	globalRead   = "global reader"
+	globalAdmin  = "global admin"
+	unauthorized = 401
+)
+
+var principals = []string{none, malformed, unknown, expired, revoked, acmeRead, acmePublish, acmeAdmin, otherAdmin, globalRead, globalAdmin}
+
+// mint stores a token directly in the index (so that expired ones can
+// exist) and returns its secret.
+func mint(t *testing.T, s *trovetest.Server, ns string, scope registry.Scope, mutate func(*registry.Token)) string {
+	t.Helper()
+	secret, hash, err := auth.NewToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := auth.NewID()
+	tok := registry.Token{ID: id, Hash: hash, Namespace: ns, Scopes: []registry.Scope{scope}, CreatedAt: time.Now()}
+	if mutate != nil {
+		mutate(&tok)
+	}
+	if err := s.Index.CreateToken(context.Background(), tok); err != nil {
+		t.Fatal(err)
+	}
+	return secret
+}
+
+func setup(t *testing.T) (*trovetest.Server, map[string]string) {
+	t.Helper()
+	s := trovetest.Start(t)
+	ctx := context.Background()
+	for _, ns := range []string{"acme", "other"} {
+		if err := s.Index.CreateNamespace(ctx, registry.Namespace{Name: ns, CreatedAt: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tokens := map[string]string{
+		none:        "",
+		malformed:   "Basic dXNlcjpwYXNz",
+		unknown:     "Bearer trove_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+		expired:     "Bearer " + mint(t, s, "acme", registry.ScopeAdmin, func(tk *registry.Token) { tk.ExpiresAt = time.Now().Add(-time.Minute) }),
+		revoked:     "Bearer " + mint(t, s, "acme", registry.ScopeAdmin, func(tk *registry.Token) { tk.RevokedAt = time.Now().Add(-time.Minute) }),
+		acmeRead:    "Bearer " + mint(t, s, "acme", registry.ScopeRead, nil),
+		acmePublish: "Bearer " + mint(t, s, "acme", registry.ScopePublish, nil),
+		acmeAdmin:   "Bearer " + mint(t, s, "acme", registry.ScopeAdmin, nil),
+		otherAdmin:  "Bearer " + mint(t, s, "other", registry.ScopeAdmin, nil),
+		globalRead:  "Bearer " + mint(t, s, "", registry.ScopeRead, nil),
+		globalAdmin: "Bearer " + s.AdminToken,
+	}
+	return s, tokens
+}
+
+type call struct {
+	method, path string
+	body         func() (io.Reader, string) // body and content type
+}
+
+func jsonBody(v string) func() (io.Reader, string) {
+	return func() (io.Reader, string) { return strings.NewReader(v), "application/json" }
+}
+
+func emptyMultipart() (io.Reader, string) {
+	var buf bytes.Buffer
+	mw := multipart.NewWriter(&buf)
+	mw.Close()
+	return &buf, mw.FormDataContentType()
+}
+
+// TestAuthorizationMatrix asserts the status of every management route for
+// every kind of caller. Valid callers without the right to read a
+// namespace get 404, so that namespace names do not leak.
+func TestAuthorizationMatrix(t *testing.T) {
+	s, tokens := setup(t)
+	n := 0
+	cases := []struct {
+		name string
+		call call
+		want map[string]int // valid principals only; invalid ones always get 401
+	}{
+		{"list namespaces", call{"GET", "/api/v1/namespaces", nil},
+			map[string]int{acmeRead: 200, acmePublish: 200, acmeAdmin: 200, otherAdmin: 200, globalRead: 200, globalAdmin: 200}},
+		{"create namespace", call{"POST", "/api/v1/namespaces", nil},
+			map[string]int{acmeRead: 403, acmePublish: 403, acmeAdmin: 403, otherAdmin: 403, globalRead: 403, globalAdmin: 201}},
+		{"get namespace", call{"GET", "/api/v1/namespaces/acme", nil},
+			map[string]int{acmeRead: 200, acmePublish: 200, acmeAdmin: 200, otherAdmin: 404, globalRead: 200, globalAdmin: 200}},
+		{"update namespace", call{"PATCH", "/api/v1/namespaces/acme", jsonBody(`{"description":"d"}`)},
+			map[string]int{acmeRead: 403, acmePublish: 403, acmeAdmin: 200, otherAdmin: 404, globalRead: 403, globalAdmin: 200}},
+		{"delete namespace", call{"DELETE", "/api/v1/namespaces/nosuch", nil},
+			map[string]int{acmeRead: 403, acmePublish: 403, acmeAdmin: 403, otherAdmin: 403, globalRead: 403, globalAdmin: 404}},
+		{"list keys", call{"GET", "/api/v1/namespaces/acme/keys", nil},
+			map[string]int{acmeRead: 200, acmePublish: 200, acmeAdmin: 200, otherAdmin: 404, globalRead: 200, globalAdmin: 200}},
+		{"add key (invalid armor)", call{"POST", "/api/v1/namespaces/acme/keys", jsonBody(`{"ascii_armor":"nope"}`)},
+			map[string]int{acmeRead: 403, acmePublish: 403, acmeAdmin: 400, otherAdmin: 404, globalRead: 403, globalAdmin: 400}},
+		{"remove key", call{"DELETE", "/api/v1/namespaces/acme/keys/0123456789ABCDEF", nil},
+			map[string]int{acmeRead: 403, acmePublish: 403, acmeAdmin: 404, otherAdmin: 404, globalRead: 403, globalAdmin: 404}},
+		{"list all tokens", call{"GET", "/api/v1/tokens", nil},
+			map[string]int{acmeRead: 403, acmePublish: 403, acmeAdmin: 403, otherAdmin: 403, globalRead: 403, globalAdmin: 200}},
+		{"list acme tokens", call{"GET", "/api/v1/tokens?namespace=acme", nil},
+			map[string]int{acmeRead: 403, acmePublish: 403, acmeAdmin: 200, otherAdmin: 403, globalRead: 403, globalAdmin: 200}},
+		{"create acme token", call{"POST", "/api/v1/tokens", jsonBody(`{"namespace":"acme","scopes":["read"]}`)},
+			map[string]int{acmeRead: 403, acmePublish: 403, acmeAdmin: 201, otherAdmin: 403, globalRead: 403, globalAdmin: 201}},
+		{"create global token", call{"POST", "/api/v1/tokens", jsonBody(`{"scopes":["read"]}`)},
+			map[string]int{acmeRead: 403, acmePublish: 403, acmeAdmin: 403, otherAdmin: 403, globalRead: 403, globalAdmin: 201}},
+		{"list providers", call{"GET", "/api/v1/namespaces/acme/providers", nil},
+			map[string]int{acmeRead: 200, acmePublish: 200, acmeAdmin: 200, otherAdmin: 404, globalRead: 200, globalAdmin: 200}},
+		{"publish (empty release)", call{"POST", "/api/v1/namespaces/acme/providers/example/versions/1.0.0", emptyMultipart},
+			map[string]int{acmeRead: 403, acmePublish: 400, acmeAdmin: 400, otherAdmin: 404, globalRead: 403, globalAdmin: 400}},
+		{"whoami", call{"GET", "/api/v1/whoami", nil},
+			map[string]int{acmeRead: 200, acmePublish: 200, acmeAdmin: 200, otherAdmin: 200, globalRead: 200, globalAdmin: 200}},
+	}
+	for _, c := range cases {
+		for _, p := range principals {
+			want, valid := c.want[p]
+			if !valid {
+				want = unauthorized
+			}
+			t.Run(c.name+"/"+p, func(t *testing.T) {
+				body, ctype := io.Reader(nil), ""
+				switch {
+				case c.call.body != nil:
+					body, ctype = c.call.body()
+				case c.call.method == "POST" && c.call.path == "/api/v1/namespaces":
+					n++
+					body, ctype = strings.NewReader(fmt.Sprintf(`{"name":"ns-%d"}`, n)), "application/json"
+				}
+				req, _ := http.NewRequest(c.call.method, s.URL+c.call.path, body)
+				if ctype != "" {
+					req.Header.Set("Content-Type", ctype)
+				}
+				if tokens[p] != "" {
+					req.Header.Set("Authorization", tokens[p])
+				}
+				resp, err := s.HTTPClient().Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer resp.Body.Close()
+				raw, _ := io.ReadAll(resp.Body)
+				if resp.StatusCode != want {
+					t.Fatalf("%s %s as %s = %d %s, want %d", c.call.method, c.call.path, p, resp.StatusCode, raw, want)
+				}
+				if resp.StatusCode >= 400 {
+					var e struct{ Errors []string }
+					if json.Unmarshal(raw, &e) != nil || len(e.Errors) == 0 || e.Errors[0] == "" {
+						t.Fatalf("error body %q is not {\"errors\": [...]}", raw)
+					}
+				}
+				if secret, _ := strings.CutPrefix(tokens[p], "Bearer "); secret != "" && bytes.Contains(raw, []byte(secret)) {
+					t.Fatalf("answer echoes the token")
+				}
+			})
+		}
+	}
+}
+
+func TestTokenLifecycle(t *testing.T) {
+	s, tokens := setup(t)
+	do := func(method, path, auth, body string) (int, map[string]any) {
+		t.Helper()
+		req, _ := http.NewRequest(method, s.URL+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", auth)
+		resp, err := s.HTTPClient().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		json.NewDecoder(resp.Body).Decode(&out)
+		return resp.StatusCode, out
+	}
+	status, created := do("POST", "/api/v1/tokens", tokens[acmeAdmin], `{"namespace":"acme","scopes":["publish"],"description":"ci"}`)
+	if status != 201 {
+		t.Fatalf("create = %d %v", status, created)
+	}
+	secret := created["secret"].(string)
+	id := created["token"].(map[string]any)["id"].(string)
+	if !strings.HasPrefix(secret, "trove_") || len(secret) < 40 {
+		t.Fatalf("secret %q does not look like a 256-bit token", secret)
+	}
+	stored, err := s.Index.TokenByHash(context.Background(), auth.HashToken(secret))
+	if err != nil || stored.ID != id || stored.Hash == secret {
+		t.Fatalf("stored token = %+v, %v; want it under its hash only", stored, err)
+	}
+	if status, _ := do("GET", "/api/v1/whoami", "Bearer "+secret, ""); status != 200 {
+		t.Fatalf("new token refused: %d", status)
+	}
+	// The listing never carries secrets or hashes.
+	status, list := do("GET", "/api/v1/tokens?namespace=acme", tokens[acmeAdmin], "")
+	raw, _ := json.Marshal(list)
+	if status != 200 || bytes.Contains(raw, []byte(secret)) || bytes.Contains(raw, []byte(stored.Hash)) {
+		t.Fatalf("listing = %d %s", status, raw)
+	}
+	// Admins of other namespaces cannot see or revoke it.
+	if status, _ := do("DELETE", "/api/v1/tokens/"+id, tokens[otherAdmin], ""); status != 404 {
+		t.Fatalf("revoke by another namespace's admin = %d, want 404", status)
+	}
+	if status, _ := do("DELETE", "/api/v1/tokens/"+id, tokens[acmeAdmin], ""); status != 204 {
+		t.Fatalf("revoke = %d", status)
+	}
+	status, body := do("GET", "/api/v1/whoami", "Bearer "+secret, "")
+	if status != 401 || !strings.Contains(fmt.Sprint(body), "revoked") {
+		t.Fatalf("revoked token = %d %v", status, body)
+	}
+	// Expiry in the past and unknown scopes are refused.
+	past := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
+	if status, _ := do("POST", "/api/v1/tokens", tokens[globalAdmin], `{"scopes":["read"],"expires_at":"`+past+`"}`); status != 400 {
+		t.Fatalf("past expiry = %d, want 400", status)
+	}
+	if status, _ := do("POST", "/api/v1/tokens", tokens[globalAdmin], `{"scopes":["root"]}`); status != 400 {
+		t.Fatalf("unknown scope = %d, want 400", status)
+	}
+	if status, _ := do("POST", "/api/v1/tokens", tokens[globalAdmin], `{"scopes":["read"],"extra":1}`); status != 400 {
+		t.Fatalf("unknown field = %d, want 400", status)
+	}
+}
+
+func TestNamespaceDeleteRefusedWhileNotEmpty(t *testing.T) {
+	s, tokens := setup(t)
+	ctx := context.Background()
+	err := s.Index.CreateProviderVersion(ctx, registry.ProviderVersion{
+		Namespace: "acme", Type: "example", Version: "1.0.0", Protocols: []string{"5.0"},
+		SHASumsDigest: strings.Repeat("a", 64), SHASumsSignatureDigest: strings.Repeat("b", 64),
+		SigningKey:  registry.SigningKey{Namespace: "acme", KeyID: "0123456789ABCDEF", Fingerprint: strings.Repeat("C", 40), ASCIIArmor: "x", CreatedAt: time.Now()},
+		Platforms:   []registry.Platform{{OS: "linux", Arch: "amd64", Filename: "terraform-provider-example_1.0.0_linux_amd64.zip", SHA256: strings.Repeat("d", 64), Size: 1}},
+		PublishedAt: time.Now(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		ns   string
+		want int
+	}{{"acme", 409}, {"other", 204}, {"other", 404}} {
+		req, _ := http.NewRequest("DELETE", s.URL+"/api/v1/namespaces/"+tc.ns, nil)
+		req.Header.Set("Authorization", tokens[globalAdmin])
+		resp, err := s.HTTPClient().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Fatalf("DELETE %s = %d, want %d", tc.ns, resp.StatusCode, tc.want)
+		}
+	}
+}
