@@ -75,6 +75,9 @@ func runServer(ctx context.Context, cfg config.Config, stdout, stderr io.Writer)
 		OnPublish:   func(namespace, typ string) { srv.InvalidateProvider(namespace, typ) },
 		Logger:      log,
 	})
+	if err := pub.RemoveStaleUploads(); err != nil {
+		return fmt.Errorf("removing unfinished uploads from %s: %w", tempDir, err)
+	}
 	apiHandler := api.New(api.Options{
 		Index:          idx,
 		Publisher:      pub,

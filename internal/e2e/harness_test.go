@@ -28,10 +28,10 @@ import (
 // Bounds on how long the harness waits for a process. They only end a
 // hung run with a clear message; no assertion depends on them.
 const (
-	startTimeout    = time.Minute
-	stopTimeout     = 30 * time.Second
-	commandTimeout  = 5 * time.Minute
-	terraformTimout = 10 * time.Minute
+	startTimeout     = time.Minute
+	stopTimeout      = 30 * time.Second
+	commandTimeout   = 5 * time.Minute
+	terraformTimeout = 10 * time.Minute
 )
 
 // troveServer is a `trove serve` process started by startTrove.
@@ -377,10 +377,20 @@ type cliResult struct {
 // the server and TROVE_TOKEN set to token (unset if empty).
 func (s *troveServer) cli(t *testing.T, token string, args ...string) cliResult {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), commandTimeout)
+	res, err := s.runCLI(t.Context(), t.TempDir(), token, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// runCLI is cli for use outside the test's goroutine: it reports a
+// failure to run the binary as an error. home is the child's HOME.
+func (s *troveServer) runCLI(ctx context.Context, home, token string, args ...string) (cliResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, commandTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, troveBin, args...)
-	cmd.Env = append(baseEnv(t.TempDir()), "TROVE_ADDR="+s.Addr, "TROVE_CA_FILE="+s.CAFile)
+	cmd.Env = append(baseEnv(home), "TROVE_ADDR="+s.Addr, "TROVE_CA_FILE="+s.CAFile)
 	if token != "" {
 		cmd.Env = append(cmd.Env, "TROVE_TOKEN="+token)
 	}
@@ -394,9 +404,9 @@ func (s *troveServer) cli(t *testing.T, token string, args ...string) cliResult 
 	case errors.As(err, &exit) && exit.Exited():
 		res.Code = exit.ExitCode()
 	default:
-		t.Fatalf("trove %s: %v\nstderr: %s", strings.Join(args, " "), err, res.Stderr)
+		return res, fmt.Errorf("trove %s: %v\nstderr: %s", strings.Join(args, " "), err, res.Stderr)
 	}
-	return res
+	return res, nil
 }
 
 // mustCLI runs a trove client command that must succeed and returns its
@@ -466,7 +476,7 @@ type tfResult struct {
 // run runs terraform with args (plus -no-color) in dir.
 func (tf *terraformCLI) run(t *testing.T, dir string, args ...string) tfResult {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), terraformTimout)
+	ctx, cancel := context.WithTimeout(t.Context(), terraformTimeout)
 	defer cancel()
 	if len(args) > 0 && args[0] != "version" {
 		args = append(args[:1:1], append([]string{"-no-color"}, args[1:]...)...)

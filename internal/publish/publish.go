@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -74,6 +75,31 @@ func New(opt Options) *Publisher {
 	}
 	return &Publisher{opt: opt}
 }
+
+// RemoveStaleUploads deletes archives staged by publishes that never
+// finished, such as those of a process killed mid-upload. Call it at
+// start-up, before serving: a staging directory belongs to one process.
+func (p *Publisher) RemoveStaleUploads() error {
+	entries, err := os.ReadDir(p.opt.TempDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), stagePrefix) {
+			if err := os.Remove(filepath.Join(p.opt.TempDir, e.Name())); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// stagePrefix starts the name of every staged archive in TempDir.
+const stagePrefix = "publish-"
 
 // FileSource yields the files of a release in upload order. Next returns
 // io.EOF after the last file; the reader it returns is valid until the
@@ -297,7 +323,7 @@ func (pub *publication) stageZip(name string, r io.Reader) error {
 	if err := os.MkdirAll(pub.p.opt.TempDir, 0o700); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(pub.p.opt.TempDir, "publish-*.zip")
+	f, err := os.CreateTemp(pub.p.opt.TempDir, stagePrefix+"*.zip")
 	if err != nil {
 		return err
 	}

@@ -404,3 +404,24 @@ func TestConcurrentPublishExactlyOneWins(t *testing.T) {
 		t.Fatalf("stored version is not the winner's: %v", err)
 	}
 }
+
+func TestRemoveStaleUploads(t *testing.T) {
+	e := newEnv(t, nil)
+	if err := e.pub.RemoveStaleUploads(); err != nil {
+		t.Fatalf("with no staging directory yet: %v", err)
+	}
+	os.MkdirAll(e.tmp, 0o700)
+	stale := filepath.Join(e.tmp, "publish-123.zip")
+	other := filepath.Join(e.tmp, "keep.txt")
+	os.WriteFile(stale, []byte("partial"), 0o600)
+	os.WriteFile(other, []byte("not ours"), 0o600)
+	if err := e.pub.RemoveStaleUploads(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("staged upload survived: %v", err)
+	}
+	if _, err := os.Stat(other); err != nil {
+		t.Errorf("a file Trove did not stage was removed: %v", err)
+	}
+}
