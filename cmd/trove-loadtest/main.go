@@ -82,6 +82,7 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.IntVar(&opt.StreamConns, "stream-conns", opt.StreamConns, "concurrent connections for the archive downloads")
 	fs.DurationVar(&opt.Duration, "duration", opt.Duration, "measured `duration` per endpoint and server")
 	fs.DurationVar(&opt.Warmup, "warmup", opt.Warmup, "unmeasured warm-up before each measurement")
+	fs.IntVar(&opt.Rounds, "rounds", opt.Rounds, "measure each endpoint this many times on Trove and the baseline, alternately, and add the rounds up")
 	fs.StringVar(&opt.TroveBinary, "trove", "", "a built trove `binary` (default: go build ./cmd/trove of -module into a temporary directory)")
 	fs.StringVar(&opt.ModuleDir, "module", opt.ModuleDir, "`directory` of the Trove module to build trove from")
 	fs.StringVar(&opt.TroveLogLevel, "trove-log-level", opt.TroveLogLevel, "--log-level of trove serve (info logs every request, as in production)")

@@ -81,12 +81,16 @@ type command struct {
 // commands lists every subcommand in help order.
 func commands() []*command {
 	return []*command{
-		serveCommand(),
-		namespaceCreate(), namespaceList(), namespaceShow(), namespaceDelete(),
+		serveCommand(), migrateCommand(), storeCopyCommand(),
+		namespaceCreate(), namespaceList(), namespaceShow(), namespaceUpdate(), namespaceDelete(),
 		keyAdd(), keyList(), keyRemove(),
-		tokenCreate(), tokenList(), tokenRevoke(),
+		tokenCreate(), tokenList(), tokenExpire(), tokenRevoke(),
+		userCreate(), userList(), userShow(), userPasswd(), userDisable(), userEnable(), userAdmin(),
+		memberAdd(), memberList(), memberRemove(),
+		auditCommand(),
 		publishCommand(),
 		providerList(), providerShow(),
+		modulePublish(), moduleList(), moduleShow(), moduleDelete(),
 		versionCommand(),
 	}
 }

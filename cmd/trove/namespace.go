@@ -10,19 +10,21 @@ import (
 
 func namespaceCreate() *command {
 	return &command{
-		name: "namespace create", args: "NAME [--description TEXT]", minArgs: 1, maxArgs: 1, client: true,
-		summary: "Create a namespace (needs a global admin token).",
+		name: "namespace create", args: "NAME [--description TEXT] [--visibility private|public]", minArgs: 1, maxArgs: 1, client: true,
+		summary: "Create a namespace, private unless --visibility public (needs a global admin token).",
 		examples: []string{
 			`trove namespace create acme --description "ACME platform team"`,
+			`trove namespace create community --visibility public`,
 		},
 		setup: func(fs *flag.FlagSet, cl *cli) func(context.Context, []string) error {
 			description := fs.String("description", "", "`text` saying what the namespace is for")
+			visibility := fs.String("visibility", "", "who may read the namespace: private (tokens allowed to read it; the default) or public (anyone, without credentials)")
 			return func(ctx context.Context, args []string) error {
 				c, err := cl.client()
 				if err != nil {
 					return err
 				}
-				ns, err := c.CreateNamespace(ctx, apispec.CreateNamespaceRequest{Name: args[0], Description: *description})
+				ns, err := c.CreateNamespace(ctx, apispec.CreateNamespaceRequest{Name: args[0], Description: *description, Visibility: *visibility})
 				if err != nil {
 					return err
 				}
@@ -30,6 +32,12 @@ func namespaceCreate() *command {
 					return cl.printJSON(ns)
 				}
 				fmt.Fprintf(cl.stdout, "Created namespace %s\n", ns.Name)
+				switch ns.Visibility {
+				case "public":
+					fmt.Fprintln(cl.stdout, "It is public: anyone who can reach this registry can read and install from it.")
+				case "private":
+					fmt.Fprintln(cl.stdout, "It is private: only tokens allowed to read it can install from it (trove member add, trove token create).")
+				}
 				return nil
 			}
 		},
@@ -60,9 +68,9 @@ func namespaceList() *command {
 				}
 				rows := make([]string, 0, len(list))
 				for _, ns := range list {
-					rows = append(rows, row(ns.Name, ns.Description, when(ns.CreatedAt)))
+					rows = append(rows, row(ns.Name, ns.Visibility, ns.Description, when(ns.CreatedAt)))
 				}
-				return table(cl.stdout, "NAME\tDESCRIPTION\tCREATED", rows)
+				return table(cl.stdout, "NAME\tVISIBILITY\tDESCRIPTION\tCREATED", rows)
 			}
 		},
 	}
@@ -87,6 +95,7 @@ func namespaceShow() *command {
 					return cl.printJSON(ns)
 				}
 				return table(cl.stdout, "Name:\t"+cell(ns.Name), []string{
+					"Visibility:\t" + cell(ns.Visibility),
 					"Description:\t" + cell(ns.Description),
 					"Created:\t" + cell(when(ns.CreatedAt)),
 				})
@@ -124,4 +133,38 @@ func nonNil[T any](s []T) []T {
 		return []T{}
 	}
 	return s
+}
+
+func namespaceUpdate() *command {
+	return &command{
+		name: "namespace update", args: "NAME [--visibility private|public] [--description TEXT]", minArgs: 1, maxArgs: 1, client: true,
+		summary: "Change a namespace's visibility or description (needs admin on the namespace).",
+		examples: []string{
+			"trove namespace update acme --visibility public",
+			`trove namespace update acme --description "ACME platform team"`,
+		},
+		setup: func(fs *flag.FlagSet, cl *cli) func(context.Context, []string) error {
+			var req apispec.UpdateNamespaceRequest
+			fs.Func("visibility", "new `visibility`: private or public", func(v string) error { req.Visibility = &v; return nil })
+			fs.Func("description", "new description `text`", func(v string) error { req.Description = &v; return nil })
+			return func(ctx context.Context, args []string) error {
+				if req.Visibility == nil && req.Description == nil {
+					return usagef("nothing to change: pass --visibility or --description")
+				}
+				c, err := cl.client()
+				if err != nil {
+					return err
+				}
+				ns, err := c.UpdateNamespace(ctx, args[0], req)
+				if err != nil {
+					return err
+				}
+				if cl.jsonOut {
+					return cl.printJSON(ns)
+				}
+				fmt.Fprintf(cl.stdout, "Updated namespace %s (%s)\n", ns.Name, ns.Visibility)
+				return nil
+			}
+		},
+	}
 }

@@ -16,12 +16,16 @@ import (
 	"trove.dev/trove/internal/api"
 	"trove.dev/trove/internal/auth"
 	"trove.dev/trove/internal/config"
+	"trove.dev/trove/internal/modules"
+	"trove.dev/trove/internal/protocol/login"
 	"trove.dev/trove/internal/publish"
 	"trove.dev/trove/internal/release"
 	"trove.dev/trove/internal/server"
 	"trove.dev/trove/internal/signedurl"
 	"trove.dev/trove/internal/store"
 	"trove.dev/trove/internal/store/fsblob"
+	"trove.dev/trove/internal/store/postgres"
+	"trove.dev/trove/internal/store/s3blob"
 	"trove.dev/trove/internal/store/sqlite"
 )
 
@@ -36,14 +40,16 @@ func runServer(ctx context.Context, cfg config.Config, stdout, stderr io.Writer)
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("creating the data directory: %w", err)
 	}
-	log := newLogger(cfg, stderr)
+	logOut := newFlushingWriter(stderr, 100*time.Millisecond)
+	defer logOut.Close()
+	log := newLogger(cfg, logOut)
 
-	idx, err := openIndex(ctx, cfg)
+	idx, err := openIndex(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
 	defer idx.Close()
-	blobs, err := openBlobs(cfg)
+	blobs, err := openBlobs(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -56,6 +62,13 @@ func runServer(ctx context.Context, cfg config.Config, stdout, stderr io.Writer)
 		return fmt.Errorf("loading the URL-signing key: %w", err)
 	}
 	signer := signedurl.New(key, cfg.DownloadURLTTL)
+	privateSigner := signedurl.New(key, cfg.Access.PrivateDownloadURLTTL)
+	authn := auth.NewAuthenticator(idx)
+	access := auth.NewAccess(authn, idx)
+	loginSvc, err := login.New(ctx, login.Options{Index: idx, Logger: log, TokenTTL: cfg.Access.LoginTokenTTL})
+	if err != nil {
+		return fmt.Errorf("setting up login: %w", err)
+	}
 	public, err := url.Parse(cfg.PublicURL)
 	if err != nil {
 		return err // config.Validate has checked it
@@ -78,15 +91,31 @@ func runServer(ctx context.Context, cfg config.Config, stdout, stderr io.Writer)
 	if err := pub.RemoveStaleUploads(); err != nil {
 		return fmt.Errorf("removing unfinished uploads from %s: %w", tempDir, err)
 	}
+	mods := modules.NewPublisher(modules.Options{
+		Index:           idx,
+		Blobs:           blobs,
+		TempDir:         tempDir,
+		MaxArchiveBytes: cfg.Limits.MaxZipBytes,
+		Limits:          modules.Limits{MaxEntries: cfg.Limits.MaxZipEntries, MaxUnpackedBytes: cfg.Limits.MaxUnpackedBytes},
+		OnChange:        func(namespace, name, system string) { srv.InvalidateModule(namespace, name, system) },
+		Logger:          log,
+	})
+	if err := mods.RemoveStaleUploads(); err != nil {
+		return fmt.Errorf("removing unfinished module uploads from %s: %w", tempDir, err)
+	}
 	apiHandler := api.New(api.Options{
 		Index:          idx,
 		Publisher:      pub,
-		Auth:           auth.NewAuthenticator(idx),
+		Modules:        mods,
+		Auth:           authn,
+		Access:         access,
 		Logger:         log,
 		MaxUploadBytes: cfg.Limits.MaxUploadBytes,
 	})
 	srv, err = server.New(server.Options{
 		Index: idx, Blobs: blobs, Signer: signer, PublicURL: public, API: apiHandler, Logger: log,
+		RedirectDownloads: redirectDownloads(cfg),
+		Access:            access, PrivateSigner: privateSigner, Login: loginSvc,
 	})
 	if err != nil {
 		return err
@@ -135,8 +164,16 @@ func runServer(ctx context.Context, cfg config.Config, stdout, stderr io.Writer)
 }
 
 // openIndex opens the metadata backend that cfg selects.
-func openIndex(ctx context.Context, cfg config.Config) (store.Index, error) {
+func openIndex(ctx context.Context, cfg config.Config, log *slog.Logger) (store.Index, error) {
 	switch cfg.Index.Backend {
+	case config.IndexPostgres:
+		pg := cfg.Index.Postgres
+		idx, err := postgres.Open(ctx, pg.DSN, postgres.WithMaxConns(pg.MaxConns),
+			postgres.WithMigrations(pg.MigrateOnStart), postgres.WithLogger(log))
+		if err != nil {
+			return nil, fmt.Errorf("opening the PostgreSQL index: %w", err)
+		}
+		return idx, nil
 	case config.IndexSQLite:
 		idx, err := sqlite.Open(ctx, cfg.Index.SQLite.Path)
 		if err != nil {
@@ -149,7 +186,7 @@ func openIndex(ctx context.Context, cfg config.Config) (store.Index, error) {
 }
 
 // openBlobs opens the blob backend that cfg selects.
-func openBlobs(cfg config.Config) (store.Blobs, error) {
+func openBlobs(ctx context.Context, cfg config.Config) (store.Blobs, error) {
 	switch cfg.Blobs.Backend {
 	case config.BlobsFS:
 		b, err := fsblob.Open(cfg.Blobs.FS.Dir)
@@ -157,9 +194,26 @@ func openBlobs(cfg config.Config) (store.Blobs, error) {
 			return nil, fmt.Errorf("opening the blob directory %s: %w", cfg.Blobs.FS.Dir, err)
 		}
 		return b, nil
+	case config.BlobsS3:
+		s := cfg.Blobs.S3
+		b, err := s3blob.Open(ctx, s3blob.Options{
+			Endpoint: s.Endpoint, Region: s.Region, Bucket: s.Bucket, Prefix: s.Prefix, PathStyle: s.PathStyle,
+			AccessKey: s.AccessKey, SecretKey: s.SecretKey,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("opening the S3 blob store: %w", err)
+		}
+		return b, nil
 	default:
 		return nil, fmt.Errorf("unknown blob backend %q", cfg.Blobs.Backend)
 	}
+}
+
+// redirectDownloads reports whether verified file downloads are answered
+// with a redirect to the blob store (which must be able to presign URLs)
+// rather than streamed through Trove.
+func redirectDownloads(cfg config.Config) bool {
+	return cfg.Blobs.Backend == config.BlobsS3 && cfg.Blobs.S3.DownloadMode == config.DownloadRedirect
 }
 
 func newLogger(cfg config.Config, w io.Writer) *slog.Logger {

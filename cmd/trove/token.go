@@ -13,14 +13,16 @@ import (
 
 func tokenCreate() *command {
 	return &command{
-		name: "token create", args: "[--namespace NS] --scope publish[,read,...] [--description TEXT] [--expires-in 720h]", client: true,
-		summary: "Create a token and print its secret, which is shown only once.",
+		name: "token create", args: "[--namespace NS] [--user NAME] --scope publish[,read,...] [--description TEXT] [--expires-in 720h]", client: true,
+		summary: "Create a service token, or with --user a personal token, and print its secret, which is shown only once.",
 		examples: []string{
 			`trove token create --namespace acme --scope publish --description "CI of terraform-provider-foo" --expires-in 2160h`,
 			`secret=$(trove token create --namespace acme --scope read --description "terraform init on laptops")`,
+			`trove token create --user alice --scope read --expires-in 24h   # a personal token: alice's rights, read only`,
 		},
 		setup: func(fs *flag.FlagSet, cl *cli) func(context.Context, []string) error {
 			namespace := fs.String("namespace", "", "`namespace` the token is bound to (default: a global token, global admins only)")
+			user := fs.String("user", "", "make a personal token of this `user`: it carries the user's rights, narrowed by --scope, --namespace and --expires-in (global admins for anyone, users for themselves)")
 			scope := fs.String("scope", "", "comma-separated `scopes`: read, publish, admin (admin implies publish, publish implies read)")
 			description := fs.String("description", "", "`text` saying what the token is for")
 			expiresIn := fs.Duration("expires-in", 0, "lifetime of the token, e.g. 720h (default: never expires)")
@@ -37,7 +39,7 @@ func tokenCreate() *command {
 					return err
 				}
 				created, err := c.CreateToken(ctx, apispec.CreateTokenRequest{
-					Namespace: *namespace, Scopes: scopes, Description: *description,
+					Namespace: *namespace, User: *user, Scopes: scopes, Description: *description,
 					ExpiresAt: client.ExpiresIn(*expiresIn),
 				})
 				if err != nil {
@@ -65,6 +67,9 @@ func describeToken(t apispec.Token) string {
 		where = "namespace " + t.Namespace
 	}
 	s := strings.Join(t.Scopes, ", ") + " on " + where
+	if t.User != "" {
+		s = "personal token of " + t.User + ": " + s
+	}
 	if t.ExpiresAt != nil {
 		s += ", expires " + when(*t.ExpiresAt)
 	}
@@ -84,17 +89,26 @@ func splitList(s string) []string {
 
 func tokenList() *command {
 	return &command{
-		name: "token list", args: "[--namespace NS]", client: true,
+		name: "token list", args: "[--namespace NS | --user NAME]", client: true,
 		summary:  "List tokens (their secrets are never shown again).",
-		examples: []string{"trove token list", "trove token list --namespace acme"},
+		examples: []string{"trove token list", "trove token list --namespace acme", "trove token list --user alice"},
 		setup: func(fs *flag.FlagSet, cl *cli) func(context.Context, []string) error {
 			namespace := fs.String("namespace", "", "list only the tokens bound to this `namespace`")
+			user := fs.String("user", "", "list only the personal tokens of this `user`")
 			return func(ctx context.Context, args []string) error {
+				if *namespace != "" && *user != "" {
+					return usagef("pass --namespace or --user, not both")
+				}
 				c, err := cl.client()
 				if err != nil {
 					return err
 				}
-				tokens, err := c.ListTokens(ctx, *namespace)
+				var tokens []apispec.Token
+				if *user != "" {
+					tokens, err = c.ListUserTokens(ctx, *user)
+				} else {
+					tokens, err = c.ListTokens(ctx, *namespace)
+				}
 				if err != nil {
 					return err
 				}
@@ -112,10 +126,10 @@ func tokenList() *command {
 					if ns == "" {
 						ns = "(global)"
 					}
-					rows = append(rows, row(t.ID, ns, strings.Join(t.Scopes, ","), t.Description,
+					rows = append(rows, row(t.ID, ns, t.User, strings.Join(t.Scopes, ","), t.Description,
 						when(t.CreatedAt), whenPtr(t.ExpiresAt, "never"), tokenStatus(t, now)))
 				}
-				return table(cl.stdout, "ID\tNAMESPACE\tSCOPES\tDESCRIPTION\tCREATED\tEXPIRES\tSTATUS", rows)
+				return table(cl.stdout, "ID\tNAMESPACE\tUSER\tSCOPES\tDESCRIPTION\tCREATED\tEXPIRES\tSTATUS", rows)
 			}
 		},
 	}
@@ -149,6 +163,35 @@ func tokenRevoke() *command {
 				if !cl.jsonOut {
 					fmt.Fprintf(cl.stdout, "Revoked token %s\n", args[0])
 				}
+				return nil
+			}
+		},
+	}
+}
+
+func tokenExpire() *command {
+	return &command{
+		name: "token expire", args: "ID [--in DURATION]", minArgs: 1, maxArgs: 1, client: true,
+		summary:  "Make a token expire now, or after --in; an expiry can be brought forward, never pushed back.",
+		examples: []string{"trove token expire tok_0123456789abcdef", "trove token expire tok_0123456789abcdef --in 24h"},
+		setup: func(fs *flag.FlagSet, cl *cli) func(context.Context, []string) error {
+			in := fs.Duration("in", 0, "time from now until the token expires (default: now)")
+			return func(ctx context.Context, args []string) error {
+				if *in < 0 {
+					return usagef("--in must not be negative, got %s", *in)
+				}
+				c, err := cl.client()
+				if err != nil {
+					return err
+				}
+				t, err := c.ExpireToken(ctx, args[0], time.Now().Add(*in).Truncate(time.Second))
+				if err != nil {
+					return err
+				}
+				if cl.jsonOut {
+					return cl.printJSON(t)
+				}
+				fmt.Fprintf(cl.stdout, "Token %s expires %s\n", t.ID, whenPtr(t.ExpiresAt, "never"))
 				return nil
 			}
 		},

@@ -1,6 +1,7 @@
 // Package api serves Trove's management API under /api/v1: namespaces,
-// signing keys, tokens, providers and publishing. Routes and documents are
-// defined in internal/apispec; this package enforces who may call them.
+// signing keys, tokens, providers, modules and publishing. Routes and
+// documents are defined in internal/apispec; this package enforces who may
+// call them.
 package api
 
 import (
@@ -15,8 +16,10 @@ import (
 	"time"
 
 	"trove.dev/trove/internal/apispec"
+	"trove.dev/trove/internal/audit"
 	"trove.dev/trove/internal/auth"
 	"trove.dev/trove/internal/httpjson"
+	"trove.dev/trove/internal/modules"
 	"trove.dev/trove/internal/publish"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/signing"
@@ -30,8 +33,18 @@ const maxJSONBody = 256 << 10
 type Options struct {
 	Index     store.Index
 	Publisher *publish.Publisher
-	Auth      *auth.Authenticator
-	Logger    *slog.Logger
+	// Modules publishes and deletes module versions (module publishing
+	// answers an error when nil).
+	Modules *modules.Publisher
+	Auth    *auth.Authenticator
+	// Access decides reads of namespaces (public ones are readable by
+	// every caller) and holds the caches the API invalidates on changes;
+	// nil means auth.NewAccess(Auth, Index).
+	Access *auth.Access
+	// Audit records security-relevant events; nil means a Recorder on
+	// the index's audit log.
+	Audit  *audit.Recorder
+	Logger *slog.Logger
 	// MaxUploadBytes bounds a whole publish request; <= 0 means 2 GiB.
 	MaxUploadBytes int64
 	Now            func() time.Time
@@ -52,6 +65,12 @@ func New(opt Options) http.Handler {
 	if opt.MaxUploadBytes <= 0 {
 		opt.MaxUploadBytes = 2 << 30
 	}
+	if opt.Access == nil {
+		opt.Access = auth.NewAccess(opt.Auth, opt.Index)
+	}
+	if opt.Audit == nil {
+		opt.Audit = audit.New(opt.Index, opt.Logger)
+	}
 	h := &handler{Options: opt}
 	mux := http.NewServeMux()
 	route := func(pattern string, fn httpjson.HandlerFunc) {
@@ -71,12 +90,16 @@ func New(opt Options) http.Handler {
 	route("GET "+apispec.RouteTokens, h.listTokens)
 	route("POST "+apispec.RouteTokens, h.createToken)
 	route("GET "+apispec.RouteToken, h.getToken)
+	route("PATCH "+apispec.RouteToken, h.expireToken)
 	route("DELETE "+apispec.RouteToken, h.revokeToken)
+	h.registerAccess(route)
 
 	route("GET "+apispec.RouteProviders, h.listProviders)
 	route("GET "+apispec.RouteProvider, h.getProvider)
 	route("GET "+apispec.RouteProviderVersion, h.getProviderVersion)
 	route("POST "+apispec.RouteProviderVersion, h.publishProviderVersion)
+
+	h.registerModules(route)
 
 	route("GET "+apispec.RouteWhoAmI, h.whoAmI)
 	mux.Handle(apispec.Prefix+"/", httpjson.Handler(opt.Logger, func(w http.ResponseWriter, r *http.Request) error {
@@ -104,15 +127,22 @@ func (h *handler) require(r *http.Request, scope registry.Scope, namespace strin
 }
 
 // namespaceParam validates the {namespace} path value and checks that the
-// caller holds scope on it. It answers NotFound rather than Forbidden to
-// callers who may not read the namespace, so names do not leak.
+// caller holds scope on it; every caller may read a public namespace. It
+// answers NotFound rather than Forbidden to callers who may not read the
+// namespace, so names do not leak.
 func (h *handler) namespaceParam(r *http.Request, scope registry.Scope) (string, error) {
 	ns, err := registry.ParseNamespace(r.PathValue("namespace"))
 	if err != nil {
 		return "", err
 	}
-	if err := h.require(r, registry.ScopeRead, ns); err != nil {
+	if ok, err := h.Access.CanRead(r.Context(), auth.FromContext(r.Context()), ns); err != nil || !ok {
+		if err != nil {
+			return "", err
+		}
 		return "", registry.Errorf(registry.NotFound, "namespace %q not found", ns)
+	}
+	if scope == registry.ScopeRead {
+		return ns, nil // CanRead covers public namespaces
 	}
 	if err := h.require(r, scope, ns); err != nil {
 		return "", err
@@ -128,8 +158,9 @@ func (h *handler) listNamespaces(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	out := apispec.NamespaceList{Namespaces: []apispec.Namespace{}}
+	p := auth.FromContext(r.Context())
 	for _, ns := range all {
-		if h.require(r, registry.ScopeRead, ns.Name) == nil {
+		if ns.Public() || p.Allows(registry.ScopeRead, ns.Name, h.Now()) {
 			out.Namespaces = append(out.Namespaces, namespaceDoc(ns))
 		}
 	}
@@ -151,14 +182,21 @@ func (h *handler) createNamespace(w http.ResponseWriter, r *http.Request) error 
 	if err := validDescription(req.Description); err != nil {
 		return err
 	}
-	ns := registry.Namespace{Name: name, Description: req.Description, CreatedAt: h.Now().UTC()}
+	vis := registry.VisibilityPrivate
+	if req.Visibility != "" {
+		if vis, err = registry.ParseVisibility(req.Visibility); err != nil {
+			return err
+		}
+	}
+	ns := registry.Namespace{Name: name, Description: req.Description, Visibility: vis, CreatedAt: h.Now().UTC()}
 	if err := h.Index.CreateNamespace(r.Context(), ns); err != nil {
 		if registry.IsKind(err, registry.Conflict) {
 			return registry.Errorf(registry.Conflict, "namespace %q already exists", name)
 		}
 		return err
 	}
-	h.Logger.InfoContext(r.Context(), "namespace created", "namespace", name, "actor", actor(r))
+	h.Access.InvalidateNamespace(name)
+	h.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditNamespaceCreate, Namespace: name, Target: name, Details: "visibility " + string(vis)})
 	return httpjson.Write(w, http.StatusCreated, namespaceDoc(ns))
 }
 
@@ -193,8 +231,19 @@ func (h *handler) updateNamespace(w http.ResponseWriter, r *http.Request) error 
 		}
 		ns.Description = *req.Description
 	}
+	before := ns.Visibility
+	if req.Visibility != nil {
+		if ns.Visibility, err = registry.ParseVisibility(*req.Visibility); err != nil {
+			return err
+		}
+	}
 	if err := h.Index.UpdateNamespace(r.Context(), ns); err != nil {
 		return err
+	}
+	h.Access.InvalidateNamespace(name)
+	if ns.Visibility != before {
+		h.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditNamespaceUpdate, Namespace: name, Target: name,
+			Details: "visibility " + string(before) + " -> " + string(ns.Visibility)})
 	}
 	return httpjson.Write(w, http.StatusOK, namespaceDoc(ns))
 }
@@ -209,11 +258,13 @@ func (h *handler) deleteNamespace(w http.ResponseWriter, r *http.Request) error 
 	}
 	if err := h.Index.DeleteNamespace(r.Context(), name); err != nil {
 		if registry.IsKind(err, registry.Conflict) {
-			return registry.Errorf(registry.Conflict, "namespace %q still holds provider versions; only an empty namespace can be deleted", name)
+			return registry.Errorf(registry.Conflict, "namespace %q still holds provider or module versions; only an empty namespace can be deleted", name)
 		}
 		return err
 	}
-	h.Logger.InfoContext(r.Context(), "namespace deleted", "namespace", name, "actor", actor(r))
+	h.Access.InvalidateNamespace(name)
+	h.Access.Authenticator().Invalidate() // tokens and memberships of the namespace are gone
+	h.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditNamespaceDelete, Namespace: name, Target: name})
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
@@ -257,7 +308,7 @@ func (h *handler) addKey(w http.ResponseWriter, r *http.Request) error {
 		}
 		return err
 	}
-	h.Logger.InfoContext(r.Context(), "signing key added", "namespace", ns, "key_id", key.KeyID, "actor", actor(r))
+	h.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditKeyAdd, Namespace: ns, Target: key.KeyID, Details: "fingerprint " + key.Fingerprint})
 	return httpjson.Write(w, http.StatusCreated, keyDoc(key))
 }
 
@@ -291,7 +342,7 @@ func (h *handler) deleteKey(w http.ResponseWriter, r *http.Request) error {
 		}
 		return err
 	}
-	h.Logger.InfoContext(r.Context(), "signing key removed", "namespace", ns, "key_id", id, "actor", actor(r))
+	h.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditKeyRemove, Namespace: ns, Target: id})
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
@@ -299,20 +350,38 @@ func (h *handler) deleteKey(w http.ResponseWriter, r *http.Request) error {
 // Tokens.
 
 func (h *handler) listTokens(w http.ResponseWriter, r *http.Request) error {
-	filter := r.URL.Query().Get("namespace")
-	if filter != "" {
-		ns, err := registry.ParseNamespace(filter)
+	q := r.URL.Query()
+	filter, user := q.Get("namespace"), q.Get("user")
+	var tokens []registry.Token
+	switch {
+	case filter != "" && user != "":
+		return registry.Errorf(registry.Invalid, "list tokens by namespace or by user, not both")
+	case user != "":
+		name, err := registry.ParseUserName(user)
 		if err != nil {
 			return err
 		}
-		filter = ns
-	}
-	if err := h.require(r, registry.ScopeAdmin, filter); err != nil {
-		return err
-	}
-	tokens, err := h.Index.ListTokens(r.Context(), filter)
-	if err != nil {
-		return err
+		if err := h.requireSelfOrAdmin(r, name); err != nil {
+			return err
+		}
+		if tokens, err = h.Index.ListUserTokens(r.Context(), name); err != nil {
+			return err
+		}
+	default:
+		if filter != "" {
+			ns, err := registry.ParseNamespace(filter)
+			if err != nil {
+				return err
+			}
+			filter = ns
+		}
+		if err := h.require(r, registry.ScopeAdmin, filter); err != nil {
+			return err
+		}
+		var err error
+		if tokens, err = h.Index.ListTokens(r.Context(), filter); err != nil {
+			return err
+		}
 	}
 	out := apispec.TokenList{Tokens: []apispec.Token{}}
 	for _, t := range tokens {
@@ -333,9 +402,6 @@ func (h *handler) createToken(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		t.Namespace = ns
-	}
-	if err := h.require(r, registry.ScopeAdmin, t.Namespace); err != nil {
-		return err
 	}
 	if len(req.Scopes) == 0 {
 		return registry.Errorf(registry.Invalid, "a token needs at least one scope: read, publish or admin")
@@ -358,6 +424,25 @@ func (h *handler) createToken(w http.ResponseWriter, r *http.Request) error {
 		}
 		t.ExpiresAt = req.ExpiresAt.UTC()
 	}
+	if req.User == "" {
+		// A service token: admins of its namespace (global admins for a
+		// global token) create it.
+		if err := h.require(r, registry.ScopeAdmin, t.Namespace); err != nil {
+			return err
+		}
+	} else {
+		user, err := registry.ParseUserName(req.User)
+		if err != nil {
+			return err
+		}
+		t.User = user
+		if err := h.mayCreatePersonal(r, &t); err != nil {
+			return err
+		}
+		if _, err := h.Index.GetUser(r.Context(), user); err != nil {
+			return err
+		}
+	}
 	if t.Namespace != "" {
 		if _, err := h.Index.GetNamespace(r.Context(), t.Namespace); err != nil {
 			return err
@@ -374,12 +459,53 @@ func (h *handler) createToken(w http.ResponseWriter, r *http.Request) error {
 	if err := h.Index.CreateToken(r.Context(), t); err != nil {
 		return err
 	}
-	h.Logger.InfoContext(r.Context(), "token created", "token_id", t.ID, "namespace", t.Namespace, "actor", actor(r))
+	h.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditTokenCreate, Namespace: t.Namespace, Target: t.ID, Details: describeToken(t)})
 	return httpjson.Write(w, http.StatusCreated, apispec.CreatedToken{Token: tokenDoc(t), Secret: secret})
 }
 
+// mayCreatePersonal checks that the caller may create the personal token
+// t (t.User set): a global admin may create one for anyone; a user may
+// create one for themselves with a personal token, never granting more
+// or living longer than that token. A token without an expiry made by
+// a caller whose token expires gets the caller's expiry.
+func (h *handler) mayCreatePersonal(r *http.Request, t *registry.Token) error {
+	p := auth.FromContext(r.Context())
+	if p.Allows(registry.ScopeAdmin, "", h.Now()) {
+		return nil
+	}
+	if p.Token.User != t.User {
+		if p.Token.User == "" {
+			return registry.Errorf(registry.Forbidden, "only global admins create personal tokens for users; a user creates their own with a personal token")
+		}
+		return registry.Errorf(registry.Forbidden, "user %s cannot create tokens for user %s: only global admins can", p.Token.User, t.User)
+	}
+	var top registry.Scope
+	for _, s := range p.Token.Scopes {
+		if s.Includes(top) || top == "" {
+			top = s
+		}
+	}
+	for _, s := range t.Scopes {
+		if !top.Includes(s) {
+			return registry.Errorf(registry.Forbidden, "token %s grants at most %s: it cannot create a token with %s", p.Token.ID, top, s)
+		}
+	}
+	if p.Token.Namespace != "" && t.Namespace != p.Token.Namespace {
+		return registry.Errorf(registry.Forbidden, "token %s is bound to namespace %s: the new token must be bound to it too", p.Token.ID, p.Token.Namespace)
+	}
+	if !p.Token.ExpiresAt.IsZero() {
+		if t.ExpiresAt.IsZero() {
+			t.ExpiresAt = p.Token.ExpiresAt
+		} else if t.ExpiresAt.After(p.Token.ExpiresAt) {
+			return registry.Errorf(registry.Forbidden, "token %s expires at %s: the new token cannot outlive it", p.Token.ID, p.Token.ExpiresAt.UTC().Format(time.RFC3339))
+		}
+	}
+	return nil
+}
+
 // tokenParam loads the {id} token if the caller may manage it: a global
-// admin, an admin of the token's namespace, or the token itself.
+// admin, an admin of the token's namespace, the token itself, or the user
+// of a personal token.
 func (h *handler) tokenParam(r *http.Request) (registry.Token, error) {
 	id := r.PathValue("id")
 	p := auth.FromContext(r.Context())
@@ -392,7 +518,8 @@ func (h *handler) tokenParam(r *http.Request) (registry.Token, error) {
 		if t.ID != id {
 			continue
 		}
-		if p.Token.ID == t.ID || h.require(r, registry.ScopeAdmin, t.Namespace) == nil {
+		if p.Token.ID == t.ID || h.require(r, registry.ScopeAdmin, t.Namespace) == nil ||
+			t.User != "" && p.Token.User == t.User {
 			return t, nil
 		}
 		if t.Namespace == "" || h.require(r, registry.ScopeRead, t.Namespace) != nil {
@@ -419,9 +546,57 @@ func (h *handler) revokeToken(w http.ResponseWriter, r *http.Request) error {
 	if err := h.Index.RevokeToken(r.Context(), t.ID, h.Now().UTC()); err != nil {
 		return err
 	}
-	h.Logger.InfoContext(r.Context(), "token revoked", "token_id", t.ID, "actor", actor(r))
+	h.Access.Authenticator().Invalidate()
+	h.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditTokenRevoke, Namespace: t.Namespace, Target: t.ID, Details: describeToken(t)})
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// expireToken moves a token's expiry earlier.
+func (h *handler) expireToken(w http.ResponseWriter, r *http.Request) error {
+	t, err := h.tokenParam(r)
+	if err != nil {
+		return err
+	}
+	var req apispec.UpdateTokenRequest
+	if err := httpjson.Decode(w, r, maxJSONBody, &req); err != nil {
+		return err
+	}
+	if req.ExpiresAt == nil {
+		return registry.Errorf(registry.Invalid, "expires_at is missing: send the time the token should stop working")
+	}
+	at := req.ExpiresAt.UTC()
+	if !t.ExpiresAt.IsZero() && at.After(t.ExpiresAt) {
+		return registry.Errorf(registry.Invalid, "token %s expires at %s already: an expiry can be moved earlier, never later",
+			t.ID, t.ExpiresAt.UTC().Format(time.RFC3339))
+	}
+	if err := h.Index.ExpireToken(r.Context(), t.ID, at); err != nil {
+		return err
+	}
+	h.Access.Authenticator().Invalidate()
+	t.ExpiresAt = at
+	h.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditTokenExpire, Namespace: t.Namespace, Target: t.ID,
+		Details: "expires " + at.Format(time.RFC3339)})
+	return httpjson.Write(w, http.StatusOK, tokenDoc(t))
+}
+
+// describeToken says what a token grants, for the audit log.
+func describeToken(t registry.Token) string {
+	scopes := make([]string, len(t.Scopes))
+	for i, s := range t.Scopes {
+		scopes[i] = string(s)
+	}
+	s := strings.Join(scopes, ",")
+	if t.User != "" {
+		s = "personal token of " + t.User + ", " + s
+	}
+	if t.Namespace != "" {
+		s += " on " + t.Namespace
+	}
+	if !t.ExpiresAt.IsZero() {
+		s += ", expires " + t.ExpiresAt.UTC().Format(time.RFC3339)
+	}
+	return s
 }
 
 func (h *handler) whoAmI(w http.ResponseWriter, r *http.Request) error {
@@ -518,8 +693,8 @@ func (h *handler) publishProviderVersion(w http.ResponseWriter, r *http.Request)
 	status := http.StatusOK
 	if res.Created {
 		status = http.StatusCreated
-		h.Logger.InfoContext(r.Context(), "provider version published", "namespace", ns,
-			"type", res.Version.Type, "version", res.Version.Version, "actor", actor(r))
+		h.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditProviderPublish, Namespace: ns,
+			Target: ns + "/" + res.Version.Type + " " + res.Version.Version, Details: "signed by key " + res.Version.SigningKey.KeyID})
 	}
 	return httpjson.Write(w, status, apispec.PublishResult{Created: res.Created, Version: VersionDoc(res.Version)})
 }
@@ -555,7 +730,11 @@ func (m *multipartSource) Next() (string, io.Reader, error) {
 // Documents.
 
 func namespaceDoc(ns registry.Namespace) apispec.Namespace {
-	return apispec.Namespace{Name: ns.Name, Description: ns.Description, CreatedAt: ns.CreatedAt}
+	vis := ns.Visibility
+	if vis == "" {
+		vis = registry.VisibilityPrivate
+	}
+	return apispec.Namespace{Name: ns.Name, Description: ns.Description, Visibility: string(vis), CreatedAt: ns.CreatedAt}
 }
 
 func keyDoc(k registry.SigningKey) apispec.SigningKey {
@@ -568,7 +747,7 @@ func tokenDoc(t registry.Token) apispec.Token {
 	for i, s := range t.Scopes {
 		scopes[i] = string(s)
 	}
-	return apispec.Token{ID: t.ID, Namespace: t.Namespace, Scopes: scopes, Description: t.Description,
+	return apispec.Token{ID: t.ID, Namespace: t.Namespace, User: t.User, Scopes: scopes, Description: t.Description,
 		CreatedAt: t.CreatedAt, ExpiresAt: timePtr(t.ExpiresAt), RevokedAt: timePtr(t.RevokedAt)}
 }
 
@@ -596,5 +775,3 @@ func validDescription(s string) error {
 	}
 	return nil
 }
-
-func actor(r *http.Request) string { return auth.FromContext(r.Context()).Token.ID }

@@ -8,12 +8,14 @@ import (
 	"io"
 	"mime/multipart"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"trove.dev/trove/internal/auth"
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/store"
 	"trove.dev/trove/internal/trovetest"
 )
 
@@ -34,6 +36,21 @@ const (
 )
 
 var principals = []string{none, malformed, unknown, expired, revoked, acmeRead, acmePublish, acmeAdmin, otherAdmin, globalRead, globalAdmin}
+
+// Personal tokens of users, whose rights come from their roles. Each
+// token carries scope admin (all of its user's rights) unless its name
+// says otherwise.
+const (
+	userReader    = "acme reader user"
+	userPublisher = "acme publisher user"
+	userAdmin     = "acme admin user"
+	userOther     = "admin user of another namespace"
+	userGlobal    = "global admin user"
+	userNarrow    = "global admin user, read-only token"
+	userDisabled  = "disabled admin user"
+)
+
+var userPrincipals = []string{userReader, userPublisher, userAdmin, userOther, userGlobal, userNarrow, userDisabled}
 
 // mint stores a token directly in the index (so that expired ones can
 // exist) and returns its secret.
@@ -76,6 +93,37 @@ func setup(t *testing.T) (*trovetest.Server, map[string]string) {
 		globalRead:  "Bearer " + mint(t, s, "", registry.ScopeRead, nil),
 		globalAdmin: "Bearer " + s.AdminToken,
 	}
+	if err := s.Index.CreateNamespace(ctx, registry.Namespace{Name: "open", Visibility: registry.VisibilityPublic, CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	acc := s.Index.(store.Access)
+	users := []struct {
+		principal, name, ns string
+		role                registry.Role
+		admin, disabled     bool
+		scope               registry.Scope
+	}{
+		{userReader, "rita", "acme", registry.RoleReader, false, false, registry.ScopeAdmin},
+		{userPublisher, "paul", "acme", registry.RolePublisher, false, false, registry.ScopeAdmin},
+		{userAdmin, "ada", "acme", registry.RoleAdmin, false, false, registry.ScopeAdmin},
+		{userOther, "otto", "other", registry.RoleAdmin, false, false, registry.ScopeAdmin},
+		{userGlobal, "gina", "", "", true, false, registry.ScopeAdmin},
+		{userNarrow, "gina", "", "", true, false, registry.ScopeRead},
+		{userDisabled, "dan", "acme", registry.RoleAdmin, true, true, registry.ScopeAdmin},
+	}
+	for _, u := range users {
+		if _, err := acc.GetUser(ctx, u.name); registry.IsKind(err, registry.NotFound) {
+			if err := acc.CreateUser(ctx, registry.User{Name: u.name, Admin: u.admin, Disabled: u.disabled, CreatedAt: time.Now()}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if u.role != "" {
+			if err := acc.SetMembership(ctx, registry.Membership{User: u.name, Namespace: u.ns, Role: u.role, CreatedAt: time.Now()}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		tokens[u.principal] = "Bearer " + mint(t, s, "", u.scope, func(tk *registry.Token) { tk.User = u.name })
+	}
 	return s, tokens
 }
 
@@ -101,44 +149,86 @@ func emptyMultipart() (io.Reader, string) {
 func TestAuthorizationMatrix(t *testing.T) {
 	s, tokens := setup(t)
 	n := 0
+	// Shorthands for the answers of user principals.
+	readers := func(m map[string]int, reader, publisher, admin, other, global, narrow int) map[string]int {
+		m[userReader], m[userPublisher], m[userAdmin], m[userOther], m[userGlobal], m[userNarrow] = reader, publisher, admin, other, global, narrow
+		return m
+	}
+	all := func(code int) map[string]int {
+		m := map[string]int{}
+		for _, p := range append(slices.Clone(principals[5:]), userPrincipals[:6]...) {
+			m[p] = code
+		}
+		return m
+	}
+	past := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
 	cases := []struct {
 		name string
 		call call
-		want map[string]int // valid principals only; invalid ones always get 401
+		want map[string]int // valid principals only; invalid ones (and disabled users) always get 401
 	}{
-		{"list namespaces", call{"GET", "/api/v1/namespaces", nil},
-			map[string]int{acmeRead: 200, acmePublish: 200, acmeAdmin: 200, otherAdmin: 200, globalRead: 200, globalAdmin: 200}},
+		{"list namespaces", call{"GET", "/api/v1/namespaces", nil}, all(200)},
 		{"create namespace", call{"POST", "/api/v1/namespaces", nil},
-			map[string]int{acmeRead: 403, acmePublish: 403, acmeAdmin: 403, otherAdmin: 403, globalRead: 403, globalAdmin: 201}},
+			readers(map[string]int{acmeRead: 403, acmePublish: 403, acmeAdmin: 403, otherAdmin: 403, globalRead: 403, globalAdmin: 201}, 403, 403, 403, 403, 201, 403)},
 		{"get namespace", call{"GET", "/api/v1/namespaces/acme", nil},
-			map[string]int{acmeRead: 200, acmePublish: 200, acmeAdmin: 200, otherAdmin: 404, globalRead: 200, globalAdmin: 200}},
+			readers(map[string]int{acmeRead: 200, acmePublish: 200, acmeAdmin: 200, otherAdmin: 404, globalRead: 200, globalAdmin: 200}, 200, 200, 200, 404, 200, 200)},
+		{"get public namespace", call{"GET", "/api/v1/namespaces/open", nil}, all(200)},
 		{"update namespace", call{"PATCH", "/api/v1/namespaces/acme", jsonBody(`{"description":"d"}`)},
-			map[string]int{acmeRead: 403, acmePublish: 403, acmeAdmin: 200, otherAdmin: 404, globalRead: 403, globalAdmin: 200}},
+			readers(map[string]int{acmeRead: 403, acmePublish: 403, acmeAdmin: 200, otherAdmin: 404, globalRead: 403, globalAdmin: 200}, 403, 403, 200, 404, 200, 403)},
+		{"set visibility", call{"PATCH", "/api/v1/namespaces/acme", jsonBody(`{"visibility":"private"}`)},
+			readers(map[string]int{acmeRead: 403, acmePublish: 403, acmeAdmin: 200, otherAdmin: 404, globalRead: 403, globalAdmin: 200}, 403, 403, 200, 404, 200, 403)},
+		{"update public namespace", call{"PATCH", "/api/v1/namespaces/open", jsonBody(`{"description":"d"}`)},
+			readers(map[string]int{acmeRead: 403, acmePublish: 403, acmeAdmin: 403, otherAdmin: 403, globalRead: 403, globalAdmin: 200}, 403, 403, 403, 403, 200, 403)},
 		{"delete namespace", call{"DELETE", "/api/v1/namespaces/nosuch", nil},
-			map[string]int{acmeRead: 403, acmePublish: 403, acmeAdmin: 403, otherAdmin: 403, globalRead: 403, globalAdmin: 404}},
+			readers(map[string]int{acmeRead: 403, acmePublish: 403, acmeAdmin: 403, otherAdmin: 403, globalRead: 403, globalAdmin: 404}, 403, 403, 403, 403, 404, 403)},
 		{"list keys", call{"GET", "/api/v1/namespaces/acme/keys", nil},
-			map[string]int{acmeRead: 200, acmePublish: 200, acmeAdmin: 200, otherAdmin: 404, globalRead: 200, globalAdmin: 200}},
+			readers(map[string]int{acmeRead: 200, acmePublish: 200, acmeAdmin: 200, otherAdmin: 404, globalRead: 200, globalAdmin: 200}, 200, 200, 200, 404, 200, 200)},
 		{"add key (invalid armor)", call{"POST", "/api/v1/namespaces/acme/keys", jsonBody(`{"ascii_armor":"nope"}`)},
-			map[string]int{acmeRead: 403, acmePublish: 403, acmeAdmin: 400, otherAdmin: 404, globalRead: 403, globalAdmin: 400}},
+			readers(map[string]int{acmeRead: 403, acmePublish: 403, acmeAdmin: 400, otherAdmin: 404, globalRead: 403, globalAdmin: 400}, 403, 403, 400, 404, 400, 403)},
 		{"remove key", call{"DELETE", "/api/v1/namespaces/acme/keys/0123456789ABCDEF", nil},
-			map[string]int{acmeRead: 403, acmePublish: 403, acmeAdmin: 404, otherAdmin: 404, globalRead: 403, globalAdmin: 404}},
+			readers(map[string]int{acmeRead: 403, acmePublish: 403, acmeAdmin: 404, otherAdmin: 404, globalRead: 403, globalAdmin: 404}, 403, 403, 404, 404, 404, 403)},
 		{"list all tokens", call{"GET", "/api/v1/tokens", nil},
-			map[string]int{acmeRead: 403, acmePublish: 403, acmeAdmin: 403, otherAdmin: 403, globalRead: 403, globalAdmin: 200}},
+			readers(map[string]int{acmeRead: 403, acmePublish: 403, acmeAdmin: 403, otherAdmin: 403, globalRead: 403, globalAdmin: 200}, 403, 403, 403, 403, 200, 403)},
 		{"list acme tokens", call{"GET", "/api/v1/tokens?namespace=acme", nil},
-			map[string]int{acmeRead: 403, acmePublish: 403, acmeAdmin: 200, otherAdmin: 403, globalRead: 403, globalAdmin: 200}},
+			readers(map[string]int{acmeRead: 403, acmePublish: 403, acmeAdmin: 200, otherAdmin: 403, globalRead: 403, globalAdmin: 200}, 403, 403, 200, 403, 200, 403)},
+		{"list rita's tokens", call{"GET", "/api/v1/tokens?user=rita", nil},
+			readers(map[string]int{acmeRead: 403, acmePublish: 403, acmeAdmin: 403, otherAdmin: 403, globalRead: 403, globalAdmin: 200}, 200, 403, 403, 403, 200, 403)},
 		{"create acme token", call{"POST", "/api/v1/tokens", jsonBody(`{"namespace":"acme","scopes":["read"]}`)},
-			map[string]int{acmeRead: 403, acmePublish: 403, acmeAdmin: 201, otherAdmin: 403, globalRead: 403, globalAdmin: 201}},
+			readers(map[string]int{acmeRead: 403, acmePublish: 403, acmeAdmin: 201, otherAdmin: 403, globalRead: 403, globalAdmin: 201}, 403, 403, 201, 403, 201, 403)},
 		{"create global token", call{"POST", "/api/v1/tokens", jsonBody(`{"scopes":["read"]}`)},
-			map[string]int{acmeRead: 403, acmePublish: 403, acmeAdmin: 403, otherAdmin: 403, globalRead: 403, globalAdmin: 201}},
+			readers(map[string]int{acmeRead: 403, acmePublish: 403, acmeAdmin: 403, otherAdmin: 403, globalRead: 403, globalAdmin: 201}, 403, 403, 403, 403, 201, 403)},
+		{"create personal token of rita", call{"POST", "/api/v1/tokens", jsonBody(`{"user":"rita","scopes":["read"]}`)},
+			readers(map[string]int{acmeRead: 403, acmePublish: 403, acmeAdmin: 403, otherAdmin: 403, globalRead: 403, globalAdmin: 201}, 201, 403, 403, 403, 201, 403)},
+		{"expire a missing token", call{"PATCH", "/api/v1/tokens/tok_nosuch", jsonBody(`{"expires_at":"` + past + `"}`)}, all(404)},
 		{"list providers", call{"GET", "/api/v1/namespaces/acme/providers", nil},
-			map[string]int{acmeRead: 200, acmePublish: 200, acmeAdmin: 200, otherAdmin: 404, globalRead: 200, globalAdmin: 200}},
+			readers(map[string]int{acmeRead: 200, acmePublish: 200, acmeAdmin: 200, otherAdmin: 404, globalRead: 200, globalAdmin: 200}, 200, 200, 200, 404, 200, 200)},
+		{"list providers of a public namespace", call{"GET", "/api/v1/namespaces/open/providers", nil}, all(200)},
 		{"publish (empty release)", call{"POST", "/api/v1/namespaces/acme/providers/example/versions/1.0.0", emptyMultipart},
-			map[string]int{acmeRead: 403, acmePublish: 400, acmeAdmin: 400, otherAdmin: 404, globalRead: 403, globalAdmin: 400}},
-		{"whoami", call{"GET", "/api/v1/whoami", nil},
-			map[string]int{acmeRead: 200, acmePublish: 200, acmeAdmin: 200, otherAdmin: 200, globalRead: 200, globalAdmin: 200}},
+			readers(map[string]int{acmeRead: 403, acmePublish: 400, acmeAdmin: 400, otherAdmin: 404, globalRead: 403, globalAdmin: 400}, 403, 400, 400, 404, 400, 403)},
+		{"publish to a public namespace", call{"POST", "/api/v1/namespaces/open/providers/example/versions/1.0.0", emptyMultipart},
+			readers(map[string]int{acmeRead: 403, acmePublish: 403, acmeAdmin: 403, otherAdmin: 403, globalRead: 403, globalAdmin: 400}, 403, 403, 403, 403, 400, 403)},
+		{"list users", call{"GET", "/api/v1/users", nil},
+			readers(map[string]int{acmeRead: 403, acmePublish: 403, acmeAdmin: 403, otherAdmin: 403, globalRead: 403, globalAdmin: 200}, 403, 403, 403, 403, 200, 403)},
+		{"create user", call{"POST", "/api/v1/users", nil},
+			readers(map[string]int{acmeRead: 403, acmePublish: 403, acmeAdmin: 403, otherAdmin: 403, globalRead: 403, globalAdmin: 201}, 403, 403, 403, 403, 201, 403)},
+		{"show rita", call{"GET", "/api/v1/users/rita", nil},
+			readers(map[string]int{acmeRead: 403, acmePublish: 403, acmeAdmin: 403, otherAdmin: 403, globalRead: 403, globalAdmin: 200}, 200, 403, 403, 403, 200, 403)},
+		{"disable rita (no change)", call{"PATCH", "/api/v1/users/rita", jsonBody(`{"disabled":false}`)},
+			readers(map[string]int{acmeRead: 403, acmePublish: 403, acmeAdmin: 403, otherAdmin: 403, globalRead: 403, globalAdmin: 200}, 403, 403, 403, 403, 200, 403)},
+		{"list acme members", call{"GET", "/api/v1/namespaces/acme/members", nil},
+			readers(map[string]int{acmeRead: 403, acmePublish: 403, acmeAdmin: 200, otherAdmin: 404, globalRead: 403, globalAdmin: 200}, 403, 403, 200, 404, 200, 403)},
+		{"set rita's role", call{"PUT", "/api/v1/namespaces/acme/members/rita", jsonBody(`{"role":"reader"}`)},
+			readers(map[string]int{acmeRead: 403, acmePublish: 403, acmeAdmin: 200, otherAdmin: 404, globalRead: 403, globalAdmin: 200}, 403, 403, 200, 404, 200, 403)},
+		{"remove a non-member", call{"DELETE", "/api/v1/namespaces/acme/members/gina", nil},
+			readers(map[string]int{acmeRead: 403, acmePublish: 403, acmeAdmin: 404, otherAdmin: 404, globalRead: 403, globalAdmin: 404}, 403, 403, 404, 404, 404, 403)},
+		{"read the whole audit log", call{"GET", "/api/v1/audit", nil},
+			readers(map[string]int{acmeRead: 403, acmePublish: 403, acmeAdmin: 403, otherAdmin: 403, globalRead: 403, globalAdmin: 200}, 403, 403, 403, 403, 200, 403)},
+		{"read acme's audit log", call{"GET", "/api/v1/audit?namespace=acme", nil},
+			readers(map[string]int{acmeRead: 403, acmePublish: 403, acmeAdmin: 200, otherAdmin: 403, globalRead: 403, globalAdmin: 200}, 403, 403, 200, 403, 200, 403)},
+		{"whoami", call{"GET", "/api/v1/whoami", nil}, all(200)},
 	}
 	for _, c := range cases {
-		for _, p := range principals {
+		for _, p := range append(slices.Clone(principals), userPrincipals...) {
 			want, valid := c.want[p]
 			if !valid {
 				want = unauthorized
@@ -151,6 +241,9 @@ func TestAuthorizationMatrix(t *testing.T) {
 				case c.call.method == "POST" && c.call.path == "/api/v1/namespaces":
 					n++
 					body, ctype = strings.NewReader(fmt.Sprintf(`{"name":"ns-%d"}`, n)), "application/json"
+				case c.call.method == "POST" && c.call.path == "/api/v1/users":
+					n++
+					body, ctype = strings.NewReader(fmt.Sprintf(`{"name":"user-%d","password":"a long enough password"}`, n)), "application/json"
 				}
 				req, _ := http.NewRequest(c.call.method, s.URL+c.call.path, body)
 				if ctype != "" {

@@ -19,8 +19,8 @@ const (
 	RouteKeys = "/api/v1/namespaces/{namespace}/keys"          // GET list, POST add
 	RouteKey  = "/api/v1/namespaces/{namespace}/keys/{key_id}" // GET, DELETE
 
-	RouteTokens = "/api/v1/tokens"      // GET list (?namespace=), POST create
-	RouteToken  = "/api/v1/tokens/{id}" // GET, DELETE (revoke)
+	RouteTokens = "/api/v1/tokens"      // GET list (?namespace= or ?user=), POST create
+	RouteToken  = "/api/v1/tokens/{id}" // GET, PATCH (expire), DELETE (revoke)
 
 	RouteProviders       = "/api/v1/namespaces/{namespace}/providers"                           // GET list
 	RouteProvider        = "/api/v1/namespaces/{namespace}/providers/{type}"                    // GET with versions
@@ -40,6 +40,7 @@ const PublishFileField = "file"
 type Namespace struct {
 	Name        string    `json:"name"`
 	Description string    `json:"description"`
+	Visibility  string    `json:"visibility"` // "public" or "private"
 	CreatedAt   time.Time `json:"created_at"`
 }
 
@@ -47,11 +48,14 @@ type Namespace struct {
 type CreateNamespaceRequest struct {
 	Name        string `json:"name"`
 	Description string `json:"description,omitempty"`
+	// Visibility is "public" or "private"; "" means private.
+	Visibility string `json:"visibility,omitempty"`
 }
 
 // UpdateNamespaceRequest changes a namespace's mutable fields.
 type UpdateNamespaceRequest struct {
 	Description *string `json:"description,omitempty"`
+	Visibility  *string `json:"visibility,omitempty"` // "public" or "private"
 }
 
 // NamespaceList is the answer of GET RouteNamespaces.
@@ -83,6 +87,7 @@ type SigningKeyList struct {
 type Token struct {
 	ID          string     `json:"id"`
 	Namespace   string     `json:"namespace,omitempty"`
+	User        string     `json:"user,omitempty"` // the user a personal token acts for
 	Scopes      []string   `json:"scopes"`
 	Description string     `json:"description,omitempty"`
 	CreatedAt   time.Time  `json:"created_at"`
@@ -91,9 +96,14 @@ type Token struct {
 }
 
 // CreateTokenRequest creates a token. Namespace "" makes a global token
-// (global admins only). ExpiresAt, if set, must be in the future.
+// (global admins only). ExpiresAt, if set, must be in the future. User
+// makes a personal token of that user, which carries the user's rights
+// narrowed by Namespace, Scopes and ExpiresAt: global admins create them
+// for anyone, users for themselves with a personal token, never wider or
+// longer-lived than the token they call with.
 type CreateTokenRequest struct {
 	Namespace   string     `json:"namespace,omitempty"`
+	User        string     `json:"user,omitempty"`
 	Scopes      []string   `json:"scopes"`
 	Description string     `json:"description,omitempty"`
 	ExpiresAt   *time.Time `json:"expires_at,omitempty"`

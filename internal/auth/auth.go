@@ -1,6 +1,9 @@
-// Package auth owns API tokens: how they are generated and hashed, how a
-// request's bearer token becomes a Principal, and the checks that a
-// Principal may act on a namespace.
+// Package auth owns access control: how tokens are generated and hashed,
+// how passwords are hashed (argon2id), how a request's bearer token
+// becomes a Principal (a token, and for a personal token its user and
+// their roles), and the one decision whether a Principal may act on a
+// namespace (Principal.Allows, with public namespaces' open reads in
+// Access).
 package auth
 
 import (
@@ -12,6 +15,7 @@ import (
 	"encoding/hex"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"trove.dev/trove/internal/registry"
@@ -52,10 +56,51 @@ func HashToken(secret string) string {
 // Principal is who a request acts as. The zero Principal is anonymous.
 type Principal struct {
 	Token registry.Token
+	// User is the user a personal token acts for; zero for a service
+	// token and for anonymous requests.
+	User registry.User
+	// Roles maps each namespace the user is a member of to their role.
+	Roles map[string]registry.Role
 }
 
 // Anonymous reports whether no token was presented.
 func (p Principal) Anonymous() bool { return p.Token.ID == "" }
+
+// Actor names p for the audit log: "user:<name>" for a personal token,
+// "token:<id>" for a service token, "anonymous" without one.
+func (p Principal) Actor() string {
+	switch {
+	case p.Token.User != "":
+		return "user:" + p.Token.User
+	case p.Token.ID != "":
+		return "token:" + p.Token.ID
+	}
+	return "anonymous"
+}
+
+// Allows reports whether p holds scope on namespace at now (namespace ""
+// asks for a global right). This is the one place rights are decided:
+// the token must allow it (its scopes, namespace binding and lifetime),
+// and a personal token's user must hold it too: a global admin holds
+// every right, any other user the scope of their role in the namespace.
+// A disabled user holds none. Public namespaces are not special here; see
+// Access.CanRead.
+func (p Principal) Allows(scope registry.Scope, namespace string, now time.Time) bool {
+	if p.Anonymous() || !p.Token.Allows(scope, namespace, now) {
+		return false
+	}
+	if p.Token.User == "" {
+		return true // a service token: its scopes are its rights
+	}
+	if p.User.Name != p.Token.User || p.User.Disabled {
+		return false
+	}
+	if p.User.Admin {
+		return true
+	}
+	role, ok := p.Roles[namespace]
+	return ok && namespace != "" && role.Scope().Includes(scope)
+}
 
 // Require returns nil if p holds scope on namespace (namespace "" asks for
 // a global right), Unauthenticated if p is anonymous, and Forbidden otherwise.
@@ -63,41 +108,151 @@ func (p Principal) Require(scope registry.Scope, namespace string, now time.Time
 	if p.Anonymous() {
 		return registry.Errorf(registry.Unauthenticated, "this request needs a token: pass one with \"Authorization: Bearer <token>\" (TROVE_TOKEN for the CLI)")
 	}
-	if p.Token.Allows(scope, namespace, now) {
+	if p.Allows(scope, namespace, now) {
 		return nil
 	}
 	where := "every namespace"
 	if namespace != "" {
 		where = "namespace " + namespace
 	}
+	if p.Token.User != "" {
+		return registry.Errorf(registry.Forbidden, "token %s of user %s does not grant %s on %s", p.Token.ID, p.Token.User, scope, where)
+	}
 	return registry.Errorf(registry.Forbidden, "token %s does not grant %s on %s", p.Token.ID, scope, where)
 }
 
+// DefaultCacheTTL is how long AuthenticateCached and Access reuse what
+// they read from the index. Changes made through this process take effect
+// at once (they invalidate the caches); changes made through another
+// replica sharing the index take effect within this time.
+const DefaultCacheTTL = 5 * time.Second
+
+// maxCachedPrincipals bounds the principal cache; when it is full it is
+// emptied, so that a flood of made-up tokens cannot grow it.
+const maxCachedPrincipals = 10000
+
 // Authenticator turns bearer tokens into Principals.
 type Authenticator struct {
-	tokens store.Tokens
-	now    func() time.Time
+	tokens  store.Tokens
+	users   store.Users       // nil if the index does not store users
+	members store.Memberships // nil if the index does not store memberships
+	now     func() time.Time
+	ttl     time.Duration
+
+	mu    sync.RWMutex
+	cache map[[sha256.Size]byte]cachedPrincipal
 }
 
-// NewAuthenticator returns an Authenticator backed by tokens.
+type cachedPrincipal struct {
+	p     Principal
+	err   error // the token is unknown, or its user disabled
+	until int64 // Unix nanoseconds
+}
+
+// NewAuthenticator returns an Authenticator backed by tokens. If tokens
+// also implements store.Users and store.Memberships (as a store.Index
+// does), personal tokens are resolved to their user's rights; otherwise
+// they are refused.
 func NewAuthenticator(tokens store.Tokens) *Authenticator {
-	return &Authenticator{tokens: tokens, now: time.Now}
+	a := &Authenticator{tokens: tokens, now: time.Now, ttl: DefaultCacheTTL, cache: map[[sha256.Size]byte]cachedPrincipal{}}
+	a.users, _ = tokens.(store.Users)
+	a.members, _ = tokens.(store.Memberships)
+	return a
 }
 
-// Authenticate returns the Principal for r. No Authorization header gives
-// the anonymous Principal; a malformed, unknown, revoked or expired token
-// is an Unauthenticated error. The token is never logged or echoed.
-func (a *Authenticator) Authenticate(r *http.Request) (Principal, error) {
+// SetCacheTTL changes how long AuthenticateCached reuses a lookup (0
+// disables the cache). Call it before serving.
+func (a *Authenticator) SetCacheTTL(ttl time.Duration) { a.ttl = max(ttl, 0) }
+
+// SetClock makes the Authenticator read the time from now (for tests).
+// Call it before serving.
+func (a *Authenticator) SetClock(now func() time.Time) { a.now = now }
+
+// Now returns the Authenticator's current time.
+func (a *Authenticator) Now() time.Time { return a.now() }
+
+// bearer extracts the secret of r's bearer token: "" without an
+// Authorization header, an Unauthenticated error for a malformed one.
+func bearer(r *http.Request) (string, error) {
 	h := r.Header.Get("Authorization")
 	if h == "" {
-		return Principal{}, nil
+		return "", nil
 	}
 	scheme, secret, ok := strings.Cut(h, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") || !strings.HasPrefix(secret, TokenPrefix) || len(secret) > 128 {
-		return Principal{}, registry.Errorf(registry.Unauthenticated, "malformed Authorization header: want \"Bearer trove_...\"")
+		return "", registry.Errorf(registry.Unauthenticated, "malformed Authorization header: want \"Bearer trove_...\"")
 	}
-	hash := HashToken(secret)
-	t, err := a.tokens.TokenByHash(r.Context(), hash)
+	return secret, nil
+}
+
+// Authenticate returns the Principal for r, reading the index. No
+// Authorization header gives the anonymous Principal; a malformed,
+// unknown, revoked or expired token, or one of a disabled user, is an
+// Unauthenticated error. The token is never logged or echoed.
+func (a *Authenticator) Authenticate(r *http.Request) (Principal, error) {
+	secret, err := bearer(r)
+	if secret == "" || err != nil {
+		return Principal{}, err
+	}
+	p, err := a.load(r.Context(), HashToken(secret))
+	if err != nil {
+		return Principal{}, err
+	}
+	return p, active(p.Token, a.now())
+}
+
+// AuthenticateCached is Authenticate reusing lookups of the same token for
+// up to the cache TTL, for the protocol routes that clients call many
+// times per command. Revocation, expiry and changes of users and
+// memberships made through this process apply at once (see Invalidate);
+// expiry is always checked against the current time.
+func (a *Authenticator) AuthenticateCached(r *http.Request) (Principal, error) {
+	secret, err := bearer(r)
+	if secret == "" || err != nil {
+		return Principal{}, err
+	}
+	if a.ttl <= 0 {
+		return a.Authenticate(r)
+	}
+	// Hash from a stack buffer (bearer bounds the secret to 128 bytes):
+	// the cache hit path does not allocate.
+	var buf [128]byte
+	key := sha256.Sum256(buf[:copy(buf[:], secret)])
+	now := a.now()
+	a.mu.RLock()
+	c, ok := a.cache[key]
+	a.mu.RUnlock()
+	if !ok || now.UnixNano() >= c.until {
+		p, err := a.load(r.Context(), hex.EncodeToString(key[:]))
+		if err != nil && !registry.IsKind(err, registry.Unauthenticated) {
+			return Principal{}, err // a failing index is not cached
+		}
+		c = cachedPrincipal{p: p, err: err, until: now.Add(a.ttl).UnixNano()}
+		a.mu.Lock()
+		if len(a.cache) >= maxCachedPrincipals {
+			clear(a.cache)
+		}
+		a.cache[key] = c
+		a.mu.Unlock()
+	}
+	if c.err != nil {
+		return Principal{}, c.err
+	}
+	return c.p, active(c.p.Token, now)
+}
+
+// Invalidate forgets every cached lookup. Call it after revoking or
+// expiring a token, or changing a user or a membership.
+func (a *Authenticator) Invalidate() {
+	a.mu.Lock()
+	clear(a.cache)
+	a.mu.Unlock()
+}
+
+// load reads the token stored under hash and, for a personal token, its
+// user and their memberships. It does not check the token's lifetime.
+func (a *Authenticator) load(ctx context.Context, hash string) (Principal, error) {
+	t, err := a.tokens.TokenByHash(ctx, hash)
 	if registry.IsKind(err, registry.NotFound) {
 		return Principal{}, registry.Errorf(registry.Unauthenticated, "the token is not valid")
 	}
@@ -107,14 +262,42 @@ func (a *Authenticator) Authenticate(r *http.Request) (Principal, error) {
 	if subtle.ConstantTimeCompare([]byte(t.Hash), []byte(hash)) != 1 {
 		return Principal{}, registry.Errorf(registry.Unauthenticated, "the token is not valid")
 	}
-	now := a.now()
+	p := Principal{Token: t}
+	if t.User == "" {
+		return p, nil
+	}
+	if a.users == nil || a.members == nil {
+		return Principal{}, registry.Errorf(registry.Unauthenticated, "token %s belongs to a user, but this index stores no users", t.ID)
+	}
+	if p.User, err = a.users.GetUser(ctx, t.User); err != nil {
+		if registry.IsKind(err, registry.NotFound) {
+			return Principal{}, registry.Errorf(registry.Unauthenticated, "the user of token %s no longer exists", t.ID)
+		}
+		return Principal{}, err
+	}
+	if p.User.Disabled {
+		return Principal{}, registry.Errorf(registry.Unauthenticated, "user %s is disabled: token %s is refused", t.User, t.ID)
+	}
+	ms, err := a.members.ListMemberships(ctx, t.User, "")
+	if err != nil {
+		return Principal{}, err
+	}
+	p.Roles = make(map[string]registry.Role, len(ms))
+	for _, m := range ms {
+		p.Roles[m.Namespace] = m.Role
+	}
+	return p, nil
+}
+
+// active returns an Unauthenticated error if t is revoked or expired at now.
+func active(t registry.Token, now time.Time) error {
 	if !t.RevokedAt.IsZero() {
-		return Principal{}, registry.Errorf(registry.Unauthenticated, "token %s has been revoked", t.ID)
+		return registry.Errorf(registry.Unauthenticated, "token %s has been revoked", t.ID)
 	}
 	if !t.ExpiresAt.IsZero() && !now.Before(t.ExpiresAt) {
-		return Principal{}, registry.Errorf(registry.Unauthenticated, "token %s expired at %s", t.ID, t.ExpiresAt.UTC().Format(time.RFC3339))
+		return registry.Errorf(registry.Unauthenticated, "token %s expired at %s", t.ID, t.ExpiresAt.UTC().Format(time.RFC3339))
 	}
-	return Principal{Token: t}, nil
+	return nil
 }
 
 type principalKey struct{}

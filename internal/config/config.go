@@ -65,6 +65,8 @@ type Config struct {
 	InsecureHTTP bool
 	// DownloadURLTTL is how long a signed download URL stays valid.
 	DownloadURLTTL time.Duration
+	// Access configures access control (see access.go).
+	Access Access
 	// Limits bound what a publish may upload.
 	Limits Limits
 	// LogLevel is the lowest level logged.
@@ -88,8 +90,9 @@ type Limits struct {
 // Index selects the metadata backend: Backend names it and the sub-struct
 // of that name configures it.
 type Index struct {
-	Backend string // "sqlite"
-	SQLite  SQLite
+	Backend  string // "sqlite" or "postgres"
+	SQLite   SQLite
+	Postgres Postgres // see postgres.go
 }
 
 // SQLite configures the embedded SQLite index.
@@ -100,8 +103,9 @@ type SQLite struct {
 // Blobs selects the blob backend: Backend names it and the sub-struct of
 // that name configures it.
 type Blobs struct {
-	Backend string // "fs"
+	Backend string // "fs" or "s3"
 	FS      FS
+	S3      S3 // see s3.go
 }
 
 // FS configures the local-filesystem blob store.
@@ -144,16 +148,19 @@ func (c *Config) FlagSet(name string) *flag.FlagSet {
 	fs.StringVar(&c.TLSKey, "tls-key", "", "PEM `file` of the TLS private key (with --tls-cert)")
 	fs.BoolVar(&c.InsecureHTTP, "insecure-http", false, "serve plain HTTP, for running behind a TLS-terminating proxy (needs --public-url)")
 	fs.DurationVar(&c.DownloadURLTTL, "download-url-ttl", DefaultDownloadURLTTL, "how long signed download URLs stay valid")
+	c.accessFlags(fs)
 	fs.Var((*byteSize)(&c.Limits.MaxUploadBytes), "max-upload-bytes", "largest publish request body, in `bytes` (suffixes KiB, MiB, GiB allowed)")
 	fs.Var((*byteSize)(&c.Limits.MaxZipBytes), "max-zip-bytes", "largest provider zip archive, in `bytes`")
 	fs.IntVar(&c.Limits.MaxZipEntries, "max-zip-entries", DefaultMaxZipEntries, "most entries in one provider zip archive")
 	fs.Var((*byteSize)(&c.Limits.MaxUnpackedBytes), "max-unpacked-bytes", "largest uncompressed size of one provider zip archive, in `bytes`")
 	fs.TextVar(&c.LogLevel, "log-level", slog.LevelInfo, "lowest `level` logged: debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", DefaultLogFormat, "log `format` on stderr: text or json")
-	fs.StringVar(&c.Index.Backend, "index-backend", IndexSQLite, "metadata `backend`: sqlite")
+	fs.StringVar(&c.Index.Backend, "index-backend", IndexSQLite, "metadata `backend`: sqlite or postgres")
+	c.postgresFlags(fs)
 	fs.StringVar(&c.Index.SQLite.Path, "sqlite-path", "", "SQLite database `file` (default <data-dir>/trove.db)")
-	fs.StringVar(&c.Blobs.Backend, "blob-backend", BlobsFS, "blob `backend`: fs")
+	fs.StringVar(&c.Blobs.Backend, "blob-backend", BlobsFS, "blob `backend`: fs or s3")
 	fs.StringVar(&c.Blobs.FS.Dir, "fs-blob-dir", "", "`directory` of the fs blob backend (default <data-dir>/blobs)")
+	c.s3Flags(fs)
 	c.Limits.MaxUploadBytes = DefaultMaxUploadBytes
 	c.Limits.MaxZipBytes = DefaultMaxZipBytes
 	c.Limits.MaxUnpackedBytes = DefaultMaxUnpackedBytes
@@ -300,6 +307,7 @@ func (c Config) Validate() error {
 	if c.DownloadURLTTL < MinDownloadURLTTL || c.DownloadURLTTL > MaxDownloadURLTTL {
 		bad("--download-url-ttl must be between %s and %s, got %s", MinDownloadURLTTL, MaxDownloadURLTTL, c.DownloadURLTTL)
 	}
+	errs = append(errs, c.Access.validate()...)
 	for _, l := range []struct {
 		flag string
 		v    int64
@@ -326,16 +334,20 @@ func (c Config) Validate() error {
 		if c.Index.SQLite.Path == "" {
 			bad("--sqlite-path is empty")
 		}
+	case IndexPostgres:
+		errs = append(errs, c.Index.Postgres.validate()...)
 	default:
-		bad("unknown --index-backend %q: want %s", c.Index.Backend, IndexSQLite)
+		bad("unknown --index-backend %q: want %s or %s", c.Index.Backend, IndexSQLite, IndexPostgres)
 	}
 	switch c.Blobs.Backend {
 	case BlobsFS:
 		if c.Blobs.FS.Dir == "" {
 			bad("--fs-blob-dir is empty")
 		}
+	case BlobsS3:
+		errs = append(errs, c.Blobs.S3.validate()...)
 	default:
-		bad("unknown --blob-backend %q: want %s", c.Blobs.Backend, BlobsFS)
+		bad("unknown --blob-backend %q: want %s or %s", c.Blobs.Backend, BlobsFS, BlobsS3)
 	}
 	return errors.Join(errs...)
 }

@@ -25,11 +25,12 @@ func TestLoadDefaults(t *testing.T) {
 		DataDir:        "/home/u/.local/share/trove",
 		PublicURL:      "https://localhost:8443",
 		DownloadURLTTL: 15 * time.Minute,
+		Access:         Access{PrivateDownloadURLTTL: 5 * time.Minute, LoginTokenTTL: 720 * time.Hour},
 		Limits:         Limits{MaxUploadBytes: 2 << 30, MaxZipBytes: 1 << 30, MaxZipEntries: 1000, MaxUnpackedBytes: 1 << 30},
 		LogLevel:       slog.LevelInfo,
 		LogFormat:      "text",
-		Index:          Index{Backend: "sqlite", SQLite: SQLite{Path: "/home/u/.local/share/trove/trove.db"}},
-		Blobs:          Blobs{Backend: "fs", FS: FS{Dir: "/home/u/.local/share/trove/blobs"}},
+		Index:          Index{Backend: "sqlite", SQLite: SQLite{Path: "/home/u/.local/share/trove/trove.db"}, Postgres: Postgres{MigrateOnStart: true}},
+		Blobs:          Blobs{Backend: "fs", FS: FS{Dir: "/home/u/.local/share/trove/blobs"}, S3: S3{DownloadMode: "redirect"}},
 	}
 	if c != want {
 		t.Errorf("Load() =\n%+v\nwant\n%+v", c, want)
@@ -71,6 +72,10 @@ func TestLoad(t *testing.T) {
 		{"log level env", nil, map[string]string{"TROVE_LOG_LEVEL": "WARN"}, func(c Config) any { return c.LogLevel }, slog.LevelWarn},
 		{"log format", []string{"--log-format", "json"}, nil, func(c Config) any { return c.LogFormat }, "json"},
 		{"tls pair", []string{"--tls-cert", "c.pem", "--tls-key", "k.pem"}, nil, func(c Config) any { return c.TLSCert + "," + c.TLSKey }, "c.pem,k.pem"},
+		{"postgres from env", nil, map[string]string{"TROVE_INDEX_BACKEND": "postgres", "TROVE_POSTGRES_DSN": "postgres://u:p@db/trove", "TROVE_POSTGRES_MAX_CONNS": "20", "TROVE_MIGRATE_ON_START": "false"},
+			func(c Config) any { return c.Index.Postgres }, Postgres{DSN: "postgres://u:p@db/trove", MaxConns: 20}},
+		{"postgres migrates on start by default", []string{"--index-backend", "postgres", "--postgres-dsn", "host=db dbname=trove"}, nil,
+			func(c Config) any { return c.Index.Postgres.MigrateOnStart }, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -125,8 +130,10 @@ func TestLoadErrors(t *testing.T) {
 		{[]string{"--max-zip-bytes", "3GiB"}, nil, "exceeds --max-upload-bytes"},
 		{[]string{"--log-format", "xml"}, nil, "--log-format must be text or json"},
 		{[]string{"--log-level", "loud"}, nil, "invalid value"},
-		{[]string{"--index-backend", "postgres"}, nil, "unknown --index-backend"},
-		{[]string{"--blob-backend", "s3"}, nil, "unknown --blob-backend"},
+		{[]string{"--index-backend", "mysql"}, nil, "unknown --index-backend"},
+		{[]string{"--index-backend", "postgres"}, nil, "needs --postgres-dsn"},
+		{[]string{"--index-backend", "postgres", "--postgres-dsn", "postgres://db/trove", "--postgres-max-conns", "-1"}, nil, "--postgres-max-conns must not be negative"},
+		{[]string{"--blob-backend", "gcs"}, nil, "unknown --blob-backend"},
 		{[]string{"--no-such-flag"}, nil, "flag provided but not defined"},
 		{[]string{"extra"}, nil, "unexpected argument \"extra\""},
 		{nil, map[string]string{"TROVE_MAX_ZIP_ENTRIES": "many"}, "invalid TROVE_MAX_ZIP_ENTRIES=\"many\""},
@@ -203,6 +210,10 @@ func TestEveryFlagHasAnEnvVar(t *testing.T) {
 			"max-upload-bytes": "7", "max-zip-bytes": "7", "max-zip-entries": "7", "max-unpacked-bytes": "7",
 			"log-level": "error", "log-format": "json", "index-backend": "other", "sqlite-path": "/s.db",
 			"blob-backend": "other", "fs-blob-dir": "/b",
+			"postgres-dsn": "postgres://db/trove", "postgres-max-conns": "7", "migrate-on-start": "false",
+			"s3-endpoint": "https://s3.example", "s3-region": "eu-west-1", "s3-bucket": "b", "s3-prefix": "p",
+			"s3-path-style": "true", "s3-access-key": "a", "s3-secret-key": "s", "download-mode": "proxy",
+			"private-download-url-ttl": "3m", "login-token-ttl": "24h",
 		}[f.Name]
 		if v == "" {
 			t.Errorf("flag --%s has no test value", f.Name)

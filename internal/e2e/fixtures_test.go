@@ -23,13 +23,15 @@ import (
 // namespace is the namespace every test publishes into.
 const namespace = "acme"
 
-// setupNamespace creates the namespace with the CLI, registers a fresh
+// setupNamespace creates the public namespace with the CLI, registers a fresh
 // signing key for it and creates a publish token, as a user would:
 // trove namespace create, trove key add, trove token create.
 func setupNamespace(t *testing.T, s *troveServer) (key *signingtest.Key, publishToken string) {
 	t.Helper()
 	key = signingtest.NewKey(t, namespace)
-	s.mustCLI(t, s.AdminToken, "namespace", "create", namespace)
+	// Public: these tests install without credentials (private
+	// namespaces are the subject of access_test.go).
+	s.mustCLI(t, s.AdminToken, "namespace", "create", namespace, "--visibility", "public")
 	keyFile := writeFile(t, t.TempDir(), "key.asc", []byte(key.ArmoredPublic))
 	s.mustCLI(t, s.AdminToken, "key", "add", namespace, "--file", keyFile)
 	return key, createToken(t, s, "publish")

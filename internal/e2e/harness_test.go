@@ -358,10 +358,11 @@ func (s *troveServer) getJSON(t *testing.T, rawURL, token string, v any) respons
 // resolved against the discovery URL as the clients do.
 func (s *troveServer) providersBase(t *testing.T) *url.URL {
 	t.Helper()
-	var disco map[string]string
+	var disco map[string]any // login.v1 is an object, the others strings
 	r := s.getJSON(t, "/.well-known/terraform.json", "", &disco)
-	base, err := r.URL.Parse(disco["providers.v1"])
-	if err != nil || disco["providers.v1"] == "" {
+	providers, _ := disco["providers.v1"].(string)
+	base, err := r.URL.Parse(providers)
+	if err != nil || providers == "" {
 		t.Fatalf("discovery document %s has no usable providers.v1: %v", r.Body, err)
 	}
 	return base

@@ -89,7 +89,10 @@ func (h *Handler) serveFile(w http.ResponseWriter, r *http.Request) error {
 	}
 	hdr := w.Header()
 
-	if h.presigner != nil {
+	// A presigned URL is valid for GET only (its signature covers the
+	// method), so a HEAD, which Terraform sends before the GET, is
+	// answered here from the store rather than redirected to a 403.
+	if h.presigner != nil && r.Method == http.MethodGet {
 		target, err := h.presigner.PresignGet(r.Context(), digest, filename, max(remaining, time.Minute))
 		if err != nil {
 			return err

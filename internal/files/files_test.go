@@ -208,6 +208,11 @@ func TestRedirectToPresignedURL(t *testing.T) {
 	if blobs.gotTTL < time.Minute || blobs.gotTTL > 10*time.Minute {
 		t.Fatalf("presigned for %v, want within the signed URL's lifetime", blobs.gotTTL)
 	}
+	// A presigned GET URL refuses HEAD: HEAD is answered without redirect.
+	head, _ := f.get(t, http.MethodHead, f.signer.Path(digest, zipName))
+	if head.StatusCode != http.StatusOK || head.ContentLength != int64(len("archive")) || head.Header.Get("Location") != "" {
+		t.Fatalf("HEAD with redirects: status %d, Content-Length %d, Location %q; want 200, 7 and none", head.StatusCode, head.ContentLength, head.Header.Get("Location"))
+	}
 	// A refused signature is refused before any presigning.
 	bad, _ := f.get(t, http.MethodGet, signedurl.PathPrefix+digest+"/"+zipName+"?expires=1&signature=x")
 	if bad.StatusCode != http.StatusForbidden {

@@ -27,6 +27,9 @@ type BaselineConfig struct {
 	// Documents maps URL paths to files whose content is answered as
 	// application/json.
 	Documents map[string]string `json:"documents"`
+	// Locations maps URL paths to X-Terraform-Get values, answered with
+	// 204 No Content as Trove answers a module download.
+	Locations map[string]string `json:"locations,omitempty"`
 	// ArchivePath is the URL path of the archive; ArchiveFile its file.
 	ArchivePath string `json:"archive_path"`
 	ArchiveFile string `json:"archive_file"`
@@ -77,6 +80,13 @@ func NewBaselineHandler(c BaselineConfig) (http.Handler, error) {
 		}
 		docs[p] = body
 	}
+	locations := make(map[string][]string, len(c.Locations))
+	for p, loc := range c.Locations {
+		if !validPath(p) {
+			return nil, registry.Errorf(registry.Invalid, "baseline location path %q must be an absolute, clean URL path", p)
+		}
+		locations[p] = []string{loc}
+	}
 	if c.ArchivePath != "" && !validPath(c.ArchivePath) {
 		return nil, registry.Errorf(registry.Invalid, "baseline archive path %q must be an absolute, clean URL path", c.ArchivePath)
 	}
@@ -92,6 +102,11 @@ func NewBaselineHandler(c BaselineConfig) (http.Handler, error) {
 			h.Set("Content-Type", "application/json")
 			h.Set("Content-Length", strconv.Itoa(len(body)))
 			_, _ = w.Write(body)
+			return
+		}
+		if loc, ok := locations[r.URL.Path]; ok {
+			w.Header()["X-Terraform-Get"] = loc
+			w.WriteHeader(http.StatusNoContent)
 			return
 		}
 		if c.ArchivePath != "" && r.URL.Path == c.ArchivePath {

@@ -70,6 +70,22 @@ func TestBaselineHandler(t *testing.T) {
 	}
 }
 
+func TestBaselineHandlerLocations(t *testing.T) {
+	const loc = "https://127.0.0.1:1/v1/files/abc/network-aws-0.2.9.tar.gz?expires=1&signature=x"
+	h, err := NewBaselineHandler(BaselineConfig{Locations: map[string]string{"/v1/modules/acme/network/aws/0.2.9/download": loc}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/modules/acme/network/aws/0.2.9/download", nil))
+	if rec.Code != http.StatusNoContent || rec.Header().Get("X-Terraform-Get") != loc || rec.Body.Len() != 0 {
+		t.Errorf("location: %d, X-Terraform-Get %q, body %q; want 204 with %q", rec.Code, rec.Header().Get("X-Terraform-Get"), rec.Body, loc)
+	}
+	if _, err := NewBaselineHandler(BaselineConfig{Locations: map[string]string{"v1/x": loc}}); err == nil {
+		t.Error("a relative location path was accepted")
+	}
+}
+
 func TestBaselineHandlerRejectsBadConfig(t *testing.T) {
 	dir := t.TempDir()
 	doc := filepath.Join(dir, "doc.json")
@@ -85,6 +101,53 @@ func TestBaselineHandlerRejectsBadConfig(t *testing.T) {
 	for name, cfg := range tests {
 		if _, err := NewBaselineHandler(cfg); err == nil {
 			t.Errorf("%s: accepted %+v", name, cfg)
+		}
+	}
+}
+
+func TestDownloadURL(t *testing.T) {
+	const origin = "https://127.0.0.1:8443"
+	tests := map[string]struct {
+		doc     string
+		want    string
+		wantErr bool
+	}{
+		"absolute": {doc: `{"download_url":"https://127.0.0.1:8443/v1/files/ab/x.zip?expires=1&signature=s"}`,
+			want: "https://127.0.0.1:8443/v1/files/ab/x.zip?expires=1&signature=s"},
+		"relative":     {doc: `{"download_url":"/v1/files/ab/x.zip?expires=1"}`, want: "https://127.0.0.1:8443/v1/files/ab/x.zip?expires=1"},
+		"localhost":    {doc: `{"download_url":"https://localhost:9/x.zip"}`, want: "https://localhost:9/x.zip"},
+		"remote host":  {doc: `{"download_url":"https://example.invalid/x.zip"}`, wantErr: true},
+		"other scheme": {doc: `{"download_url":"ftp://127.0.0.1/x.zip"}`, wantErr: true},
+		"missing":      {doc: `{"os":"linux"}`, wantErr: true},
+		"not json":     {doc: `<html>`, wantErr: true},
+	}
+	for name, tc := range tests {
+		u, err := downloadURL([]byte(tc.doc), origin)
+		if (err != nil) != tc.wantErr {
+			t.Errorf("%s: err = %v, wantErr %v", name, err, tc.wantErr)
+			continue
+		}
+		if err == nil && u.String() != tc.want {
+			t.Errorf("%s: got %s, want %s", name, u, tc.want)
+		}
+	}
+}
+
+func TestParseBaselineAddrs(t *testing.T) {
+	tests := map[string]struct {
+		line      string
+		tls, http string
+		ok        bool
+	}{
+		"announced":    {line: "baseline listening https=127.0.0.1:4000 http=127.0.0.1:4001\n", tls: "127.0.0.1:4000", http: "127.0.0.1:4001", ok: true},
+		"empty":        {line: "", ok: false},
+		"not loopback": {line: "baseline listening https=10.0.0.1:4000 http=127.0.0.1:4001\n", ok: false},
+		"garbage":      {line: "panic: boom\n", ok: false},
+	}
+	for name, tc := range tests {
+		a, b, ok := parseBaselineAddrs(tc.line)
+		if ok != tc.ok || a != tc.tls || b != tc.http {
+			t.Errorf("%s: got %q %q %v, want %q %q %v", name, a, b, ok, tc.tls, tc.http, tc.ok)
 		}
 	}
 }

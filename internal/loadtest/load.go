@@ -28,6 +28,10 @@ type LoadOptions struct {
 	TLS *tls.Config
 	// RequestTimeout bounds one request, body included (default 1 minute).
 	RequestTimeout time.Duration
+	// CPU, when set, reads the CPU time the server has used so far; Load
+	// calls it when the window opens and when it closes, and reports the
+	// difference as Result.CPU.
+	CPU func() (time.Duration, error)
 }
 
 // maxLoadDuration bounds Warmup + Duration, so that no flag can make the
@@ -57,8 +61,14 @@ func (o LoadOptions) check() error {
 // transport errors are counted as errors, never returned: Load fails only
 // for invalid options or a cancelled ctx.
 func Load(ctx context.Context, url string, opt LoadOptions) (Result, error) {
+	res, _, err := load(ctx, url, opt)
+	return res, err
+}
+
+// load is Load that also returns the latencies of the successful requests.
+func load(ctx context.Context, url string, opt LoadOptions) (Result, *Histogram, error) {
 	if err := opt.check(); err != nil {
-		return Result{}, err
+		return Result{}, nil, err
 	}
 	if opt.RequestTimeout <= 0 {
 		opt.RequestTimeout = time.Minute
@@ -67,6 +77,8 @@ func Load(ctx context.Context, url string, opt LoadOptions) (Result, error) {
 	win := window{from: start.Add(opt.Warmup), to: start.Add(opt.Warmup + opt.Duration)}
 	runCtx, cancel := context.WithDeadline(ctx, win.to)
 	defer cancel()
+	cpuc := make(chan cpuSample, 1)
+	go sampleCPU(runCtx, opt.CPU, win, cpuc)
 
 	workers := make([]*worker, opt.Conns)
 	var wg sync.WaitGroup
@@ -81,11 +93,15 @@ func Load(ctx context.Context, url string, opt LoadOptions) (Result, error) {
 	}
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
-		return Result{}, registry.Wrap(registry.Unavailable, err, "load run interrupted")
+		return Result{}, nil, registry.Wrap(registry.Unavailable, err, "load run interrupted")
+	}
+	cpu := <-cpuc
+	if cpu.err != nil {
+		return Result{}, nil, cpu.err
 	}
 
-	var hist Histogram
-	res := Result{Elapsed: opt.Duration}
+	hist := &Histogram{}
+	res := Result{Elapsed: opt.Duration, CPU: cpu.used}
 	for _, w := range workers {
 		hist.Merge(&w.hist)
 		res.Requests += w.hist.Count()
@@ -98,7 +114,42 @@ func Load(ctx context.Context, url string, opt LoadOptions) (Result, error) {
 	}
 	res.P50 = hist.Percentile(50)
 	res.P99 = hist.Percentile(99)
-	return res, nil
+	return res, hist, nil
+}
+
+type cpuSample struct {
+	used time.Duration
+	err  error
+}
+
+// sampleCPU reads read when the window opens and when it closes and sends
+// the difference (zero without read) once ctx, which ends with the
+// window, is done.
+func sampleCPU(ctx context.Context, read func() (time.Duration, error), win window, out chan<- cpuSample) {
+	if read == nil {
+		<-ctx.Done()
+		out <- cpuSample{}
+		return
+	}
+	wait := func(until time.Time) {
+		t := time.NewTimer(time.Until(until))
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		}
+	}
+	wait(win.from)
+	start, err := read()
+	if err != nil {
+		<-ctx.Done()
+		out <- cpuSample{err: err}
+		return
+	}
+	wait(win.to)
+	<-ctx.Done()
+	end, err := read()
+	out <- cpuSample{used: end - start, err: err}
 }
 
 // window is the measured interval.

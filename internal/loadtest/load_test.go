@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -56,6 +57,9 @@ func TestLoadCountsAndReusesConnections(t *testing.T) {
 	if res.P50 <= 0 || res.P99 < res.P50 {
 		t.Errorf("percentiles p50=%v p99=%v", res.P50, res.P99)
 	}
+	if res.CPU != 0 {
+		t.Errorf("CPU = %v without a CPU reader, want 0", res.CPU)
+	}
 	if res.Elapsed != opt.Duration {
 		t.Errorf("Elapsed = %v, want the window %v", res.Elapsed, opt.Duration)
 	}
@@ -100,5 +104,40 @@ func TestLoadCountsRefusedConnections(t *testing.T) {
 	}
 	if res.Requests != 0 || res.Errors == 0 {
 		t.Errorf("closed port: %d requests, %d errors; want only errors", res.Requests, res.Errors)
+	}
+}
+
+func TestLoadSamplesCPUAtWindowEdges(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer srv.Close()
+	var calls atomic.Int64
+	cpu := func() (time.Duration, error) {
+		n := calls.Add(1)
+		return time.Duration(n) * 7 * time.Millisecond, nil // 7ms, then 14ms
+	}
+	res, err := Load(context.Background(), srv.URL, LoadOptions{Conns: 1, Warmup: 20 * time.Millisecond, Duration: 50 * time.Millisecond, CPU: cpu})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls.Load() != 2 || res.CPU != 7*time.Millisecond {
+		t.Errorf("CPU reader called %d times, CPU = %v; want 2 calls and 7ms", calls.Load(), res.CPU)
+	}
+}
+
+func TestReadCPUTimeOfThisProcess(t *testing.T) {
+	first, err := ReadCPUTime(os.Getpid())
+	if err != nil {
+		t.Fatalf("reading this process's CPU time (the harness needs Linux /proc): %v", err)
+	}
+	x := 0
+	for i := range 20_000_000 { // burn some CPU
+		x += i % 7
+	}
+	second, err := ReadCPUTime(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first <= 0 || second <= first {
+		t.Errorf("CPU time went from %v to %v after busy work (x=%d)", first, second, x)
 	}
 }

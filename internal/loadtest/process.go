@@ -42,7 +42,7 @@ func startChild(name, bin string, args, env []string, logPath string, stdout io.
 		cmd.Stdout = stdout
 	}
 	cmd.Stdin = stdin
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = childAttr()
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
 		return nil, registry.Wrap(registry.Internal, err, "starting "+name)

@@ -2,8 +2,10 @@ package loadtest
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strconv"
 	"strings"
@@ -19,8 +21,32 @@ type Result struct {
 	Bytes    int64         // response body bytes read in the measured window
 	Elapsed  time.Duration // length of the measured window
 	P50, P99 time.Duration // latency percentiles of the successful requests
+	// CPU is the CPU time the server used in the window (0: not measured).
+	CPU time.Duration
 	// FirstError describes the first error counted, for diagnostics.
 	FirstError string
+}
+
+// CPUPerRequest returns the server's CPU time per successful request, or
+// 0 when either is unknown.
+func (r Result) CPUPerRequest() time.Duration {
+	if r.Requests == 0 || r.CPU <= 0 {
+		return 0
+	}
+	return r.CPU / time.Duration(r.Requests)
+}
+
+// add accumulates o (another round of the same measurement) into r; the
+// caller sets the percentiles from the merged latencies.
+func (r *Result) add(o Result) {
+	r.Requests += o.Requests
+	r.Errors += o.Errors
+	r.Bytes += o.Bytes
+	r.Elapsed += o.Elapsed
+	r.CPU += o.CPU
+	if r.FirstError == "" {
+		r.FirstError = o.FirstError
+	}
 }
 
 // ReqPerSec returns the successful requests per second.
@@ -48,6 +74,11 @@ type Row struct {
 	Stream   bool
 	Trove    Result
 	Baseline Result
+	// Rounds is how many times each server was measured, alternately;
+	// with more than one, RatioMin and RatioMax are the extremes of the
+	// per-round ratios.
+	Rounds             int
+	RatioMin, RatioMax float64
 	// Skipped, when not empty, says why the endpoint was not measured.
 	Skipped string
 }
@@ -87,6 +118,8 @@ type Report struct {
 	Rows  []Row
 	RSS   *RSS   // nil when it could not be read
 	Index string // what the index held, e.g. "100,000 versions"
+	// Setup describes how the numbers were taken (printed under the table).
+	Setup string
 	Goals Goals
 }
 
@@ -94,19 +127,20 @@ type Report struct {
 // memory line and the goals, each marked met or MISSED.
 func RenderMarkdown(w io.Writer, r Report) error {
 	var b strings.Builder
-	b.WriteString("| endpoint | conns | Trove req/s | baseline req/s | ratio | Trove p99 | baseline p99 | Trove p50 | baseline p50 | Trove MiB/s | baseline MiB/s | errors (Trove/baseline) |\n")
-	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	b.WriteString("| endpoint | conns | Trove req/s | baseline req/s | ratio | Trove p99 | baseline p99 | Trove p50 | baseline p50 | Trove MiB/s | baseline MiB/s | Trove CPU/req | baseline CPU/req | errors (Trove/baseline) |\n")
+	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, row := range r.Rows {
 		if row.Skipped != "" {
-			fmt.Fprintf(&b, "| %s | %d | - | - | - | - | - | - | - | - | - | skipped: %s |\n", cell(row.Endpoint), row.Conns, cell(row.Skipped))
+			fmt.Fprintf(&b, "| %s | %d | - | - | - | - | - | - | - | - | - | - | - | skipped: %s |\n", cell(row.Endpoint), row.Conns, cell(row.Skipped))
 			continue
 		}
-		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d/%d |\n",
+		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d/%d |\n",
 			cell(row.Endpoint), row.Conns,
 			formatRate(row.Trove.ReqPerSec()), formatRate(row.Baseline.ReqPerSec()),
 			formatRatio(row), formatLatency(row.Trove.P99), formatLatency(row.Baseline.P99),
 			formatLatency(row.Trove.P50), formatLatency(row.Baseline.P50),
 			formatRate(row.Trove.MiBPerSec()), formatRate(row.Baseline.MiBPerSec()),
+			formatCPU(row.Trove.CPUPerRequest()), formatCPU(row.Baseline.CPUPerRequest()),
 			row.Trove.Errors, row.Baseline.Errors)
 	}
 	b.WriteString("\n")
@@ -118,7 +152,11 @@ func RenderMarkdown(w io.Writer, r Report) error {
 	if r.Index != "" {
 		fmt.Fprintf(&b, " (index: %s)", r.Index)
 	}
-	b.WriteString(".\n\nGoals:\n")
+	b.WriteString(".\n")
+	if r.Setup != "" {
+		fmt.Fprintf(&b, "Setup: %s.\n", r.Setup)
+	}
+	b.WriteString("\nGoals:\n")
 	for _, row := range r.Rows {
 		if row.Skipped != "" {
 			fmt.Fprintf(&b, "- %s: not measured (%s)\n", row.Endpoint, row.Skipped)
@@ -130,6 +168,9 @@ func RenderMarkdown(w io.Writer, r Report) error {
 		}
 		fmt.Fprintf(&b, "- %s: Trove at %.0f%% of the baseline's %s (goal >= %.0f%%): %s\n",
 			row.Endpoint, 100*row.Ratio(), unit, 100*r.Goals.MinRatio, verdict(row.Ratio() >= r.Goals.MinRatio && row.Trove.Errors == 0))
+		if t, bl := row.Trove.CPUPerRequest(), row.Baseline.CPUPerRequest(); t > 0 && bl > 0 {
+			fmt.Fprintf(&b, "  (server CPU per request: Trove %s, baseline %s, %.2fx)\n", formatCPU(t), formatCPU(bl), float64(t)/float64(bl))
+		}
 	}
 	if r.RSS != nil {
 		fmt.Fprintf(&b, "- resident memory: VmRSS %s (goal < %s): %s\n", formatMiB(r.RSS.Current), formatMiB(r.Goals.MaxRSS), verdict(r.RSS.Current < r.Goals.MaxRSS))
@@ -157,7 +198,24 @@ func formatRatio(r Row) string {
 	if r.Baseline.ReqPerSec() == 0 && r.Baseline.MiBPerSec() == 0 {
 		return "-"
 	}
-	return strconv.FormatFloat(r.Ratio(), 'f', 2, 64)
+	s := strconv.FormatFloat(r.Ratio(), 'f', 2, 64)
+	if r.Rounds > 1 {
+		s += " (" + strconv.FormatFloat(r.RatioMin, 'f', 2, 64) + "-" + strconv.FormatFloat(r.RatioMax, 'f', 2, 64) + ")"
+	}
+	return s
+}
+
+// formatCPU prints a CPU time per request in microseconds, or in
+// milliseconds from 1 ms on.
+func formatCPU(d time.Duration) string {
+	switch {
+	case d == 0:
+		return "-"
+	case d >= time.Millisecond:
+		return formatLatency(d)
+	default:
+		return strconv.FormatFloat(float64(d)/float64(time.Microsecond), 'f', 1, 64) + " µs"
+	}
 }
 
 // formatRate prints a rate with fewer decimals the larger it is.
@@ -190,6 +248,48 @@ func formatLatency(d time.Duration) string {
 
 func formatMiB(n int64) string {
 	return strconv.FormatFloat(float64(n)/(1<<20), 'f', 1, 64) + " MiB"
+}
+
+// ReadCPUTime returns the CPU time process pid has used so far: the sum
+// of the on-CPU times of its threads from /proc/<pid>/task/*/schedstat
+// (nanosecond resolution; threads that already exited are not counted,
+// which for a Go server are none).
+func ReadCPUTime(pid int) (time.Duration, error) {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task"
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, registry.Wrap(registry.Unavailable, err, "cannot list the threads of process "+strconv.Itoa(pid))
+	}
+	var total time.Duration
+	for _, t := range tasks {
+		data, err := os.ReadFile(dir + "/" + t.Name() + "/schedstat")
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				continue // the thread ended meanwhile
+			}
+			return 0, registry.Wrap(registry.Unavailable, err, "reading the CPU time of process "+strconv.Itoa(pid))
+		}
+		d, err := ParseSchedstat(string(data))
+		if err != nil {
+			return 0, err
+		}
+		total += d
+	}
+	return total, nil
+}
+
+// ParseSchedstat returns the on-CPU time from the text of a
+// /proc/.../schedstat file: its first field, in nanoseconds.
+func ParseSchedstat(s string) (time.Duration, error) {
+	fields := strings.Fields(s)
+	if len(fields) != 3 {
+		return 0, registry.Errorf(registry.Invalid, "unexpected schedstat %q: want three numbers", s)
+	}
+	ns, err := strconv.ParseInt(fields[0], 10, 64)
+	if err != nil || ns < 0 {
+		return 0, registry.Errorf(registry.Invalid, "unexpected schedstat CPU time %q", fields[0])
+	}
+	return time.Duration(ns), nil
 }
 
 // ReadRSS reads the resident memory of process pid from /proc.

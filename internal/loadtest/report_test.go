@@ -12,8 +12,9 @@ func TestRenderMarkdown(t *testing.T) {
 			{
 				Endpoint: "versions acme/small",
 				Conns:    32,
-				Trove:    Result{Requests: 45000, Elapsed: 5 * time.Second, Bytes: 45000 * 100, P50: 600 * time.Microsecond, P99: 2500 * time.Microsecond},
-				Baseline: Result{Requests: 50000, Elapsed: 5 * time.Second, Bytes: 50000 * 100, P50: 500 * time.Microsecond, P99: 12345 * time.Microsecond},
+				Trove:    Result{Requests: 45000, Elapsed: 5 * time.Second, Bytes: 45000 * 100, P50: 600 * time.Microsecond, P99: 2500 * time.Microsecond, CPU: 45000 * 41 * time.Microsecond},
+				Baseline: Result{Requests: 50000, Elapsed: 5 * time.Second, Bytes: 50000 * 100, P50: 500 * time.Microsecond, P99: 12345 * time.Microsecond, CPU: 50000 * 20500 * time.Nanosecond},
+				Rounds:   3, RatioMin: 0.85, RatioMax: 0.951,
 			},
 			{
 				Endpoint: "archive 50 MiB | TLS",
@@ -26,6 +27,7 @@ func TestRenderMarkdown(t *testing.T) {
 		},
 		RSS:   &RSS{Current: 50 << 20, Peak: 120 << 20},
 		Index: "100,000 versions",
+		Setup: "3 rounds",
 		Goals: DefaultGoals,
 	}
 	var b strings.Builder
@@ -34,11 +36,13 @@ func TestRenderMarkdown(t *testing.T) {
 	}
 	out := b.String()
 	for _, want := range []string{
-		"| endpoint | conns | Trove req/s | baseline req/s | ratio | Trove p99 | baseline p99 | Trove p50 | baseline p50 | Trove MiB/s | baseline MiB/s | errors (Trove/baseline) |",
-		"| versions acme/small | 32 | 9000 | 10000 | 0.90 | 2.50 ms | 12.3 ms | 0.60 ms | 0.50 ms | 0.86 | 0.95 | 0/0 |",
-		`| archive 50 MiB \| TLS | 4 | 8.00 | 10.0 | 0.80 | 600 ms | 500 ms | 450 ms | 400 ms | 80.0 | 100 | 1/0 |`,
-		"| archive 50 MiB, plain HTTP | 4 | - | - | - | - | - | - | - | - | - | skipped: no --insecure-http |",
+		"| endpoint | conns | Trove req/s | baseline req/s | ratio | Trove p99 | baseline p99 | Trove p50 | baseline p50 | Trove MiB/s | baseline MiB/s | Trove CPU/req | baseline CPU/req | errors (Trove/baseline) |",
+		"| versions acme/small | 32 | 9000 | 10000 | 0.90 (0.85-0.95) | 2.50 ms | 12.3 ms | 0.60 ms | 0.50 ms | 0.86 | 0.95 | 41.0 µs | 20.5 µs | 0/0 |",
+		`| archive 50 MiB \| TLS | 4 | 8.00 | 10.0 | 0.80 | 600 ms | 500 ms | 450 ms | 400 ms | 80.0 | 100 | - | - | 1/0 |`,
+		"| archive 50 MiB, plain HTTP | 4 | - | - | - | - | - | - | - | - | - | - | - | skipped: no --insecure-http |",
+		"  (server CPU per request: Trove 41.0 µs, baseline 20.5 µs, 2.00x)",
 		"Trove memory after the run: VmRSS 50.0 MiB, VmHWM 120.0 MiB (index: 100,000 versions).",
+		"Setup: 3 rounds.",
 		"- versions acme/small: Trove at 90% of the baseline's requests/s (goal >= 90%): met",
 		"- archive 50 MiB | TLS: Trove at 80% of the baseline's MiB/s (goal >= 90%): MISSED",
 		"- archive 50 MiB, plain HTTP: not measured (no --insecure-http)",
@@ -108,6 +112,47 @@ func TestParseProcStatus(t *testing.T) {
 		}
 		if got != tc.want {
 			t.Errorf("%s: got %+v, want %+v", name, got, tc.want)
+		}
+	}
+}
+
+func TestParseSchedstat(t *testing.T) {
+	tests := map[string]struct {
+		in      string
+		want    time.Duration
+		wantErr bool
+	}{
+		"real":         {in: "2372046287 113716470 5523\n", want: 2372046287},
+		"zero":         {in: "0 0 0", want: 0},
+		"two fields":   {in: "1 2", wantErr: true},
+		"not a number": {in: "x 1 2", wantErr: true},
+		"negative":     {in: "-5 1 2", wantErr: true},
+		"empty":        {in: "", wantErr: true},
+	}
+	for name, tc := range tests {
+		got, err := ParseSchedstat(tc.in)
+		if (err != nil) != tc.wantErr || got != tc.want {
+			t.Errorf("%s: got %v, %v; want %v, error %v", name, got, err, tc.want, tc.wantErr)
+		}
+	}
+}
+
+func TestResultAdd(t *testing.T) {
+	r := Result{Requests: 10, Errors: 1, Bytes: 100, Elapsed: time.Second, CPU: time.Millisecond}
+	r.add(Result{Requests: 30, Errors: 2, Bytes: 300, Elapsed: time.Second, CPU: 3 * time.Millisecond, FirstError: "boom"})
+	want := Result{Requests: 40, Errors: 3, Bytes: 400, Elapsed: 2 * time.Second, CPU: 4 * time.Millisecond, FirstError: "boom"}
+	if r != want {
+		t.Errorf("got %+v, want %+v", r, want)
+	}
+	if r.ReqPerSec() != 20 || r.CPUPerRequest() != 100*time.Microsecond {
+		t.Errorf("ReqPerSec %v, CPUPerRequest %v; want 20 and 100µs", r.ReqPerSec(), r.CPUPerRequest())
+	}
+}
+
+func TestThousands(t *testing.T) {
+	for n, want := range map[int]string{0: "0", 7: "7", 999: "999", 1000: "1,000", 30: "30", 100000: "100,000", 1234567: "1,234,567", -2500: "-2,500"} {
+		if got := thousands(n); got != want {
+			t.Errorf("thousands(%d) = %q, want %q", n, got, want)
 		}
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -47,6 +48,11 @@ type Options struct {
 	StreamConns int
 	Warmup      time.Duration
 	Duration    time.Duration
+	// Rounds is how often each endpoint is measured on Trove and on the
+	// baseline (odd rounds Trove first, even rounds the baseline first);
+	// the report adds the rounds up. Alternating evens out drifts in what
+	// else the machine is doing, and any advantage of going first.
+	Rounds int
 	// StageDir, when set, is where the index is built before it is
 	// copied into the data directory: a memory file system such as
 	// /dev/shm makes seeding several times faster.
@@ -72,6 +78,7 @@ func DefaultOptions() Options {
 		StreamConns:   4,
 		Warmup:        time.Second,
 		Duration:      5 * time.Second,
+		Rounds:        3,
 		TroveLogLevel: "info",
 		Spec:          DefaultSpec(),
 	}
@@ -103,6 +110,9 @@ func Run(ctx context.Context, opt Options) (Report, error) {
 	if err := (LoadOptions{Conns: opt.StreamConns, Warmup: opt.Warmup, Duration: opt.Duration}).check(); err != nil {
 		return Report{}, err
 	}
+	if opt.Rounds < 1 || opt.Rounds > 20 {
+		return Report{}, registry.Errorf(registry.Invalid, "rounds must be between 1 and 20, got %d", opt.Rounds)
+	}
 	tmp, err := os.MkdirTemp("", "trove-loadtest-")
 	if err != nil {
 		return Report{}, registry.Wrap(registry.Internal, err, "creating the temporary directory")
@@ -126,6 +136,8 @@ func Run(ctx context.Context, opt Options) (Report, error) {
 		Rows:  r.rows,
 		RSS:   &rss,
 		Index: fmt.Sprintf("%s versions of %s providers, %s packages", thousands(s.Versions), thousands(s.Providers), thousands(s.Packages)),
+		Setup: fmt.Sprintf("%d round(s) per endpoint of %s measured after %s warm-up, Trove and the baseline alternating which goes first; HTTP/1.1 keep-alive, identity encoding; trove serve --log-level %s; %d CPUs shared by Trove, the baseline and the load generator",
+			opt.Rounds, opt.Duration, opt.Warmup, opt.TroveLogLevel, runtime.NumCPU()),
 		Goals: DefaultGoals,
 	}, nil
 }
@@ -226,11 +238,14 @@ func troveEnv() []string {
 	return env
 }
 
-// document is a JSON answer of Trove that the baseline replays.
+// document is an answer of Trove that the baseline replays: a JSON body,
+// or, when location is set, a 204 carrying it in X-Terraform-Get (a
+// module download).
 type document struct {
-	name string // row label
-	path string // URL path
-	body []byte
+	name     string // row label
+	path     string // URL path
+	body     []byte
+	location string
 }
 
 // endpoint is one measured URL pair.
@@ -357,31 +372,59 @@ func (r *runner) measurePlain(ctx context.Context, troveBin string, ep endpoint,
 	return r.measure(ctx, ep, trove, bl.child)
 }
 
-// measure loads ep on Trove, then on the baseline, and adds a row.
+// measure loads ep on Trove and on the baseline, opt.Rounds times (odd
+// rounds Trove first, even rounds the baseline first), and adds a row
+// with the totals of all rounds.
 func (r *runner) measure(ctx context.Context, ep endpoint, trove, base *child) error {
-	opt := LoadOptions{Conns: ep.conns, Warmup: r.opt.Warmup, Duration: r.opt.Duration, TLS: ep.tls}
-	row := Row{Endpoint: ep.name, Conns: ep.conns, Stream: ep.stream}
-	for _, target := range []struct {
+	row := Row{Endpoint: ep.name, Conns: ep.conns, Stream: ep.stream, Rounds: r.opt.Rounds}
+	var troveHist, baseHist Histogram
+	targets := []struct {
 		name string
 		url  string
 		proc *child
 		res  *Result
-	}{{"trove", ep.trove, trove, &row.Trove}, {"baseline", ep.baseline, base, &row.Baseline}} {
-		r.progress("%s: %s, %d connections, %s + %s warm-up", ep.name, target.name, ep.conns, r.opt.Duration, r.opt.Warmup)
-		res, err := Load(ctx, target.url, opt)
-		if err != nil {
-			return err
+		hist *Histogram
+	}{{"trove", ep.trove, trove, &row.Trove, &troveHist}, {"baseline", ep.baseline, base, &row.Baseline, &baseHist}}
+	for round := 1; round <= r.opt.Rounds; round++ {
+		var this [2]Result
+		order := []int{0, 1}
+		if round%2 == 0 {
+			order = []int{1, 0} // even rounds start with the baseline, so neither always goes first
 		}
-		if target.proc.exited() {
-			return target.proc.failure("measuring " + ep.name)
+		for _, i := range order {
+			target := targets[i]
+			r.progress("%s: %s, round %d/%d, %d connections, %s + %s warm-up", ep.name, target.name, round, r.opt.Rounds, ep.conns, r.opt.Duration, r.opt.Warmup)
+			pid := target.proc.pid()
+			opt := LoadOptions{Conns: ep.conns, Warmup: r.opt.Warmup, Duration: r.opt.Duration, TLS: ep.tls,
+				CPU: func() (time.Duration, error) { return ReadCPUTime(pid) }}
+			res, hist, err := load(ctx, target.url, opt)
+			if target.proc.exited() {
+				return target.proc.failure("measuring " + ep.name)
+			}
+			if err != nil {
+				return err
+			}
+			this[i] = res
+			target.res.add(res)
+			target.hist.Merge(hist)
+			line := fmt.Sprintf("  %s req/s, %s MiB/s, p50 %s, p99 %s, CPU/req %s, %d errors", formatRate(res.ReqPerSec()), formatRate(res.MiBPerSec()),
+				formatLatency(res.P50), formatLatency(res.P99), formatCPU(res.CPUPerRequest()), res.Errors)
+			if res.Errors > 0 {
+				line += " (first: " + res.FirstError + ")"
+			}
+			r.progress("%s", line)
 		}
-		*target.res = res
-		line := fmt.Sprintf("  %s req/s, %s MiB/s, p50 %s, p99 %s, %d errors", formatRate(res.ReqPerSec()), formatRate(res.MiBPerSec()),
-			formatLatency(res.P50), formatLatency(res.P99), res.Errors)
-		if res.Errors > 0 {
-			line += " (first: " + res.FirstError + ")"
+		ratio := Row{Stream: ep.stream, Trove: this[0], Baseline: this[1]}.Ratio()
+		if round == 1 || ratio < row.RatioMin {
+			row.RatioMin = ratio
 		}
-		r.progress("%s", line)
+		if round == 1 || ratio > row.RatioMax {
+			row.RatioMax = ratio
+		}
+	}
+	for _, target := range targets {
+		target.res.P50 = target.hist.Percentile(50)
+		target.res.P99 = target.hist.Percentile(99)
 	}
 	r.rows = append(r.rows, row)
 	return nil
@@ -425,11 +468,43 @@ func (r *runner) fetchDocuments(ctx context.Context, client *http.Client, origin
 	if err := checkArchive(ctx, client, u.String(), a.Size); err != nil {
 		return nil, nil, err
 	}
+	for _, m := range r.opt.Spec.Modules {
+		base := "/v1/modules/" + ns + "/" + m.Name + "/" + m.System
+		versions := document{name: fmt.Sprintf("module versions %s/%s/%s (%s versions)", ns, m.Name, m.System, thousands(m.Versions)), path: base + "/versions"}
+		if versions.body, err = fetch(ctx, client, origin+versions.path); err != nil {
+			return nil, nil, err
+		}
+		newest := VersionAt(newestIndex(m.Versions))
+		download := document{name: fmt.Sprintf("module download %s/%s/%s %s", ns, m.Name, m.System, newest), path: base + "/" + newest + "/download"}
+		if download.location, err = fetchLocation(ctx, client, origin+download.path); err != nil {
+			return nil, nil, err
+		}
+		docs = append(docs, versions, download)
+	}
 	return docs, u, nil
 }
 
+// fetchLocation fetches a module download answer, which must be 204 with
+// an X-Terraform-Get header, and returns that header.
+func fetchLocation(ctx context.Context, client *http.Client, url string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	resp, err := client.Do(req)
+	if err != nil {
+		return "", registry.Wrap(registry.Unavailable, err, "fetching "+url)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	loc := resp.Header.Get("X-Terraform-Get")
+	if resp.StatusCode != http.StatusNoContent || loc == "" {
+		return "", registry.Errorf(registry.Unavailable, "GET %s answered %s with X-Terraform-Get %q, want 204 with the archive URL", url, resp.Status, loc)
+	}
+	return loc, nil
+}
+
 // downloadURL reads download_url from a download document and resolves it
-// against origin.
+// against origin. It must name a loopback host.
 func downloadURL(doc []byte, origin string) (*url.URL, error) {
 	var d struct {
 		DownloadURL string `json:"download_url"`
@@ -445,7 +520,20 @@ func downloadURL(doc []byte, origin string) (*url.URL, error) {
 	if err != nil {
 		return nil, registry.Errorf(registry.Invalid, "download_url %q does not parse: %v", d.DownloadURL, err)
 	}
-	return base.ResolveReference(ref), nil
+	u := base.ResolveReference(ref)
+	if u.Scheme != "https" && u.Scheme != "http" || !isLoopback(u.Hostname()) {
+		return nil, registry.Errorf(registry.Invalid, "download_url %q does not point at a loopback address: the load test only loads loopback", d.DownloadURL)
+	}
+	return u, nil
+}
+
+// isLoopback reports whether host is localhost or a loopback IP address.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // checkArchive downloads url once and checks its size.
@@ -486,10 +574,15 @@ func (r *runner) startBaseline(ctx context.Context, docs []document, archivePath
 	cfg := BaselineConfig{
 		CertFile: certFile, KeyFile: keyFile,
 		Documents:   map[string]string{},
+		Locations:   map[string]string{},
 		ArchivePath: archivePath,
 		ArchiveFile: r.seeded.Archive.File,
 	}
 	for i, d := range docs {
+		if d.location != "" {
+			cfg.Locations[d.path] = d.location
+			continue
+		}
 		file := filepath.Join(r.tmp, "document-"+strconv.Itoa(i)+".json")
 		if err := os.WriteFile(file, d.body, 0o600); err != nil {
 			return nil, registry.Wrap(registry.Internal, err, "writing a baseline document")

@@ -30,6 +30,12 @@ type ProviderSpec struct {
 	Versions int
 }
 
+// ModuleSpec names a module to seed with a given number of versions.
+type ModuleSpec struct {
+	Name, System string
+	Versions     int
+}
+
 // OSArch is one platform of a provider version.
 type OSArch struct{ OS, Arch string }
 
@@ -53,6 +59,9 @@ type Spec struct {
 	ArchiveBytes    int64
 	// Workers is the number of concurrent index writers (default 4).
 	Workers int
+	// Modules are seeded after the providers, with made-up archive
+	// digests: the module protocol answers never read the archives.
+	Modules []ModuleSpec
 }
 
 // DefaultSpec is the index the load test runs against: acme/small with
@@ -70,6 +79,7 @@ func DefaultSpec() Spec {
 		ArchivePlatform: OSArch{"linux", "amd64"},
 		ArchiveBytes:    50 << 20,
 		Workers:         4,
+		Modules:         []ModuleSpec{{Name: "network", System: "aws", Versions: 30}},
 	}
 }
 
@@ -90,8 +100,10 @@ type Seeded struct {
 	Providers int
 	Versions  int
 	Packages  int
-	Archive   Archive
-	Took      time.Duration
+	// ModuleVersions counts the versions of every seeded module.
+	ModuleVersions int
+	Archive        Archive
+	Took           time.Duration
 }
 
 // plan expands s into the providers to seed, checking it.
@@ -125,6 +137,17 @@ func (s Spec) plan() ([]ProviderSpec, error) {
 	}
 	if !hasArchive {
 		return nil, registry.Errorf(registry.Invalid, "seed: the archive's provider %q is not among the providers", s.ArchiveType)
+	}
+	for _, m := range s.Modules {
+		if _, err := registry.ParseModuleName(m.Name); err != nil {
+			return nil, err
+		}
+		if _, err := registry.ParseModuleSystem(m.System); err != nil {
+			return nil, err
+		}
+		if m.Versions < 1 || m.Versions > 10_000 {
+			return nil, registry.Errorf(registry.Invalid, "seed: module %s/%s needs 1 to 10,000 versions, got %d", m.Name, m.System, m.Versions)
+		}
 	}
 	if s.TotalVersions > 1_000_000 {
 		return nil, registry.Errorf(registry.Invalid, "seed: at most 1,000,000 versions, got %d", s.TotalVersions)
@@ -162,7 +185,7 @@ func Seed(ctx context.Context, idx store.Index, blobs store.Blobs, spec Spec, ar
 		return Seeded{}, err
 	}
 	now := time.Now().UTC().Truncate(time.Second)
-	if err := idx.CreateNamespace(ctx, registry.Namespace{Name: spec.Namespace, Description: "load test", CreatedAt: now}); err != nil {
+	if err := idx.CreateNamespace(ctx, registry.Namespace{Name: spec.Namespace, Description: "load test", Visibility: registry.VisibilityPublic, CreatedAt: now}); err != nil {
 		return Seeded{}, err
 	}
 	key, err := newSigningKey(spec.Namespace)
@@ -237,8 +260,28 @@ feed:
 	}
 	res.Versions = int(written.Load())
 	res.Packages = res.Versions * len(spec.Platforms)
+	for _, m := range spec.Modules {
+		for i := range m.Versions {
+			if err := idx.CreateModuleVersion(ctx, seedModuleVersion(spec.Namespace, m, i, now)); err != nil {
+				return Seeded{}, fmt.Errorf("seeding module %s/%s/%s %s: %w", spec.Namespace, m.Name, m.System, VersionAt(i), err)
+			}
+			res.ModuleVersions++
+		}
+	}
 	res.Took = time.Since(began)
 	return res, nil
+}
+
+// seedModuleVersion returns the i-th version of module m, with a made-up
+// archive digest and a small metadata document.
+func seedModuleVersion(namespace string, m ModuleSpec, i int, now time.Time) registry.ModuleVersion {
+	ver := VersionAt(i)
+	return registry.ModuleVersion{
+		Namespace: namespace, Name: m.Name, System: m.System, Version: ver,
+		ArchiveDigest: fakeDigest("module", m.Name, m.System, ver), ArchiveFormat: "tar.gz", ArchiveSize: 16<<10 + int64(i),
+		Metadata:    []byte(`{"root":{"path":"","name":"","readme":"","empty":false,"inputs":[],"outputs":[]},"submodules":[],"examples":[]}`),
+		Description: "Load test module " + m.Name, Origin: "trove-loadtest", PublishedAt: now,
+	}
 }
 
 // seedVersion returns the i-th version of provider typ, with made-up

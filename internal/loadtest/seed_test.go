@@ -154,6 +154,14 @@ func TestSeedSmallIndex(t *testing.T) {
 		t.Errorf("namespace keys %v (err %v), want the one key %s", keys, err, v.SigningKey.KeyID)
 	}
 
+	if got.ModuleVersions != 30 {
+		t.Errorf("seeded %d module versions, want 30", got.ModuleVersions)
+	}
+	mvs, err := idx.ListModuleVersions(ctx, "acme", "network", "aws")
+	if err != nil || len(mvs) != 30 {
+		t.Errorf("module acme/network/aws has %d versions (%v), want 30", len(mvs), err)
+	}
+
 	// The index is not empty any more: seeding again must fail, not mix.
 	if _, err := Seed(ctx, idx, blobs, spec, archiveFile); !registry.IsKind(err, registry.Conflict) {
 		t.Errorf("second Seed: err %v, want a Conflict", err)

@@ -23,6 +23,11 @@ type ModuleVersion struct {
 	// none was extracted. Its shape is owned by the modules package.
 	Metadata []byte
 
+	// Description is a one-line summary taken from the metadata (the
+	// README's first paragraph), kept apart so that listings and search
+	// can use it without reading Metadata.
+	Description string
+
 	// Origin records where the version came from (e.g. "git tag v1.2.0 at
 	// <commit>"), free text for people.
 	Origin      string

@@ -12,7 +12,10 @@ import (
 type Namespace struct {
 	Name        string
 	Description string
-	CreatedAt   time.Time
+	// Visibility says who may read the namespace (see access.go). Stores
+	// keep an empty Visibility as VisibilityPrivate.
+	Visibility Visibility
+	CreatedAt  time.Time
 }
 
 // SigningKey is a GPG public key allowed to sign the releases of a namespace.
@@ -103,9 +106,13 @@ func (s Scope) Includes(want Scope) bool {
 
 // Token is an API credential. Only a hash of its secret is ever stored.
 type Token struct {
-	ID          string // public identifier, used to list and revoke
-	Hash        string // hex SHA-256 of the secret token string
-	Namespace   string // "" for a global token
+	ID        string // public identifier, used to list and revoke
+	Hash      string // hex SHA-256 of the secret token string
+	Namespace string // "" for a global token
+	// User is the name of the user a personal token acts for, "" for a
+	// service token. A personal token carries its user's rights, narrowed
+	// by its Namespace, Scopes and ExpiresAt.
+	User        string
 	Scopes      []Scope
 	Description string
 	CreatedAt   time.Time

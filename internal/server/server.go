@@ -1,5 +1,5 @@
 // Package server is the one place Trove's HTTP routes are mounted: service
-// discovery, providers.v1, signed file downloads, the management API,
+// discovery, providers.v1, modules.v1, signed file downloads, the management API,
 // health, readiness and metrics. It owns the middleware every request
 // passes (panic recovery, metrics, access log, security headers, body
 // read and write progress deadlines), serving over TLS or plain HTTP with
@@ -14,6 +14,8 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,9 +23,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"trove.dev/trove/internal/apispec"
+	"trove.dev/trove/internal/auth"
 	"trove.dev/trove/internal/files"
 	"trove.dev/trove/internal/httpjson"
 	"trove.dev/trove/internal/protocol/discovery"
+	"trove.dev/trove/internal/protocol/login"
+	"trove.dev/trove/internal/protocol/modules"
 	"trove.dev/trove/internal/protocol/providers"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/signedurl"
@@ -73,6 +78,19 @@ type Options struct {
 	ShutdownTimeout time.Duration
 	// ProviderOptions tune the providers.v1 response cache.
 	ProviderOptions []providers.Option
+	// ModuleOptions tune the modules.v1 cache.
+	ModuleOptions []modules.Option
+	// Access guards the protocol routes: who may read which namespace.
+	// Nil means every namespace is readable by anyone (for tests of
+	// other parts only: a real server always sets it).
+	Access *auth.Access
+	// PrivateSigner signs the download URLs of private namespaces,
+	// normally with a shorter lifetime than Signer (Signer if nil). Both
+	// must use the same key: the file route verifies with Signer.
+	PrivateSigner *signedurl.Signer
+	// Login serves login.v1 under /oauth/ and announces it in service
+	// discovery (none if nil).
+	Login *login.Service
 }
 
 // Server serves Trove over HTTP. Create it with New.
@@ -80,6 +98,7 @@ type Server struct {
 	opt       Options
 	log       *slog.Logger
 	providers *providers.Service
+	modules   *modules.Service
 	handler   http.Handler
 }
 
@@ -106,11 +125,24 @@ func New(opt Options) (*Server, error) {
 	}
 	s := &Server{opt: opt, log: opt.Logger}
 
-	disco, err := discovery.New(map[string]any{discovery.ProvidersV1: providers.BasePath})
+	services := map[string]any{discovery.ProvidersV1: providers.BasePath, modules.ServiceID: modules.BasePath}
+	if opt.Login != nil {
+		services[login.ServiceID] = opt.Login.Discovery()
+	}
+	disco, err := discovery.New(services)
 	if err != nil {
 		return nil, err
 	}
-	s.providers = providers.New(opt.Index, opt.Signer, opt.PublicURL, opt.Logger, opt.ProviderOptions...)
+	providerOpts := opt.ProviderOptions
+	if opt.Access != nil {
+		providerOpts = append(slices.Clip(providerOpts), providers.WithGuard(opt.Access, opt.PrivateSigner))
+	}
+	s.providers = providers.New(opt.Index, opt.Signer, opt.PublicURL, opt.Logger, providerOpts...)
+	moduleOpts := opt.ModuleOptions
+	if opt.Access != nil {
+		moduleOpts = append(slices.Clip(moduleOpts), modules.WithGuard(opt.Access, opt.PrivateSigner))
+	}
+	s.modules = modules.New(opt.Index, opt.Signer, opt.PublicURL, opt.Logger, moduleOpts...)
 
 	m, err := newMetrics(opt.Metrics, s.providers)
 	if err != nil {
@@ -120,6 +152,10 @@ func New(opt Options) (*Server, error) {
 	mux := http.NewServeMux()
 	mux.Handle("GET "+discovery.Path, disco)
 	s.providers.Register(mux)
+	s.modules.Register(mux)
+	if opt.Login != nil {
+		opt.Login.Register(mux)
+	}
 	files.New(files.Options{
 		Blobs: opt.Blobs, Signer: opt.Signer, Logger: opt.Logger, RedirectDownloads: opt.RedirectDownloads,
 	}).Register(mux)
@@ -145,6 +181,12 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // InvalidateProvider drops the cached protocol responses of a provider;
 // call it after a version of it was published.
 func (s *Server) InvalidateProvider(namespace, typ string) { s.providers.Invalidate(namespace, typ) }
+
+// InvalidateModule drops the cached protocol responses of a module; call
+// it after a version of it was published or deleted.
+func (s *Server) InvalidateModule(namespace, name, system string) {
+	s.modules.Invalidate(namespace, name, system)
+}
 
 func notFound(w http.ResponseWriter, r *http.Request) error {
 	path := r.URL.Path
@@ -228,6 +270,14 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, tlsFiles *TLSFiles)
 		srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
 		serve = func() error { return srv.ServeTLS(ln, "", "") } // adds "h2" to the ALPN protocols
 	}
+
+	// Replicas sharing the index drop cached responses as soon as any of
+	// them commits a change (changes.go); stopped before Serve returns.
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	feedCtx, stopFeed := context.WithCancel(ctx)
+	defer stopFeed()
+	wg.Go(func() { s.followChanges(feedCtx) })
 
 	errc := make(chan error, 1)
 	go func() { errc <- serve() }()

@@ -255,7 +255,7 @@ func TestServerOverTLS(t *testing.T) {
 			t.Errorf("discovery %s = %q, want %q", name, got, want)
 		}
 	}
-	if string(body) != `{"providers.v1":"/v1/providers/"}` {
+	if string(body) != `{"modules.v1":"/v1/modules/","providers.v1":"/v1/providers/"}` {
 		t.Errorf("discovery body %s", body)
 	}
 

@@ -21,7 +21,9 @@ type Index interface {
 	SigningKeys
 	Tokens
 	Providers
+	Modules
 	Secrets
+	Access // users, memberships, personal tokens, authorization codes, audit log (access.go)
 
 	// Ping reports whether the backend is reachable.
 	Ping(ctx context.Context) error
@@ -96,13 +98,22 @@ type Providers interface {
 }
 
 // Modules stores module versions. A version is written in one statement
-// or transaction: readers see all of it or none of it.
+// or transaction: readers see all of it or none of it. Namespace and Name
+// are passed in normalized (lowercase), System as validated.
+//
+// The summary a listing returns (registry.Module) follows the versions:
+// LatestVersion is the highest stored version by semver precedence
+// (pre-releases included, as for providers), Description is that
+// version's Description, UpdatedAt the newest PublishedAt, VersionCount
+// the number of stored versions. A module whose last version is deleted
+// disappears from listings.
 type Modules interface {
-	// CreateModuleVersion stores v. NotFound if the namespace does not
-	// exist; Conflict if that namespace/name/system/version exists already,
+	// CreateModuleVersion stores v with its Metadata, Description and
+	// Origin. NotFound if the namespace does not exist; Conflict if that
+	// namespace/name/system/version exists already (whatever its content),
 	// so that of two concurrent creates exactly one succeeds.
 	CreateModuleVersion(ctx context.Context, v registry.ModuleVersion) error
-	// GetModuleVersion returns one version, or NotFound.
+	// GetModuleVersion returns one version with its Metadata, or NotFound.
 	GetModuleVersion(ctx context.Context, namespace, name, system, version string) (registry.ModuleVersion, error)
 	// ListModuleVersions returns every version of a module, in no
 	// particular order, with Metadata left nil (it can be large). NotFound
@@ -110,9 +121,16 @@ type Modules interface {
 	ListModuleVersions(ctx context.Context, namespace, name, system string) ([]registry.ModuleVersion, error)
 	// ListModules returns the modules matching f ordered by namespace,
 	// name, system, and the total number of matches before Offset/Limit.
+	// Namespace and System filter by equality. Query matches a substring
+	// of the namespace, the name or the Description, ignoring the case of
+	// ASCII letters; it has no wildcards ('%' and '_' are literal). Limit
+	// <= 0 means 100; a negative Offset counts as 0. An unknown namespace
+	// matches nothing: never NotFound.
 	ListModules(ctx context.Context, f registry.ModuleFilter) ([]registry.Module, int, error)
-	// DeleteModuleVersion removes one version. NotFound if it does not
-	// exist. The archive blob is left to the caller.
+	// DeleteModuleVersion removes one version and updates its module's
+	// summary in the same transaction. NotFound if it does not exist. The
+	// archive blob is left to the caller (blobs are content-addressed and
+	// may be shared).
 	DeleteModuleVersion(ctx context.Context, namespace, name, system, version string) error
 }
 

@@ -20,6 +20,8 @@ import (
 
 	"trove.dev/trove/internal/api"
 	"trove.dev/trove/internal/auth"
+	"trove.dev/trove/internal/modules"
+	"trove.dev/trove/internal/protocol/login"
 	"trove.dev/trove/internal/publish"
 	"trove.dev/trove/internal/server"
 	"trove.dev/trove/internal/signedurl"
@@ -38,6 +40,8 @@ type Server struct {
 	Index      store.Index
 	Blobs      store.Blobs
 	Signer     *signedurl.Signer
+	// PrivateSigner signs the download URLs of private namespaces.
+	PrivateSigner *signedurl.Signer
 
 	client *http.Client
 }
@@ -48,6 +52,11 @@ type Options struct {
 	DownloadURLTTL time.Duration
 	// MaxZipBytes bounds each archive (default 1 GiB).
 	MaxZipBytes int64
+	// PrivateDownloadURLTTL is the lifetime of the file URLs of private
+	// namespaces (default 5m).
+	PrivateDownloadURLTTL time.Duration
+	// Login adjusts login.v1 (Index is filled in).
+	Login login.Options
 }
 
 // Start starts a Trove for the duration of the test.
@@ -59,6 +68,9 @@ func Start(t testing.TB, opts ...Options) *Server {
 	}
 	if opt.DownloadURLTTL == 0 {
 		opt.DownloadURLTTL = 15 * time.Minute
+	}
+	if opt.PrivateDownloadURLTTL == 0 {
+		opt.PrivateDownloadURLTTL = 5 * time.Minute
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	dir := t.TempDir()
@@ -86,14 +98,30 @@ func Start(t testing.TB, opts ...Options) *Server {
 	host := ln.Addr().String()
 	public, _ := url.Parse("https://" + host)
 	signer := signedurl.New(key, opt.DownloadURLTTL)
+	privateSigner := signedurl.New(key, opt.PrivateDownloadURLTTL)
+	authn := auth.NewAuthenticator(idx)
+	access := auth.NewAccess(authn, idx)
+	opt.Login.Index = idx
+	if opt.Login.Logger == nil {
+		opt.Login.Logger = log
+	}
+	loginSvc, err := login.New(ctx, opt.Login)
+	if err != nil {
+		t.Fatalf("trovetest: login: %v", err)
+	}
 
 	var srv *server.Server
 	pub := publish.New(publish.Options{
 		Index: idx, Blobs: blobs, TempDir: filepath.Join(dir, "tmp"), MaxZipBytes: opt.MaxZipBytes, Logger: log,
 		OnPublish: func(ns, typ string) { srv.InvalidateProvider(ns, typ) },
 	})
-	apiHandler := api.New(api.Options{Index: idx, Publisher: pub, Auth: auth.NewAuthenticator(idx), Logger: log})
-	srv, err = server.New(server.Options{Index: idx, Blobs: blobs, Signer: signer, PublicURL: public, API: apiHandler, Logger: log})
+	mods := modules.NewPublisher(modules.Options{
+		Index: idx, Blobs: blobs, TempDir: filepath.Join(dir, "tmp"), MaxArchiveBytes: opt.MaxZipBytes, Logger: log,
+		OnChange: func(ns, name, system string) { srv.InvalidateModule(ns, name, system) },
+	})
+	apiHandler := api.New(api.Options{Index: idx, Publisher: pub, Modules: mods, Auth: authn, Access: access, Logger: log})
+	srv, err = server.New(server.Options{Index: idx, Blobs: blobs, Signer: signer, PublicURL: public, API: apiHandler, Logger: log,
+		Access: access, PrivateSigner: privateSigner, Login: loginSvc})
 	if err != nil {
 		t.Fatalf("trovetest: server: %v", err)
 	}
@@ -116,7 +144,7 @@ func Start(t testing.TB, opts ...Options) *Server {
 	})
 
 	s := &Server{URL: public.String(), Host: host, AdminToken: admin, CAFile: tlsFiles.CAFile, DataDir: dir,
-		Index: idx, Blobs: blobs, Signer: signer}
+		Index: idx, Blobs: blobs, Signer: signer, PrivateSigner: privateSigner}
 	s.client = &http.Client{Transport: &http.Transport{TLSClientConfig: s.TLSConfig(t)}, Timeout: time.Minute}
 	return s
 }

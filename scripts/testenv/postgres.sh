@@ -19,11 +19,15 @@
 # It exports:
 #   TROVE_TEST_POSTGRES_DSN  superuser DSN of the server's postgres database;
 #                            the PostgreSQL tests create their own databases
-#   TROVE_TEST_PG_CTL_DATA   the data directory, for tests that stop and
-#                            restart the server (pg_ctl -D "$TROVE_TEST_PG_CTL_DATA"
-#                            stop|start needs no other option: port, address
-#                            and socket directory are in its configuration)
-#   TROVE_TEST_PG_CTL        the pg_ctl binary
+#   TROVE_TEST_PG_CTL_DATA   the data directory, to stop and restart this server
+#                            by hand (pg_ctl -D "$TROVE_TEST_PG_CTL_DATA" stop|start
+#                            needs no other option: port, address and socket
+#                            directory are in its configuration)
+#   TROVE_TEST_PG_CTL        the pg_ctl binary; the fault tests take the server
+#                            binaries from its directory to start a private
+#                            server of their own (package pgtest), so that
+#                            stopping it cannot disturb the packages testing
+#                            in parallel on this one
 # and returns non-zero, with the server log on stderr, if anything fails.
 # testenv_postgres_stop stops the server and deletes the directory; it is
 # safe to call more than once and when start failed half-way.

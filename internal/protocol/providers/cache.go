@@ -214,6 +214,15 @@ func (c *cache) invalidate(pk provKey) {
 	delete(c.provs, pk)
 }
 
+// invalidateAll drops every document and starts a new generation.
+func (c *cache) invalidateAll() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gen++
+	c.provs = make(map[provKey]map[docKey]*entry)
+	c.bytes = 0
+}
+
 // stats returns the number of entries and their accounted size.
 func (c *cache) stats() (entries int, bytes int64) {
 	c.mu.RLock()

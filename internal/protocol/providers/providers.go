@@ -15,9 +15,14 @@
 // with If-None-Match) before reusing it, so it never serves a stale
 // versions list or an expired download URL.
 //
-// The Service does not authenticate: whoever reaches it can list versions
-// and obtain signed download URLs. Terraform sends its token on these
-// requests, so a read check can be put in front of the routes if needed.
+// Access control: with WithGuard, every request (cache hits included)
+// first asks the Guard whether it may read the namespace. A request that
+// may not is answered exactly as a request for a provider that does not
+// exist, so private names do not leak; an anonymous one gets 401 so that
+// the clients ask their user for credentials. Download documents of
+// private namespaces embed URLs of the private signer (a shorter
+// lifetime) and are marked "Cache-Control: private, no-cache". Without a
+// Guard every namespace is readable by anyone.
 package providers
 
 import (
@@ -62,7 +67,18 @@ const renderTimeout = 30 * time.Second
 var (
 	contentTypeJSON = []string{"application/json"}
 	noCache         = []string{"no-cache"}
+	privateNoCache  = []string{"private, no-cache"}
 )
+
+// Guard decides who may read a namespace on the protocol routes.
+type Guard interface {
+	// ProtocolRead returns nil if r may read the namespace (a normalized
+	// name) and whether the namespace is private. An error of kind
+	// NotFound means r may not read it: the Service then answers as for
+	// a provider that does not exist. Any other error is answered as is
+	// (Unauthenticated: 401).
+	ProtocolRead(r *http.Request, namespace string) (private bool, err error)
+}
 
 // Service serves providers.v1. It is safe for concurrent use.
 type Service struct {
@@ -73,6 +89,9 @@ type Service struct {
 	now    func() time.Time
 	maxAge time.Duration
 	cache  *cache
+
+	guard   Guard             // nil: every namespace is readable by anyone
+	private *signedurl.Signer // signs the URLs of private namespaces
 }
 
 // Option adjusts a Service.
@@ -96,6 +115,13 @@ func WithMaxAge(d time.Duration) Option {
 			s.maxAge = d
 		}
 	}
+}
+
+// WithGuard makes the Service ask g whether a request may read a
+// namespace, and sign the file URLs of private namespaces with private
+// (the Service's signer if nil), which should issue shorter-lived URLs.
+func WithGuard(g Guard, private *signedurl.Signer) Option {
+	return func(s *Service) { s.guard, s.private = g, private }
 }
 
 // WithClock makes the cache read the time from now (for tests). The
@@ -124,6 +150,9 @@ func New(idx store.Providers, signer *signedurl.Signer, publicBase *url.URL, log
 	for _, o := range opts {
 		o(s)
 	}
+	if s.private == nil {
+		s.private = s.signer
+	}
 	return s
 }
 
@@ -140,49 +169,98 @@ func (s *Service) Invalidate(namespace, typ string) {
 	s.cache.invalidate(provKey{ns: namespace, typ: typ})
 }
 
+// InvalidateAll drops every cached document, for when changes to the
+// index may have been missed (a change feed that reconnected).
+func (s *Service) InvalidateAll() { s.cache.invalidateAll() }
+
 // CacheStats returns how many documents are cached and the memory they
 // are accounted for.
 func (s *Service) CacheStats() (entries int, bytes int64) { return s.cache.stats() }
 
+// authorize asks the guard whether r may read the provider pk. known says
+// that pk is known to be valid and normalized (a cache entry exists under
+// it); otherwise its names are parsed first. A refusal of kind NotFound
+// is returned as notFound(normalized pk) so that it cannot be told apart
+// from a provider that does not exist.
+func (s *Service) authorize(r *http.Request, pk provKey, known bool, notFound func(provKey) error) (private bool, err error) {
+	if s.guard == nil {
+		return false, nil
+	}
+	if !known {
+		if pk, err = parseProvider(pk); err != nil {
+			return false, err
+		}
+	}
+	private, err = s.guard.ProtocolRead(r, pk.ns)
+	if registry.IsKind(err, registry.NotFound) {
+		return private, notFound(pk)
+	}
+	return private, err
+}
+
 func (s *Service) serveVersions(w http.ResponseWriter, r *http.Request) {
 	pk := provKey{ns: r.PathValue("namespace"), typ: r.PathValue("type")}
 	now := s.now().UnixNano()
-	if e := s.cache.get(pk, docKey{}); e.fresh(now, 0) {
-		writeEntry(w, r, e)
-		return
-	}
-	e, err := s.loadVersions(r.Context(), pk, now)
+	e := s.cache.get(pk, docKey{})
+	private, err := s.authorize(r, pk, e != nil, versionsNotFound)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	writeEntry(w, r, e)
+	if e.fresh(now, 0) {
+		writeEntry(w, r, e, private)
+		return
+	}
+	e, err = s.loadVersions(r.Context(), pk, now)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeEntry(w, r, e, private)
 }
 
 func (s *Service) serveDownload(w http.ResponseWriter, r *http.Request) {
 	pk := provKey{ns: r.PathValue("namespace"), typ: r.PathValue("type")}
 	dk := docKey{version: r.PathValue("version"), os: r.PathValue("os"), arch: r.PathValue("arch")}
 	now := s.now().UnixNano()
-	urlExpiry := s.signer.Expiry().Unix()
-	if e := s.cache.get(pk, dk); e.fresh(now, urlExpiry) {
-		writeEntry(w, r, e)
-		return
-	}
-	e, err := s.loadDownload(r.Context(), pk, dk, now, urlExpiry)
+	e := s.cache.get(pk, dk)
+	private, err := s.authorize(r, pk, e != nil, func(pk provKey) error {
+		if err := checkDownload(pk, dk); err != nil {
+			return err
+		}
+		return versionNotFound(pk, dk)
+	})
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	writeEntry(w, r, e)
+	signer := s.signer
+	if private {
+		signer = s.private
+	}
+	urlExpiry := signer.Expiry().Unix()
+	if e.fresh(now, urlExpiry) {
+		writeEntry(w, r, e, private)
+		return
+	}
+	e, err = s.loadDownload(r.Context(), pk, dk, now, urlExpiry, signer)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeEntry(w, r, e, private)
 }
 
 // writeEntry answers with a cached document, or 304 when the client
 // already holds it. It does not allocate.
-func writeEntry(w http.ResponseWriter, r *http.Request, e *entry) {
+func writeEntry(w http.ResponseWriter, r *http.Request, e *entry, private bool) {
 	e.touch()
 	h := w.Header()
 	h["Etag"] = e.etag
 	h["Cache-Control"] = noCache
+	if private {
+		h["Cache-Control"] = privateNoCache
+	}
 	if inm := r.Header["If-None-Match"]; len(inm) > 0 && httpjson.MatchETag(inm[0], e.etag[0]) {
 		w.WriteHeader(http.StatusNotModified)
 		return
@@ -233,7 +311,7 @@ func (s *Service) loadVersions(ctx context.Context, raw provKey, now int64) (*en
 		defer cancel()
 		vs, err := s.idx.ListProviderVersions(ctx, pk.ns, pk.typ)
 		if registry.IsKind(err, registry.NotFound) || err == nil && len(vs) == 0 {
-			return nil, registry.Errorf(registry.NotFound, "provider %s/%s not found", pk.ns, pk.typ)
+			return nil, versionsNotFound(pk)
 		}
 		if err != nil {
 			return nil, err
@@ -246,16 +324,36 @@ func (s *Service) loadVersions(ctx context.Context, raw provKey, now int64) (*en
 	})
 }
 
-func (s *Service) loadDownload(ctx context.Context, raw provKey, dk docKey, now, urlExpiry int64) (*entry, error) {
+// versionsNotFound is the answer for the versions of a provider (valid,
+// normalized names) that does not exist or may not be read.
+func versionsNotFound(pk provKey) error {
+	return registry.Errorf(registry.NotFound, "provider %s/%s not found", pk.ns, pk.typ)
+}
+
+// versionNotFound is the answer for the download document of a version
+// (valid names) that does not exist or may not be read.
+func versionNotFound(pk provKey, dk docKey) error {
+	return registry.Errorf(registry.NotFound, "provider %s/%s has no version %s", pk.ns, pk.typ, dk.version)
+}
+
+// checkDownload validates the version and platform of a download request.
+func checkDownload(pk provKey, dk docKey) error {
+	if _, err := registry.ParseVersion(dk.version); err != nil {
+		return registry.Errorf(registry.NotFound, "provider %s/%s has no version %q: %s", pk.ns, pk.typ, dk.version, registry.Message(err))
+	}
+	if err := registry.ValidatePlatform(dk.os, dk.arch); err != nil {
+		return registry.Errorf(registry.NotFound, "provider %s/%s %s has no package for %s_%s: %s", pk.ns, pk.typ, dk.version, dk.os, dk.arch, registry.Message(err))
+	}
+	return nil
+}
+
+func (s *Service) loadDownload(ctx context.Context, raw provKey, dk docKey, now, urlExpiry int64, signer *signedurl.Signer) (*entry, error) {
 	pk, err := parseProvider(raw)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := registry.ParseVersion(dk.version); err != nil {
-		return nil, registry.Errorf(registry.NotFound, "provider %s/%s has no version %q: %s", pk.ns, pk.typ, dk.version, registry.Message(err))
-	}
-	if err := registry.ValidatePlatform(dk.os, dk.arch); err != nil {
-		return nil, registry.Errorf(registry.NotFound, "provider %s/%s %s has no package for %s_%s: %s", pk.ns, pk.typ, dk.version, dk.os, dk.arch, registry.Message(err))
+	if err := checkDownload(pk, dk); err != nil {
+		return nil, err
 	}
 	if pk != raw {
 		if e := s.cache.get(pk, dk); e.fresh(now, urlExpiry) {
@@ -267,7 +365,7 @@ func (s *Service) loadDownload(ctx context.Context, raw provKey, dk docKey, now,
 		defer cancel()
 		v, err := s.idx.GetProviderVersion(ctx, pk.ns, pk.typ, dk.version)
 		if registry.IsKind(err, registry.NotFound) {
-			return nil, registry.Errorf(registry.NotFound, "provider %s/%s has no version %s", pk.ns, pk.typ, dk.version)
+			return nil, versionNotFound(pk, dk)
 		}
 		if err != nil {
 			return nil, err
@@ -279,8 +377,8 @@ func (s *Service) loadDownload(ctx context.Context, raw provKey, dk docKey, now,
 		}
 		// Read the expiry before signing: should the window turn in
 		// between, the entry is merely rendered again on the next request.
-		exp := s.signer.Expiry().Unix()
-		body, err := s.renderDownload(v, p)
+		exp := signer.Expiry().Unix()
+		body, err := s.renderDownload(v, p, signer)
 		if err != nil {
 			return nil, err
 		}
@@ -359,15 +457,15 @@ func renderVersions(vs []registry.ProviderVersion) ([]byte, error) {
 	return json.Marshal(doc)
 }
 
-func (s *Service) renderDownload(v registry.ProviderVersion, p registry.Platform) ([]byte, error) {
+func (s *Service) renderDownload(v registry.ProviderVersion, p registry.Platform, signer *signedurl.Signer) ([]byte, error) {
 	doc := downloadDoc{
 		Protocols:           nonNil(v.Protocols),
 		OS:                  p.OS,
 		Arch:                p.Arch,
 		Filename:            p.Filename,
-		DownloadURL:         s.base + s.signer.Path(p.SHA256, p.Filename),
-		SHASumsURL:          s.base + s.signer.Path(v.SHASumsDigest, v.SHASumsFilename()),
-		SHASumsSignatureURL: s.base + s.signer.Path(v.SHASumsSignatureDigest, v.SHASumsSignatureFilename()),
+		DownloadURL:         s.base + signer.Path(p.SHA256, p.Filename),
+		SHASumsURL:          s.base + signer.Path(v.SHASumsDigest, v.SHASumsFilename()),
+		SHASumsSignatureURL: s.base + signer.Path(v.SHASumsSignatureDigest, v.SHASumsSignatureFilename()),
 		SHASum:              p.SHA256,
 		SigningKeys:         signingKeysDoc{GPGPublicKeys: []gpgKeyDoc{}},
 	}

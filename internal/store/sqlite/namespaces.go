@@ -14,9 +14,13 @@ func (x *Index) CreateNamespace(ctx context.Context, ns registry.Namespace) erro
 	if err != nil {
 		return err
 	}
+	vis, err := storedVisibility(ns.Visibility, registry.VisibilityPrivate)
+	if err != nil {
+		return err
+	}
 	return x.write(ctx, "creating namespace "+ns.Name, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO namespaces (name, description, created_at) VALUES (?, ?, ?)`,
-			ns.Name, ns.Description, created)
+		_, err := tx.ExecContext(ctx, `INSERT INTO namespaces (name, description, visibility, created_at) VALUES (?, ?, ?, ?)`,
+			ns.Name, ns.Description, vis, created)
 		if isUnique(err) {
 			return registry.Errorf(registry.Conflict, "namespace %q exists already", ns.Name)
 		}
@@ -28,8 +32,8 @@ func (x *Index) CreateNamespace(ctx context.Context, ns registry.Namespace) erro
 func (x *Index) GetNamespace(ctx context.Context, name string) (registry.Namespace, error) {
 	ns := registry.Namespace{Name: name}
 	var created int64
-	err := x.r.QueryRowContext(ctx, `SELECT description, created_at FROM namespaces WHERE name = ?`, name).
-		Scan(&ns.Description, &created)
+	err := x.r.QueryRowContext(ctx, `SELECT description, visibility, created_at FROM namespaces WHERE name = ?`, name).
+		Scan(&ns.Description, &ns.Visibility, &created)
 	if errors.Is(err, sql.ErrNoRows) {
 		return registry.Namespace{}, registry.Errorf(registry.NotFound, "namespace %q not found", name)
 	}
@@ -42,7 +46,7 @@ func (x *Index) GetNamespace(ctx context.Context, name string) (registry.Namespa
 
 // ListNamespaces returns all namespaces ordered by name.
 func (x *Index) ListNamespaces(ctx context.Context) ([]registry.Namespace, error) {
-	rows, err := x.r.QueryContext(ctx, `SELECT name, description, created_at FROM namespaces ORDER BY name`)
+	rows, err := x.r.QueryContext(ctx, `SELECT name, description, visibility, created_at FROM namespaces ORDER BY name`)
 	if err != nil {
 		return nil, x.fail(err, "listing namespaces")
 	}
@@ -51,7 +55,7 @@ func (x *Index) ListNamespaces(ctx context.Context) ([]registry.Namespace, error
 	for rows.Next() {
 		var ns registry.Namespace
 		var created int64
-		if err := rows.Scan(&ns.Name, &ns.Description, &created); err != nil {
+		if err := rows.Scan(&ns.Name, &ns.Description, &ns.Visibility, &created); err != nil {
 			return nil, x.fail(err, "listing namespaces")
 		}
 		ns.CreatedAt = fromMicros(created)
@@ -63,10 +67,16 @@ func (x *Index) ListNamespaces(ctx context.Context) ([]registry.Namespace, error
 	return out, nil
 }
 
-// UpdateNamespace replaces the description of an existing namespace.
+// UpdateNamespace replaces the description of an existing namespace, and
+// its visibility unless ns.Visibility is empty.
 func (x *Index) UpdateNamespace(ctx context.Context, ns registry.Namespace) error {
+	vis, err := storedVisibility(ns.Visibility, "")
+	if err != nil {
+		return err
+	}
 	return x.write(ctx, "updating namespace "+ns.Name, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE namespaces SET description = ? WHERE name = ?`, ns.Description, ns.Name)
+		res, err := tx.ExecContext(ctx, `UPDATE namespaces SET description = ?, visibility = COALESCE(NULLIF(?, ''), visibility) WHERE name = ?`,
+			ns.Description, string(vis), ns.Name)
 		if err != nil {
 			return err
 		}
@@ -74,8 +84,9 @@ func (x *Index) UpdateNamespace(ctx context.Context, ns registry.Namespace) erro
 	})
 }
 
-// DeleteNamespace deletes an empty namespace with its signing keys and
-// the tokens bound to it; Conflict while it holds provider versions.
+// DeleteNamespace deletes an empty namespace with its signing keys, its
+// memberships and the tokens bound to it; Conflict while it holds provider or module
+// versions.
 func (x *Index) DeleteNamespace(ctx context.Context, name string) error {
 	return x.write(ctx, "deleting namespace "+name, func(tx *sql.Tx) error {
 		if err := namespaceExists(ctx, tx, name); err != nil {
@@ -89,8 +100,17 @@ func (x *Index) DeleteNamespace(ctx context.Context, name string) error {
 			return registry.Errorf(registry.Conflict,
 				"namespace %q holds published provider versions, which are immutable: it cannot be deleted", name)
 		}
+		busy, err = exists(ctx, tx, `SELECT EXISTS (SELECT 1 FROM modules WHERE namespace = ?)`, name)
+		if err != nil {
+			return err
+		}
+		if busy {
+			return registry.Errorf(registry.Conflict,
+				"namespace %q holds module versions: delete them first (trove module delete), then the namespace", name)
+		}
 		for _, q := range []string{
 			`DELETE FROM tokens WHERE namespace = ?`,
+			`DELETE FROM memberships WHERE namespace = ?`,
 			`DELETE FROM signing_keys WHERE namespace = ?`,
 			`DELETE FROM signing_key_snapshots WHERE namespace = ?`,
 			`DELETE FROM namespaces WHERE name = ?`,
@@ -167,4 +187,12 @@ func (x *Index) DeleteSigningKey(ctx context.Context, namespace, keyID string) e
 		}
 		return rowsAffected(res, registry.Errorf(registry.NotFound, "namespace %q has no signing key %s", namespace, keyID))
 	})
+}
+
+// storedVisibility checks a visibility to store; empty means def.
+func storedVisibility(v, def registry.Visibility) (registry.Visibility, error) {
+	if v == "" {
+		return def, nil
+	}
+	return registry.ParseVisibility(string(v))
 }

@@ -10,7 +10,7 @@ import (
 	"trove.dev/trove/internal/registry"
 )
 
-const tokenColumns = `id, hash, namespace, scopes, description, created_at, expires_at, revoked_at`
+const tokenColumns = `id, hash, namespace, user_name, scopes, description, created_at, expires_at, revoked_at`
 
 // CreateToken stores t; Conflict if its ID or hash is taken, NotFound if
 // it is bound to a namespace that does not exist.
@@ -32,9 +32,15 @@ func (x *Index) CreateToken(ctx context.Context, t registry.Token) error {
 		return err
 	}
 	ns := sql.NullString{String: t.Namespace, Valid: t.Namespace != ""}
+	user := sql.NullString{String: t.User, Valid: t.User != ""}
 	return x.write(ctx, "creating token "+t.ID, func(tx *sql.Tx) error {
 		if ns.Valid {
 			if err := namespaceExists(ctx, tx, t.Namespace); err != nil {
+				return err
+			}
+		}
+		if user.Valid {
+			if err := userExists(ctx, tx, t.User); err != nil {
 				return err
 			}
 		}
@@ -45,8 +51,8 @@ func (x *Index) CreateToken(ctx context.Context, t registry.Token) error {
 		if taken {
 			return registry.Errorf(registry.Conflict, "token ID %q is taken", t.ID)
 		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO tokens (`+tokenColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-			t.ID, t.Hash, ns, string(scopes), t.Description, created, expires, revoked)
+		_, err = tx.ExecContext(ctx, `INSERT INTO tokens (`+tokenColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			t.ID, t.Hash, ns, user, string(scopes), t.Description, created, expires, revoked)
 		if isUnique(err) {
 			return registry.Errorf(registry.Conflict, "a token with the same secret exists already")
 		}
@@ -126,17 +132,17 @@ type scanner interface{ Scan(dest ...any) error }
 
 func scanToken(s scanner) (registry.Token, error) {
 	var t registry.Token
-	var ns sql.NullString
+	var ns, user sql.NullString
 	var scopes string
 	var created int64
 	var expires, revoked sql.NullInt64
-	if err := s.Scan(&t.ID, &t.Hash, &ns, &scopes, &t.Description, &created, &expires, &revoked); err != nil {
+	if err := s.Scan(&t.ID, &t.Hash, &ns, &user, &scopes, &t.Description, &created, &expires, &revoked); err != nil {
 		return registry.Token{}, err
 	}
 	if err := json.Unmarshal([]byte(scopes), &t.Scopes); err != nil {
 		return registry.Token{}, registry.Wrap(registry.Internal, err, "decoding the scopes of token "+t.ID)
 	}
-	t.Namespace = ns.String
+	t.Namespace, t.User = ns.String, user.String
 	t.CreatedAt, t.ExpiresAt, t.RevokedAt = fromMicros(created), fromOptMicros(expires), fromOptMicros(revoked)
 	return t, nil
 }

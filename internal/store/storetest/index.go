@@ -23,7 +23,9 @@ func TestIndex(t *testing.T, newIndex func(t *testing.T) store.Index) {
 	t.Run("SigningKeys", func(t *testing.T) { testSigningKeys(t, newIndex) })
 	t.Run("Tokens", func(t *testing.T) { testTokens(t, newIndex) })
 	t.Run("Providers", func(t *testing.T) { testProviders(t, newIndex) })
+	t.Run("Modules", func(t *testing.T) { testModules(t, newIndex) })
 	t.Run("Secrets", func(t *testing.T) { testSecrets(t, newIndex) })
+	t.Run("Access", func(t *testing.T) { testAccess(t, newIndex) })
 }
 
 // createNamespaces creates a namespace for each name.

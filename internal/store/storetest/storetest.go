@@ -79,8 +79,13 @@ func normTime(t time.Time) time.Time {
 	return t.UTC().Round(0)
 }
 
+// normNamespace also reads an empty Visibility as private: a namespace
+// created without one is stored private.
 func normNamespace(n registry.Namespace) registry.Namespace {
 	n.CreatedAt = normTime(n.CreatedAt)
+	if n.Visibility == "" {
+		n.Visibility = registry.VisibilityPrivate
+	}
 	return n
 }
 

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestRunUsageErrors(t *testing.T) {
+	tests := map[string][]string{
+		"unknown flag":               {"-bogus"},
+		"stray argument":             {"extra"},
+		"baseline without config":    {"baseline"},
+		"baseline with stray arg":    {"baseline", "-config", "x.json", "y"},
+		"seed without data dir":      {"seed"},
+		"seed with bad version flag": {"seed", "-versions", "many"},
+	}
+	for name, args := range tests {
+		var stdout, stderr strings.Builder
+		if code := run(context.Background(), args, nil, &stdout, &stderr); code != 2 {
+			t.Errorf("%s: exit %d, want 2 (stderr %q)", name, code, stderr.String())
+		}
+	}
+}
+
+func TestRunInvalidSettingsFail(t *testing.T) {
+	tests := map[string][]string{
+		"zero connections": {"-conns", "0", "-trove", "/nonexistent"},
+		"zero rounds":      {"-rounds", "0", "-trove", "/nonexistent"},
+		"missing config":   {"baseline", "-config", filepath.Join(t.TempDir(), "none.json")},
+	}
+	for name, args := range tests {
+		var stdout, stderr strings.Builder
+		if code := run(context.Background(), args, nil, &stdout, &stderr); code != 1 {
+			t.Errorf("%s: exit %d, want 1 (stderr %q)", name, code, stderr.String())
+		}
+		if !strings.HasPrefix(stderr.String(), "trove-loadtest: ") {
+			t.Errorf("%s: stderr %q does not start with the program name", name, stderr.String())
+		}
+	}
+}
+
+func TestSeedRefusesAnExistingIndex(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "trove.db"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr strings.Builder
+	if code := run(context.Background(), []string{"seed", "-data-dir", dir}, nil, &stdout, &stderr); code != 1 {
+		t.Errorf("seeding a directory with an index: exit %d, want 1", code)
+	}
+	if !strings.Contains(stderr.String(), "already holds an index") {
+		t.Errorf("stderr %q does not explain the refusal", stderr.String())
+	}
+}

@@ -1,0 +1,340 @@
+package api
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"trove.dev/trove/internal/apispec"
+	"trove.dev/trove/internal/auth"
+	"trove.dev/trove/internal/httpjson"
+	"trove.dev/trove/internal/registry"
+)
+
+// registerAccess mounts the routes of users, memberships and the audit log.
+func (h *handler) registerAccess(route func(string, httpjson.HandlerFunc)) {
+	route("GET "+apispec.RouteUsers, h.listUsers)
+	route("POST "+apispec.RouteUsers, h.createUser)
+	route("GET "+apispec.RouteUser, h.getUser)
+	route("PATCH "+apispec.RouteUser, h.updateUser)
+
+	route("GET "+apispec.RouteMembers, h.listMembers)
+	route("PUT "+apispec.RouteMember, h.setMember)
+	route("DELETE "+apispec.RouteMember, h.deleteMember)
+
+	route("GET "+apispec.RouteAudit, h.listAudit)
+}
+
+// requireSelfOrAdmin allows global admins, and the user name acting with
+// a personal token.
+func (h *handler) requireSelfOrAdmin(r *http.Request, name string) error {
+	if auth.FromContext(r.Context()).Token.User == name {
+		return nil
+	}
+	if err := h.require(r, registry.ScopeAdmin, ""); err != nil {
+		return registry.Errorf(registry.Forbidden, "only global admins and user %s may do this", name)
+	}
+	return nil
+}
+
+// userParam validates the {user} path value.
+func userParam(r *http.Request) (string, error) {
+	return registry.ParseUserName(r.PathValue("user"))
+}
+
+func userDoc(u registry.User) apispec.User {
+	return apispec.User{Name: u.Name, Admin: u.Admin, Disabled: u.Disabled, HasPassword: u.PasswordHash != "", CreatedAt: u.CreatedAt}
+}
+
+func membershipDoc(m registry.Membership) apispec.Membership {
+	return apispec.Membership{User: m.User, Namespace: m.Namespace, Role: string(m.Role), CreatedAt: m.CreatedAt}
+}
+
+// Users.
+
+func (h *handler) listUsers(w http.ResponseWriter, r *http.Request) error {
+	if err := h.require(r, registry.ScopeAdmin, ""); err != nil {
+		return err
+	}
+	acc := h.Index
+	users, err := acc.ListUsers(r.Context())
+	if err != nil {
+		return err
+	}
+	out := apispec.UserList{Users: []apispec.User{}}
+	for _, u := range users {
+		out.Users = append(out.Users, userDoc(u))
+	}
+	return httpjson.Write(w, http.StatusOK, out)
+}
+
+func (h *handler) createUser(w http.ResponseWriter, r *http.Request) error {
+	if err := h.require(r, registry.ScopeAdmin, ""); err != nil {
+		return err
+	}
+	var req apispec.CreateUserRequest
+	if err := httpjson.Decode(w, r, maxJSONBody, &req); err != nil {
+		return err
+	}
+	name, err := registry.ParseUserName(req.Name)
+	if err != nil {
+		return err
+	}
+	u := registry.User{Name: name, Admin: req.Admin, CreatedAt: h.Now().UTC()}
+	if req.Password != "" {
+		if err := auth.CheckPassword(req.Password); err != nil {
+			return err
+		}
+		if u.PasswordHash, err = auth.HashPassword(req.Password); err != nil {
+			return err
+		}
+	}
+	acc := h.Index
+	if err := acc.CreateUser(r.Context(), u); err != nil {
+		if registry.IsKind(err, registry.Conflict) {
+			return registry.Errorf(registry.Conflict, "user %q already exists", name)
+		}
+		return err
+	}
+	details := "user"
+	if u.Admin {
+		details = "global admin"
+	}
+	h.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditUserCreate, Target: name, Details: details})
+	return httpjson.Write(w, http.StatusCreated, userDoc(u))
+}
+
+func (h *handler) getUser(w http.ResponseWriter, r *http.Request) error {
+	name, err := userParam(r)
+	if err != nil {
+		return err
+	}
+	if err := h.requireSelfOrAdmin(r, name); err != nil {
+		return err
+	}
+	acc := h.Index
+	u, err := acc.GetUser(r.Context(), name)
+	if err != nil {
+		return err
+	}
+	ms, err := acc.ListMemberships(r.Context(), name, "")
+	if err != nil {
+		return err
+	}
+	doc := userDoc(u)
+	for _, m := range ms {
+		doc.Memberships = append(doc.Memberships, membershipDoc(m))
+	}
+	return httpjson.Write(w, http.StatusOK, doc)
+}
+
+func (h *handler) updateUser(w http.ResponseWriter, r *http.Request) error {
+	name, err := userParam(r)
+	if err != nil {
+		return err
+	}
+	if err := h.requireSelfOrAdmin(r, name); err != nil {
+		return err
+	}
+	var req apispec.UpdateUserRequest
+	if err := httpjson.Decode(w, r, maxJSONBody, &req); err != nil {
+		return err
+	}
+	p := auth.FromContext(r.Context())
+	isAdmin := p.Allows(registry.ScopeAdmin, "", h.Now())
+	self := p.Token.User == name
+	acc := h.Index
+	u, err := acc.GetUser(r.Context(), name)
+	if err != nil {
+		return err
+	}
+	var changes []string
+	if req.Admin != nil || req.Disabled != nil {
+		if !isAdmin {
+			return registry.Errorf(registry.Forbidden, "only global admins change the admin and disabled flags of users")
+		}
+		if self {
+			return registry.Errorf(registry.Invalid, "you cannot change the admin or disabled flag of your own user: ask another global admin")
+		}
+		if req.Admin != nil && *req.Admin != u.Admin {
+			u.Admin = *req.Admin
+			changes = append(changes, "admin="+strconv.FormatBool(u.Admin))
+		}
+		if req.Disabled != nil && *req.Disabled != u.Disabled {
+			u.Disabled = *req.Disabled
+			changes = append(changes, "disabled="+strconv.FormatBool(u.Disabled))
+		}
+	}
+	passwordChanged := false
+	if req.Password != nil {
+		if !isAdmin || self {
+			// Users prove who they are, even with a valid token: a stolen
+			// token must not be enough to take over the account.
+			if req.CurrentPassword == nil || !auth.VerifyPassword(u.PasswordHash, *req.CurrentPassword) {
+				return registry.Errorf(registry.Forbidden, "changing your own password needs your current password (current_password), and it did not match")
+			}
+		}
+		if err := auth.CheckPassword(*req.Password); err != nil {
+			return err
+		}
+		if u.PasswordHash, err = auth.HashPassword(*req.Password); err != nil {
+			return err
+		}
+		passwordChanged = true
+	}
+	if len(changes) == 0 && !passwordChanged {
+		return httpjson.Write(w, http.StatusOK, userDoc(u))
+	}
+	if err := acc.UpdateUser(r.Context(), u); err != nil {
+		return err
+	}
+	h.Access.Authenticator().Invalidate()
+	if passwordChanged {
+		h.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditPasswordChange, Target: name})
+	}
+	if len(changes) > 0 {
+		details := ""
+		for i, c := range changes {
+			if i > 0 {
+				details += ", "
+			}
+			details += c
+		}
+		h.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditUserUpdate, Target: name, Details: details})
+	}
+	return httpjson.Write(w, http.StatusOK, userDoc(u))
+}
+
+// Memberships.
+
+func (h *handler) listMembers(w http.ResponseWriter, r *http.Request) error {
+	ns, err := h.namespaceParam(r, registry.ScopeAdmin)
+	if err != nil {
+		return err
+	}
+	acc := h.Index
+	ms, err := acc.ListMemberships(r.Context(), "", ns)
+	if err != nil {
+		return err
+	}
+	out := apispec.MembershipList{Members: []apispec.Membership{}}
+	for _, m := range ms {
+		out.Members = append(out.Members, membershipDoc(m))
+	}
+	return httpjson.Write(w, http.StatusOK, out)
+}
+
+func (h *handler) setMember(w http.ResponseWriter, r *http.Request) error {
+	ns, err := h.namespaceParam(r, registry.ScopeAdmin)
+	if err != nil {
+		return err
+	}
+	user, err := userParam(r)
+	if err != nil {
+		return err
+	}
+	var req apispec.SetMembershipRequest
+	if err := httpjson.Decode(w, r, maxJSONBody, &req); err != nil {
+		return err
+	}
+	role, err := registry.ParseRole(req.Role)
+	if err != nil {
+		return err
+	}
+	acc := h.Index
+	m := registry.Membership{User: user, Namespace: ns, Role: role, CreatedAt: h.Now().UTC()}
+	if err := acc.SetMembership(r.Context(), m); err != nil {
+		return err
+	}
+	h.Access.Authenticator().Invalidate()
+	h.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditMembershipSet, Namespace: ns, Target: user, Details: "role " + string(role)})
+	ms, err := acc.ListMemberships(r.Context(), user, ns)
+	if err != nil {
+		return err
+	}
+	if len(ms) == 1 {
+		m = ms[0]
+	}
+	return httpjson.Write(w, http.StatusOK, membershipDoc(m))
+}
+
+func (h *handler) deleteMember(w http.ResponseWriter, r *http.Request) error {
+	ns, err := h.namespaceParam(r, registry.ScopeAdmin)
+	if err != nil {
+		return err
+	}
+	user, err := userParam(r)
+	if err != nil {
+		return err
+	}
+	acc := h.Index
+	if err := acc.DeleteMembership(r.Context(), user, ns); err != nil {
+		return err
+	}
+	h.Access.Authenticator().Invalidate()
+	h.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditMembershipDelete, Namespace: ns, Target: user})
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// Audit log.
+
+func (h *handler) listAudit(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	var f registry.AuditFilter
+	if ns := q.Get("namespace"); ns != "" {
+		name, err := registry.ParseNamespace(ns)
+		if err != nil {
+			return err
+		}
+		f.Namespace = name
+	}
+	// Global admins read the whole log, namespace admins the events of
+	// their namespace.
+	if err := h.require(r, registry.ScopeAdmin, f.Namespace); err != nil {
+		return err
+	}
+	f.Actor, f.Action = q.Get("actor"), q.Get("action")
+	for _, t := range []struct {
+		name string
+		dst  *time.Time
+	}{{"since", &f.Since}, {"until", &f.Until}} {
+		if v := q.Get(t.name); v != "" {
+			at, err := time.Parse(time.RFC3339, v)
+			if err != nil {
+				return registry.Errorf(registry.Invalid, "invalid %s %q: want an RFC 3339 time such as 2026-01-02T15:04:05Z", t.name, v)
+			}
+			*t.dst = at
+		}
+	}
+	for _, n := range []struct {
+		name string
+		dst  *int64
+		max  int64
+	}{{"before", &f.BeforeID, 1 << 62}, {"limit", nil, 1000}} {
+		v := q.Get(n.name)
+		if v == "" {
+			continue
+		}
+		i, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || i < 1 || i > n.max {
+			return registry.Errorf(registry.Invalid, "invalid %s %q: want a whole number from 1 to %d", n.name, v, n.max)
+		}
+		if n.dst != nil {
+			*n.dst = i
+		} else {
+			f.Limit = int(i)
+		}
+	}
+	acc := h.Index
+	events, err := acc.ListAudit(r.Context(), f)
+	if err != nil {
+		return err
+	}
+	out := apispec.AuditList{Events: []apispec.AuditEvent{}}
+	for _, e := range events {
+		out.Events = append(out.Events, apispec.AuditEvent{ID: e.ID, Time: e.Time, Action: e.Action, Actor: e.Actor,
+			SourceAddr: e.SourceAddr, Namespace: e.Namespace, Target: e.Target, Details: e.Details})
+	}
+	return httpjson.Write(w, http.StatusOK, out)
+}

@@ -1,0 +1,262 @@
+package api
+
+import (
+	"io"
+	"mime"
+	"mime/multipart"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"trove.dev/trove/internal/apispec"
+	"trove.dev/trove/internal/httpjson"
+	"trove.dev/trove/internal/modules"
+	"trove.dev/trove/internal/registry"
+)
+
+// registerModules mounts the module routes with route.
+func (h *handler) registerModules(route func(pattern string, fn httpjson.HandlerFunc)) {
+	route("GET "+apispec.RouteModules, h.listModules)
+	route("GET "+apispec.RouteModule, h.getModule)
+	route("GET "+apispec.RouteModuleVersion, h.getModuleVersion)
+	route("POST "+apispec.RouteModuleVersion, h.publishModuleVersion)
+	route("DELETE "+apispec.RouteModuleVersion, h.deleteModuleVersion)
+}
+
+func (h *handler) listModules(w http.ResponseWriter, r *http.Request) error {
+	ns, err := h.namespaceParam(r, registry.ScopeRead)
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	f := registry.ModuleFilter{Namespace: ns, Query: strings.TrimSpace(q.Get(apispec.ModuleQueryParam))}
+	if len(f.Query) > 256 {
+		return registry.Errorf(registry.Invalid, "the query is longer than 256 bytes")
+	}
+	if s := q.Get(apispec.ModuleSystemParam); s != "" {
+		if f.System, err = registry.ParseModuleSystem(s); err != nil {
+			return err
+		}
+	}
+	if f.Offset, err = intQuery(q.Get(apispec.ModuleOffsetParam), apispec.ModuleOffsetParam, 0, 0, 1<<30); err != nil {
+		return err
+	}
+	if f.Limit, err = intQuery(q.Get(apispec.ModuleLimitParam), apispec.ModuleLimitParam, apispec.DefaultModuleLimit, 1, apispec.MaxModuleLimit); err != nil {
+		return err
+	}
+	mods, total, err := h.Index.ListModules(r.Context(), f)
+	if err != nil {
+		return err
+	}
+	out := apispec.ModuleList{Modules: make([]apispec.Module, 0, len(mods)), Total: total, Offset: f.Offset, Limit: f.Limit}
+	for _, m := range mods {
+		out.Modules = append(out.Modules, apispec.Module{
+			Namespace: m.Namespace, Name: m.Name, System: m.System, LatestVersion: m.LatestVersion,
+			VersionCount: m.VersionCount, Description: m.Description, UpdatedAt: m.UpdatedAt,
+		})
+	}
+	return httpjson.Write(w, http.StatusOK, out)
+}
+
+// moduleParams validates {name} and {system}.
+func moduleParams(r *http.Request) (name, system string, err error) {
+	if name, err = registry.ParseModuleName(r.PathValue("name")); err != nil {
+		return "", "", err
+	}
+	if system, err = registry.ParseModuleSystem(r.PathValue("system")); err != nil {
+		return "", "", err
+	}
+	return name, system, nil
+}
+
+func (h *handler) getModule(w http.ResponseWriter, r *http.Request) error {
+	ns, err := h.namespaceParam(r, registry.ScopeRead)
+	if err != nil {
+		return err
+	}
+	name, system, err := moduleParams(r)
+	if err != nil {
+		return err
+	}
+	versions, err := h.Index.ListModuleVersions(r.Context(), ns, name, system)
+	if err != nil {
+		if registry.IsKind(err, registry.NotFound) {
+			return registry.Errorf(registry.NotFound, "module %s/%s/%s has no versions", ns, name, system)
+		}
+		return err
+	}
+	modules.SortNewestFirst(versions)
+	out := apispec.ModuleDetail{Namespace: ns, Name: name, System: system, Versions: make([]apispec.ModuleVersion, 0, len(versions))}
+	for _, v := range versions {
+		out.Versions = append(out.Versions, ModuleVersionDoc(v))
+	}
+	return httpjson.Write(w, http.StatusOK, out)
+}
+
+func (h *handler) getModuleVersion(w http.ResponseWriter, r *http.Request) error {
+	ns, err := h.namespaceParam(r, registry.ScopeRead)
+	if err != nil {
+		return err
+	}
+	name, system, err := moduleParams(r)
+	if err != nil {
+		return err
+	}
+	ver := r.PathValue("version")
+	if _, err := registry.ParseVersion(ver); err != nil {
+		return err
+	}
+	v, err := h.Index.GetModuleVersion(r.Context(), ns, name, system, ver)
+	if err != nil {
+		return err
+	}
+	return httpjson.Write(w, http.StatusOK, ModuleVersionDoc(v))
+}
+
+// publishModuleVersion streams the archive into the module Publisher.
+func (h *handler) publishModuleVersion(w http.ResponseWriter, r *http.Request) error {
+	ns, err := h.namespaceParam(r, registry.ScopePublish)
+	if err != nil {
+		return err
+	}
+	if h.Modules == nil {
+		return registry.Errorf(registry.Internal, "module publishing is not configured on this server")
+	}
+	body := http.MaxBytesReader(w, r.Body, h.MaxUploadBytes)
+	// Read what the client sends even when the publish is refused early,
+	// so that it sees the answer instead of a reset connection.
+	defer func() { _, _ = io.Copy(io.Discard, body) }()
+	archive, err := moduleArchive(r, body)
+	if err != nil {
+		return err
+	}
+	res, err := h.Modules.Publish(r.Context(), modules.Upload{
+		Namespace: ns, Name: r.PathValue("name"), System: r.PathValue("system"), Version: r.PathValue("version"),
+		Origin: r.URL.Query().Get(apispec.ModuleOriginParam), Archive: archive,
+	})
+	if err != nil {
+		return err
+	}
+	status := http.StatusOK
+	if res.Created {
+		status = http.StatusCreated
+		v := res.Version
+		h.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditModulePublish, Namespace: v.Namespace,
+			Target: moduleTarget(v), Details: v.ArchiveFormat + " sha256 " + v.ArchiveDigest})
+	}
+	warnings := res.Warnings
+	if warnings == nil {
+		warnings = []string{}
+	}
+	return httpjson.Write(w, status, apispec.ModulePublishResult{Created: res.Created, Version: ModuleVersionDoc(res.Version), Warnings: warnings})
+}
+
+// moduleArchive returns the archive of a publish request: the body itself,
+// or the one file part of a multipart body.
+func moduleArchive(r *http.Request, body io.Reader) (io.Reader, error) {
+	mediaType, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil {
+		return nil, registry.Errorf(registry.Invalid, "a module publish needs a Content-Type: %s, %s, application/octet-stream or multipart/form-data", apispec.ModuleArchiveTarGz, apispec.ModuleArchiveZip)
+	}
+	switch mediaType {
+	case apispec.ModuleArchiveTarGz, "application/x-gzip", "application/x-tar+gzip", apispec.ModuleArchiveZip, "application/octet-stream":
+		return body, nil
+	case "multipart/form-data":
+		if params["boundary"] == "" {
+			return nil, registry.Errorf(registry.Invalid, "multipart body without a boundary")
+		}
+		mr := multipart.NewReader(body, params["boundary"])
+		part, err := mr.NextPart()
+		if err != nil {
+			return nil, registry.Errorf(registry.Invalid, "a multipart module publish needs one %q part holding the archive", apispec.PublishFileField)
+		}
+		if part.FormName() != apispec.PublishFileField {
+			return nil, registry.Errorf(registry.Invalid, "unexpected multipart part %q: send the archive as the %q part", part.FormName(), apispec.PublishFileField)
+		}
+		return &singlePart{part: part, mr: mr}, nil
+	}
+	return nil, registry.Errorf(registry.Invalid, "unsupported Content-Type %q for a module archive: use %s, %s or multipart/form-data", mediaType, apispec.ModuleArchiveTarGz, apispec.ModuleArchiveZip)
+}
+
+// singlePart reads one multipart part and fails if another part follows,
+// so that a second archive is never silently ignored.
+type singlePart struct {
+	part *multipart.Part
+	mr   *multipart.Reader
+}
+
+func (s *singlePart) Read(p []byte) (int, error) {
+	n, err := s.part.Read(p)
+	if err == io.EOF {
+		if _, nerr := s.mr.NextPart(); nerr != io.EOF {
+			return n, registry.Errorf(registry.Invalid, "a module publish takes exactly one archive part")
+		}
+	}
+	return n, err
+}
+
+func (h *handler) deleteModuleVersion(w http.ResponseWriter, r *http.Request) error {
+	ns, err := h.namespaceParam(r, registry.ScopeAdmin)
+	if err != nil {
+		return err
+	}
+	if h.Modules == nil {
+		return registry.Errorf(registry.Internal, "module management is not configured on this server")
+	}
+	want, err := modules.ParseAddress(ns, r.PathValue("name"), r.PathValue("system"), r.PathValue("version"))
+	if err != nil {
+		return err
+	}
+	address := want.Namespace + "/" + want.Name + "/" + want.System + "/" + want.Version
+	confirm := r.URL.Query().Get(apispec.ModuleConfirmParam)
+	if !confirmed(confirm, want) {
+		return registry.Errorf(registry.Invalid,
+			"deleting a module version breaks every configuration that uses it; to delete it anyway, repeat the request with %s=%s (trove module delete --confirm)",
+			apispec.ModuleConfirmParam, address)
+	}
+	v, err := h.Modules.Delete(r.Context(), want.Namespace, want.Name, want.System, want.Version)
+	if err != nil {
+		return err
+	}
+	h.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditModuleDelete, Namespace: v.Namespace,
+		Target: moduleTarget(v), Details: "sha256 " + v.ArchiveDigest})
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// moduleTarget names a module version in the audit log:
+// "acme/network/aws 1.2.0".
+func moduleTarget(v registry.ModuleVersion) string {
+	return v.Namespace + "/" + v.Name + "/" + v.System + " " + v.Version
+}
+
+// confirmed reports whether confirm names the module version want.
+func confirmed(confirm string, want registry.ModuleVersion) bool {
+	parts := strings.Split(confirm, "/")
+	if len(parts) != 4 {
+		return false
+	}
+	got, err := modules.ParseAddress(parts[0], parts[1], parts[2], parts[3])
+	return err == nil && got.Namespace == want.Namespace && got.Name == want.Name && got.System == want.System && got.Version == want.Version
+}
+
+// ModuleVersionDoc renders a module version as the API shows it.
+func ModuleVersionDoc(v registry.ModuleVersion) apispec.ModuleVersion {
+	return apispec.ModuleVersion{
+		Namespace: v.Namespace, Name: v.Name, System: v.System, Version: v.Version,
+		ArchiveFormat: v.ArchiveFormat, ArchiveSize: v.ArchiveSize, ArchiveDigest: v.ArchiveDigest,
+		Description: v.Description, Origin: v.Origin, PublishedAt: v.PublishedAt, Metadata: v.Metadata,
+	}
+}
+
+// intQuery reads an optional integer query value within [lo, hi].
+func intQuery(s, name string, def, lo, hi int) (int, error) {
+	if s == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < lo || n > hi {
+		return 0, registry.Errorf(registry.Invalid, "%s must be a whole number from %d to %d, got %q", name, lo, hi, s)
+	}
+	return n, nil
+}

@@ -1,0 +1,147 @@
+package auth
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"time"
+
+	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/store"
+)
+
+// maxCachedNamespaces bounds the visibility cache; when it is full it is
+// emptied, so that requests for made-up namespaces cannot grow it.
+const maxCachedNamespaces = 10000
+
+// Access adds namespace visibility to Principal.Allows: anyone may read a
+// public namespace. It caches what it reads (visibility and token
+// lookups) for up to the TTL of its Authenticator, so that the protocol
+// routes stay a few map lookups away from memory-speed; Invalidate makes
+// a change visible at once on this replica.
+type Access struct {
+	authn *Authenticator
+	ns    store.Namespaces
+
+	mu  sync.RWMutex
+	vis map[string]visibility
+}
+
+type visibility struct {
+	exists, public bool
+	until          int64 // Unix nanoseconds
+}
+
+// NewAccess returns an Access that authenticates with authn and reads
+// namespaces from ns.
+func NewAccess(authn *Authenticator, ns store.Namespaces) *Access {
+	return &Access{authn: authn, ns: ns, vis: map[string]visibility{}}
+}
+
+// Authenticator returns the Authenticator Access uses.
+func (a *Access) Authenticator() *Authenticator { return a.authn }
+
+// visibility returns whether the namespace (normalized) exists and is
+// public, from the cache when it is fresh.
+func (a *Access) visibility(ctx context.Context, namespace string, now time.Time) (exists, public bool, err error) {
+	nanos := now.UnixNano()
+	a.mu.RLock()
+	v, ok := a.vis[namespace]
+	a.mu.RUnlock()
+	if ok && nanos < v.until {
+		return v.exists, v.public, nil
+	}
+	ns, err := a.ns.GetNamespace(ctx, namespace)
+	switch {
+	case registry.IsKind(err, registry.NotFound):
+		v = visibility{}
+	case err != nil:
+		return false, false, err
+	default:
+		v = visibility{exists: true, public: ns.Public()}
+	}
+	if ttl := a.authn.ttl; ttl > 0 {
+		v.until = nanos + int64(ttl)
+		a.mu.Lock()
+		if len(a.vis) >= maxCachedNamespaces {
+			clear(a.vis)
+		}
+		a.vis[namespace] = v
+		a.mu.Unlock()
+	}
+	return v.exists, v.public, nil
+}
+
+// InvalidateNamespace forgets the cached visibility of a namespace. Call
+// it after creating, updating or deleting one.
+func (a *Access) InvalidateNamespace(namespace string) {
+	a.mu.Lock()
+	delete(a.vis, namespace)
+	a.mu.Unlock()
+}
+
+// Invalidate forgets every cached visibility and token lookup.
+func (a *Access) Invalidate() {
+	a.mu.Lock()
+	clear(a.vis)
+	a.mu.Unlock()
+	a.authn.Invalidate()
+}
+
+// CanRead reports whether p may read the namespace (normalized): p holds
+// read on it, or it is public.
+func (a *Access) CanRead(ctx context.Context, p Principal, namespace string) (bool, error) {
+	now := a.authn.now()
+	if p.Allows(registry.ScopeRead, namespace, now) {
+		return true, nil
+	}
+	exists, public, err := a.visibility(ctx, namespace, now)
+	return exists && public, err
+}
+
+// ErrCredentialsRequired is the answer to an anonymous protocol request
+// for a namespace that is not public. It is Unauthenticated, so clients
+// tell their user to log in.
+var ErrCredentialsRequired = registry.Errorf(registry.Unauthenticated,
+	"this registry needs credentials for that namespace: run `terraform login <host>` or configure a token for this host")
+
+// errNotReadable is the answer to a protocol request whose token may not
+// read the namespace. Callers answer it exactly as if the namespace did
+// not exist.
+var errNotReadable = registry.Errorf(registry.NotFound, "not found")
+
+// ProtocolRead decides whether the protocol request r may read the
+// namespace (a normalized name), and reports whether the namespace is
+// private (its download URLs then get the short private lifetime).
+//
+//   - A token that is presented must be valid, whatever the namespace:
+//     otherwise Unauthenticated, so the client says it was rejected.
+//   - A public namespace is readable by anyone.
+//   - An anonymous request for any other name, existing or not, gets
+//     ErrCredentialsRequired (Unauthenticated): which private namespaces
+//     exist is not revealed to anonymous callers.
+//   - A valid token that may not read the namespace, or a name that does
+//     not exist, gets a NotFound error; callers must answer it as they
+//     answer an unknown provider, byte for byte.
+func (a *Access) ProtocolRead(r *http.Request, namespace string) (private bool, err error) {
+	now := a.authn.now()
+	exists, public, err := a.visibility(r.Context(), namespace, now)
+	if err != nil {
+		return false, err
+	}
+	var p Principal
+	if len(r.Header["Authorization"]) > 0 {
+		if p, err = a.authn.AuthenticateCached(r); err != nil {
+			return false, err
+		}
+	}
+	switch {
+	case exists && public:
+		return false, nil
+	case p.Anonymous():
+		return true, ErrCredentialsRequired
+	case exists && p.Allows(registry.ScopeRead, namespace, now):
+		return true, nil
+	}
+	return true, errNotReadable
+}

@@ -1,0 +1,302 @@
+package auth
+
+import (
+	"context"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/store/sqlite"
+)
+
+func TestPrincipalAllows(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	alice := registry.User{Name: "alice"}
+	root := registry.User{Name: "root", Admin: true}
+	off := registry.User{Name: "off", Admin: true, Disabled: true}
+	roles := map[string]registry.Role{"acme": registry.RolePublisher, "docs": registry.RoleReader}
+	personal := func(u registry.User, ns string, scope registry.Scope) Principal {
+		return Principal{Token: registry.Token{ID: "tok", User: u.Name, Namespace: ns, Scopes: []registry.Scope{scope}}, User: u, Roles: roles}
+	}
+	service := Principal{Token: registry.Token{ID: "svc", Namespace: "acme", Scopes: []registry.Scope{registry.ScopePublish}}}
+	tests := map[string]struct {
+		p     Principal
+		scope registry.Scope
+		ns    string
+		want  bool
+	}{
+		"anonymous reads":                           {Principal{}, registry.ScopeRead, "acme", false},
+		"service token within its scope":            {service, registry.ScopePublish, "acme", true},
+		"service token beyond its scope":            {service, registry.ScopeAdmin, "acme", false},
+		"service token on another namespace":        {service, registry.ScopeRead, "docs", false},
+		"publisher member publishes":                {personal(alice, "", registry.ScopeAdmin), registry.ScopePublish, "acme", true},
+		"publisher member is no admin":              {personal(alice, "", registry.ScopeAdmin), registry.ScopeAdmin, "acme", false},
+		"reader member reads":                       {personal(alice, "", registry.ScopeAdmin), registry.ScopeRead, "docs", true},
+		"reader member does not publish":            {personal(alice, "", registry.ScopeAdmin), registry.ScopePublish, "docs", false},
+		"non-member reads nothing":                  {personal(alice, "", registry.ScopeAdmin), registry.ScopeRead, "other", false},
+		"member has no global right":                {personal(alice, "", registry.ScopeAdmin), registry.ScopeRead, "", false},
+		"token scope narrows the role":              {personal(alice, "", registry.ScopeRead), registry.ScopePublish, "acme", false},
+		"token namespace narrows the role":          {personal(alice, "docs", registry.ScopeAdmin), registry.ScopeRead, "acme", false},
+		"global admin user has every right":         {personal(root, "", registry.ScopeAdmin), registry.ScopeAdmin, "", true},
+		"global admin narrowed to read":             {personal(root, "", registry.ScopeRead), registry.ScopePublish, "x", false},
+		"global admin narrowed to a namespace":      {personal(root, "acme", registry.ScopeAdmin), registry.ScopeAdmin, "", false},
+		"disabled admin has none":                   {personal(off, "", registry.ScopeAdmin), registry.ScopeRead, "acme", false},
+		"user record of another user grants none":   {Principal{Token: registry.Token{ID: "t", User: "alice", Scopes: []registry.Scope{registry.ScopeAdmin}}, User: root}, registry.ScopeRead, "acme", false},
+		"expired personal token grants none":        {Principal{Token: registry.Token{ID: "t", User: "root", Scopes: []registry.Scope{registry.ScopeAdmin}, ExpiresAt: now}, User: root}, registry.ScopeRead, "acme", false},
+		"unknown scope is never granted":            {personal(root, "", registry.ScopeAdmin), registry.Scope("root"), "acme", false},
+		"membership of the empty namespace is moot": {Principal{Token: registry.Token{ID: "t", User: "alice", Scopes: []registry.Scope{registry.ScopeAdmin}}, User: alice, Roles: map[string]registry.Role{"": registry.RoleAdmin}}, registry.ScopeAdmin, "", false},
+	}
+	for name, tt := range tests {
+		if got := tt.p.Allows(tt.scope, tt.ns, now); got != tt.want {
+			t.Errorf("%s: Allows(%s, %q) = %v, want %v", name, tt.scope, tt.ns, got, tt.want)
+		}
+	}
+}
+
+func TestPasswordHash(t *testing.T) {
+	h, err := HashPassword("correct horse battery")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(h, "$argon2id$v=19$m=19456,t=2,p=1$") || strings.Contains(h, "correct") {
+		t.Fatalf("hash %q is not an argon2id PHC string with the default parameters", h)
+	}
+	h2, _ := HashPassword("correct horse battery")
+	if h == h2 {
+		t.Fatal("two hashes of one password are equal: the salt is not random")
+	}
+	parts := strings.Split(h, "$")
+	tests := map[string]struct {
+		hash, password string
+		want           bool
+	}{
+		"right password":     {h, "correct horse battery", true},
+		"wrong password":     {h, "correct horse batterY", false},
+		"empty password":     {h, "", false},
+		"empty hash":         {"", "", false},
+		"other algorithm":    {strings.Replace(h, "argon2id", "argon2i", 1), "correct horse battery", false},
+		"other version":      {strings.Replace(h, "v=19", "v=16", 1), "correct horse battery", false},
+		"huge memory":        {strings.Replace(h, "m=19456", "m=4194304", 1), "correct horse battery", false},
+		"many passes":        {strings.Replace(h, "t=2", "t=1000", 1), "correct horse battery", false},
+		"truncated key":      {strings.Join(append(parts[:5:5], parts[5][:8]), "$"), "correct horse battery", false},
+		"bad base64 salt":    {strings.Join(append(append(parts[:4:4], "!!!!!!!!!!!!"), parts[5]), "$"), "correct horse battery", false},
+		"missing field":      {strings.Join(parts[:5], "$"), "correct horse battery", false},
+		"over-long password": {h, strings.Repeat("x", MaxPasswordBytes+1), false},
+	}
+	for name, tt := range tests {
+		if got := VerifyPassword(tt.hash, tt.password); got != tt.want {
+			t.Errorf("%s: VerifyPassword = %v, want %v", name, got, tt.want)
+		}
+	}
+	if VerifyNoPassword("correct horse battery") {
+		t.Error("VerifyNoPassword returned true")
+	}
+}
+
+func TestCheckPassword(t *testing.T) {
+	tests := map[string]bool{
+		"0123456789":                            true,
+		"ünïcödé-pässwörd":                      true,
+		"short":                                 false,
+		"123456789":                             false,
+		" leading space ok?":                    false,
+		"trailing space \n":                     false,
+		strings.Repeat("a", MaxPasswordBytes):   true,
+		strings.Repeat("a", MaxPasswordBytes+1): false,
+		"bad utf8 \xff\xfe padding":             false,
+	}
+	for pw, ok := range tests {
+		err := CheckPassword(pw)
+		if (err == nil) != ok {
+			t.Errorf("CheckPassword(%.20q) = %v, want ok=%v", pw, err, ok)
+		}
+		if err != nil && (!registry.IsKind(err, registry.Invalid) || len(pw) >= 8 && strings.Contains(err.Error(), pw)) {
+			t.Errorf("CheckPassword(%.20q) error %q: want Invalid, without the password", pw, err)
+		}
+	}
+}
+
+// accessFixture is a real SQLite index with namespaces, users and tokens.
+type accessFixture struct {
+	idx    *sqlite.Index
+	access *Access
+	now    time.Time
+	tokens map[string]string // name -> secret
+}
+
+func newAccessFixture(t *testing.T) *accessFixture {
+	t.Helper()
+	ctx := context.Background()
+	idx, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "index.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { idx.Close() })
+	f := &accessFixture{idx: idx, now: time.Now().UTC(), tokens: map[string]string{}}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(idx.CreateNamespace(ctx, registry.Namespace{Name: "open", Visibility: registry.VisibilityPublic, CreatedAt: f.now}))
+	must(idx.CreateNamespace(ctx, registry.Namespace{Name: "secret", Visibility: registry.VisibilityPrivate, CreatedAt: f.now}))
+	must(idx.CreateNamespace(ctx, registry.Namespace{Name: "other", Visibility: registry.VisibilityPrivate, CreatedAt: f.now}))
+	for _, u := range []registry.User{{Name: "reader"}, {Name: "stranger"}, {Name: "off", Disabled: true}} {
+		u.CreatedAt = f.now
+		must(idx.CreateUser(ctx, u))
+	}
+	must(idx.SetMembership(ctx, registry.Membership{User: "reader", Namespace: "secret", Role: registry.RoleReader, CreatedAt: f.now}))
+	must(idx.SetMembership(ctx, registry.Membership{User: "stranger", Namespace: "other", Role: registry.RoleAdmin, CreatedAt: f.now}))
+	must(idx.SetMembership(ctx, registry.Membership{User: "off", Namespace: "secret", Role: registry.RoleAdmin, CreatedAt: f.now}))
+	mint := func(name string, tk registry.Token) {
+		secret, hash, err := NewToken()
+		must(err)
+		tk.ID, tk.Hash, tk.CreatedAt = "tok_"+name, hash, f.now
+		if tk.Scopes == nil {
+			tk.Scopes = []registry.Scope{registry.ScopeAdmin}
+		}
+		must(idx.CreateToken(ctx, tk))
+		f.tokens[name] = secret
+	}
+	mint("reader", registry.Token{User: "reader"})
+	mint("stranger", registry.Token{User: "stranger"})
+	mint("disabled", registry.Token{User: "off"})
+	mint("service", registry.Token{Namespace: "secret", Scopes: []registry.Scope{registry.ScopeRead}})
+	mint("expired", registry.Token{User: "reader", ExpiresAt: f.now.Add(-time.Minute)})
+	mint("revoked", registry.Token{User: "reader", RevokedAt: f.now.Add(-time.Minute)})
+	f.access = NewAccess(NewAuthenticator(idx), idx)
+	return f
+}
+
+func TestProtocolRead(t *testing.T) {
+	f := newAccessFixture(t)
+	type want struct {
+		kind    registry.Kind // Internal (the zero kind) stands for "allowed"
+		private bool
+	}
+	allowed := func(private bool) want { return want{kind: -1, private: private} }
+	cases := []struct {
+		token string // name in f.tokens, "" for none, or a raw header value after "raw:"
+		ns    string
+		want  want
+	}{
+		{"", "open", allowed(false)},
+		{"", "secret", want{registry.Unauthenticated, true}},
+		{"", "nosuch", want{registry.Unauthenticated, true}},
+		{"reader", "open", allowed(false)},
+		{"reader", "secret", allowed(true)},
+		{"reader", "other", want{registry.NotFound, true}},
+		{"reader", "nosuch", want{registry.NotFound, true}},
+		{"stranger", "secret", want{registry.NotFound, true}},
+		{"service", "secret", allowed(true)},
+		{"service", "other", want{registry.NotFound, true}},
+		{"disabled", "secret", want{registry.Unauthenticated, false}},
+		{"disabled", "open", want{registry.Unauthenticated, false}},
+		{"expired", "secret", want{registry.Unauthenticated, false}},
+		{"expired", "open", want{registry.Unauthenticated, false}},
+		{"revoked", "open", want{registry.Unauthenticated, false}},
+		{"raw:Bearer trove_unknown", "open", want{registry.Unauthenticated, false}},
+		{"raw:Basic dXNlcjpwYXNz", "secret", want{registry.Unauthenticated, false}},
+	}
+	for _, c := range cases {
+		r := httptest.NewRequest("GET", "/v1/providers/"+c.ns+"/x/versions", nil)
+		switch raw, isRaw := strings.CutPrefix(c.token, "raw:"); {
+		case isRaw:
+			r.Header.Set("Authorization", raw)
+		case c.token != "":
+			r.Header.Set("Authorization", "Bearer "+f.tokens[c.token])
+		}
+		// Twice: the second answer comes from the caches.
+		for round := range 2 {
+			private, err := f.access.ProtocolRead(r, c.ns)
+			switch {
+			case c.want.kind == -1 && err != nil:
+				t.Errorf("round %d: token %q reading %s: %v, want allowed", round, c.token, c.ns, err)
+			case c.want.kind != -1 && !registry.IsKind(err, c.want.kind):
+				t.Errorf("round %d: token %q reading %s: error %v, want kind %s", round, c.token, c.ns, err, c.want.kind)
+			case err == nil && private != c.want.private:
+				t.Errorf("round %d: token %q reading %s: private = %v, want %v", round, c.token, c.ns, private, c.want.private)
+			}
+			if secret := f.tokens[c.token]; err != nil && secret != "" && strings.Contains(err.Error(), secret) {
+				t.Errorf("error %q echoes the token", err)
+			}
+		}
+	}
+}
+
+// TestCachesInvalidate checks that changes through this process apply at
+// once despite the caches.
+func TestCachesInvalidate(t *testing.T) {
+	f := newAccessFixture(t)
+	ctx := context.Background()
+	read := func(token, ns string) error {
+		r := httptest.NewRequest("GET", "/", nil)
+		if token != "" {
+			r.Header.Set("Authorization", "Bearer "+f.tokens[token])
+		}
+		_, err := f.access.ProtocolRead(r, ns)
+		return err
+	}
+	if err := read("stranger", "secret"); !registry.IsKind(err, registry.NotFound) {
+		t.Fatalf("stranger reading secret: %v, want not found", err)
+	}
+	if err := f.idx.SetMembership(ctx, registry.Membership{User: "stranger", Namespace: "secret", Role: registry.RoleReader, CreatedAt: f.now}); err != nil {
+		t.Fatal(err)
+	}
+	f.access.Invalidate()
+	if err := read("stranger", "secret"); err != nil {
+		t.Fatalf("stranger reading secret after becoming a member: %v", err)
+	}
+	if err := f.idx.RevokeToken(ctx, "tok_stranger", f.now); err != nil {
+		t.Fatal(err)
+	}
+	f.access.Authenticator().Invalidate()
+	if err := read("stranger", "secret"); !registry.IsKind(err, registry.Unauthenticated) {
+		t.Fatalf("revoked token: %v, want unauthenticated", err)
+	}
+
+	if err := read("", "secret"); !registry.IsKind(err, registry.Unauthenticated) {
+		t.Fatalf("anonymous reading secret: %v, want unauthenticated", err)
+	}
+	if err := f.idx.UpdateNamespace(ctx, registry.Namespace{Name: "secret", Visibility: registry.VisibilityPublic}); err != nil {
+		t.Fatal(err)
+	}
+	f.access.InvalidateNamespace("secret")
+	if err := read("", "secret"); err != nil {
+		t.Fatalf("anonymous reading secret after it became public: %v", err)
+	}
+}
+
+func TestAuthenticateFresh(t *testing.T) {
+	f := newAccessFixture(t)
+	a := f.access.Authenticator()
+	get := func(token string) (Principal, error) {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.Header.Set("Authorization", "Bearer "+f.tokens[token])
+		return a.Authenticate(r)
+	}
+	p, err := get("reader")
+	if err != nil || p.User.Name != "reader" || p.Roles["secret"] != registry.RoleReader || p.Actor() != "user:reader" {
+		t.Fatalf("reader: %+v, %v", p, err)
+	}
+	p, err = get("service")
+	if err != nil || p.User.Name != "" || p.Actor() != "token:tok_service" {
+		t.Fatalf("service: %+v, %v", p, err)
+	}
+	for name, want := range map[string]string{"disabled": "disabled", "expired": "expired", "revoked": "revoked"} {
+		if _, err := get(name); !registry.IsKind(err, registry.Unauthenticated) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s token: %v, want unauthenticated saying %q", name, err, want)
+		}
+	}
+	// Authenticate reads the index every time: a revoke shows at once.
+	if err := f.idx.RevokeToken(context.Background(), "tok_reader", f.now); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := get("reader"); !registry.IsKind(err, registry.Unauthenticated) {
+		t.Errorf("revoked reader token: %v", err)
+	}
+}

@@ -1,0 +1,91 @@
+package loadtest
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestMain lets Run start this test binary as its baseline server, as the
+// real harness starts itself.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "baseline" {
+		fs := flag.NewFlagSet("baseline", flag.ExitOnError)
+		cfg := fs.String("config", "", "")
+		_ = fs.Parse(os.Args[2:])
+		if err := RunBaseline(context.Background(), *cfg, os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// TestRunAgainstRealTrove runs the whole harness briefly against a real
+// trove binary built from this module.
+func TestRunAgainstRealTrove(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and starts trove; skipped with -short")
+	}
+	bin := filepath.Join(t.TempDir(), "trove")
+	build := exec.Command("go", "build", "-o", bin, "trove.dev/trove/cmd/trove")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/trove: %v\n%s", err, out)
+	}
+	opt := DefaultOptions()
+	opt.TroveBinary = bin
+	opt.Conns, opt.StreamConns = 4, 2
+	opt.Warmup, opt.Duration, opt.Rounds = 100*time.Millisecond, 300*time.Millisecond, 2
+	opt.Spec.Providers = []ProviderSpec{{Type: "small", Versions: 30}, {Type: "large", Versions: 120}}
+	opt.Spec.TotalVersions = 400
+	opt.Spec.ArchiveBytes = 2 << 20
+	var progress strings.Builder
+	opt.Progress = &progress
+
+	report, err := Run(context.Background(), opt)
+	if err != nil {
+		t.Fatalf("Run: %v\nprogress:\n%s", err, progress.String())
+	}
+	wantRows := []string{
+		"versions acme/small (30 versions)",
+		"versions acme/large (120 versions)",
+		"download acme/small 0.2.9 linux_amd64",
+		"module versions acme/network/aws (30 versions)",
+		"module download acme/network/aws 0.2.9",
+		"archive 2.0 MiB, HTTPS",
+		"archive 2.0 MiB, plain HTTP",
+	}
+	if len(report.Rows) != len(wantRows) {
+		t.Fatalf("got %d rows, want %d: %+v", len(report.Rows), len(wantRows), report.Rows)
+	}
+	for i, row := range report.Rows {
+		if row.Endpoint != wantRows[i] {
+			t.Errorf("row %d is %q, want %q", i, row.Endpoint, wantRows[i])
+		}
+		if row.Skipped != "" {
+			t.Errorf("%s skipped: %s", row.Endpoint, row.Skipped)
+			continue
+		}
+		for name, res := range map[string]Result{"trove": row.Trove, "baseline": row.Baseline} {
+			if res.Requests == 0 || res.Errors != 0 || res.CPU <= 0 {
+				t.Errorf("%s on %s: %d requests, %d errors (first: %s), CPU %v", row.Endpoint, name, res.Requests, res.Errors, res.FirstError, res.CPU)
+			}
+		}
+		if row.Rounds != 2 || row.RatioMin > row.RatioMax {
+			t.Errorf("%s: rounds %d, ratio range %v-%v", row.Endpoint, row.Rounds, row.RatioMin, row.RatioMax)
+		}
+	}
+	if report.RSS == nil || report.RSS.Current <= 0 || report.RSS.Peak < report.RSS.Current {
+		t.Errorf("RSS %+v", report.RSS)
+	}
+	if report.Index != "400 versions of 4 providers, 1,600 packages" {
+		t.Errorf("Index = %q", report.Index)
+	}
+}

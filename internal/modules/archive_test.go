@@ -1,0 +1,350 @@
+package modules
+
+import (
+	"archive/tar"
+	"archive/zip"
+	"bytes"
+	"compress/gzip"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"trove.dev/trove/internal/registry"
+)
+
+// tent is an archive entry for the tests: a file unless typ says otherwise.
+type tent struct {
+	name string
+	body string
+	typ  byte   // tar type flag; 0 means a regular file
+	link string // symlink or hard link target
+	size int64  // declared size when it should differ from len(body)
+}
+
+const mainTF = "variable \"cidr\" {\n  type = string\n}\n"
+
+func tarGzOf(t *testing.T, entries ...tent) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	for _, e := range entries {
+		hdr := &tar.Header{Name: e.name, Mode: 0o644, Size: int64(len(e.body)), Typeflag: tar.TypeReg, Linkname: e.link, Format: tar.FormatPAX}
+		if e.typ != 0 {
+			hdr.Typeflag = e.typ
+		}
+		if hdr.Typeflag != tar.TypeReg {
+			hdr.Size = 0
+		}
+		if err := tw.WriteHeader(hdr); err != nil {
+			t.Fatalf("writing tar header %q: %v", e.name, err)
+		}
+		if _, err := tw.Write([]byte(e.body)); err != nil && hdr.Typeflag == tar.TypeReg {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func zipOf(t *testing.T, entries ...tent) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for _, e := range entries {
+		fh := &zip.FileHeader{Name: e.name, Method: zip.Deflate}
+		switch e.typ {
+		case tar.TypeSymlink:
+			fh.SetMode(fs.ModeSymlink | 0o777)
+			e.body = e.link
+		case tar.TypeDir:
+			fh.SetMode(fs.ModeDir | 0o755)
+		default:
+			fh.SetMode(0o644)
+		}
+		w, err := zw.CreateHeader(fh)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Write([]byte(e.body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func check(t *testing.T, archive []byte, lim Limits) (string, string, error) {
+	t.Helper()
+	dir := t.TempDir()
+	format, err := Check(bytes.NewReader(archive), int64(len(archive)), lim, dir)
+	return format, dir, err
+}
+
+func TestCheckAccepts(t *testing.T) {
+	entries := []tent{
+		{name: "./", typ: tar.TypeDir},
+		{name: "./main.tf", body: mainTF},
+		{name: "./README.md", body: "# Net\n\nBuilds a network.\n"},
+		{name: "./modules/", typ: tar.TypeDir},
+		{name: "./modules/subnet/", typ: tar.TypeDir},
+		{name: "./modules/subnet/main.tf", body: "output \"id\" {\n  value = 1\n}\n"},
+		{name: "./modules/subnet/versions.tf", typ: tar.TypeSymlink, link: "../../versions.tf"},
+		{name: "./versions.tf", body: "terraform {\n  required_version = \">= 1.0\"\n}\n"},
+		{name: "./files/script.sh", body: "#!/bin/sh\n"},
+		{name: "./examples/basic/main.tf", body: "module \"net\" {\n  source = \"../..\"\n}\n"},
+		{name: "./docs/img.png", body: "\x89PNG"},
+	}
+	for format, archive := range map[string][]byte{FormatTarGz: tarGzOf(t, entries...), FormatZip: zipOf(t, entries...)} {
+		t.Run(format, func(t *testing.T) {
+			got, dir, err := check(t, archive, Limits{})
+			if err != nil {
+				t.Fatalf("Check: %v", err)
+			}
+			if got != format {
+				t.Errorf("format = %q, want %q", got, format)
+			}
+			var staged []string
+			filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+				if err == nil && !d.IsDir() {
+					rel, _ := filepath.Rel(dir, p)
+					staged = append(staged, filepath.ToSlash(rel))
+				}
+				return err
+			})
+			slices.Sort(staged)
+			want := []string{"README.md", "examples/basic/main.tf", "main.tf", "modules/subnet/main.tf", "modules/subnet/versions.tf", "versions.tf"}
+			if !slices.Equal(staged, want) {
+				t.Errorf("staged files = %q, want %q", staged, want)
+			}
+			link, err := os.ReadFile(filepath.Join(dir, "modules/subnet/versions.tf"))
+			if err != nil || !strings.Contains(string(link), "required_version") {
+				t.Errorf("the linked versions.tf was staged as %q (%v), want the content of its target", link, err)
+			}
+		})
+	}
+}
+
+func TestCheckRefuses(t *testing.T) {
+	root := tent{name: "main.tf", body: mainTF}
+	big := strings.Repeat("x", 2048)
+	tests := map[string]struct {
+		entries []tent
+		lim     Limits
+		kind    registry.Kind
+		msg     string
+	}{
+		"traversal":               {[]tent{root, {name: "../evil.tf", body: "x"}}, Limits{}, registry.Invalid, `escapes the archive with ".."`},
+		"traversal inside":        {[]tent{root, {name: "a/../../evil", body: "x"}}, Limits{}, registry.Invalid, `".."`},
+		"absolute":                {[]tent{root, {name: "/etc/cron.d/x", body: "x"}}, Limits{}, registry.Invalid, "absolute path"},
+		"windows drive":           {[]tent{root, {name: "C:/x", body: "x"}}, Limits{}, registry.Invalid, "absolute path"},
+		"backslash":               {[]tent{root, {name: `..\evil`, body: "x"}}, Limits{}, registry.Invalid, "backslash"},
+		"control character":       {[]tent{root, {name: "a\x1b[2Jb", body: "x"}}, Limits{}, registry.Invalid, "control character"},
+		"duplicate":               {[]tent{root, {name: "main.tf", body: "other"}}, Limits{}, registry.Invalid, "twice"},
+		"case clash":              {[]tent{root, {name: "MAIN.tf", body: "other"}}, Limits{}, registry.Invalid, "case-insensitive"},
+		"link absolute":           {[]tent{root, {name: "l", typ: tar.TypeSymlink, link: "/etc/passwd"}}, Limits{}, registry.Invalid, "absolute"},
+		"link out":                {[]tent{root, {name: "a/l", typ: tar.TypeSymlink, link: "../../x"}}, Limits{}, registry.Invalid, "outside the module"},
+		"link down then up":       {[]tent{root, {name: "sub/x", body: "x"}, {name: "d", typ: tar.TypeSymlink, link: "sub"}, {name: "l", typ: tar.TypeSymlink, link: "d/../x"}}, Limits{}, registry.Invalid, "goes up after going down"},
+		"link to own parent":      {[]tent{root, {name: "a/b/l", typ: tar.TypeSymlink, link: ".."}}, Limits{}, registry.Invalid, "directory containing it"},
+		"link dangling":           {[]tent{root, {name: "l", typ: tar.TypeSymlink, link: "nope.tf"}}, Limits{}, registry.Invalid, "not in the archive"},
+		"entry below link":        {[]tent{root, {name: "sub", body: "", typ: tar.TypeSymlink, link: "main.tf"}, {name: "sub/x", body: "x"}}, Limits{}, registry.Invalid, "which is a symbolic link"},
+		"entry below file":        {[]tent{root, {name: "f", body: "x"}, {name: "f/x", body: "x"}}, Limits{}, registry.Invalid, "which is a file"},
+		"link loop":               {[]tent{root, {name: "a", typ: tar.TypeSymlink, link: "b"}, {name: "b", typ: tar.TypeSymlink, link: "a"}}, Limits{}, registry.Invalid, "chain"},
+		"no tf at root":           {[]tent{{name: "modules/x/main.tf", body: mainTF}, {name: "README.md", body: "hi"}}, Limits{}, registry.Invalid, "no Terraform configuration file"},
+		"only hidden tf":          {[]tent{{name: ".main.tf", body: mainTF}}, Limits{}, registry.Invalid, "no Terraform configuration file"},
+		"root tf is a dir":        {[]tent{{name: "main.tf/", typ: tar.TypeDir}, {name: "x", body: "x"}}, Limits{}, registry.Invalid, "no Terraform configuration file"},
+		"empty":                   {nil, Limits{}, registry.Invalid, "no Terraform configuration file"},
+		"too many entries":        {[]tent{root, {name: "a", body: "1"}, {name: "b", body: "2"}, {name: "c", body: "3"}}, Limits{MaxEntries: 3}, registry.TooLarge, "more than 3 entries"},
+		"too large":               {[]tent{root, {name: "big", body: big}}, Limits{MaxUnpackedBytes: 1024}, registry.TooLarge, "more than 1024 bytes"},
+		"too large in many files": {[]tent{root, {name: "a", body: big[:600]}, {name: "b", body: big[:600]}}, Limits{MaxUnpackedBytes: 1024}, registry.TooLarge, "more than 1024 bytes"},
+	}
+	for name, tt := range tests {
+		for _, format := range []string{FormatTarGz, FormatZip} {
+			t.Run(name+"/"+format, func(t *testing.T) {
+				archive := tarGzOf(t, tt.entries...)
+				if format == FormatZip {
+					archive = zipOf(t, tt.entries...)
+				}
+				_, dir, err := check(t, archive, tt.lim)
+				if !registry.IsKind(err, tt.kind) {
+					t.Fatalf("Check error = %v (kind %v), want kind %v", err, registry.KindOf(err), tt.kind)
+				}
+				if !strings.Contains(err.Error(), tt.msg) {
+					t.Errorf("Check error = %q, want it to mention %q", err, tt.msg)
+				}
+				if left, _ := os.ReadDir(dir); len(left) > 0 {
+					// Nothing is staged before the whole archive passed.
+					t.Errorf("a refused archive staged %d entries", len(left))
+				}
+			})
+		}
+	}
+}
+
+func TestCheckRefusesTarOnly(t *testing.T) {
+	root := tent{name: "main.tf", body: mainTF}
+	tests := map[string]struct {
+		entries []tent
+		msg     string
+	}{
+		"hard link":      {[]tent{root, {name: "h", typ: tar.TypeLink, link: "main.tf"}}, "hard link"},
+		"fifo":           {[]tent{root, {name: "p", typ: tar.TypeFifo}}, "not a regular file"},
+		"char device":    {[]tent{root, {name: "dev", typ: tar.TypeChar}}, "not a regular file"},
+		"dir with bytes": {nil, "directory with content"},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			archive := tarGzOf(t, tt.entries...)
+			if name == "dir with bytes" {
+				archive = rawTarGz(t, &tar.Header{Name: "main.tf", Size: 3, Typeflag: tar.TypeReg, Mode: 0o644}, "a=1",
+					&tar.Header{Name: "d", Size: 4, Typeflag: tar.TypeDir, Mode: 0o755}, "abcd")
+			}
+			_, _, err := check(t, archive, Limits{})
+			if !registry.IsKind(err, registry.Invalid) || !strings.Contains(err.Error(), tt.msg) {
+				t.Fatalf("Check error = %v, want an Invalid error mentioning %q", err, tt.msg)
+			}
+		})
+	}
+}
+
+// rawTarGz writes headers and bodies as given, without tar.Writer's checks
+// of directory sizes.
+func rawTarGz(t *testing.T, parts ...any) []byte {
+	t.Helper()
+	var tarBuf bytes.Buffer
+	for i := 0; i < len(parts); i += 2 {
+		hdr, body := parts[i].(*tar.Header), parts[i+1].(string)
+		var one bytes.Buffer
+		tw := tar.NewWriter(&one)
+		h := *hdr
+		typ := h.Typeflag
+		h.Typeflag = tar.TypeReg
+		if err := tw.WriteHeader(&h); err != nil {
+			t.Fatal(err)
+		}
+		block := one.Bytes()[:512]
+		block[156] = typ
+		// Recompute the header checksum after changing the type flag.
+		for j := 148; j < 156; j++ {
+			block[j] = ' '
+		}
+		sum := 0
+		for _, c := range block {
+			sum += int(c)
+		}
+		copy(block[148:], []byte(strings.Repeat("0", 6-len(itoa8(sum)))+itoa8(sum)+"\x00 "))
+		tarBuf.Write(block)
+		padded := make([]byte, (len(body)+511)/512*512)
+		copy(padded, body)
+		tarBuf.Write(padded)
+	}
+	tarBuf.Write(make([]byte, 1024))
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	zw.Write(tarBuf.Bytes())
+	zw.Close()
+	return buf.Bytes()
+}
+
+func itoa8(n int) string {
+	s := ""
+	for n > 0 {
+		s = string(rune('0'+n%8)) + s
+		n /= 8
+	}
+	return s
+}
+
+func TestCheckRefusesBombs(t *testing.T) {
+	// A gzip stream of 8 MiB of zeros after a valid tar: hidden past the
+	// tar's end-of-archive marker, it still counts as unpacked data.
+	tarData := tarGzOf(t, tent{name: "main.tf", body: mainTF})
+	zr, _ := gzip.NewReader(bytes.NewReader(tarData))
+	var plain bytes.Buffer
+	plain.ReadFrom(zr)
+	plain.Write(make([]byte, 8<<20))
+	var bomb bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&bomb, gzip.BestCompression)
+	zw.Write(plain.Bytes())
+	zw.Close()
+	if _, _, err := check(t, bomb.Bytes(), Limits{MaxUnpackedBytes: 1 << 20}); !registry.IsKind(err, registry.TooLarge) {
+		t.Errorf("trailing gzip bomb: Check error = %v, want TooLarge", err)
+	}
+
+	// A zip whose header understates an entry's size.
+	var zbuf bytes.Buffer
+	w := zip.NewWriter(&zbuf)
+	f, _ := w.CreateRaw(&zip.FileHeader{Name: "main.tf", Method: zip.Store, UncompressedSize64: 3, CompressedSize64: uint64(len(mainTF)), CRC32: 0})
+	f.Write([]byte(mainTF))
+	w.Close()
+	if _, _, err := check(t, zbuf.Bytes(), Limits{}); !registry.IsKind(err, registry.Invalid) && !registry.IsKind(err, registry.TooLarge) {
+		t.Errorf("zip with a lying header: Check error = %v, want it refused", err)
+	}
+}
+
+func TestCheckRefusesHugeZipDirectory(t *testing.T) {
+	entries := []tent{{name: "main.tf", body: mainTF}}
+	for i := range 50 {
+		entries = append(entries, tent{name: "f" + strings.Repeat("x", i), body: ""})
+	}
+	_, _, err := check(t, zipOf(t, entries...), Limits{MaxEntries: 10})
+	if !registry.IsKind(err, registry.TooLarge) || !strings.Contains(err.Error(), "more than 10 entries") {
+		t.Errorf("Check error = %v, want TooLarge before the entries are read", err)
+	}
+	if n, ok := zipEntryCount(bytes.NewReader(zipOf(t, entries...)), int64(len(zipOf(t, entries...)))); !ok || n != 51 {
+		t.Errorf("zipEntryCount = %d, %v; want 51", n, ok)
+	}
+}
+
+func TestCheckRefusesGarbage(t *testing.T) {
+	for name, data := range map[string][]byte{
+		"empty":          nil,
+		"text":           []byte("hello world"),
+		"truncated gzip": tarGzOf(t, tent{name: "main.tf", body: mainTF})[:20],
+		"gzip not tar":   gzipOf([]byte(strings.Repeat("not a tar archive ", 100))),
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, _, err := check(t, data, Limits{}); !registry.IsKind(err, registry.Invalid) {
+				t.Errorf("Check error = %v, want Invalid", err)
+			}
+		})
+	}
+}
+
+func gzipOf(b []byte) []byte {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	zw.Write(b)
+	zw.Close()
+	return buf.Bytes()
+}
+
+func TestCheckStagesOnlyReadmeHead(t *testing.T) {
+	readme := "# Big\n\n" + strings.Repeat("é", maxReadmeBytes) // 2 bytes per character
+	_, dir, err := check(t, tarGzOf(t, tent{name: "main.tf", body: mainTF}, tent{name: "README.md", body: readme}), Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(filepath.Join(dir, "README.md"))
+	if err != nil || fi.Size() != maxReadmeBytes+1 {
+		t.Fatalf("staged README: %v, size %d; want %d bytes", err, fi.Size(), maxReadmeBytes+1)
+	}
+	md, err := Inspect(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !md.Root.ReadmeTruncated || len(md.Root.Readme) > maxReadmeBytes || !strings.HasSuffix(md.Root.Readme, "é") {
+		t.Errorf("README truncated=%v, %d bytes, ending %q: want it cut at a character boundary within %d bytes",
+			md.Root.ReadmeTruncated, len(md.Root.Readme), md.Root.Readme[len(md.Root.Readme)-4:], maxReadmeBytes)
+	}
+}

@@ -1,0 +1,284 @@
+package modules
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+	"unicode"
+
+	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/store"
+)
+
+// MaxOriginBytes bounds the free-text origin recorded with a version.
+const MaxOriginBytes = 512
+
+// stagePrefix starts the name of every file and directory a module
+// publish stages in TempDir.
+const stagePrefix = "module-"
+
+// Options configures a Publisher.
+type Options struct {
+	Index   store.Index
+	Blobs   store.Blobs
+	TempDir string // staging area; on the blob store's filesystem when possible
+
+	MaxArchiveBytes int64  // largest accepted archive; <= 0 means 1 GiB
+	Limits          Limits // entry count and unpacked size of each archive
+
+	// OnChange is called after a version was committed or deleted, e.g. to
+	// invalidate cached protocol responses (normalized names).
+	OnChange func(namespace, name, system string)
+	Logger   *slog.Logger
+	Now      func() time.Time
+}
+
+// Publisher publishes and deletes module versions. It is safe for
+// concurrent use.
+type Publisher struct {
+	opt Options
+}
+
+// NewPublisher returns a Publisher.
+func NewPublisher(opt Options) *Publisher {
+	if opt.MaxArchiveBytes <= 0 {
+		opt.MaxArchiveBytes = 1 << 30
+	}
+	opt.Limits = opt.Limits.withDefaults()
+	if opt.Logger == nil {
+		opt.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	if opt.OnChange == nil {
+		opt.OnChange = func(string, string, string) {}
+	}
+	return &Publisher{opt: opt}
+}
+
+// RemoveStaleUploads deletes what publishes that never finished left in
+// TempDir, such as those of a process killed mid-upload. Call it at
+// start-up, before serving: a staging directory belongs to one process.
+func (p *Publisher) RemoveStaleUploads() error {
+	entries, err := os.ReadDir(p.opt.TempDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), stagePrefix) {
+			if err := os.RemoveAll(filepath.Join(p.opt.TempDir, e.Name())); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Upload is one module version to publish.
+type Upload struct {
+	Namespace, Name, System, Version string
+	// Origin says where the archive came from (e.g. "git tag v1.2.0,
+	// commit 0123abc"); free text, at most MaxOriginBytes, one line.
+	Origin string
+	// Archive is the .tar.gz or .zip, read to its end.
+	Archive io.Reader
+}
+
+// Result reports the outcome of a publish.
+type Result struct {
+	Version registry.ModuleVersion
+	Created bool // false when the identical archive was already published
+	// Warnings are problems found in the configuration that did not stop
+	// the publish (terraform-config-inspect diagnostics).
+	Warnings []string
+}
+
+// ParseAddress validates the coordinates of a module version and returns
+// them normalized: namespace and name lowercased (Trove looks them up
+// case-insensitively), system as the clients require it, version canonical.
+func ParseAddress(namespace, name, system, version string) (registry.ModuleVersion, error) {
+	var v registry.ModuleVersion
+	var err error
+	if v.Namespace, err = registry.ParseNamespace(namespace); err != nil {
+		return v, err
+	}
+	if v.Name, err = registry.ParseModuleName(name); err != nil {
+		return v, err
+	}
+	if v.System, err = registry.ParseModuleSystem(system); err != nil {
+		return v, err
+	}
+	if _, err = registry.ParseVersion(version); err != nil {
+		return v, err
+	}
+	v.Version = version
+	return v, nil
+}
+
+// Publish publishes a module version: it stages the archive while hashing
+// it, refuses a version that exists with other bytes (Conflict) and
+// answers an identical re-publish with Created false, checks the archive
+// (Check) and extracts its metadata (Inspect) from a staged copy, stores
+// the archive blob and then the version in one index write. Nothing is
+// stored unless every check passed; staged files are always removed.
+func (p *Publisher) Publish(ctx context.Context, up Upload) (Result, error) {
+	v, err := ParseAddress(up.Namespace, up.Name, up.System, up.Version)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := checkOrigin(up.Origin); err != nil {
+		return Result{}, err
+	}
+	v.Origin = up.Origin
+	if _, err := p.opt.Index.GetNamespace(ctx, v.Namespace); err != nil {
+		if registry.IsKind(err, registry.NotFound) {
+			return Result{}, registry.Errorf(registry.NotFound, "namespace %q does not exist; create it with: trove namespace create %s", v.Namespace, v.Namespace)
+		}
+		return Result{}, err
+	}
+	if err := os.MkdirAll(p.opt.TempDir, 0o700); err != nil {
+		return Result{}, err
+	}
+
+	// 1. Stage the archive, hashing it.
+	f, err := os.CreateTemp(p.opt.TempDir, stagePrefix+"*.archive")
+	if err != nil {
+		return Result{}, err
+	}
+	archivePath := f.Name()
+	defer os.Remove(archivePath)
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(f, h), io.LimitReader(up.Archive, p.opt.MaxArchiveBytes+1))
+	if err != nil {
+		return Result{}, err
+	}
+	if n > p.opt.MaxArchiveBytes {
+		return Result{}, registry.Errorf(registry.TooLarge, "the module archive is larger than the limit of %d bytes", p.opt.MaxArchiveBytes)
+	}
+	if n == 0 {
+		return Result{}, registry.Errorf(registry.Invalid, "the module archive is empty")
+	}
+	v.ArchiveDigest, v.ArchiveSize = hex.EncodeToString(h.Sum(nil)), n
+
+	// 2. An existing version: the same bytes are an idempotent retry,
+	// anything else is refused before any further work.
+	if existing, err := p.opt.Index.GetModuleVersion(ctx, v.Namespace, v.Name, v.System, v.Version); err == nil {
+		return existingVersion(existing, v)
+	} else if !registry.IsKind(err, registry.NotFound) {
+		return Result{}, err
+	}
+
+	// 3. Check the archive and extract its metadata from a staged copy.
+	stageDir, err := os.MkdirTemp(p.opt.TempDir, stagePrefix+"*.d")
+	if err != nil {
+		return Result{}, err
+	}
+	defer os.RemoveAll(stageDir)
+	if v.ArchiveFormat, err = Check(f, n, p.opt.Limits, stageDir); err != nil {
+		return Result{}, err
+	}
+	md, err := Inspect(stageDir)
+	if err != nil {
+		return Result{}, err
+	}
+	if v.Metadata, err = json.Marshal(md); err != nil {
+		return Result{}, registry.Wrap(registry.Internal, err, "encoding module metadata")
+	}
+	v.Description = Description(md.Root.Readme)
+	if err := f.Sync(); err != nil {
+		return Result{}, err
+	}
+
+	// 4. The blob, then the version in one index write.
+	if err := p.putArchive(ctx, f, archivePath, v); err != nil {
+		return Result{}, err
+	}
+	v.PublishedAt = p.opt.Now().UTC()
+	err = p.opt.Index.CreateModuleVersion(ctx, v)
+	if registry.IsKind(err, registry.Conflict) {
+		// Lost a race with a concurrent publish of the same version.
+		existing, gerr := p.opt.Index.GetModuleVersion(ctx, v.Namespace, v.Name, v.System, v.Version)
+		if gerr != nil {
+			return Result{}, gerr
+		}
+		return existingVersion(existing, v)
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	p.opt.OnChange(v.Namespace, v.Name, v.System)
+	p.opt.Logger.InfoContext(ctx, "published module version", "namespace", v.Namespace, "name", v.Name, "system", v.System,
+		"version", v.Version, "format", v.ArchiveFormat, "size", v.ArchiveSize, "digest", v.ArchiveDigest)
+	return Result{Version: v, Created: true, Warnings: md.Diagnostics}, nil
+}
+
+// putArchive stores the staged archive as a blob, moving the file when the
+// blob store can take it.
+func (p *Publisher) putArchive(ctx context.Context, f *os.File, path string, v registry.ModuleVersion) error {
+	if fp, ok := p.opt.Blobs.(store.FilePutter); ok {
+		return fp.PutFile(ctx, v.ArchiveDigest, v.ArchiveSize, path)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	return p.opt.Blobs.Put(ctx, v.ArchiveDigest, v.ArchiveSize, f)
+}
+
+// existingVersion decides between an idempotent retry and a conflict.
+func existingVersion(existing, v registry.ModuleVersion) (Result, error) {
+	if existing.ArchiveDigest == v.ArchiveDigest {
+		return Result{Version: existing, Created: false}, nil
+	}
+	return Result{}, registry.Errorf(registry.Conflict,
+		"module %s/%s/%s %s is already published with a different archive (SHA-256 %s); versions are immutable: publish a new version instead",
+		v.Namespace, v.Name, v.System, v.Version, existing.ArchiveDigest)
+}
+
+// checkOrigin refuses an origin that is too long or not one line of text.
+func checkOrigin(origin string) error {
+	switch {
+	case len(origin) > MaxOriginBytes:
+		return registry.Errorf(registry.Invalid, "the origin is longer than %d bytes", MaxOriginBytes)
+	case strings.ContainsFunc(origin, unicode.IsControl), !isUTF8(origin):
+		return registry.Errorf(registry.Invalid, "the origin must be one line of text without control characters")
+	}
+	return nil
+}
+
+func isUTF8(s string) bool { return strings.ToValidUTF8(s, "") == s }
+
+// Delete removes a module version from the index and returns what it was.
+// The archive blob stays in the blob store (it is content-addressed and
+// may be shared by other versions) but is no longer reachable: download
+// URLs are only signed for indexed versions, and those signed before
+// expire with their lifetime.
+func (p *Publisher) Delete(ctx context.Context, namespace, name, system, version string) (registry.ModuleVersion, error) {
+	v, err := ParseAddress(namespace, name, system, version)
+	if err != nil {
+		return registry.ModuleVersion{}, err
+	}
+	existing, err := p.opt.Index.GetModuleVersion(ctx, v.Namespace, v.Name, v.System, v.Version)
+	if err != nil {
+		return registry.ModuleVersion{}, err
+	}
+	if err := p.opt.Index.DeleteModuleVersion(ctx, v.Namespace, v.Name, v.System, v.Version); err != nil {
+		return registry.ModuleVersion{}, err
+	}
+	p.opt.OnChange(v.Namespace, v.Name, v.System)
+	return existing, nil
+}

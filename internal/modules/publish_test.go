@@ -1,0 +1,198 @@
+package modules
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/store/fsblob"
+	"trove.dev/trove/internal/store/sqlite"
+)
+
+type publishEnv struct {
+	pub     *Publisher
+	tempDir string
+	blobs   *fsblob.Store
+	idx     *sqlite.Index
+	changes []string
+	mu      sync.Mutex
+}
+
+func newPublishEnv(t *testing.T) *publishEnv {
+	t.Helper()
+	dir := t.TempDir()
+	idx, err := sqlite.Open(t.Context(), filepath.Join(dir, "trove.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { idx.Close() })
+	blobs, err := fsblob.Open(filepath.Join(dir, "blobs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := idx.CreateNamespace(t.Context(), registry.Namespace{Name: "acme", CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	e := &publishEnv{tempDir: filepath.Join(dir, "tmp"), blobs: blobs, idx: idx}
+	e.pub = NewPublisher(Options{
+		Index: idx, Blobs: blobs, TempDir: e.tempDir, MaxArchiveBytes: 1 << 20,
+		OnChange: func(ns, name, system string) {
+			e.mu.Lock()
+			e.changes = append(e.changes, ns+"/"+name+"/"+system)
+			e.mu.Unlock()
+		},
+	})
+	return e
+}
+
+func packed(t *testing.T, files map[string]string) []byte {
+	t.Helper()
+	dir := t.TempDir()
+	writeTree(t, dir, files)
+	return pack(t, dir)
+}
+
+func TestPublish(t *testing.T) {
+	e := newPublishEnv(t)
+	ctx := t.Context()
+	archive := packed(t, realisticModule)
+	res, err := e.pub.Publish(ctx, Upload{Namespace: "Acme", Name: "Network", System: "aws", Version: "1.2.0", Origin: "git tag v1.2.0, commit abc", Archive: bytes.NewReader(archive)})
+	if err != nil {
+		t.Fatalf("Publish: %v", err)
+	}
+	v := res.Version
+	if !res.Created || v.Namespace != "acme" || v.Name != "network" || v.ArchiveFormat != FormatTarGz || v.ArchiveSize != int64(len(archive)) {
+		t.Errorf("result = %+v", res)
+	}
+	if v.Description != "Creates a VPC with public and private subnets." || v.Origin != "git tag v1.2.0, commit abc" {
+		t.Errorf("description %q origin %q", v.Description, v.Origin)
+	}
+	if len(res.Warnings) == 0 {
+		t.Error("no warnings for the broken example")
+	}
+	stored, err := e.idx.GetModuleVersion(ctx, "acme", "network", "aws", "1.2.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var md Metadata
+	if err := json.Unmarshal(stored.Metadata, &md); err != nil || len(md.Root.Inputs) != 4 {
+		t.Errorf("stored metadata %s (%v), want 4 root inputs", stored.Metadata, err)
+	}
+	if size, err := e.blobs.Stat(ctx, v.ArchiveDigest); err != nil || size != v.ArchiveSize {
+		t.Errorf("blob %s: size %d, %v", v.ArchiveDigest, size, err)
+	}
+	if got := strings.Join(e.changes, ","); got != "acme/network/aws" {
+		t.Errorf("OnChange calls = %q", got)
+	}
+
+	// The same bytes again: success without change.
+	res, err = e.pub.Publish(ctx, Upload{Namespace: "acme", Name: "network", System: "aws", Version: "1.2.0", Archive: bytes.NewReader(archive)})
+	if err != nil || res.Created || res.Version.Origin != "git tag v1.2.0, commit abc" {
+		t.Errorf("re-publish of the same bytes: %+v, %v; want Created false and the first version", res, err)
+	}
+	// Other bytes: conflict.
+	other := packed(t, map[string]string{"main.tf": mainTF})
+	_, err = e.pub.Publish(ctx, Upload{Namespace: "acme", Name: "network", System: "aws", Version: "1.2.0", Archive: bytes.NewReader(other)})
+	if !registry.IsKind(err, registry.Conflict) || !strings.Contains(err.Error(), "immutable") {
+		t.Errorf("re-publish with other bytes: %v, want a Conflict", err)
+	}
+	if left, _ := os.ReadDir(e.tempDir); len(left) != 0 {
+		t.Errorf("staging directory keeps %d entries after the publishes", len(left))
+	}
+}
+
+func TestPublishRefuses(t *testing.T) {
+	e := newPublishEnv(t)
+	good := packed(t, map[string]string{"main.tf": mainTF})
+	tests := map[string]struct {
+		up   Upload
+		kind registry.Kind
+	}{
+		"v-prefixed version": {Upload{Namespace: "acme", Name: "net", System: "aws", Version: "v1.0.0", Archive: bytes.NewReader(good)}, registry.Invalid},
+		"partial version":    {Upload{Namespace: "acme", Name: "net", System: "aws", Version: "1.0", Archive: bytes.NewReader(good)}, registry.Invalid},
+		"upper-case system":  {Upload{Namespace: "acme", Name: "net", System: "AWS", Version: "1.0.0", Archive: bytes.NewReader(good)}, registry.Invalid},
+		"bad name":           {Upload{Namespace: "acme", Name: "-net", System: "aws", Version: "1.0.0", Archive: bytes.NewReader(good)}, registry.Invalid},
+		"missing namespace":  {Upload{Namespace: "nope", Name: "net", System: "aws", Version: "1.0.0", Archive: bytes.NewReader(good)}, registry.NotFound},
+		"origin with break":  {Upload{Namespace: "acme", Name: "net", System: "aws", Version: "1.0.0", Origin: "a\nb", Archive: bytes.NewReader(good)}, registry.Invalid},
+		"empty archive":      {Upload{Namespace: "acme", Name: "net", System: "aws", Version: "1.0.0", Archive: bytes.NewReader(nil)}, registry.Invalid},
+		"too large":          {Upload{Namespace: "acme", Name: "net", System: "aws", Version: "1.0.0", Archive: bytes.NewReader(make([]byte, 1<<20+1))}, registry.TooLarge},
+		"no tf at root":      {Upload{Namespace: "acme", Name: "net", System: "aws", Version: "1.0.0", Archive: bytes.NewReader(tarGzOf(t, tent{name: "x/main.tf", body: mainTF}))}, registry.Invalid},
+		"traversal":          {Upload{Namespace: "acme", Name: "net", System: "aws", Version: "1.0.0", Archive: bytes.NewReader(tarGzOf(t, tent{name: "main.tf", body: mainTF}, tent{name: "../../x", body: "x"}))}, registry.Invalid},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			_, err := e.pub.Publish(t.Context(), tt.up)
+			if !registry.IsKind(err, tt.kind) {
+				t.Fatalf("Publish error = %v (kind %v), want kind %v", err, registry.KindOf(err), tt.kind)
+			}
+		})
+	}
+	if _, total, _ := e.idx.ListModules(t.Context(), registry.ModuleFilter{}); total != 0 {
+		t.Errorf("%d modules stored after refused publishes", total)
+	}
+	if left, _ := os.ReadDir(e.tempDir); len(left) != 0 {
+		t.Errorf("staging directory keeps %d entries", len(left))
+	}
+	// Only the blob of nothing: refused archives are never stored.
+	n := 0
+	e.blobs.Walk(t.Context(), func(string, int64) error { n++; return nil })
+	if n != 0 {
+		t.Errorf("%d blobs stored by refused publishes", n)
+	}
+}
+
+func TestPublishConcurrentSameVersion(t *testing.T) {
+	e := newPublishEnv(t)
+	archives := [][]byte{packed(t, map[string]string{"main.tf": mainTF}), packed(t, map[string]string{"main.tf": mainTF + "# other\n"})}
+	const n = 6
+	errs := make([]error, n)
+	created := make([]bool, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			res, err := e.pub.Publish(t.Context(), Upload{Namespace: "acme", Name: "net", System: "aws", Version: "1.0.0", Archive: bytes.NewReader(archives[i%2])})
+			errs[i], created[i] = err, res.Created
+		})
+	}
+	wg.Wait()
+	winners := 0
+	for i := range n {
+		if created[i] {
+			winners++
+		}
+		if errs[i] != nil && !registry.IsKind(errs[i], registry.Conflict) {
+			t.Errorf("publish %d: %v", i, errs[i])
+		}
+	}
+	if winners != 1 {
+		t.Errorf("%d concurrent publishes created the version, want exactly 1", winners)
+	}
+}
+
+func TestDelete(t *testing.T) {
+	e := newPublishEnv(t)
+	ctx := t.Context()
+	archive := packed(t, map[string]string{"main.tf": mainTF})
+	if _, err := e.pub.Publish(ctx, Upload{Namespace: "acme", Name: "net", System: "aws", Version: "1.0.0", Archive: bytes.NewReader(archive)}); err != nil {
+		t.Fatal(err)
+	}
+	v, err := e.pub.Delete(ctx, "ACME", "Net", "aws", "1.0.0")
+	if err != nil || v.Version != "1.0.0" {
+		t.Fatalf("Delete = %+v, %v", v, err)
+	}
+	if _, err := e.idx.GetModuleVersion(ctx, "acme", "net", "aws", "1.0.0"); !registry.IsKind(err, registry.NotFound) {
+		t.Errorf("GetModuleVersion after delete: %v, want NotFound", err)
+	}
+	if _, err := e.pub.Delete(ctx, "acme", "net", "aws", "1.0.0"); !registry.IsKind(err, registry.NotFound) {
+		t.Errorf("second Delete: %v, want NotFound", err)
+	}
+	if got := strings.Join(e.changes, ","); got != "acme/net/aws,acme/net/aws" {
+		t.Errorf("OnChange calls = %q, want one per publish and delete", got)
+	}
+}

@@ -1,0 +1,622 @@
+// Package login makes Trove an OAuth 2.0 authorization server for the
+// Terraform and OpenTofu CLIs (the login.v1 service of `terraform login`).
+//
+// The flow is the authorization code grant with PKCE (S256 only) for one
+// public client (no client secret):
+//
+//  1. The CLI opens GET /oauth/authorize?response_type=code&client_id=..&
+//     redirect_uri=http://localhost:<port>/login&state=..&code_challenge=..&
+//     code_challenge_method=S256 in the user's browser. The redirect URI
+//     must be exactly that, with <port> in the advertised range; any
+//     invalid request shows an error page and never redirects.
+//  2. The page is a server-rendered login and consent form. Its POST is
+//     protected against cross-site request forgery by a token bound to a
+//     cookie (HMAC of the cookie's random value with a key shared by all
+//     replicas; the cookie is SameSite=Strict). The password is checked
+//     against its argon2id hash; attempts are rate limited per account and
+//     per source address (token buckets in this process's memory).
+//  3. On success the browser is redirected to the CLI's local listener
+//     with a single-use code (only its hash is stored, in the index, so
+//     any replica can redeem it) that expires after a short time, and the
+//     state echoed.
+//  4. The CLI posts the code with its PKCE verifier to POST /oauth/token
+//     and receives a personal Trove token of the user: listed, revocable,
+//     expiring. A code presented twice is refused and the token issued
+//     for it is revoked.
+//
+// Passwords, codes and tokens never appear in logs, audit events or error
+// messages. Login successes and failures are audited.
+package login
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"trove.dev/trove/internal/audit"
+	"trove.dev/trove/internal/auth"
+	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/store"
+)
+
+// Paths of the OAuth endpoints, relative to the server root.
+const (
+	AuthorizePath = "/oauth/authorize"
+	TokenPath     = "/oauth/token"
+)
+
+// ServiceID is the service identifier in service discovery.
+const ServiceID = "login.v1"
+
+// Defaults of Options.
+const (
+	DefaultClientID = "terraform-cli"
+	DefaultMinPort  = 10000
+	DefaultMaxPort  = 10010
+	// DefaultTokenTTL is the lifetime of a token issued by a login.
+	DefaultTokenTTL = 30 * 24 * time.Hour
+	// DefaultCodeTTL is how long an authorization code can be redeemed.
+	DefaultCodeTTL = 2 * time.Minute
+	// Login attempts: per account a burst of 5, then one every 30 s; per
+	// source address a burst of 20, then one every 3 s.
+	DefaultAccountBurst = 5
+	DefaultAccountEvery = 30 * time.Second
+	DefaultAddressBurst = 20
+	DefaultAddressEvery = 3 * time.Second
+)
+
+// csrfKeyName is the index secret that keys the CSRF tokens, shared by
+// every replica so that a form served by one can be posted to another.
+const csrfKeyName = "login-csrf-key"
+
+// csrfCookie is the name of the cookie a login form is bound to. The
+// __Host- prefix makes browsers insist on Secure, Path=/ and no Domain.
+const csrfCookie = "__Host-trove-login"
+
+// maxFormBytes bounds a login or token request body.
+const maxFormBytes = 16 << 10
+
+// Options configures the login service.
+type Options struct {
+	// Index stores users, authorization codes, tokens and the audit log.
+	Index store.Index
+	// Audit records logins; nil records into Index's audit log.
+	Audit  *audit.Recorder
+	Logger *slog.Logger
+	// ClientID is the OAuth client the CLIs identify as (DefaultClientID).
+	ClientID string
+	// MinPort and MaxPort bound the port of the CLI's redirect URI; both
+	// 0 means DefaultMinPort and DefaultMaxPort.
+	MinPort, MaxPort int
+	TokenTTL         time.Duration // DefaultTokenTTL if 0
+	CodeTTL          time.Duration // DefaultCodeTTL if 0
+	AccountBurst     int           // DefaultAccountBurst if 0
+	AccountEvery     time.Duration // DefaultAccountEvery if 0
+	AddressBurst     int           // DefaultAddressBurst if 0
+	AddressEvery     time.Duration // DefaultAddressEvery if 0
+	// HashSlots bounds the password verifications running at once (each
+	// takes 19 MiB of memory); 0 means 4.
+	HashSlots int
+	Now       func() time.Time
+}
+
+// Service serves login.v1. Create it with New.
+type Service struct {
+	opt       Options
+	acc       store.Access
+	key       []byte
+	accounts  *limiter
+	addresses *limiter
+	slots     chan struct{}
+}
+
+// New returns the login service. It reads (or creates) the CSRF key in
+// the index.
+func New(ctx context.Context, opt Options) (*Service, error) {
+	if opt.Index == nil {
+		return nil, registry.Errorf(registry.Invalid, "login: no index")
+	}
+	acc := opt.Index
+	if opt.Logger == nil {
+		opt.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opt.Audit == nil {
+		opt.Audit = audit.New(acc, opt.Logger)
+	}
+	if opt.ClientID == "" {
+		opt.ClientID = DefaultClientID
+	}
+	if opt.MinPort == 0 && opt.MaxPort == 0 {
+		opt.MinPort, opt.MaxPort = DefaultMinPort, DefaultMaxPort
+	}
+	if opt.MinPort < 1024 || opt.MaxPort > 65535 || opt.MaxPort <= opt.MinPort {
+		return nil, registry.Errorf(registry.Invalid, "login: the port range %d-%d must lie within 1024-65535 and hold at least two ports (the CLIs draw a port below the maximum)", opt.MinPort, opt.MaxPort)
+	}
+	defaults := []struct {
+		d   *time.Duration
+		def time.Duration
+	}{{&opt.TokenTTL, DefaultTokenTTL}, {&opt.CodeTTL, DefaultCodeTTL}, {&opt.AccountEvery, DefaultAccountEvery}, {&opt.AddressEvery, DefaultAddressEvery}}
+	for _, d := range defaults {
+		if *d.d <= 0 {
+			*d.d = d.def
+		}
+	}
+	if opt.AccountBurst <= 0 {
+		opt.AccountBurst = DefaultAccountBurst
+	}
+	if opt.AddressBurst <= 0 {
+		opt.AddressBurst = DefaultAddressBurst
+	}
+	if opt.HashSlots <= 0 {
+		opt.HashSlots = 4
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	key, err := opt.Index.Secret(ctx, csrfKeyName, func() ([]byte, error) {
+		b := make([]byte, 32)
+		_, err := rand.Read(b)
+		return b, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Service{
+		opt: opt, acc: acc, key: key,
+		accounts:  newLimiter(opt.AccountBurst, opt.AccountEvery),
+		addresses: newLimiter(opt.AddressBurst, opt.AddressEvery),
+		slots:     make(chan struct{}, opt.HashSlots),
+	}, nil
+}
+
+// Discovery returns the login.v1 value of the discovery document.
+func (s *Service) Discovery() map[string]any {
+	return map[string]any{
+		"client":      s.opt.ClientID,
+		"grant_types": []string{"authz_code"},
+		"authz":       AuthorizePath,
+		"token":       TokenPath,
+		"ports":       []int{s.opt.MinPort, s.opt.MaxPort},
+	}
+}
+
+// Register mounts the OAuth endpoints on mux.
+func (s *Service) Register(mux *http.ServeMux) {
+	mux.HandleFunc("GET "+AuthorizePath, s.showForm)
+	mux.HandleFunc("POST "+AuthorizePath, s.submitForm)
+	mux.HandleFunc("POST "+TokenPath, s.token)
+}
+
+// authzRequest is a validated authorization request.
+type authzRequest struct {
+	ClientID    string
+	RedirectURI string
+	State       string
+	Challenge   string
+}
+
+// params returns the request as the hidden fields of the form.
+func (a authzRequest) params() url.Values {
+	return url.Values{
+		"response_type": {"code"}, "client_id": {a.ClientID}, "redirect_uri": {a.RedirectURI},
+		"state": {a.State}, "code_challenge": {a.Challenge}, "code_challenge_method": {"S256"},
+	}
+}
+
+// parseAuthz validates the parameters of an authorization request. Its
+// errors are shown on an error page; nothing is ever redirected to an
+// unvalidated redirect URI.
+func (s *Service) parseAuthz(q url.Values) (authzRequest, error) {
+	single := func(name string) (string, error) {
+		vs := q[name]
+		if len(vs) > 1 {
+			return "", registry.Errorf(registry.Invalid, "the parameter %s is repeated", name)
+		}
+		if len(vs) == 0 || vs[0] == "" {
+			return "", registry.Errorf(registry.Invalid, "the parameter %s is missing", name)
+		}
+		return vs[0], nil
+	}
+	var a authzRequest
+	var err error
+	if a.ClientID, err = single("client_id"); err != nil {
+		return a, err
+	}
+	if a.ClientID != s.opt.ClientID {
+		return a, registry.Errorf(registry.Invalid, "unknown client_id: this server only logs in the client %q", s.opt.ClientID)
+	}
+	if a.RedirectURI, err = single("redirect_uri"); err != nil {
+		return a, err
+	}
+	if err := s.checkRedirect(a.RedirectURI); err != nil {
+		return a, err
+	}
+	rt, err := single("response_type")
+	if err != nil {
+		return a, err
+	}
+	if rt != "code" {
+		return a, registry.Errorf(registry.Invalid, "unsupported response_type: only \"code\" (the authorization code grant) is supported")
+	}
+	if a.State, err = single("state"); err != nil {
+		return a, err
+	}
+	if len(a.State) > 512 {
+		return a, registry.Errorf(registry.Invalid, "the parameter state is longer than 512 characters")
+	}
+	method, err := single("code_challenge_method")
+	if err != nil {
+		return a, registry.Errorf(registry.Invalid, "PKCE is required: the parameter code_challenge_method is missing")
+	}
+	if method != "S256" {
+		return a, registry.Errorf(registry.Invalid, "unsupported code_challenge_method: only S256 is supported")
+	}
+	if a.Challenge, err = single("code_challenge"); err != nil {
+		return a, registry.Errorf(registry.Invalid, "PKCE is required: the parameter code_challenge is missing")
+	}
+	if b, err := base64.RawURLEncoding.DecodeString(a.Challenge); err != nil || len(b) != sha256.Size {
+		return a, registry.Errorf(registry.Invalid, "the code_challenge is not a base64url-encoded SHA-256 digest")
+	}
+	return a, nil
+}
+
+// checkRedirect accepts only http://localhost:<port>/login with <port>
+// within the advertised range: the listener the CLIs start.
+func (s *Service) checkRedirect(raw string) error {
+	bad := registry.Errorf(registry.Invalid, "the redirect_uri is not allowed: it must be http://localhost:<port>/login with a port from %d to %d", s.opt.MinPort, s.opt.MaxPort)
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme != "http" || u.Opaque != "" || u.User != nil || u.RawQuery != "" || u.ForceQuery ||
+		u.Fragment != "" || strings.Contains(raw, "#") || u.Hostname() != "localhost" || u.Path != "/login" || u.RawPath != "" {
+		return bad
+	}
+	port, err := strconv.Atoi(u.Port())
+	if err != nil || port < s.opt.MinPort || port > s.opt.MaxPort || strconv.Itoa(port) != u.Port() {
+		return bad
+	}
+	return nil
+}
+
+// csrfToken returns the form token bound to a cookie value.
+func (s *Service) csrfToken(cookie string) string {
+	m := hmac.New(sha256.New, s.key)
+	m.Write([]byte("trove-login-csrf-v1\n" + cookie))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// randomString returns n random bytes, base64url-encoded.
+func randomString(n int) (string, error) {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+func (s *Service) showForm(w http.ResponseWriter, r *http.Request) {
+	a, err := s.parseAuthz(r.URL.Query())
+	if err != nil {
+		s.errorPage(w, r, http.StatusBadRequest, registry.Message(err))
+		return
+	}
+	cookie := ""
+	if c, err := r.Cookie(csrfCookie); err == nil && len(c.Value) == 43 {
+		cookie = c.Value
+	} else if cookie, err = randomString(32); err != nil {
+		s.errorPage(w, r, http.StatusInternalServerError, "internal error")
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: csrfCookie, Value: cookie, Path: "/", MaxAge: 3600,
+		Secure: true, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	s.formPage(w, r, http.StatusOK, a, "", "")
+}
+
+func (s *Service) submitForm(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+	if err := r.ParseForm(); err != nil {
+		s.errorPage(w, r, http.StatusBadRequest, "the login form could not be read")
+		return
+	}
+	form := r.PostForm
+	c, err := r.Cookie(csrfCookie)
+	if err != nil || c.Value == "" || subtle.ConstantTimeCompare([]byte(form.Get("csrf")), []byte(s.csrfToken(c.Value))) != 1 {
+		s.errorPage(w, r, http.StatusForbidden, "the login form was not sent by this site's login page, or it expired: go back to the terminal and run the login command again")
+		return
+	}
+	a, err := s.parseAuthz(form)
+	if err != nil {
+		s.errorPage(w, r, http.StatusBadRequest, registry.Message(err))
+		return
+	}
+	if form.Get("action") == "deny" {
+		s.redirect(w, r, a, url.Values{"error": {"access_denied"}, "error_description": {"the user denied the request"}})
+		return
+	}
+	access := form.Get("access")
+	if access == "" {
+		access = "read"
+	}
+	if access != "read" && access != "full" {
+		s.errorPage(w, r, http.StatusBadRequest, "unknown access level: choose read or full")
+		return
+	}
+	name := strings.TrimSpace(form.Get("username"))
+	password := form.Get("password")
+	source := audit.SourceAddr(r)
+	now := s.opt.Now()
+	account := strings.ToLower(name)
+	if len(account) > 64 {
+		account = account[:64]
+	}
+	if ok, wait := s.addresses.take("addr:"+source, now); !ok {
+		s.fail(w, r, a, http.StatusTooManyRequests, wait, account, "rate limited (source address)",
+			"Too many login attempts from your address. Try again in "+waitText(wait)+".")
+		return
+	}
+	if ok, wait := s.accounts.take("user:"+account, now); !ok {
+		s.fail(w, r, a, http.StatusTooManyRequests, wait, account, "rate limited (account)",
+			"Too many login attempts for this account. Try again in "+waitText(wait)+".")
+		return
+	}
+	user, reason := s.verify(r.Context(), name, password)
+	switch reason {
+	case "":
+	case "disabled":
+		s.fail(w, r, a, http.StatusForbidden, 0, account, "account disabled", "This account is disabled. Ask an administrator of this registry.")
+		return
+	default:
+		s.fail(w, r, a, http.StatusUnauthorized, 0, account, reason, "Wrong user name or password.")
+		return
+	}
+	scopes := []registry.Scope{registry.ScopeRead}
+	if access == "full" {
+		scopes = []registry.Scope{registry.ScopeAdmin}
+	}
+	code, err := randomString(32)
+	if err != nil {
+		s.errorPage(w, r, http.StatusInternalServerError, "internal error")
+		return
+	}
+	tokenID, err := auth.NewID()
+	if err != nil {
+		s.errorPage(w, r, http.StatusInternalServerError, "internal error")
+		return
+	}
+	err = s.acc.CreateAuthCode(r.Context(), registry.AuthCode{
+		Hash: hashCode(code), ClientID: a.ClientID, RedirectURI: a.RedirectURI, Challenge: a.Challenge,
+		User: user.Name, Scopes: scopes, TokenID: tokenID, CreatedAt: now.UTC(), ExpiresAt: now.Add(s.opt.CodeTTL).UTC(),
+	})
+	if err != nil {
+		s.opt.Logger.ErrorContext(r.Context(), "login: storing an authorization code failed", "user", user.Name, "err", err)
+		s.errorPage(w, r, http.StatusServiceUnavailable, "the registry could not complete the login; try again")
+		return
+	}
+	// Codes are redeemed within minutes; drop those long expired.
+	if _, err := s.acc.DeleteAuthCodes(r.Context(), now.Add(-time.Hour)); err != nil {
+		s.opt.Logger.WarnContext(r.Context(), "login: deleting expired authorization codes failed", "err", err)
+	}
+	s.opt.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditLoginSuccess, Actor: "user:" + user.Name,
+		Target: tokenID, Details: "authorization code for " + a.ClientID + " (" + access + " access) to " + a.RedirectURI})
+	s.redirect(w, r, a, url.Values{"code": {code}})
+}
+
+// verify checks a user name and password. reason is "" on success and
+// says why otherwise (for the audit log, never for the user).
+func (s *Service) verify(ctx context.Context, name, password string) (registry.User, string) {
+	select {
+	case s.slots <- struct{}{}:
+		defer func() { <-s.slots }()
+	case <-ctx.Done():
+		return registry.User{}, "request cancelled"
+	}
+	norm, err := registry.ParseUserName(name)
+	if err != nil {
+		auth.VerifyNoPassword(password)
+		return registry.User{}, "invalid user name"
+	}
+	u, err := s.acc.GetUser(ctx, norm)
+	if err != nil {
+		auth.VerifyNoPassword(password)
+		if registry.IsKind(err, registry.NotFound) {
+			return registry.User{}, "unknown user"
+		}
+		return registry.User{}, "user lookup failed: " + registry.Message(err)
+	}
+	if !auth.VerifyPassword(u.PasswordHash, password) {
+		return registry.User{}, "wrong password"
+	}
+	if u.Disabled {
+		return registry.User{}, "disabled"
+	}
+	return u, ""
+}
+
+// fail audits a failed login and shows the form again with a message.
+func (s *Service) fail(w http.ResponseWriter, r *http.Request, a authzRequest, status int, retry time.Duration, account, reason, message string) {
+	actor := account
+	if actor == "" {
+		actor = "(no user name)"
+	}
+	s.opt.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditLoginFailure, Actor: sanitize(actor), Details: reason})
+	if retry > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(retry/time.Second)+1))
+	}
+	s.formPage(w, r, status, a, message, account)
+}
+
+// redirect sends the browser back to the CLI's listener with params and
+// the state.
+func (s *Service) redirect(w http.ResponseWriter, r *http.Request, a authzRequest, params url.Values) {
+	params.Set("state", a.State)
+	u, _ := url.Parse(a.RedirectURI) // validated by parseAuthz
+	u.RawQuery = params.Encode()
+	h := w.Header()
+	h.Set("Cache-Control", "no-store")
+	h.Set("Location", u.String())
+	w.WriteHeader(http.StatusFound)
+}
+
+func hashCode(code string) string {
+	sum := sha256.Sum256([]byte(code))
+	return hex.EncodeToString(sum[:])
+}
+
+// waitText says a wait in whole seconds for people.
+func waitText(d time.Duration) string {
+	n := int(d/time.Second) + 1
+	if n == 1 {
+		return "1 second"
+	}
+	return strconv.Itoa(n) + " seconds"
+}
+
+// sanitize makes a user-supplied name safe for the audit log: printable
+// characters only, at most 64 bytes.
+func sanitize(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 {
+			return '?'
+		}
+		return r
+	}, s)
+	if len(s) > 64 {
+		s = s[:64]
+	}
+	return s
+}
+
+// tokenResponse is the successful answer of the token endpoint.
+type tokenResponse struct {
+	AccessToken string `json:"access_token"`
+	TokenType   string `json:"token_type"`
+	ExpiresIn   int64  `json:"expires_in"`
+}
+
+// oauthError is an error answer of the token endpoint (RFC 6749 5.2).
+type oauthError struct {
+	status      int
+	Code        string `json:"error"`
+	Description string `json:"error_description"`
+}
+
+func (e *oauthError) Error() string { return e.Code + ": " + e.Description }
+
+func grantError(desc string) error {
+	return &oauthError{status: http.StatusBadRequest, Code: "invalid_grant", Description: desc}
+}
+
+func (s *Service) token(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Cache-Control", "no-store")
+	h.Set("Pragma", "no-cache")
+	resp, err := s.exchange(w, r)
+	if err != nil {
+		var oe *oauthError
+		if !errors.As(err, &oe) {
+			s.opt.Logger.ErrorContext(r.Context(), "login: token exchange failed", "err", err)
+			oe = &oauthError{status: http.StatusServiceUnavailable, Code: "temporarily_unavailable", Description: "the registry could not issue a token; try again"}
+		}
+		writeJSON(w, oe.status, oe)
+		return
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// exchange redeems an authorization code for a token.
+func (s *Service) exchange(w http.ResponseWriter, r *http.Request) (tokenResponse, error) {
+	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+	if err := r.ParseForm(); err != nil {
+		return tokenResponse{}, &oauthError{status: http.StatusBadRequest, Code: "invalid_request", Description: "the request body is not a form"}
+	}
+	f := r.PostForm
+	if gt := f.Get("grant_type"); gt != "authorization_code" {
+		return tokenResponse{}, &oauthError{status: http.StatusBadRequest, Code: "unsupported_grant_type", Description: "only authorization_code is supported"}
+	}
+	if f.Get("client_id") != s.opt.ClientID {
+		return tokenResponse{}, &oauthError{status: http.StatusUnauthorized, Code: "invalid_client", Description: "unknown client_id"}
+	}
+	code, redirect, verifier := f.Get("code"), f.Get("redirect_uri"), f.Get("code_verifier")
+	if code == "" || redirect == "" || verifier == "" {
+		return tokenResponse{}, &oauthError{status: http.StatusBadRequest, Code: "invalid_request", Description: "code, redirect_uri and code_verifier are required"}
+	}
+	if !validVerifier(verifier) {
+		return tokenResponse{}, &oauthError{status: http.StatusBadRequest, Code: "invalid_request", Description: "the code_verifier must be 43 to 128 characters of A-Z, a-z, 0-9, '-', '.', '_' and '~'"}
+	}
+	now := s.opt.Now()
+	c, err := s.acc.UseAuthCode(r.Context(), hashCode(code), now.UTC())
+	if registry.IsKind(err, registry.NotFound) {
+		return tokenResponse{}, grantError("the authorization code is not valid")
+	}
+	if err != nil {
+		return tokenResponse{}, err
+	}
+	if !c.UsedAt.IsZero() {
+		// A replayed code: someone else may hold it. Revoke what it gave.
+		if err := s.opt.Index.RevokeToken(r.Context(), c.TokenID, now.UTC()); err != nil && !registry.IsKind(err, registry.NotFound) {
+			return tokenResponse{}, err
+		}
+		s.opt.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditTokenReplay, Actor: "user:" + c.User, Target: c.TokenID,
+			Details: "an authorization code was presented a second time; the token issued for it was revoked"})
+		return tokenResponse{}, grantError("the authorization code was used already")
+	}
+	if !now.Before(c.ExpiresAt) {
+		return tokenResponse{}, grantError("the authorization code expired: run the login command again")
+	}
+	if c.ClientID != f.Get("client_id") || c.RedirectURI != redirect {
+		return tokenResponse{}, grantError("the authorization code was issued to another client or redirect_uri")
+	}
+	sum := sha256.Sum256([]byte(verifier))
+	if subtle.ConstantTimeCompare([]byte(base64.RawURLEncoding.EncodeToString(sum[:])), []byte(c.Challenge)) != 1 {
+		return tokenResponse{}, grantError("the code_verifier does not match the code_challenge")
+	}
+	u, err := s.acc.GetUser(r.Context(), c.User)
+	if err != nil && !registry.IsKind(err, registry.NotFound) {
+		return tokenResponse{}, err
+	}
+	if err != nil || u.Disabled {
+		return tokenResponse{}, grantError("the user cannot log in")
+	}
+	secret, hash, err := auth.NewToken()
+	if err != nil {
+		return tokenResponse{}, err
+	}
+	t := registry.Token{
+		ID: c.TokenID, Hash: hash, User: c.User, Scopes: c.Scopes,
+		Description: "login by " + c.ClientID + " from " + audit.SourceAddr(r),
+		CreatedAt:   now.UTC(), ExpiresAt: now.Add(s.opt.TokenTTL).UTC(),
+	}
+	if err := s.opt.Index.CreateToken(r.Context(), t); err != nil {
+		return tokenResponse{}, err
+	}
+	scopes := make([]string, len(t.Scopes))
+	for i, sc := range t.Scopes {
+		scopes[i] = string(sc)
+	}
+	s.opt.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditTokenCreate, Actor: "user:" + c.User, Target: t.ID,
+		Details: "personal token of " + c.User + ", " + strings.Join(scopes, ",") + ", issued by login, expires " + t.ExpiresAt.Format(time.RFC3339)})
+	return tokenResponse{AccessToken: secret, TokenType: "bearer", ExpiresIn: int64(s.opt.TokenTTL / time.Second)}, nil
+}
+
+// validVerifier checks a PKCE code verifier (RFC 7636 4.1).
+func validVerifier(v string) bool {
+	if len(v) < 43 || len(v) > 128 {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if !('A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~') {
+			return false
+		}
+	}
+	return true
+}

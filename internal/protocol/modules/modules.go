@@ -1,0 +1,720 @@
+// Package modules serves the module registry protocol (modules.v1) that
+// Terraform and OpenTofu use to list a module's versions and to find the
+// archive of one version, plus the read-only listing, search and details
+// endpoints of the public registry API under the same base path.
+//
+// The download answer is 204 No Content with the archive's URL in the
+// X-Terraform-Get header: Terraform reads only that header (with 200 or
+// 204), and OpenTofu reads the header of a 204 (with a 200 it would
+// require a JSON body with "location" instead). The URL is an absolute,
+// signed, expiring /v1/files/<digest>/<name>-<system>-<version>.tar.gz
+// (or .zip) URL: the clients download archives without the registry
+// token, and recognise the archive type from the path's suffix.
+//
+// A module's versions are read once and kept in memory with the rendered
+// versions document and its strong ETag; the download answer is computed
+// from the same entry (signing a URL costs one HMAC), so a repeated
+// request does not touch the index. Publish and delete call Invalidate;
+// entries are also read again after a maximum age so that changes made
+// through other replicas sharing the index show up within that age.
+//
+// Access control, as for providers.v1: with WithGuard, every request
+// (cache hits included) first asks the Guard whether it may read the
+// namespace. A request that may not is answered exactly as one for a
+// module that does not exist, so private names do not leak; an anonymous
+// one gets 401 so that the clients ask their user for credentials.
+// Archive URLs of private namespaces are signed by the private signer (a
+// shorter lifetime), and their versions documents are marked
+// "Cache-Control: private, no-cache". Listings and search leave out the
+// modules of namespaces the caller may not read. Without a Guard every
+// namespace is readable by anyone.
+package modules
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	version "github.com/hashicorp/go-version"
+
+	"trove.dev/trove/internal/httpjson"
+	modarchive "trove.dev/trove/internal/modules"
+	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/signedurl"
+	"trove.dev/trove/internal/store"
+)
+
+// ServiceID is the service discovery identifier of the protocol.
+const ServiceID = "modules.v1"
+
+// BasePath is the modules.v1 base URL path announced by service discovery.
+const BasePath = "/v1/modules/"
+
+// Route patterns (net/http ServeMux syntax; GET includes HEAD).
+const (
+	RouteList           = "GET /v1/modules"
+	RouteSearch         = "GET /v1/modules/search"
+	RouteNamespace      = "GET /v1/modules/{namespace}"
+	RouteLatest         = "GET /v1/modules/{namespace}/{name}/{system}"
+	RouteVersions       = "GET /v1/modules/{namespace}/{name}/{system}/versions"
+	RouteDownloadLatest = "GET /v1/modules/{namespace}/{name}/{system}/download"
+	RouteVersion        = "GET /v1/modules/{namespace}/{name}/{system}/{version}"
+	RouteDownload       = "GET /v1/modules/{namespace}/{name}/{system}/{version}/download"
+)
+
+// Defaults of the Service.
+const (
+	DefaultMaxAge     = 30 * time.Second
+	DefaultMaxEntries = 50_000
+	// DefaultPageSize and MaxPageSize bound the listing and search pages.
+	DefaultPageSize = 15
+	MaxPageSize     = 100
+)
+
+// loadTimeout bounds one read of the index on behalf of the cache.
+const loadTimeout = 30 * time.Second
+
+var (
+	contentTypeJSON = []string{"application/json"}
+	noCache         = []string{"no-cache"}
+	privateNoCache  = []string{"private, no-cache"}
+	noStore         = []string{"no-store"}
+	zeroLength      = []string{"0"}
+)
+
+// Guard decides who may read a namespace on the protocol routes (the
+// same contract as providers.Guard; *auth.Access implements it).
+type Guard interface {
+	// ProtocolRead returns nil if r may read the namespace (a normalized
+	// name) and whether the namespace is private. An error of kind
+	// NotFound means r may not read it: the Service then answers as for
+	// a module that does not exist. Any other error is answered as is
+	// (Unauthenticated: 401).
+	ProtocolRead(r *http.Request, namespace string) (private bool, err error)
+}
+
+// maxListScan bounds how many matching modules a listing or search reads
+// to filter out those the caller may not read.
+const maxListScan = 10_000
+
+// Service serves modules.v1. It is safe for concurrent use.
+type Service struct {
+	idx        store.Modules
+	signer     *signedurl.Signer
+	base       string // public origin without a trailing slash
+	log        *slog.Logger
+	now        func() time.Time
+	maxAge     time.Duration
+	maxEntries int
+
+	guard   Guard             // nil: every namespace is readable by anyone
+	private *signedurl.Signer // signs the archive URLs of private namespaces
+
+	mu      sync.RWMutex
+	entries map[modKey]*entry
+	gen     uint64 // incremented by every invalidation
+}
+
+// Option adjusts a Service.
+type Option func(*Service)
+
+// WithMaxAge sets how long a module's cached versions are served before
+// they are read again from the index (DefaultMaxAge if d <= 0).
+func WithMaxAge(d time.Duration) Option {
+	return func(s *Service) {
+		if d > 0 {
+			s.maxAge = d
+		}
+	}
+}
+
+// WithMaxEntries bounds how many modules are cached (DefaultMaxEntries if
+// n <= 0).
+func WithMaxEntries(n int) Option {
+	return func(s *Service) {
+		if n > 0 {
+			s.maxEntries = n
+		}
+	}
+}
+
+// WithGuard makes the Service ask g whether a request may read a
+// namespace, and sign the archive URLs of private namespaces with private
+// (the Service's signer if nil), which should issue shorter-lived URLs.
+func WithGuard(g Guard, private *signedurl.Signer) Option {
+	return func(s *Service) { s.guard, s.private = g, private }
+}
+
+// WithClock makes the cache read the time from now (for tests).
+func WithClock(now func() time.Time) Option { return func(s *Service) { s.now = now } }
+
+// New returns a Service that reads modules from idx, signs archive URLs
+// with signer and makes them absolute with publicBase (scheme and host,
+// and a path prefix if Trove is reached under one).
+func New(idx store.Modules, signer *signedurl.Signer, publicBase *url.URL, log *slog.Logger, opts ...Option) *Service {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	base := &url.URL{Scheme: publicBase.Scheme, Host: publicBase.Host, Path: publicBase.Path}
+	s := &Service{
+		idx: idx, signer: signer, base: strings.TrimSuffix(base.String(), "/"), log: log,
+		now: time.Now, maxAge: DefaultMaxAge, maxEntries: DefaultMaxEntries, entries: make(map[modKey]*entry),
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	if s.private == nil {
+		s.private = s.signer
+	}
+	return s
+}
+
+// Register mounts the protocol's routes on mux.
+func (s *Service) Register(mux *http.ServeMux) {
+	mux.HandleFunc(RouteVersions, s.serveVersions)
+	mux.HandleFunc(RouteDownload, s.serveDownload)
+	mux.Handle(RouteDownloadLatest, s.handler(s.downloadLatest))
+	mux.Handle(RouteLatest, s.handler(s.latestDetails))
+	mux.Handle(RouteVersion, s.handler(s.versionDetails))
+	mux.Handle(RouteList, s.handler(s.list))
+	mux.Handle(RouteSearch, s.handler(s.search))
+	mux.Handle(RouteNamespace, s.handler(s.listNamespace))
+}
+
+// Invalidate drops the cached versions of a module (normalized names).
+// Call it after a version was committed or deleted; reads that started
+// earlier are not stored.
+func (s *Service) Invalidate(namespace, name, system string) {
+	s.mu.Lock()
+	delete(s.entries, modKey{namespace, name, system})
+	s.gen++
+	s.mu.Unlock()
+}
+
+// InvalidateAll drops every cached module, for when changes to the index
+// may have been missed (a change feed that reconnected).
+func (s *Service) InvalidateAll() {
+	s.mu.Lock()
+	clear(s.entries)
+	s.gen++
+	s.mu.Unlock()
+}
+
+// CacheEntries returns how many modules are cached.
+func (s *Service) CacheEntries() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return len(s.entries)
+}
+
+// modKey names a module by its normalized coordinates.
+type modKey struct{ ns, name, system string }
+
+// entry is what the cache keeps of one module. It never changes after
+// insertion, except for the memo of signed archive URLs.
+type entry struct {
+	versions []registry.ModuleVersion // newest first, without metadata
+	body     []byte                   // the versions document
+	etag     []string
+	length   []string
+	staleAt  int64 // Unix nanoseconds
+
+	urls sync.Map // version -> signedLocation
+}
+
+// signedLocation is an X-Terraform-Get value, the expiry it carries and
+// whether the private signer signed it.
+type signedLocation struct {
+	expiry  int64
+	private bool
+	header  []string
+}
+
+// version returns the stored version v, if any.
+func (e *entry) version(v string) (registry.ModuleVersion, bool) {
+	for _, mv := range e.versions {
+		if mv.Version == v {
+			return mv, true
+		}
+	}
+	return registry.ModuleVersion{}, false
+}
+
+// lookup returns the cached entry of the module a request names, reading
+// the index on a miss, and whether its namespace is private. Invalid
+// names, unknown modules and modules the guard refuses are NotFound.
+func (s *Service) lookup(ctx context.Context, r *http.Request) (*entry, modKey, bool, error) {
+	raw := modKey{r.PathValue("namespace"), r.PathValue("name"), r.PathValue("system")}
+	now := s.now().UnixNano()
+	s.mu.RLock()
+	e := s.entries[raw] // a hit on the raw names means they are valid and normalized
+	s.mu.RUnlock()
+	key := raw
+	if e == nil {
+		var err error
+		if key, err = parseKey(raw); err != nil {
+			return nil, raw, false, err
+		}
+		if key != raw {
+			s.mu.RLock()
+			e = s.entries[key]
+			s.mu.RUnlock()
+		}
+	}
+	private, err := s.authorize(r, key.ns)
+	if registry.IsKind(err, registry.NotFound) {
+		return nil, key, private, moduleNotFound(key)
+	}
+	if err != nil {
+		return nil, key, private, err
+	}
+	if e != nil && now < e.staleAt {
+		return e, key, private, nil
+	}
+	e, err = s.load(ctx, key, now)
+	return e, key, private, err
+}
+
+// authorize asks the guard whether r may read the namespace.
+func (s *Service) authorize(r *http.Request, namespace string) (private bool, err error) {
+	if s.guard == nil {
+		return false, nil
+	}
+	return s.guard.ProtocolRead(r, namespace)
+}
+
+// moduleNotFound is the one answer for a module that does not exist or
+// that the caller may not read.
+func moduleNotFound(key modKey) error {
+	return registry.Errorf(registry.NotFound, "module %s/%s/%s not found", key.ns, key.name, key.system)
+}
+
+// parseKey validates and normalizes a module's names.
+func parseKey(raw modKey) (modKey, error) {
+	notFound := func(err error) error {
+		return registry.Errorf(registry.NotFound, "module %s/%s/%s not found: %s", raw.ns, raw.name, raw.system, registry.Message(err))
+	}
+	ns, err := registry.ParseNamespace(raw.ns)
+	if err != nil {
+		return raw, notFound(err)
+	}
+	name, err := registry.ParseModuleName(raw.name)
+	if err != nil {
+		return raw, notFound(err)
+	}
+	system, err := registry.ParseModuleSystem(raw.system)
+	if err != nil {
+		return raw, notFound(err)
+	}
+	return modKey{ns, name, system}, nil
+}
+
+// load reads a module's versions and caches them unless an invalidation
+// happened meanwhile.
+func (s *Service) load(ctx context.Context, key modKey, now int64) (*entry, error) {
+	s.mu.RLock()
+	gen := s.gen
+	s.mu.RUnlock()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), loadTimeout)
+	defer cancel()
+	vs, err := s.idx.ListModuleVersions(ctx, key.ns, key.name, key.system)
+	if registry.IsKind(err, registry.NotFound) || err == nil && len(vs) == 0 {
+		return nil, moduleNotFound(key)
+	}
+	if err != nil {
+		return nil, err
+	}
+	modarchive.SortNewestFirst(vs)
+	doc := versionsDoc{Modules: []versionsModule{{Source: key.ns + "/" + key.name + "/" + key.system, Versions: make([]versionItem, 0, len(vs))}}}
+	for _, v := range vs {
+		doc.Modules[0].Versions = append(doc.Modules[0].Versions, versionItem{Version: v.Version})
+	}
+	body, err := json.Marshal(doc)
+	if err != nil {
+		return nil, registry.Wrap(registry.Internal, err, "encoding the versions document")
+	}
+	e := &entry{versions: vs, body: body, etag: []string{etagOf(body)}, length: []string{strconv.Itoa(len(body))}, staleAt: now + int64(s.maxAge)}
+	s.mu.Lock()
+	if s.gen == gen {
+		if len(s.entries) >= s.maxEntries {
+			for k := range s.entries { // drop an arbitrary entry
+				delete(s.entries, k)
+				break
+			}
+		}
+		s.entries[key] = e
+	}
+	s.mu.Unlock()
+	return e, nil
+}
+
+// etagOf returns a strong entity tag of body.
+func etagOf(body []byte) string {
+	sum := sha256.Sum256(body)
+	return `"` + base64.RawURLEncoding.EncodeToString(sum[:18]) + `"`
+}
+
+// The versions document: only modules[0].versions[].version is read by
+// the clients.
+type (
+	versionsDoc struct {
+		Modules []versionsModule `json:"modules"`
+	}
+	versionsModule struct {
+		Source   string        `json:"source"`
+		Versions []versionItem `json:"versions"`
+	}
+	versionItem struct {
+		Version string `json:"version"`
+	}
+)
+
+func (s *Service) serveVersions(w http.ResponseWriter, r *http.Request) {
+	e, _, private, err := s.lookup(r.Context(), r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	h := w.Header()
+	h["Etag"] = e.etag
+	h["Cache-Control"] = noCache
+	if private {
+		h["Cache-Control"] = privateNoCache
+	}
+	if inm := r.Header["If-None-Match"]; len(inm) > 0 && httpjson.MatchETag(inm[0], e.etag[0]) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	h["Content-Type"] = contentTypeJSON
+	h["Content-Length"] = e.length
+	w.WriteHeader(http.StatusOK)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(e.body)
+	}
+}
+
+// serveDownload answers 204 with the signed archive URL in X-Terraform-Get.
+func (s *Service) serveDownload(w http.ResponseWriter, r *http.Request) {
+	e, key, private, err := s.lookup(r.Context(), r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ver := r.PathValue("version")
+	v, ok := e.version(ver)
+	if !ok {
+		s.writeError(w, r, registry.Errorf(registry.NotFound, "module %s/%s/%s has no version %q", key.ns, key.name, key.system, ver))
+		return
+	}
+	// URLs signed within the same half-lifetime window are identical:
+	// sign once per window, version and signer.
+	signer := s.signer
+	if private {
+		signer = s.private
+	}
+	exp := signer.Expiry().Unix()
+	loc, ok := e.urls.Load(ver)
+	if l, _ := loc.(signedLocation); !ok || l.expiry != exp || l.private != private {
+		loc = signedLocation{expiry: exp, private: private, header: []string{s.base + signer.Path(v.ArchiveDigest, modarchive.Filename(v))}}
+		e.urls.Store(ver, loc)
+	}
+	h := w.Header()
+	h["X-Terraform-Get"] = loc.(signedLocation).header
+	h["Cache-Control"] = noStore
+	h["Content-Length"] = zeroLength
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Service) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	w.Header()["Cache-Control"] = noCache
+	httpjson.WriteError(s.log, w, r, err)
+}
+
+// handler adapts an error-returning handler, marking its answers no-cache.
+func (s *Service) handler(fn httpjson.HandlerFunc) http.Handler {
+	return httpjson.Handler(s.log, func(w http.ResponseWriter, r *http.Request) error {
+		w.Header()["Cache-Control"] = noCache
+		return fn(w, r)
+	})
+}
+
+// latest returns the version "latest" means: the newest release, or the
+// newest pre-release when there is no release.
+func latest(e *entry) registry.ModuleVersion {
+	for _, v := range e.versions {
+		if p, err := version.NewSemver(v.Version); err == nil && p.Prerelease() == "" {
+			return v
+		}
+	}
+	return e.versions[0]
+}
+
+// downloadLatest redirects to the download of the latest version, as the
+// public registry does.
+func (s *Service) downloadLatest(w http.ResponseWriter, r *http.Request) error {
+	e, key, _, err := s.lookup(r.Context(), r)
+	if err != nil {
+		return err
+	}
+	v := latest(e)
+	target := BasePath + url.PathEscape(key.ns) + "/" + url.PathEscape(key.name) + "/" + url.PathEscape(key.system) + "/" + url.PathEscape(v.Version) + "/download"
+	w.Header()["Cache-Control"] = noStore
+	http.Redirect(w, r, target, http.StatusFound)
+	return nil
+}
+
+func (s *Service) latestDetails(w http.ResponseWriter, r *http.Request) error {
+	e, _, private, err := s.lookup(r.Context(), r)
+	if err != nil {
+		return err
+	}
+	return s.writeDetails(w, r, e, latest(e).Version, private)
+}
+
+func (s *Service) versionDetails(w http.ResponseWriter, r *http.Request) error {
+	e, key, private, err := s.lookup(r.Context(), r)
+	if err != nil {
+		return err
+	}
+	ver := r.PathValue("version")
+	if _, ok := e.version(ver); !ok {
+		return registry.Errorf(registry.NotFound, "module %s/%s/%s has no version %q", key.ns, key.name, key.system, ver)
+	}
+	return s.writeDetails(w, r, e, ver, private)
+}
+
+// Documents of the listing, search and details endpoints, shaped like the
+// public registry's.
+type (
+	moduleSummary struct {
+		ID          string    `json:"id"`
+		Owner       string    `json:"owner"`
+		Namespace   string    `json:"namespace"`
+		Name        string    `json:"name"`
+		Version     string    `json:"version"`
+		Provider    string    `json:"provider"`
+		Description string    `json:"description"`
+		Source      string    `json:"source"`
+		PublishedAt time.Time `json:"published_at"`
+		Downloads   int       `json:"downloads"`
+		Verified    bool      `json:"verified"`
+	}
+	moduleDetails struct {
+		moduleSummary
+		Origin     string                  `json:"origin,omitempty"`
+		Root       modarchive.ModuleInfo   `json:"root"`
+		Submodules []modarchive.ModuleInfo `json:"submodules"`
+		Examples   []modarchive.ModuleInfo `json:"examples"`
+		Providers  []string                `json:"providers"`
+		Versions   []string                `json:"versions"`
+	}
+	listMeta struct {
+		Limit         int    `json:"limit"`
+		CurrentOffset int    `json:"current_offset"`
+		NextOffset    *int   `json:"next_offset,omitempty"`
+		PrevOffset    *int   `json:"prev_offset,omitempty"`
+		NextURL       string `json:"next_url,omitempty"`
+		PrevURL       string `json:"prev_url,omitempty"`
+	}
+	moduleList struct {
+		Meta    listMeta        `json:"meta"`
+		Modules []moduleSummary `json:"modules"`
+	}
+)
+
+func (s *Service) writeDetails(w http.ResponseWriter, r *http.Request, e *entry, ver string, private bool) error {
+	if private {
+		w.Header()["Cache-Control"] = privateNoCache
+	}
+	v0, _ := e.version(ver)
+	v, err := s.idx.GetModuleVersion(r.Context(), v0.Namespace, v0.Name, v0.System, ver)
+	if err != nil {
+		return err
+	}
+	doc := moduleDetails{
+		moduleSummary: summaryOf(v.Namespace, v.Name, v.System, v.Version, v.Description, v.PublishedAt),
+		Origin:        v.Origin,
+		Submodules:    []modarchive.ModuleInfo{},
+		Examples:      []modarchive.ModuleInfo{},
+		Providers:     []string{v.System},
+		Versions:      make([]string, 0, len(e.versions)),
+	}
+	if len(v.Metadata) > 0 {
+		var md modarchive.Metadata
+		if err := json.Unmarshal(v.Metadata, &md); err != nil {
+			s.log.WarnContext(r.Context(), "module metadata does not decode", "module", doc.ID, "err", err)
+		} else {
+			doc.Root, doc.Submodules, doc.Examples = md.Root, nonNil(md.Submodules), nonNil(md.Examples)
+		}
+	}
+	for _, mv := range e.versions {
+		doc.Versions = append(doc.Versions, mv.Version)
+	}
+	return httpjson.Write(w, http.StatusOK, doc)
+}
+
+func summaryOf(ns, name, system, ver, description string, published time.Time) moduleSummary {
+	return moduleSummary{
+		ID: ns + "/" + name + "/" + system + "/" + ver, Namespace: ns, Name: name, Version: ver,
+		Provider: system, Description: description, PublishedAt: published,
+	}
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// list serves GET /v1/modules?namespace=&provider=&offset=&limit=.
+func (s *Service) list(w http.ResponseWriter, r *http.Request) error {
+	return s.listing(w, r, r.URL.Query().Get("namespace"), "")
+}
+
+// listNamespace serves GET /v1/modules/{namespace}.
+func (s *Service) listNamespace(w http.ResponseWriter, r *http.Request) error {
+	return s.listing(w, r, r.PathValue("namespace"), "")
+}
+
+// search serves GET /v1/modules/search?q=&namespace=&provider=&offset=&limit=.
+func (s *Service) search(w http.ResponseWriter, r *http.Request) error {
+	q := strings.TrimSpace(r.URL.Query().Get("q"))
+	if q == "" {
+		return registry.Errorf(registry.Invalid, "search needs a query: /v1/modules/search?q=<text>")
+	}
+	if len(q) > 256 {
+		return registry.Errorf(registry.Invalid, "the search query is longer than 256 bytes")
+	}
+	return s.listing(w, r, r.URL.Query().Get("namespace"), q)
+}
+
+func (s *Service) listing(w http.ResponseWriter, r *http.Request, namespace, query string) error {
+	params := r.URL.Query()
+	f := registry.ModuleFilter{Query: query, Limit: DefaultPageSize}
+	var err error
+	if f.Offset, err = intParam(params, "offset", 0, 0, 1<<30); err != nil {
+		return err
+	}
+	if f.Limit, err = intParam(params, "limit", DefaultPageSize, 1, MaxPageSize); err != nil {
+		return err
+	}
+	if namespace != "" {
+		if f.Namespace, err = registry.ParseNamespace(namespace); err != nil {
+			return registry.Errorf(registry.NotFound, "namespace %q not found: %s", namespace, registry.Message(err))
+		}
+	}
+	if p := params.Get("provider"); p != "" {
+		if f.System, err = registry.ParseModuleSystem(p); err != nil {
+			return err
+		}
+	}
+	out := moduleList{Meta: listMeta{Limit: f.Limit, CurrentOffset: f.Offset}, Modules: []moduleSummary{}}
+	if params.Get("verified") == "true" { // Trove verifies no module
+		return httpjson.Write(w, http.StatusOK, out)
+	}
+	mods, total, err := s.readablePage(r, f)
+	if err != nil {
+		return err
+	}
+	for _, m := range mods {
+		out.Modules = append(out.Modules, summaryOf(m.Namespace, m.Name, m.System, m.LatestVersion, m.Description, m.UpdatedAt))
+	}
+	page := func(offset int) string {
+		q := url.Values{}
+		for k, v := range params {
+			q[k] = v
+		}
+		q.Set("offset", strconv.Itoa(offset))
+		q.Set("limit", strconv.Itoa(f.Limit))
+		return r.URL.Path + "?" + q.Encode()
+	}
+	if next := f.Offset + f.Limit; next < total {
+		out.Meta.NextOffset, out.Meta.NextURL = &next, page(next)
+	}
+	if f.Offset > 0 {
+		prev := max(f.Offset-f.Limit, 0)
+		out.Meta.PrevOffset, out.Meta.PrevURL = &prev, page(prev)
+	}
+	return httpjson.Write(w, http.StatusOK, out)
+}
+
+// readablePage returns one page of the modules matching f that r may
+// read, and how many of those there are. With a namespace filter the
+// guard is asked once; otherwise up to maxListScan matches are read and
+// those of namespaces r may not read are left out (each namespace is
+// asked about once).
+func (s *Service) readablePage(r *http.Request, f registry.ModuleFilter) ([]registry.Module, int, error) {
+	ctx := r.Context()
+	if s.guard == nil {
+		return s.idx.ListModules(ctx, f)
+	}
+	if f.Namespace != "" {
+		_, err := s.guard.ProtocolRead(r, f.Namespace)
+		if registry.IsKind(err, registry.NotFound) { // as for a namespace without modules
+			return nil, 0, nil
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+		return s.idx.ListModules(ctx, f)
+	}
+	anonymous := len(r.Header["Authorization"]) == 0
+	readable := make(map[string]bool)
+	var out []registry.Module
+	total := 0
+	scan := f
+	scan.Offset, scan.Limit = 0, 500
+	for scan.Offset < maxListScan {
+		mods, matches, err := s.idx.ListModules(ctx, scan)
+		if err != nil {
+			return nil, 0, err
+		}
+		for _, m := range mods {
+			ok, seen := readable[m.Namespace]
+			if !seen {
+				_, err := s.guard.ProtocolRead(r, m.Namespace)
+				switch {
+				case err == nil:
+					ok = true
+				case registry.IsKind(err, registry.NotFound), anonymous && registry.IsKind(err, registry.Unauthenticated):
+				default: // e.g. a token that is not valid: 401 as on every protocol route
+					return nil, 0, err
+				}
+				readable[m.Namespace] = ok
+			}
+			if ok {
+				if total >= f.Offset && len(out) < f.Limit {
+					out = append(out, m)
+				}
+				total++
+			}
+		}
+		scan.Offset += len(mods)
+		if len(mods) == 0 || scan.Offset >= matches {
+			break
+		}
+	}
+	return out, total, nil
+}
+
+// intParam reads an optional integer query parameter within [lo, hi].
+func intParam(q url.Values, name string, def, lo, hi int) (int, error) {
+	s := q.Get(name)
+	if s == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < lo || n > hi {
+		return 0, registry.Errorf(registry.Invalid, "%s must be a whole number from %d to %d, got %q", name, lo, hi, s)
+	}
+	return n, nil
+}

@@ -1,0 +1,181 @@
+package provider_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/compare"
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+
+	"trove.dev/trove/internal/apispec"
+	"trove.dev/trove/internal/client"
+)
+
+const namespaceAddr = "trove_namespace.test"
+
+func namespaceConfig(name, description string) string {
+	return fmt.Sprintf(`resource "trove_namespace" "test" {
+  name        = %q
+  description = %q
+}`, name, description)
+}
+
+// checkNamespace checks through the API that the namespace exists with the
+// description.
+func (e *accEnv) checkNamespace(t *testing.T, name, description string) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		ns, err := e.api.GetNamespace(t.Context(), name)
+		if err != nil {
+			return fmt.Errorf("namespace %s through the API: %w", name, err)
+		}
+		if ns.Description != description {
+			return fmt.Errorf("namespace %s has description %q in Trove, want %q", name, ns.Description, description)
+		}
+		return nil
+	}
+}
+
+// checkNamespaceGone checks through the API that the namespace is gone.
+func (e *accEnv) checkNamespaceGone(t *testing.T, name string) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		_, err := e.api.GetNamespace(t.Context(), name)
+		if !client.IsNotFound(err) {
+			return fmt.Errorf("namespace %s through the API: got error %v, want not found", name, err)
+		}
+		return nil
+	}
+}
+
+func TestAccNamespace(t *testing.T) {
+	e := newAccEnv(t)
+	createdAt := statecheck.CompareValue(compare.ValuesSame())
+	resource.Test(t, resource.TestCase{
+		ProtoV5ProviderFactories: factories(),
+		CheckDestroy:             e.checkDestroyed(t),
+		Steps: []resource.TestStep{
+			{
+				Config: e.config(namespaceConfig("acc-one", "first")),
+				Check: resource.ComposeAggregateTestCheckFunc(
+					e.checkNamespace(t, "acc-one", "first"),
+					resource.TestCheckResourceAttr(namespaceAddr, "id", "acc-one"),
+					resource.TestCheckResourceAttr(namespaceAddr, "name", "acc-one"),
+					resource.TestCheckResourceAttr(namespaceAddr, "description", "first"),
+					resource.TestCheckResourceAttrSet(namespaceAddr, "created_at"),
+				),
+				ConfigStateChecks: []statecheck.StateCheck{createdAt.AddStateValue(namespaceAddr, tfjsonpath.New("created_at"))},
+			},
+			{
+				// The description changes in place.
+				Config: e.config(namespaceConfig("acc-one", "second")),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(namespaceAddr, plancheck.ResourceActionUpdate),
+				}},
+				Check: resource.ComposeAggregateTestCheckFunc(
+					e.checkNamespace(t, "acc-one", "second"),
+					resource.TestCheckResourceAttr(namespaceAddr, "description", "second"),
+				),
+				ConfigStateChecks: []statecheck.StateCheck{createdAt.AddStateValue(namespaceAddr, tfjsonpath.New("created_at"))},
+			},
+			{
+				// Another spelling of the same name is no change.
+				Config:   e.config(namespaceConfig("ACC-One", "second")),
+				PlanOnly: true,
+			},
+			{
+				// A new name replaces the namespace.
+				Config: e.config(namespaceConfig("acc-two", "second")),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(namespaceAddr, plancheck.ResourceActionDestroyBeforeCreate),
+				}},
+				Check: resource.ComposeAggregateTestCheckFunc(
+					e.checkNamespaceGone(t, "acc-one"),
+					e.checkNamespace(t, "acc-two", "second"),
+					resource.TestCheckResourceAttr(namespaceAddr, "id", "acc-two"),
+				),
+			},
+			{
+				ResourceName:      namespaceAddr,
+				ImportState:       true,
+				ImportStateVerify: true,
+			},
+			{
+				// Import IDs are names, in any case.
+				ResourceName:      namespaceAddr,
+				ImportState:       true,
+				ImportStateId:     "ACC-TWO",
+				ImportStateVerify: true,
+			},
+		},
+	})
+}
+
+// TestAccNamespaceDrift changes and deletes the namespace through the API
+// between steps: the next plan must notice and apply must put it back.
+func TestAccNamespaceDrift(t *testing.T) {
+	e := newAccEnv(t)
+	cfg := e.config(namespaceConfig("drift", "managed"))
+	resource.Test(t, resource.TestCase{
+		ProtoV5ProviderFactories: factories(),
+		CheckDestroy:             e.checkDestroyed(t),
+		Steps: []resource.TestStep{
+			{
+				Config: cfg,
+				Check:  e.checkNamespace(t, "drift", "managed"),
+			},
+			{
+				PreConfig: func() {
+					changed := "changed outside Terraform"
+					if _, err := e.api.UpdateNamespace(t.Context(), "drift", apispec.UpdateNamespaceRequest{Description: &changed}); err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config:             cfg,
+				PlanOnly:           true,
+				ExpectNonEmptyPlan: true,
+			},
+			{
+				Config: cfg,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(namespaceAddr, plancheck.ResourceActionUpdate),
+				}},
+				Check: e.checkNamespace(t, "drift", "managed"),
+			},
+			{
+				PreConfig: func() {
+					if err := e.api.DeleteNamespace(t.Context(), "drift"); err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config: cfg,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(namespaceAddr, plancheck.ResourceActionCreate),
+				}},
+				Check: e.checkNamespace(t, "drift", "managed"),
+			},
+		},
+	})
+}
+
+func TestAccNamespaceInvalidName(t *testing.T) {
+	e := newAccEnv(t)
+	tests := map[string]string{ // name -> error
+		"-dash-first": "invalid namespace",
+		"has space":   "invalid namespace",
+		"":            "namespace name is empty",
+	}
+	for name, want := range tests {
+		t.Run(name, func(t *testing.T) {
+			resource.Test(t, resource.TestCase{
+				ProtoV5ProviderFactories: factories(),
+				Steps: []resource.TestStep{{
+					Config:      e.config(namespaceConfig(name, "")),
+					ExpectError: wrapped(want),
+				}},
+			})
+		})
+	}
+}

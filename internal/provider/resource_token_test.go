@@ -1,0 +1,191 @@
+package provider_test
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-testing/compare"
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+
+	"trove.dev/trove/internal/client"
+)
+
+const (
+	tokenAddr       = "trove_token.ci"
+	globalTokenAddr = "trove_token.global"
+)
+
+// tokenConfig declares the namespace "tokens", a token of it with the
+// scopes (an HCL list) and expiry, and a global read token.
+func tokenConfig(scopes, expiresAt string) string {
+	return fmt.Sprintf(`resource "trove_namespace" "tokens" {
+  name = "tokens"
+}
+
+resource "trove_token" "ci" {
+  namespace   = trove_namespace.tokens.name
+  scopes      = %s
+  description = "CI publishing"
+  expires_at  = %q
+}
+
+resource "trove_token" "global" {
+  scopes = ["read"]
+}`, scopes, expiresAt)
+}
+
+// checkTokenWorks authenticates with the secret in the state of addr and
+// checks through the API that it is the token in the state, with the
+// namespace and scopes.
+func (e *accEnv) checkTokenWorks(t *testing.T, addr, namespace string, scopes ...string) resource.TestCheckFunc {
+	return func(s *terraform.State) error {
+		rs, ok := s.RootModule().Resources[addr]
+		if !ok {
+			return fmt.Errorf("%s is not in the state", addr)
+		}
+		c, err := client.New(e.srv.URL, rs.Primary.Attributes["token"], client.WithCAFile(e.srv.CAFile))
+		if err != nil {
+			return err
+		}
+		who, err := c.WhoAmI(t.Context())
+		if err != nil {
+			return fmt.Errorf("authenticating with the secret of %s: %w", addr, err)
+		}
+		slices.Sort(who.Scopes)
+		slices.Sort(scopes)
+		if who.ID != rs.Primary.ID || who.Namespace != namespace || !slices.Equal(who.Scopes, scopes) {
+			return fmt.Errorf("the secret of %s authenticates as token %s of namespace %q with scopes %q; want %s of %q with %q",
+				addr, who.ID, who.Namespace, who.Scopes, rs.Primary.ID, namespace, scopes)
+		}
+		return nil
+	}
+}
+
+func TestAccToken(t *testing.T) {
+	e := newAccEnv(t)
+	id := statecheck.CompareValue(compare.ValuesDiffer())
+	// +01:00 on purpose: Trove answers in UTC, which must not be a change.
+	const expiresAt = "2099-01-02T16:04:05+01:00"
+	var ciID string
+
+	resource.Test(t, resource.TestCase{
+		ProtoV5ProviderFactories: factories(),
+		CheckDestroy:             e.checkDestroyed(t),
+		Steps: []resource.TestStep{
+			{
+				Config: e.config(tokenConfig(`["publish", "read"]`, expiresAt)),
+				Check: resource.ComposeAggregateTestCheckFunc(
+					e.checkTokenWorks(t, tokenAddr, "tokens", "publish", "read"),
+					e.checkTokenWorks(t, globalTokenAddr, "", "read"),
+					resource.TestCheckResourceAttr(tokenAddr, "namespace", "tokens"),
+					resource.TestCheckResourceAttr(tokenAddr, "scopes.#", "2"),
+					resource.TestCheckTypeSetElemAttr(tokenAddr, "scopes.*", "publish"),
+					resource.TestCheckResourceAttr(tokenAddr, "description", "CI publishing"),
+					resource.TestCheckResourceAttr(tokenAddr, "expires_at", "2099-01-02T15:04:05Z"),
+					resource.TestMatchResourceAttr(tokenAddr, "token", regexp.MustCompile(`^trove_\S+$`)),
+					resource.TestCheckResourceAttr(globalTokenAddr, "namespace", ""),
+					resource.TestCheckResourceAttr(globalTokenAddr, "expires_at", ""),
+					func(s *terraform.State) error {
+						ciID = s.RootModule().Resources[tokenAddr].Primary.ID
+						tok, err := e.api.GetToken(t.Context(), ciID)
+						if err != nil {
+							return err
+						}
+						want := time.Date(2099, 1, 2, 15, 4, 5, 0, time.UTC)
+						if tok.ExpiresAt == nil || !tok.ExpiresAt.Equal(want) {
+							return fmt.Errorf("token expires at %v in Trove, want %v", tok.ExpiresAt, want)
+						}
+						return nil
+					},
+				),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectSensitiveValue(tokenAddr, tfjsonpath.New("token")),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{id.AddStateValue(tokenAddr, tfjsonpath.New("id"))},
+			},
+			{
+				ResourceName:            tokenAddr,
+				ImportState:             true,
+				ImportStateVerify:       true,
+				ImportStateVerifyIgnore: []string{"token"},
+			},
+			{
+				// Revoked outside Terraform: the plan creates a new token.
+				PreConfig: func() {
+					if err := e.api.RevokeToken(t.Context(), ciID); err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config: e.config(tokenConfig(`["publish", "read"]`, expiresAt)),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(tokenAddr, plancheck.ResourceActionCreate),
+					plancheck.ExpectResourceAction(globalTokenAddr, plancheck.ResourceActionNoop),
+				}},
+				Check:             e.checkTokenWorks(t, tokenAddr, "tokens", "publish", "read"),
+				ConfigStateChecks: []statecheck.StateCheck{id.AddStateValue(tokenAddr, tfjsonpath.New("id"))},
+			},
+			{
+				// Tokens cannot change: other scopes replace it, and the
+				// old one is revoked.
+				Config: e.config(tokenConfig(`["admin"]`, expiresAt)),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(tokenAddr, plancheck.ResourceActionDestroyBeforeCreate),
+				}},
+				Check: resource.ComposeAggregateTestCheckFunc(
+					e.checkTokenWorks(t, tokenAddr, "tokens", "admin"),
+					e.checkTokenRevokedInState(t),
+				),
+				ConfigStateChecks: []statecheck.StateCheck{id.AddStateValue(tokenAddr, tfjsonpath.New("id"))},
+			},
+		},
+	})
+}
+
+// checkTokenRevokedInState checks that every token trove_token.ci had
+// before its current one is revoked in Trove.
+func (e *accEnv) checkTokenRevokedInState(t *testing.T) resource.TestCheckFunc {
+	return func(s *terraform.State) error {
+		current := s.RootModule().Resources[tokenAddr].Primary.ID
+		tokens, err := e.api.ListTokens(t.Context(), "tokens")
+		if err != nil {
+			return err
+		}
+		for _, tok := range tokens {
+			if tok.ID != current && tok.RevokedAt == nil {
+				return fmt.Errorf("token %s of namespace tokens is not revoked; only %s should be active", tok.ID, current)
+			}
+		}
+		return nil
+	}
+}
+
+func TestAccTokenInvalid(t *testing.T) {
+	e := newAccEnv(t)
+	tests := map[string]struct {
+		scopes, expiresAt, want string
+	}{
+		"unknown scope":      {`["write"]`, "2099-01-01T00:00:00Z", `unknown scope "write"`},
+		"no scope":           {`[]`, "2099-01-01T00:00:00Z", "Not enough list items"},
+		"expiry not RFC3339": {`["read"]`, "tomorrow", "Invalid RFC 3339 time stamp"},
+		"expiry in the past": {`["read"]`, "2001-01-01T00:00:00Z", "is not in the future"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			resource.Test(t, resource.TestCase{
+				ProtoV5ProviderFactories: factories(),
+				CheckDestroy:             e.checkDestroyed(t),
+				Steps: []resource.TestStep{{
+					Config:      e.config(tokenConfig(tc.scopes, tc.expiresAt)),
+					ExpectError: wrapped(tc.want),
+				}},
+			})
+		})
+	}
+}

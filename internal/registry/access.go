@@ -1,0 +1,169 @@
+package registry
+
+import (
+	"regexp"
+	"strings"
+	"time"
+)
+
+// Visibility says who may read a namespace.
+type Visibility string
+
+// The visibilities of a namespace. A public namespace is readable by
+// anyone who can reach the server, without credentials; a private one only
+// with a token allowed to read it. New namespaces are private unless
+// created public.
+const (
+	VisibilityPublic  Visibility = "public"
+	VisibilityPrivate Visibility = "private"
+)
+
+// ParseVisibility validates a visibility keyword.
+func ParseVisibility(s string) (Visibility, error) {
+	switch v := Visibility(s); v {
+	case VisibilityPublic, VisibilityPrivate:
+		return v, nil
+	}
+	return "", Errorf(Invalid, "invalid visibility %q: use public or private", s)
+}
+
+// Public reports whether the namespace is readable anonymously. Only the
+// exact value VisibilityPublic is; anything else counts as private.
+func (n Namespace) Public() bool { return n.Visibility == VisibilityPublic }
+
+// Role is what a user may do in a namespace they are a member of.
+type Role string
+
+// The roles of a namespace member: a reader reads, a publisher also
+// publishes, an admin also manages keys, tokens and members.
+const (
+	RoleReader    Role = "reader"
+	RolePublisher Role = "publisher"
+	RoleAdmin     Role = "admin"
+)
+
+// ParseRole validates a role keyword.
+func ParseRole(s string) (Role, error) {
+	switch r := Role(s); r {
+	case RoleReader, RolePublisher, RoleAdmin:
+		return r, nil
+	}
+	return "", Errorf(Invalid, "invalid role %q: use reader, publisher or admin", s)
+}
+
+// Scope returns the scope a role grants on its namespace, or "" for an
+// unknown role.
+func (r Role) Scope() Scope {
+	switch r {
+	case RoleReader:
+		return ScopeRead
+	case RolePublisher:
+		return ScopePublish
+	case RoleAdmin:
+		return ScopeAdmin
+	}
+	return ""
+}
+
+// User is a local account. Users log in with a password (on the login
+// page of `terraform login`) and act through personal tokens.
+type User struct {
+	Name string // normalized (lowercase); see ParseUserName
+	// PasswordHash is the encoded argon2id hash of the password (see
+	// package auth); "" means the user cannot log in with a password.
+	PasswordHash string
+	// Admin makes the user a global administrator: every right on every
+	// namespace, and the management of users.
+	Admin bool
+	// Disabled users cannot log in and their tokens are refused.
+	Disabled  bool
+	CreatedAt time.Time
+}
+
+var userNamePattern = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9._-]{0,62}[a-z0-9])?$`)
+
+// ParseUserName validates a user name and returns it lowercased: 1 to 64
+// letters, digits, '.', '_' and '-', starting and ending with a letter or
+// digit.
+func ParseUserName(name string) (string, error) {
+	norm := strings.ToLower(name)
+	if !userNamePattern.MatchString(norm) {
+		return "", Errorf(Invalid, "invalid user name %q: use 1 to 64 letters, digits, '.', '_' and '-', starting and ending with a letter or digit", name)
+	}
+	return norm, nil
+}
+
+// Membership gives a user a role in a namespace.
+type Membership struct {
+	User      string
+	Namespace string
+	Role      Role
+	CreatedAt time.Time // when the user became a member; a role change keeps it
+}
+
+// AuthCode is an OAuth 2.0 authorization code issued by the login page
+// to a CLI (login.v1). Only a hash of the code is stored; a code is
+// short-lived and can be exchanged for a token once.
+type AuthCode struct {
+	Hash        string // hex SHA-256 of the code
+	ClientID    string
+	RedirectURI string
+	// Challenge is the PKCE S256 code challenge: base64url(SHA-256(verifier)).
+	Challenge string
+	User      string
+	Scopes    []Scope // the scopes of the token the code is exchanged for
+	// TokenID is the ID the token issued for this code gets, chosen up
+	// front so that a replayed code can revoke it.
+	TokenID   string
+	CreatedAt time.Time
+	ExpiresAt time.Time
+	UsedAt    time.Time // zero until the code is exchanged
+}
+
+// AuditEvent is one entry of the audit log of security-relevant events.
+type AuditEvent struct {
+	ID     int64 // assigned by the store, increasing with every event
+	Time   time.Time
+	Action string // what happened, e.g. "login.failure", "token.create"
+	// Actor is who did it: "user:<name>", "token:<id>" or
+	// "anonymous"; for a failed login, the name that was tried.
+	Actor      string
+	SourceAddr string // the client's network address (IP), if known
+	Namespace  string // the namespace concerned, "" if none
+	Target     string // what was acted on, e.g. a token ID or "acme/widget 1.0.0"
+	Details    string // free text for people; never secrets
+}
+
+// AuditFilter selects audit events. Zero fields do not filter.
+type AuditFilter struct {
+	Action    string
+	Actor     string
+	Namespace string
+	Since     time.Time // events at or after
+	Until     time.Time // events before
+	BeforeID  int64     // events with a smaller ID (paging, newest first)
+	Limit     int       // <= 0 means a backend default (100)
+}
+
+// Audit actions recorded by Trove.
+const (
+	AuditLoginSuccess     = "login.success"
+	AuditLoginFailure     = "login.failure"
+	AuditTokenCreate      = "token.create"
+	AuditTokenRevoke      = "token.revoke"
+	AuditTokenExpire      = "token.expire"
+	AuditTokenReplay      = "token.code_replayed"
+	AuditNamespaceCreate  = "namespace.create"
+	AuditNamespaceUpdate  = "namespace.update"
+	AuditNamespaceDelete  = "namespace.delete"
+	AuditKeyAdd           = "key.add"
+	AuditKeyRemove        = "key.remove"
+	AuditProviderPublish  = "provider.publish"
+	AuditModulePublish    = "module.publish"
+	AuditModuleDelete     = "module.delete"
+	AuditUserCreate       = "user.create"
+	AuditUserUpdate       = "user.update"
+	AuditPasswordChange   = "user.password"
+	AuditMembershipSet    = "membership.set"
+	AuditMembershipDelete = "membership.delete"
+)

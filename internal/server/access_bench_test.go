@@ -1,0 +1,96 @@
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"trove.dev/trove/internal/auth"
+	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/signedurl"
+	"trove.dev/trove/internal/store/fsblob"
+	"trove.dev/trove/internal/store/sqlite"
+)
+
+// BenchmarkMiddlewareGuarded serves cached versions documents of 30
+// versions through the whole stack with access control on: anonymously
+// from a public namespace, and with a reader's token from a private one.
+// Compare with BenchmarkMiddlewareVersions30 (no access control).
+func BenchmarkMiddlewareGuarded(b *testing.B) {
+	ctx := context.Background()
+	x, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "index.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer x.Close()
+	blobs, err := fsblob.Open(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	for ns, vis := range map[string]registry.Visibility{"open": registry.VisibilityPublic, "acme": registry.VisibilityPrivate} {
+		if err := x.CreateNamespace(ctx, registry.Namespace{Name: ns, Visibility: vis, CreatedAt: time.Now()}); err != nil {
+			b.Fatal(err)
+		}
+		for i := range 30 {
+			err := x.CreateProviderVersion(ctx, registry.ProviderVersion{
+				Namespace: ns, Type: "widget", Version: fmt.Sprintf("%d.%d.%d", i/100, i%100/10, i%10), Protocols: []string{"5.0"},
+				SHASumsDigest: digest("s"), SHASumsSignatureDigest: digest("g"), PublishedAt: time.Now(),
+				SigningKey: registry.SigningKey{Namespace: ns, KeyID: "0123456789ABCDEF", Fingerprint: "F", ASCIIArmor: "A", CreatedAt: time.Now()},
+				Platforms:  []registry.Platform{{OS: "linux", Arch: "amd64", Filename: "f.zip", SHA256: digest("z"), Size: 1}},
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	secret, hash, err := auth.NewToken()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := x.CreateToken(ctx, registry.Token{ID: "tok_r", Hash: hash, Namespace: "acme", Scopes: []registry.Scope{registry.ScopeRead}, CreatedAt: time.Now()}); err != nil {
+		b.Fatal(err)
+	}
+	signer := signedurl.New([]byte("bench key"), 10*time.Minute)
+	u, _ := url.Parse("https://localhost")
+	access := auth.NewAccess(auth.NewAuthenticator(x), x)
+	srv, err := New(Options{Index: x, Blobs: blobs, Signer: signer, PublicURL: u, Logger: discardLogger(),
+		Access: access, PrivateSigner: signedurl.New([]byte("bench key"), 5*time.Minute)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct{ name, path, authz string }{
+		{"PublicAnonymous", "/v1/providers/open/widget/versions", ""},
+		{"PrivateToken", "/v1/providers/acme/widget/versions", "Bearer " + secret},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			req := httptest.NewRequest(http.MethodGet, c.path, nil)
+			if c.authz != "" {
+				req.Header.Set("Authorization", c.authz)
+			}
+			w := &discardWriter{h: http.Header{}}
+			srv.Handler().ServeHTTP(w, req)
+			if w.status != http.StatusOK {
+				b.Fatalf("status %d", w.status)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				w.h = make(http.Header)
+				w.status = 0
+				srv.Handler().ServeHTTP(w, req)
+			}
+		})
+	}
+}
+
+// digest returns the hex SHA-256 of s.
+func digest(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}

@@ -1,0 +1,166 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/store/postgres/pgtest"
+)
+
+// Shape of the seeded registries: providers of versionsPerProvider
+// versions each, with platformsPerVersion packages, spread over
+// growthNamespaces namespaces with one signing key each.
+const (
+	versionsPerProvider = 30
+	platformsPerVersion = 4
+	growthNamespaces    = 100
+)
+
+// growthSizes returns the numbers of stored versions to benchmark:
+// TROVE_BENCH_GROWTH_SIZES (comma-separated), default 10k, 100k and 1M.
+func growthSizes(b *testing.B) []int {
+	spec := os.Getenv("TROVE_BENCH_GROWTH_SIZES")
+	if spec == "" {
+		return []int{10_000, 100_000, 1_000_000}
+	}
+	var sizes []int
+	for _, f := range strings.Split(spec, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < versionsPerProvider*growthNamespaces {
+			b.Fatalf("TROVE_BENCH_GROWTH_SIZES: %q is not a number of at least %d", f, versionsPerProvider*growthNamespaces)
+		}
+		sizes = append(sizes, n)
+	}
+	return sizes
+}
+
+// BenchmarkGrowth measures a download lookup (GetProviderVersion), a
+// versions lookup (ListProviderVersions of a provider with 30 versions)
+// and a publish (CreateProviderVersion) in a database holding 10k, 100k
+// and 1M provider versions. Each size is seeded once, in SQL, into a
+// fresh database.
+func BenchmarkGrowth(b *testing.B) {
+	for _, n := range growthSizes(b) {
+		b.Run(fmt.Sprintf("versions=%d", n), func(b *testing.B) {
+			x, providers := seedGrowth(b, n)
+			ctx := context.Background()
+			b.Run("GetProviderVersion", func(b *testing.B) {
+				rng := rand.New(rand.NewPCG(1, 2))
+				b.ReportAllocs()
+				for b.Loop() {
+					p := rng.IntN(providers)
+					v, err := x.GetProviderVersion(ctx, growthNamespace(p), growthType(p), fmt.Sprintf("1.%d.0", rng.IntN(versionsPerProvider)))
+					if err != nil || len(v.Platforms) != platformsPerVersion {
+						b.Fatalf("GetProviderVersion: %d platforms, %v", len(v.Platforms), err)
+					}
+				}
+			})
+			b.Run("ListProviderVersions30", func(b *testing.B) {
+				rng := rand.New(rand.NewPCG(3, 4))
+				b.ReportAllocs()
+				for b.Loop() {
+					p := rng.IntN(providers)
+					vs, err := x.ListProviderVersions(ctx, growthNamespace(p), growthType(p))
+					if err != nil || len(vs) != versionsPerProvider {
+						b.Fatalf("ListProviderVersions: %d versions, %v", len(vs), err)
+					}
+				}
+			})
+			b.Run("CreateProviderVersion", func(b *testing.B) {
+				rng := rand.New(rand.NewPCG(5, 6))
+				key := registry.SigningKey{Namespace: "ns0", KeyID: "0123456789ABCDEF", Fingerprint: strings.Repeat("AB", 20),
+					ASCIIArmor: strings.Repeat("A", 1500), CreatedAt: time.Unix(1_700_000_000, 0)}
+				b.ReportAllocs()
+				i := 0
+				for b.Loop() {
+					p := rng.IntN(providers)
+					v := registry.ProviderVersion{
+						Namespace: growthNamespace(p), Type: growthType(p), Version: fmt.Sprintf("2.%d.%d", time.Now().UnixNano(), i),
+						Protocols: []string{"5.0"}, SHASumsDigest: strings.Repeat("a", 64), SHASumsSignatureDigest: strings.Repeat("b", 64),
+						SigningKey: key, PublishedAt: time.Now(),
+					}
+					v.SigningKey.Namespace = v.Namespace
+					for j, os := range []string{"linux", "darwin", "windows", "freebsd"}[:platformsPerVersion] {
+						v.Platforms = append(v.Platforms, registry.Platform{OS: os, Arch: "amd64",
+							Filename: fmt.Sprintf("terraform-provider-%s_%s_%s_amd64.zip", v.Type, v.Version, os),
+							SHA256:   fmt.Sprintf("%064x", i*8+j), Size: 1 << 20})
+					}
+					if err := x.CreateProviderVersion(ctx, v); err != nil {
+						b.Fatal(err)
+					}
+					i++
+				}
+			})
+		})
+	}
+}
+
+func growthNamespace(p int) string { return "ns" + strconv.Itoa(p%growthNamespaces) }
+func growthType(p int) string      { return "p" + strconv.Itoa(p) }
+
+// seedGrowth creates a database holding n provider versions (rounded down
+// to whole providers) and returns an index on it and its number of
+// providers. The rows are those CreateProviderVersion would write,
+// generated in SQL.
+func seedGrowth(b testing.TB, n int) (*Index, int) {
+	b.Helper()
+	dsn := pgtest.NewDatabase(b)
+	x := open(b, dsn)
+	providers := n / versionsPerProvider
+	start := time.Now()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	// The generated rows satisfy every foreign key by construction: skip
+	// checking them row by row where the role may (a superuser's).
+	if _, err := conn.Exec(ctx, `SET session_replication_role = replica`); err != nil {
+		b.Logf("seeding with foreign key checks: %v", err)
+	}
+	args := pgx.NamedArgs{"namespaces": growthNamespaces, "providers": providers, "versions": versionsPerProvider}
+	for _, q := range []string{
+		`INSERT INTO namespaces (name, description, created_at)
+			SELECT 'ns' || i, 'namespace ' || i, now() FROM generate_series(0, @namespaces - 1) i`,
+		`INSERT INTO signing_key_snapshots (digest, namespace, key_namespace, key_id, fingerprint, ascii_armor, created_at)
+			SELECT md5('key' || i) || md5('key' || i), 'ns' || i, 'ns' || i, '0123456789ABCDEF', repeat('AB', 20), repeat('A', 1500), now()
+			FROM generate_series(0, @namespaces - 1) i`,
+		`INSERT INTO providers (namespace, type, version_count, latest_version, updated_at)
+			SELECT 'ns' || (p % @namespaces), 'p' || p, @versions, '1.' || (@versions - 1) || '.0', now()
+			FROM generate_series(0, @providers - 1) p`,
+		`INSERT INTO provider_versions (namespace, type, version, protocols, shasums_digest, shasums_signature_digest, signing_key_snapshot, published_at)
+			SELECT 'ns' || (p % @namespaces), 'p' || p, '1.' || v || '.0', '{5.0,6.0}', md5(p || '/' || v) || md5(v || '/' || p),
+				md5('sig' || p || '/' || v) || md5('sig'), k.id, now()
+			FROM generate_series(0, @providers - 1) p CROSS JOIN generate_series(0, @versions - 1) v
+			JOIN signing_key_snapshots k ON k.namespace = 'ns' || (p % @namespaces)
+			ORDER BY p, v`,
+		`INSERT INTO provider_platforms (version_id, os, arch, filename, sha256, size)
+			SELECT v.id, pl.os, 'amd64', 'terraform-provider-' || v.type || '_' || v.version || '_' || pl.os || '_amd64.zip',
+				md5(v.id || pl.os) || md5(pl.os || v.id), 1048576
+			FROM provider_versions v CROSS JOIN (VALUES ('darwin'), ('freebsd'), ('linux'), ('windows')) pl(os)
+			ORDER BY v.id, pl.os`,
+		`ANALYZE`,
+	} {
+		if _, err := conn.Exec(ctx, q, args); err != nil {
+			b.Fatalf("seeding %d versions: %v\n%s", n, err, q)
+		}
+	}
+	took := time.Since(start).Round(time.Millisecond)
+	var size string
+	if err := conn.QueryRow(ctx, `SELECT pg_size_pretty(pg_database_size(current_database()))`).Scan(&size); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("seeded %d versions (%d providers, %d platforms) in %s; database size %s", providers*versionsPerProvider, providers,
+		providers*versionsPerProvider*platformsPerVersion, took, size)
+	return x, providers
+}

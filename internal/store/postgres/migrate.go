@@ -1,0 +1,177 @@
+package postgres
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"io/fs"
+	"regexp"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"trove.dev/trove/internal/registry"
+)
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// migrationLock is the key of the advisory lock held while migrating
+// (the first 8 bytes of "trove.migrate" read as a number); every Trove
+// replica uses the same one.
+const migrationLock int64 = 0x74726f76652e6d69
+
+// migrationTimeout bounds applying all migrations.
+const migrationTimeout = 10 * time.Minute
+
+// migration is one schema step: migrations/<version>_<name>.sql.
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+var migrationName = regexp.MustCompile(`^([0-9]{4})_([a-z0-9_]+)\.sql$`)
+
+// loadMigrations returns the embedded migrations in order. Their versions
+// must run 1, 2, 3, ... without gaps.
+func loadMigrations() ([]migration, error) {
+	entries, err := fs.ReadDir(migrationFS, "migrations")
+	if err != nil {
+		return nil, err
+	}
+	var ms []migration
+	for _, e := range entries {
+		m := migrationName.FindStringSubmatch(e.Name())
+		if m == nil {
+			return nil, fmt.Errorf("migration file %s is not named NNNN_name.sql", e.Name())
+		}
+		body, err := migrationFS.ReadFile("migrations/" + e.Name())
+		if err != nil {
+			return nil, err
+		}
+		v, _ := strconv.Atoi(m[1])
+		ms = append(ms, migration{version: v, name: m[2], sql: string(body)})
+	}
+	slices.SortFunc(ms, func(a, b migration) int { return a.version - b.version })
+	for i, m := range ms {
+		if m.version != i+1 {
+			return nil, fmt.Errorf("migration %04d_%s: want version %d (versions run 1, 2, 3, ...)", m.version, m.name, i+1)
+		}
+	}
+	return ms, nil
+}
+
+// SchemaVersion is the schema version this build of Trove needs: the
+// number of its newest migration.
+func SchemaVersion() int {
+	ms, err := loadMigrations()
+	if err != nil {
+		return 0
+	}
+	return len(ms)
+}
+
+// CurrentSchemaVersion returns the schema version of the database: the
+// newest migration applied to it, 0 for an empty database.
+func (x *Index) CurrentSchemaVersion(ctx context.Context) (int, error) {
+	ctx, cancel := x.opContext(ctx)
+	defer cancel()
+	v, err := currentVersion(ctx, x.pool)
+	return v, x.fail(err, "reading the index schema version")
+}
+
+// currentVersion reads the newest applied migration, 0 if there is no
+// schema_migrations table yet.
+func currentVersion(ctx context.Context, q querier) (int, error) {
+	var exists bool
+	if err := q.QueryRow(ctx, `SELECT to_regclass('schema_migrations') IS NOT NULL`).Scan(&exists); err != nil || !exists {
+		return 0, err
+	}
+	var v int
+	err := q.QueryRow(ctx, `SELECT COALESCE(max(version), 0) FROM schema_migrations`).Scan(&v)
+	return v, err
+}
+
+// checkSchema fails unless the database's schema is the one this build
+// needs.
+func (x *Index) checkSchema(ctx context.Context) error {
+	current, err := x.CurrentSchemaVersion(ctx)
+	if err != nil {
+		return err
+	}
+	return compareSchema(current, SchemaVersion())
+}
+
+func compareSchema(current, known int) error {
+	switch {
+	case current > known:
+		return registry.Errorf(registry.Invalid,
+			"the index has schema version %d but this Trove knows versions up to %d: run a newer Trove", current, known)
+	case current < known:
+		return registry.Errorf(registry.Invalid,
+			"the index has schema version %d but this Trove needs version %d: run `trove migrate` (or start with --migrate-on-start)", current, known)
+	}
+	return nil
+}
+
+// migrate applies the migrations the database lacks, each in its own
+// transaction together with its row in schema_migrations, while holding
+// the migration advisory lock on one connection, so that concurrent
+// callers (replicas starting together) apply each migration once. It
+// refuses a database whose schema is newer than this build knows.
+func (x *Index) migrate(ctx context.Context) (err error) {
+	ms, err := loadMigrations()
+	if err != nil {
+		return registry.Wrap(registry.Internal, err, "loading index migrations")
+	}
+	ctx, cancel := context.WithTimeout(ctx, migrationTimeout)
+	defer cancel()
+	conn, err := x.pool.Acquire(ctx)
+	if err != nil {
+		return x.fail(err, "connecting to migrate the index")
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, migrationLock); err != nil {
+		return x.fail(err, "waiting for the index migration lock")
+	}
+	defer func() {
+		// A lock that cannot be released dies with its session.
+		if _, uerr := conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, migrationLock); uerr != nil {
+			conn.Conn().Close(context.WithoutCancel(ctx))
+		}
+	}()
+
+	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version    integer     NOT NULL PRIMARY KEY,
+		name       text        NOT NULL,
+		applied_at timestamptz NOT NULL
+	)`); err != nil {
+		return x.fail(err, "creating the schema_migrations table")
+	}
+	current, err := currentVersion(ctx, conn)
+	if err != nil {
+		return x.fail(err, "reading the index schema version")
+	}
+	if current > len(ms) {
+		return compareSchema(current, len(ms))
+	}
+	for _, m := range ms[current:] {
+		what := fmt.Sprintf("applying index migration %04d_%s", m.version, m.name)
+		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, m.sql); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)`,
+				m.version, m.name, time.Now().UTC())
+			return err
+		})
+		if err != nil {
+			return x.fail(err, what)
+		}
+		x.log.Info("applied index migration", "version", m.version, "name", m.name)
+	}
+	return nil
+}

@@ -1,0 +1,383 @@
+package storecopy
+
+import (
+	"archive/zip"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"trove.dev/trove/internal/publish"
+	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/signing"
+	"trove.dev/trove/internal/signing/signingtest"
+	"trove.dev/trove/internal/store"
+	"trove.dev/trove/internal/store/fsblob"
+	"trove.dev/trove/internal/store/postgres"
+	"trove.dev/trove/internal/store/postgres/pgtest"
+	"trove.dev/trove/internal/store/s3blob"
+	"trove.dev/trove/internal/store/s3blob/s3test"
+	"trove.dev/trove/internal/store/sqlite"
+)
+
+const signingKeyName = "url-signing-key"
+
+var opts = Options{Secrets: []string{signingKeyName}}
+
+// embedded opens an empty SQLite index and filesystem blob store; dir
+// holds the blob directory at dir/blobs.
+func embedded(t *testing.T) (Store, string) {
+	t.Helper()
+	dir := t.TempDir()
+	idx, err := sqlite.Open(t.Context(), filepath.Join(dir, "trove.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { idx.Close() })
+	blobs, err := fsblob.Open(filepath.Join(dir, "blobs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Store{Index: idx, Blobs: blobs}, dir
+}
+
+// scaleOut opens an empty PostgreSQL index and S3 bucket, skipping the
+// test without them (failing with TROVE_REQUIRE_BACKENDS=1).
+func scaleOut(t *testing.T) Store {
+	t.Helper()
+	dsn := pgtest.NewDatabase(t)
+	bucket := s3test.NewBucket(t)
+	idx, err := postgres.Open(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { idx.Close() })
+	blobs, err := s3blob.Open(t.Context(), bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Store{Index: idx, Blobs: blobs}
+}
+
+func sha(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// registryData fills a store the way a running Trove would, through the
+// real publisher for provider releases.
+type registryData struct {
+	t   *testing.T
+	s   Store
+	key *signingtest.Key
+	pub *publish.Publisher
+	now time.Time
+}
+
+func fill(t *testing.T, s Store) *registryData {
+	t.Helper()
+	ctx := t.Context()
+	d := &registryData{t: t, s: s, key: signingtest.NewKeyWith(t, "acme", signingtest.Options{Algorithm: signingtest.Ed25519}),
+		pub: publish.New(publish.Options{Index: s.Index, Blobs: s.Blobs, TempDir: t.TempDir()}),
+		now: time.Date(2026, 5, 1, 12, 0, 0, 123456000, time.UTC)}
+	a := s.Index.(store.Access)
+	must(t, s.Index.CreateNamespace(ctx, registry.Namespace{Name: "acme", Description: "Acme", Visibility: registry.VisibilityPublic, CreatedAt: d.now}))
+	must(t, s.Index.CreateNamespace(ctx, registry.Namespace{Name: "empty", CreatedAt: d.now.Add(time.Second)}))
+	k, err := signing.ParsePublicKey(d.key.ArmoredPublic)
+	must(t, err)
+	k.Namespace, k.CreatedAt = "acme", d.now
+	must(t, s.Index.AddSigningKey(ctx, k))
+	must(t, a.CreateUser(ctx, registry.User{Name: "alice", PasswordHash: "$argon2id$v=19$fake", CreatedAt: d.now}))
+	must(t, a.CreateUser(ctx, registry.User{Name: "root", Admin: true, CreatedAt: d.now}))
+	must(t, a.SetMembership(ctx, registry.Membership{User: "alice", Namespace: "acme", Role: registry.RolePublisher, CreatedAt: d.now}))
+	for i, tok := range []registry.Token{
+		{ID: "tok-admin", Scopes: []registry.Scope{registry.ScopeAdmin}, Description: "first admin"},
+		{ID: "tok-ci", Namespace: "acme", Scopes: []registry.Scope{registry.ScopePublish, registry.ScopeRead}, ExpiresAt: d.now.Add(720 * time.Hour)},
+		{ID: "tok-old", Namespace: "acme", Scopes: []registry.Scope{registry.ScopeRead}, RevokedAt: d.now.Add(time.Hour)},
+		{ID: "tok-alice", User: "alice", Scopes: []registry.Scope{registry.ScopePublish}},
+	} {
+		tok.Hash = sha([]byte(tok.ID))
+		tok.CreatedAt = d.now.Add(time.Duration(i) * time.Minute)
+		must(t, s.Index.CreateToken(ctx, tok))
+	}
+	d.publish("1.0.0", "")
+	d.publish("1.1.0", "")
+	archive := []byte("module archive bytes")
+	must(t, s.Blobs.Put(ctx, sha(archive), int64(len(archive)), bytes.NewReader(archive)))
+	must(t, s.Index.CreateModuleVersion(ctx, registry.ModuleVersion{
+		Namespace: "acme", Name: "network", System: "aws", Version: "0.1.0",
+		ArchiveDigest: sha(archive), ArchiveFormat: "tar.gz", ArchiveSize: int64(len(archive)),
+		Metadata: []byte(`{"root":{"inputs":[]}}`), Description: "A network", PublishedAt: d.now,
+	}))
+	stray := []byte("a blob no version names (the leftover of a failed publish)")
+	must(t, s.Blobs.Put(ctx, sha(stray), int64(len(stray)), bytes.NewReader(stray)))
+	for i, action := range []string{registry.AuditLoginSuccess, registry.AuditTokenCreate, registry.AuditProviderPublish} {
+		_, err := a.AppendAudit(ctx, registry.AuditEvent{Time: d.now.Add(time.Duration(i) * time.Second), Action: action, Actor: "user:alice", Namespace: "acme", Target: fmt.Sprint(i)})
+		must(t, err)
+	}
+	_, err = s.Index.Secret(ctx, signingKeyName, func() ([]byte, error) { return []byte("0123456789abcdef0123456789abcdef"), nil })
+	must(t, err)
+	return d
+}
+
+// publish publishes a release of acme/example through the real
+// publisher; payload varies its bytes.
+func (d *registryData) publish(version, payload string) {
+	d.t.Helper()
+	prefix := "terraform-provider-example_" + version
+	var files []memFile
+	var sums strings.Builder
+	for _, p := range []string{"linux_amd64", "darwin_arm64"} {
+		var buf bytes.Buffer
+		zw := zip.NewWriter(&buf)
+		h := &zip.FileHeader{Name: "terraform-provider-example_v" + version, Method: zip.Deflate}
+		h.SetMode(0o755)
+		w, err := zw.CreateHeader(h)
+		must(d.t, err)
+		io.WriteString(w, "binary "+version+p+payload)
+		must(d.t, zw.Close())
+		f := memFile{prefix + "_" + p + ".zip", buf.Bytes()}
+		files = append(files, f)
+		fmt.Fprintf(&sums, "%s  %s\n", sha(f.data), f.name)
+	}
+	sumsData := []byte(sums.String())
+	files = append([]memFile{{prefix + "_SHA256SUMS", sumsData}, {prefix + "_SHA256SUMS.sig", d.key.Sign(sumsData)}}, files...)
+	_, err := d.pub.PublishProvider(d.t.Context(), "acme", "example", version, &memSource{files})
+	must(d.t, err)
+}
+
+type memFile struct {
+	name string
+	data []byte
+}
+
+type memSource struct{ files []memFile }
+
+func (m *memSource) Next() (string, io.Reader, error) {
+	if len(m.files) == 0 {
+		return "", nil, io.EOF
+	}
+	f := m.files[0]
+	m.files = m.files[1:]
+	return f.name, bytes.NewReader(f.data), nil
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkSame fails unless b holds exactly the data of a: the index records
+// (by the same comparison Copy uses, and for the blobs by content).
+func checkSame(t *testing.T, a, b Store) {
+	t.Helper()
+	ctx := t.Context()
+	sa, err := read(ctx, a.Index, opts.Secrets)
+	must(t, err)
+	sb, err := read(ctx, b.Index, opts.Secrets)
+	must(t, err)
+	p := compare(sa, sb)
+	if len(p.conflicts) > 0 {
+		t.Errorf("the copies differ:\n%s", strings.Join(p.conflicts, "\n"))
+	}
+	if n := len(p.namespaces) + len(p.users) + len(p.memberships) + len(p.keys) + len(p.tokens) + len(p.providers) + len(p.modules) + len(p.audit) + len(p.secrets); n > 0 {
+		t.Errorf("%d records of the source are missing from the copy", n)
+	}
+	if n := len(p.namespaceUpdates) + len(p.userUpdates) + len(p.membershipUpdates) + len(p.tokenRevokes) + len(p.tokenExpiries); n > 0 {
+		t.Errorf("%d records of the copy are outdated", n)
+	}
+	if len(sa.providers) == 0 || len(sa.tokens) == 0 || len(sa.audit) == 0 {
+		t.Fatalf("the source snapshot is empty: %+v", sa)
+	}
+	ba, bb := blobContents(t, a.Blobs), blobContents(t, b.Blobs)
+	if !maps.Equal(ba, bb) {
+		t.Errorf("blobs differ: %d in the source, %d in the copy", len(ba), len(bb))
+	}
+}
+
+// blobContents returns every blob's digest with the SHA-256 of what it
+// reads back.
+func blobContents(t *testing.T, b store.Blobs) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	must(t, b.Walk(t.Context(), func(d string, size int64) error {
+		blob, err := b.Open(t.Context(), d)
+		if err != nil {
+			return err
+		}
+		defer blob.Close()
+		content, err := io.ReadAll(blob.Content)
+		out[d] = sha(content)
+		return err
+	}))
+	return out
+}
+
+func TestCopyEmbeddedToEmbedded(t *testing.T) {
+	src, _ := embedded(t)
+	fill(t, src)
+	dst, _ := embedded(t)
+
+	r, err := Copy(t.Context(), src, dst, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Report{
+		Namespaces: Count{Copied: 2}, Users: Count{Copied: 2}, Memberships: Count{Copied: 1}, SigningKeys: Count{Copied: 1},
+		Tokens: Count{Copied: 4}, ProviderVersions: Count{Copied: 2}, ModuleVersions: Count{Copied: 1},
+		AuditEvents: Count{Copied: 3}, Secrets: Count{Copied: 1}, Blobs: Count{Copied: 10},
+	}
+	r.BlobBytes = 0
+	if r != want {
+		t.Errorf("report:\n%+v\nwant\n%+v", r, want)
+	}
+	checkSame(t, src, dst)
+
+	again, err := Copy(t.Context(), src, dst, opts)
+	if err != nil {
+		t.Fatalf("second copy: %v", err)
+	}
+	if again.Blobs.Copied != 0 || again.ProviderVersions.Copied != 0 || again.Tokens.Copied != 0 || again.AuditEvents.Copied != 0 ||
+		again.Updated != 0 || again.BlobBytes != 0 || again.Blobs.Present != 10 || again.ProviderVersions.Present != 2 {
+		t.Errorf("second copy did something: %+v", again)
+	}
+	checkSame(t, src, dst)
+}
+
+// TestCopyCatchesUp copies again after the source changed, as a migration
+// does for the writes that came in during the first copy.
+func TestCopyCatchesUp(t *testing.T) {
+	ctx := t.Context()
+	src, _ := embedded(t)
+	data := fill(t, src)
+	dst, _ := embedded(t)
+	if _, err := Copy(ctx, src, dst, opts); err != nil {
+		t.Fatal(err)
+	}
+	a := src.Index.(store.Access)
+	data.publish("2.0.0", "")
+	must(t, src.Index.RevokeToken(ctx, "tok-ci", data.now.Add(2*time.Hour)))
+	must(t, a.ExpireToken(ctx, "tok-alice", data.now.Add(3*time.Hour)))
+	must(t, src.Index.UpdateNamespace(ctx, registry.Namespace{Name: "empty", Description: "now described"}))
+	must(t, a.SetMembership(ctx, registry.Membership{User: "alice", Namespace: "acme", Role: registry.RoleAdmin}))
+	must(t, a.UpdateUser(ctx, registry.User{Name: "alice", PasswordHash: "$argon2id$v=19$changed"}))
+	_, err := a.AppendAudit(ctx, registry.AuditEvent{Time: data.now.Add(time.Hour), Action: registry.AuditTokenRevoke, Actor: "user:root", Target: "tok-ci"})
+	must(t, err)
+
+	r, err := Copy(ctx, src, dst, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.ProviderVersions.Copied != 1 || r.Blobs.Copied != 4 || r.AuditEvents.Copied != 1 || r.Updated != 5 {
+		t.Errorf("catch-up report %+v; want 1 version, its 4 blobs, 1 audit event and 5 updates", r)
+	}
+	checkSame(t, src, dst)
+}
+
+// TestCopyRefusesDivergedTarget checks that a target holding data the
+// source lacks is refused before anything is written.
+func TestCopyRefusesDivergedTarget(t *testing.T) {
+	tests := map[string]struct {
+		diverge func(t *testing.T, dst Store)
+		want    string
+	}{
+		"namespace only in the target": {func(t *testing.T, dst Store) {
+			must(t, dst.Index.CreateNamespace(t.Context(), registry.Namespace{Name: "other", CreatedAt: time.Now()}))
+		}, `namespace other exists only in the target`},
+		"first admin token of a started target": {func(t *testing.T, dst Store) {
+			must(t, dst.Index.CreateToken(t.Context(), registry.Token{ID: "boot", Hash: sha([]byte("boot")), Scopes: []registry.Scope{registry.ScopeAdmin}, CreatedAt: time.Now()}))
+		}, `token boot exists only in the target`},
+		"another release under the same version": {func(t *testing.T, dst Store) {
+			fill(t, dst) // the same names, another signing key and other bytes
+		}, `provider version acme/example 1.0.0 differs: another release`},
+		"another URL-signing key": {func(t *testing.T, dst Store) {
+			_, err := dst.Index.Secret(t.Context(), signingKeyName, func() ([]byte, error) { return []byte("another key of thirty-two bytes!"), nil })
+			must(t, err)
+		}, `secret url-signing-key differs`},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			src, _ := embedded(t)
+			fill(t, src)
+			dst, _ := embedded(t)
+			tc.diverge(t, dst)
+			before := blobContents(t, dst.Blobs)
+			_, err := Copy(t.Context(), src, dst, opts)
+			if !registry.IsKind(err, registry.Conflict) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Copy = %v, want a conflict naming %q", err, tc.want)
+			}
+			if after := blobContents(t, dst.Blobs); !maps.Equal(before, after) {
+				t.Errorf("the refused copy wrote %d blobs", len(after)-len(before))
+			}
+			if ns, _ := dst.Index.ListNamespaces(t.Context()); len(ns) > 2 {
+				t.Errorf("the refused copy wrote namespaces: %v", ns)
+			}
+		})
+	}
+}
+
+// TestCopyVerifiesBlobs corrupts and removes source blobs: the copy stops
+// before the index, and keeps no corrupt blob.
+func TestCopyVerifiesBlobs(t *testing.T) {
+	tests := map[string]struct {
+		damage func(path string) error
+		kind   registry.Kind
+	}{
+		"corrupt": {func(p string) error { return os.WriteFile(p, []byte("garbage"), 0o600) }, registry.Invalid},
+		"missing": {os.Remove, registry.NotFound},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			ctx := t.Context()
+			src, dir := embedded(t)
+			fill(t, src)
+			v, err := src.Index.GetProviderVersion(ctx, "acme", "example", "1.1.0")
+			must(t, err)
+			victim := v.Platforms[0].SHA256
+			must(t, tc.damage(filepath.Join(dir, "blobs", "sha256", victim[:2], victim)))
+			dst, _ := embedded(t)
+			_, err = Copy(ctx, src, dst, opts)
+			if !registry.IsKind(err, tc.kind) || !strings.Contains(err.Error(), victim) {
+				t.Fatalf("Copy = %v, want kind %v naming blob %s", err, tc.kind, victim)
+			}
+			if _, err := dst.Blobs.Stat(ctx, victim); !registry.IsKind(err, registry.NotFound) {
+				t.Errorf("the damaged blob is in the target: %v", err)
+			}
+			if ns, err := dst.Index.ListNamespaces(ctx); err != nil || len(ns) != 0 {
+				t.Errorf("the failed copy wrote index records: %v, %v", ns, err)
+			}
+		})
+	}
+}
+
+// TestCopyToPostgresAndS3AndBack moves a registry to the scale-out
+// backends and back into a fresh embedded store: nothing is lost or
+// changed on the way.
+func TestCopyToPostgresAndS3AndBack(t *testing.T) {
+	ctx := t.Context()
+	src, _ := embedded(t)
+	fill(t, src)
+	out := scaleOut(t)
+	if _, err := Copy(ctx, src, out, opts); err != nil {
+		t.Fatalf("embedded -> PostgreSQL+S3: %v", err)
+	}
+	checkSame(t, src, out)
+	again, err := Copy(ctx, src, out, opts)
+	if err != nil || again.Blobs.Copied != 0 || again.ProviderVersions.Copied != 0 || again.Updated != 0 {
+		t.Errorf("second copy to PostgreSQL+S3 = %+v, %v; want nothing copied", again, err)
+	}
+	back, _ := embedded(t)
+	if _, err := Copy(ctx, out, back, opts); err != nil {
+		t.Fatalf("PostgreSQL+S3 -> embedded: %v", err)
+	}
+	checkSame(t, src, back)
+}

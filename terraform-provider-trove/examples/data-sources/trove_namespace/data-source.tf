@@ -1,0 +1,7 @@
+data "trove_namespace" "acme" {
+  name = "acme"
+}
+
+output "acme_description" {
+  value = data.trove_namespace.acme.description
+}

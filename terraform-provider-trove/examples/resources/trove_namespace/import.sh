@@ -1,0 +1,2 @@
+# A namespace is imported by its name.
+terraform import trove_namespace.acme acme

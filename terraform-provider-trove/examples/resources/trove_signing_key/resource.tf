@@ -1,0 +1,6 @@
+# The public half of the key the release pipeline signs SHA256SUMS with:
+#   gpg --armor --export 51852D87348FFC4C > release-key.asc
+resource "trove_signing_key" "release" {
+  namespace   = trove_namespace.acme.name
+  ascii_armor = file("${path.module}/release-key.asc")
+}
