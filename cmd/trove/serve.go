@@ -65,7 +65,7 @@ func runServer(ctx context.Context, cfg config.Config, stdout, stderr io.Writer)
 	privateSigner := signedurl.New(key, cfg.Access.PrivateDownloadURLTTL)
 	authn := auth.NewAuthenticator(idx)
 	access := auth.NewAccess(authn, idx)
-	loginSvc, err := login.New(ctx, login.Options{Index: idx, Logger: log, TokenTTL: cfg.Access.LoginTokenTTL})
+	loginSvc, err := login.New(ctx, login.Options{Index: idx, Logger: log, TokenTTL: cfg.Access.LoginTokenTTL, Authenticator: authn})
 	if err != nil {
 		return fmt.Errorf("setting up login: %w", err)
 	}

@@ -38,8 +38,10 @@ type Options struct {
 	Modules *modules.Publisher
 	Auth    *auth.Authenticator
 	// Access decides reads of namespaces (public ones are readable by
-	// every caller) and holds the caches the API invalidates on changes;
-	// nil means auth.NewAccess(Auth, Index).
+	// every caller) and holds the caches the API invalidates on changes.
+	// Pass the server's (the one guarding the protocol routes), so that
+	// revocations and membership changes reach its caches at once; nil
+	// means auth.NewAccess(Auth, Index).
 	Access *auth.Access
 	// Audit records security-relevant events; nil means a Recorder on
 	// the index's audit log.

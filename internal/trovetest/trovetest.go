@@ -102,6 +102,7 @@ func Start(t testing.TB, opts ...Options) *Server {
 	authn := auth.NewAuthenticator(idx)
 	access := auth.NewAccess(authn, idx)
 	opt.Login.Index = idx
+	opt.Login.Authenticator = authn
 	if opt.Login.Logger == nil {
 		opt.Login.Logger = log
 	}

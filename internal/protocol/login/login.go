@@ -92,8 +92,11 @@ type Options struct {
 	// Index stores users, authorization codes, tokens and the audit log.
 	Index store.Index
 	// Audit records logins; nil records into Index's audit log.
-	Audit  *audit.Recorder
-	Logger *slog.Logger
+	Audit *audit.Recorder
+	// Authenticator, if set, forgets its cached token lookups when the
+	// service revokes a token (the token of a replayed code).
+	Authenticator *auth.Authenticator
+	Logger        *slog.Logger
 	// ClientID is the OAuth client the CLIs identify as (DefaultClientID).
 	ClientID string
 	// MinPort and MaxPort bound the port of the CLI's redirect URI; both
@@ -564,6 +567,9 @@ func (s *Service) exchange(w http.ResponseWriter, r *http.Request) (tokenRespons
 		// A replayed code: someone else may hold it. Revoke what it gave.
 		if err := s.opt.Index.RevokeToken(r.Context(), c.TokenID, now.UTC()); err != nil && !registry.IsKind(err, registry.NotFound) {
 			return tokenResponse{}, err
+		}
+		if s.opt.Authenticator != nil {
+			s.opt.Authenticator.Invalidate()
 		}
 		s.opt.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditTokenReplay, Actor: "user:" + c.User, Target: c.TokenID,
 			Details: "an authorization code was presented a second time; the token issued for it was revoked"})
