@@ -1,18 +1,12 @@
 package main
 
 import (
-	"archive/zip"
-	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
-	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"trove.dev/trove/internal/apispec"
+	"trove.dev/trove/internal/release/releasetest"
 	"trove.dev/trove/internal/signing/signingtest"
 	"trove.dev/trove/internal/trovetest"
 )
@@ -22,36 +16,7 @@ import (
 func writeSignedDist(t *testing.T, key *signingtest.Key, typ, version string, platforms ...string) string {
 	t.Helper()
 	dir := t.TempDir()
-	write := func(name string, data []byte) {
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	base := "terraform-provider-" + typ + "_" + version + "_"
-	var sums bytes.Buffer
-	add := func(name string, data []byte) {
-		write(name, data)
-		sum := sha256.Sum256(data)
-		fmt.Fprintf(&sums, "%s  %s\n", hex.EncodeToString(sum[:]), name)
-	}
-	add(base+"manifest.json", []byte(`{"version":1,"metadata":{"protocol_versions":["5.0"]}}`))
-	for _, p := range platforms {
-		var buf bytes.Buffer
-		zw := zip.NewWriter(&buf)
-		h := &zip.FileHeader{Name: "terraform-provider-" + typ + "_v" + version, Method: zip.Deflate}
-		h.SetMode(0o755)
-		w, err := zw.CreateHeader(h)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fmt.Fprintf(w, "#!/bin/sh\necho %s\n", p)
-		if err := zw.Close(); err != nil {
-			t.Fatal(err)
-		}
-		add(base+p+".zip", buf.Bytes())
-	}
-	write(base+"SHA256SUMS", sums.Bytes())
-	write(base+"SHA256SUMS.sig", key.Sign(sums.Bytes()))
+	releasetest.Build(t, key, releasetest.Spec{Type: typ, Version: version, Platforms: platforms, Protocols: []string{"5.0"}}).WriteDir(t, dir)
 	return dir
 }
 

@@ -1,19 +1,14 @@
 package client_test
 
 import (
-	"archive/zip"
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"fmt"
-	"io"
 	"slices"
 	"testing"
 	"time"
 
 	"trove.dev/trove/internal/apispec"
 	"trove.dev/trove/internal/client"
+	"trove.dev/trove/internal/release/releasetest"
 	"trove.dev/trove/internal/signing/signingtest"
 	"trove.dev/trove/internal/trovetest"
 )
@@ -21,35 +16,11 @@ import (
 // release builds a signed provider release in memory, in upload order.
 func release(t *testing.T, key *signingtest.Key, typ, version string, platforms ...string) []client.PublishFile {
 	t.Helper()
-	var sums bytes.Buffer
-	var zips []client.PublishFile
-	for _, p := range platforms {
-		var buf bytes.Buffer
-		zw := zip.NewWriter(&buf)
-		h := &zip.FileHeader{Name: "terraform-provider-" + typ + "_v" + version, Method: zip.Deflate}
-		h.SetMode(0o755)
-		w, err := zw.CreateHeader(h)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fmt.Fprintf(w, "#!/bin/sh\necho %s\n", p)
-		if err := zw.Close(); err != nil {
-			t.Fatal(err)
-		}
-		name := fmt.Sprintf("terraform-provider-%s_%s_%s.zip", typ, version, p)
-		sum := sha256.Sum256(buf.Bytes())
-		fmt.Fprintf(&sums, "%s  %s\n", hex.EncodeToString(sum[:]), name)
-		zips = append(zips, bytesFile(name, buf.Bytes()))
+	var files []client.PublishFile
+	for _, f := range releasetest.Build(t, key, releasetest.Spec{Type: typ, Version: version, Platforms: platforms}).Files {
+		files = append(files, client.PublishFile{Name: f.Name, Open: f.Open})
 	}
-	sumsName := fmt.Sprintf("terraform-provider-%s_%s_SHA256SUMS", typ, version)
-	return append([]client.PublishFile{
-		bytesFile(sumsName, sums.Bytes()),
-		bytesFile(sumsName+".sig", key.Sign(sums.Bytes())),
-	}, zips...)
-}
-
-func bytesFile(name string, data []byte) client.PublishFile {
-	return client.PublishFile{Name: name, Open: func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }}
+	return files
 }
 
 // TestAgainstTrove runs every method against a real in-process Trove.

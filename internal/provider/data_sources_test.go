@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
 	"io"
 	"testing"
 
@@ -13,6 +12,7 @@ import (
 
 	"trove.dev/trove/internal/apispec"
 	"trove.dev/trove/internal/client"
+	"trove.dev/trove/internal/release/releasetest"
 	"trove.dev/trove/internal/signing/signingtest"
 )
 
@@ -58,15 +58,17 @@ func TestAccDataSourceProvider(t *testing.T) {
 		t.Fatal(err)
 	}
 	// 1.10.0 is newer than 1.2.0 though it sorts before it as text.
-	shasums := map[string]string{}
+	releases := map[string]releasetest.Release{}
 	for _, v := range []string{"1.2.0", "1.10.0"} {
-		files, sums := release(t, key, "widget", v, "linux_amd64", "darwin_arm64")
+		rel := releasetest.Build(t, key, releasetest.Spec{Type: "widget", Version: v, Platforms: []string{"linux_amd64", "darwin_arm64"}})
+		var files []client.PublishFile
+		for _, f := range rel.Files {
+			files = append(files, client.PublishFile{Name: f.Name, Open: f.Open})
+		}
 		if _, err := e.api.PublishProvider(ctx, "data", "widget", v, files); err != nil {
 			t.Fatalf("publishing %s: %v", v, err)
 		}
-		for name, sum := range sums {
-			shasums[name] = sum
-		}
+		releases[v] = rel
 	}
 
 	const addr = "data.trove_provider.test"
@@ -109,12 +111,12 @@ func TestAccDataSourceProvider(t *testing.T) {
 						"os":       "linux",
 						"arch":     "amd64",
 						"filename": "terraform-provider-widget_1.10.0_linux_amd64.zip",
-						"shasum":   shasums["terraform-provider-widget_1.10.0_linux_amd64.zip"],
+						"shasum":   releases["1.10.0"].SHA256("terraform-provider-widget_1.10.0_linux_amd64.zip"),
 					}),
 					resource.TestCheckTypeSetElemNestedAttrs(addr, "versions.1.platforms.*", map[string]string{
 						"os":     "darwin",
 						"arch":   "arm64",
-						"shasum": shasums["terraform-provider-widget_1.2.0_darwin_arm64.zip"],
+						"shasum": releases["1.2.0"].SHA256("terraform-provider-widget_1.2.0_darwin_arm64.zip"),
 					}),
 				),
 			},
@@ -210,41 +212,4 @@ func moduleZip(t *testing.T, files map[string]string) []byte {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
-}
-
-// release builds a signed provider release of typ in memory, in upload
-// order, and returns it with the SHA-256 of each zip by file name.
-func release(t *testing.T, key *signingtest.Key, typ, version string, platforms ...string) ([]client.PublishFile, map[string]string) {
-	t.Helper()
-	var sums bytes.Buffer
-	var zips []client.PublishFile
-	digests := map[string]string{}
-	for _, p := range platforms {
-		var buf bytes.Buffer
-		zw := zip.NewWriter(&buf)
-		h := &zip.FileHeader{Name: "terraform-provider-" + typ + "_v" + version, Method: zip.Deflate}
-		h.SetMode(0o755)
-		w, err := zw.CreateHeader(h)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fmt.Fprintf(w, "#!/bin/sh\necho %s\n", p)
-		if err := zw.Close(); err != nil {
-			t.Fatal(err)
-		}
-		name := fmt.Sprintf("terraform-provider-%s_%s_%s.zip", typ, version, p)
-		sum := sha256.Sum256(buf.Bytes())
-		digests[name] = hex.EncodeToString(sum[:])
-		fmt.Fprintf(&sums, "%s  %s\n", digests[name], name)
-		zips = append(zips, bytesFile(name, buf.Bytes()))
-	}
-	sumsName := fmt.Sprintf("terraform-provider-%s_%s_SHA256SUMS", typ, version)
-	return append([]client.PublishFile{
-		bytesFile(sumsName, sums.Bytes()),
-		bytesFile(sumsName+".sig", key.Sign(sums.Bytes())),
-	}, zips...), digests
-}
-
-func bytesFile(name string, data []byte) client.PublishFile {
-	return client.PublishFile{Name: name, Open: func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }}
 }

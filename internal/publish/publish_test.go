@@ -1,17 +1,13 @@
 package publish_test
 
 import (
-	"archive/zip"
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +15,7 @@ import (
 
 	"trove.dev/trove/internal/publish"
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/release/releasetest"
 	"trove.dev/trove/internal/signing"
 	"trove.dev/trove/internal/signing/signingtest"
 	"trove.dev/trove/internal/store"
@@ -26,81 +23,16 @@ import (
 	"trove.dev/trove/internal/store/sqlite"
 )
 
-// file is one release file in upload order.
-type file struct {
-	name string
-	data []byte
-}
+func sha(b []byte) string { return releasetest.Digest(b) }
 
-// memSource is a publish.FileSource over in-memory files.
-type memSource struct{ files []file }
-
-func (m *memSource) Next() (string, io.Reader, error) {
-	if len(m.files) == 0 {
-		return "", nil, io.EOF
-	}
-	f := m.files[0]
-	m.files = m.files[1:]
-	return f.name, bytes.NewReader(f.data), nil
-}
-
-// releaseSpec describes a goreleaser-style release to build.
-type releaseSpec struct {
-	typ, version string
-	platforms    []string // "linux_amd64"
-	payload      string   // varies the executable's bytes
-}
-
-func makeZip(t testing.TB, entries map[string]string) []byte {
+// build returns a release of example for linuxDarwin, with a manifest
+// declaring protocols 5.0 and 6.0; its files are in upload order:
+// SHA256SUMS, .sig, manifest, zips. payload varies the executables' bytes.
+func build(t testing.TB, key *signingtest.Key, version, payload string) releasetest.Release {
 	t.Helper()
-	var buf bytes.Buffer
-	zw := zip.NewWriter(&buf)
-	names := make([]string, 0, len(entries))
-	for n := range entries {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		h := &zip.FileHeader{Name: n, Method: zip.Deflate, Modified: time.Unix(1_600_000_000, 0)}
-		h.SetMode(0o755)
-		w, err := zw.CreateHeader(h)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.WriteString(w, entries[n])
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
-
-func sha(b []byte) string {
-	s := sha256.Sum256(b)
-	return hex.EncodeToString(s[:])
-}
-
-// build returns the release files: SHA256SUMS, .sig, manifest, zips.
-func build(t testing.TB, key *signingtest.Key, spec releaseSpec) []file {
-	t.Helper()
-	prefix := "terraform-provider-" + spec.typ + "_" + spec.version
-	var zips []file
-	for _, p := range spec.platforms {
-		zips = append(zips, file{prefix + "_" + p + ".zip", makeZip(t, map[string]string{
-			"terraform-provider-" + spec.typ + "_v" + spec.version: "binary " + p + spec.payload,
-		})})
-	}
-	manifest := file{prefix + "_manifest.json", []byte(`{"version":1,"metadata":{"protocol_versions":["5.0","6.0"]}}`)}
-	var sums strings.Builder
-	for _, f := range append([]file{manifest}, zips...) {
-		fmt.Fprintf(&sums, "%s  %s\n", sha(f.data), f.name)
-	}
-	sumsData := []byte(sums.String())
-	return append([]file{
-		{prefix + "_SHA256SUMS", sumsData},
-		{prefix + "_SHA256SUMS.sig", key.Sign(sumsData)},
-		manifest,
-	}, zips...)
+	return releasetest.Build(t, key, releasetest.Spec{
+		Type: "example", Version: version, Platforms: linuxDarwin, Protocols: []string{"5.0", "6.0"}, Payload: payload,
+	})
 }
 
 type env struct {
@@ -151,9 +83,9 @@ func newEnv(t *testing.T, wrap func(store.Index) store.Index) *env {
 	return e
 }
 
-func (e *env) publish(t *testing.T, version string, files []file) (publish.Result, error) {
+func (e *env) publish(t *testing.T, version string, files []releasetest.File) (publish.Result, error) {
 	t.Helper()
-	return e.pub.PublishProvider(context.Background(), "acme", "example", version, &memSource{files: files})
+	return e.pub.PublishProvider(context.Background(), "acme", "example", version, releasetest.NewSource(files))
 }
 
 // assertNothingStored checks that a refused publish left no version, no
@@ -180,7 +112,8 @@ var linuxDarwin = []string{"linux_amd64", "darwin_arm64"}
 func TestPublish(t *testing.T) {
 	e := newEnv(t, nil)
 	ctx := context.Background()
-	files := build(t, e.key, releaseSpec{typ: "example", version: "1.0.0", platforms: linuxDarwin})
+	rel := build(t, e.key, "1.0.0", "")
+	files := rel.Files
 	res, err := e.publish(t, "1.0.0", files)
 	if err != nil {
 		t.Fatal(err)
@@ -198,18 +131,14 @@ func TestPublish(t *testing.T) {
 	if got.SigningKey.KeyID != e.key.KeyID || got.SigningKey.ASCIIArmor == "" {
 		t.Errorf("signing key snapshot = %+v, want key %s", got.SigningKey, e.key.KeyID)
 	}
-	if got.SHASumsDigest != sha(files[0].data) || got.SHASumsSignatureDigest != sha(files[1].data) {
+	if got.SHASumsDigest != sha(files[0].Data) || got.SHASumsSignatureDigest != sha(files[1].Data) {
 		t.Errorf("sums digests = %s %s", got.SHASumsDigest, got.SHASumsSignatureDigest)
 	}
 	if len(got.Platforms) != 2 {
 		t.Fatalf("platforms = %+v", got.Platforms)
 	}
-	byName := map[string][]byte{}
-	for _, f := range files {
-		byName[f.name] = f.data
-	}
 	for _, p := range got.Platforms {
-		data := byName[p.Filename]
+		data := rel.ByName(p.Filename)
 		if p.SHA256 != sha(data) || p.Size != int64(len(data)) || p.Filename != "terraform-provider-example_1.0.0_"+p.OS+"_"+p.Arch+".zip" {
 			t.Errorf("platform %+v does not describe its zip", p)
 		}
@@ -236,7 +165,7 @@ func TestPublish(t *testing.T) {
 	}
 
 	t.Run("identical re-publish", func(t *testing.T) {
-		res, err := e.publish(t, "1.0.0", build(t, e.key, releaseSpec{typ: "example", version: "1.0.0", platforms: linuxDarwin}))
+		res, err := e.publish(t, "1.0.0", build(t, e.key, "1.0.0", "").Files)
 		if err != nil || res.Created {
 			t.Fatalf("re-publish = %+v, %v; want unchanged success", res.Created, err)
 		}
@@ -245,7 +174,7 @@ func TestPublish(t *testing.T) {
 		}
 	})
 	t.Run("other bytes conflict", func(t *testing.T) {
-		_, err := e.publish(t, "1.0.0", build(t, e.key, releaseSpec{typ: "example", version: "1.0.0", platforms: linuxDarwin, payload: "x"}))
+		_, err := e.publish(t, "1.0.0", build(t, e.key, "1.0.0", "x").Files)
 		if !registry.IsKind(err, registry.Conflict) || !strings.Contains(err.Error(), "already published") {
 			t.Fatalf("publish of other bytes = %v, want conflict", err)
 		}
@@ -261,43 +190,43 @@ func TestPublishRefuses(t *testing.T) {
 	tests := []struct {
 		name    string
 		version string
-		mutate  func(t *testing.T, e *env, files []file) []file
+		mutate  func(t *testing.T, e *env, files []releasetest.File) []releasetest.File
 		kind    registry.Kind
 		phrase  string
 	}{
-		{"tampered zip", "1.0.0", func(t *testing.T, e *env, f []file) []file {
-			f[3].data = append([]byte(nil), f[3].data...)
-			f[3].data[len(f[3].data)/2] ^= 0xff
+		{"tampered zip", "1.0.0", func(t *testing.T, e *env, f []releasetest.File) []releasetest.File {
+			f[3].Data = append([]byte(nil), f[3].Data...)
+			f[3].Data[len(f[3].Data)/2] ^= 0xff
 			return f
 		}, registry.Invalid, "SHA256SUMS lists"},
-		{"unknown signing key", "1.0.0", func(t *testing.T, e *env, f []file) []file {
-			f[1].data = other.Sign(f[0].data)
+		{"unknown signing key", "1.0.0", func(t *testing.T, e *env, f []releasetest.File) []releasetest.File {
+			f[1].Data = other.Sign(f[0].Data)
 			return f
 		}, registry.Invalid, "not registered"},
-		{"armored signature", "1.0.0", func(t *testing.T, e *env, f []file) []file {
-			f[1].data = e.key.SignArmored(f[0].data)
+		{"armored signature", "1.0.0", func(t *testing.T, e *env, f []releasetest.File) []releasetest.File {
+			f[1].Data = e.key.SignArmored(f[0].Data)
 			return f
 		}, registry.Invalid, "armor"},
-		{"missing signature", "1.0.0", func(t *testing.T, e *env, f []file) []file {
+		{"missing signature", "1.0.0", func(t *testing.T, e *env, f []releasetest.File) []releasetest.File {
 			return append(f[:1], f[2:]...)
 		}, registry.Invalid, "signature"},
-		{"zip missing", "1.0.0", func(t *testing.T, e *env, f []file) []file {
+		{"zip missing", "1.0.0", func(t *testing.T, e *env, f []releasetest.File) []releasetest.File {
 			return f[:len(f)-1]
 		}, registry.Invalid, "not uploaded"},
-		{"zip not listed", "1.0.0", func(t *testing.T, e *env, f []file) []file {
-			return append(f, file{"terraform-provider-example_1.0.0_windows_amd64.zip", f[3].data})
+		{"zip not listed", "1.0.0", func(t *testing.T, e *env, f []releasetest.File) []releasetest.File {
+			return append(f, releasetest.File{Name: "terraform-provider-example_1.0.0_windows_amd64.zip", Data: f[3].Data})
 		}, registry.Invalid, "not listed"},
-		{"unexpected file", "1.0.0", func(t *testing.T, e *env, f []file) []file {
-			return append(f, file{"notes.txt", []byte("hi")})
+		{"unexpected file", "1.0.0", func(t *testing.T, e *env, f []releasetest.File) []releasetest.File {
+			return append(f, releasetest.File{Name: "notes.txt", Data: []byte("hi")})
 		}, registry.Invalid, "unexpected file"},
-		{"leading v", "v1.0.0", func(t *testing.T, e *env, f []file) []file { return f }, registry.Invalid, "leading"},
-		{"empty", "1.0.0", func(t *testing.T, e *env, f []file) []file { return nil }, registry.Invalid, "empty"},
-		{"sums for another version", "1.0.1", func(t *testing.T, e *env, f []file) []file { return f }, registry.Invalid, "first file"},
+		{"leading v", "v1.0.0", func(t *testing.T, e *env, f []releasetest.File) []releasetest.File { return f }, registry.Invalid, "leading"},
+		{"empty", "1.0.0", func(t *testing.T, e *env, f []releasetest.File) []releasetest.File { return nil }, registry.Invalid, "empty"},
+		{"sums for another version", "1.0.1", func(t *testing.T, e *env, f []releasetest.File) []releasetest.File { return f }, registry.Invalid, "first file"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t, nil)
-			files := build(t, e.key, releaseSpec{typ: "example", version: "1.0.0", platforms: linuxDarwin})
+			files := build(t, e.key, "1.0.0", "").Files
 			_, err := e.publish(t, tt.version, tt.mutate(t, e, files))
 			if !registry.IsKind(err, tt.kind) || !strings.Contains(strings.ToLower(err.Error()), strings.ToLower(tt.phrase)) {
 				t.Fatalf("error = %v (kind %v), want %v containing %q", err, registry.KindOf(err), tt.kind, tt.phrase)
@@ -308,13 +237,13 @@ func TestPublishRefuses(t *testing.T) {
 
 	t.Run("zip without executable", func(t *testing.T) {
 		e := newEnv(t, nil)
-		zipData := makeZip(t, map[string]string{"README.md": "no binary"})
+		zipData := releasetest.Zip(t, map[string]string{"README.md": "no binary"})
 		name := "terraform-provider-example_1.0.0_linux_amd64.zip"
 		sums := []byte(sha(zipData) + "  " + name + "\n")
-		_, err := e.publish(t, "1.0.0", []file{
-			{"terraform-provider-example_1.0.0_SHA256SUMS", sums},
-			{"terraform-provider-example_1.0.0_SHA256SUMS.sig", e.key.Sign(sums)},
-			{name, zipData},
+		_, err := e.publish(t, "1.0.0", []releasetest.File{
+			{Name: "terraform-provider-example_1.0.0_SHA256SUMS", Data: sums},
+			{Name: "terraform-provider-example_1.0.0_SHA256SUMS.sig", Data: e.key.Sign(sums)},
+			{Name: name, Data: zipData},
 		})
 		if !registry.IsKind(err, registry.Invalid) {
 			t.Fatalf("error = %v, want invalid", err)
@@ -325,7 +254,7 @@ func TestPublishRefuses(t *testing.T) {
 	t.Run("zip over the size limit", func(t *testing.T) {
 		e := newEnv(t, nil)
 		e.pub = publish.New(publish.Options{Index: e.idx, Blobs: e.blobs, TempDir: e.tmp, MaxZipBytes: 64})
-		_, err := e.publish(t, "1.0.0", build(t, e.key, releaseSpec{typ: "example", version: "1.0.0", platforms: linuxDarwin}))
+		_, err := e.publish(t, "1.0.0", build(t, e.key, "1.0.0", "").Files)
 		if !registry.IsKind(err, registry.TooLarge) {
 			t.Fatalf("error = %v, want too large", err)
 		}
@@ -334,7 +263,7 @@ func TestPublishRefuses(t *testing.T) {
 
 	t.Run("unknown namespace", func(t *testing.T) {
 		e := newEnv(t, nil)
-		_, err := e.pub.PublishProvider(context.Background(), "nobody", "example", "1.0.0", &memSource{})
+		_, err := e.pub.PublishProvider(context.Background(), "nobody", "example", "1.0.0", releasetest.NewSource(nil))
 		if !registry.IsKind(err, registry.NotFound) {
 			t.Fatalf("error = %v, want not found", err)
 		}
@@ -351,7 +280,7 @@ func (failingIndex) CreateProviderVersion(context.Context, registry.ProviderVers
 
 func TestPublishIndexFailureLeavesNoVersion(t *testing.T) {
 	e := newEnv(t, func(idx store.Index) store.Index { return failingIndex{idx} })
-	_, err := e.publish(t, "1.0.0", build(t, e.key, releaseSpec{typ: "example", version: "1.0.0", platforms: linuxDarwin}))
+	_, err := e.publish(t, "1.0.0", build(t, e.key, "1.0.0", "").Files)
 	if err == nil {
 		t.Fatal("publish succeeded although the index failed")
 	}
@@ -363,7 +292,7 @@ func TestPublishIndexFailureLeavesNoVersion(t *testing.T) {
 	}
 	// A retry with a working index succeeds.
 	e.pub = publish.New(publish.Options{Index: e.idx, Blobs: e.blobs, TempDir: e.tmp})
-	if res, err := e.publish(t, "1.0.0", build(t, e.key, releaseSpec{typ: "example", version: "1.0.0", platforms: linuxDarwin})); err != nil || !res.Created {
+	if res, err := e.publish(t, "1.0.0", build(t, e.key, "1.0.0", "").Files); err != nil || !res.Created {
 		t.Fatalf("retry = %+v, %v", res, err)
 	}
 }
@@ -371,9 +300,9 @@ func TestPublishIndexFailureLeavesNoVersion(t *testing.T) {
 func TestConcurrentPublishExactlyOneWins(t *testing.T) {
 	e := newEnv(t, nil)
 	const n = 6
-	releases := make([][]file, n)
+	releases := make([][]releasetest.File, n)
 	for i := range releases {
-		releases[i] = build(t, e.key, releaseSpec{typ: "example", version: "2.0.0", platforms: linuxDarwin, payload: fmt.Sprint(i)})
+		releases[i] = build(t, e.key, "2.0.0", fmt.Sprint(i)).Files
 	}
 	var wg sync.WaitGroup
 	errs := make([]error, n)
@@ -400,7 +329,7 @@ func TestConcurrentPublishExactlyOneWins(t *testing.T) {
 		t.Fatal("no publish succeeded")
 	}
 	got, err := e.idx.GetProviderVersion(context.Background(), "acme", "example", "2.0.0")
-	if err != nil || got.SHASumsDigest != sha(releases[winner][0].data) {
+	if err != nil || got.SHASumsDigest != sha(releases[winner][0].Data) {
 		t.Fatalf("stored version is not the winner's: %v", err)
 	}
 }

@@ -1,11 +1,9 @@
 package s3blob_test
 
 import (
-	"archive/zip"
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -19,6 +17,7 @@ import (
 	"trove.dev/trove/internal/files"
 	"trove.dev/trove/internal/publish"
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/release/releasetest"
 	"trove.dev/trove/internal/signedurl"
 	"trove.dev/trove/internal/signing"
 	"trove.dev/trove/internal/signing/signingtest"
@@ -118,52 +117,6 @@ func TestDownloads(t *testing.T) {
 	}
 }
 
-// release builds a signed provider release with large incompressible
-// zips, so that a cut of the connection can land in the middle of one.
-func release(t *testing.T, key *signingtest.Key, version string, platforms []string, zipSize int) []file {
-	t.Helper()
-	prefix := "terraform-provider-example_" + version
-	var zips []file
-	for i, p := range platforms {
-		var buf bytes.Buffer
-		zw := zip.NewWriter(&buf)
-		h := &zip.FileHeader{Name: "terraform-provider-example_v" + version, Method: zip.Store}
-		h.SetMode(0o755)
-		w, err := zw.CreateHeader(h)
-		if err != nil {
-			t.Fatal(err)
-		}
-		w.Write(randomBytes(zipSize, uint64(100+i)))
-		if err := zw.Close(); err != nil {
-			t.Fatal(err)
-		}
-		zips = append(zips, file{prefix + "_" + p + ".zip", buf.Bytes()})
-	}
-	var sums strings.Builder
-	for _, z := range zips {
-		fmt.Fprintf(&sums, "%s  %s\n", digestOf(z.data), z.name)
-	}
-	sumsData := []byte(sums.String())
-	return append([]file{{prefix + "_SHA256SUMS", sumsData}, {prefix + "_SHA256SUMS.sig", key.Sign(sumsData)}}, zips...)
-}
-
-type file struct {
-	name string
-	data []byte
-}
-
-// files is a publish.FileSource over in-memory files.
-type fileSource struct{ files []file }
-
-func (m *fileSource) Next() (string, io.Reader, error) {
-	if len(m.files) == 0 {
-		return "", nil, io.EOF
-	}
-	f := m.files[0]
-	m.files = m.files[1:]
-	return f.name, bytes.NewReader(f.data), nil
-}
-
 // TestPublishWhenS3BecomesUnreachable cuts the connection to S3 in the
 // middle of a publish (while the second of three archives uploads): the
 // publish fails cleanly, no version is visible, no partial blob exists, and
@@ -194,12 +147,17 @@ func TestPublishWhenS3BecomesUnreachable(t *testing.T) {
 	}
 	publisher := publish.New(publish.Options{Index: idx, Blobs: blobs, TempDir: filepath.Join(dir, "tmp")})
 	const zipSize = 400_000
-	rel := release(t, key, "1.0.0", []string{"linux_amd64", "darwin_arm64", "windows_amd64"}, zipSize)
+	// Incompressible executables make zips of about zipSize bytes, so
+	// that a cut of the connection can land in the middle of one.
+	rel := releasetest.Build(t, key, releasetest.Spec{
+		Type: "example", Version: "1.0.0", Platforms: []string{"linux_amd64", "darwin_arm64", "windows_amd64"},
+		Payload: string(randomBytes(zipSize, 100)),
+	})
 
 	// Blobs go up in order: SHA256SUMS, signature, then the zips. Cut
 	// half-way through the second zip.
-	proxy.CutAfter(int64(len(rel[0].data)+len(rel[1].data)) + zipSize*3/2)
-	_, err = publisher.PublishProvider(ctx, "acme", "example", "1.0.0", &fileSource{files: rel})
+	proxy.CutAfter(int64(len(rel.Files[0].Data)+len(rel.Files[1].Data)) + zipSize*3/2)
+	_, err = publisher.PublishProvider(ctx, "acme", "example", "1.0.0", rel.Source())
 	if !registry.IsKind(err, registry.Unavailable) {
 		t.Fatalf("publish while S3 became unreachable = %v, want kind unavailable", err)
 	}
@@ -228,15 +186,15 @@ func TestPublishWhenS3BecomesUnreachable(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	for i, f := range rel {
+	for i, f := range rel.Files {
 		// The cut came after the first zip, so that this test covers a
 		// publish failing half-way, and during the second.
-		if want := i < 3; slices.Contains(stored, digestOf(f.data)) != want {
-			t.Errorf("%s stored: %v, want %v", f.name, !want, want)
+		if want := i < 3; slices.Contains(stored, digestOf(f.Data)) != want {
+			t.Errorf("%s stored: %v, want %v", f.Name, !want, want)
 		}
 	}
 
-	res, err := publisher.PublishProvider(ctx, "acme", "example", "1.0.0", &fileSource{files: rel})
+	res, err := publisher.PublishProvider(ctx, "acme", "example", "1.0.0", rel.Source())
 	if err != nil || !res.Created {
 		t.Fatalf("retry after S3 came back = %+v, %v; want the version created", res, err)
 	}

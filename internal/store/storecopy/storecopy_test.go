@@ -1,7 +1,6 @@
 package storecopy
 
 import (
-	"archive/zip"
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
@@ -16,6 +15,7 @@ import (
 
 	"trove.dev/trove/internal/publish"
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/release/releasetest"
 	"trove.dev/trove/internal/signing"
 	"trove.dev/trove/internal/signing/signingtest"
 	"trove.dev/trove/internal/store"
@@ -131,42 +131,11 @@ func fill(t *testing.T, s Store) *registryData {
 // publisher; payload varies its bytes.
 func (d *registryData) publish(version, payload string) {
 	d.t.Helper()
-	prefix := "terraform-provider-example_" + version
-	var files []memFile
-	var sums strings.Builder
-	for _, p := range []string{"linux_amd64", "darwin_arm64"} {
-		var buf bytes.Buffer
-		zw := zip.NewWriter(&buf)
-		h := &zip.FileHeader{Name: "terraform-provider-example_v" + version, Method: zip.Deflate}
-		h.SetMode(0o755)
-		w, err := zw.CreateHeader(h)
-		must(d.t, err)
-		io.WriteString(w, "binary "+version+p+payload)
-		must(d.t, zw.Close())
-		f := memFile{prefix + "_" + p + ".zip", buf.Bytes()}
-		files = append(files, f)
-		fmt.Fprintf(&sums, "%s  %s\n", sha(f.data), f.name)
-	}
-	sumsData := []byte(sums.String())
-	files = append([]memFile{{prefix + "_SHA256SUMS", sumsData}, {prefix + "_SHA256SUMS.sig", d.key.Sign(sumsData)}}, files...)
-	_, err := d.pub.PublishProvider(d.t.Context(), "acme", "example", version, &memSource{files})
+	rel := releasetest.Build(d.t, d.key, releasetest.Spec{
+		Type: "example", Version: version, Platforms: []string{"linux_amd64", "darwin_arm64"}, Payload: payload,
+	})
+	_, err := d.pub.PublishProvider(d.t.Context(), "acme", "example", version, rel.Source())
 	must(d.t, err)
-}
-
-type memFile struct {
-	name string
-	data []byte
-}
-
-type memSource struct{ files []memFile }
-
-func (m *memSource) Next() (string, io.Reader, error) {
-	if len(m.files) == 0 {
-		return "", nil, io.EOF
-	}
-	f := m.files[0]
-	m.files = m.files[1:]
-	return f.name, bytes.NewReader(f.data), nil
 }
 
 func must(t *testing.T, err error) {
