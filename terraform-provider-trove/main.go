@@ -1,8 +1,8 @@
 // Command terraform-provider-trove is the Terraform provider of Trove: it
-// manages a Trove's namespaces, signing keys and tokens as code. Terraform
-// starts it as a plugin (protocol 5); see internal/provider for the
-// provider itself, examples/ for its use and docs/ for the documentation
-// generated from both.
+// manages a Trove's namespaces, signing keys, tokens, users and memberships
+// as code. Terraform starts it as a plugin (protocol 5); see
+// internal/provider for the provider itself, examples/ for its use and
+// docs/ for the documentation generated from both.
 //
 // Regenerate docs/ after changing a schema description or an example:
 //

@@ -1,9 +1,10 @@
 // Package provider is terraform-provider-trove: the Terraform provider that
-// manages a Trove's namespaces, signing keys and tokens as code, and reads
-// its namespaces and published providers and modules. It is built with
-// terraform-plugin-sdk/v2 helper/schema, like HashiCorp's scaffolding: New
-// returns the provider factory, and configure turns the provider block into
-// the internal/client.Client every resource and data source calls.
+// manages a Trove's namespaces, signing keys, tokens, users and namespace
+// memberships as code, and reads its namespaces and published providers and
+// modules. It is built with terraform-plugin-sdk/v2 helper/schema, like
+// HashiCorp's scaffolding: New returns the provider factory, and configure
+// turns the provider block into the internal/client.Client every resource
+// and data source calls.
 //
 // The main package is terraform-provider-trove/main.go; the examples and
 // the documentation generated from them and from the Description of every
@@ -45,9 +46,11 @@ func New(version string) func() *schema.Provider {
 		p := &schema.Provider{
 			Schema: providerSchema(),
 			ResourcesMap: map[string]*schema.Resource{
-				"trove_namespace":   resourceNamespace(),
-				"trove_signing_key": resourceSigningKey(),
-				"trove_token":       resourceToken(),
+				"trove_namespace":        resourceNamespace(),
+				"trove_signing_key":      resourceSigningKey(),
+				"trove_token":            resourceToken(),
+				"trove_user":             resourceUser(),
+				"trove_namespace_member": resourceNamespaceMember(),
 			},
 			DataSourcesMap: map[string]*schema.Resource{
 				"trove_namespace": dataSourceNamespace(),
@@ -74,9 +77,10 @@ func providerSchema() map[string]*schema.Schema {
 			Optional:    true,
 			Sensitive:   true,
 			DefaultFunc: schema.EnvDefaultFunc(EnvToken, nil),
-			Description: "Trove API token (`trove_...`) the provider acts with. Managing namespaces needs a global " +
-				"`admin` token; keys and tokens of one namespace need `admin` on it. Defaults to the `" + EnvToken +
-				"` environment variable; one of the two is required. Create one with `trove token create`.",
+			Description: "Trove API token (`trove_...`) the provider acts with. Managing namespaces and users needs " +
+				"a global `admin` token; keys, tokens, members and the visibility of one namespace need `admin` on it. " +
+				"Defaults to the `" + EnvToken + "` environment variable; one of the two is required. Create one " +
+				"with `trove token create`.",
 		},
 		"ca_cert_file": {
 			Type:          schema.TypeString,

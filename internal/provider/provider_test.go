@@ -138,7 +138,8 @@ func (e *accEnv) configPEM(body string) string {
 }
 
 // checkDestroyed is the CheckDestroy of every test: no resource of the
-// final state may still exist in Trove (a token may remain as revoked).
+// final state may still exist in Trove (a token may remain as revoked, a
+// user as disabled).
 func (e *accEnv) checkDestroyed(t *testing.T) resource.TestCheckFunc {
 	return func(s *terraform.State) error {
 		ctx := t.Context()
@@ -156,6 +157,20 @@ func (e *accEnv) checkDestroyed(t *testing.T) resource.TestCheckFunc {
 					continue
 				}
 				err = terr
+			case "trove_user":
+				// Trove cannot delete users: destroying one disables it.
+				u, uerr := e.api.GetUser(ctx, rs.Primary.ID)
+				if uerr == nil && u.Disabled {
+					continue
+				}
+				err = uerr
+			case "trove_namespace_member":
+				ns, user, _ := strings.Cut(rs.Primary.ID, "/")
+				_, found, merr := e.member(ctx, ns, user)
+				if merr == nil && !found {
+					continue
+				}
+				err = merr
 			default:
 				continue
 			}

@@ -9,13 +9,14 @@ import (
 
 	"trove.dev/trove/internal/apispec"
 	"trove.dev/trove/internal/client"
+	"trove.dev/trove/internal/registry"
 )
 
 // namespaceSetting is one mutable setting of a namespace: its attribute's
 // schema and how its value travels between Terraform and the API. The
 // resource creates, reads and updates every setting through this table, and
 // the data source exports each one as a computed attribute, so adding a
-// setting (visibility, once access control lands) is adding one entry.
+// setting is adding one entry.
 type namespaceSetting struct {
 	schema *schema.Schema
 	// read returns the setting's value in an API answer.
@@ -42,6 +43,23 @@ func namespaceSettings() map[string]namespaceSetting {
 			update: func(req *apispec.UpdateNamespaceRequest, v any) {
 				s := v.(string)
 				req.Description = &s
+			},
+		},
+		"visibility": {
+			schema: &schema.Schema{
+				Type:         schema.TypeString,
+				Optional:     true,
+				Default:      string(registry.VisibilityPrivate),
+				ValidateFunc: validateVisibility,
+				Description: "Who may read the namespace and install its providers and modules: `private` (the " +
+					"default) only principals with `read` on it, `public` everyone who can reach the server, without " +
+					"credentials. Changing it updates the namespace in place; other replicas of Trove follow within 5 seconds.",
+			},
+			read:   func(ns apispec.Namespace) any { return ns.Visibility },
+			create: func(req *apispec.CreateNamespaceRequest, v any) { req.Visibility = v.(string) },
+			update: func(req *apispec.UpdateNamespaceRequest, v any) {
+				s := v.(string)
+				req.Visibility = &s
 			},
 		},
 	}
@@ -71,7 +89,7 @@ func resourceNamespace() *schema.Resource {
 	return &schema.Resource{
 		Description: "A namespace of the Trove registry: it holds providers, the signing keys their releases are " +
 			"verified with and the tokens that publish them. Creating and deleting namespaces needs a global `admin` " +
-			"token. Only an empty namespace can be deleted; its keys and tokens go with it.",
+			"token. Only an empty namespace can be deleted; its keys, tokens and memberships go with it.",
 		CreateContext: namespaceCreate,
 		ReadContext:   namespaceRead,
 		UpdateContext: namespaceUpdate,

@@ -179,3 +179,107 @@ func TestAccNamespaceInvalidName(t *testing.T) {
 		})
 	}
 }
+
+// namespaceVisibilityConfig declares the namespace "vis" with the
+// visibility ("" leaves the attribute out) and a data source reading it
+// once the namespace is applied.
+func namespaceVisibilityConfig(visibility string) string {
+	attr := ""
+	if visibility != "" {
+		attr = fmt.Sprintf("\n  visibility = %q", visibility)
+	}
+	return fmt.Sprintf(`resource "trove_namespace" "test" {
+  name = "vis"%s
+}
+
+data "trove_namespace" "test" {
+  name       = trove_namespace.test.name
+  depends_on = [trove_namespace.test]
+}`, attr)
+}
+
+// checkVisibility checks through the API that the namespace has the
+// visibility.
+func (e *accEnv) checkVisibility(t *testing.T, name, visibility string) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		ns, err := e.api.GetNamespace(t.Context(), name)
+		if err != nil {
+			return fmt.Errorf("namespace %s through the API: %w", name, err)
+		}
+		if ns.Visibility != visibility {
+			return fmt.Errorf("namespace %s is %s in Trove, want %s", name, ns.Visibility, visibility)
+		}
+		return nil
+	}
+}
+
+func TestAccNamespaceVisibility(t *testing.T) {
+	e := newAccEnv(t)
+	createdAt := statecheck.CompareValue(compare.ValuesSame())
+	const dataAddr = "data.trove_namespace.test"
+	resource.Test(t, resource.TestCase{
+		ProtoV5ProviderFactories: factories(),
+		CheckDestroy:             e.checkDestroyed(t),
+		Steps: []resource.TestStep{
+			{
+				Config:      e.config(namespaceVisibilityConfig("internal")),
+				ExpectError: wrapped(`invalid visibility "internal": use public or private`),
+			},
+			{
+				// New namespaces are private unless configured otherwise.
+				Config: e.config(namespaceVisibilityConfig("")),
+				Check: resource.ComposeAggregateTestCheckFunc(
+					e.checkVisibility(t, "vis", "private"),
+					resource.TestCheckResourceAttr(namespaceAddr, "visibility", "private"),
+					resource.TestCheckResourceAttr(dataAddr, "visibility", "private"),
+				),
+				ConfigStateChecks: []statecheck.StateCheck{createdAt.AddStateValue(namespaceAddr, tfjsonpath.New("created_at"))},
+			},
+			{
+				// The visibility changes in place.
+				Config: e.config(namespaceVisibilityConfig("public")),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(namespaceAddr, plancheck.ResourceActionUpdate),
+				}},
+				Check: resource.ComposeAggregateTestCheckFunc(
+					e.checkVisibility(t, "vis", "public"),
+					resource.TestCheckResourceAttr(namespaceAddr, "visibility", "public"),
+					resource.TestCheckResourceAttr(dataAddr, "visibility", "public"),
+				),
+				ConfigStateChecks: []statecheck.StateCheck{createdAt.AddStateValue(namespaceAddr, tfjsonpath.New("created_at"))},
+			},
+			{
+				ResourceName:      namespaceAddr,
+				ImportState:       true,
+				ImportStateVerify: true,
+			},
+			{
+				// Made private through the API: the plan makes it public
+				// again.
+				PreConfig: func() {
+					private := "private"
+					if _, err := e.api.UpdateNamespace(t.Context(), "vis", apispec.UpdateNamespaceRequest{Visibility: &private}); err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config: e.config(namespaceVisibilityConfig("public")),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(namespaceAddr, plancheck.ResourceActionUpdate),
+				}},
+				Check: e.checkVisibility(t, "vis", "public"),
+			},
+			{
+				// Leaving the attribute out means the default: private.
+				Config: e.config(namespaceVisibilityConfig("")),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(namespaceAddr, plancheck.ResourceActionUpdate),
+				}},
+				Check: resource.ComposeAggregateTestCheckFunc(
+					e.checkVisibility(t, "vis", "private"),
+					resource.TestCheckResourceAttr(dataAddr, "visibility", "private"),
+				),
+				ConfigStateChecks: []statecheck.StateCheck{createdAt.AddStateValue(namespaceAddr, tfjsonpath.New("created_at"))},
+			},
+		},
+	})
+}

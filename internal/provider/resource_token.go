@@ -15,8 +15,8 @@ func resourceToken() *schema.Resource {
 	return &schema.Resource{
 		Description: "An API token, e.g. the `publish` token a CI pipeline releases providers with. The API cannot " +
 			"change a token: every change replaces it, and destroying it revokes it. A token revoked or deleted " +
-			"outside Terraform disappears from the state, so the next apply creates a new one. Tokens of a " +
-			"namespace need `admin` on it; global tokens need a global `admin` token.\n\n" +
+			"outside Terraform disappears from the state, so the next apply creates a new one. Service tokens of " +
+			"a namespace need `admin` on it, global ones a global `admin` token; for personal tokens see `user`.\n\n" +
 			"The secret is known only when the token is created: it is stored in the Terraform state (protect the " +
 			"state accordingly) and is empty after an import.",
 		CreateContext: tokenCreate,
@@ -31,6 +31,18 @@ func resourceToken() *schema.Resource {
 				ValidateFunc: validateNamespaceName,
 				StateFunc:    lowercase,
 				Description:  "Namespace the token is bound to. Omit it for a global token, valid in every namespace.",
+			},
+			"user": {
+				Type:         schema.TypeString,
+				Optional:     true,
+				ForceNew:     true,
+				ValidateFunc: validateUserName,
+				StateFunc:    lowercaseUserName,
+				Description: "User the token is a personal token of: it carries that user's rights (global `admin` " +
+					"flag, namespace roles), narrowed by its namespace, scopes and expiry, and stops working while " +
+					"the user is disabled. Omit it for a service token, which has exactly its scopes. A global " +
+					"`admin` token creates personal tokens for anyone; a user's own personal token creates them " +
+					"for that user, no wider and no longer-lived than itself.",
 			},
 			"scopes": {
 				Type:     schema.TypeSet,
@@ -81,6 +93,7 @@ func tokenCreate(ctx context.Context, d *schema.ResourceData, meta any) diag.Dia
 	c := meta.(*client.Client)
 	req := apispec.CreateTokenRequest{
 		Namespace:   d.Get("namespace").(string),
+		User:        d.Get("user").(string),
 		Description: d.Get("description").(string),
 	}
 	for _, s := range d.Get("scopes").(*schema.Set).List() {
@@ -98,6 +111,9 @@ func tokenCreate(ctx context.Context, d *schema.ResourceData, meta any) diag.Dia
 		what := "creating a global token"
 		if req.Namespace != "" {
 			what = "creating a token in namespace " + req.Namespace
+		}
+		if req.User != "" {
+			what += " for user " + req.User
 		}
 		return apiError(what, err)
 	}
@@ -140,6 +156,7 @@ func tokenDelete(ctx context.Context, d *schema.ResourceData, meta any) diag.Dia
 func setToken(d *schema.ResourceData, tok apispec.Token) diag.Diagnostics {
 	return setAll(d, map[string]any{
 		"namespace":   tok.Namespace,
+		"user":        tok.User,
 		"scopes":      tok.Scopes,
 		"description": tok.Description,
 		"expires_at":  formatTime(tok.ExpiresAt),

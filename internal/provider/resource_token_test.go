@@ -189,3 +189,85 @@ func TestAccTokenInvalid(t *testing.T) {
 		})
 	}
 }
+
+// checkPersonalToken authenticates with the secret in the state of addr
+// and checks through the API that it is a personal token of user that
+// reads the private namespace through the user's membership.
+func (e *accEnv) checkPersonalToken(t *testing.T, addr, user, namespace string) resource.TestCheckFunc {
+	return func(s *terraform.State) error {
+		rs, ok := s.RootModule().Resources[addr]
+		if !ok {
+			return fmt.Errorf("%s is not in the state", addr)
+		}
+		c, err := client.New(e.srv.URL, rs.Primary.Attributes["token"], client.WithCAFile(e.srv.CAFile))
+		if err != nil {
+			return err
+		}
+		who, err := c.WhoAmI(t.Context())
+		if err != nil {
+			return fmt.Errorf("authenticating with the secret of %s: %w", addr, err)
+		}
+		if who.ID != rs.Primary.ID || who.User != user || who.Namespace != namespace {
+			return fmt.Errorf("the secret of %s authenticates as token %s of user %q in namespace %q; want %s of %q in %q",
+				addr, who.ID, who.User, who.Namespace, rs.Primary.ID, user, namespace)
+		}
+		if _, err := c.GetNamespace(t.Context(), namespace); err != nil {
+			return fmt.Errorf("reading private namespace %s with the personal token of its member %s: %w", namespace, user, err)
+		}
+		return nil
+	}
+}
+
+func TestAccTokenPersonal(t *testing.T) {
+	e := newAccEnv(t)
+	const addr = "trove_token.carol"
+	// The user is spelt differently from how Trove stores it: no change.
+	cfg := e.config(`resource "trove_namespace" "private" {
+  name = "private"
+}
+
+resource "trove_user" "carol" {
+  name     = "carol"
+  password = "carol's password"
+}
+
+resource "trove_namespace_member" "carol" {
+  namespace = trove_namespace.private.name
+  user      = trove_user.carol.name
+  role      = "reader"
+}
+
+resource "trove_token" "carol" {
+  user        = "Carol"
+  namespace   = trove_namespace.private.name
+  scopes      = ["read"]
+  description = "carol's terraform init"
+  depends_on  = [trove_namespace_member.carol]
+}`)
+	resource.Test(t, resource.TestCase{
+		ProtoV5ProviderFactories: factories(),
+		CheckDestroy:             e.checkDestroyed(t),
+		Steps: []resource.TestStep{
+			{
+				Config: e.config(`resource "trove_token" "carol" {
+  user   = "carol smith"
+  scopes = ["read"]
+}`),
+				ExpectError: wrapped(`invalid user name "carol smith"`),
+			},
+			{
+				Config: cfg,
+				Check: resource.ComposeAggregateTestCheckFunc(
+					e.checkPersonalToken(t, addr, "carol", "private"),
+					resource.TestCheckResourceAttr(addr, "user", "carol"),
+				),
+			},
+			{
+				ResourceName:            addr,
+				ImportState:             true,
+				ImportStateVerify:       true,
+				ImportStateVerifyIgnore: []string{"token"},
+			},
+		},
+	})
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-sdk/v2/diag"
 	"github.com/hashicorp/terraform-plugin-sdk/v2/helper/schema"
 
+	"trove.dev/trove/internal/auth"
 	"trove.dev/trove/internal/registry"
 )
 
@@ -89,6 +90,46 @@ func validateScope(v any, key string) (warnings []string, errs []error) {
 	return nil, []error{fmt.Errorf("unknown scope %q: use %s", s, strings.Join(scopes, ", "))}
 }
 
+// keywordValidator returns a schema.SchemaValidateFunc that accepts what
+// parse accepts and reports parse's message otherwise: the rule and its
+// wording are the API's.
+func keywordValidator(parse func(string) error) schema.SchemaValidateFunc {
+	return func(v any, key string) (warnings []string, errs []error) {
+		s, ok := v.(string)
+		if !ok {
+			return nil, []error{fmt.Errorf("expected %s to be a string", key)}
+		}
+		if err := parse(s); err != nil {
+			return nil, []error{fmt.Errorf("%s: %s", key, registry.Message(err))}
+		}
+		return nil, nil
+	}
+}
+
+// validateVisibility is a schema.SchemaValidateFunc for a namespace's
+// visibility: public or private.
+var validateVisibility = keywordValidator(func(s string) error {
+	_, err := registry.ParseVisibility(s)
+	return err
+})
+
+// validateRole is a schema.SchemaValidateFunc for a membership role:
+// reader, publisher or admin.
+var validateRole = keywordValidator(func(s string) error {
+	_, err := registry.ParseRole(s)
+	return err
+})
+
+// validateUserName is a schema.SchemaValidateFunc for a user name.
+var validateUserName = keywordValidator(func(s string) error {
+	_, err := registry.ParseUserName(s)
+	return err
+})
+
+// validatePassword is a schema.SchemaValidateFunc applying the API's
+// password rules. Its messages never contain the password.
+var validatePassword = keywordValidator(auth.CheckPassword)
+
 // validateDescription is a schema.SchemaValidateFunc that bounds a
 // description as the API does.
 func validateDescription(v any, key string) (warnings []string, errs []error) {
@@ -153,6 +194,19 @@ func lowercase(v any) string {
 		return norm
 	}
 	return strings.ToLower(s)
+}
+
+// lowercaseUserName is a schema.SchemaStateFunc: user names are stored in
+// lowercase, as the API returns them.
+func lowercaseUserName(v any) string {
+	s, _ := v.(string)
+	return strings.ToLower(s)
+}
+
+// suppressUserNameCase is a schema.SchemaDiffSuppressFunc: Alice and alice
+// are the same user.
+func suppressUserNameCase(_, old, new string, _ *schema.ResourceData) bool {
+	return strings.ToLower(old) == strings.ToLower(new)
 }
 
 // suppressNamespaceCase is a schema.SchemaDiffSuppressFunc: two spellings

@@ -294,3 +294,109 @@ func TestValidateModuleNameAndSystem(t *testing.T) {
 		}
 	}
 }
+
+func TestAccessValidators(t *testing.T) {
+	tests := map[string]struct {
+		validate func(any, string) ([]string, []error)
+		cases    map[string]string // value -> part of the error, "" if valid
+	}{
+		"visibility": {validateVisibility, map[string]string{
+			"public":   "",
+			"private":  "",
+			"Public":   `attr: invalid visibility "Public": use public or private`,
+			"internal": `invalid visibility "internal"`,
+			"":         `invalid visibility ""`,
+		}},
+		"role": {validateRole, map[string]string{
+			"reader":    "",
+			"publisher": "",
+			"admin":     "",
+			"owner":     `attr: invalid role "owner": use reader, publisher or admin`,
+			"read":      `invalid role "read"`,
+			"":          `invalid role ""`,
+		}},
+		"user name": {validateUserName, map[string]string{
+			"alice":                 "",
+			"Alice.Smith":           "",
+			"a":                     "",
+			"ci_bot-2":              "",
+			strings.Repeat("a", 64): "",
+			strings.Repeat("a", 65): "invalid user name",
+			"":                      "invalid user name",
+			".alice":                "invalid user name",
+			"alice-":                "invalid user name",
+			"alice smith":           "invalid user name",
+			"alice/bob":             "invalid user name",
+		}},
+		"password": {validatePassword, map[string]string{
+			"ten chars!":              "",
+			"nine char":               "shorter than 10 characters",
+			" padded password":        "starts or ends with white space",
+			"padded password\n":       "starts or ends with white space",
+			strings.Repeat("p", 513):  "longer than 512 bytes",
+			"not utf-8 \xff\xfe\xfd!": "not valid UTF-8",
+		}},
+	}
+	for name, tc := range tests {
+		for v, want := range tc.cases {
+			got := errText(tc.validate, v)
+			if want == "" && got != "" || !strings.Contains(got, want) {
+				t.Errorf("%s: validating %q = %q, want an error containing %q", name, v, got, want)
+			}
+		}
+		if got := errText(tc.validate, 42); !strings.Contains(got, "expected attr to be a string") {
+			t.Errorf("%s: validating 42 = %q", name, got)
+		}
+	}
+}
+
+// TestValidatePasswordHidesValue checks that a refused password never
+// appears in the error, which Terraform prints.
+func TestValidatePasswordHidesValue(t *testing.T) {
+	for _, pw := range []string{"secret9", " secret secret", strings.Repeat("secret", 100)} {
+		if got := errText(validatePassword, pw); got == "" || strings.Contains(got, "secret") {
+			t.Errorf("validatePassword(%d bytes) = %q, want an error that does not quote the password", len(pw), got)
+		}
+	}
+}
+
+func TestSuppressUserNameCase(t *testing.T) {
+	tests := map[[2]string]bool{
+		{"alice", "alice"}: true,
+		{"alice", "Alice"}: true,
+		{"ALICE", "alice"}: true,
+		{"alice", "bob"}:   false,
+		{"", "alice"}:      false,
+	}
+	for in, want := range tests {
+		if got := suppressUserNameCase("name", in[0], in[1], nil); got != want {
+			t.Errorf("suppressUserNameCase(%q, %q) = %t, want %t", in[0], in[1], got, want)
+		}
+	}
+	if got := lowercaseUserName("Alice.Smith"); got != "alice.smith" {
+		t.Errorf("lowercaseUserName(Alice.Smith) = %q", got)
+	}
+}
+
+func TestParseMemberID(t *testing.T) {
+	tests := map[string]struct{ ns, user, err string }{
+		"acme/alice":     {ns: "acme", user: "alice"},
+		"Acme/Alice.Sm":  {ns: "acme", user: "alice.sm"},
+		"acme":           {err: "want <namespace>/<user>"},
+		"/alice":         {err: "want <namespace>/<user>"},
+		"acme/":          {err: "want <namespace>/<user>"},
+		"acme/alice/bob": {err: "want <namespace>/<user>"},
+	}
+	for id, tc := range tests {
+		ns, user, err := parseMemberID(id)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("parseMemberID(%q) error = %v, want %q", id, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || ns != tc.ns || user != tc.user {
+			t.Errorf("parseMemberID(%q) = %q, %q, %v; want %q, %q", id, ns, user, err, tc.ns, tc.user)
+		}
+	}
+}

@@ -12,6 +12,15 @@ resource "trove_token" "audit" {
   description = "Nightly audit"
 }
 
+# A personal token of alice: it reads what alice may read in acme, and stops
+# working when she loses her membership or is disabled.
+resource "trove_token" "alice_read" {
+  user        = trove_user.alice.name
+  namespace   = trove_namespace.acme.name
+  scopes      = ["read"]
+  description = "alice's terraform init"
+}
+
 output "ci_token" {
   value     = trove_token.ci.token
   sensitive = true
