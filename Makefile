@@ -5,12 +5,16 @@
 #   make bench   runs the Go benchmarks, then the loopback load test against
 #                a minimal static baseline (see docs/benchmarks.md);
 #                LOADTEST_FLAGS passes flags to it, e.g. LOADTEST_FLAGS='-rounds 1'
+#   make bench-scaleout
+#                the load test with the PostgreSQL index and S3 blobs
+#                (-backend postgres-s3), on the servers TROVE_TEST_POSTGRES_DSN
+#                and TROVE_TEST_S3_* name, else on throwaway ones it starts
 
 GO             ?= go
 BIN            ?= bin
 LOADTEST_FLAGS ?=
 
-.PHONY: build test bench loadtest clean
+.PHONY: build test bench loadtest bench-scaleout clean
 
 build:
 	$(GO) build -o $(BIN)/trove ./cmd/trove
@@ -26,6 +30,16 @@ bench: build
 # loadtest is the second half of bench alone.
 loadtest: build
 	$(BIN)/trove-loadtest -trove $(BIN)/trove $(LOADTEST_FLAGS)
+
+# bench-scaleout sources scripts/testenv/postgres.sh and s3.sh for the
+# servers that are not named in the environment, and stops those it started.
+bench-scaleout: build
+	@bash -c 'set -e; \
+	stop() { if [ -n "$$started_s3" ]; then testenv_s3_stop; fi; if [ -n "$$started_pg" ]; then testenv_postgres_stop; fi; }; \
+	trap stop EXIT; \
+	if [ -z "$$TROVE_TEST_POSTGRES_DSN" ]; then started_pg=1; source scripts/testenv/postgres.sh; fi; \
+	if [ -z "$$TROVE_TEST_S3_ENDPOINT" ]; then started_s3=1; source scripts/testenv/s3.sh; fi; \
+	$(BIN)/trove-loadtest -trove $(BIN)/trove -backend postgres-s3 $(LOADTEST_FLAGS)'
 
 clean:
 	rm -rf $(BIN)

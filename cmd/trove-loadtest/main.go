@@ -3,6 +3,7 @@
 // docs/benchmarks.md). Run it from the module root:
 //
 //	go run ./cmd/trove-loadtest [-conns 32] [-stream-conns 4] [-duration 5s] [-warmup 1s]
+//	go run ./cmd/trove-loadtest -backend postgres-s3   # PostgreSQL and S3, see docs/benchmarks.md
 //
 // `trove-loadtest baseline -config FILE` is the baseline server the run
 // starts; `trove-loadtest seed -data-dir DIR` only seeds a data directory
@@ -88,9 +89,30 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.StringVar(&opt.TroveLogLevel, "trove-log-level", opt.TroveLogLevel, "--log-level of trove serve (info logs every request, as in production)")
 	fs.IntVar(&opt.Spec.TotalVersions, "versions", opt.Spec.TotalVersions, "provider versions in the seeded index")
 	fs.StringVar(&opt.StageDir, "stage-dir", opt.StageDir, "`directory` (best a memory file system) to build the index in before copying it; empty: build in place")
+	fs.StringVar(&opt.Backend, "backend", loadtest.BackendEmbedded, "storage of Trove: "+loadtest.BackendEmbedded+" (SQLite and files) or "+loadtest.BackendPostgresS3+
+		" (PostgreSQL and S3 on the servers named by "+loadtest.EnvPostgresDSN+" and "+loadtest.EnvS3Endpoint+"; default -versions 10000)")
 	timeout := fs.Duration("timeout", 30*time.Minute, "give up after this long")
 	if err := parse(fs, args, stderr); err != nil {
 		return err
+	}
+	switch opt.Backend {
+	case loadtest.BackendEmbedded:
+	case loadtest.BackendPostgresS3:
+		so, err := loadtest.ScaleOutFromEnv(os.Getenv)
+		if err != nil {
+			return err
+		}
+		opt.ScaleOut = so
+		versions := opt.Spec.TotalVersions
+		opt.Spec = loadtest.ScaleOutSpec()
+		fs.Visit(func(f *flag.Flag) {
+			if f.Name == "versions" {
+				opt.Spec.TotalVersions = versions
+			}
+		})
+	default:
+		fmt.Fprintf(stderr, "trove-loadtest: -backend must be %s or %s, got %q\n", loadtest.BackendEmbedded, loadtest.BackendPostgresS3, opt.Backend)
+		return errUsage
 	}
 	opt.Progress = stderr
 	ctx, cancel := context.WithTimeout(ctx, *timeout)

@@ -16,6 +16,7 @@ func TestRunUsageErrors(t *testing.T) {
 		"baseline with stray arg":    {"baseline", "-config", "x.json", "y"},
 		"seed without data dir":      {"seed"},
 		"seed with bad version flag": {"seed", "-versions", "many"},
+		"unknown backend":            {"-backend", "mysql"},
 	}
 	for name, args := range tests {
 		var stdout, stderr strings.Builder
@@ -53,5 +54,20 @@ func TestSeedRefusesAnExistingIndex(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "already holds an index") {
 		t.Errorf("stderr %q does not explain the refusal", stderr.String())
+	}
+}
+
+func TestScaleOutNeedsItsServers(t *testing.T) {
+	for _, name := range []string{"TROVE_TEST_POSTGRES_DSN", "TROVE_TEST_S3_ENDPOINT", "TROVE_TEST_S3_ACCESS_KEY", "TROVE_TEST_S3_SECRET_KEY"} {
+		t.Setenv(name, "")
+	}
+	var stdout, stderr strings.Builder
+	if code := run(context.Background(), []string{"-backend", "postgres-s3", "-trove", "/nonexistent"}, nil, &stdout, &stderr); code != 1 {
+		t.Errorf("exit %d, want 1 (stderr %q)", code, stderr.String())
+	}
+	for _, want := range []string{"TROVE_TEST_POSTGRES_DSN", "TROVE_TEST_S3_SECRET_KEY", "scripts/testenv/postgres.sh"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr %q does not mention %s", stderr.String(), want)
+		}
 	}
 }

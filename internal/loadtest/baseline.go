@@ -11,7 +11,9 @@ import (
 	"net/http"
 	"os"
 	"path"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"trove.dev/trove/internal/registry"
@@ -30,6 +32,12 @@ type BaselineConfig struct {
 	// Locations maps URL paths to X-Terraform-Get values, answered with
 	// 204 No Content as Trove answers a module download.
 	Locations map[string]string `json:"locations,omitempty"`
+	// Families maps URL path prefixes (ending in "/") to files answered as
+	// application/json for every path under the prefix that Documents
+	// does not name: one static answer for a family of URLs that a load
+	// asks for one by one (the download documents of many versions). The
+	// longest matching prefix wins.
+	Families map[string]string `json:"families,omitempty"`
 	// ArchivePath is the URL path of the archive; ArchiveFile its file.
 	ArchivePath string `json:"archive_path"`
 	ArchiveFile string `json:"archive_file"`
@@ -87,6 +95,22 @@ func NewBaselineHandler(c BaselineConfig) (http.Handler, error) {
 		}
 		locations[p] = []string{loc}
 	}
+	type family struct {
+		prefix string
+		body   []byte
+	}
+	var families []family
+	for p, file := range c.Families {
+		if !validPath(strings.TrimSuffix(p, "/")) || !strings.HasSuffix(p, "/") || p == "/" {
+			return nil, registry.Errorf(registry.Invalid, "baseline family prefix %q must be an absolute, clean URL path ending in /, not the root", p)
+		}
+		body, err := readLimited(file, maxDocumentBytes)
+		if err != nil {
+			return nil, err
+		}
+		families = append(families, family{prefix: p, body: body})
+	}
+	slices.SortFunc(families, func(a, b family) int { return len(b.prefix) - len(a.prefix) })
 	if c.ArchivePath != "" && !validPath(c.ArchivePath) {
 		return nil, registry.Errorf(registry.Invalid, "baseline archive path %q must be an absolute, clean URL path", c.ArchivePath)
 	}
@@ -123,6 +147,15 @@ func NewBaselineHandler(c BaselineConfig) (http.Handler, error) {
 			}
 			http.ServeContent(w, r, archiveName, st.ModTime(), f)
 			return
+		}
+		for _, f := range families {
+			if strings.HasPrefix(r.URL.Path, f.prefix) {
+				h := w.Header()
+				h.Set("Content-Type", "application/json")
+				h.Set("Content-Length", strconv.Itoa(len(f.body)))
+				_, _ = w.Write(f.body)
+				return
+			}
 		}
 		http.NotFound(w, r)
 	}), nil

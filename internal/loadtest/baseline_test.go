@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -86,6 +87,48 @@ func TestBaselineHandlerLocations(t *testing.T) {
 	}
 }
 
+func TestBaselineHandlerFamilies(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	h, err := NewBaselineHandler(BaselineConfig{
+		Documents: map[string]string{"/v1/providers/acme/small/versions": write("versions.json", `"exact"`)},
+		Families: map[string]string{
+			"/v1/providers/acme/":       write("acme.json", `"acme"`),
+			"/v1/providers/acme/large/": write("large.json", `"large"`),
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := map[string]struct {
+		status int
+		body   string
+	}{
+		"/v1/providers/acme/small/versions":                    {200, `"exact"`},
+		"/v1/providers/acme/p00001/0.1.2/download/linux/arm64": {200, `"acme"`},
+		"/v1/providers/acme/large/1.2.3/download/linux/arm64":  {200, `"large"`},
+		"/v1/providers/acme":                                   {404, ""},
+		"/v1/providers/other/x/versions":                       {404, ""},
+	}
+	for path, tc := range tests {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		if rec.Code != tc.status {
+			t.Errorf("%s: status %d, want %d", path, rec.Code, tc.status)
+			continue
+		}
+		if tc.status == 200 && (rec.Body.String() != tc.body || rec.Header().Get("Content-Type") != "application/json" || rec.Header().Get("Content-Length") != strconv.Itoa(len(tc.body))) {
+			t.Errorf("%s: body %q (%s, %s bytes), want %q as application/json", path, rec.Body, rec.Header().Get("Content-Type"), rec.Header().Get("Content-Length"), tc.body)
+		}
+	}
+}
+
 func TestBaselineHandlerRejectsBadConfig(t *testing.T) {
 	dir := t.TempDir()
 	doc := filepath.Join(dir, "doc.json")
@@ -97,6 +140,11 @@ func TestBaselineHandlerRejectsBadConfig(t *testing.T) {
 		"unclean path":    {Documents: map[string]string{"/v1/../x": doc}},
 		"missing doc":     {Documents: map[string]string{"/x": filepath.Join(dir, "nope")}},
 		"missing archive": {ArchivePath: "/a.zip", ArchiveFile: filepath.Join(dir, "nope.zip")},
+		"family no slash": {Families: map[string]string{"/v1/providers": doc}},
+		"family root":     {Families: map[string]string{"/": doc}},
+		"family unclean":  {Families: map[string]string{"/v1/../x/": doc}},
+		"family relative": {Families: map[string]string{"v1/x/": doc}},
+		"family missing":  {Families: map[string]string{"/v1/x/": filepath.Join(dir, "nope")}},
 	}
 	for name, cfg := range tests {
 		if _, err := NewBaselineHandler(cfg); err == nil {

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"trove.dev/trove/internal/registry"
@@ -32,6 +33,18 @@ type LoadOptions struct {
 	// calls it when the window opens and when it closes, and reports the
 	// difference as Result.CPU.
 	CPU func() (time.Duration, error)
+	// BackendCPU, when set, reads the CPU time of the storage servers
+	// behind the server (PostgreSQL, S3) in the same way, into
+	// Result.BackendCPU.
+	BackendCPU func() (time.Duration, error)
+	// NextURL, when set, gives the URL of every request in place of the
+	// fixed one (for requests that must each ask for something new); it
+	// must be safe for concurrent use. See URLCycle.
+	NextURL func() string
+	// FollowRedirects makes a request follow redirects (a download from
+	// Trove in redirect mode ends at the object store) and counts the whole
+	// chain as one request; otherwise a redirect is the answer counted.
+	FollowRedirects bool
 }
 
 // maxLoadDuration bounds Warmup + Duration, so that no flag can make the
@@ -79,6 +92,8 @@ func load(ctx context.Context, url string, opt LoadOptions) (Result, *Histogram,
 	defer cancel()
 	cpuc := make(chan cpuSample, 1)
 	go sampleCPU(runCtx, opt.CPU, win, cpuc)
+	backendc := make(chan cpuSample, 1)
+	go sampleCPU(runCtx, opt.BackendCPU, win, backendc)
 
 	workers := make([]*worker, opt.Conns)
 	var wg sync.WaitGroup
@@ -95,13 +110,13 @@ func load(ctx context.Context, url string, opt LoadOptions) (Result, *Histogram,
 	if err := ctx.Err(); err != nil {
 		return Result{}, nil, registry.Wrap(registry.Unavailable, err, "load run interrupted")
 	}
-	cpu := <-cpuc
-	if cpu.err != nil {
-		return Result{}, nil, cpu.err
+	cpu, backend := <-cpuc, <-backendc
+	if err := errors.Join(cpu.err, backend.err); err != nil {
+		return Result{}, nil, err
 	}
 
 	hist := &Histogram{}
-	res := Result{Elapsed: opt.Duration, CPU: cpu.used}
+	res := Result{Elapsed: opt.Duration, CPU: cpu.used, BackendCPU: backend.used}
 	for _, w := range workers {
 		hist.Merge(&w.hist)
 		res.Requests += w.hist.Count()
@@ -157,12 +172,14 @@ type window struct{ from, to time.Time }
 
 func (w window) contains(t time.Time) bool { return !t.Before(w.from) && t.Before(w.to) }
 
-// worker drives one connection.
+// worker drives one connection (two when it follows a redirect to another
+// host).
 type worker struct {
-	url    string
-	client *http.Client
-	win    window
-	buf    []byte
+	url     string
+	nextURL func() string // nil: always url
+	client  *http.Client
+	win     window
+	buf     []byte
 
 	hist     Histogram
 	errors   int
@@ -184,17 +201,22 @@ func newWorker(url string, opt LoadOptions, win window) *worker {
 		ForceAttemptHTTP2:  false,
 		TLSNextProto:       map[string]func(string, *tls.Conn) http.RoundTripper{},
 	}
+	client := &http.Client{
+		Transport: tr,
+		Timeout:   opt.RequestTimeout,
+		// A redirect is an answer to count, not to follow, unless asked.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	if opt.FollowRedirects {
+		client.CheckRedirect = nil // the default: follow up to 10
+	}
 	return &worker{
-		url: url,
-		client: &http.Client{
-			Transport: tr,
-			Timeout:   opt.RequestTimeout,
-			// A redirect is an answer to count, not to follow.
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		},
-		win:  win,
-		buf:  make([]byte, 64<<10),
-		hist: Histogram{samples: make([]time.Duration, 0, 1<<14)},
+		url:     url,
+		nextURL: opt.NextURL,
+		client:  client,
+		win:     win,
+		buf:     make([]byte, 64<<10),
+		hist:    Histogram{samples: make([]time.Duration, 0, 1<<14)},
 	}
 }
 
@@ -225,7 +247,11 @@ func (w *worker) run(ctx context.Context) {
 // one sends one request and reads the whole answer, counting the body
 // bytes that arrive inside the window.
 func (w *worker) one(ctx context.Context) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, w.url, nil)
+	url := w.url
+	if w.nextURL != nil {
+		url = w.nextURL()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
 	}
@@ -251,3 +277,35 @@ func (w *worker) one(ctx context.Context) error {
 	}
 	return nil
 }
+
+// URLCycle hands out a list of URLs in order, one per call of Next, for
+// LoadOptions.NextURL. Past the end it starts again from the first and
+// counts the repeats, so that a run which needed every request to be a
+// first one can tell whether it was. It is safe for concurrent use.
+type URLCycle struct {
+	urls []string
+	next atomic.Int64
+}
+
+// NewURLCycle returns a cycle over urls, which must not be empty.
+func NewURLCycle(urls []string) (*URLCycle, error) {
+	if len(urls) == 0 {
+		return nil, registry.Errorf(registry.Invalid, "a URL cycle needs at least one URL")
+	}
+	return &URLCycle{urls: urls}, nil
+}
+
+// Next returns the next URL.
+func (c *URLCycle) Next() string {
+	i := c.next.Add(1) - 1
+	return c.urls[i%int64(len(c.urls))]
+}
+
+// Issued returns how many URLs Next has handed out.
+func (c *URLCycle) Issued() int64 { return c.next.Load() }
+
+// Repeats returns how many of them repeated an earlier one.
+func (c *URLCycle) Repeats() int64 { return max(0, c.Issued()-int64(len(c.urls))) }
+
+// Len returns the number of distinct URLs.
+func (c *URLCycle) Len() int { return len(c.urls) }

@@ -8,7 +8,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -139,5 +141,87 @@ func TestReadCPUTimeOfThisProcess(t *testing.T) {
 	}
 	if first <= 0 || second <= first {
 		t.Errorf("CPU time went from %v to %v after busy work (x=%d)", first, second, x)
+	}
+}
+
+func TestLoadNextURLAndRedirects(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]int{}
+	final := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte("0123456789"))
+	}))
+	defer final.Close()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen[r.URL.Path]++
+		mu.Unlock()
+		if strings.HasPrefix(r.URL.Path, "/redirect/") {
+			http.Redirect(w, r, final.URL+"/blob", http.StatusFound)
+		}
+	}))
+	defer srv.Close()
+	tests := map[bool]int64{false: 0, true: 10} // follow -> body bytes per request
+	for follow, perRequest := range tests {
+		clear(seen)
+		urls := make([]string, 100_000)
+		for i := range urls {
+			urls[i] = srv.URL + "/doc/" + strconv.Itoa(i)
+			if follow {
+				urls[i] = srv.URL + "/redirect/" + strconv.Itoa(i)
+			}
+		}
+		cycle, err := NewURLCycle(urls)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := Load(context.Background(), "http://127.0.0.1:1/unused", LoadOptions{Conns: 2, Duration: 200 * time.Millisecond,
+			NextURL: cycle.Next, FollowRedirects: follow})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Requests == 0 || res.Errors != 0 {
+			t.Fatalf("follow=%v: %d requests, %d errors (first %s)", follow, res.Requests, res.Errors, res.FirstError)
+		}
+		if follow && res.Bytes < int64(res.Requests)*perRequest {
+			t.Errorf("follow=%v: %d bytes for %d requests: the redirect was not followed", follow, res.Bytes, res.Requests)
+		}
+		mu.Lock()
+		prefix := strings.TrimPrefix(urls[0], srv.URL)[:5] // "/doc/" or "/redi"
+		paths := 0
+		for path, n := range seen {
+			if !strings.HasPrefix(path, prefix) {
+				continue // a straggler of the previous load
+			}
+			paths++
+			if n != 1 {
+				t.Errorf("follow=%v: %s asked %d times", follow, path, n)
+			}
+		}
+		// Requests cancelled at the end of the window may not have
+		// reached the server: at most one per connection.
+		if issued := cycle.Issued(); int64(paths) > issued || int64(paths) < issued-2 || cycle.Repeats() != 0 {
+			t.Errorf("follow=%v: server saw %d paths, cycle issued %d", follow, paths, issued)
+		}
+		mu.Unlock()
+	}
+}
+
+func TestLoadSamplesBackendCPU(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer srv.Close()
+	var calls atomic.Int64
+	backend := func() (time.Duration, error) {
+		return time.Duration(calls.Add(1)) * 3 * time.Millisecond, nil // 3ms, then 6ms
+	}
+	res, err := Load(context.Background(), srv.URL, LoadOptions{Conns: 1, Duration: 50 * time.Millisecond, BackendCPU: backend})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.BackendCPU != 3*time.Millisecond || res.CPU != 0 {
+		t.Errorf("BackendCPU %v, CPU %v; want 3ms and none", res.BackendCPU, res.CPU)
+	}
+	failing := func() (time.Duration, error) { return 0, os.ErrNotExist }
+	if _, err := Load(context.Background(), srv.URL, LoadOptions{Conns: 1, Duration: 20 * time.Millisecond, BackendCPU: failing}); err == nil {
+		t.Error("a failing backend CPU reader was ignored")
 	}
 }

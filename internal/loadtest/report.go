@@ -23,6 +23,9 @@ type Result struct {
 	P50, P99 time.Duration // latency percentiles of the successful requests
 	// CPU is the CPU time the server used in the window (0: not measured).
 	CPU time.Duration
+	// BackendCPU is the CPU time the storage servers behind it (PostgreSQL,
+	// the S3 server) used in the window (0: not measured).
+	BackendCPU time.Duration
 	// FirstError describes the first error counted, for diagnostics.
 	FirstError string
 }
@@ -36,6 +39,15 @@ func (r Result) CPUPerRequest() time.Duration {
 	return r.CPU / time.Duration(r.Requests)
 }
 
+// BackendCPUPerRequest returns the storage servers' CPU time per
+// successful request, or 0 when either is unknown.
+func (r Result) BackendCPUPerRequest() time.Duration {
+	if r.Requests == 0 || r.BackendCPU <= 0 {
+		return 0
+	}
+	return r.BackendCPU / time.Duration(r.Requests)
+}
+
 // add accumulates o (another round of the same measurement) into r; the
 // caller sets the percentiles from the merged latencies.
 func (r *Result) add(o Result) {
@@ -44,6 +56,7 @@ func (r *Result) add(o Result) {
 	r.Bytes += o.Bytes
 	r.Elapsed += o.Elapsed
 	r.CPU += o.CPU
+	r.BackendCPU += o.BackendCPU
 	if r.FirstError == "" {
 		r.FirstError = o.FirstError
 	}
@@ -81,6 +94,30 @@ type Row struct {
 	RatioMin, RatioMax float64
 	// Skipped, when not empty, says why the endpoint was not measured.
 	Skipped string
+	// Reference names what the Baseline columns measured when it is not
+	// the static baseline server, e.g. "direct S3 GET".
+	Reference string
+	// Backend names the storage servers whose CPU Trove.BackendCPU holds,
+	// e.g. "PostgreSQL"; empty when there are none to measure.
+	Backend string
+	// Notes say how the row was measured where the table cannot.
+	Notes []string
+}
+
+// label returns the endpoint with the reference it was compared with.
+func (r Row) label() string {
+	if r.Reference == "" {
+		return r.Endpoint
+	}
+	return r.Endpoint + " vs " + r.Reference
+}
+
+// reference names the other side of the comparison in sentences.
+func (r Row) reference() string {
+	if r.Reference == "" {
+		return "the baseline"
+	}
+	return r.Reference
 }
 
 // Ratio returns Trove's throughput divided by the baseline's (bytes per
@@ -124,24 +161,52 @@ type Report struct {
 }
 
 // RenderMarkdown writes the report as a Markdown table followed by the
-// memory line and the goals, each marked met or MISSED.
+// memory line and the goals, each marked met or MISSED. When a row
+// measured the storage servers behind Trove, the table has a column for
+// their CPU per request.
 func RenderMarkdown(w io.Writer, r Report) error {
+	backend := false
+	for _, row := range r.Rows {
+		backend = backend || row.Backend != ""
+	}
 	var b strings.Builder
-	b.WriteString("| endpoint | conns | Trove req/s | baseline req/s | ratio | Trove p99 | baseline p99 | Trove p50 | baseline p50 | Trove MiB/s | baseline MiB/s | Trove CPU/req | baseline CPU/req | errors (Trove/baseline) |\n")
-	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	b.WriteString("| endpoint | conns | Trove req/s | baseline req/s | ratio | Trove p99 | baseline p99 | Trove p50 | baseline p50 | Trove MiB/s | baseline MiB/s | Trove CPU/req | baseline CPU/req |")
+	if backend {
+		b.WriteString(" storage CPU/req behind Trove |")
+	}
+	b.WriteString(" errors (Trove/baseline) |\n")
+	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+	if backend {
+		b.WriteString("--:|")
+	}
+	b.WriteString("\n")
 	for _, row := range r.Rows {
 		if row.Skipped != "" {
-			fmt.Fprintf(&b, "| %s | %d | - | - | - | - | - | - | - | - | - | - | - | skipped: %s |\n", cell(row.Endpoint), row.Conns, cell(row.Skipped))
+			dashes := "- | - | - | - | - | - | - | - | - | - | - |"
+			if backend {
+				dashes += " - |"
+			}
+			fmt.Fprintf(&b, "| %s | %d | %s skipped: %s |\n", cell(row.label()), row.Conns, dashes, cell(row.Skipped))
 			continue
 		}
-		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d/%d |\n",
-			cell(row.Endpoint), row.Conns,
+		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |",
+			cell(row.label()), row.Conns,
 			formatRate(row.Trove.ReqPerSec()), formatRate(row.Baseline.ReqPerSec()),
 			formatRatio(row), formatLatency(row.Trove.P99), formatLatency(row.Baseline.P99),
 			formatLatency(row.Trove.P50), formatLatency(row.Baseline.P50),
 			formatRate(row.Trove.MiBPerSec()), formatRate(row.Baseline.MiBPerSec()),
-			formatCPU(row.Trove.CPUPerRequest()), formatCPU(row.Baseline.CPUPerRequest()),
-			row.Trove.Errors, row.Baseline.Errors)
+			formatCPU(row.Trove.CPUPerRequest()), formatCPU(row.Baseline.CPUPerRequest()))
+		if backend {
+			storage := "-"
+			if row.Backend != "" {
+				storage = formatCPU(row.Trove.BackendCPUPerRequest())
+				if storage != "-" {
+					storage += " (" + row.Backend + ")"
+				}
+			}
+			fmt.Fprintf(&b, " %s |", cell(storage))
+		}
+		fmt.Fprintf(&b, " %d/%d |\n", row.Trove.Errors, row.Baseline.Errors)
 	}
 	b.WriteString("\n")
 	if r.RSS != nil {
@@ -159,17 +224,27 @@ func RenderMarkdown(w io.Writer, r Report) error {
 	b.WriteString("\nGoals:\n")
 	for _, row := range r.Rows {
 		if row.Skipped != "" {
-			fmt.Fprintf(&b, "- %s: not measured (%s)\n", row.Endpoint, row.Skipped)
+			fmt.Fprintf(&b, "- %s: not measured (%s)\n", row.label(), row.Skipped)
 			continue
 		}
 		unit := "requests/s"
 		if row.Stream {
 			unit = "MiB/s"
 		}
-		fmt.Fprintf(&b, "- %s: Trove at %.0f%% of the baseline's %s (goal >= %.0f%%): %s\n",
-			row.Endpoint, 100*row.Ratio(), unit, 100*r.Goals.MinRatio, verdict(row.Ratio() >= r.Goals.MinRatio && row.Trove.Errors == 0))
+		fmt.Fprintf(&b, "- %s: Trove at %.0f%% of %s's %s (goal >= %.0f%%): %s\n",
+			row.label(), 100*row.Ratio(), row.reference(), unit, 100*r.Goals.MinRatio, verdict(row.Ratio() >= r.Goals.MinRatio && row.Trove.Errors == 0))
 		if t, bl := row.Trove.CPUPerRequest(), row.Baseline.CPUPerRequest(); t > 0 && bl > 0 {
-			fmt.Fprintf(&b, "  (server CPU per request: Trove %s, baseline %s, %.2fx)\n", formatCPU(t), formatCPU(bl), float64(t)/float64(bl))
+			name := "baseline"
+			if row.Reference != "" {
+				name = row.Reference
+			}
+			fmt.Fprintf(&b, "  (server CPU per request: Trove %s, %s %s, %.2fx)\n", formatCPU(t), name, formatCPU(bl), float64(t)/float64(bl))
+		}
+		if s := row.Trove.BackendCPUPerRequest(); s > 0 {
+			fmt.Fprintf(&b, "  (%s behind Trove: %s CPU per request)\n", row.Backend, formatCPU(s))
+		}
+		for _, note := range row.Notes {
+			fmt.Fprintf(&b, "  (%s)\n", note)
 		}
 	}
 	if r.RSS != nil {

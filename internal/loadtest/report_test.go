@@ -156,3 +156,40 @@ func TestThousands(t *testing.T) {
 		}
 	}
 }
+
+func TestRenderMarkdownReferencesAndStorage(t *testing.T) {
+	cold := Result{Requests: 30000, Elapsed: 5 * time.Second, Bytes: 30000 * 100, P50: 4 * time.Millisecond, P99: 12 * time.Millisecond,
+		CPU: 30000 * 120 * time.Microsecond, BackendCPU: 30000 * 95 * time.Microsecond}
+	r := Report{
+		Rows: []Row{
+			{Endpoint: "download, cold", Conns: 32, Backend: "PostgreSQL", Trove: cold,
+				Baseline: Result{Requests: 120000, Elapsed: 5 * time.Second, Bytes: 120000 * 100, P50: time.Millisecond, P99: 5 * time.Millisecond, CPU: 120000 * 30 * time.Microsecond},
+				Notes:    []string{"restarted before each round"}},
+			{Endpoint: "archive, redirect", Reference: "direct S3 GET", Conns: 4, Stream: true, Backend: "S3 server",
+				Trove:    Result{Requests: 50, Elapsed: 5 * time.Second, Bytes: 500 << 20, P50: 60 * time.Millisecond, P99: 90 * time.Millisecond},
+				Baseline: Result{Requests: 50, Elapsed: 5 * time.Second, Bytes: 500 << 20, P50: 58 * time.Millisecond, P99: 89 * time.Millisecond}},
+			{Endpoint: "archive, proxy", Conns: 4, Stream: true, Skipped: "no S3"},
+		},
+		Goals: DefaultGoals,
+	}
+	var b strings.Builder
+	if err := RenderMarkdown(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"| endpoint | conns | Trove req/s | baseline req/s | ratio | Trove p99 | baseline p99 | Trove p50 | baseline p50 | Trove MiB/s | baseline MiB/s | Trove CPU/req | baseline CPU/req | storage CPU/req behind Trove | errors (Trove/baseline) |",
+		"|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
+		"| download, cold | 32 | 6000 | 24000 | 0.25 | 12.0 ms | 5.00 ms | 4.00 ms | 1.00 ms | 0.57 | 2.29 | 120.0 µs | 30.0 µs | 95.0 µs (PostgreSQL) | 0/0 |",
+		"| archive, redirect vs direct S3 GET | 4 | 10.0 | 10.0 | 1.00 | 90.0 ms | 89.0 ms | 60.0 ms | 58.0 ms | 100 | 100 | - | - | - | 0/0 |",
+		"| archive, proxy | 4 | - | - | - | - | - | - | - | - | - | - | - | - | skipped: no S3 |",
+		"- download, cold: Trove at 25% of the baseline's requests/s (goal >= 90%): MISSED",
+		"  (PostgreSQL behind Trove: 95.0 µs CPU per request)",
+		"  (restarted before each round)",
+		"- archive, redirect vs direct S3 GET: Trove at 100% of direct S3 GET's MiB/s (goal >= 90%): met",
+	} {
+		if !strings.Contains(out, want+"\n") {
+			t.Errorf("output lacks line %q; got:\n%s", want, out)
+		}
+	}
+}

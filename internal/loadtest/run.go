@@ -23,6 +23,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -61,6 +62,10 @@ type Options struct {
 	TroveLogLevel string
 	// Spec is the index to seed.
 	Spec Spec
+	// Backend selects the storage Trove runs on: BackendEmbedded (empty
+	// means it) or BackendPostgresS3, on the servers of ScaleOut.
+	Backend  string
+	ScaleOut ScaleOut
 	// Progress receives one line per step (may be nil).
 	Progress io.Writer
 }
@@ -99,8 +104,9 @@ func (r *runner) progress(format string, args ...any) {
 	}
 }
 
-// Run seeds a fresh data directory, starts Trove and the baseline,
-// measures every endpoint on both and returns the report. It stops its
+// Run seeds a fresh data directory (or, with BackendPostgresS3, a fresh
+// database and bucket), starts Trove and the baseline, measures every
+// endpoint on both and returns the report. It stops its
 // child processes and removes its temporary directory before returning,
 // also when ctx is cancelled.
 func Run(ctx context.Context, opt Options) (Report, error) {
@@ -112,6 +118,13 @@ func Run(ctx context.Context, opt Options) (Report, error) {
 	}
 	if opt.Rounds < 1 || opt.Rounds > 20 {
 		return Report{}, registry.Errorf(registry.Invalid, "rounds must be between 1 and 20, got %d", opt.Rounds)
+	}
+	switch opt.Backend {
+	case "", BackendEmbedded:
+	case BackendPostgresS3:
+		return runScaleOut(ctx, opt)
+	default:
+		return Report{}, registry.Errorf(registry.Invalid, "unknown backend %q: want %s or %s", opt.Backend, BackendEmbedded, BackendPostgresS3)
 	}
 	tmp, err := os.MkdirTemp("", "trove-loadtest-")
 	if err != nil {
@@ -248,7 +261,61 @@ type document struct {
 	location string
 }
 
-// endpoint is one measured URL pair.
+// side is one server of a measurement and how to load it.
+type side struct {
+	name string // in progress lines: "trove", "baseline", "direct S3"
+	// url is loaded in every round, unless urls is set: then every round
+	// gets a fresh cycle of URLs from it, one per request.
+	url  string
+	urls func() (*URLCycle, error)
+	// prepare, when set, runs before each of the side's rounds (to restart
+	// Trove, so that nothing is cached).
+	prepare func(ctx context.Context) error
+	tls     *tls.Config // nil for plain HTTP
+	follow  bool        // follow redirects, timing the whole chain
+	// alive returns an error once the server has exited (nil: not ours
+	// to watch); cpu and backendCPU read its CPU time and that of the
+	// storage servers behind it (nil: not measured).
+	alive      func() error
+	cpu        func() (time.Duration, error)
+	backendCPU func() (time.Duration, error)
+}
+
+// childSide returns a side served by the process that proc returns at
+// the start of each round (Trove may be restarted between rounds).
+func childSide(name, url string, cfg *tls.Config, proc func() *child) side {
+	return side{
+		name: name, url: url, tls: cfg,
+		alive: func() error {
+			if c := proc(); c.exited() {
+				return c.failure("measuring")
+			}
+			return nil
+		},
+		cpu: func() (time.Duration, error) { return ReadCPUTime(proc().pid()) },
+	}
+}
+
+// reference is a side Trove is compared with; label names it in the row
+// ("" for the static baseline).
+type reference struct {
+	label string
+	side  side
+}
+
+// measurement is one endpoint measured on Trove and its references; it
+// gives one row per reference.
+type measurement struct {
+	name    string
+	conns   int
+	stream  bool
+	backend string // Row.Backend
+	trove   side
+	refs    []reference
+	notes   []string
+}
+
+// endpoint is one measured URL pair of Trove and the static baseline.
 type endpoint struct {
 	name            string
 	conns           int
@@ -292,7 +359,7 @@ func (r *runner) measureAll(ctx context.Context, troveBin string) (RSS, error) {
 	if err != nil {
 		return RSS{}, err
 	}
-	bl, err := r.startBaseline(ctx, docs, archiveURL.Path,
+	bl, err := r.startBaseline(ctx, docs, nil, archiveURL.Path,
 		filepath.Join(tlsDir, server.CertFileName), filepath.Join(tlsDir, server.KeyFileName))
 	if err != nil {
 		return RSS{}, err
@@ -308,7 +375,7 @@ func (r *runner) measureAll(ctx context.Context, troveBin string) (RSS, error) {
 	eps = append(eps, endpoint{name: archiveName + ", HTTPS", conns: r.opt.StreamConns, stream: true, tls: tlsCfg,
 		trove: archiveURL.String(), baseline: "https://" + bl.tlsAddr + archiveURL.RequestURI()})
 	for _, ep := range eps {
-		if err := r.measure(ctx, ep, trove, bl.child); err != nil {
+		if err := r.measure(ctx, r.pair(ep, trove, bl.child)); err != nil {
 			return RSS{}, err
 		}
 	}
@@ -369,65 +436,130 @@ func (r *runner) measurePlain(ctx context.Context, troveBin string, ep endpoint,
 	u.Scheme, u.Host = "http", hostPort // the proxy would forward it so
 	ep.trove = u.String()
 	ep.baseline = "http://" + bl.plainAddr + u.RequestURI()
-	return r.measure(ctx, ep, trove, bl.child)
+	return r.measure(ctx, r.pair(ep, trove, bl.child))
 }
 
-// measure loads ep on Trove and on the baseline, opt.Rounds times (odd
-// rounds Trove first, even rounds the baseline first), and adds a row
-// with the totals of all rounds.
-func (r *runner) measure(ctx context.Context, ep endpoint, trove, base *child) error {
-	row := Row{Endpoint: ep.name, Conns: ep.conns, Stream: ep.stream, Rounds: r.opt.Rounds}
-	var troveHist, baseHist Histogram
-	targets := []struct {
-		name string
-		url  string
-		proc *child
-		res  *Result
-		hist *Histogram
-	}{{"trove", ep.trove, trove, &row.Trove, &troveHist}, {"baseline", ep.baseline, base, &row.Baseline, &baseHist}}
+// pair is the measurement of ep on the Trove and baseline processes.
+func (r *runner) pair(ep endpoint, trove, base *child) measurement {
+	return measurement{
+		name: ep.name, conns: ep.conns, stream: ep.stream,
+		trove: childSide("trove", ep.trove, ep.tls, func() *child { return trove }),
+		refs:  []reference{{side: childSide("baseline", ep.baseline, ep.tls, func() *child { return base })}},
+	}
+}
+
+// measure loads m on Trove and on each reference, opt.Rounds times,
+// rotating which goes first (with one reference: odd rounds Trove first,
+// even rounds the reference first), and adds one row per reference with
+// the totals of all rounds.
+func (r *runner) measure(ctx context.Context, m measurement) error {
+	sides := []side{m.trove}
+	for _, ref := range m.refs {
+		sides = append(sides, ref.side)
+	}
+	totals := make([]Result, len(sides))
+	hists := make([]Histogram, len(sides))
+	ratioMin := make([]float64, len(m.refs))
+	ratioMax := make([]float64, len(m.refs))
+	var firstRequests []int64 // per round: URLs Trove's cycle handed out
+	var repeats int64
+	distinct := 0
 	for round := 1; round <= r.opt.Rounds; round++ {
-		var this [2]Result
-		order := []int{0, 1}
-		if round%2 == 0 {
-			order = []int{1, 0} // even rounds start with the baseline, so neither always goes first
-		}
-		for _, i := range order {
-			target := targets[i]
-			r.progress("%s: %s, round %d/%d, %d connections, %s + %s warm-up", ep.name, target.name, round, r.opt.Rounds, ep.conns, r.opt.Duration, r.opt.Warmup)
-			pid := target.proc.pid()
-			opt := LoadOptions{Conns: ep.conns, Warmup: r.opt.Warmup, Duration: r.opt.Duration, TLS: ep.tls,
-				CPU: func() (time.Duration, error) { return ReadCPUTime(pid) }}
-			res, hist, err := load(ctx, target.url, opt)
-			if target.proc.exited() {
-				return target.proc.failure("measuring " + ep.name)
+		this := make([]Result, len(sides))
+		for _, i := range roundOrder(len(sides), round) {
+			sd := sides[i]
+			if sd.prepare != nil {
+				if err := sd.prepare(ctx); err != nil {
+					return err
+				}
+			}
+			opt := LoadOptions{Conns: m.conns, Warmup: r.opt.Warmup, Duration: r.opt.Duration, TLS: sd.tls,
+				FollowRedirects: sd.follow, CPU: sd.cpu, BackendCPU: sd.backendCPU}
+			var cycle *URLCycle
+			if sd.urls != nil {
+				c, err := sd.urls()
+				if err != nil {
+					return err
+				}
+				cycle, opt.NextURL = c, c.Next
+			}
+			r.progress("%s: %s, round %d/%d, %d connections, %s + %s warm-up", m.name, sd.name, round, r.opt.Rounds, m.conns, r.opt.Duration, r.opt.Warmup)
+			res, hist, err := load(ctx, sd.url, opt)
+			if sd.alive != nil {
+				if aerr := sd.alive(); aerr != nil {
+					return registry.Wrap(registry.Unavailable, aerr, m.name)
+				}
 			}
 			if err != nil {
 				return err
 			}
+			if i == 0 && cycle != nil {
+				firstRequests = append(firstRequests, cycle.Issued())
+				repeats += cycle.Repeats()
+				distinct = cycle.Len()
+			}
 			this[i] = res
-			target.res.add(res)
-			target.hist.Merge(hist)
+			totals[i].add(res)
+			hists[i].Merge(hist)
 			line := fmt.Sprintf("  %s req/s, %s MiB/s, p50 %s, p99 %s, CPU/req %s, %d errors", formatRate(res.ReqPerSec()), formatRate(res.MiBPerSec()),
 				formatLatency(res.P50), formatLatency(res.P99), formatCPU(res.CPUPerRequest()), res.Errors)
+			if s := res.BackendCPUPerRequest(); s > 0 {
+				line += fmt.Sprintf(", %s CPU/req %s", m.backend, formatCPU(s))
+			}
 			if res.Errors > 0 {
 				line += " (first: " + res.FirstError + ")"
 			}
 			r.progress("%s", line)
 		}
-		ratio := Row{Stream: ep.stream, Trove: this[0], Baseline: this[1]}.Ratio()
-		if round == 1 || ratio < row.RatioMin {
-			row.RatioMin = ratio
-		}
-		if round == 1 || ratio > row.RatioMax {
-			row.RatioMax = ratio
+		for j := range m.refs {
+			ratio := Row{Stream: m.stream, Trove: this[0], Baseline: this[j+1]}.Ratio()
+			if round == 1 || ratio < ratioMin[j] {
+				ratioMin[j] = ratio
+			}
+			if round == 1 || ratio > ratioMax[j] {
+				ratioMax[j] = ratio
+			}
 		}
 	}
-	for _, target := range targets {
-		target.res.P50 = target.hist.Percentile(50)
-		target.res.P99 = target.hist.Percentile(99)
+	for i := range totals {
+		totals[i].P50 = hists[i].Percentile(50)
+		totals[i].P99 = hists[i].Percentile(99)
 	}
-	r.rows = append(r.rows, row)
+	notes := append([]string(nil), m.notes...)
+	if firstRequests != nil {
+		notes = append(notes, cycleNote(firstRequests, repeats, distinct))
+	}
+	for j, ref := range m.refs {
+		r.rows = append(r.rows, Row{
+			Endpoint: m.name, Reference: ref.label, Backend: m.backend, Conns: m.conns, Stream: m.stream,
+			Trove: totals[0], Baseline: totals[j+1], Rounds: r.opt.Rounds,
+			RatioMin: ratioMin[j], RatioMax: ratioMax[j], Notes: notes,
+		})
+	}
 	return nil
+}
+
+// roundOrder returns the order in which n sides are measured in round
+// (from 1): rotated by one each round, so that each goes first equally
+// often and none always follows the same one.
+func roundOrder(n, round int) []int {
+	order := make([]int, n)
+	for i := range order {
+		order[i] = (round - 1 + i) % n
+	}
+	return order
+}
+
+// cycleNote says how many distinct URLs Trove was asked for per round,
+// and whether any was asked for twice.
+func cycleNote(perRound []int64, repeats int64, distinct int) string {
+	most := slices.Max(perRound)
+	if repeats == 0 {
+		return fmt.Sprintf("every Trove request asked for a URL not asked for before: at most %s per round (warm-up included) of %s distinct ones",
+			thousands(int(most)), thousands(distinct))
+	}
+	return fmt.Sprintf("%s Trove requests repeated a URL (at most %s per round for %s distinct ones): those may have been cache hits; seed more versions",
+		thousands(int(repeats)), thousands(int(most)), thousands(distinct))
 }
 
 // downloadPath returns the providers.v1 download path of the archive.
@@ -570,13 +702,23 @@ func (b *baseline) stop(grace time.Duration) {
 
 // startBaseline writes the documents and the baseline configuration into
 // the temporary directory and starts `<BaselineBinary> baseline`.
-func (r *runner) startBaseline(ctx context.Context, docs []document, archivePath, certFile, keyFile string) (*baseline, error) {
+// families maps URL path prefixes to the one body answered under each
+// (BaselineConfig.Families); it may be nil.
+func (r *runner) startBaseline(ctx context.Context, docs []document, families map[string][]byte, archivePath, certFile, keyFile string) (*baseline, error) {
 	cfg := BaselineConfig{
 		CertFile: certFile, KeyFile: keyFile,
 		Documents:   map[string]string{},
 		Locations:   map[string]string{},
+		Families:    map[string]string{},
 		ArchivePath: archivePath,
 		ArchiveFile: r.seeded.Archive.File,
+	}
+	for prefix, body := range families {
+		file := filepath.Join(r.tmp, "family-"+strconv.Itoa(len(cfg.Families))+".json")
+		if err := os.WriteFile(file, body, 0o600); err != nil {
+			return nil, registry.Wrap(registry.Internal, err, "writing a baseline document")
+		}
+		cfg.Families[prefix] = file
 	}
 	for i, d := range docs {
 		if d.location != "" {

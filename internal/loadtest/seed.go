@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"iter"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -59,6 +60,12 @@ type Spec struct {
 	ArchiveBytes    int64
 	// Workers is the number of concurrent index writers (default 4).
 	Workers int
+	// Interleave feeds the writers round-robin across providers (the
+	// first version of each, then the second of each, ...) rather than
+	// provider by provider: an index that serializes the publishes of one
+	// provider (PostgreSQL locks its row) then lets the writers run in
+	// parallel.
+	Interleave bool
 	// Modules are seeded after the providers, with made-up archive
 	// digests: the module protocol answers never read the archives.
 	Modules []ModuleSpec
@@ -233,21 +240,19 @@ func Seed(ctx context.Context, idx store.Index, blobs store.Blobs, spec Spec, ar
 	}
 	res := Seeded{Namespace: spec.Namespace, Providers: len(provs), Archive: archive}
 feed:
-	for _, p := range provs {
-		for i := range p.Versions {
-			v := seedVersion(spec, key, now, p.Type, i)
-			if p.Type == archive.Type && v.Version == archive.Version {
-				for j := range v.Platforms {
-					if v.Platforms[j].OS == archive.OS && v.Platforms[j].Arch == archive.Arch {
-						v.Platforms[j].SHA256, v.Platforms[j].Size = archive.SHA256, archive.Size
-					}
+	for typ, i := range feedOrder(provs, spec.Interleave) {
+		v := seedVersion(spec, key, now, typ, i)
+		if typ == archive.Type && v.Version == archive.Version {
+			for j := range v.Platforms {
+				if v.Platforms[j].OS == archive.OS && v.Platforms[j].Arch == archive.Arch {
+					v.Platforms[j].SHA256, v.Platforms[j].Size = archive.SHA256, archive.Size
 				}
 			}
-			select {
-			case jobs <- v:
-			case <-ctx.Done():
-				break feed
-			}
+		}
+		select {
+		case jobs <- v:
+		case <-ctx.Done():
+			break feed
 		}
 	}
 	close(jobs)
@@ -270,6 +275,34 @@ feed:
 	}
 	res.Took = time.Since(began)
 	return res, nil
+}
+
+// feedOrder yields every (provider type, version index) of provs: provider
+// by provider, or with interleave round-robin across them.
+func feedOrder(provs []ProviderSpec, interleave bool) iter.Seq2[string, int] {
+	return func(yield func(string, int) bool) {
+		if !interleave {
+			for _, p := range provs {
+				for i := range p.Versions {
+					if !yield(p.Type, i) {
+						return
+					}
+				}
+			}
+			return
+		}
+		for i, more := 0, true; more; i++ {
+			more = false
+			for _, p := range provs {
+				if i < p.Versions {
+					more = true
+					if !yield(p.Type, i) {
+						return
+					}
+				}
+			}
+		}
+	}
 }
 
 // seedModuleVersion returns the i-th version of module m, with a made-up
