@@ -317,9 +317,8 @@ func FromContext(ctx context.Context) Principal {
 // token at all, and returns its secret; it returns "" when tokens exist.
 // The secret is shown to the operator once and only its hash is stored.
 func Bootstrap(ctx context.Context, tokens store.Tokens, now time.Time) (string, error) {
-	n, err := tokens.CountTokens(ctx)
-	if err != nil || n > 0 {
-		return "", err
+	if n, err := tokens.CountTokens(ctx); err != nil || n > 0 {
+		return "", err // the common case, without taking a lock
 	}
 	secret, hash, err := NewToken()
 	if err != nil {
@@ -329,12 +328,12 @@ func Bootstrap(ctx context.Context, tokens store.Tokens, now time.Time) (string,
 	if err != nil {
 		return "", err
 	}
-	err = tokens.CreateToken(ctx, registry.Token{
+	created, err := tokens.CreateFirstToken(ctx, registry.Token{
 		ID: id, Hash: hash, Scopes: []registry.Scope{registry.ScopeAdmin},
 		Description: "first admin token, created at start-up", CreatedAt: now,
 	})
-	if err != nil {
-		return "", err
+	if err != nil || !created {
+		return "", err // another replica starting at the same time won
 	}
 	return secret, nil
 }

@@ -77,6 +77,11 @@ type Tokens interface {
 	RevokeToken(ctx context.Context, id string, at time.Time) error
 	// CountTokens returns how many tokens exist, revoked ones included.
 	CountTokens(ctx context.Context) (int, error)
+	// CreateFirstToken stores t only if no token exists yet and reports
+	// whether it did. It is atomic across every process sharing the index,
+	// so replicas starting together on an empty index create one first
+	// admin token between them.
+	CreateFirstToken(ctx context.Context, t registry.Token) (bool, error)
 }
 
 // Providers stores provider versions. A version and all its platforms are

@@ -16,17 +16,58 @@ const tokenColumns = `id, hash, namespace, user_name, scopes, description, creat
 // CreateToken stores t; Conflict if its ID or hash is taken, NotFound if
 // it is bound to a namespace or a user that does not exist.
 func (x *Index) CreateToken(ctx context.Context, t registry.Token) error {
-	created, err := checkTime(t.CreatedAt, "token creation time")
+	args, err := tokenArgs(t)
 	if err != nil {
 		return err
+	}
+	ctx, cancel := x.opContext(ctx)
+	defer cancel()
+	_, err = x.pool.Exec(ctx, `INSERT INTO tokens (`+tokenColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, args...)
+	return x.fail(tokenInsertError(t, err), "creating token "+t.ID)
+}
+
+// firstTokenLock is the key of the transaction-level advisory lock that
+// serializes CreateFirstToken across replicas.
+const firstTokenLock int64 = 0x74726f76652e6674 // "trove.ft"
+
+// CreateFirstToken stores t only if the tokens table is empty. The
+// advisory lock makes the check and the insert one step for every
+// replica: under READ COMMITTED two plain INSERT ... WHERE NOT EXISTS
+// could both see an empty table.
+func (x *Index) CreateFirstToken(ctx context.Context, t registry.Token) (bool, error) {
+	args, err := tokenArgs(t)
+	if err != nil {
+		return false, err
+	}
+	var created bool
+	err = x.write(ctx, "creating the first token", func(ctx context.Context, tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, firstTokenLock); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `INSERT INTO tokens (`+tokenColumns+`)
+			SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9 WHERE NOT EXISTS (SELECT 1 FROM tokens)`, args...)
+		if err != nil {
+			return tokenInsertError(t, err)
+		}
+		created = tag.RowsAffected() == 1
+		return nil
+	})
+	return created, err
+}
+
+// tokenArgs returns t's columns in the order of tokenColumns.
+func tokenArgs(t registry.Token) ([]any, error) {
+	created, err := checkTime(t.CreatedAt, "token creation time")
+	if err != nil {
+		return nil, err
 	}
 	expires, err := optTime(t.ExpiresAt, "token expiry")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	revoked, err := optTime(t.RevokedAt, "token revocation time")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var ns, user *string
 	if t.Namespace != "" {
@@ -35,10 +76,11 @@ func (x *Index) CreateToken(ctx context.Context, t registry.Token) error {
 	if t.User != "" {
 		user = &t.User
 	}
-	ctx, cancel := x.opContext(ctx)
-	defer cancel()
-	_, err = x.pool.Exec(ctx, `INSERT INTO tokens (`+tokenColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-		t.ID, t.Hash, ns, user, scopeStrings(t.Scopes), t.Description, created, expires, revoked)
+	return []any{t.ID, t.Hash, ns, user, scopeStrings(t.Scopes), t.Description, created, expires, revoked}, nil
+}
+
+// tokenInsertError translates the constraint violations of inserting t.
+func tokenInsertError(t registry.Token, err error) error {
 	switch {
 	case pgCode(err) == "23503" && strings.Contains(constraintOf(err), "user"):
 		return notFoundUser(t.User)
@@ -49,7 +91,7 @@ func (x *Index) CreateToken(ctx context.Context, t registry.Token) error {
 	case pgCode(err) == "23505":
 		return registry.Errorf(registry.Conflict, "a token with the same secret exists already")
 	}
-	return x.fail(err, "creating token "+t.ID)
+	return err
 }
 
 // TokenByHash returns the token with that hash, revoked and expired ones

@@ -15,49 +15,71 @@ const tokenColumns = `id, hash, namespace, user_name, scopes, description, creat
 // CreateToken stores t; Conflict if its ID or hash is taken, NotFound if
 // it is bound to a namespace that does not exist.
 func (x *Index) CreateToken(ctx context.Context, t registry.Token) error {
+	row, err := newTokenRow(t)
+	if err != nil {
+		return err
+	}
+	return x.write(ctx, "creating token "+t.ID, func(tx *sql.Tx) error { return row.insert(ctx, tx) })
+}
+
+// tokenRow is a token encoded for its table.
+type tokenRow struct {
+	t                registry.Token
+	scopes           string
+	created          int64
+	expires, revoked sql.NullInt64
+	namespace, user  sql.NullString
+}
+
+func newTokenRow(t registry.Token) (tokenRow, error) {
 	scopes, err := json.Marshal(nonNil(t.Scopes))
 	if err != nil {
-		return registry.Wrap(registry.Internal, err, "encoding token scopes")
+		return tokenRow{}, registry.Wrap(registry.Internal, err, "encoding token scopes")
 	}
 	created, err := micros(t.CreatedAt, "token creation time")
 	if err != nil {
-		return err
+		return tokenRow{}, err
 	}
 	expires, err := optMicros(t.ExpiresAt, "token expiry")
 	if err != nil {
-		return err
+		return tokenRow{}, err
 	}
 	revoked, err := optMicros(t.RevokedAt, "token revocation time")
 	if err != nil {
-		return err
+		return tokenRow{}, err
 	}
-	ns := sql.NullString{String: t.Namespace, Valid: t.Namespace != ""}
-	user := sql.NullString{String: t.User, Valid: t.User != ""}
-	return x.write(ctx, "creating token "+t.ID, func(tx *sql.Tx) error {
-		if ns.Valid {
-			if err := namespaceExists(ctx, tx, t.Namespace); err != nil {
-				return err
-			}
-		}
-		if user.Valid {
-			if err := userExists(ctx, tx, t.User); err != nil {
-				return err
-			}
-		}
-		taken, err := exists(ctx, tx, `SELECT EXISTS (SELECT 1 FROM tokens WHERE id = ?)`, t.ID)
-		if err != nil {
+	return tokenRow{
+		t: t, scopes: string(scopes), created: created, expires: expires, revoked: revoked,
+		namespace: sql.NullString{String: t.Namespace, Valid: t.Namespace != ""},
+		user:      sql.NullString{String: t.User, Valid: t.User != ""},
+	}, nil
+}
+
+// insert stores the row after checking what it refers to.
+func (r tokenRow) insert(ctx context.Context, tx *sql.Tx) error {
+	if r.namespace.Valid {
+		if err := namespaceExists(ctx, tx, r.t.Namespace); err != nil {
 			return err
 		}
-		if taken {
-			return registry.Errorf(registry.Conflict, "token ID %q is taken", t.ID)
+	}
+	if r.user.Valid {
+		if err := userExists(ctx, tx, r.t.User); err != nil {
+			return err
 		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO tokens (`+tokenColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			t.ID, t.Hash, ns, user, string(scopes), t.Description, created, expires, revoked)
-		if isUnique(err) {
-			return registry.Errorf(registry.Conflict, "a token with the same secret exists already")
-		}
+	}
+	taken, err := exists(ctx, tx, `SELECT EXISTS (SELECT 1 FROM tokens WHERE id = ?)`, r.t.ID)
+	if err != nil {
 		return err
-	})
+	}
+	if taken {
+		return registry.Errorf(registry.Conflict, "token ID %q is taken", r.t.ID)
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO tokens (`+tokenColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.t.ID, r.t.Hash, r.namespace, r.user, r.scopes, r.t.Description, r.created, r.expires, r.revoked)
+	if isUnique(err) {
+		return registry.Errorf(registry.Conflict, "a token with the same secret exists already")
+	}
+	return err
 }
 
 // TokenByHash returns the token with that hash, revoked and expired ones
@@ -116,6 +138,25 @@ func (x *Index) RevokeToken(ctx context.Context, id string, at time.Time) error 
 		}
 		return rowsAffected(res, registry.Errorf(registry.NotFound, "token %q not found", id))
 	})
+}
+
+// CreateFirstToken stores t only if the tokens table is empty. SQLite
+// runs one writer at a time, so the check and the insert are one step.
+func (x *Index) CreateFirstToken(ctx context.Context, t registry.Token) (bool, error) {
+	row, err := newTokenRow(t)
+	if err != nil {
+		return false, err
+	}
+	var created bool
+	err = x.write(ctx, "creating the first token", func(tx *sql.Tx) error {
+		taken, err := exists(ctx, tx, `SELECT EXISTS (SELECT 1 FROM tokens)`)
+		if err != nil || taken {
+			return err
+		}
+		created = true
+		return row.insert(ctx, tx)
+	})
+	return created && err == nil, err
 }
 
 // CountTokens returns how many tokens exist, revoked ones included.

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -265,6 +266,35 @@ func testToken(id, ns string, created time.Time) registry.Token {
 }
 
 func testTokens(t *testing.T, newIndex func(*testing.T) store.Index) {
+	t.Run("CreateFirstTokenOnceAcrossConcurrentCallers", func(t *testing.T) {
+		x, ctx := newIndex(t), t.Context()
+		const callers = 8
+		results := make(chan error, callers)
+		var won atomic.Int32
+		for i := range callers {
+			go func() {
+				tk := testToken(fmt.Sprintf("first%d", i), "", t0)
+				tk.Scopes = []registry.Scope{registry.ScopeAdmin}
+				created, err := x.CreateFirstToken(ctx, tk)
+				if created {
+					won.Add(1)
+				}
+				results <- err
+			}()
+		}
+		for range callers {
+			mustOK(t, <-results, "CreateFirstToken")
+		}
+		if n, err := x.CountTokens(ctx); won.Load() != 1 || err != nil || n != 1 {
+			t.Errorf("%d callers reported creating the first token and %d tokens (%v) exist; want 1 and 1", won.Load(), n, err)
+		}
+		created, err := x.CreateFirstToken(ctx, testToken("late", "", t0))
+		if created || err != nil {
+			t.Errorf("CreateFirstToken with a token stored = %v, %v; want false, nil", created, err)
+		}
+		_, err = x.TokenByHash(ctx, testToken("late", "", t0).Hash)
+		wantKind(t, err, registry.NotFound, "TokenByHash of the refused first token")
+	})
 	t.Run("CreateAndGetByHash", func(t *testing.T) {
 		x, ctx := newIndex(t), t.Context()
 		createNamespaces(t, x, "acme")
