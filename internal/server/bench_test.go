@@ -66,6 +66,15 @@ func BenchmarkMiddlewareVersions30(b *testing.B) {
 	benchHandler(b, ts.srv.Handler(), path)
 }
 
+// BenchmarkMiddlewareVersions30AccessLog is BenchmarkMiddlewareVersions30
+// with the access log on, formatted by slog's text handler as in
+// production (written to io.Discard).
+func BenchmarkMiddlewareVersions30AccessLog(b *testing.B) {
+	ts, path := benchServer(b, 30)
+	ts.srv.handler.(*middleware).log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	benchHandler(b, ts.srv.Handler(), path)
+}
+
 // BenchmarkMiddlewareStatic is the same stack around a handler that
 // writes precomputed bytes: the yardstick for the cache's own cost.
 func BenchmarkMiddlewareStatic(b *testing.B) {
