@@ -18,6 +18,7 @@ import (
 	"trove.dev/trove/internal/config"
 	"trove.dev/trove/internal/modules"
 	"trove.dev/trove/internal/protocol/login"
+	"trove.dev/trove/internal/protocol/providers"
 	"trove.dev/trove/internal/publish"
 	"trove.dev/trove/internal/release"
 	"trove.dev/trove/internal/server"
@@ -116,6 +117,7 @@ func runServer(ctx context.Context, cfg config.Config, stdout, stderr io.Writer)
 		Index: idx, Blobs: blobs, Signer: signer, PublicURL: public, API: apiHandler, Logger: log,
 		RedirectDownloads: redirectDownloads(cfg),
 		Access:            access, PrivateSigner: privateSigner, Login: loginSvc,
+		ProviderOptions: []providers.Option{providers.WithCacheBytes(cfg.CacheBytes)},
 	})
 	if err != nil {
 		return err

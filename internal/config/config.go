@@ -32,6 +32,7 @@ const (
 	DefaultMaxZipEntries    = 1000
 	DefaultMaxUnpackedBytes = 1 << 30 // 1 GiB
 	DefaultLogFormat        = "text"
+	DefaultCacheBytes       = 24 << 20 // 24 MiB: about 5,000 download documents
 
 	// Bounds of DownloadURLTTL: a URL must outlive the gap between the
 	// client reading the download document and fetching the file, and a
@@ -73,6 +74,8 @@ type Config struct {
 	LogLevel slog.Level
 	// LogFormat is "text" or "json".
 	LogFormat string
+	// CacheBytes bounds the memory of the rendered providers.v1 documents.
+	CacheBytes int64
 	// Index selects and configures the metadata backend.
 	Index Index
 	// Blobs selects and configures the blob backend.
@@ -153,6 +156,7 @@ func (c *Config) FlagSet(name string) *flag.FlagSet {
 	fs.Var((*byteSize)(&c.Limits.MaxZipBytes), "max-zip-bytes", "largest provider zip archive, in `bytes`")
 	fs.IntVar(&c.Limits.MaxZipEntries, "max-zip-entries", DefaultMaxZipEntries, "most entries in one provider zip archive")
 	fs.Var((*byteSize)(&c.Limits.MaxUnpackedBytes), "max-unpacked-bytes", "largest uncompressed size of one provider zip archive, in `bytes`")
+	fs.Var((*byteSize)(&c.CacheBytes), "cache-bytes", "memory for cached providers.v1 documents, in `bytes`")
 	fs.TextVar(&c.LogLevel, "log-level", slog.LevelInfo, "lowest `level` logged: debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", DefaultLogFormat, "log `format` on stderr: text or json")
 	fs.StringVar(&c.Index.Backend, "index-backend", IndexSQLite, "metadata `backend`: sqlite or postgres")
@@ -164,7 +168,8 @@ func (c *Config) FlagSet(name string) *flag.FlagSet {
 	c.Limits.MaxUploadBytes = DefaultMaxUploadBytes
 	c.Limits.MaxZipBytes = DefaultMaxZipBytes
 	c.Limits.MaxUnpackedBytes = DefaultMaxUnpackedBytes
-	for _, n := range []string{"max-upload-bytes", "max-zip-bytes", "max-unpacked-bytes"} {
+	c.CacheBytes = DefaultCacheBytes
+	for _, n := range []string{"max-upload-bytes", "max-zip-bytes", "max-unpacked-bytes", "cache-bytes"} {
 		f := fs.Lookup(n)
 		f.DefValue = f.Value.String()
 	}
@@ -316,6 +321,7 @@ func (c Config) Validate() error {
 		{"--max-zip-bytes", c.Limits.MaxZipBytes},
 		{"--max-zip-entries", int64(c.Limits.MaxZipEntries)},
 		{"--max-unpacked-bytes", c.Limits.MaxUnpackedBytes},
+		{"--cache-bytes", c.CacheBytes},
 	} {
 		if l.v <= 0 {
 			bad("%s must be positive, got %d", l.flag, l.v)

@@ -22,8 +22,11 @@ type docKey struct{ version, os, arch string }
 
 var errRenderFailed = errors.New("rendering the document failed")
 
-// entryOverhead approximates the memory an entry costs besides its body.
-const entryOverhead = 256
+// entryOverhead approximates the memory an entry costs besides its body:
+// the entry, its ETag and length strings, the cloned keys and the map
+// slots, with size-class rounding (measured at about 800 bytes per
+// download document in a cold sweep; see docs/benchmarks.md).
+const entryOverhead = 1024
 
 // entry is one rendered response. Its fields never change after insertion
 // except used, so readers need no lock once they hold it.

@@ -52,7 +52,7 @@ const (
 
 // Defaults of the cache.
 const (
-	DefaultCacheBytes = 64 << 20
+	DefaultCacheBytes = 24 << 20
 	DefaultMaxAge     = 30 * time.Second
 )
 
