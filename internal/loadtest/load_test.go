@@ -162,7 +162,9 @@ func TestLoadNextURLAndRedirects(t *testing.T) {
 	defer srv.Close()
 	tests := map[bool]int64{false: 0, true: 10} // follow -> body bytes per request
 	for follow, perRequest := range tests {
+		mu.Lock() // requests of the previous load may still arrive
 		clear(seen)
+		mu.Unlock()
 		urls := make([]string, 100_000)
 		for i := range urls {
 			urls[i] = srv.URL + "/doc/" + strconv.Itoa(i)

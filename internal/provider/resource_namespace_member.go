@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"fmt"
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-sdk/v2/diag"
@@ -64,11 +63,8 @@ func memberID(namespace, user string) string { return namespace + "/" + user }
 
 // parseMemberID splits a resource ID made by memberID.
 func parseMemberID(id string) (namespace, user string, err error) {
-	namespace, user, ok := strings.Cut(id, "/")
-	if !ok || namespace == "" || user == "" || strings.Contains(user, "/") {
-		return "", "", fmt.Errorf("invalid membership ID %q: want <namespace>/<user>, e.g. acme/alice", id)
-	}
-	return strings.ToLower(namespace), strings.ToLower(user), nil
+	namespace, user, err = splitNamespacedID(id, "membership", "<user>", "acme/alice")
+	return strings.ToLower(namespace), strings.ToLower(user), err
 }
 
 func memberCreate(ctx context.Context, d *schema.ResourceData, meta any) diag.Diagnostics {

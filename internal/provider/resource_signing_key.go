@@ -70,11 +70,18 @@ func signingKeyID(namespace, keyID string) string { return namespace + "/" + key
 
 // parseSigningKeyID splits a resource ID made by signingKeyID.
 func parseSigningKeyID(id string) (namespace, keyID string, err error) {
-	namespace, keyID, ok := strings.Cut(id, "/")
-	if !ok || namespace == "" || keyID == "" || strings.Contains(keyID, "/") {
-		return "", "", fmt.Errorf("invalid signing key ID %q: want <namespace>/<KEYID>, e.g. acme/51852D87348FFC4C", id)
+	namespace, keyID, err = splitNamespacedID(id, "signing key", "<KEYID>", "acme/51852D87348FFC4C")
+	return namespace, strings.ToUpper(keyID), err
+}
+
+// splitNamespacedID splits the ID "<namespace>/<name>" of a resource that
+// lives in a namespace; what, name and example make the error actionable.
+func splitNamespacedID(id, what, name, example string) (namespace, rest string, err error) {
+	namespace, rest, ok := strings.Cut(id, "/")
+	if !ok || namespace == "" || rest == "" || strings.Contains(rest, "/") {
+		return "", "", fmt.Errorf("invalid %s ID %q: want <namespace>/%s, e.g. %s", what, id, name, example)
 	}
-	return namespace, strings.ToUpper(keyID), nil
+	return namespace, rest, nil
 }
 
 func signingKeyCreate(ctx context.Context, d *schema.ResourceData, meta any) diag.Diagnostics {
