@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -92,5 +93,19 @@ func TestTokenAllows(t *testing.T) {
 		if got := tt.tok.Allows(tt.scope, tt.ns, now); got != tt.want {
 			t.Errorf("token %s Allows(%s, %q) = %v, want %v", tt.tok.ID, tt.scope, tt.ns, got, tt.want)
 		}
+	}
+}
+
+func TestVersionPrecedence(t *testing.T) {
+	for in, want := range map[string]string{
+		"1.0.0": "1.0.0", "1.0.0+build.5": "1.0.0", "1.0.0-rc.1+meta": "1.0.0-rc.1", "1.0.0-rc.1": "1.0.0-rc.1",
+	} {
+		if got := VersionPrecedence(in); got != want {
+			t.Errorf("VersionPrecedence(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if err := PrecedenceConflict("provider acme/cloud", "1.0.0+b", "1.0.0"); KindOf(err) != Conflict ||
+		!strings.Contains(err.Error(), "same precedence as the published version 1.0.0") {
+		t.Errorf("PrecedenceConflict = %v", err)
 	}
 }

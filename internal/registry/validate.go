@@ -57,6 +57,28 @@ func ParseVersion(v string) (*version.Version, error) {
 	return parsed, nil
 }
 
+// VersionPrecedence returns the part of a canonical version that decides
+// its precedence: the version without its "+build" metadata. Terraform and
+// OpenTofu ignore build metadata when they compare versions, so two
+// versions of one package with the same precedence could not be told apart
+// by a constraint; the stores refuse the second one.
+func VersionPrecedence(v string) string {
+	core, _, _ := strings.Cut(v, "+")
+	return core
+}
+
+// PrecedenceConflict is the error for a new version whose precedence equals
+// that of the stored version existing (what names the package, such as
+// "provider acme/cloud").
+func PrecedenceConflict(what, v, existing string) error {
+	if v == existing {
+		return Errorf(Conflict, "%s version %s exists already; published versions are immutable", what, v)
+	}
+	return Errorf(Conflict, "%s version %s has the same precedence as the published version %s: "+
+		"Terraform and OpenTofu ignore build metadata (+...) when comparing versions, so the two could not be told apart; "+
+		"published versions are immutable, so publish a new version number instead", what, v, existing)
+}
+
 var platformPart = regexp.MustCompile(`^[a-z0-9]{1,32}$`)
 
 // ValidatePlatform checks an OS or architecture keyword (e.g. "linux", "amd64").

@@ -50,6 +50,21 @@ func (x *Index) CreateProviderVersion(ctx context.Context, v registry.ProviderVe
 			return err
 		}
 
+		// A version with the same precedence (equal but for build
+		// metadata) is taken too: the clients could not tell the two apart.
+		// The lock above makes this check and the insert one step.
+		core := registry.VersionPrecedence(v.Version)
+		var existing string
+		err = tx.QueryRow(ctx, `SELECT version FROM provider_versions WHERE namespace = $1 AND type = $2
+			AND (version = $3 OR substr(version, 1, $4) = $5) LIMIT 1`,
+			v.Namespace, v.Type, core, len(core)+1, core+"+").Scan(&existing)
+		switch {
+		case err == nil:
+			return registry.PrecedenceConflict(fmt.Sprintf("provider %s/%s", v.Namespace, v.Type), v.Version, existing)
+		case !errors.Is(err, pgx.ErrNoRows):
+			return err
+		}
+
 		k := v.SigningKey
 		var keyID int64
 		err = tx.QueryRow(ctx, `INSERT INTO signing_key_snapshots

@@ -91,14 +91,18 @@ func encodeVersion(v registry.ProviderVersion) (encodedVersion, error) {
 // createVersion writes a checked, encoded version in tx, whose namespace
 // exists.
 func createVersion(ctx context.Context, tx *sql.Tx, v registry.ProviderVersion, in encodedVersion) error {
-	taken, err := exists(ctx, tx, `SELECT EXISTS (SELECT 1 FROM provider_versions WHERE namespace = ? AND type = ? AND version = ?)`,
-		v.Namespace, v.Type, v.Version)
-	if err != nil {
+	// A version with the same precedence (equal but for build metadata)
+	// is taken too: the clients could not tell the two apart.
+	core := registry.VersionPrecedence(v.Version)
+	var existing string
+	err := tx.QueryRowContext(ctx, `SELECT version FROM provider_versions WHERE namespace = ? AND type = ?
+		AND (version = ? OR substr(version, 1, ?) = ?) LIMIT 1`,
+		v.Namespace, v.Type, core, len(core)+1, core+"+").Scan(&existing)
+	switch {
+	case err == nil:
+		return registry.PrecedenceConflict(fmt.Sprintf("provider %s/%s", v.Namespace, v.Type), v.Version, existing)
+	case !errors.Is(err, sql.ErrNoRows):
 		return err
-	}
-	if taken {
-		return registry.Errorf(registry.Conflict, "provider %s/%s version %s exists already; published versions are immutable",
-			v.Namespace, v.Type, v.Version)
 	}
 	if err := updateProvider(ctx, tx, v, in); err != nil {
 		return err

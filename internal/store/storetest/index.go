@@ -473,6 +473,25 @@ func testProviders(t *testing.T, newIndex func(*testing.T) store.Index) {
 			t.Errorf("ListProviders after refused creates = %+v, want one provider with one version", ps)
 		}
 	})
+	t.Run("SamePrecedenceConflicts", func(t *testing.T) {
+		// Versions equal but for build metadata have one precedence for
+		// the clients: only the first of them may be stored.
+		x, ctx := newIndex(t), t.Context()
+		createNamespaces(t, x, "acme")
+		key := testKey("acme", 1)
+		for _, ver := range []string{"1.0.0+build.1", "1.0.0-rc.1", "1.0.0-rc.10", "1.0.1"} {
+			mustOK(t, x.CreateProviderVersion(ctx, testVersion("acme", "cloud", ver, key, t0)), "CreateProviderVersion "+ver)
+		}
+		for _, ver := range []string{"1.0.0", "1.0.0+build.2", "1.0.0-rc.1+x", "1.0.1+build.1"} {
+			wantKind(t, x.CreateProviderVersion(ctx, testVersion("acme", "cloud", ver, key, t0)), registry.Conflict,
+				"CreateProviderVersion "+ver)
+		}
+		list, err := x.ListProviderVersions(ctx, "acme", "cloud")
+		mustOK(t, err, "ListProviderVersions")
+		if len(list) != 4 {
+			t.Errorf("ListProviderVersions after refused creates = %d versions, want 4", len(list))
+		}
+	})
 	t.Run("SameVersionElsewhere", func(t *testing.T) {
 		x, ctx := newIndex(t), t.Context()
 		createNamespaces(t, x, "acme", "other")
