@@ -215,6 +215,9 @@ func (pub *publication) run(src FileSource) (Result, error) {
 	} else if !registry.IsKind(err, registry.NotFound) {
 		return Result{}, err
 	}
+	if err := pub.checkPrecedence(); err != nil {
+		return Result{}, err
+	}
 
 	if err := pub.indexSums(sums, manifestName); err != nil {
 		return Result{}, err
@@ -378,8 +381,13 @@ func (pub *publication) commit() (Result, error) {
 	v.PublishedAt = pub.p.opt.Now().UTC()
 	err := pub.p.opt.Index.CreateProviderVersion(ctx, *v)
 	if registry.IsKind(err, registry.Conflict) {
-		// Lost a race with a concurrent publish of the same version.
+		// Lost a race with a concurrent publish of the same version, or
+		// the version equals a stored one but for build metadata (then
+		// there is no version of this exact name, and the conflict stands).
 		existing, gerr := pub.p.opt.Index.GetProviderVersion(ctx, v.Namespace, v.Type, v.Version)
+		if registry.IsKind(gerr, registry.NotFound) {
+			return Result{}, err
+		}
 		if gerr != nil {
 			return Result{}, gerr
 		}
@@ -409,6 +417,27 @@ func (pub *publication) putStaged(pl registry.Platform) error {
 	}
 	defer f.Close()
 	return pub.p.opt.Blobs.Put(pub.ctx, pl.SHA256, sf.size, f)
+}
+
+// checkPrecedence refuses, before any archive is stored, a version equal to
+// a stored one but for build metadata. The index checks it again in the
+// transaction that creates the version.
+func (pub *publication) checkPrecedence() error {
+	v := pub.v
+	stored, err := pub.p.opt.Index.ListProviderVersions(pub.ctx, v.Namespace, v.Type)
+	if registry.IsKind(err, registry.NotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	core := registry.VersionPrecedence(v.Version)
+	for _, s := range stored {
+		if registry.VersionPrecedence(s.Version) == core {
+			return registry.PrecedenceConflict(fmt.Sprintf("provider %s/%s", v.Namespace, v.Type), v.Version, s.Version)
+		}
+	}
+	return nil
 }
 
 // existing decides between an idempotent retry and a conflict.

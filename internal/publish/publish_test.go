@@ -183,6 +183,20 @@ func TestPublish(t *testing.T) {
 			t.Errorf("stored version changed")
 		}
 	})
+	t.Run("same precedence with build metadata conflicts", func(t *testing.T) {
+		_, err := e.publish(t, "1.0.0+other", build(t, e.key, "1.0.0+other", "x").Files)
+		if !registry.IsKind(err, registry.Conflict) || !strings.Contains(err.Error(), "same precedence as the published version 1.0.0") {
+			t.Fatalf("publish of 1.0.0+other = %v, want a precedence conflict", err)
+		}
+		if _, err := e.idx.GetProviderVersion(ctx, "acme", "example", "1.0.0+other"); !registry.IsKind(err, registry.NotFound) {
+			t.Errorf("1.0.0+other stored after a refused publish: %v", err)
+		}
+		n := 0
+		e.blobs.Walk(ctx, func(string, int64) error { n++; return nil })
+		if want := len(got.Platforms) + 2; n != want {
+			t.Errorf("%d blobs stored after the refused publish, want the first version's %d", n, want)
+		}
+	})
 }
 
 func TestPublishRefuses(t *testing.T) {
