@@ -203,7 +203,7 @@ func (h *handler) deleteModuleVersion(w http.ResponseWriter, r *http.Request) er
 	if h.Modules == nil {
 		return registry.Errorf(registry.Internal, "module management is not configured on this server")
 	}
-	want, err := modules.ParseAddress(ns, r.PathValue("name"), r.PathValue("system"), r.PathValue("version"))
+	want, err := modules.ParseStoredAddress(ns, r.PathValue("name"), r.PathValue("system"), r.PathValue("version"))
 	if err != nil {
 		return err
 	}
@@ -236,7 +236,7 @@ func confirmed(confirm string, want registry.ModuleVersion) bool {
 	if len(parts) != 4 {
 		return false
 	}
-	got, err := modules.ParseAddress(parts[0], parts[1], parts[2], parts[3])
+	got, err := modules.ParseStoredAddress(parts[0], parts[1], parts[2], parts[3])
 	return err == nil && got.Namespace == want.Namespace && got.Name == want.Name && got.System == want.System && got.Version == want.Version
 }
 

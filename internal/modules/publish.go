@@ -15,6 +15,8 @@ import (
 	"time"
 	"unicode"
 
+	tfaddr "github.com/hashicorp/terraform-registry-address"
+
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/store"
 )
@@ -107,10 +109,32 @@ type Result struct {
 	Warnings []string
 }
 
-// ParseAddress validates the coordinates of a module version and returns
-// them normalized: namespace and name lowercased (Trove looks them up
-// case-insensitively), system as the clients require it, version canonical.
+// addressCheckHost is the registry host ParseAddress puts before a module
+// address to have the clients' parser check it; any dotted name would do.
+const addressCheckHost = "example.invalid"
+
+// ParseAddress validates the coordinates of a module version to publish
+// and returns them normalized: namespace and name lowercased (Trove looks
+// them up case-insensitively), system as the clients require it, version
+// canonical. The namespace must be valid both as a Trove namespace (which
+// it shares with providers) and in a module source address as the clients
+// parse it (ASCII letters, digits, '-' and '_' only).
 func ParseAddress(namespace, name, system, version string) (registry.ModuleVersion, error) {
+	v, err := ParseStoredAddress(namespace, name, system, version)
+	if err != nil {
+		return v, err
+	}
+	if _, err := tfaddr.ParseModuleSource(addressCheckHost + "/" + namespace + "/" + name + "/" + system); err != nil {
+		return v, registry.Errorf(registry.Invalid,
+			"%s/%s/%s is not a module address Terraform and OpenTofu accept: %s", namespace, name, system, err)
+	}
+	return v, nil
+}
+
+// ParseStoredAddress is ParseAddress without the clients' address check,
+// for naming versions that exist already: a version published before that
+// check (under a namespace such as "café") can still be deleted.
+func ParseStoredAddress(namespace, name, system, version string) (registry.ModuleVersion, error) {
 	var v registry.ModuleVersion
 	var err error
 	if v.Namespace, err = registry.ParseNamespace(namespace); err != nil {
@@ -268,7 +292,7 @@ func isUTF8(s string) bool { return strings.ToValidUTF8(s, "") == s }
 // URLs are only signed for indexed versions, and those signed before
 // expire with their lifetime.
 func (p *Publisher) Delete(ctx context.Context, namespace, name, system, version string) (registry.ModuleVersion, error) {
-	v, err := ParseAddress(namespace, name, system, version)
+	v, err := ParseStoredAddress(namespace, name, system, version)
 	if err != nil {
 		return registry.ModuleVersion{}, err
 	}

@@ -36,8 +36,12 @@ func newPublishEnv(t *testing.T) *publishEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := idx.CreateNamespace(t.Context(), registry.Namespace{Name: "acme", CreatedAt: time.Now()}); err != nil {
-		t.Fatal(err)
+	// "café" is a valid namespace (provider rules) that no module address
+	// can name.
+	for _, ns := range []string{"acme", "café"} {
+		if err := idx.CreateNamespace(t.Context(), registry.Namespace{Name: ns, CreatedAt: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	e := &publishEnv{tempDir: filepath.Join(dir, "tmp"), blobs: blobs, idx: idx}
 	e.pub = NewPublisher(Options{
@@ -114,22 +118,27 @@ func TestPublishRefuses(t *testing.T) {
 		up   Upload
 		kind registry.Kind
 	}{
-		"v-prefixed version": {Upload{Namespace: "acme", Name: "net", System: "aws", Version: "v1.0.0", Archive: bytes.NewReader(good)}, registry.Invalid},
-		"partial version":    {Upload{Namespace: "acme", Name: "net", System: "aws", Version: "1.0", Archive: bytes.NewReader(good)}, registry.Invalid},
-		"upper-case system":  {Upload{Namespace: "acme", Name: "net", System: "AWS", Version: "1.0.0", Archive: bytes.NewReader(good)}, registry.Invalid},
-		"bad name":           {Upload{Namespace: "acme", Name: "-net", System: "aws", Version: "1.0.0", Archive: bytes.NewReader(good)}, registry.Invalid},
-		"missing namespace":  {Upload{Namespace: "nope", Name: "net", System: "aws", Version: "1.0.0", Archive: bytes.NewReader(good)}, registry.NotFound},
-		"origin with break":  {Upload{Namespace: "acme", Name: "net", System: "aws", Version: "1.0.0", Origin: "a\nb", Archive: bytes.NewReader(good)}, registry.Invalid},
-		"empty archive":      {Upload{Namespace: "acme", Name: "net", System: "aws", Version: "1.0.0", Archive: bytes.NewReader(nil)}, registry.Invalid},
-		"too large":          {Upload{Namespace: "acme", Name: "net", System: "aws", Version: "1.0.0", Archive: bytes.NewReader(make([]byte, 1<<20+1))}, registry.TooLarge},
-		"no tf at root":      {Upload{Namespace: "acme", Name: "net", System: "aws", Version: "1.0.0", Archive: bytes.NewReader(tarGzOf(t, tent{name: "x/main.tf", body: mainTF}))}, registry.Invalid},
-		"traversal":          {Upload{Namespace: "acme", Name: "net", System: "aws", Version: "1.0.0", Archive: bytes.NewReader(tarGzOf(t, tent{name: "main.tf", body: mainTF}, tent{name: "../../x", body: "x"}))}, registry.Invalid},
+		"v-prefixed version":              {Upload{Namespace: "acme", Name: "net", System: "aws", Version: "v1.0.0", Archive: bytes.NewReader(good)}, registry.Invalid},
+		"partial version":                 {Upload{Namespace: "acme", Name: "net", System: "aws", Version: "1.0", Archive: bytes.NewReader(good)}, registry.Invalid},
+		"upper-case system":               {Upload{Namespace: "acme", Name: "net", System: "AWS", Version: "1.0.0", Archive: bytes.NewReader(good)}, registry.Invalid},
+		"bad name":                        {Upload{Namespace: "acme", Name: "-net", System: "aws", Version: "1.0.0", Archive: bytes.NewReader(good)}, registry.Invalid},
+		"non-ASCII namespace":             {Upload{Namespace: "café", Name: "net", System: "aws", Version: "1.0.0", Archive: bytes.NewReader(good)}, registry.Invalid},
+		"non-ASCII namespace, upper case": {Upload{Namespace: "CAFÉ", Name: "net", System: "aws", Version: "1.0.0", Archive: bytes.NewReader(good)}, registry.Invalid},
+		"missing namespace":               {Upload{Namespace: "nope", Name: "net", System: "aws", Version: "1.0.0", Archive: bytes.NewReader(good)}, registry.NotFound},
+		"origin with break":               {Upload{Namespace: "acme", Name: "net", System: "aws", Version: "1.0.0", Origin: "a\nb", Archive: bytes.NewReader(good)}, registry.Invalid},
+		"empty archive":                   {Upload{Namespace: "acme", Name: "net", System: "aws", Version: "1.0.0", Archive: bytes.NewReader(nil)}, registry.Invalid},
+		"too large":                       {Upload{Namespace: "acme", Name: "net", System: "aws", Version: "1.0.0", Archive: bytes.NewReader(make([]byte, 1<<20+1))}, registry.TooLarge},
+		"no tf at root":                   {Upload{Namespace: "acme", Name: "net", System: "aws", Version: "1.0.0", Archive: bytes.NewReader(tarGzOf(t, tent{name: "x/main.tf", body: mainTF}))}, registry.Invalid},
+		"traversal":                       {Upload{Namespace: "acme", Name: "net", System: "aws", Version: "1.0.0", Archive: bytes.NewReader(tarGzOf(t, tent{name: "main.tf", body: mainTF}, tent{name: "../../x", body: "x"}))}, registry.Invalid},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
 			_, err := e.pub.Publish(t.Context(), tt.up)
 			if !registry.IsKind(err, tt.kind) {
 				t.Fatalf("Publish error = %v (kind %v), want kind %v", err, registry.KindOf(err), tt.kind)
+			}
+			if strings.HasPrefix(name, "non-ASCII") && !strings.Contains(err.Error(), "Terraform and OpenTofu") {
+				t.Errorf("Publish error = %v, want it to say the clients refuse the address", err)
 			}
 		})
 	}
@@ -194,5 +203,16 @@ func TestDelete(t *testing.T) {
 	}
 	if got := strings.Join(e.changes, ","); got != "acme/net/aws,acme/net/aws" {
 		t.Errorf("OnChange calls = %q, want one per publish and delete", got)
+	}
+
+	// A version stored under a namespace that publish now refuses (from
+	// before that check) can still be deleted.
+	legacy := registry.ModuleVersion{Namespace: "café", Name: "net", System: "aws", Version: "1.0.0",
+		ArchiveDigest: strings.Repeat("0", 64), ArchiveFormat: FormatTarGz, ArchiveSize: 1, PublishedAt: time.Now()}
+	if err := e.idx.CreateModuleVersion(ctx, legacy); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.pub.Delete(ctx, "CAFÉ", "net", "aws", "1.0.0"); err != nil {
+		t.Errorf("Delete of a version under a namespace publish refuses: %v", err)
 	}
 }
