@@ -15,7 +15,9 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
+	"os"
 
 	"github.com/hashicorp/go-cty/cty"
 	"github.com/hashicorp/terraform-plugin-sdk/v2/diag"
@@ -129,16 +131,27 @@ func configure(version string, p *schema.Provider) schema.ConfigureContextFunc {
 		}
 
 		opts := []client.Option{client.WithUserAgent(p.UserAgent("terraform-provider-trove", version))}
+		// ca_cert_file and ca_cert_pem conflict: at most one is set. Both
+		// are checked here, so that an error points at the argument.
 		if file := d.Get("ca_cert_file").(string); file != "" {
-			opts = append(opts, client.WithCAFile(file))
+			pool, err := certPoolFromFile(file)
+			if err != nil {
+				return nil, diag.Diagnostics{{
+					Severity:      diag.Error,
+					Summary:       "Invalid ca_cert_file",
+					Detail:        err.Error(),
+					AttributePath: cty.GetAttrPath("ca_cert_file"),
+				}}
+			}
+			opts = append(opts, client.WithTLSConfig(&tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool}))
 		}
 		if pem := d.Get("ca_cert_pem").(string); pem != "" {
-			pool, err := certPool(pem)
+			pool, err := certPool([]byte(pem))
 			if err != nil {
 				return nil, diag.Diagnostics{{
 					Severity:      diag.Error,
 					Summary:       "Invalid ca_cert_pem",
-					Detail:        err.Error(),
+					Detail:        "ca_cert_pem " + err.Error(),
 					AttributePath: cty.GetAttrPath("ca_cert_pem"),
 				}}
 			}
@@ -156,14 +169,28 @@ func configure(version string, p *schema.Provider) schema.ConfigureContextFunc {
 	}
 }
 
-// certPool returns the system's roots plus the certificates in pem.
-func certPool(pem string) (*x509.CertPool, error) {
+// certPool returns the system's roots plus the certificates in pem. Its
+// error completes a sentence whose subject names the source.
+func certPool(pem []byte) (*x509.CertPool, error) {
 	pool, err := x509.SystemCertPool()
 	if err != nil {
 		pool = x509.NewCertPool()
 	}
-	if !pool.AppendCertsFromPEM([]byte(pem)) {
-		return nil, fmt.Errorf("ca_cert_pem holds no PEM certificate: want one or more -----BEGIN CERTIFICATE----- blocks")
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, errors.New("holds no PEM certificate: want one or more -----BEGIN CERTIFICATE----- blocks")
+	}
+	return pool, nil
+}
+
+// certPoolFromFile is certPool of the file's content.
+func certPoolFromFile(path string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the CA certificate file: %w", err)
+	}
+	pool, err := certPool(pem)
+	if err != nil {
+		return nil, fmt.Errorf("%s %w", path, err)
 	}
 	return pool, nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -195,12 +196,33 @@ func wrapped(text string) *regexp.Regexp {
 	return regexp.MustCompile(strings.Join(words, `[\s│]+`))
 }
 
+// atAttribute matches a diagnostic with the summary that terraform shows
+// at the provider block's line of the argument name, which it does only
+// for a diagnostic with that AttributePath.
+func atAttribute(summary, name string) *regexp.Regexp {
+	return regexp.MustCompile(wrapped(summary).String() + `[\s\S]*in provider "trove":[\s│]+\d+:\s+` + regexp.QuoteMeta(name) + `\s+=`)
+}
+
 func TestAccProviderConfigErrors(t *testing.T) {
 	e := newAccEnv(t)
 	t.Setenv(provider.EnvToken, "")
 	body := `data "trove_namespace" "any" {
   name = "anything"
 }`
+	notPEM := filepath.Join(t.TempDir(), "not-a-ca.pem")
+	if err := os.WriteFile(notPEM, []byte("not a certificate\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(t.TempDir(), "missing.pem")
+	caFileConfig := func(file string) string {
+		return fmt.Sprintf(`provider "trove" {
+  address      = %q
+  token        = %q
+  ca_cert_file = %q
+}
+
+%s`, e.srv.URL, e.srv.AdminToken, file, body)
+	}
 	resource.Test(t, resource.TestCase{
 		ProtoV5ProviderFactories: factories(),
 		Steps: []resource.TestStep{
@@ -223,6 +245,42 @@ func TestAccProviderConfigErrors(t *testing.T) {
 
 %s`, e.srv.URL, e.srv.CAFile, body),
 				ExpectError: wrapped("Missing Trove token"),
+			},
+			{
+				// No address, and no TROVE_ADDR (TestMain unsets it).
+				Config: fmt.Sprintf(`provider "trove" {
+  token        = %q
+  ca_cert_file = %q
+}
+
+%s`, e.srv.AdminToken, e.srv.CAFile, body),
+				ExpectError: wrapped("Missing Trove address"),
+			},
+			{
+				Config:      caFileConfig(missing),
+				ExpectError: atAttribute("Invalid ca_cert_file", "ca_cert_file"),
+			},
+			{
+				Config:      caFileConfig(missing),
+				ExpectError: wrapped("reading the CA certificate file: open " + missing + ": no such file or directory"),
+			},
+			{
+				Config:      caFileConfig(notPEM),
+				ExpectError: atAttribute("Invalid ca_cert_file", "ca_cert_file"),
+			},
+			{
+				Config:      caFileConfig(notPEM),
+				ExpectError: wrapped(notPEM + " holds no PEM certificate"),
+			},
+			{
+				Config: fmt.Sprintf(`provider "trove" {
+  address     = %q
+  token       = %q
+  ca_cert_pem = "not a certificate"
+}
+
+%s`, e.srv.URL, e.srv.AdminToken, body),
+				ExpectError: atAttribute("Invalid ca_cert_pem", "ca_cert_pem"),
 			},
 			{
 				Config: fmt.Sprintf(`provider "trove" {
