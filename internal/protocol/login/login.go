@@ -565,11 +565,8 @@ func (s *Service) exchange(w http.ResponseWriter, r *http.Request) (tokenRespons
 	}
 	if !c.UsedAt.IsZero() {
 		// A replayed code: someone else may hold it. Revoke what it gave.
-		if err := s.opt.Index.RevokeToken(r.Context(), c.TokenID, now.UTC()); err != nil && !registry.IsKind(err, registry.NotFound) {
+		if err := s.revokeIssued(r.Context(), c, now.UTC()); err != nil {
 			return tokenResponse{}, err
-		}
-		if s.opt.Authenticator != nil {
-			s.opt.Authenticator.Invalidate()
 		}
 		s.opt.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditTokenReplay, Actor: "user:" + c.User, Target: c.TokenID,
 			Details: "an authorization code was presented a second time; the token issued for it was revoked"})
@@ -602,6 +599,10 @@ func (s *Service) exchange(w http.ResponseWriter, r *http.Request) (tokenRespons
 		CreatedAt:   now.UTC(), ExpiresAt: now.Add(s.opt.TokenTTL).UTC(),
 	}
 	if err := s.opt.Index.CreateToken(r.Context(), t); err != nil {
+		if registry.IsKind(err, registry.Conflict) {
+			// A replay of the code stored the revoked token first.
+			return tokenResponse{}, grantError("the authorization code was used already")
+		}
 		return tokenResponse{}, err
 	}
 	scopes := make([]string, len(t.Scopes))
@@ -611,6 +612,39 @@ func (s *Service) exchange(w http.ResponseWriter, r *http.Request) (tokenRespons
 	s.opt.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditTokenCreate, Actor: "user:" + c.User, Target: t.ID,
 		Details: "personal token of " + c.User + ", " + strings.Join(scopes, ",") + ", issued by login, expires " + t.ExpiresAt.Format(time.RFC3339)})
 	return tokenResponse{AccessToken: secret, TokenType: "bearer", ExpiresIn: int64(s.opt.TokenTTL / time.Second)}, nil
+}
+
+// revokeIssued makes sure that the token of a replayed code c is revoked,
+// whether or not the first exchange of c has stored it yet. The first
+// exchange stores the token after marking the code used, so a replay can
+// arrive in between: then the replay stores a revoked token under the
+// token's ID, the first exchange's CreateToken fails with Conflict, and
+// no token of the code is ever live. If the first exchange stores its
+// token between the two steps here, the ID is taken and it is revoked.
+func (s *Service) revokeIssued(ctx context.Context, c registry.AuthCode, now time.Time) error {
+	if s.opt.Authenticator != nil {
+		defer s.opt.Authenticator.Invalidate()
+	}
+	err := s.opt.Index.RevokeToken(ctx, c.TokenID, now)
+	if !registry.IsKind(err, registry.NotFound) {
+		return err
+	}
+	_, hash, err := auth.NewToken() // a secret nobody gets
+	if err != nil {
+		return err
+	}
+	err = s.opt.Index.CreateToken(ctx, registry.Token{
+		ID: c.TokenID, Hash: hash, User: c.User, Scopes: c.Scopes,
+		Description: "login by " + c.ClientID + ", never issued: its authorization code was replayed",
+		CreatedAt:   now, ExpiresAt: now, RevokedAt: now,
+	})
+	switch {
+	case registry.IsKind(err, registry.Conflict): // the first exchange won the race
+		return s.opt.Index.RevokeToken(ctx, c.TokenID, now)
+	case registry.IsKind(err, registry.NotFound): // the user is gone: no token can exist
+		return nil
+	}
+	return err
 }
 
 // validVerifier checks a PKCE code verifier (RFC 7636 4.1).
