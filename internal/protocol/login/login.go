@@ -445,12 +445,16 @@ func (s *Service) verify(ctx context.Context, name, password string) (registry.U
 }
 
 // fail audits a failed login and shows the form again with a message.
+// The caller is not authenticated, so the actor is "anonymous" and the
+// name tried is the target: a typed name such as "user:bob" must not
+// pass for an actor of the audit log.
 func (s *Service) fail(w http.ResponseWriter, r *http.Request, a authzRequest, status int, retry time.Duration, account, reason, message string) {
-	actor := account
-	if actor == "" {
-		actor = "(no user name)"
+	target := account
+	if target == "" {
+		target = "(no user name)"
 	}
-	s.opt.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditLoginFailure, Actor: sanitize(actor), Details: reason})
+	s.opt.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditLoginFailure, Actor: auth.Principal{}.Actor(),
+		Target: sanitize(target), Details: reason})
 	if retry > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(int(retry/time.Second)+1))
 	}

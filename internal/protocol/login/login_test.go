@@ -413,13 +413,43 @@ func TestSubmitRefusals(t *testing.T) {
 	}
 	reasons := map[string]string{}
 	for _, ev := range events {
-		reasons[ev.Actor] += ev.Details + ";"
+		reasons[ev.Target] += ev.Details + ";"
 		if ev.SourceAddr == "" {
 			t.Errorf("login failure without a source address: %+v", ev)
+		}
+		if ev.Actor != "anonymous" {
+			t.Errorf("a failed login has the actor %q, want anonymous", ev.Actor)
 		}
 	}
 	if !strings.Contains(reasons["alice"], "wrong password") || !strings.Contains(reasons["nobody"], "unknown user") || !strings.Contains(reasons["mallory"], "disabled") {
 		t.Errorf("login failures in the audit log: %v", reasons)
+	}
+}
+
+// TestFailedLoginCannotFakeActor types actor-like names into the login
+// form: the audit log records them as the target of an anonymous
+// attempt, so filtering by actor never finds them.
+func TestFailedLoginCannotFakeActor(t *testing.T) {
+	e := start(t, login.Options{})
+	e.user(t, "bob", false)
+	b := e.browser(t)
+	for _, name := range []string{"user:bob", "token:tok_0123456789abcdef", "bob"} {
+		if p := b.submit(t, b.loginFields(t, name, "wrong password!")); p.status != http.StatusUnauthorized {
+			t.Fatalf("login as %q: %d, want 401", name, p.status)
+		}
+	}
+	ctx := context.Background()
+	for _, actor := range []string{"user:bob", "token:tok_0123456789abcdef", "bob"} {
+		if events, err := e.acc.ListAudit(ctx, registry.AuditFilter{Actor: actor}); err != nil || len(events) != 0 {
+			t.Errorf("events with actor %q: %+v, %v; want none", actor, events, err)
+		}
+	}
+	events, err := e.acc.ListAudit(ctx, registry.AuditFilter{Action: registry.AuditLoginFailure, Actor: "anonymous"})
+	if err != nil || len(events) != 3 {
+		t.Fatalf("anonymous login failures: %+v, %v; want 3", events, err)
+	}
+	if events[2].Target != "user:bob" || events[1].Target != "token:tok_0123456789abcdef" || events[0].Target != "bob" {
+		t.Errorf("targets of the failures: %q, %q, %q; want the names tried", events[2].Target, events[1].Target, events[0].Target)
 	}
 }
 
@@ -535,8 +565,8 @@ func TestRateLimits(t *testing.T) {
 		if p := b.submit(t, b.loginFields(t, "alice", password)); p.status != http.StatusTooManyRequests {
 			t.Errorf("fourth attempt from the address: %d, want 429", p.status)
 		}
-		events, _ := e.acc.ListAudit(context.Background(), registry.AuditFilter{Action: registry.AuditLoginFailure, Actor: "alice"})
-		if len(events) != 1 || !strings.Contains(events[0].Details, "rate limited") {
+		events, _ := e.acc.ListAudit(context.Background(), registry.AuditFilter{Action: registry.AuditLoginFailure})
+		if len(events) != 4 || events[0].Target != "alice" || !strings.Contains(events[0].Details, "rate limited") {
 			t.Errorf("audit of the limited attempt: %+v", events)
 		}
 	})
