@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-testing/compare"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -130,6 +131,51 @@ resource "trove_signing_key" "test" {
 					resource.TestCheckResourceAttr(keyAddr, "key_id", second.KeyID),
 				),
 				ConfigStateChecks: []statecheck.StateCheck{keyID.AddStateValue(keyAddr, tfjsonpath.New("key_id"))},
+			},
+		},
+	})
+}
+
+func TestAccSigningKeyExpiring(t *testing.T) {
+	e := newAccEnv(t)
+	// OpenPGP counts in whole seconds; a creation time in the past shows
+	// that expires_at is creation plus lifetime, not the time of the apply.
+	created := time.Now().Add(-time.Hour).Truncate(time.Second)
+	const lifetime = 90 * 24 * time.Hour
+	key := signingtest.NewKeyWith(t, "expiring", signingtest.Options{Created: created, Lifetime: lifetime})
+	expiresAt := created.Add(lifetime).UTC().Format(time.RFC3339)
+
+	resource.Test(t, resource.TestCase{
+		ProtoV5ProviderFactories: factories(),
+		CheckDestroy:             e.checkDestroyed(t),
+		Steps: []resource.TestStep{
+			{
+				Config: e.config(keyConfig(key.ArmoredPublic)),
+				Check: resource.ComposeAggregateTestCheckFunc(
+					e.checkKey(t, "keys", key),
+					resource.TestCheckResourceAttr(keyAddr, "key_id", key.KeyID),
+					resource.TestCheckResourceAttr(keyAddr, "expires_at", expiresAt),
+					func(*terraform.State) error {
+						got, err := e.api.GetSigningKey(t.Context(), "keys", key.KeyID)
+						if err != nil {
+							return err
+						}
+						if want := created.Add(lifetime); got.ExpiresAt == nil || !got.ExpiresAt.Equal(want) {
+							return fmt.Errorf("key %s expires at %v in Trove, want %v", key.KeyID, got.ExpiresAt, want)
+						}
+						return nil
+					},
+				),
+			},
+			{
+				// The expiry as stored reads back as the same value.
+				Config:   e.config(keyConfig(key.ArmoredPublic)),
+				PlanOnly: true,
+			},
+			{
+				ResourceName:      keyAddr,
+				ImportState:       true,
+				ImportStateVerify: true,
 			},
 		},
 	})
