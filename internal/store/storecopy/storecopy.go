@@ -13,7 +13,9 @@
 //   - Blobs are copied first, each verified against its digest by the
 //     target's Put while it streams, so that the target index never names
 //     a blob the target store lacks. Blobs already in the target are
-//     skipped.
+//     skipped if their size is the source's; a blob of another size (a
+//     damaged copy) stops the copy with a Conflict before any index record
+//     is written.
 //   - Index records follow in dependency order (namespaces, users,
 //     memberships, signing keys, tokens, provider and module versions, the
 //     audit log, server secrets). Records already in the target are
@@ -570,7 +572,7 @@ func copyBlobs(ctx context.Context, from, to store.Blobs, blobs map[string]int64
 	for range min(concurrency, max(len(digests), 1)) {
 		wg.Go(func() {
 			for d := range work {
-				n, copied, err := copyBlob(ctx, from, to, d)
+				n, copied, err := copyBlob(ctx, from, to, d, blobs[d])
 				mu.Lock()
 				switch {
 				case err != nil:
@@ -609,10 +611,17 @@ feed:
 	return count, total, first
 }
 
-// copyBlob copies one blob unless the target has it already; the target's
-// Put verifies the content against the digest while it streams.
-func copyBlob(ctx context.Context, from, to store.Blobs, digest string) (int64, bool, error) {
-	if _, err := to.Stat(ctx, digest); err == nil {
+// copyBlob copies one blob of the given source size unless the target
+// has it already; the target's Put verifies the content against the
+// digest while it streams. A blob already in the target must have the
+// source's size: one that does not (cut short by a broken store, say) is
+// refused rather than trusted, since Put never replaces a present blob.
+func copyBlob(ctx context.Context, from, to store.Blobs, digest string, size int64) (int64, bool, error) {
+	if have, err := to.Stat(ctx, digest); err == nil {
+		if have != size {
+			return 0, false, registry.Errorf(registry.Conflict,
+				"blob %s is already in the target with %d bytes, but the source's has %d: the target's copy is damaged; delete it from the target store and run the copy again", digest, have, size)
+		}
 		return 0, false, nil
 	} else if !registry.IsKind(err, registry.NotFound) {
 		return 0, false, fmt.Errorf("checking blob %s in the target: %w", digest, err)

@@ -328,6 +328,39 @@ func TestCopyVerifiesBlobs(t *testing.T) {
 	}
 }
 
+// TestCopyRefusesDamagedTargetBlob pre-places a truncated copy of a blob
+// in the target, as a broken earlier copy might leave: the copy must not
+// take it for the real blob, and must work once it is deleted.
+func TestCopyRefusesDamagedTargetBlob(t *testing.T) {
+	ctx := t.Context()
+	src, srcDir := embedded(t)
+	fill(t, src)
+	v, err := src.Index.GetProviderVersion(ctx, "acme", "example", "1.1.0")
+	must(t, err)
+	victim := v.Platforms[0].SHA256
+	full, err := os.ReadFile(filepath.Join(srcDir, "blobs", "sha256", victim[:2], victim))
+	must(t, err)
+	dst, dstDir := embedded(t)
+	damaged := filepath.Join(dstDir, "blobs", "sha256", victim[:2], victim)
+	must(t, os.MkdirAll(filepath.Dir(damaged), 0o700))
+	must(t, os.WriteFile(damaged, full[:len(full)/2], 0o600))
+
+	_, err = Copy(ctx, src, dst, opts)
+	if !registry.IsKind(err, registry.Conflict) || !strings.Contains(err.Error(), victim) ||
+		!strings.Contains(err.Error(), fmt.Sprintf("with %d bytes, but the source's has %d", len(full)/2, len(full))) {
+		t.Fatalf("Copy = %v, want a conflict naming blob %s and both sizes", err, victim)
+	}
+	if ns, err := dst.Index.ListNamespaces(ctx); err != nil || len(ns) != 0 {
+		t.Errorf("the refused copy wrote index records: %v, %v", ns, err)
+	}
+
+	must(t, dst.Blobs.Delete(ctx, victim))
+	if _, err := Copy(ctx, src, dst, opts); err != nil {
+		t.Fatalf("copy after deleting the damaged blob: %v", err)
+	}
+	checkSame(t, src, dst)
+}
+
 // TestCopyToPostgresAndS3AndBack moves a registry to the scale-out
 // backends and back into a fresh embedded store: nothing is lost or
 // changed on the way.
