@@ -72,7 +72,9 @@ func resourceToken() *schema.Resource {
 				DiffSuppressFunc: suppressSameInstant,
 				Description: "When the token stops working (RFC 3339, e.g. `2030-01-02T15:04:05Z`); it must lie in " +
 					"the future when the token is created. Omit it for the server's default (currently: never). " +
-					"Changing it replaces the token, as does `terraform apply -replace=trove_token.NAME`.",
+					"Changing it replaces the token. Removing it later changes nothing: the attribute is computed " +
+					"too, so the token keeps its current expiry; only a replacement, e.g. " +
+					"`terraform apply -replace=trove_token.NAME`, then creates a token with the server's default.",
 			},
 			"token": {
 				Type:        schema.TypeString,

@@ -23,8 +23,12 @@ const (
 )
 
 // tokenConfig declares the namespace "tokens", a token of it with the
-// scopes (an HCL list) and expiry, and a global read token.
+// scopes (an HCL list) and expiry (none if empty), and a global read token.
 func tokenConfig(scopes, expiresAt string) string {
+	expiry := ""
+	if expiresAt != "" {
+		expiry = fmt.Sprintf("\n  expires_at  = %q", expiresAt)
+	}
 	return fmt.Sprintf(`resource "trove_namespace" "tokens" {
   name = "tokens"
 }
@@ -32,13 +36,28 @@ func tokenConfig(scopes, expiresAt string) string {
 resource "trove_token" "ci" {
   namespace   = trove_namespace.tokens.name
   scopes      = %s
-  description = "CI publishing"
-  expires_at  = %q
+  description = "CI publishing"%s
 }
 
 resource "trove_token" "global" {
   scopes = ["read"]
-}`, scopes, expiresAt)
+}`, scopes, expiry)
+}
+
+// checkTokenExpiry checks through the API that the token of addr expires
+// at want (never if nil).
+func (e *accEnv) checkTokenExpiry(t *testing.T, addr string, want *time.Time) resource.TestCheckFunc {
+	return func(s *terraform.State) error {
+		id := s.RootModule().Resources[addr].Primary.ID
+		tok, err := e.api.GetToken(t.Context(), id)
+		if err != nil {
+			return err
+		}
+		if (tok.ExpiresAt == nil) != (want == nil) || want != nil && !tok.ExpiresAt.Equal(*want) {
+			return fmt.Errorf("token %s expires at %v in Trove, want %v", id, tok.ExpiresAt, want)
+		}
+		return nil
+	}
 }
 
 // checkTokenWorks authenticates with the secret in the state of addr and
@@ -73,6 +92,7 @@ func TestAccToken(t *testing.T) {
 	id := statecheck.CompareValue(compare.ValuesDiffer())
 	// +01:00 on purpose: Trove answers in UTC, which must not be a change.
 	const expiresAt = "2099-01-02T16:04:05+01:00"
+	expiry := time.Date(2099, 1, 2, 15, 4, 5, 0, time.UTC)
 	var ciID string
 
 	resource.Test(t, resource.TestCase{
@@ -92,16 +112,9 @@ func TestAccToken(t *testing.T) {
 					resource.TestMatchResourceAttr(tokenAddr, "token", regexp.MustCompile(`^trove_\S+$`)),
 					resource.TestCheckResourceAttr(globalTokenAddr, "namespace", ""),
 					resource.TestCheckResourceAttr(globalTokenAddr, "expires_at", ""),
+					e.checkTokenExpiry(t, tokenAddr, &expiry),
 					func(s *terraform.State) error {
 						ciID = s.RootModule().Resources[tokenAddr].Primary.ID
-						tok, err := e.api.GetToken(t.Context(), ciID)
-						if err != nil {
-							return err
-						}
-						want := time.Date(2099, 1, 2, 15, 4, 5, 0, time.UTC)
-						if tok.ExpiresAt == nil || !tok.ExpiresAt.Equal(want) {
-							return fmt.Errorf("token expires at %v in Trove, want %v", tok.ExpiresAt, want)
-						}
 						return nil
 					},
 				),
@@ -141,6 +154,34 @@ func TestAccToken(t *testing.T) {
 				Check: resource.ComposeAggregateTestCheckFunc(
 					e.checkTokenWorks(t, tokenAddr, "tokens", "admin"),
 					e.checkTokenRevokedInState(t),
+				),
+				ConfigStateChecks: []statecheck.StateCheck{id.AddStateValue(tokenAddr, tfjsonpath.New("id"))},
+			},
+			{
+				// expires_at is Optional and Computed: removed from the
+				// configuration, it is no change; the token keeps its expiry.
+				Config: e.config(tokenConfig(`["admin"]`, "")),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(tokenAddr, plancheck.ResourceActionNoop),
+				}},
+				Check: resource.ComposeAggregateTestCheckFunc(
+					resource.TestCheckResourceAttr(tokenAddr, "expires_at", "2099-01-02T15:04:05Z"),
+					e.checkTokenExpiry(t, tokenAddr, &expiry),
+				),
+			},
+			{
+				// Only a replacement (here after a taint, as with
+				// -replace) creates a token with the server's default.
+				Config: e.config(tokenConfig(`["admin"]`, "")),
+				Taint:  []string{tokenAddr},
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(tokenAddr, plancheck.ResourceActionDestroyBeforeCreate),
+				}},
+				Check: resource.ComposeAggregateTestCheckFunc(
+					e.checkTokenWorks(t, tokenAddr, "tokens", "admin"),
+					e.checkTokenRevokedInState(t),
+					resource.TestCheckResourceAttr(tokenAddr, "expires_at", ""),
+					e.checkTokenExpiry(t, tokenAddr, nil),
 				),
 				ConfigStateChecks: []statecheck.StateCheck{id.AddStateValue(tokenAddr, tfjsonpath.New("id"))},
 			},
