@@ -351,6 +351,32 @@ func TestLatestAndDetails(t *testing.T) {
 	if resp, _ := e.get(t, "/v1/modules/acme/network/aws/3.0.0", nil); resp.StatusCode != http.StatusNotFound {
 		t.Errorf("details of a missing version: %d, want 404", resp.StatusCode)
 	}
+
+	// Listings and search agree with the details on what "latest" is.
+	for _, path := range []string{"/v1/modules", "/v1/modules/acme", "/v1/modules/search?q=network"} {
+		var l struct {
+			Modules []struct {
+				ID, Version, Description string
+			} `json:"modules"`
+		}
+		resp, body := e.get(t, path, nil)
+		if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &l) != nil || len(l.Modules) != 1 {
+			t.Fatalf("GET %s: %d %s, want one module", path, resp.StatusCode, body)
+		}
+		if m := l.Modules[0]; m.ID != "acme/network/aws/1.1.0" || m.Version != "1.1.0" || m.Description != "A module for 1.1." {
+			t.Errorf("GET %s lists %+v, want the newest release 1.1.0 as in the details", path, m)
+		}
+	}
+	// Without any release, the newest pre-release is the latest everywhere.
+	e.publish(t, "acme/beta/aws", "0.1.0-rc.1", mainTF("rc1"))
+	e.publish(t, "acme/beta/aws", "0.1.0-rc.2", mainTF("rc2"))
+	if resp, _ := e.get(t, "/v1/modules/acme/beta/aws/download", nil); !strings.HasSuffix(resp.Header.Get("Location"), "/v1/modules/acme/beta/aws/0.1.0-rc.2/download") {
+		t.Errorf("latest download without a release: Location %q, want the 0.1.0-rc.2 download", resp.Header.Get("Location"))
+	}
+	_, body = e.get(t, "/v1/modules/search?q=beta", nil)
+	if !strings.Contains(string(body), `"id":"acme/beta/aws/0.1.0-rc.2"`) {
+		t.Errorf("search without a release: %s, want acme/beta/aws/0.1.0-rc.2", body)
+	}
 }
 
 func TestListAndSearch(t *testing.T) {

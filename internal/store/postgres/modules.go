@@ -72,7 +72,7 @@ func (x *Index) CreateModuleVersion(ctx context.Context, v registry.ModuleVersio
 		if err != nil {
 			return err
 		}
-		if cur, err := version.NewSemver(latest); err != nil || semver.GreaterThan(cur) {
+		if cur, err := version.NewSemver(latest); err != nil || newerLatest(semver, cur) {
 			latest, description = v.Version, v.Description
 		}
 		if count == 0 || published.After(updated) {
@@ -86,6 +86,17 @@ func (x *Index) CreateModuleVersion(ctx context.Context, v registry.ModuleVersio
 		_, err = tx.Exec(ctx, `SELECT pg_notify($1, $2)`, changeChannel, note)
 		return err
 	})
+}
+
+// newerLatest reports whether v should replace cur as a module's latest
+// version, as modules.v1 means "latest": a release beats every
+// pre-release, and otherwise the higher version wins. A module's summary
+// names a pre-release only when the module has no release.
+func newerLatest(v, cur *version.Version) bool {
+	if release := v.Prerelease() == ""; release != (cur.Prerelease() == "") {
+		return release
+	}
+	return v.GreaterThan(cur)
 }
 
 // moduleVersionColumns are the columns moduleVersionRow receives, in its order.
@@ -256,7 +267,7 @@ func recountModule(ctx context.Context, tx pgx.Tx, namespace, name, system strin
 		if published.After(updated) {
 			updated = published
 		}
-		if sv, err := version.NewSemver(v); err == nil && (latest == nil || sv.GreaterThan(latest)) {
+		if sv, err := version.NewSemver(v); err == nil && (latest == nil || newerLatest(sv, latest)) {
 			latest, latestName, description = sv, v, d
 		}
 	}

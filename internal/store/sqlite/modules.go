@@ -71,13 +71,24 @@ func addToModule(ctx context.Context, tx *sql.Tx, v registry.ModuleVersion, semv
 	if err != nil {
 		return err
 	}
-	if cur, err := version.NewSemver(latest); err != nil || semver.GreaterThan(cur) {
+	if cur, err := version.NewSemver(latest); err != nil || newerLatest(semver, cur) {
 		latest, description = v.Version, v.Description
 	}
 	_, err = tx.ExecContext(ctx, `UPDATE modules SET version_count = ?, latest_version = ?, description = ?, updated_at = ?
 		WHERE namespace = ? AND name = ? AND system = ?`,
 		count+1, latest, description, max(updated, published), v.Namespace, v.Name, v.System)
 	return err
+}
+
+// newerLatest reports whether v should replace cur as a module's latest
+// version, as modules.v1 means "latest": a release beats every
+// pre-release, and otherwise the higher version wins. A module's summary
+// names a pre-release only when the module has no release.
+func newerLatest(v, cur *version.Version) bool {
+	if release := v.Prerelease() == ""; release != (cur.Prerelease() == "") {
+		return release
+	}
+	return v.GreaterThan(cur)
 }
 
 // moduleVersionColumns are the columns moduleVersionRow receives, in its order.
@@ -227,7 +238,7 @@ func recountModule(ctx context.Context, tx *sql.Tx, namespace, name, system stri
 		}
 		count++
 		updated = max(updated, published)
-		if sv, err := version.NewSemver(v); err == nil && (latest == nil || sv.GreaterThan(latest)) {
+		if sv, err := version.NewSemver(v); err == nil && (latest == nil || newerLatest(sv, latest)) {
 			latest, latestName, description = sv, v, d
 		}
 	}

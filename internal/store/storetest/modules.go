@@ -175,7 +175,11 @@ func testModules(t *testing.T, newIndex func(*testing.T) store.Index) {
 			published                 time.Time
 		}{
 			{"acme", "zeta", "aws", "1.0.0", at(time.Hour)},
-			{"acme", "zeta", "aws", "2.0.0-beta", t0}, // a pre-release still ranks above 1.0.0
+			{"acme", "zeta", "aws", "2.0.0-beta", t0}, // a pre-release never replaces a release as the latest
+			{"acme", "delta", "aws", "3.0.0-rc.1", at(time.Hour)},
+			{"acme", "delta", "aws", "2.0.0", t0}, // a release replaces a higher pre-release
+			{"acme", "beta", "aws", "0.1.0-rc.1", at(time.Hour)},
+			{"acme", "beta", "aws", "0.2.0-alpha.1", t0}, // no release: the highest pre-release is the latest
 			{"acme", "alpha", "aws", "1.9.0", at(3 * time.Hour).In(east)},
 			{"acme", "alpha", "aws", "1.10.0", at(time.Hour)}, // 1.10.0 > 1.9.0: not a string comparison
 			{"acme", "alpha", "aws", "1.10.0-rc.1", at(2 * time.Hour)},
@@ -191,8 +195,12 @@ func testModules(t *testing.T, newIndex func(*testing.T) store.Index) {
 				Description: "Module acme/alpha/aws/1.10.0", UpdatedAt: at(3 * time.Hour)},
 			{Namespace: "acme", Name: "alpha", System: "azurerm", LatestVersion: "0.0.1", VersionCount: 1,
 				Description: "Module acme/alpha/azurerm/0.0.1", UpdatedAt: at(time.Minute)},
-			{Namespace: "acme", Name: "zeta", System: "aws", LatestVersion: "2.0.0-beta", VersionCount: 2,
-				Description: "Module acme/zeta/aws/2.0.0-beta", UpdatedAt: at(time.Hour)},
+			{Namespace: "acme", Name: "beta", System: "aws", LatestVersion: "0.2.0-alpha.1", VersionCount: 2,
+				Description: "Module acme/beta/aws/0.2.0-alpha.1", UpdatedAt: at(time.Hour)},
+			{Namespace: "acme", Name: "delta", System: "aws", LatestVersion: "2.0.0", VersionCount: 2,
+				Description: "Module acme/delta/aws/2.0.0", UpdatedAt: at(time.Hour)},
+			{Namespace: "acme", Name: "zeta", System: "aws", LatestVersion: "1.0.0", VersionCount: 2,
+				Description: "Module acme/zeta/aws/1.0.0", UpdatedAt: at(time.Hour)},
 			{Namespace: "other", Name: "alpha", System: "aws", LatestVersion: "5.0.0", VersionCount: 1,
 				Description: "Module other/alpha/aws/5.0.0", UpdatedAt: at(5 * time.Hour)},
 		}
@@ -322,6 +330,32 @@ func testModules(t *testing.T, newIndex func(*testing.T) store.Index) {
 		got, err := x.GetModuleVersion(ctx, "acme", "network", "aws", "1.2.0")
 		mustOK(t, err, "GetModuleVersion of the republished version")
 		checkEqual(t, "republished version", got, again, normModuleVersion)
+	})
+	t.Run("DeleteRecountsLatestRelease", func(t *testing.T) {
+		x, ctx := newIndex(t), t.Context()
+		createNamespaces(t, x, "acme")
+		vs := []registry.ModuleVersion{
+			testModuleVersion("acme", "network", "aws", "1.0.0", t0),
+			testModuleVersion("acme", "network", "aws", "2.0.0-rc.1", at(time.Hour)),
+			testModuleVersion("acme", "network", "aws", "1.1.0", at(2*time.Hour)),
+		}
+		for _, v := range vs {
+			mustOK(t, x.CreateModuleVersion(ctx, v), "CreateModuleVersion "+v.Version)
+		}
+		mustOK(t, x.DeleteModuleVersion(ctx, "acme", "network", "aws", "1.1.0"), "DeleteModuleVersion 1.1.0")
+		ms, _, err := x.ListModules(ctx, registry.ModuleFilter{})
+		mustOK(t, err, "ListModules")
+		checkList(t, "ListModules after deleting the newest release", ms, []registry.Module{{
+			Namespace: "acme", Name: "network", System: "aws", LatestVersion: "1.0.0", VersionCount: 2,
+			Description: vs[0].Description, UpdatedAt: at(time.Hour),
+		}}, normModule)
+		mustOK(t, x.DeleteModuleVersion(ctx, "acme", "network", "aws", "1.0.0"), "DeleteModuleVersion 1.0.0")
+		ms, _, err = x.ListModules(ctx, registry.ModuleFilter{})
+		mustOK(t, err, "ListModules")
+		checkList(t, "ListModules after deleting the last release", ms, []registry.Module{{
+			Namespace: "acme", Name: "network", System: "aws", LatestVersion: "2.0.0-rc.1", VersionCount: 1,
+			Description: vs[1].Description, UpdatedAt: at(time.Hour),
+		}}, normModule)
 	})
 	t.Run("NamespaceWithModulesCannotBeDeleted", func(t *testing.T) {
 		x, ctx := newIndex(t), t.Context()
