@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"trove.dev/trove/internal/apispec"
+	"trove.dev/trove/internal/audit"
 	"trove.dev/trove/internal/auth"
 	"trove.dev/trove/internal/httpjson"
 	"trove.dev/trove/internal/registry"
@@ -169,8 +170,23 @@ func (h *handler) updateUser(w http.ResponseWriter, r *http.Request) error {
 	if req.Password != nil {
 		if !isAdmin || self {
 			// Users prove who they are, even with a valid token: a stolen
-			// token must not be enough to take over the account.
-			if req.CurrentPassword == nil || !auth.VerifyPassword(u.PasswordHash, *req.CurrentPassword) {
+			// token must not be enough to take over the account, nor to
+			// guess its password faster than the login page allows.
+			if req.CurrentPassword == nil {
+				return registry.Errorf(registry.Forbidden, "changing your own password needs your current password (current_password)")
+			}
+			source := audit.SourceAddr(r)
+			if ok, wait, limit := h.Auth.PasswordLimiter().Take(name, source, h.Now()); !ok {
+				h.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditLoginFailure, Target: name,
+					Details: "password change through the API: rate limited (" + limit + ")"})
+				secs := int(wait/time.Second) + 1
+				w.Header().Set("Retry-After", strconv.Itoa(secs))
+				return httpjson.Write(w, http.StatusTooManyRequests, httpjson.ErrorBody{Errors: []string{
+					"too many password attempts for this " + limit + ": try again in " + strconv.Itoa(secs) + " seconds"}})
+			}
+			if !auth.VerifyPassword(u.PasswordHash, *req.CurrentPassword) {
+				h.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditLoginFailure, Target: name,
+					Details: "password change through the API: wrong current password"})
 				return registry.Errorf(registry.Forbidden, "changing your own password needs your current password (current_password), and it did not match")
 			}
 		}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"trove.dev/trove/internal/apispec"
+	"trove.dev/trove/internal/protocol/login"
+	"trove.dev/trove/internal/trovetest"
 )
 
 // apiCall sends a JSON request and decodes the answer into out (if not nil).
@@ -248,5 +250,75 @@ func TestNamespaceVisibility(t *testing.T) {
 	names := fmt.Sprint(list.Namespaces)
 	if !strings.Contains(names, "team-a") || !strings.Contains(names, "team-c") || strings.Contains(names, "team-b") || strings.Contains(names, "acme") {
 		t.Errorf("another namespace's admin lists %s; want the public namespaces and its own only", names)
+	}
+}
+
+// TestPasswordCheckLimitedAndAudited checks that the current password
+// asked for by a password change is rate limited like a login (a stolen
+// token must not allow unlimited guesses) and that failures are audited
+// with actor, source address and the account.
+func TestPasswordCheckLimitedAndAudited(t *testing.T) {
+	s := trovetest.Start(t, trovetest.Options{Login: login.Options{AccountBurst: 2, AccountEvery: time.Hour}})
+	call := func(method, path, token, body string, out any) (int, string) {
+		t.Helper()
+		return apiCall(t, s, s.URL, method, path, token, body, out)
+	}
+	const pw = "a perfectly fine password"
+	personal := map[string]string{}
+	for _, name := range []string{"alice", "bob"} {
+		if status, raw := call("POST", "/api/v1/users", s.AdminToken, `{"name":"`+name+`","password":"`+pw+`"}`, nil); status != 201 {
+			t.Fatalf("create %s = %d %s", name, status, raw)
+		}
+		var created apispec.CreatedToken
+		if status, raw := call("POST", "/api/v1/tokens", s.AdminToken, `{"user":"`+name+`","scopes":["admin"]}`, &created); status != 201 {
+			t.Fatalf("token of %s = %d %s", name, status, raw)
+		}
+		personal[name] = created.Secret
+	}
+	guess := `{"password":"another fine password","current_password":"guess number one"}`
+	for i := range 2 {
+		if status, raw := call("PATCH", "/api/v1/users/alice", personal["alice"], guess, nil); status != 403 {
+			t.Fatalf("guess %d = %d %s, want 403", i, status, raw)
+		}
+	}
+	// The right password is refused now, without being checked.
+	req, _ := http.NewRequest("PATCH", s.URL+"/api/v1/users/alice",
+		strings.NewReader(`{"password":"another fine password","current_password":"`+pw+`"}`))
+	req.Header.Set("Authorization", "Bearer "+personal["alice"])
+	resp, err := s.HTTPClient().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("third attempt = %d (Retry-After %q), want 429", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	// The limit is per account: bob still changes his password.
+	if status, raw := call("PATCH", "/api/v1/users/bob", personal["bob"], `{"password":"another fine password","current_password":"`+pw+`"}`, nil); status != 200 {
+		t.Errorf("bob's password change = %d %s, want 200", status, raw)
+	}
+	// An admin resetting another user's password proves nothing and is
+	// not limited.
+	if status, raw := call("PATCH", "/api/v1/users/alice", s.AdminToken, `{"password":"reset by the admin"}`, nil); status != 200 {
+		t.Errorf("admin reset = %d %s, want 200", status, raw)
+	}
+
+	var log apispec.AuditList
+	if status, raw := call("GET", "/api/v1/audit?action=login.failure", s.AdminToken, "", &log); status != 200 {
+		t.Fatalf("audit = %d %s", status, raw)
+	}
+	if len(log.Events) != 3 {
+		t.Fatalf("login.failure events: %+v, want 3 (two wrong passwords, one limited)", log.Events)
+	}
+	for i, e := range log.Events {
+		if e.Actor != "user:alice" || e.Target != "alice" || e.SourceAddr != "127.0.0.1" || !strings.Contains(e.Details, "API") {
+			t.Errorf("event %d = %+v, want actor user:alice, target alice, source 127.0.0.1", i, e)
+		}
+		if strings.Contains(e.Details, "guess number one") || strings.Contains(e.Details, pw) {
+			t.Errorf("event %d contains a password: %+v", i, e)
+		}
+	}
+	if !strings.Contains(log.Events[0].Details, "rate limited (account)") || !strings.Contains(log.Events[1].Details, "wrong current password") {
+		t.Errorf("details: %q, %q", log.Events[0].Details, log.Events[1].Details)
 	}
 }

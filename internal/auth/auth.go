@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"trove.dev/trove/internal/registry"
@@ -141,6 +142,8 @@ type Authenticator struct {
 
 	mu    sync.RWMutex
 	cache map[[sha256.Size]byte]cachedPrincipal
+
+	passwords atomic.Pointer[PasswordLimiter]
 }
 
 type cachedPrincipal struct {
@@ -157,8 +160,19 @@ func NewAuthenticator(tokens store.Tokens) *Authenticator {
 	a := &Authenticator{tokens: tokens, now: time.Now, ttl: DefaultCacheTTL, cache: map[[sha256.Size]byte]cachedPrincipal{}}
 	a.users, _ = tokens.(store.Users)
 	a.members, _ = tokens.(store.Memberships)
+	a.passwords.Store(NewPasswordLimiter(PasswordLimits{}))
 	return a
 }
+
+// PasswordLimiter returns the rate limiter of password checks that every
+// user-facing check of this process shares (the login page and password
+// changes through the API). It has the default limits unless
+// SetPasswordLimiter replaced it.
+func (a *Authenticator) PasswordLimiter() *PasswordLimiter { return a.passwords.Load() }
+
+// SetPasswordLimiter replaces the limiter PasswordLimiter returns. Call it
+// before serving (login.New does, with the login service's limits).
+func (a *Authenticator) SetPasswordLimiter(l *PasswordLimiter) { a.passwords.Store(l) }
 
 // SetCacheTTL changes how long AuthenticateCached reuses a lookup (0
 // disables the cache). Call it before serving.

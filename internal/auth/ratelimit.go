@@ -1,6 +1,7 @@
-package login
+package auth
 
 import (
+	"strings"
 	"sync"
 	"time"
 )
@@ -8,6 +9,66 @@ import (
 // maxBuckets bounds the memory of a limiter; when it is exceeded, the
 // buckets that are full again (idle keys) are dropped.
 const maxBuckets = 10000
+
+// Defaults of PasswordLimits: per account a burst of 5 password checks,
+// then one every 30 s; per source address a burst of 20, then one every 3 s.
+const (
+	DefaultAccountBurst = 5
+	DefaultAccountEvery = 30 * time.Second
+	DefaultAddressBurst = 20
+	DefaultAddressEvery = 3 * time.Second
+)
+
+// PasswordLimits bounds how often passwords may be checked. Zero fields
+// take the defaults above.
+type PasswordLimits struct {
+	AccountBurst int
+	AccountEvery time.Duration
+	AddressBurst int
+	AddressEvery time.Duration
+}
+
+// PasswordLimiter rate limits password checks per account and per source
+// address, wherever a password is checked (the login page, a password
+// change through the API), so that guesses through one path count
+// against the other. Its buckets live in this process's memory. It is
+// safe for concurrent use.
+type PasswordLimiter struct {
+	accounts, addresses *limiter
+}
+
+// NewPasswordLimiter returns a PasswordLimiter with the given limits.
+func NewPasswordLimiter(l PasswordLimits) *PasswordLimiter {
+	if l.AccountBurst <= 0 {
+		l.AccountBurst = DefaultAccountBurst
+	}
+	if l.AccountEvery <= 0 {
+		l.AccountEvery = DefaultAccountEvery
+	}
+	if l.AddressBurst <= 0 {
+		l.AddressBurst = DefaultAddressBurst
+	}
+	if l.AddressEvery <= 0 {
+		l.AddressEvery = DefaultAddressEvery
+	}
+	return &PasswordLimiter{accounts: newLimiter(l.AccountBurst, l.AccountEvery), addresses: newLimiter(l.AddressBurst, l.AddressEvery)}
+}
+
+// Take counts one password check of account (a user name, compared
+// case-insensitively) from source (an IP address) at now, before the
+// password is checked. If a limit is reached it reports false, how long
+// until the next attempt is allowed, and which limit it was ("source
+// address" or "account"); a refused attempt is not counted against the
+// account.
+func (l *PasswordLimiter) Take(account, source string, now time.Time) (ok bool, retryAfter time.Duration, limit string) {
+	if ok, wait := l.addresses.take("addr:"+source, now); !ok {
+		return false, wait, "source address"
+	}
+	if ok, wait := l.accounts.take("user:"+strings.ToLower(account), now); !ok {
+		return false, wait, "account"
+	}
+	return true, 0, ""
+}
 
 // limiter is a set of token buckets, one per key (an account name or a
 // source address), kept in this process's memory: each replica limits on

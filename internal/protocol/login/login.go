@@ -70,10 +70,10 @@ const (
 	DefaultCodeTTL = 2 * time.Minute
 	// Login attempts: per account a burst of 5, then one every 30 s; per
 	// source address a burst of 20, then one every 3 s.
-	DefaultAccountBurst = 5
-	DefaultAccountEvery = 30 * time.Second
-	DefaultAddressBurst = 20
-	DefaultAddressEvery = 3 * time.Second
+	DefaultAccountBurst = auth.DefaultAccountBurst
+	DefaultAccountEvery = auth.DefaultAccountEvery
+	DefaultAddressBurst = auth.DefaultAddressBurst
+	DefaultAddressEvery = auth.DefaultAddressEvery
 )
 
 // csrfKeyName is the index secret that keys the CSRF tokens, shared by
@@ -94,7 +94,10 @@ type Options struct {
 	// Audit records logins; nil records into Index's audit log.
 	Audit *audit.Recorder
 	// Authenticator, if set, forgets its cached token lookups when the
-	// service revokes a token (the token of a replayed code).
+	// service revokes a token (the token of a replayed code), and shares
+	// the limits of password checks below: New installs the service's
+	// auth.PasswordLimiter in it, so that the management API's password
+	// checks count against the same buckets as the login page's.
 	Authenticator *auth.Authenticator
 	Logger        *slog.Logger
 	// ClientID is the OAuth client the CLIs identify as (DefaultClientID).
@@ -116,12 +119,11 @@ type Options struct {
 
 // Service serves login.v1. Create it with New.
 type Service struct {
-	opt       Options
-	acc       store.Access
-	key       []byte
-	accounts  *limiter
-	addresses *limiter
-	slots     chan struct{}
+	opt      Options
+	acc      store.Access
+	key      []byte
+	attempts *auth.PasswordLimiter
+	slots    chan struct{}
 }
 
 // New returns the login service. It reads (or creates) the CSRF key in
@@ -146,20 +148,11 @@ func New(ctx context.Context, opt Options) (*Service, error) {
 	if opt.MinPort < 1024 || opt.MaxPort > 65535 || opt.MaxPort <= opt.MinPort {
 		return nil, registry.Errorf(registry.Invalid, "login: the port range %d-%d must lie within 1024-65535 and hold at least two ports (the CLIs draw a port below the maximum)", opt.MinPort, opt.MaxPort)
 	}
-	defaults := []struct {
-		d   *time.Duration
-		def time.Duration
-	}{{&opt.TokenTTL, DefaultTokenTTL}, {&opt.CodeTTL, DefaultCodeTTL}, {&opt.AccountEvery, DefaultAccountEvery}, {&opt.AddressEvery, DefaultAddressEvery}}
-	for _, d := range defaults {
-		if *d.d <= 0 {
-			*d.d = d.def
-		}
+	if opt.TokenTTL <= 0 {
+		opt.TokenTTL = DefaultTokenTTL
 	}
-	if opt.AccountBurst <= 0 {
-		opt.AccountBurst = DefaultAccountBurst
-	}
-	if opt.AddressBurst <= 0 {
-		opt.AddressBurst = DefaultAddressBurst
+	if opt.CodeTTL <= 0 {
+		opt.CodeTTL = DefaultCodeTTL
 	}
 	if opt.HashSlots <= 0 {
 		opt.HashSlots = 4
@@ -175,12 +168,13 @@ func New(ctx context.Context, opt Options) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Service{
-		opt: opt, acc: acc, key: key,
-		accounts:  newLimiter(opt.AccountBurst, opt.AccountEvery),
-		addresses: newLimiter(opt.AddressBurst, opt.AddressEvery),
-		slots:     make(chan struct{}, opt.HashSlots),
-	}, nil
+	attempts := auth.NewPasswordLimiter(auth.PasswordLimits{
+		AccountBurst: opt.AccountBurst, AccountEvery: opt.AccountEvery, AddressBurst: opt.AddressBurst, AddressEvery: opt.AddressEvery,
+	})
+	if opt.Authenticator != nil {
+		opt.Authenticator.SetPasswordLimiter(attempts)
+	}
+	return &Service{opt: opt, acc: acc, key: key, attempts: attempts, slots: make(chan struct{}, opt.HashSlots)}, nil
 }
 
 // Discovery returns the login.v1 value of the discovery document.
@@ -361,14 +355,12 @@ func (s *Service) submitForm(w http.ResponseWriter, r *http.Request) {
 	if len(account) > 64 {
 		account = account[:64]
 	}
-	if ok, wait := s.addresses.take("addr:"+source, now); !ok {
-		s.fail(w, r, a, http.StatusTooManyRequests, wait, account, "rate limited (source address)",
-			"Too many login attempts from your address. Try again in "+waitText(wait)+".")
-		return
-	}
-	if ok, wait := s.accounts.take("user:"+account, now); !ok {
-		s.fail(w, r, a, http.StatusTooManyRequests, wait, account, "rate limited (account)",
-			"Too many login attempts for this account. Try again in "+waitText(wait)+".")
+	if ok, wait, limit := s.attempts.Take(account, source, now); !ok {
+		message := "Too many login attempts for this account. Try again in " + waitText(wait) + "."
+		if limit == "source address" {
+			message = "Too many login attempts from your address. Try again in " + waitText(wait) + "."
+		}
+		s.fail(w, r, a, http.StatusTooManyRequests, wait, account, "rate limited ("+limit+")", message)
 		return
 	}
 	user, reason := s.verify(r.Context(), name, password)

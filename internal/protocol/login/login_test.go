@@ -571,3 +571,55 @@ func TestRateLimits(t *testing.T) {
 		}
 	})
 }
+
+// TestRateLimitSharedWithAPI checks that the login page and password
+// changes through the management API draw from the same buckets: guesses
+// through one path are limited by attempts through the other.
+func TestRateLimitSharedWithAPI(t *testing.T) {
+	e := start(t, login.Options{AccountBurst: 2, AccountEvery: time.Hour})
+	e.user(t, "bob", false)
+	ctx := context.Background()
+	token := func(user string) string {
+		secret, hash, err := auth.NewToken()
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, _ := auth.NewID()
+		if err := e.acc.(store.Index).CreateToken(ctx, registry.Token{ID: id, Hash: hash, User: user, Scopes: []registry.Scope{registry.ScopeAdmin}, CreatedAt: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+		return secret
+	}
+	changePassword := func(user, current string) int {
+		req, _ := http.NewRequest("PATCH", e.srv.URL+"/api/v1/users/"+user,
+			strings.NewReader(`{"password":"another fine password","current_password":"`+current+`"}`))
+		req.Header.Set("Authorization", "Bearer "+token(user))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := e.srv.HTTPClient().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	b := e.browser(t)
+
+	// Guesses on the login page use up alice's attempts through the API.
+	for i := range 2 {
+		if p := b.submit(t, b.loginFields(t, "alice", "wrong password!")); p.status != http.StatusUnauthorized {
+			t.Fatalf("login attempt %d: %d", i, p.status)
+		}
+	}
+	if status := changePassword("alice", password); status != http.StatusTooManyRequests {
+		t.Errorf("API password check after two failed logins = %d, want 429", status)
+	}
+	// Guesses through the API use up bob's attempts on the login page.
+	for i := range 2 {
+		if status := changePassword("bob", "wrong password!"); status != http.StatusForbidden {
+			t.Fatalf("API guess %d = %d, want 403", i, status)
+		}
+	}
+	if p := b.submit(t, b.loginFields(t, "bob", password)); p.status != http.StatusTooManyRequests {
+		t.Errorf("login after two API guesses = %d, want 429", p.status)
+	}
+}
