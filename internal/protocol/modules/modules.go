@@ -458,14 +458,15 @@ func latest(e *entry) registry.ModuleVersion {
 }
 
 // downloadLatest redirects to the download of the latest version, as the
-// public registry does.
+// public registry does, with an absolute URL under the public base (which
+// keeps the path prefix Trove may be reached under).
 func (s *Service) downloadLatest(w http.ResponseWriter, r *http.Request) error {
 	e, key, _, err := s.lookup(r.Context(), r)
 	if err != nil {
 		return err
 	}
 	v := latest(e)
-	target := BasePath + url.PathEscape(key.ns) + "/" + url.PathEscape(key.name) + "/" + url.PathEscape(key.system) + "/" + url.PathEscape(v.Version) + "/download"
+	target := s.base + BasePath + url.PathEscape(key.ns) + "/" + url.PathEscape(key.name) + "/" + url.PathEscape(key.system) + "/" + url.PathEscape(v.Version) + "/download"
 	w.Header()["Cache-Control"] = noStore
 	http.Redirect(w, r, target, http.StatusFound)
 	return nil
@@ -635,7 +636,7 @@ func (s *Service) listing(w http.ResponseWriter, r *http.Request, namespace, que
 		}
 		q.Set("offset", strconv.Itoa(offset))
 		q.Set("limit", strconv.Itoa(f.Limit))
-		return r.URL.Path + "?" + q.Encode()
+		return s.base + r.URL.EscapedPath() + "?" + q.Encode()
 	}
 	if next := f.Offset + f.Limit; next < total {
 		out.Meta.NextOffset, out.Meta.NextURL = &next, page(next)

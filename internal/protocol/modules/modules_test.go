@@ -320,7 +320,7 @@ func TestLatestAndDetails(t *testing.T) {
 	e.publish(t, "acme/network/aws", "2.0.0-rc.1", mainTF("rc"))
 
 	resp, _ := e.get(t, "/v1/modules/acme/network/aws/download", nil)
-	if resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != "/v1/modules/acme/network/aws/1.1.0/download" {
+	if resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != e.srv.URL+"/v1/modules/acme/network/aws/1.1.0/download" {
 		t.Errorf("latest download: %d Location %q, want 302 to the 1.1.0 download (the newest release)", resp.StatusCode, resp.Header.Get("Location"))
 	}
 	var doc struct {
@@ -440,12 +440,68 @@ func TestListAndSearch(t *testing.T) {
 	_, body := e.get(t, "/v1/modules?limit=2", nil)
 	var l list
 	json.Unmarshal(body, &l)
-	if l.Meta.Limit != 2 || *l.Meta.NextOffset != 2 || !strings.HasPrefix(l.Meta.NextURL, "/v1/modules?") || !strings.Contains(l.Meta.NextURL, "offset=2") {
+	if l.Meta.Limit != 2 || *l.Meta.NextOffset != 2 || !strings.HasPrefix(l.Meta.NextURL, e.srv.URL+"/v1/modules?") || !strings.Contains(l.Meta.NextURL, "offset=2") {
 		t.Errorf("meta = %+v", l.Meta)
 	}
 	for _, path := range []string{"/v1/modules/search", "/v1/modules?limit=0", "/v1/modules?limit=101", "/v1/modules?offset=-1", "/v1/modules?provider=AWS"} {
 		if resp, body := e.get(t, path, nil); resp.StatusCode != http.StatusBadRequest {
 			t.Errorf("GET %s: %d %s, want 400", path, resp.StatusCode, body)
+		}
+	}
+}
+
+// TestPathPrefix checks the URLs the Service builds when Trove is reached
+// under a path prefix (a public URL with a path, behind a proxy that
+// strips it): the archive URL, the latest-version redirect and the
+// listing's page links all keep the prefix.
+func TestPathPrefix(t *testing.T) {
+	e := setup(t)
+	for _, name := range []string{"dns", "network", "vpc"} {
+		e.publish(t, "acme/"+name+"/aws", "1.0.0", mainTF(name))
+	}
+	const base = "https://registry.example.test/trove"
+	svc := protocol.New(e.srv.Index, e.srv.Signer, mustURL(base+"/"), nil)
+	mux := http.NewServeMux()
+	svc.Register(mux)
+	get := func(path string) *httptest.ResponseRecorder {
+		t.Helper()
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		return rec
+	}
+
+	rec := get("/v1/modules/acme/network/aws/1.0.0/download")
+	if loc := rec.Header().Get("X-Terraform-Get"); rec.Code != http.StatusNoContent || !strings.HasPrefix(loc, base+signedurl.PathPrefix) {
+		t.Errorf("download: %d X-Terraform-Get %q, want 204 and a URL under %s", rec.Code, loc, base+signedurl.PathPrefix)
+	}
+	rec = get("/v1/modules/acme/network/aws/download")
+	if want := base + "/v1/modules/acme/network/aws/1.0.0/download"; rec.Code != http.StatusFound || rec.Header().Get("Location") != want {
+		t.Errorf("latest download: %d Location %q, want 302 to %s", rec.Code, rec.Header().Get("Location"), want)
+	}
+	for _, tt := range []struct{ path, next, prev string }{
+		{"/v1/modules?limit=1&offset=1", base + "/v1/modules?", base + "/v1/modules?"},
+		{"/v1/modules/acme?limit=1&offset=1", base + "/v1/modules/acme?", base + "/v1/modules/acme?"},
+		{"/v1/modules/search?q=acme&limit=1&offset=1", base + "/v1/modules/search?", base + "/v1/modules/search?"},
+	} {
+		rec := get(tt.path)
+		var l struct {
+			Meta struct {
+				NextURL string `json:"next_url"`
+				PrevURL string `json:"prev_url"`
+			} `json:"meta"`
+		}
+		if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &l) != nil {
+			t.Fatalf("GET %s: %d %s", tt.path, rec.Code, rec.Body)
+		}
+		if !strings.HasPrefix(l.Meta.NextURL, tt.next) || !strings.Contains(l.Meta.NextURL, "offset=2") ||
+			!strings.HasPrefix(l.Meta.PrevURL, tt.prev) || !strings.Contains(l.Meta.PrevURL, "offset=0") {
+			t.Fatalf("GET %s: next_url %q prev_url %q, want them under %s", tt.path, l.Meta.NextURL, l.Meta.PrevURL, base)
+		}
+		// The page links lead to the neighbouring pages once the prefix is stripped.
+		for _, link := range []string{l.Meta.NextURL, l.Meta.PrevURL} {
+			if rec := get(strings.TrimPrefix(link, base)); rec.Code != http.StatusOK {
+				t.Errorf("GET %s (from %s): %d", link, tt.path, rec.Code)
+			}
 		}
 	}
 }
