@@ -4,15 +4,16 @@
 # and that the examples are formatted. With --update it rewrites docs/
 # instead (what `go generate ./terraform-provider-trove` runs).
 #
-# Nothing is downloaded but tfplugindocs itself, from the Go module proxy:
-# the provider's schema is read with the terraform on the PATH (built
-# provider, `terraform init -plugin-dir`, `terraform providers schema -json`)
+# tfplugindocs is a tool dependency of the module (the tool directive in
+# go.mod, its version pinned by go.sum), run with `go tool tfplugindocs`.
+# Nothing else is downloaded: the provider's schema is read with the
+# terraform on the PATH (built provider, `terraform init -plugin-dir`,
+# `terraform providers schema -json`)
 # and handed to tfplugindocs with --providers-schema, which then neither
 # builds the provider nor looks for (or downloads) a terraform of its own.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-TFPLUGINDOCS_VERSION=v0.25.0
 provider_dir=terraform-provider-trove
 
 fail() {
@@ -81,11 +82,9 @@ cp -R "$provider_dir/examples" "$work/"
 if [ -d "$provider_dir/templates" ]; then
 	cp -R "$provider_dir/templates" "$work/"
 fi
-(
-	cd "$work"
-	go run "github.com/hashicorp/terraform-plugin-docs/cmd/tfplugindocs@$TFPLUGINDOCS_VERSION" \
-		generate --provider-name trove --providers-schema "$tmp/schema.json" --provider-dir "$work" >"$tmp/tfplugindocs.log" 2>&1
-) || {
+# Run from the module root, where go.mod names the tool and its version.
+go tool tfplugindocs generate --provider-name trove --providers-schema "$tmp/schema.json" \
+	--provider-dir "$work" >"$tmp/tfplugindocs.log" 2>&1 || {
 	cat "$tmp/tfplugindocs.log" >&2
 	fail "tfplugindocs generate failed"
 }
