@@ -22,7 +22,9 @@
 // (cache hits included) first asks the Guard whether it may read the
 // namespace. A request that may not is answered exactly as one for a
 // module that does not exist, so private names do not leak; an anonymous
-// one gets 401 so that the clients ask their user for credentials.
+// one gets 401 so that the clients ask their user for credentials, and so
+// does one whose token is not valid (listings and search check the token
+// first, even when they would list nothing).
 // Archive URLs of private namespaces are signed by the private signer (a
 // shorter lifetime), and their versions documents are marked
 // "Cache-Control: private, no-cache". Listings and search leave out the
@@ -45,6 +47,7 @@ import (
 
 	version "github.com/hashicorp/go-version"
 
+	"trove.dev/trove/internal/auth"
 	"trove.dev/trove/internal/httpjson"
 	modarchive "trove.dev/trove/internal/modules"
 	"trove.dev/trove/internal/registry"
@@ -99,6 +102,15 @@ type Guard interface {
 	// a module that does not exist. Any other error is answered as is
 	// (Unauthenticated: 401).
 	ProtocolRead(r *http.Request, namespace string) (private bool, err error)
+}
+
+// tokenGuard is the optional ability of a Guard to authenticate a request
+// apart from any namespace (*auth.Access has it). With it, a listing or
+// search that presents a token that is not valid gets 401 before anything
+// is listed, as on every other route; without it, the token is only
+// checked when the guard is asked about a namespace.
+type tokenGuard interface {
+	Authenticator() *auth.Authenticator
 }
 
 // maxListScan bounds how many matching modules a listing or search reads
@@ -578,16 +590,25 @@ func nonNil[T any](s []T) []T {
 
 // list serves GET /v1/modules?namespace=&provider=&offset=&limit=.
 func (s *Service) list(w http.ResponseWriter, r *http.Request) error {
+	if err := s.authenticate(r); err != nil {
+		return err
+	}
 	return s.listing(w, r, r.URL.Query().Get("namespace"), "")
 }
 
 // listNamespace serves GET /v1/modules/{namespace}.
 func (s *Service) listNamespace(w http.ResponseWriter, r *http.Request) error {
+	if err := s.authenticate(r); err != nil {
+		return err
+	}
 	return s.listing(w, r, r.PathValue("namespace"), "")
 }
 
 // search serves GET /v1/modules/search?q=&namespace=&provider=&offset=&limit=.
 func (s *Service) search(w http.ResponseWriter, r *http.Request) error {
+	if err := s.authenticate(r); err != nil {
+		return err
+	}
 	q := strings.TrimSpace(r.URL.Query().Get("q"))
 	if q == "" {
 		return registry.Errorf(registry.Invalid, "search needs a query: /v1/modules/search?q=<text>")
@@ -646,6 +667,21 @@ func (s *Service) listing(w http.ResponseWriter, r *http.Request, namespace, que
 		out.Meta.PrevOffset, out.Meta.PrevURL = &prev, page(prev)
 	}
 	return httpjson.Write(w, http.StatusOK, out)
+}
+
+// authenticate checks the token r presents, if any, whatever the request
+// asks for: an invalid, expired or revoked token is Unauthenticated even
+// where nothing would be listed. Anonymous requests pass.
+func (s *Service) authenticate(r *http.Request) error {
+	if len(r.Header["Authorization"]) == 0 {
+		return nil
+	}
+	g, ok := s.guard.(tokenGuard)
+	if !ok {
+		return nil
+	}
+	_, err := g.Authenticator().AuthenticateCached(r)
+	return err
 }
 
 // readablePage returns one page of the modules matching f that r may

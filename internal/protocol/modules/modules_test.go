@@ -641,15 +641,59 @@ func TestPrivateNamespace(t *testing.T) {
 	}
 }
 
-// mintToken stores a token with scope on ns and returns its secret.
-func mintToken(t *testing.T, s *trovetest.Server, ns string, scope registry.Scope) string {
+// TestListingRejectsInvalidTokens checks that listings and search answer
+// 401 to a token that is not valid, as the other routes do, also when
+// they would list nothing and so never ask about a namespace.
+func TestListingRejectsInvalidTokens(t *testing.T) {
+	e := setup(t)
+	if err := e.srv.Index.CreateNamespace(t.Context(), registry.Namespace{Name: "secret", Visibility: registry.VisibilityPrivate, CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	valid := "Bearer " + mintToken(t, e.srv, "acme", registry.ScopeRead)
+	bad := map[string]string{
+		"unknown":   "Bearer trove_not_a_real_token",
+		"malformed": "Basic dXNlcjpwYXNz",
+		"expired":   "Bearer " + mintToken(t, e.srv, "acme", registry.ScopeRead, func(tk *registry.Token) { tk.ExpiresAt = time.Now().Add(-time.Minute) }),
+		"revoked":   "Bearer " + mintToken(t, e.srv, "acme", registry.ScopeRead, func(tk *registry.Token) { tk.RevokedAt = time.Now().Add(-time.Minute) }),
+	}
+	// No module is published: nothing is listed, whoever asks.
+	paths := []string{
+		"/v1/modules", "/v1/modules?verified=true", "/v1/modules?namespace=acme", "/v1/modules?namespace=secret",
+		"/v1/modules/acme", "/v1/modules/secret", "/v1/modules/nope", "/v1/modules/-bad-",
+		"/v1/modules/search?q=network", "/v1/modules/search?q=network&namespace=acme", "/v1/modules/search",
+	}
+	for _, path := range paths {
+		for name, header := range bad {
+			resp, body := e.get(t, path, http.Header{"Authorization": {header}})
+			var doc struct{ Errors []string }
+			if resp.StatusCode != http.StatusUnauthorized || json.Unmarshal(body, &doc) != nil || len(doc.Errors) == 0 {
+				t.Errorf("GET %s with the %s token: %d %s, want 401 with {\"errors\":[...]}", path, name, resp.StatusCode, body)
+			}
+		}
+	}
+	// A valid token still lists what it may read.
+	e.publish(t, "acme/network/aws", "1.0.0", mainTF("vpc"))
+	for _, path := range []string{"/v1/modules", "/v1/modules/acme", "/v1/modules/search?q=network"} {
+		if resp, body := e.get(t, path, http.Header{"Authorization": {valid}}); resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "acme/network/aws/1.0.0") {
+			t.Errorf("GET %s with a valid token: %d %s, want 200 listing acme/network/aws", path, resp.StatusCode, body)
+		}
+	}
+}
+
+// mintToken stores a token with scope on ns, adjusted by the optional
+// mutate functions, and returns its secret.
+func mintToken(t *testing.T, s *trovetest.Server, ns string, scope registry.Scope, mutate ...func(*registry.Token)) string {
 	t.Helper()
 	secret, hash, err := auth.NewToken()
 	if err != nil {
 		t.Fatal(err)
 	}
 	id, _ := auth.NewID()
-	if err := s.Index.CreateToken(t.Context(), registry.Token{ID: id, Hash: hash, Namespace: ns, Scopes: []registry.Scope{scope}, CreatedAt: time.Now()}); err != nil {
+	tok := registry.Token{ID: id, Hash: hash, Namespace: ns, Scopes: []registry.Scope{scope}, CreatedAt: time.Now()}
+	for _, m := range mutate {
+		m(&tok)
+	}
+	if err := s.Index.CreateToken(t.Context(), tok); err != nil {
 		t.Fatal(err)
 	}
 	return secret
