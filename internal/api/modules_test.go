@@ -12,7 +12,9 @@ import (
 	"testing"
 
 	"trove.dev/trove/internal/apispec"
+	"trove.dev/trove/internal/auth"
 	"trove.dev/trove/internal/modules"
+	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/trovetest"
 )
 
@@ -39,6 +41,45 @@ func moduleArchive(t *testing.T, files map[string]string) []byte {
 var networkModule = map[string]string{
 	"main.tf":   "variable \"cidr\" {\n  type        = string\n  description = \"CIDR block.\"\n}\n\noutput \"cidr\" {\n  value = var.cidr\n}\n",
 	"README.md": "# Network\n\nBuilds a network.\n",
+}
+
+// auditEvents returns the audit events of one action, read through the API
+// as a global admin.
+func auditEvents(t *testing.T, s *trovetest.Server, action string) []apispec.AuditEvent {
+	t.Helper()
+	status, raw := apiDo(t, s, "GET", "/api/v1/audit?action="+action, "Bearer "+s.AdminToken, "", nil)
+	var list apispec.AuditList
+	if status != 200 || json.Unmarshal(raw, &list) != nil {
+		t.Fatalf("audit?action=%s = %d %s", action, status, raw)
+	}
+	return list.Events
+}
+
+// actorOf names the holder of a "Bearer <secret>" service token as the
+// audit log does.
+func actorOf(t *testing.T, s *trovetest.Server, bearer string) string {
+	t.Helper()
+	tok, err := s.Index.TokenByHash(t.Context(), auth.HashToken(strings.TrimPrefix(bearer, "Bearer ")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "token:" + tok.ID
+}
+
+// checkModuleAudit checks that exactly one event of action was recorded
+// for the module version target, by actor, from the loopback address.
+func checkModuleAudit(t *testing.T, s *trovetest.Server, action, actor, target, digest string) {
+	t.Helper()
+	events := auditEvents(t, s, action)
+	if len(events) != 1 {
+		t.Fatalf("audit has %d %s events, want 1: %+v", len(events), action, events)
+	}
+	ev := events[0]
+	if ev.Action != action || ev.Actor != actor || ev.Target != target || ev.Namespace != "acme" ||
+		ev.SourceAddr != "127.0.0.1" || !strings.Contains(ev.Details, "sha256 "+digest) {
+		t.Errorf("%s event = %+v, want actor %s, target %q, namespace acme, source 127.0.0.1 and the archive digest %s",
+			action, ev, actor, target, digest)
+	}
 }
 
 // apiDo sends one request and returns the status and body.
@@ -127,6 +168,7 @@ func TestModuleLifecycle(t *testing.T) {
 		v.Description != "Builds a network." || len(v.Metadata) == 0 || res.Warnings == nil {
 		t.Errorf("publish result = %s", raw)
 	}
+	checkModuleAudit(t, s, registry.AuditModulePublish, actorOf(t, s, pub), "acme/network/aws 1.0.0", v.ArchiveDigest)
 
 	// The same bytes as multipart: an idempotent retry.
 	var mp bytes.Buffer
@@ -201,9 +243,16 @@ func TestModuleLifecycle(t *testing.T) {
 			t.Errorf("delete with %q = %d %s, want 400 telling the confirmation", q, status, raw)
 		}
 	}
+	if events := auditEvents(t, s, registry.AuditModuleDelete); len(events) != 0 {
+		t.Errorf("refused deletes recorded %d %s events: %+v", len(events), registry.AuditModuleDelete, events)
+	}
 	if status, raw = apiDo(t, s, "DELETE", path+"?confirm=ACME/Network/aws/1.0.0", admin, "", nil); status != 204 {
 		t.Fatalf("confirmed delete = %d %s", status, raw)
 	}
+	checkModuleAudit(t, s, registry.AuditModuleDelete, actorOf(t, s, admin), "acme/network/aws 1.0.0", v.ArchiveDigest)
+	// The idempotent re-publish, the conflict and the refused publishes
+	// recorded nothing: still the one publish.
+	checkModuleAudit(t, s, registry.AuditModulePublish, actorOf(t, s, pub), "acme/network/aws 1.0.0", v.ArchiveDigest)
 	if status, _ = apiDo(t, s, "GET", path, admin, "", nil); status != 404 {
 		t.Errorf("get after delete = %d, want 404", status)
 	}
