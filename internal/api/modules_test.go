@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"math/rand/v2"
 	"mime/multipart"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"trove.dev/trove/internal/apispec"
 	"trove.dev/trove/internal/auth"
@@ -258,5 +260,63 @@ func TestModuleLifecycle(t *testing.T) {
 	}
 	if status, _ = apiDo(t, s, "DELETE", "/api/v1/namespaces/acme", tokens[globalAdmin], "", nil); status != 204 {
 		t.Errorf("namespace delete once empty = %d, want 204", status)
+	}
+}
+
+// TestModulePublishTooLarge sends an archive over the server's archive
+// limit, as a raw body and as a multipart part: 413 with a JSON error, and
+// nothing stored or left staged.
+func TestModulePublishTooLarge(t *testing.T) {
+	const limit = 4 << 10
+	s := trovetest.Start(t, trovetest.Options{MaxZipBytes: limit})
+	if err := s.Index.CreateNamespace(t.Context(), registry.Namespace{Name: "acme", CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	pub := "Bearer " + mint(t, s, "acme", registry.ScopePublish, nil)
+	// Random bytes do not compress: the archive exceeds the limit.
+	noise := make([]byte, 2*limit)
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range noise {
+		noise[i] = byte(r.Uint32())
+	}
+	archive := moduleArchive(t, map[string]string{"main.tf": networkModule["main.tf"], "data.bin": string(noise)})
+	if len(archive) <= limit {
+		t.Fatalf("test archive of %d bytes is within the %d-byte limit", len(archive), limit)
+	}
+	multipartBody := func() (io.Reader, string) {
+		var mp bytes.Buffer
+		mw := multipart.NewWriter(&mp)
+		fw, _ := mw.CreateFormFile(apispec.PublishFileField, "network.tar.gz")
+		fw.Write(archive)
+		mw.Close()
+		return &mp, mw.FormDataContentType()
+	}
+	path := "/api/v1/namespaces/acme/modules/network/aws/versions/1.0.0"
+	for name, body := range map[string]func() (io.Reader, string){
+		"raw body":  func() (io.Reader, string) { return bytes.NewReader(archive), apispec.ModuleArchiveTarGz },
+		"multipart": multipartBody,
+	} {
+		b, ctype := body()
+		status, raw := apiDo(t, s, "POST", path, pub, ctype, b)
+		var e struct{ Errors []string }
+		if status != http.StatusRequestEntityTooLarge || json.Unmarshal(raw, &e) != nil || len(e.Errors) == 0 ||
+			!strings.Contains(e.Errors[0], "limit") {
+			t.Errorf("%s: publish of a %d-byte archive = %d %s, want 413 with {\"errors\":[...]} naming the limit", name, len(archive), status, raw)
+		}
+	}
+
+	if status, raw := apiDo(t, s, "GET", path, pub, "", nil); status != http.StatusNotFound {
+		t.Errorf("get after the refused publishes = %d %s, want 404", status, raw)
+	}
+	if _, total, err := s.Index.ListModules(t.Context(), registry.ModuleFilter{}); err != nil || total != 0 {
+		t.Errorf("ListModules after the refused publishes: %d modules (%v), want none", total, err)
+	}
+	blobs := 0
+	if err := s.Blobs.Walk(t.Context(), func(string, int64) error { blobs++; return nil }); err != nil || blobs != 0 {
+		t.Errorf("%d blobs stored by the refused publishes (%v), want none", blobs, err)
+	}
+	staged, _ := filepath.Glob(filepath.Join(s.DataDir, "tmp", "module-*"))
+	if len(staged) != 0 {
+		t.Errorf("staging area keeps %q", staged)
 	}
 }
