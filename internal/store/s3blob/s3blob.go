@@ -92,14 +92,22 @@ const (
 	// AWS Signature Version 4).
 	MaxPresignTTL = 7 * 24 * time.Hour
 
-	maxParts       = 10_000 // S3's limit per multipart upload
-	dialTimeout    = 10 * time.Second
-	readTimeout    = time.Minute // longest silence on an open connection
-	maxBackoff     = time.Second // longest pause between two attempts of a request
-	abortTimeout   = 30 * time.Second
-	emptySHA256    = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
-	defaultRegion  = "us-east-1" // for custom endpoints that ignore the region
-	blobsDirectory = "sha256/"
+	maxParts = 10_000 // S3's limit per multipart upload
+	// dialTimeout bounds connecting to S3. A blackholed endpoint (packets
+	// dropped, no refusal) costs each attempt this long, so it is short:
+	// S3 endpoints answer a connection within milliseconds when they work.
+	dialTimeout  = 3 * time.Second
+	maxAttempts  = 3           // attempts of one request, while the retry quota lasts
+	readTimeout  = time.Minute // longest silence on an open connection
+	maxBackoff   = time.Second // longest pause between two attempts of a request
+	abortTimeout = 30 * time.Second
+	// unreachableTimeout bounds how long a request to an endpoint that
+	// does not answer connections at all takes to fail: every attempt's
+	// connection times out, with the longest pauses between attempts.
+	unreachableTimeout = maxAttempts*dialTimeout + (maxAttempts-1)*maxBackoff
+	emptySHA256        = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+	defaultRegion      = "us-east-1" // for custom endpoints that ignore the region
+	blobsDirectory     = "sha256/"
 )
 
 // Options configures a Store.
@@ -164,10 +172,14 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 	load := []func(*awsconfig.LoadOptions) error{
 		awsconfig.WithHTTPClient(httpClient),
 		// Three attempts with a short random pause between them, so that
-		// an unreachable S3 fails a request within about a second; the
-		// retry quota stops retrying altogether during a long outage.
+		// a refused connection fails a request within about a second and
+		// a blackholed endpoint within unreachableTimeout; the retry quota
+		// stops retrying altogether during a long outage.
 		awsconfig.WithRetryer(func() aws.Retryer {
-			return retry.NewStandard(func(o *retry.StandardOptions) { o.Backoff = retry.BackoffDelayerFunc(backoff) })
+			return retry.NewStandard(func(o *retry.StandardOptions) {
+				o.MaxAttempts = maxAttempts
+				o.Backoff = retry.BackoffDelayerFunc(backoff)
+			})
 		}),
 		// Trove sends its own SHA-256 checksums; the SDK's default CRC32
 		// trailers are not understood by every S3-compatible server.
@@ -774,7 +786,7 @@ func (s *Store) PresignGet(ctx context.Context, digest, filename string, ttl tim
 // unreachable or failing server and an ended context, Internal otherwise.
 // doing says what Trove was doing, for the message.
 func (s *Store) fail(err error, doing string) error {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	if interrupted(err) {
 		return registry.Wrap(registry.Unavailable, err, doing+": interrupted")
 	}
 	status := 0
@@ -802,6 +814,19 @@ func (s *Store) fail(err error, doing string) error {
 		return registry.Wrap(registry.Unavailable, err, fmt.Sprintf("%s: cannot reach S3 at %s", doing, s.endpoint))
 	}
 	return registry.Wrap(registry.Internal, err, doing)
+}
+
+// interrupted reports whether err means that the caller's context ended.
+// A connection that timed out by itself matches context.DeadlineExceeded
+// too (net's timeout error says so) but comes inside a *net.OpError, while
+// the SDK reports a request its context ended as a smithy.CanceledError.
+func interrupted(err error) bool {
+	var canceled *smithy.CanceledError
+	if errors.As(err, &canceled) || errors.Is(err, context.Canceled) {
+		return true
+	}
+	var op *net.OpError
+	return errors.Is(err, context.DeadlineExceeded) && !errors.As(err, &op)
 }
 
 // isTransportError reports whether err means that no HTTP response came
