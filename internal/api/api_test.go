@@ -148,6 +148,34 @@ func emptyMultipart() (io.Reader, string) {
 // namespace get 404, so that namespace names do not leak.
 func TestAuthorizationMatrix(t *testing.T) {
 	s, tokens := setup(t)
+	ctx := context.Background()
+	// Things that exist in acme: a signing key, a provider version, and
+	// rita's password (her own change must name it).
+	const ritaPassword = "rita's current password"
+	key := registry.SigningKey{Namespace: "acme", KeyID: "FEDCBA9876543210", Fingerprint: strings.Repeat("E", 40), ASCIIArmor: "x", CreatedAt: time.Now()}
+	if err := s.Index.AddSigningKey(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	err := s.Index.CreateProviderVersion(ctx, registry.ProviderVersion{
+		Namespace: "acme", Type: "widget", Version: "1.0.0", Protocols: []string{"5.0"},
+		SHASumsDigest: strings.Repeat("a", 64), SHASumsSignatureDigest: strings.Repeat("b", 64), SigningKey: key,
+		Platforms:   []registry.Platform{{OS: "linux", Arch: "amd64", Filename: "terraform-provider-widget_1.0.0_linux_amd64.zip", SHA256: strings.Repeat("d", 64), Size: 1}},
+		PublishedAt: time.Now(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	acc := s.Index.(store.Access)
+	rita, err := acc.GetUser(ctx, "rita")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rita.PasswordHash, err = auth.HashPassword(ritaPassword); err != nil {
+		t.Fatal(err)
+	}
+	if err := acc.UpdateUser(ctx, rita); err != nil {
+		t.Fatal(err)
+	}
 	n := 0
 	// Shorthands for the answers of user principals.
 	readers := func(m map[string]int, reader, publisher, admin, other, global, narrow int) map[string]int {
@@ -200,6 +228,22 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"create personal token of rita", call{"POST", "/api/v1/tokens", jsonBody(`{"user":"rita","scopes":["read"]}`)},
 			readers(map[string]int{acmeRead: 403, acmePublish: 403, acmeAdmin: 403, otherAdmin: 403, globalRead: 403, globalAdmin: 201}, 201, 403, 403, 403, 201, 403)},
 		{"expire a missing token", call{"PATCH", "/api/v1/tokens/tok_nosuch", jsonBody(`{"expires_at":"` + past + `"}`)}, all(404)},
+		// {acme token} is a new read token bound to acme for every caller.
+		{"show an acme token", call{"GET", "/api/v1/tokens/{acme token}", nil},
+			readers(map[string]int{acmeRead: 403, acmePublish: 403, acmeAdmin: 200, otherAdmin: 404, globalRead: 403, globalAdmin: 200}, 403, 403, 200, 404, 200, 403)},
+		{"revoke an acme token", call{"DELETE", "/api/v1/tokens/{acme token}", nil},
+			readers(map[string]int{acmeRead: 403, acmePublish: 403, acmeAdmin: 204, otherAdmin: 404, globalRead: 403, globalAdmin: 204}, 403, 403, 204, 404, 204, 403)},
+		{"show a key", call{"GET", "/api/v1/namespaces/acme/keys/FEDCBA9876543210", nil},
+			readers(map[string]int{acmeRead: 200, acmePublish: 200, acmeAdmin: 200, otherAdmin: 404, globalRead: 200, globalAdmin: 200}, 200, 200, 200, 404, 200, 200)},
+		{"show a provider", call{"GET", "/api/v1/namespaces/acme/providers/widget", nil},
+			readers(map[string]int{acmeRead: 200, acmePublish: 200, acmeAdmin: 200, otherAdmin: 404, globalRead: 200, globalAdmin: 200}, 200, 200, 200, 404, 200, 200)},
+		{"show a provider version", call{"GET", "/api/v1/namespaces/acme/providers/widget/versions/1.0.0", nil},
+			readers(map[string]int{acmeRead: 200, acmePublish: 200, acmeAdmin: 200, otherAdmin: 404, globalRead: 200, globalAdmin: 200}, 200, 200, 200, 404, 200, 200)},
+		{"show a missing provider", call{"GET", "/api/v1/namespaces/acme/providers/nosuch", nil},
+			readers(map[string]int{acmeRead: 404, acmePublish: 404, acmeAdmin: 404, otherAdmin: 404, globalRead: 404, globalAdmin: 404}, 404, 404, 404, 404, 404, 404)},
+		// Setting rita's password to what it is changes nothing, whoever may.
+		{"change rita's password", call{"PATCH", "/api/v1/users/rita", jsonBody(`{"password":"` + ritaPassword + `","current_password":"` + ritaPassword + `"}`)},
+			readers(map[string]int{acmeRead: 403, acmePublish: 403, acmeAdmin: 403, otherAdmin: 403, globalRead: 403, globalAdmin: 200}, 200, 403, 403, 403, 200, 403)},
 		{"list providers", call{"GET", "/api/v1/namespaces/acme/providers", nil},
 			readers(map[string]int{acmeRead: 200, acmePublish: 200, acmeAdmin: 200, otherAdmin: 404, globalRead: 200, globalAdmin: 200}, 200, 200, 200, 404, 200, 200)},
 		{"list providers of a public namespace", call{"GET", "/api/v1/namespaces/open/providers", nil}, all(200)},
@@ -245,7 +289,16 @@ func TestAuthorizationMatrix(t *testing.T) {
 					n++
 					body, ctype = strings.NewReader(fmt.Sprintf(`{"name":"user-%d","password":"a long enough password"}`, n)), "application/json"
 				}
-				req, _ := http.NewRequest(c.call.method, s.URL+c.call.path, body)
+				path := c.call.path
+				if strings.Contains(path, "{acme token}") {
+					secret := mint(t, s, "acme", registry.ScopeRead, nil)
+					tok, err := s.Index.TokenByHash(context.Background(), auth.HashToken(secret))
+					if err != nil {
+						t.Fatal(err)
+					}
+					path = strings.Replace(path, "{acme token}", tok.ID, 1)
+				}
+				req, _ := http.NewRequest(c.call.method, s.URL+path, body)
 				if ctype != "" {
 					req.Header.Set("Content-Type", ctype)
 				}
@@ -259,7 +312,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 				defer resp.Body.Close()
 				raw, _ := io.ReadAll(resp.Body)
 				if resp.StatusCode != want {
-					t.Fatalf("%s %s as %s = %d %s, want %d", c.call.method, c.call.path, p, resp.StatusCode, raw, want)
+					t.Fatalf("%s %s as %s = %d %s, want %d", c.call.method, path, p, resp.StatusCode, raw, want)
 				}
 				if resp.StatusCode >= 400 {
 					var e struct{ Errors []string }
