@@ -18,7 +18,8 @@ import (
 // TestPublishRejects publishes one bad release per subtest with the real
 // CLI. Each must be refused with exit code 1 and a message naming the
 // problem, and must leave no trace: the versions endpoint and the API's
-// provider listing stay as they were, and no staged upload remains.
+// provider listing stay as they were, no staged upload remains, and none of
+// its zips, SHA256SUMS or signature is in the blob store.
 func TestPublishRejects(t *testing.T) {
 	srv := startTrove(t, filepath.Join(t.TempDir(), "data"))
 	key, publishToken := setupNamespace(t, srv)
@@ -179,8 +180,31 @@ func TestPublishRejects(t *testing.T) {
 			if left := stagedFiles(t, srv.DataDir); len(left) > 0 {
 				t.Errorf("the refused publish left staged files behind: %q", left)
 			}
+			for name, digest := range releaseFileDigests(t, d) {
+				if p := findBlob(t, srv.DataDir, digest); p != "" {
+					t.Errorf("the refused publish stored %s as a blob: %s", name, p)
+				}
+			}
 		})
 	}
+}
+
+// releaseFileDigests maps the zips, SHA256SUMS and signature that d's
+// folder holds to their SHA-256 digests: what a publish would store as
+// blobs. (The manifest is left out: it is the same in every release.)
+func releaseFileDigests(t *testing.T, d *dist) map[string]string {
+	t.Helper()
+	m := map[string]string{}
+	names := []string{d.sumsName(), d.sigName()}
+	for _, p := range d.Platforms {
+		names = append(names, d.zipName(p))
+	}
+	for _, name := range names {
+		if _, err := os.Stat(d.path(name)); err == nil {
+			m[name] = sha256File(t, d.path(name))
+		}
+	}
+	return m
 }
 
 // stagedFiles lists the files left in the data directory's staging area.
