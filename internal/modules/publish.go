@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -206,6 +207,9 @@ func (p *Publisher) Publish(ctx context.Context, up Upload) (Result, error) {
 	} else if !registry.IsKind(err, registry.NotFound) {
 		return Result{}, err
 	}
+	if err := p.checkPrecedence(ctx, v); err != nil {
+		return Result{}, err
+	}
 
 	// 3. Check the archive and extract its metadata from a staged copy.
 	stageDir, err := os.MkdirTemp(p.opt.TempDir, stagePrefix+"*.d")
@@ -235,8 +239,13 @@ func (p *Publisher) Publish(ctx context.Context, up Upload) (Result, error) {
 	v.PublishedAt = p.opt.Now().UTC()
 	err = p.opt.Index.CreateModuleVersion(ctx, v)
 	if registry.IsKind(err, registry.Conflict) {
-		// Lost a race with a concurrent publish of the same version.
+		// Lost a race with a concurrent publish of the same version, or
+		// the version equals a stored one but for build metadata (then
+		// there is no version of this exact name, and the conflict stands).
 		existing, gerr := p.opt.Index.GetModuleVersion(ctx, v.Namespace, v.Name, v.System, v.Version)
+		if registry.IsKind(gerr, registry.NotFound) {
+			return Result{}, err
+		}
 		if gerr != nil {
 			return Result{}, gerr
 		}
@@ -305,4 +314,24 @@ func (p *Publisher) Delete(ctx context.Context, namespace, name, system, version
 	}
 	p.opt.OnChange(v.Namespace, v.Name, v.System)
 	return existing, nil
+}
+
+// checkPrecedence refuses, before the archive is stored, a version equal to
+// a stored one but for build metadata. The index checks it again in the
+// transaction that creates the version.
+func (p *Publisher) checkPrecedence(ctx context.Context, v registry.ModuleVersion) error {
+	stored, err := p.opt.Index.ListModuleVersions(ctx, v.Namespace, v.Name, v.System)
+	if registry.IsKind(err, registry.NotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	core := registry.VersionPrecedence(v.Version)
+	for _, s := range stored {
+		if registry.VersionPrecedence(s.Version) == core {
+			return registry.PrecedenceConflict(fmt.Sprintf("module %s/%s/%s", v.Namespace, v.Name, v.System), v.Version, s.Version)
+		}
+	}
+	return nil
 }

@@ -2,7 +2,9 @@ package modules
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -105,6 +107,14 @@ func TestPublish(t *testing.T) {
 	_, err = e.pub.Publish(ctx, Upload{Namespace: "acme", Name: "network", System: "aws", Version: "1.2.0", Archive: bytes.NewReader(other)})
 	if !registry.IsKind(err, registry.Conflict) || !strings.Contains(err.Error(), "immutable") {
 		t.Errorf("re-publish with other bytes: %v, want a Conflict", err)
+	}
+	// Equal but for build metadata: the clients could not tell them apart.
+	_, err = e.pub.Publish(ctx, Upload{Namespace: "acme", Name: "network", System: "aws", Version: "1.2.0+other", Archive: bytes.NewReader(other)})
+	if !registry.IsKind(err, registry.Conflict) || !strings.Contains(err.Error(), "same precedence as the published version 1.2.0") {
+		t.Errorf("publish of 1.2.0+other: %v, want a precedence Conflict", err)
+	}
+	if _, err := e.blobs.Stat(ctx, fmt.Sprintf("%x", sha256.Sum256(other))); err == nil {
+		t.Errorf("the refused archive was stored")
 	}
 	if left, _ := os.ReadDir(e.tempDir); len(left) != 0 {
 		t.Errorf("staging directory keeps %d entries after the publishes", len(left))

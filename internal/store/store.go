@@ -90,7 +90,8 @@ type Providers interface {
 	// CreateProviderVersion stores v with its platforms atomically.
 	// NotFound if the namespace does not exist; Conflict if that
 	// namespace/type/version exists already (whatever its content), so that
-	// of two concurrent creates exactly one succeeds.
+	// of two concurrent creates exactly one succeeds, or a version equal to
+	// it but for build metadata does (registry.VersionPrecedence).
 	CreateProviderVersion(ctx context.Context, v registry.ProviderVersion) error
 	// GetProviderVersion returns one version with its platforms, or NotFound.
 	GetProviderVersion(ctx context.Context, namespace, typ, version string) (registry.ProviderVersion, error)
@@ -107,8 +108,9 @@ type Providers interface {
 // are passed in normalized (lowercase), System as validated.
 //
 // The summary a listing returns (registry.Module) follows the versions:
-// LatestVersion is the highest stored version by semver precedence
-// (pre-releases included, as for providers), Description is that
+// LatestVersion is the highest stored release by semver precedence (the
+// highest pre-release only when the module has no release, as the
+// protocol's latest-version answers choose), Description is that
 // version's Description, UpdatedAt the newest PublishedAt, VersionCount
 // the number of stored versions. A module whose last version is deleted
 // disappears from listings.
@@ -116,7 +118,8 @@ type Modules interface {
 	// CreateModuleVersion stores v with its Metadata, Description and
 	// Origin. NotFound if the namespace does not exist; Conflict if that
 	// namespace/name/system/version exists already (whatever its content),
-	// so that of two concurrent creates exactly one succeeds.
+	// so that of two concurrent creates exactly one succeeds, or a version
+	// equal to it but for build metadata does (registry.VersionPrecedence).
 	CreateModuleVersion(ctx context.Context, v registry.ModuleVersion) error
 	// GetModuleVersion returns one version with its Metadata, or NotFound.
 	GetModuleVersion(ctx context.Context, namespace, name, system, version string) (registry.ModuleVersion, error)

@@ -60,6 +60,20 @@ func (x *Index) CreateModuleVersion(ctx context.Context, v registry.ModuleVersio
 		if err != nil {
 			return err
 		}
+		// A version with the same precedence (equal but for build
+		// metadata) is taken too: the clients could not tell the two apart.
+		// The lock above makes this check and the insert one step.
+		core := registry.VersionPrecedence(v.Version)
+		var existing string
+		err = tx.QueryRow(ctx, `SELECT version FROM module_versions
+			WHERE namespace = $1 AND name = $2 AND system = $3 AND (version = $4 OR substr(version, 1, $5) = $6) LIMIT 1`,
+			v.Namespace, v.Name, v.System, core, len(core)+1, core+"+").Scan(&existing)
+		switch {
+		case err == nil:
+			return registry.PrecedenceConflict(fmt.Sprintf("module %s/%s/%s", v.Namespace, v.Name, v.System), v.Version, existing)
+		case !errors.Is(err, pgx.ErrNoRows):
+			return err
+		}
 		_, err = tx.Exec(ctx, `INSERT INTO module_versions
 			(namespace, name, system, version, archive_digest, archive_format, archive_size, metadata, description, origin, published_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,

@@ -35,14 +35,18 @@ func (x *Index) CreateModuleVersion(ctx context.Context, v registry.ModuleVersio
 		if err := namespaceExists(ctx, tx, v.Namespace); err != nil {
 			return err
 		}
-		taken, err := exists(ctx, tx, `SELECT EXISTS (SELECT 1 FROM module_versions
-			WHERE namespace = ? AND name = ? AND system = ? AND version = ?)`, v.Namespace, v.Name, v.System, v.Version)
-		if err != nil {
+		// A version with the same precedence (equal but for build
+		// metadata) is taken too: the clients could not tell the two apart.
+		core := registry.VersionPrecedence(v.Version)
+		var existing string
+		err := tx.QueryRowContext(ctx, `SELECT version FROM module_versions
+			WHERE namespace = ? AND name = ? AND system = ? AND (version = ? OR substr(version, 1, ?) = ?) LIMIT 1`,
+			v.Namespace, v.Name, v.System, core, len(core)+1, core+"+").Scan(&existing)
+		switch {
+		case err == nil:
+			return registry.PrecedenceConflict(fmt.Sprintf("module %s/%s/%s", v.Namespace, v.Name, v.System), v.Version, existing)
+		case !errors.Is(err, sql.ErrNoRows):
 			return err
-		}
-		if taken {
-			return registry.Errorf(registry.Conflict, "module %s/%s/%s version %s exists already; published versions are immutable",
-				v.Namespace, v.Name, v.System, v.Version)
 		}
 		if err := addToModule(ctx, tx, v, semver, published); err != nil {
 			return err

@@ -97,6 +97,24 @@ func testModules(t *testing.T, newIndex func(*testing.T) store.Index) {
 			t.Errorf("ListModules after refused creates = %+v (total %d), want one module with one version", ms, total)
 		}
 	})
+	t.Run("SamePrecedenceConflicts", func(t *testing.T) {
+		// Versions equal but for build metadata have one precedence for
+		// the clients: only the first of them may be stored.
+		x, ctx := newIndex(t), t.Context()
+		createNamespaces(t, x, "acme")
+		for _, ver := range []string{"1.0.0+build.1", "1.0.0-rc.1", "1.0.0-rc.10", "1.0.1"} {
+			mustOK(t, x.CreateModuleVersion(ctx, testModuleVersion("acme", "network", "aws", ver, t0)), "CreateModuleVersion "+ver)
+		}
+		for _, ver := range []string{"1.0.0", "1.0.0+build.2", "1.0.0-rc.1+x", "1.0.1+build.1"} {
+			wantKind(t, x.CreateModuleVersion(ctx, testModuleVersion("acme", "network", "aws", ver, t0)), registry.Conflict,
+				"CreateModuleVersion "+ver)
+		}
+		list, err := x.ListModuleVersions(ctx, "acme", "network", "aws")
+		mustOK(t, err, "ListModuleVersions")
+		if len(list) != 4 {
+			t.Errorf("ListModuleVersions after refused creates = %d versions, want 4", len(list))
+		}
+	})
 	t.Run("SameVersionElsewhere", func(t *testing.T) {
 		x, ctx := newIndex(t), t.Context()
 		createNamespaces(t, x, "acme", "other")
