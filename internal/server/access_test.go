@@ -30,9 +30,11 @@ const (
 	pReader      = "reader"
 	pPublisher   = "publisher"
 	pAdmin       = "admin"
+	pService     = "service token (publish)"
+	pGlobalAdmin = "global admin"
 )
 
-var protocolPrincipals = []string{pNone, pWrong, pExpired, pRevoked, pOtherReader, pReader, pPublisher, pAdmin}
+var protocolPrincipals = []string{pNone, pWrong, pExpired, pRevoked, pOtherReader, pReader, pPublisher, pAdmin, pService, pGlobalAdmin}
 
 // blob stores content as a blob and returns its digest.
 func blob(t *testing.T, s *trovetest.Server, content string) string {
@@ -45,14 +47,20 @@ func blob(t *testing.T, s *trovetest.Server, content string) string {
 	return digest
 }
 
+// moduleArchive is the content of the module archive of the fixture.
+const moduleArchive = "gzip bytes of the net module"
+
 // accessFixture is a Trove with a private namespace (acme), a public one
 // (open), one (other) whose reader serves as the stranger, the same
-// provider version in acme and open, and a token per principal and
-// namespace.
+// provider version and module version in acme and open, and a token per
+// principal and namespace. Readers, publishers and admins are users with
+// that role in the namespace; the global admin is a user with the admin
+// flag; the service token is bound to the namespace with scope publish.
 type accessFixture struct {
 	srv    *trovetest.Server
 	tokens map[string]map[string]string // namespace -> principal -> Authorization header
 	files  map[string]string            // file name -> content
+	client *http.Client                 // does not follow redirects
 }
 
 func newAccessFixture(t *testing.T) *accessFixture {
@@ -60,7 +68,9 @@ func newAccessFixture(t *testing.T) *accessFixture {
 	s := trovetest.Start(t)
 	ctx := context.Background()
 	acc := s.Index.(store.Access)
-	f := &accessFixture{srv: s, tokens: map[string]map[string]string{}, files: map[string]string{}}
+	client := *s.HTTPClient()
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	f := &accessFixture{srv: s, tokens: map[string]map[string]string{}, files: map[string]string{}, client: &client}
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
@@ -85,6 +95,11 @@ func newAccessFixture(t *testing.T) *accessFixture {
 				SHA256: blob(t, s, f.files["terraform-provider-widget_1.0.0_linux_amd64.zip"]), Size: 22}},
 			PublishedAt: now,
 		}))
+		must(s.Index.CreateModuleVersion(ctx, registry.ModuleVersion{
+			Namespace: ns, Name: "net", System: "aws", Version: "1.0.0",
+			ArchiveDigest: blob(t, s, moduleArchive), ArchiveFormat: "tar.gz", ArchiveSize: int64(len(moduleArchive)),
+			Description: "A network", PublishedAt: now,
+		}))
 	}
 	mint := func(tk registry.Token) string {
 		secret, hash, err := auth.NewToken()
@@ -95,21 +110,26 @@ func newAccessFixture(t *testing.T) *accessFixture {
 		return "Bearer " + secret
 	}
 	admin := []registry.Scope{registry.ScopeAdmin}
+	must(acc.CreateUser(ctx, registry.User{Name: "root", Admin: true, CreatedAt: now}))
+	globalAdmin := mint(registry.Token{User: "root", Scopes: admin})
 	for _, ns := range []string{"acme", "open", "other"} {
-		reader, admn := "reader-"+ns, "admin-"+ns
-		for _, u := range []string{reader, admn} {
+		roles := map[string]registry.Role{"reader-" + ns: registry.RoleReader, "publisher-" + ns: registry.RolePublisher, "admin-" + ns: registry.RoleAdmin}
+		for u, role := range roles {
 			must(acc.CreateUser(ctx, registry.User{Name: u, CreatedAt: now}))
+			must(acc.SetMembership(ctx, registry.Membership{User: u, Namespace: ns, Role: role, CreatedAt: now}))
 		}
-		must(acc.SetMembership(ctx, registry.Membership{User: reader, Namespace: ns, Role: registry.RoleReader, CreatedAt: now}))
-		must(acc.SetMembership(ctx, registry.Membership{User: admn, Namespace: ns, Role: registry.RoleAdmin, CreatedAt: now}))
+		// Personal tokens carry scope admin: their rights are their
+		// user's role.
 		f.tokens[ns] = map[string]string{
-			pNone:      "",
-			pWrong:     "Bearer " + auth.TokenPrefix + strings.Repeat("A", 43),
-			pExpired:   mint(registry.Token{User: reader, Scopes: admin, ExpiresAt: now.Add(-time.Minute)}),
-			pRevoked:   mint(registry.Token{Namespace: ns, Scopes: admin, RevokedAt: now.Add(-time.Minute)}),
-			pReader:    mint(registry.Token{User: reader, Scopes: admin}),
-			pPublisher: mint(registry.Token{Namespace: ns, Scopes: []registry.Scope{registry.ScopePublish}}),
-			pAdmin:     mint(registry.Token{User: admn, Scopes: admin}),
+			pNone:        "",
+			pWrong:       "Bearer " + auth.TokenPrefix + strings.Repeat("A", 43),
+			pExpired:     mint(registry.Token{User: "reader-" + ns, Scopes: admin, ExpiresAt: now.Add(-time.Minute)}),
+			pRevoked:     mint(registry.Token{Namespace: ns, Scopes: admin, RevokedAt: now.Add(-time.Minute)}),
+			pReader:      mint(registry.Token{User: "reader-" + ns, Scopes: admin}),
+			pPublisher:   mint(registry.Token{User: "publisher-" + ns, Scopes: admin}),
+			pAdmin:       mint(registry.Token{User: "admin-" + ns, Scopes: admin}),
+			pService:     mint(registry.Token{Namespace: ns, Scopes: []registry.Scope{registry.ScopePublish}}),
+			pGlobalAdmin: globalAdmin,
 		}
 	}
 	for _, ns := range []string{"acme", "open"} {
@@ -133,7 +153,7 @@ func (f *accessFixture) get(t *testing.T, rawURL, authz string) answer {
 	if authz != "" {
 		req.Header.Set("Authorization", authz)
 	}
-	resp, err := f.srv.HTTPClient().Do(req)
+	resp, err := f.client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,52 +176,99 @@ func (f *accessFixture) downloadDoc(t *testing.T, ns string) map[string]any {
 	return doc
 }
 
+// protocolEndpoint is a protocol route of one namespace (%s in path).
+type protocolEndpoint struct {
+	path string
+	ok   int // the status of a caller who may read the namespace
+	// listing: a caller who may not read the namespace gets an empty
+	// listing (200), as for a namespace without modules, rather than 404.
+	listing bool
+	// cache is the Cache-Control of an answer for a private namespace
+	// ("" means the same as for a public one: no-cache).
+	cache string
+}
+
+// protocolEndpoints are every protocol route that names a namespace.
+var protocolEndpoints = map[string]protocolEndpoint{
+	"provider versions":           {path: "/v1/providers/%s/widget/versions", ok: 200, cache: "private, no-cache"},
+	"provider download":           {path: "/v1/providers/%s/widget/1.0.0/download/linux/amd64", ok: 200, cache: "private, no-cache"},
+	"module versions":             {path: "/v1/modules/%s/net/aws/versions", ok: 200, cache: "private, no-cache"},
+	"module download":             {path: "/v1/modules/%s/net/aws/1.0.0/download", ok: 204},
+	"module download latest":      {path: "/v1/modules/%s/net/aws/download", ok: 302},
+	"module latest details":       {path: "/v1/modules/%s/net/aws", ok: 200, cache: "private, no-cache"},
+	"module version details":      {path: "/v1/modules/%s/net/aws/1.0.0", ok: 200, cache: "private, no-cache"},
+	"module namespace listing":    {path: "/v1/modules/%s", ok: 200, listing: true},
+	"module listing by namespace": {path: "/v1/modules?namespace=%s", ok: 200, listing: true},
+	"module search in namespace":  {path: "/v1/modules/search?q=net&namespace=%s", ok: 200, listing: true},
+}
+
+// mayRead reports whether principal p may read namespace ns of the fixture.
+func mayRead(ns, p string) bool {
+	switch p {
+	case pReader, pPublisher, pAdmin, pService, pGlobalAdmin:
+		return true
+	case pNone, pOtherReader:
+		return ns == "open"
+	}
+	return false // tokens that are not valid
+}
+
 // TestProtocolMatrix asserts the answer of every protocol endpoint and
 // download URL for every kind of caller, on a private and a public
-// namespace, and that refusals leak nothing.
+// namespace, and that refusals leak nothing: a refused answer is, byte
+// for byte and names aside, the answer for a namespace that does not
+// exist.
 func TestProtocolMatrix(t *testing.T) {
 	f := newAccessFixture(t)
-	endpoints := map[string]string{
-		"versions": "/v1/providers/%s/widget/versions",
-		"download": "/v1/providers/%s/widget/1.0.0/download/linux/amd64",
-	}
-	want := map[string]map[string]int{
-		"acme": {pNone: 401, pWrong: 401, pExpired: 401, pRevoked: 401, pOtherReader: 404, pReader: 200, pPublisher: 200, pAdmin: 200},
-		"open": {pNone: 200, pWrong: 401, pExpired: 401, pRevoked: 401, pOtherReader: 200, pReader: 200, pPublisher: 200, pAdmin: 200},
-	}
 	for _, ns := range []string{"acme", "open"} {
-		for name, pattern := range endpoints {
+		for name, ep := range protocolEndpoints {
 			for _, p := range protocolPrincipals {
-				path := strings.Replace(pattern, "%s", ns, 1)
+				path := strings.Replace(ep.path, "%s", ns, 1)
+				want := ep.ok
+				switch {
+				case p == pWrong || p == pExpired || p == pRevoked:
+					want = 401
+				case mayRead(ns, p):
+				case p == pNone:
+					want = 401
+				case !ep.listing:
+					want = 404
+				}
 				t.Run(ns+"/"+name+"/"+p, func(t *testing.T) {
 					authz := f.tokens[ns][p]
 					a := f.get(t, path, authz)
-					if a.status != want[ns][p] {
-						t.Fatalf("GET %s as %s = %d %s, want %d", path, p, a.status, a.body, want[ns][p])
+					if a.status != want {
+						t.Fatalf("GET %s as %s = %d %s, want %d", path, p, a.status, a.body, want)
 					}
 					if secret := strings.TrimPrefix(authz, "Bearer "); secret != "" && bytes.Contains(a.body, []byte(secret)) {
 						t.Fatal("the answer echoes the token")
 					}
-					switch a.status {
-					case 200:
+					readable := mayRead(ns, p) && a.status < 400
+					if readable {
 						wantCC := "no-cache"
-						if ns == "acme" {
-							wantCC = "private, no-cache"
+						switch {
+						case ep.ok == 204 || ep.ok == 302:
+							wantCC = "no-store"
+						case ns == "acme" && ep.cache != "":
+							wantCC = ep.cache
 						}
 						if cc := a.header.Get("Cache-Control"); cc != wantCC {
 							t.Errorf("Cache-Control %q, want %q", cc, wantCC)
 						}
-					case 401, 404:
-						// A refusal must be the very answer a namespace that
-						// does not exist gets, names aside.
-						missing := f.get(t, strings.Replace(pattern, "%s", "zzzz", 1), authz)
-						if missing.status != a.status || !bytes.Equal(bytes.ReplaceAll(missing.body, []byte("zzzz"), []byte(ns)), a.body) {
-							t.Errorf("refusal differs from a missing namespace:\n %d %s\n %d %s", a.status, a.body, missing.status, missing.body)
+						if ep.listing && !bytes.Contains(a.body, []byte(`"id":"`+ns+`/net/aws/1.0.0"`)) {
+							t.Errorf("the listing lacks %s/net/aws: %s", ns, a.body)
 						}
-						for _, h := range []string{"Content-Type", "Cache-Control", "Www-Authenticate", "Etag"} {
-							if a.header.Get(h) != missing.header.Get(h) {
-								t.Errorf("header %s: %q, missing namespace %q", h, a.header.Get(h), missing.header.Get(h))
-							}
+						return
+					}
+					// A refusal must be the very answer a namespace that
+					// does not exist gets, names aside.
+					missing := f.get(t, strings.Replace(ep.path, "%s", "zzzz", 1), authz)
+					if missing.status != a.status || !bytes.Equal(bytes.ReplaceAll(missing.body, []byte("zzzz"), []byte(ns)), a.body) {
+						t.Errorf("refusal differs from a missing namespace:\n %d %s\n %d %s", a.status, a.body, missing.status, missing.body)
+					}
+					for _, h := range []string{"Content-Type", "Cache-Control", "Www-Authenticate", "Etag", "X-Terraform-Get", "Location"} {
+						if a.header.Get(h) != missing.header.Get(h) {
+							t.Errorf("header %s: %q, missing namespace %q", h, a.header.Get(h), missing.header.Get(h))
 						}
 					}
 				})
@@ -211,15 +278,86 @@ func TestProtocolMatrix(t *testing.T) {
 		// Clients fetch them without a token; a token sent anyway changes
 		// nothing.
 		doc := f.downloadDoc(t, ns)
+		urls := map[string]string{}
 		for _, field := range []string{"download_url", "shasums_url", "shasums_signature_url"} {
-			u := doc[field].(string)
+			urls[field] = doc[field].(string)
+		}
+		urls["module archive"] = f.moduleArchiveURL(t, ns)
+		for field, u := range urls {
+			name := u[strings.LastIndex(strings.Split(u, "?")[0], "/")+1 : strings.Index(u, "?")]
+			content, ok := f.files[name]
+			if field == "module archive" {
+				content, ok = moduleArchive, name == "net-aws-1.0.0.tar.gz"
+			}
+			if !ok {
+				t.Fatalf("%s %s names an unknown file: %s", ns, field, u)
+			}
 			for _, p := range protocolPrincipals {
 				a := f.get(t, u, f.tokens[ns][p])
-				name := u[strings.LastIndex(strings.Split(u, "?")[0], "/")+1 : strings.Index(u, "?")]
-				if a.status != 200 || string(a.body) != f.files[name] {
+				if a.status != 200 || string(a.body) != content {
 					t.Errorf("%s %s as %s = %d %q, want 200 and the file", ns, field, p, a.status, a.body)
 				}
 			}
+		}
+	}
+}
+
+// moduleArchiveURL returns the signed archive URL of ns's module, as its
+// admin gets it.
+func (f *accessFixture) moduleArchiveURL(t *testing.T, ns string) string {
+	t.Helper()
+	a := f.get(t, "/v1/modules/"+ns+"/net/aws/1.0.0/download", f.tokens[ns][pAdmin])
+	u := a.header.Get("X-Terraform-Get")
+	if a.status != http.StatusNoContent || !strings.HasPrefix(u, "https://") {
+		t.Fatalf("module download of %s: %d, X-Terraform-Get %q", ns, a.status, u)
+	}
+	return u
+}
+
+// TestProtocolListingsMatrix asserts the listings and searches across all
+// namespaces, and discovery, for every kind of caller: invalid tokens are
+// refused as everywhere, and a listing shows the modules of the
+// namespaces the caller may read and no other.
+func TestProtocolListingsMatrix(t *testing.T) {
+	f := newAccessFixture(t)
+	anonymousDiscovery := f.get(t, "/.well-known/terraform.json", "")
+	if anonymousDiscovery.status != 200 {
+		t.Fatalf("discovery = %d %s", anonymousDiscovery.status, anonymousDiscovery.body)
+	}
+	paths := map[string]string{
+		"list":             "/v1/modules",
+		"search":           "/v1/modules/search?q=net",
+		"search, no match": "/v1/modules/search?q=nomatch",
+	}
+	for _, p := range protocolPrincipals {
+		authz := f.tokens["acme"][p]
+		t.Run("discovery/"+p, func(t *testing.T) {
+			// Discovery holds nothing secret: the same document for all.
+			a := f.get(t, "/.well-known/terraform.json", authz)
+			if a.status != 200 || !bytes.Equal(a.body, anonymousDiscovery.body) {
+				t.Errorf("discovery as %s = %d %s, want 200 and the anonymous document", p, a.status, a.body)
+			}
+		})
+		for name, path := range paths {
+			t.Run(name+"/"+p, func(t *testing.T) {
+				a := f.get(t, path, authz)
+				if p == pWrong || p == pExpired || p == pRevoked {
+					if a.status != 401 {
+						t.Fatalf("GET %s as %s = %d %s, want 401", path, p, a.status, a.body)
+					}
+					return
+				}
+				if a.status != 200 {
+					t.Fatalf("GET %s as %s = %d %s, want 200", path, p, a.status, a.body)
+				}
+				match := name != "search, no match"
+				if has := bytes.Contains(a.body, []byte(`"id":"open/net/aws/1.0.0"`)); has != match {
+					t.Errorf("the public module listed: %v, want %v: %s", has, match, a.body)
+				}
+				if has := bytes.Contains(a.body, []byte("acme")); has != (match && mayRead("acme", p)) {
+					t.Errorf("the private namespace named: %v, want %v: %s", has, match && mayRead("acme", p), a.body)
+				}
+			})
 		}
 	}
 }
@@ -244,6 +382,10 @@ func TestPrivateDownloadURLs(t *testing.T) {
 	pexp, _ := strconv.ParseInt(publicURL.Query().Get("expires"), 10, 64)
 	if pexp <= exp {
 		t.Errorf("the public URL expires at %d, not later than the private one (%d)", pexp, exp)
+	}
+	modURL, _ := url.Parse(f.moduleArchiveURL(t, "acme"))
+	if mexp, _ := strconv.ParseInt(modURL.Query().Get("expires"), 10, 64); mexp >= pexp {
+		t.Errorf("the private module archive URL expires at %d, not earlier than a public URL (%d)", mexp, pexp)
 	}
 
 	expiredPath := f.srv.PrivateSigner.WithClock(func() time.Time { return time.Now().Add(-time.Hour) }).
