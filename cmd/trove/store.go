@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -10,7 +9,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
-	"strings"
 
 	"trove.dev/trove/internal/config"
 	"trove.dev/trove/internal/registry"
@@ -115,69 +113,15 @@ func mustExist(cfg config.Config) error {
 	return nil
 }
 
-// loadSettings reads a settings file of KEY=VALUE lines and loads the
-// configuration of `trove serve` from it alone: TROVE_* variables of the
-// process do not leak into it (the two sides would share them), while
-// ${NAME} in a value is replaced by the process's NAME, for secrets, and
-// other variables (HOME, AWS_*) come from the process.
+// loadSettings loads the configuration of `trove serve` from a settings
+// file alone (config.LoadFile): TROVE_* variables of the process do not
+// leak into it, since the two sides would share them.
 func loadSettings(path string, getenv func(string) string) (config.Config, error) {
-	f, err := os.Open(path)
+	cfg, err := config.LoadFile(path, getenv)
 	if err != nil {
-		return config.Config{}, usagef("reading settings: %s", err)
-	}
-	defer f.Close()
-	settings, err := parseSettings(f, path, getenv)
-	if err != nil {
-		return config.Config{}, err
-	}
-	cfg, err := config.Load(nil, func(name string) string {
-		if strings.HasPrefix(name, config.EnvPrefix) {
-			return settings[name]
-		}
-		return getenv(name)
-	})
-	if err != nil {
-		return config.Config{}, usagef("%s: %s", path, strings.ReplaceAll(err.Error(), "\n", "\n  "))
+		return config.Config{}, usagef("%s", err)
 	}
 	return cfg, nil
-}
-
-// parseSettings parses lines of KEY=VALUE (optionally "export KEY=VALUE",
-// VALUE optionally in single or double quotes), skipping blank lines and
-// # comments. Every KEY must be the environment variable of a flag of
-// `trove serve`.
-func parseSettings(r io.Reader, name string, getenv func(string) string) (map[string]string, error) {
-	known := map[string]bool{}
-	var c config.Config
-	c.FlagSet("serve").VisitAll(func(f *flag.Flag) { known[config.EnvVar(f.Name)] = true })
-	settings := map[string]string{}
-	sc := bufio.NewScanner(r)
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		key, value, ok := strings.Cut(strings.TrimPrefix(line, "export "), "=")
-		key, value = strings.TrimSpace(key), strings.TrimSpace(value)
-		switch {
-		case !ok:
-			return nil, usagef("%s:%d: want KEY=VALUE, got %q", name, n, line)
-		case !known[key]:
-			return nil, usagef("%s:%d: unknown setting %q: use the TROVE_* variables of `trove serve` (see trove serve --help)", name, n, key)
-		}
-		quote := byte(0)
-		if len(value) >= 2 && (value[0] == '"' || value[0] == '\'') && value[len(value)-1] == value[0] {
-			quote, value = value[0], value[1:len(value)-1]
-		}
-		if quote != '\'' { // single quotes keep $ literally, as in a shell
-			value = os.Expand(value, getenv)
-		}
-		settings[key] = value
-	}
-	if err := sc.Err(); err != nil {
-		return nil, usagef("reading %s: %s", name, err)
-	}
-	return settings, nil
 }
 
 // printCopyReport prints what a copy did.

@@ -9,7 +9,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"io"
-	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -26,40 +25,6 @@ import (
 	"trove.dev/trove/internal/store/s3blob/s3test"
 	"trove.dev/trove/internal/store/sqlite"
 )
-
-func TestParseSettings(t *testing.T) {
-	getenv := func(k string) string { return map[string]string{"PGPASS": "s3cr3t", "HOME": "/h"}[k] }
-	tests := map[string]struct {
-		in   string
-		want map[string]string
-		err  string
-	}{
-		"plain":         {"TROVE_DATA_DIR=/var/lib/trove\n", map[string]string{"TROVE_DATA_DIR": "/var/lib/trove"}, ""},
-		"export spaces": {"  export TROVE_S3_BUCKET = trove  \n", map[string]string{"TROVE_S3_BUCKET": "trove"}, ""},
-		"comments":      {"# a comment\n\nTROVE_BLOB_BACKEND=s3 \n", map[string]string{"TROVE_BLOB_BACKEND": "s3"}, ""},
-		"expansion":     {"TROVE_POSTGRES_DSN=postgres://trove:${PGPASS}@db/trove\n", map[string]string{"TROVE_POSTGRES_DSN": "postgres://trove:s3cr3t@db/trove"}, ""},
-		"double quotes": {`TROVE_S3_PREFIX="a b/$PGPASS"`, map[string]string{"TROVE_S3_PREFIX": "a b/s3cr3t"}, ""},
-		"single quotes": {`TROVE_S3_SECRET_KEY='x$PGPASS'`, map[string]string{"TROVE_S3_SECRET_KEY": "x$PGPASS"}, ""},
-		"equals inside": {"TROVE_POSTGRES_DSN=host=db dbname=trove\n", map[string]string{"TROVE_POSTGRES_DSN": "host=db dbname=trove"}, ""},
-		"unknown key":   {"TROVE_S3_BUKET=trove\n", nil, `unknown setting "TROVE_S3_BUKET"`},
-		"not trove":     {"AWS_REGION=eu-west-1\n", nil, `unknown setting "AWS_REGION"`},
-		"no equals":     {"TROVE_DATA_DIR\n", nil, "want KEY=VALUE"},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			got, err := parseSettings(strings.NewReader(tc.in), "s.env", getenv)
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("error %v, want one containing %q", err, tc.err)
-				}
-				return
-			}
-			if err != nil || !maps.Equal(got, tc.want) {
-				t.Errorf("parseSettings = %v, %v; want %v", got, err, tc.want)
-			}
-		})
-	}
-}
 
 // seedEmbedded writes a small registry (a namespace and a blob) into the
 // embedded store of a data directory.

@@ -1,6 +1,7 @@
 // Package config owns the configuration of `trove serve`: the one Config
-// struct, how it is read from command-line flags with defaults from TROVE_*
-// environment variables, the defaults derived from other settings, and its
+// struct, how it is read from command-line flags, TROVE_* environment
+// variables and a settings file of such variables (file.go), in that order
+// of precedence, the defaults derived from other settings, and its
 // validation. Everything else receives a validated Config explicitly.
 package config
 
@@ -49,6 +50,9 @@ const (
 
 // Config is the whole configuration of `trove serve`.
 type Config struct {
+	// File is the settings file the configuration was read from, if any
+	// (--config, TROVE_CONFIG).
+	File string
 	// Listen is the host:port the server listens on.
 	Listen string
 	// DataDir holds everything Trove writes locally (absolute path).
@@ -144,6 +148,7 @@ func SetFromEnv(fs *flag.FlagSet, getenv func(string) string) error {
 func (c *Config) FlagSet(name string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
+	fs.StringVar(&c.File, FlagConfig, "", "settings `file` of TROVE_* variables, one KEY=VALUE a line; the environment and flags override it")
 	fs.StringVar(&c.Listen, "listen", DefaultListen, "`host:port` to listen on")
 	fs.StringVar(&c.DataDir, "data-dir", "", "`directory` for the database, blobs, TLS files and temporary uploads (default $XDG_DATA_HOME/trove, else ~/.local/share/trove)")
 	fs.StringVar(&c.PublicURL, "public-url", "", "https:// `URL` clients use to reach Trove (default https://<listen host>:<port>, localhost for a wildcard host)")
@@ -176,24 +181,47 @@ func (c *Config) FlagSet(name string) *flag.FlagSet {
 	return fs
 }
 
-// Load reads the configuration of `trove serve` from args, with defaults
-// from the environment (read through getenv), fills the derived defaults
-// and validates the result. It returns flag.ErrHelp when args ask for help.
+// Load reads the configuration of `trove serve` from args, then from the
+// environment (read through getenv) for what args do not set, then from
+// the settings file that --config or TROVE_CONFIG names (ReadSettings)
+// for what neither sets; it fills the derived defaults and validates the
+// result. It returns flag.ErrHelp when args ask for help.
 func Load(args []string, getenv func(string) string) (Config, error) {
+	// A first parse only finds the file; its errors are those of the
+	// real parse below.
+	var probe Config
+	if err := parseArgs(probe.FlagSet("serve"), args); err != nil {
+		return Config{}, err
+	}
+	file := probe.File
+	if file == "" {
+		file = getenv(EnvVar(FlagConfig))
+	}
+	var settings map[string]string
+	if file != "" {
+		var err error
+		if settings, err = ReadSettings(file, getenv); err != nil {
+			return Config{}, err
+		}
+	}
+	return load(args, getenv, file, settings)
+}
+
+// load reads the configuration from args, then getenv, then settings
+// (read from file), fills the derived defaults and validates it.
+func load(args []string, getenv func(string) string, file string, settings map[string]string) (Config, error) {
 	var c Config
 	fs := c.FlagSet("serve")
+	if err := setFromSettings(fs, settings, file); err != nil {
+		return Config{}, err
+	}
 	if err := SetFromEnv(fs, getenv); err != nil {
 		return Config{}, err
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return Config{}, err
-		}
-		return Config{}, registry.Errorf(registry.Invalid, "%s", err)
+	if err := parseArgs(fs, args); err != nil {
+		return Config{}, err
 	}
-	if fs.NArg() > 0 {
-		return Config{}, registry.Errorf(registry.Invalid, "unexpected argument %q: trove serve takes only flags", fs.Arg(0))
-	}
+	c.File = file
 	if err := c.applyDefaults(getenv); err != nil {
 		return Config{}, err
 	}
@@ -201,6 +229,20 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 		return Config{}, err
 	}
 	return c, nil
+}
+
+// parseArgs parses args into fs, which must take flags only.
+func parseArgs(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return registry.Errorf(registry.Invalid, "%s", err)
+	}
+	if fs.NArg() > 0 {
+		return registry.Errorf(registry.Invalid, "unexpected argument %q: trove serve takes only flags", fs.Arg(0))
+	}
+	return nil
 }
 
 // applyDefaults fills the settings whose defaults derive from others.
