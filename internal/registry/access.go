@@ -125,8 +125,9 @@ type AuditEvent struct {
 	ID     int64 // assigned by the store, increasing with every event
 	Time   time.Time
 	Action string // what happened, e.g. "login.failure", "token.create"
-	// Actor is who did it: "user:<name>", "token:<id>" or
-	// "anonymous"; for a failed login, the name that was tried.
+	// Actor is who did it: "user:<name>", "token:<id>" or "anonymous".
+	// A failed login is "anonymous", with the name that was tried as its
+	// Target, so that typing a name cannot forge that user's events.
 	Actor      string
 	SourceAddr string // the client's network address (IP), if known
 	Namespace  string // the namespace concerned, "" if none
