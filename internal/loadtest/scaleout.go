@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -111,11 +112,13 @@ func (so ScaleOut) check() error {
 }
 
 // ScaleOutSpec is the index of a BackendPostgresS3 run: DefaultSpec with
-// 10,000 versions (acme/small with 30, acme/large with 2,000), no modules,
+// 10,000 versions (acme/small with 30, acme/large with 2,000, and filler
+// providers of 30 versions, so that there are many providers), no modules,
 // and 16 writers interleaving the providers, so that seeding takes seconds.
 func ScaleOutSpec() Spec {
 	s := DefaultSpec()
 	s.TotalVersions = 10_000
+	s.FillerVersions = 30
 	s.Workers = 16
 	s.Interleave = true
 	s.Modules = nil
@@ -157,6 +160,30 @@ func ColdDownloadPaths(namespace string, provs []ProviderSpec, platforms []OSArc
 	rng := rand.New(rand.NewPCG(0x7472, 0x6f7665))
 	rng.Shuffle(len(paths), func(i, j int) { paths[i], paths[j] = paths[j], paths[i] })
 	return paths
+}
+
+// ColdVersionsPaths returns the versions document path of every provider
+// of provs in a fixed pseudo-random order.
+func ColdVersionsPaths(namespace string, provs []ProviderSpec) []string {
+	paths := make([]string, len(provs))
+	for i, p := range provs {
+		paths[i] = versionsPath(namespace, p.Type)
+	}
+	rng := rand.New(rand.NewPCG(0x7665, 0x7273))
+	rng.Shuffle(len(paths), func(i, j int) { paths[i], paths[j] = paths[j], paths[i] })
+	return paths
+}
+
+func versionsPath(namespace, typ string) string {
+	return "/v1/providers/" + namespace + "/" + typ + "/versions"
+}
+
+// medianProvider returns the provider of provs with the median number of
+// versions (the first of several such).
+func medianProvider(provs []ProviderSpec) ProviderSpec {
+	sorted := slices.Clone(provs)
+	slices.SortStableFunc(sorted, func(a, b ProviderSpec) int { return a.Versions - b.Versions })
+	return sorted[len(sorted)/2]
 }
 
 // scaleOut is the state of a BackendPostgresS3 run.
@@ -399,9 +426,9 @@ func (s *scaleOut) findServers() {
 }
 
 // startTrove stops the running Trove, if any, and starts one on the same
-// port with --download-mode mode, waiting until it is healthy. Secrets go
-// through the environment, not the command line.
-func (s *scaleOut) startTrove(ctx context.Context, mode string) error {
+// port with --download-mode mode and the extra flags, waiting until it is
+// healthy. Secrets go through the environment, not the command line.
+func (s *scaleOut) startTrove(ctx context.Context, mode string, extra ...string) error {
 	if s.trove != nil {
 		s.trove.stop(30 * time.Second)
 		s.trove = nil
@@ -419,6 +446,7 @@ func (s *scaleOut) startTrove(ctx context.Context, mode string) error {
 	args := []string{"serve", "--listen", "127.0.0.1:" + strconv.Itoa(s.port), "--data-dir", s.dataDir, "--log-level", s.opt.TroveLogLevel,
 		"--index-backend", "postgres", "--blob-backend", "s3", "--s3-endpoint", s.so.S3Endpoint, "--s3-region", s.so.S3Region,
 		"--s3-bucket", s.bucket, "--s3-path-style", "--s3-access-key", s.so.S3AccessKey, "--download-mode", mode}
+	args = append(args, extra...)
 	c, err := startChild("trove", s.troveBin, args, env, filepath.Join(s.tmp, "trove-"+strconv.Itoa(s.starts)+".log"), nil, nil)
 	if err != nil {
 		return err
@@ -471,9 +499,18 @@ func (s *scaleOut) measureAll(ctx context.Context) (RSS, error) {
 		return RSS{}, err
 	}
 
+	// The baseline answers every cold versions URL with the versions
+	// document of the provider with the median number of versions.
+	median := medianProvider(s.provs)
+	medianBody, err := fetch(ctx, s.client, s.origin+versionsPath(s.seeded.Namespace, median.Type))
+	if err != nil {
+		return RSS{}, err
+	}
+
 	tlsDir := filepath.Join(s.dataDir, "tls")
 	family := "/v1/providers/" + s.seeded.Namespace + "/"
-	bl, err := s.startBaseline(ctx, docs, map[string][]byte{family: hot.body}, archiveURL.Path,
+	families := map[string][]byte{family: hot.body, coldVersionsFamily: medianBody}
+	bl, err := s.startBaseline(ctx, docs, families, archiveURL.Path,
 		filepath.Join(tlsDir, server.CertFileName), filepath.Join(tlsDir, server.KeyFileName))
 	if err != nil {
 		return RSS{}, err
@@ -492,6 +529,10 @@ func (s *scaleOut) measureAll(ctx context.Context) (RSS, error) {
 		if err := s.measure(ctx, m); err != nil {
 			return RSS{}, err
 		}
+	}
+
+	if err := s.measureColdVersions(ctx, bl, median, len(medianBody)); err != nil {
+		return RSS{}, err
 	}
 
 	// Cold: a download document nobody asked this Trove for, every time.
@@ -590,6 +631,75 @@ func (s *scaleOut) measureAll(ctx context.Context) (RSS, error) {
 		s.progress("proxy trove VmRSS %s, VmHWM %s", formatMiB(proxyRSS.Current), formatMiB(proxyRSS.Peak))
 	}
 	return rss, nil
+}
+
+// coldVersionsFamily is the path prefix under which the baseline answers
+// the cold versions URLs with one static versions document.
+const coldVersionsFamily = "/cold-versions/"
+
+// coldVersionsCacheBytes is the --cache-bytes of the Trove of the cold
+// versions row: less than any document, so that the cache keeps only the
+// document rendered last.
+const coldVersionsCacheBytes = "1"
+
+// measureColdVersions measures versions documents read from PostgreSQL on
+// every request. A run seeds tens of providers, while a round asks for
+// thousands of versions documents, so walking them all still repeats each
+// many times per round: Trove runs with a cache too small for any
+// document, restarted before each of its rounds as for the cold
+// downloads, and a request can be a hit only when the document rendered
+// just before was the same.
+func (s *scaleOut) measureColdVersions(ctx context.Context, bl *baseline, median ProviderSpec, medianBytes int) error {
+	paths := ColdVersionsPaths(s.seeded.Namespace, s.provs)
+	urls := make([]string, len(paths))
+	baseURLs := make([]string, len(paths))
+	for i, p := range paths {
+		urls[i] = s.origin + p
+		baseURLs[i] = "https://" + bl.tlsAddr + coldVersionsFamily + strings.TrimPrefix(p, "/v1/providers/")
+	}
+	var cycles []*URLCycle // Trove's, one per round
+	cold := s.troveSide("")
+	cold.backendCPU = s.pgCPU
+	cold.urls = func() (*URLCycle, error) {
+		c, err := NewURLCycle(urls)
+		if err == nil {
+			cycles = append(cycles, c)
+		}
+		return c, err
+	}
+	cold.prepare = func(ctx context.Context) error {
+		s.progress("restarting trove with --cache-bytes %s, so that it caches no versions document", coldVersionsCacheBytes)
+		return s.startTrove(ctx, "redirect", "--cache-bytes", coldVersionsCacheBytes)
+	}
+	base := childSide("baseline", "", s.tlsCfg, func() *child { return bl.child })
+	base.urls = func() (*URLCycle, error) { return NewURLCycle(baseURLs) }
+	fewest, most := s.provs[0].Versions, s.provs[0].Versions
+	for _, p := range s.provs {
+		fewest, most = min(fewest, p.Versions), max(most, p.Versions)
+	}
+	err := s.measure(ctx, measurement{
+		name: "versions, cold (a provider's versions read from PostgreSQL, per request)", conns: s.opt.Conns, backend: "PostgreSQL",
+		trove: cold, refs: []reference{{side: base}},
+		notes: []string{fmt.Sprintf("Trove restarted before each of its rounds with --cache-bytes %s, a cache smaller than any document, so that it keeps only the document it rendered last; "+
+			"the requests walk the versions documents of all %s providers (%s to %s versions each) in a shuffled order, so a request is answered from the cache only when the one rendered just before it was the same provider's; "+
+			"the baseline answers the versions document of %s/%s (%s versions, %s bytes, the median provider) for every such URL",
+			coldVersionsCacheBytes, thousands(len(s.provs)), thousands(fewest), thousands(most),
+			s.seeded.Namespace, median.Type, thousands(median.Versions), thousands(medianBytes))},
+	})
+	if err != nil {
+		return err
+	}
+	// The harness's note on repeated URLs assumes a cache that keeps them;
+	// say instead how often each document was asked for.
+	row := &s.rows[len(s.rows)-1]
+	row.Notes = slices.DeleteFunc(row.Notes, func(n string) bool { return strings.Contains(n, "Trove request") })
+	var perRound int64
+	for _, c := range cycles {
+		perRound = max(perRound, c.Issued())
+	}
+	row.Notes = append(row.Notes, fmt.Sprintf("at most %s Trove requests per round (warm-up included): each versions document asked for about %s times per round",
+		thousands(int(perRound)), thousands(int(perRound)/len(paths))))
+	return nil
 }
 
 // cacheNote reads from Trove's /metrics what its document cache and Go

@@ -91,6 +91,26 @@ func TestDatabaseDSN(t *testing.T) {
 	}
 }
 
+func TestColdVersionsPaths(t *testing.T) {
+	provs := []ProviderSpec{{"small", 30}, {"large", 2000}, {"p00001", 30}, {"p00002", 30}, {"p00003", 7}}
+	paths := ColdVersionsPaths("acme", provs)
+	want := []string{
+		"/v1/providers/acme/large/versions", "/v1/providers/acme/p00001/versions", "/v1/providers/acme/p00002/versions",
+		"/v1/providers/acme/p00003/versions", "/v1/providers/acme/small/versions",
+	}
+	sorted := slices.Clone(paths)
+	slices.Sort(sorted)
+	if !slices.Equal(sorted, want) {
+		t.Errorf("paths %v, want each provider's versions path once: %v", paths, want)
+	}
+	if again := ColdVersionsPaths("acme", provs); !slices.Equal(again, paths) {
+		t.Error("the order is not reproducible")
+	}
+	if m := medianProvider(provs); m.Versions != 30 {
+		t.Errorf("median provider %v, want one of 30 versions", m)
+	}
+}
+
 func TestColdDownloadPaths(t *testing.T) {
 	provs := []ProviderSpec{{Type: "small", Versions: 3}, {Type: "large", Versions: 5}}
 	platforms := []OSArch{{"linux", "amd64"}, {"darwin", "arm64"}}
@@ -255,6 +275,7 @@ func TestRunScaleOutAgainstRealTrove(t *testing.T) {
 		"versions acme/small (30 versions), hot (cached)",
 		"versions acme/large (120 versions), hot (cached)",
 		"download acme/small 0.2.9 linux_amd64, hot (cached)",
+		"versions, cold (a provider's versions read from PostgreSQL, per request)",
 		"download, cold (a version and platform not asked for before, per request)",
 		"archive 2.0 MiB, redirect (Trove HTTPS 302, then the presigned S3 GET) vs the plain-HTTP baseline",
 		"archive 2.0 MiB, redirect (Trove HTTPS 302, then the presigned S3 GET) vs direct S3 GET",
@@ -277,7 +298,16 @@ func TestRunScaleOutAgainstRealTrove(t *testing.T) {
 			t.Errorf("%s: Trove's CPU not measured", row.label())
 		}
 	}
-	cold := report.Rows[3]
+	coldVersions := report.Rows[3]
+	if !slices.ContainsFunc(coldVersions.Notes, func(n string) bool {
+		return strings.Contains(n, "--cache-bytes 1,") && strings.Contains(n, "all 64 providers")
+	}) || slices.ContainsFunc(coldVersions.Notes, func(n string) bool { return strings.Contains(n, "seed more versions") }) {
+		t.Errorf("cold versions row notes %q: want the one-document cache and all providers explained, not the harness's advice on repeats", coldVersions.Notes)
+	}
+	if coldVersions.Trove.BackendCPU <= 0 {
+		t.Errorf("cold versions row: PostgreSQL's CPU not measured (notes %q)", coldVersions.Notes)
+	}
+	cold := report.Rows[4]
 	if !slices.ContainsFunc(cold.Notes, func(n string) bool {
 		return strings.HasPrefix(n, "every Trove request asked for a URL not asked for before")
 	}) {
