@@ -262,7 +262,7 @@ func runScaleOut(ctx context.Context, opt Options) (Report, error) {
 		Index: fmt.Sprintf("%s versions of %s providers, %s packages, in PostgreSQL; the %s archive in S3",
 			thousands(sd.Versions), thousands(sd.Providers), thousands(sd.Packages), formatMiB(sd.Archive.Size)),
 		Setup: fmt.Sprintf("%d round(s) per endpoint of %s measured after %s warm-up, Trove and its references rotating which goes first; HTTP/1.1 keep-alive, identity encoding; "+
-			"trove serve --index-backend postgres --blob-backend s3 --download-mode redirect (proxy for the proxy rows) --log-level %s, PostgreSQL pool of %d; "+
+			"trove serve --index-backend postgres --blob-backend s3 --download-mode redirect (proxy for the proxy rows) --log-level %s (and --cache-bytes "+coldVersionsCacheBytes+" for the cold versions row), PostgreSQL pool of %d; "+
 			"PostgreSQL and the S3 server on this machine; %d CPUs shared by all of them and the load generator",
 			opt.Rounds, opt.Duration, opt.Warmup, opt.TroveLogLevel, postgres.DefaultMaxConns, runtime.NumCPU()),
 		Goals: DefaultGoals,
@@ -643,9 +643,9 @@ const coldVersionsFamily = "/cold-versions/"
 const coldVersionsCacheBytes = "1"
 
 // measureColdVersions measures versions documents read from PostgreSQL on
-// every request. A run seeds tens of providers, while a round asks for
-// thousands of versions documents, so walking them all still repeats each
-// many times per round: Trove runs with a cache too small for any
+// every request. A run seeds hundreds of providers, while a round asks
+// for many thousands of versions documents, so walking them all still
+// repeats each many times per round: Trove runs with a cache too small for any
 // document, restarted before each of its rounds as for the cold
 // downloads, and a request can be a hit only when the document rendered
 // just before was the same.
