@@ -398,12 +398,16 @@ func (h *handler) createToken(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	t := registry.Token{Description: req.Description, CreatedAt: h.Now().UTC()}
+	names := req.Namespaces
 	if req.Namespace != "" {
-		ns, err := registry.ParseNamespace(req.Namespace)
-		if err != nil {
-			return err
+		if len(req.Namespaces) > 0 {
+			return registry.Errorf(registry.Invalid, "give the token's namespaces in namespaces only: namespace is its deprecated form for one namespace")
 		}
-		t.Namespace = ns
+		names = []string{req.Namespace}
+	}
+	var err error
+	if t.Namespaces, err = registry.ParseNamespaces(names); err != nil {
+		return err
 	}
 	if len(req.Scopes) == 0 {
 		return registry.Errorf(registry.Invalid, "a token needs at least one scope: read, publish or admin")
@@ -427,10 +431,17 @@ func (h *handler) createToken(w http.ResponseWriter, r *http.Request) error {
 		t.ExpiresAt = req.ExpiresAt.UTC()
 	}
 	if req.User == "" {
-		// A service token: admins of its namespace (global admins for a
-		// global token) create it.
-		if err := h.require(r, registry.ScopeAdmin, t.Namespace); err != nil {
-			return err
+		// A service token: admins of every namespace of its set (global
+		// admins for a global token) create it.
+		if t.Global() {
+			if err := h.require(r, registry.ScopeAdmin, ""); err != nil {
+				return err
+			}
+		}
+		for _, ns := range t.Namespaces {
+			if err := h.require(r, registry.ScopeAdmin, ns); err != nil {
+				return err
+			}
 		}
 	} else {
 		user, err := registry.ParseUserName(req.User)
@@ -445,8 +456,8 @@ func (h *handler) createToken(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	if t.Namespace != "" {
-		if _, err := h.Index.GetNamespace(r.Context(), t.Namespace); err != nil {
+	for _, ns := range t.Namespaces {
+		if _, err := h.Index.GetNamespace(r.Context(), ns); err != nil {
 			return err
 		}
 	}
@@ -461,7 +472,7 @@ func (h *handler) createToken(w http.ResponseWriter, r *http.Request) error {
 	if err := h.Index.CreateToken(r.Context(), t); err != nil {
 		return err
 	}
-	h.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditTokenCreate, Namespace: t.Namespace, Target: t.ID, Details: describeToken(t)})
+	h.auditToken(r, registry.AuditTokenCreate, t, describeToken(t))
 	return httpjson.Write(w, http.StatusCreated, apispec.CreatedToken{Token: tokenDoc(t), Secret: secret})
 }
 
@@ -492,8 +503,27 @@ func (h *handler) mayCreatePersonal(r *http.Request, t *registry.Token) error {
 			return registry.Errorf(registry.Forbidden, "token %s grants at most %s: it cannot create a token with %s", p.Token.ID, top, s)
 		}
 	}
-	if p.Token.Namespace != "" && t.Namespace != p.Token.Namespace {
-		return registry.Errorf(registry.Forbidden, "token %s is bound to namespace %s: the new token must be bound to it too", p.Token.ID, p.Token.Namespace)
+	if !p.Token.Global() {
+		if t.Global() {
+			return registry.Errorf(registry.Forbidden, "token %s is bound to namespaces %s: the new token must be bound to some of them too",
+				p.Token.ID, strings.Join(p.Token.Namespaces, ","))
+		}
+		for _, ns := range t.Namespaces {
+			if !p.Token.Covers(ns) {
+				return registry.Errorf(registry.Forbidden, "token %s is bound to namespaces %s: the new token cannot be bound to %s",
+					p.Token.ID, strings.Join(p.Token.Namespaces, ","), ns)
+			}
+		}
+	}
+	// A namespace the user may not read answers as one that does not
+	// exist, so that binding tokens does not reveal private namespaces.
+	for _, ns := range t.Namespaces {
+		if ok, err := h.Access.CanRead(r.Context(), p, ns); err != nil || !ok {
+			if err != nil {
+				return err
+			}
+			return registry.Errorf(registry.NotFound, "namespace %q not found", ns)
+		}
 	}
 	if !p.Token.ExpiresAt.IsZero() {
 		if t.ExpiresAt.IsZero() {
@@ -506,8 +536,9 @@ func (h *handler) mayCreatePersonal(r *http.Request, t *registry.Token) error {
 }
 
 // tokenParam loads the {id} token if the caller may manage it: a global
-// admin, an admin of the token's namespace, the token itself, or the user
-// of a personal token.
+// admin, an admin of one of the token's namespaces, the token itself, or
+// the user of a personal token. Callers who may read none of its
+// namespaces get NotFound.
 func (h *handler) tokenParam(r *http.Request) (registry.Token, error) {
 	id := r.PathValue("id")
 	p := auth.FromContext(r.Context())
@@ -520,14 +551,23 @@ func (h *handler) tokenParam(r *http.Request) (registry.Token, error) {
 		if t.ID != id {
 			continue
 		}
-		if p.Token.ID == t.ID || h.require(r, registry.ScopeAdmin, t.Namespace) == nil ||
-			t.User != "" && p.Token.User == t.User {
+		if p.Token.ID == t.ID || t.User != "" && p.Token.User == t.User ||
+			t.Global() && h.require(r, registry.ScopeAdmin, "") == nil {
 			return t, nil
 		}
-		if t.Namespace == "" || h.require(r, registry.ScopeRead, t.Namespace) != nil {
+		readable := ""
+		for _, ns := range t.Namespaces {
+			if h.require(r, registry.ScopeAdmin, ns) == nil {
+				return t, nil
+			}
+			if readable == "" && h.require(r, registry.ScopeRead, ns) == nil {
+				readable = ns
+			}
+		}
+		if readable == "" {
 			return registry.Token{}, notFound
 		}
-		return registry.Token{}, h.require(r, registry.ScopeAdmin, t.Namespace)
+		return registry.Token{}, h.require(r, registry.ScopeAdmin, readable)
 	}
 	return registry.Token{}, notFound
 }
@@ -549,7 +589,7 @@ func (h *handler) revokeToken(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	h.Access.Authenticator().Invalidate()
-	h.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditTokenRevoke, Namespace: t.Namespace, Target: t.ID, Details: describeToken(t)})
+	h.auditToken(r, registry.AuditTokenRevoke, t, describeToken(t))
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
@@ -577,9 +617,21 @@ func (h *handler) expireToken(w http.ResponseWriter, r *http.Request) error {
 	}
 	h.Access.Authenticator().Invalidate()
 	t.ExpiresAt = at
-	h.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditTokenExpire, Namespace: t.Namespace, Target: t.ID,
-		Details: "expires " + at.Format(time.RFC3339)})
+	h.auditToken(r, registry.AuditTokenExpire, t, "expires "+at.Format(time.RFC3339))
 	return httpjson.Write(w, http.StatusOK, tokenDoc(t))
+}
+
+// auditToken records an event about token t once for each of its
+// namespaces, so that the audit log of every one of them shows it, or
+// once without a namespace for a global token.
+func (h *handler) auditToken(r *http.Request, action string, t registry.Token, details string) {
+	namespaces := t.Namespaces
+	if t.Global() {
+		namespaces = []string{""}
+	}
+	for _, ns := range namespaces {
+		h.Audit.Record(r.Context(), r, registry.AuditEvent{Action: action, Namespace: ns, Target: t.ID, Details: details})
+	}
 }
 
 // describeToken says what a token grants, for the audit log.
@@ -592,8 +644,8 @@ func describeToken(t registry.Token) string {
 	if t.User != "" {
 		s = "personal token of " + t.User + ", " + s
 	}
-	if t.Namespace != "" {
-		s += " on " + t.Namespace
+	if !t.Global() {
+		s += " on " + strings.Join(t.Namespaces, ",")
 	}
 	if !t.ExpiresAt.IsZero() {
 		s += ", expires " + t.ExpiresAt.UTC().Format(time.RFC3339)
@@ -749,8 +801,12 @@ func tokenDoc(t registry.Token) apispec.Token {
 	for i, s := range t.Scopes {
 		scopes[i] = string(s)
 	}
-	return apispec.Token{ID: t.ID, Namespace: t.Namespace, User: t.User, Scopes: scopes, Description: t.Description,
+	doc := apispec.Token{ID: t.ID, Namespaces: t.Namespaces, User: t.User, Scopes: scopes, Description: t.Description,
 		CreatedAt: t.CreatedAt, ExpiresAt: timePtr(t.ExpiresAt), RevokedAt: timePtr(t.RevokedAt)}
+	if len(t.Namespaces) == 1 {
+		doc.Namespace = t.Namespaces[0]
+	}
+	return doc
 }
 
 // VersionDoc renders a provider version as the API shows it.

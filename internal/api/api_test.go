@@ -61,7 +61,10 @@ func mint(t *testing.T, s *trovetest.Server, ns string, scope registry.Scope, mu
 		t.Fatal(err)
 	}
 	id, _ := auth.NewID()
-	tok := registry.Token{ID: id, Hash: hash, Namespace: ns, Scopes: []registry.Scope{scope}, CreatedAt: time.Now()}
+	tok := registry.Token{ID: id, Hash: hash, Scopes: []registry.Scope{scope}, CreatedAt: time.Now()}
+	if ns != "" {
+		tok.Namespaces = []string{ns}
+	}
 	if mutate != nil {
 		mutate(&tok)
 	}

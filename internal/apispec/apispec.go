@@ -85,7 +85,15 @@ type SigningKeyList struct {
 
 // Token describes a token; the secret is never part of it.
 type Token struct {
-	ID          string     `json:"id"`
+	ID string `json:"id"`
+	// Namespaces are the namespaces the token is bound to, sorted; absent
+	// for a global token.
+	Namespaces []string `json:"namespaces,omitempty"`
+	// Namespace is the one namespace of a token bound to exactly one,
+	// absent otherwise.
+	//
+	// Deprecated: use Namespaces; kept for clients of the API before
+	// tokens were bound to sets of namespaces.
 	Namespace   string     `json:"namespace,omitempty"`
 	User        string     `json:"user,omitempty"` // the user a personal token acts for
 	Scopes      []string   `json:"scopes"`
@@ -95,13 +103,18 @@ type Token struct {
 	RevokedAt   *time.Time `json:"revoked_at,omitempty"`
 }
 
-// CreateTokenRequest creates a token. Namespace "" makes a global token
-// (global admins only). ExpiresAt, if set, must be in the future. User
-// makes a personal token of that user, which carries the user's rights
-// narrowed by Namespace, Scopes and ExpiresAt: global admins create them
-// for anyone, users for themselves with a personal token, never wider or
-// longer-lived than the token they call with.
+// CreateTokenRequest creates a token bound to Namespaces; none makes a
+// global token (global admins only). ExpiresAt, if set, must be in the
+// future. User makes a personal token of that user, which carries the
+// user's rights narrowed by Namespaces, Scopes and ExpiresAt: global
+// admins create them for anyone, users for themselves with a personal
+// token, never wider or longer-lived than the token they call with.
 type CreateTokenRequest struct {
+	Namespaces []string `json:"namespaces,omitempty"`
+	// Namespace binds the token to one namespace, as Namespaces with one
+	// element; a request with both is refused.
+	//
+	// Deprecated: use Namespaces.
 	Namespace   string     `json:"namespace,omitempty"`
 	User        string     `json:"user,omitempty"`
 	Scopes      []string   `json:"scopes"`

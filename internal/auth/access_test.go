@@ -19,35 +19,50 @@ func TestPrincipalAllows(t *testing.T) {
 	off := registry.User{Name: "off", Admin: true, Disabled: true}
 	roles := map[string]registry.Role{"acme": registry.RolePublisher, "docs": registry.RoleReader}
 	personal := func(u registry.User, ns string, scope registry.Scope) Principal {
-		return Principal{Token: registry.Token{ID: "tok", User: u.Name, Namespace: ns, Scopes: []registry.Scope{scope}}, User: u, Roles: roles}
+		var set []string
+		if ns != "" {
+			set = strings.Split(ns, ",")
+		}
+		return Principal{Token: registry.Token{ID: "tok", User: u.Name, Namespaces: set, Scopes: []registry.Scope{scope}}, User: u, Roles: roles}
 	}
-	service := Principal{Token: registry.Token{ID: "svc", Namespace: "acme", Scopes: []registry.Scope{registry.ScopePublish}}}
+	service := Principal{Token: registry.Token{ID: "svc", Namespaces: []string{"acme"}, Scopes: []registry.Scope{registry.ScopePublish}}}
+	services := Principal{Token: registry.Token{ID: "svc2", Namespaces: []string{"acme", "docs"}, Scopes: []registry.Scope{registry.ScopePublish}}}
 	tests := map[string]struct {
 		p     Principal
 		scope registry.Scope
 		ns    string
 		want  bool
 	}{
-		"anonymous reads":                           {Principal{}, registry.ScopeRead, "acme", false},
-		"service token within its scope":            {service, registry.ScopePublish, "acme", true},
-		"service token beyond its scope":            {service, registry.ScopeAdmin, "acme", false},
-		"service token on another namespace":        {service, registry.ScopeRead, "docs", false},
-		"publisher member publishes":                {personal(alice, "", registry.ScopeAdmin), registry.ScopePublish, "acme", true},
-		"publisher member is no admin":              {personal(alice, "", registry.ScopeAdmin), registry.ScopeAdmin, "acme", false},
-		"reader member reads":                       {personal(alice, "", registry.ScopeAdmin), registry.ScopeRead, "docs", true},
-		"reader member does not publish":            {personal(alice, "", registry.ScopeAdmin), registry.ScopePublish, "docs", false},
-		"non-member reads nothing":                  {personal(alice, "", registry.ScopeAdmin), registry.ScopeRead, "other", false},
-		"member has no global right":                {personal(alice, "", registry.ScopeAdmin), registry.ScopeRead, "", false},
-		"token scope narrows the role":              {personal(alice, "", registry.ScopeRead), registry.ScopePublish, "acme", false},
-		"token namespace narrows the role":          {personal(alice, "docs", registry.ScopeAdmin), registry.ScopeRead, "acme", false},
-		"global admin user has every right":         {personal(root, "", registry.ScopeAdmin), registry.ScopeAdmin, "", true},
-		"global admin narrowed to read":             {personal(root, "", registry.ScopeRead), registry.ScopePublish, "x", false},
-		"global admin narrowed to a namespace":      {personal(root, "acme", registry.ScopeAdmin), registry.ScopeAdmin, "", false},
-		"disabled admin has none":                   {personal(off, "", registry.ScopeAdmin), registry.ScopeRead, "acme", false},
-		"user record of another user grants none":   {Principal{Token: registry.Token{ID: "t", User: "alice", Scopes: []registry.Scope{registry.ScopeAdmin}}, User: root}, registry.ScopeRead, "acme", false},
-		"expired personal token grants none":        {Principal{Token: registry.Token{ID: "t", User: "root", Scopes: []registry.Scope{registry.ScopeAdmin}, ExpiresAt: now}, User: root}, registry.ScopeRead, "acme", false},
-		"unknown scope is never granted":            {personal(root, "", registry.ScopeAdmin), registry.Scope("root"), "acme", false},
-		"membership of the empty namespace is moot": {Principal{Token: registry.Token{ID: "t", User: "alice", Scopes: []registry.Scope{registry.ScopeAdmin}}, User: alice, Roles: map[string]registry.Role{"": registry.RoleAdmin}}, registry.ScopeAdmin, "", false},
+		"anonymous reads":                            {Principal{}, registry.ScopeRead, "acme", false},
+		"service token within its scope":             {service, registry.ScopePublish, "acme", true},
+		"service token beyond its scope":             {service, registry.ScopeAdmin, "acme", false},
+		"service token on another namespace":         {service, registry.ScopeRead, "docs", false},
+		"service token on the first of its set":      {services, registry.ScopePublish, "acme", true},
+		"service token on the second of its set":     {services, registry.ScopePublish, "docs", true},
+		"service token outside its set":              {services, registry.ScopeRead, "other", false},
+		"service token of a set has no global right": {services, registry.ScopeRead, "", false},
+		"token set narrows the role":                 {personal(alice, "acme,other", registry.ScopeAdmin), registry.ScopeRead, "docs", false},
+		"token set does not widen the role":          {personal(alice, "acme,docs", registry.ScopeAdmin), registry.ScopePublish, "docs", false},
+		"token set keeps a role in it":               {personal(alice, "acme,docs", registry.ScopeAdmin), registry.ScopePublish, "acme", true},
+		"token set grants no non-membership":         {personal(alice, "acme,other", registry.ScopeAdmin), registry.ScopeRead, "other", false},
+		"global admin narrowed to a set":             {personal(root, "acme,docs", registry.ScopeAdmin), registry.ScopeAdmin, "other", false},
+		"global admin keeps a set's namespaces":      {personal(root, "acme,docs", registry.ScopeAdmin), registry.ScopeAdmin, "docs", true},
+		"publisher member publishes":                 {personal(alice, "", registry.ScopeAdmin), registry.ScopePublish, "acme", true},
+		"publisher member is no admin":               {personal(alice, "", registry.ScopeAdmin), registry.ScopeAdmin, "acme", false},
+		"reader member reads":                        {personal(alice, "", registry.ScopeAdmin), registry.ScopeRead, "docs", true},
+		"reader member does not publish":             {personal(alice, "", registry.ScopeAdmin), registry.ScopePublish, "docs", false},
+		"non-member reads nothing":                   {personal(alice, "", registry.ScopeAdmin), registry.ScopeRead, "other", false},
+		"member has no global right":                 {personal(alice, "", registry.ScopeAdmin), registry.ScopeRead, "", false},
+		"token scope narrows the role":               {personal(alice, "", registry.ScopeRead), registry.ScopePublish, "acme", false},
+		"token namespace narrows the role":           {personal(alice, "docs", registry.ScopeAdmin), registry.ScopeRead, "acme", false},
+		"global admin user has every right":          {personal(root, "", registry.ScopeAdmin), registry.ScopeAdmin, "", true},
+		"global admin narrowed to read":              {personal(root, "", registry.ScopeRead), registry.ScopePublish, "x", false},
+		"global admin narrowed to a namespace":       {personal(root, "acme", registry.ScopeAdmin), registry.ScopeAdmin, "", false},
+		"disabled admin has none":                    {personal(off, "", registry.ScopeAdmin), registry.ScopeRead, "acme", false},
+		"user record of another user grants none":    {Principal{Token: registry.Token{ID: "t", User: "alice", Scopes: []registry.Scope{registry.ScopeAdmin}}, User: root}, registry.ScopeRead, "acme", false},
+		"expired personal token grants none":         {Principal{Token: registry.Token{ID: "t", User: "root", Scopes: []registry.Scope{registry.ScopeAdmin}, ExpiresAt: now}, User: root}, registry.ScopeRead, "acme", false},
+		"unknown scope is never granted":             {personal(root, "", registry.ScopeAdmin), registry.Scope("root"), "acme", false},
+		"membership of the empty namespace is moot":  {Principal{Token: registry.Token{ID: "t", User: "alice", Scopes: []registry.Scope{registry.ScopeAdmin}}, User: alice, Roles: map[string]registry.Role{"": registry.RoleAdmin}}, registry.ScopeAdmin, "", false},
 	}
 	for name, tt := range tests {
 		if got := tt.p.Allows(tt.scope, tt.ns, now); got != tt.want {
@@ -165,7 +180,7 @@ func newAccessFixture(t *testing.T) *accessFixture {
 	mint("reader", registry.Token{User: "reader"})
 	mint("stranger", registry.Token{User: "stranger"})
 	mint("disabled", registry.Token{User: "off"})
-	mint("service", registry.Token{Namespace: "secret", Scopes: []registry.Scope{registry.ScopeRead}})
+	mint("service", registry.Token{Namespaces: []string{"secret"}, Scopes: []registry.Scope{registry.ScopeRead}})
 	mint("expired", registry.Token{User: "reader", ExpiresAt: f.now.Add(-time.Minute)})
 	mint("revoked", registry.Token{User: "reader", RevokedAt: f.now.Add(-time.Minute)})
 	f.access = NewAccess(NewAuthenticator(idx), idx)

@@ -4,6 +4,7 @@
 package registry
 
 import (
+	"slices"
 	"time"
 )
 
@@ -106,12 +107,15 @@ func (s Scope) Includes(want Scope) bool {
 
 // Token is an API credential. Only a hash of its secret is ever stored.
 type Token struct {
-	ID        string // public identifier, used to list and revoke
-	Hash      string // hex SHA-256 of the secret token string
-	Namespace string // "" for a global token
+	ID   string // public identifier, used to list and revoke
+	Hash string // hex SHA-256 of the secret token string
+	// Namespaces are the namespaces the token is bound to, normalized,
+	// sorted and without duplicates (see ParseNamespaces); empty for a
+	// global token, which applies to every namespace its principal may use.
+	Namespaces []string
 	// User is the name of the user a personal token acts for, "" for a
 	// service token. A personal token carries its user's rights, narrowed
-	// by its Namespace, Scopes and ExpiresAt.
+	// by its Namespaces, Scopes and ExpiresAt.
 	User        string
 	Scopes      []Scope
 	Description string
@@ -120,14 +124,22 @@ type Token struct {
 	RevokedAt   time.Time // zero: not revoked
 }
 
+// Global reports whether the token is bound to no namespace.
+func (t Token) Global() bool { return len(t.Namespaces) == 0 }
+
+// Covers reports whether the token's binding includes namespace: always
+// for a global token; for a bound one only a namespace of its set, never
+// "" (a global right).
+func (t Token) Covers(namespace string) bool {
+	return t.Global() || (namespace != "" && slices.Contains(t.Namespaces, namespace))
+}
+
 // Allows reports whether the token grants scope on namespace at time now.
-// A global token (Namespace == "") applies to every namespace; an empty
-// namespace argument asks for a global right.
+// A global token applies to every namespace; a bound token only to the
+// namespaces of its set. An empty namespace argument asks for a global
+// right, which a bound token never grants.
 func (t Token) Allows(scope Scope, namespace string, now time.Time) bool {
-	if !t.Active(now) {
-		return false
-	}
-	if t.Namespace != "" && t.Namespace != namespace {
+	if !t.Active(now) || !t.Covers(namespace) {
 		return false
 	}
 	for _, s := range t.Scopes {

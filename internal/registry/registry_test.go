@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -69,7 +70,8 @@ func TestSortNewestFirst(t *testing.T) {
 func TestTokenAllows(t *testing.T) {
 	now := time.Unix(1_000_000, 0)
 	global := Token{ID: "g", Scopes: []Scope{ScopeAdmin}}
-	pub := Token{ID: "p", Namespace: "acme", Scopes: []Scope{ScopePublish}}
+	pub := Token{ID: "p", Namespaces: []string{"acme"}, Scopes: []Scope{ScopePublish}}
+	two := Token{ID: "two", Namespaces: []string{"acme", "beta"}, Scopes: []Scope{ScopePublish}}
 	expired := Token{ID: "e", Scopes: []Scope{ScopeAdmin}, ExpiresAt: now}
 	revoked := Token{ID: "r", Scopes: []Scope{ScopeAdmin}, RevokedAt: now.Add(-time.Second)}
 	tests := []struct {
@@ -88,10 +90,39 @@ func TestTokenAllows(t *testing.T) {
 		{expired, ScopeRead, "acme", false},
 		{revoked, ScopeRead, "acme", false},
 		{pub, Scope("bogus"), "acme", false},
+		{two, ScopePublish, "acme", true},
+		{two, ScopePublish, "beta", true},
+		{two, ScopePublish, "gamma", false},
+		{two, ScopeAdmin, "beta", false},
+		{two, ScopeRead, "", false},
 	}
 	for _, tt := range tests {
 		if got := tt.tok.Allows(tt.scope, tt.ns, now); got != tt.want {
 			t.Errorf("token %s Allows(%s, %q) = %v, want %v", tt.tok.ID, tt.scope, tt.ns, got, tt.want)
+		}
+	}
+}
+
+func TestParseNamespaces(t *testing.T) {
+	for _, tt := range []struct {
+		in      []string
+		want    []string
+		invalid bool
+	}{
+		{in: nil, want: nil},
+		{in: []string{"Beta", "acme", "beta", "ACME"}, want: []string{"acme", "beta"}},
+		{in: []string{"acme", ""}, invalid: true},
+		{in: []string{"acme", "no/slash"}, invalid: true},
+	} {
+		got, err := ParseNamespaces(tt.in)
+		if tt.invalid {
+			if KindOf(err) != Invalid {
+				t.Errorf("ParseNamespaces(%q) = %q, %v; want an Invalid error", tt.in, got, err)
+			}
+			continue
+		}
+		if err != nil || !slices.Equal(got, tt.want) {
+			t.Errorf("ParseNamespaces(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
 		}
 	}
 }

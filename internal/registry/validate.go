@@ -22,6 +22,22 @@ func ParseNamespace(name string) (string, error) {
 	return norm, nil
 }
 
+// ParseNamespaces validates the namespace names of a token binding with
+// ParseNamespace and returns them normalized, sorted and without
+// duplicates; nil for none (a global binding).
+func ParseNamespaces(names []string) ([]string, error) {
+	var out []string
+	for _, name := range names {
+		norm, err := ParseNamespace(name)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, norm)
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
 // ParseProviderType validates a provider type name and returns its
 // normalized (lowercase) form. Types may not start with "terraform-".
 func ParseProviderType(name string) (string, error) {

@@ -43,8 +43,10 @@ type Namespaces interface {
 	// existing namespace. NotFound if it does not exist.
 	UpdateNamespace(ctx context.Context, ns registry.Namespace) error
 	// DeleteNamespace deletes an empty namespace together with its signing
-	// keys and the tokens bound to it, in one transaction. NotFound if it
-	// does not exist; Conflict if it still holds provider or module
+	// keys and every token bound to it (bound to it among other namespaces
+	// too: a token never outlives one of its namespaces, so it can never
+	// end up bound to none, that is global), in one transaction. NotFound
+	// if it does not exist; Conflict if it still holds provider or module
 	// versions.
 	DeleteNamespace(ctx context.Context, name string) error
 }
@@ -63,14 +65,16 @@ type SigningKeys interface {
 
 // Tokens stores API tokens by the hash of their secret.
 type Tokens interface {
-	// CreateToken stores t. Conflict if its ID or Hash is taken; NotFound if
-	// t.Namespace is set and does not exist.
+	// CreateToken stores t with its namespace binding, atomically.
+	// Conflict if its ID or Hash is taken; NotFound if one of
+	// t.Namespaces does not exist.
 	CreateToken(ctx context.Context, t registry.Token) error
 	// TokenByHash returns the token whose Hash equals hash, revoked and
 	// expired ones included, or NotFound.
 	TokenByHash(ctx context.Context, hash string) (registry.Token, error)
 	// ListTokens returns tokens ordered by CreatedAt then ID; namespace ""
-	// lists all tokens, otherwise only those bound to that namespace.
+	// lists all tokens, otherwise only those whose Namespaces contain it.
+	// Returned tokens have their Namespaces sorted.
 	ListTokens(ctx context.Context, namespace string) ([]registry.Token, error)
 	// RevokeToken sets RevokedAt (once; a second revoke keeps the first
 	// time). NotFound if there is no token with that ID.

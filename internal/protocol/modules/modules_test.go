@@ -689,7 +689,10 @@ func mintToken(t *testing.T, s *trovetest.Server, ns string, scope registry.Scop
 		t.Fatal(err)
 	}
 	id, _ := auth.NewID()
-	tok := registry.Token{ID: id, Hash: hash, Namespace: ns, Scopes: []registry.Scope{scope}, CreatedAt: time.Now()}
+	tok := registry.Token{ID: id, Hash: hash, Scopes: []registry.Scope{scope}, CreatedAt: time.Now()}
+	if ns != "" {
+		tok.Namespaces = []string{ns}
+	}
 	for _, m := range mutate {
 		m(&tok)
 	}

@@ -45,7 +45,7 @@ func newGuarded(t testing.TB) *guarded {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tok := registry.Token{ID: "tok_" + name, Hash: hash, Namespace: ns, Scopes: []registry.Scope{registry.ScopeRead}, CreatedAt: time.Now()}
+		tok := registry.Token{ID: "tok_" + name, Hash: hash, Namespaces: []string{ns}, Scopes: []registry.Scope{registry.ScopeRead}, CreatedAt: time.Now()}
 		if err := idx.CreateToken(ctx, tok); err != nil {
 			t.Fatal(err)
 		}

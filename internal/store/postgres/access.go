@@ -158,7 +158,7 @@ func (x *Index) ListMemberships(ctx context.Context, user, namespace string) ([]
 func (x *Index) ListUserTokens(ctx context.Context, user string) ([]registry.Token, error) {
 	ctx, cancel := x.opContext(ctx)
 	defer cancel()
-	rows, err := x.pool.Query(ctx, `SELECT `+tokenColumns+` FROM tokens WHERE user_name = $1 ORDER BY created_at, id`, user)
+	rows, err := x.pool.Query(ctx, `SELECT `+tokenSelect+` FROM tokens WHERE user_name = $1 ORDER BY created_at, id`, user)
 	if err != nil {
 		return nil, x.fail(err, "listing the tokens of user "+user)
 	}

@@ -109,7 +109,13 @@ func (x *Index) DeleteNamespace(ctx context.Context, name string) error {
 			return registry.Errorf(registry.Conflict,
 				"namespace %q holds published provider or module versions, which are immutable: it cannot be deleted", name)
 		}
-		// tokens, memberships, signing_keys and signing_key_snapshots cascade.
+		// Every token bound to the namespace goes, whatever else it is bound
+		// to (see migration 0005); were one bound meanwhile, the reference
+		// of its binding would fail the delete below.
+		if _, err := tx.Exec(ctx, `DELETE FROM tokens WHERE `+boundTo, name); err != nil {
+			return err
+		}
+		// memberships, signing_keys and signing_key_snapshots cascade.
 		_, err = tx.Exec(ctx, `DELETE FROM namespaces WHERE name = $1`, name)
 		if pgCode(err) == "23503" { // a version was added meanwhile
 			return registry.Errorf(registry.Conflict, "namespace %q holds published versions: it cannot be deleted", name)

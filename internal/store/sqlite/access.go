@@ -158,7 +158,7 @@ func (x *Index) ListMemberships(ctx context.Context, user, namespace string) ([]
 
 // ListUserTokens returns the tokens of a user ordered by CreatedAt then ID.
 func (x *Index) ListUserTokens(ctx context.Context, user string) ([]registry.Token, error) {
-	rows, err := x.r.QueryContext(ctx, `SELECT `+tokenColumns+` FROM tokens WHERE user_name = ? ORDER BY created_at, id`, user)
+	rows, err := x.r.QueryContext(ctx, `SELECT `+tokenSelect+` FROM tokens WHERE user_name = ? ORDER BY created_at, id`, user)
 	if err != nil {
 		return nil, x.fail(err, "listing the tokens of user "+user)
 	}

@@ -108,8 +108,12 @@ func (x *Index) DeleteNamespace(ctx context.Context, name string) error {
 			return registry.Errorf(registry.Conflict,
 				"namespace %q holds module versions: delete them first (trove module delete), then the namespace", name)
 		}
+		// Every token bound to the namespace goes, whatever else it is
+		// bound to (see migration 0005).
+		if _, err := tx.ExecContext(ctx, `DELETE FROM tokens WHERE `+boundTo, name, name); err != nil {
+			return err
+		}
 		for _, q := range []string{
-			`DELETE FROM tokens WHERE namespace = ?`,
 			`DELETE FROM memberships WHERE namespace = ?`,
 			`DELETE FROM signing_keys WHERE namespace = ?`,
 			`DELETE FROM signing_key_snapshots WHERE namespace = ?`,

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"slices"
 	"time"
 
 	"trove.dev/trove/internal/registry"
@@ -12,8 +13,13 @@ import (
 
 const tokenColumns = `id, hash, namespace, user_name, scopes, description, created_at, expires_at, revoked_at`
 
-// CreateToken stores t; Conflict if its ID or hash is taken, NotFound if
-// it is bound to a namespace that does not exist.
+// tokenSelect is tokenColumns followed by the token's bindings as a JSON
+// array, for a query on tokens (see scanToken).
+const tokenSelect = tokenColumns + `,
+	(SELECT json_group_array(b.namespace) FROM token_namespaces b WHERE b.token_id = tokens.id)`
+
+// CreateToken stores t and its bindings; Conflict if its ID or hash is
+// taken, NotFound if it is bound to a namespace that does not exist.
 func (x *Index) CreateToken(ctx context.Context, t registry.Token) error {
 	row, err := newTokenRow(t)
 	if err != nil {
@@ -22,9 +28,12 @@ func (x *Index) CreateToken(ctx context.Context, t registry.Token) error {
 	return x.write(ctx, "creating token "+t.ID, func(tx *sql.Tx) error { return row.insert(ctx, tx) })
 }
 
-// tokenRow is a token encoded for its table.
+// tokenRow is a token encoded for its tables. namespace is the legacy
+// tokens.namespace column: the first namespace of the set (see migration
+// 0005).
 type tokenRow struct {
 	t                registry.Token
+	namespaces       []string
 	scopes           string
 	created          int64
 	expires, revoked sql.NullInt64
@@ -48,17 +57,21 @@ func newTokenRow(t registry.Token) (tokenRow, error) {
 	if err != nil {
 		return tokenRow{}, err
 	}
-	return tokenRow{
-		t: t, scopes: string(scopes), created: created, expires: expires, revoked: revoked,
-		namespace: sql.NullString{String: t.Namespace, Valid: t.Namespace != ""},
-		user:      sql.NullString{String: t.User, Valid: t.User != ""},
-	}, nil
+	r := tokenRow{
+		t: t, namespaces: slices.Compact(slices.Sorted(slices.Values(t.Namespaces))),
+		scopes: string(scopes), created: created, expires: expires, revoked: revoked,
+		user: sql.NullString{String: t.User, Valid: t.User != ""},
+	}
+	if len(r.namespaces) > 0 {
+		r.namespace = sql.NullString{String: r.namespaces[0], Valid: true}
+	}
+	return r, nil
 }
 
 // insert stores the row after checking what it refers to.
 func (r tokenRow) insert(ctx context.Context, tx *sql.Tx) error {
-	if r.namespace.Valid {
-		if err := namespaceExists(ctx, tx, r.t.Namespace); err != nil {
+	for _, ns := range r.namespaces {
+		if err := namespaceExists(ctx, tx, ns); err != nil {
 			return err
 		}
 	}
@@ -79,13 +92,21 @@ func (r tokenRow) insert(ctx context.Context, tx *sql.Tx) error {
 	if isUnique(err) {
 		return registry.Errorf(registry.Conflict, "a token with the same secret exists already")
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	for _, ns := range r.namespaces {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO token_namespaces (token_id, namespace) VALUES (?, ?)`, r.t.ID, ns); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // TokenByHash returns the token with that hash, revoked and expired ones
 // included, or NotFound.
 func (x *Index) TokenByHash(ctx context.Context, hash string) (registry.Token, error) {
-	t, err := scanToken(x.r.QueryRowContext(ctx, `SELECT `+tokenColumns+` FROM tokens WHERE hash = ?`, hash))
+	t, err := scanToken(x.r.QueryRowContext(ctx, `SELECT `+tokenSelect+` FROM tokens WHERE hash = ?`, hash))
 	if errors.Is(err, sql.ErrNoRows) {
 		return registry.Token{}, registry.Errorf(registry.NotFound, "no token has that secret")
 	}
@@ -95,13 +116,13 @@ func (x *Index) TokenByHash(ctx context.Context, hash string) (registry.Token, e
 	return t, nil
 }
 
-// ListTokens returns the tokens bound to namespace, or all tokens for "",
-// ordered by CreatedAt then ID.
+// ListTokens returns the tokens bound to namespace (among others), or all
+// tokens for "", ordered by CreatedAt then ID.
 func (x *Index) ListTokens(ctx context.Context, namespace string) ([]registry.Token, error) {
-	query, args := `SELECT `+tokenColumns+` FROM tokens ORDER BY created_at, id`, []any{}
+	query, args := `SELECT `+tokenSelect+` FROM tokens ORDER BY created_at, id`, []any{}
 	if namespace != "" {
-		query = `SELECT ` + tokenColumns + ` FROM tokens WHERE namespace = ? ORDER BY created_at, id`
-		args = append(args, namespace)
+		query = `SELECT ` + tokenSelect + ` FROM tokens WHERE ` + boundTo + ` ORDER BY created_at, id`
+		args = append(args, namespace, namespace)
 	}
 	rows, err := x.r.QueryContext(ctx, query, args...)
 	if err != nil {
@@ -168,22 +189,39 @@ func (x *Index) CountTokens(ctx context.Context) (int, error) {
 	return n, nil
 }
 
+// boundTo is the condition on tokens that selects those bound to the
+// namespace given twice as arguments: through their bindings or through
+// the legacy column alone (see migration 0005).
+const boundTo = `(namespace = ? OR id IN (SELECT token_id FROM token_namespaces WHERE namespace = ?))`
+
 // scanner is a *sql.Row or *sql.Rows.
 type scanner interface{ Scan(dest ...any) error }
 
 func scanToken(s scanner) (registry.Token, error) {
 	var t registry.Token
 	var ns, user sql.NullString
-	var scopes string
+	var scopes, bindings string
 	var created int64
 	var expires, revoked sql.NullInt64
-	if err := s.Scan(&t.ID, &t.Hash, &ns, &user, &scopes, &t.Description, &created, &expires, &revoked); err != nil {
+	if err := s.Scan(&t.ID, &t.Hash, &ns, &user, &scopes, &t.Description, &created, &expires, &revoked, &bindings); err != nil {
 		return registry.Token{}, err
 	}
 	if err := json.Unmarshal([]byte(scopes), &t.Scopes); err != nil {
 		return registry.Token{}, registry.Wrap(registry.Internal, err, "decoding the scopes of token "+t.ID)
 	}
-	t.Namespace, t.User = ns.String, user.String
+	if err := json.Unmarshal([]byte(bindings), &t.Namespaces); err != nil {
+		return registry.Token{}, registry.Wrap(registry.Internal, err, "decoding the namespaces of token "+t.ID)
+	}
+	if ns.Valid {
+		t.Namespaces = append(t.Namespaces, ns.String)
+	}
+	if len(t.Namespaces) == 0 {
+		t.Namespaces = nil
+	} else {
+		slices.Sort(t.Namespaces)
+		t.Namespaces = slices.Compact(t.Namespaces)
+	}
+	t.User = user.String
 	t.CreatedAt, t.ExpiresAt, t.RevokedAt = fromMicros(created), fromOptMicros(expires), fromOptMicros(revoked)
 	return t, nil
 }

@@ -471,7 +471,7 @@ func judgeToken(s, d registry.Token) (verdict, string) {
 	switch {
 	case s.Hash != d.Hash:
 		return differs, "another secret"
-	case s.Namespace != d.Namespace || s.User != d.User || !sameScopes(s.Scopes, d.Scopes) || s.Description != d.Description || !sameTime(s.CreatedAt, d.CreatedAt):
+	case !slices.Equal(s.Namespaces, d.Namespaces) || s.User != d.User || !sameScopes(s.Scopes, d.Scopes) || s.Description != d.Description || !sameTime(s.CreatedAt, d.CreatedAt):
 		return differs, "another namespace, user, scope, description or creation time"
 	case !d.RevokedAt.IsZero() && (s.RevokedAt.IsZero() || !sameTime(s.RevokedAt, d.RevokedAt)):
 		return differs, "revoked in the target only, or at another time"

@@ -99,8 +99,8 @@ func fill(t *testing.T, s Store) *registryData {
 	must(t, a.SetMembership(ctx, registry.Membership{User: "alice", Namespace: "acme", Role: registry.RolePublisher, CreatedAt: d.now}))
 	for i, tok := range []registry.Token{
 		{ID: "tok-admin", Scopes: []registry.Scope{registry.ScopeAdmin}, Description: "first admin"},
-		{ID: "tok-ci", Namespace: "acme", Scopes: []registry.Scope{registry.ScopePublish, registry.ScopeRead}, ExpiresAt: d.now.Add(720 * time.Hour)},
-		{ID: "tok-old", Namespace: "acme", Scopes: []registry.Scope{registry.ScopeRead}, RevokedAt: d.now.Add(time.Hour)},
+		{ID: "tok-ci", Namespaces: []string{"acme", "empty"}, Scopes: []registry.Scope{registry.ScopePublish, registry.ScopeRead}, ExpiresAt: d.now.Add(720 * time.Hour)},
+		{ID: "tok-old", Namespaces: []string{"acme"}, Scopes: []registry.Scope{registry.ScopeRead}, RevokedAt: d.now.Add(time.Hour)},
 		{ID: "tok-alice", User: "alice", Scopes: []registry.Scope{registry.ScopePublish}},
 	} {
 		tok.Hash = sha([]byte(tok.ID))
@@ -296,6 +296,22 @@ func TestCopyRefusesDivergedTarget(t *testing.T) {
 
 // TestCopyVerifiesBlobs corrupts and removes source blobs: the copy stops
 // before the index, and keeps no corrupt blob.
+// TestJudgeTokenComparesBindings checks that a token bound to other
+// namespaces in the target is a conflict, not the same token.
+func TestJudgeTokenComparesBindings(t *testing.T) {
+	src := registry.Token{ID: "tok", Hash: "h", Namespaces: []string{"acme", "empty"}, Scopes: []registry.Scope{registry.ScopeRead}}
+	for _, ns := range [][]string{{"acme"}, nil, {"acme", "other"}} {
+		dst := src
+		dst.Namespaces = ns
+		if v, why := judgeToken(src, dst); v != differs {
+			t.Errorf("judgeToken of a token bound to %q in the source and %q in the target = %v, %q; want differs", src.Namespaces, ns, v, why)
+		}
+	}
+	if v, _ := judgeToken(src, src); v != same {
+		t.Errorf("judgeToken of equal tokens = %v, want same", v)
+	}
+}
+
 func TestCopyVerifiesBlobs(t *testing.T) {
 	tests := map[string]struct {
 		damage func(path string) error

@@ -117,9 +117,15 @@ func testNamespaces(t *testing.T, newIndex func(*testing.T) store.Index) {
 		for i, ns := range []string{"acme", "acme", "other"} {
 			mustOK(t, x.AddSigningKey(ctx, testKey(ns, i)), "AddSigningKey")
 		}
+		createNamespaces(t, x, "zeta")
+		// tok5 and tok7 are bound to acme among others: deleting acme
+		// deletes them too rather than leave them bound to the rest (or
+		// to nothing, which would make them global).
 		tokens := []registry.Token{
 			testToken("tok1", "acme", t0), testToken("tok2", "acme", t0),
 			testToken("tok3", "other", t0), testToken("tok4", "", t0),
+			boundToken("tok5", t0, "acme", "other"), boundToken("tok6", t0, "other", "zeta"),
+			boundToken("tok7", t0, "acme", "zeta"),
 		}
 		for _, tk := range tokens {
 			mustOK(t, x.CreateToken(ctx, tk), "CreateToken "+tk.ID)
@@ -127,15 +133,17 @@ func testNamespaces(t *testing.T, newIndex func(*testing.T) store.Index) {
 		mustOK(t, x.DeleteNamespace(ctx, "acme"), "DeleteNamespace")
 
 		for _, tk := range tokens {
-			_, err := x.TokenByHash(ctx, tk.Hash)
-			if tk.Namespace == "acme" {
-				wantKind(t, err, registry.NotFound, "TokenByHash of a token of the deleted namespace")
+			got, err := x.TokenByHash(ctx, tk.Hash)
+			if slices.Contains(tk.Namespaces, "acme") {
+				wantKind(t, err, registry.NotFound, "TokenByHash of token "+tk.ID+" bound to the deleted namespace")
 			} else if err != nil {
-				t.Errorf("TokenByHash of token %s (namespace %q): %v", tk.ID, tk.Namespace, err)
+				t.Errorf("TokenByHash of token %s (namespaces %q): %v", tk.ID, tk.Namespaces, err)
+			} else {
+				checkEqual(t, "token "+tk.ID+" not bound to the deleted namespace", got, tk, normToken)
 			}
 		}
-		if n, err := x.CountTokens(ctx); err != nil || n != 2 {
-			t.Errorf("CountTokens = %d, %v; want 2", n, err)
+		if n, err := x.CountTokens(ctx); err != nil || n != 3 {
+			t.Errorf("CountTokens = %d, %v; want 3", n, err)
 		}
 		_, err := x.ListSigningKeys(ctx, "acme")
 		wantKind(t, err, registry.NotFound, "ListSigningKeys of the deleted namespace")
@@ -155,6 +163,14 @@ func testNamespaces(t *testing.T, newIndex func(*testing.T) store.Index) {
 		if len(toks) != 0 {
 			t.Errorf("recreated namespace has tokens %+v, want none", toks)
 		}
+
+		// Deleting a namespace that is not the first of a set works the same.
+		mustOK(t, x.DeleteNamespace(ctx, "zeta"), "DeleteNamespace zeta")
+		_, err = x.TokenByHash(ctx, tokens[5].Hash)
+		wantKind(t, err, registry.NotFound, "TokenByHash of token tok6 after deleting zeta, the second of its namespaces")
+		toks, err = x.ListTokens(ctx, "other")
+		mustOK(t, err, "ListTokens other")
+		checkList(t, "tokens of other after deleting zeta", toks, []registry.Token{tokens[2]}, normToken)
 	})
 	t.Run("DeleteWithVersionsConflicts", func(t *testing.T) {
 		x, ctx := newIndex(t), t.Context()
@@ -253,12 +269,22 @@ func testSigningKeys(t *testing.T, newIndex func(*testing.T) store.Index) {
 	})
 }
 
-// testToken returns a token with the given ID, namespace and creation time.
+// testToken returns a token with the given ID, namespace ("" for a
+// global token) and creation time.
 func testToken(id, ns string, created time.Time) registry.Token {
+	if ns == "" {
+		return boundToken(id, created)
+	}
+	return boundToken(id, created, ns)
+}
+
+// boundToken returns a token with the given ID and creation time, bound
+// to the namespaces (given sorted).
+func boundToken(id string, created time.Time, namespaces ...string) registry.Token {
 	return registry.Token{
 		ID:          id,
 		Hash:        digestOf("secret of " + id),
-		Namespace:   ns,
+		Namespaces:  namespaces,
 		Scopes:      []registry.Scope{registry.ScopePublish, registry.ScopeRead},
 		Description: "token " + id + " for CI",
 		CreatedAt:   created,
@@ -304,10 +330,12 @@ func testTokens(t *testing.T, newIndex func(*testing.T) store.Index) {
 		}
 		bound := testToken("tokbound", "acme", t0)
 		bound.ExpiresAt = at(720 * time.Hour)
-		for _, tk := range []registry.Token{global, bound} {
+		createNamespaces(t, x, "beta", "gamma")
+		multi := boundToken("tokmulti", t0, "acme", "beta", "gamma")
+		for _, tk := range []registry.Token{global, bound, multi} {
 			mustOK(t, x.CreateToken(ctx, tk), "CreateToken "+tk.ID)
 		}
-		for _, tk := range []registry.Token{global, bound} {
+		for _, tk := range []registry.Token{global, bound, multi} {
 			got, err := x.TokenByHash(ctx, tk.Hash)
 			mustOK(t, err, "TokenByHash "+tk.ID)
 			checkEqual(t, "TokenByHash "+tk.ID, got, tk, normToken)
@@ -334,10 +362,17 @@ func testTokens(t *testing.T, newIndex func(*testing.T) store.Index) {
 	})
 	t.Run("MissingNamespace", func(t *testing.T) {
 		x, ctx := newIndex(t), t.Context()
-		tk := testToken("tok1", "nope", t0)
-		wantKind(t, x.CreateToken(ctx, tk), registry.NotFound, "CreateToken bound to a missing namespace")
-		_, err := x.TokenByHash(ctx, tk.Hash)
-		wantKind(t, err, registry.NotFound, "TokenByHash of the refused token")
+		createNamespaces(t, x, "acme")
+		for _, tk := range []registry.Token{
+			testToken("tok1", "nope", t0), boundToken("tok2", t0, "acme", "nope"), boundToken("tok3", t0, "aaa", "acme"),
+		} {
+			wantKind(t, x.CreateToken(ctx, tk), registry.NotFound, "CreateToken of "+tk.ID+" bound to a missing namespace")
+			_, err := x.TokenByHash(ctx, tk.Hash)
+			wantKind(t, err, registry.NotFound, "TokenByHash of the refused token "+tk.ID)
+		}
+		toks, err := x.ListTokens(ctx, "acme")
+		mustOK(t, err, "ListTokens acme")
+		checkList(t, "tokens of acme after refused creates", toks, nil, normToken)
 	})
 	t.Run("RevokedAndExpiredAreReturned", func(t *testing.T) {
 		x, ctx := newIndex(t), t.Context()
@@ -399,9 +434,10 @@ func testTokens(t *testing.T, newIndex func(*testing.T) store.Index) {
 			testToken("tok3", "acme", at(time.Minute)),
 			testToken("tok1", "other", at(time.Hour)),
 			testToken("tok4", "", at(time.Hour+time.Microsecond)),
+			boundToken("tok6", at(2*time.Hour), "acme", "other"),
 		}
 		all[3].ExpiresAt = at(48 * time.Hour)
-		for _, i := range []int{4, 3, 0, 5, 2, 1} {
+		for _, i := range []int{4, 3, 6, 0, 5, 2, 1} {
 			mustOK(t, x.CreateToken(ctx, all[i]), "CreateToken "+all[i].ID)
 		}
 		mustOK(t, x.RevokeToken(ctx, "tok5", at(2*time.Hour)), "RevokeToken")
@@ -409,8 +445,8 @@ func testTokens(t *testing.T, newIndex func(*testing.T) store.Index) {
 
 		tests := map[string][]registry.Token{
 			"":        all,
-			"acme":    {all[0], all[2], all[3]},
-			"other":   {all[4]},
+			"acme":    {all[0], all[2], all[3], all[6]},
+			"other":   {all[4], all[6]},
 			"empty":   nil,
 			"missing": nil,
 		}

@@ -102,6 +102,9 @@ func normToken(tk registry.Token) registry.Token {
 	if len(tk.Scopes) == 0 {
 		tk.Scopes = nil
 	}
+	if len(tk.Namespaces) == 0 {
+		tk.Namespaces = nil
+	}
 	return tk
 }
 
