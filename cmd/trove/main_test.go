@@ -183,7 +183,9 @@ func newFakeAPI(t *testing.T) *fakeAPI {
 	f := &fakeAPI{created: true}
 	ns := apispec.Namespace{Name: "acme", Description: "ACME team"}
 	key := apispec.SigningKey{Namespace: "acme", KeyID: "0123456789ABCDEF", Fingerprint: "AAAABBBBCCCCDDDDEEEEFFFF0000111122223333"}
+	// tok is answered as a Trove before namespace sets did; tok2 is bound to two.
 	tok := apispec.Token{ID: "tok_1", Namespace: "acme", Scopes: []string{"publish"}, Description: "ci"}
+	tok2 := apispec.Token{ID: "tok_2", Namespaces: []string{"acme", "other"}, Scopes: []string{"read"}}
 	pv := apispec.ProviderVersion{Namespace: "acme", Type: "foo", Version: "1.0.0", Protocols: []string{"5.0"},
 		Platforms: []apispec.Platform{
 			{OS: "linux", Arch: "amd64", Filename: "terraform-provider-foo_1.0.0_linux_amd64.zip", SHASum: "aa", Size: 2048},
@@ -197,7 +199,7 @@ func newFakeAPI(t *testing.T) *fakeAPI {
 		"GET " + apispec.RouteKeys:            apispec.SigningKeyList{Keys: []apispec.SigningKey{key}},
 		"POST " + apispec.RouteKeys:           key,
 		"DELETE " + apispec.RouteKey:          nil,
-		"GET " + apispec.RouteTokens:          apispec.TokenList{Tokens: []apispec.Token{tok}},
+		"GET " + apispec.RouteTokens:          apispec.TokenList{Tokens: []apispec.Token{tok, tok2}},
 		"POST " + apispec.RouteTokens:         apispec.CreatedToken{Token: tok, Secret: "trove_secret"},
 		"DELETE " + apispec.RouteToken:        nil,
 		"GET " + apispec.RouteProviders:       apispec.ProviderList{Providers: []apispec.Provider{{Namespace: "acme", Type: "foo", VersionCount: 1, LatestVersion: "1.0.0"}}},
@@ -296,7 +298,8 @@ func TestClientCommands(t *testing.T) {
 		{[]string{"key", "list", "acme"}, "", "GET /api/v1/namespaces/acme/keys?", "", []string{"KEY ID", "0123456789ABCDEF", "never"}, ""},
 		{[]string{"key", "remove", "acme", "0123456789ABCDEF"}, "", "DELETE /api/v1/namespaces/acme/keys/0123456789ABCDEF?", "",
 			[]string{"Removed signing key 0123456789ABCDEF from namespace acme"}, ""},
-		{[]string{"token", "list", "--namespace", "acme"}, "", "GET /api/v1/tokens?namespace=acme", "", []string{"tok_1", "publish", "active"}, "trove_"},
+		{[]string{"token", "list", "--namespace", "acme"}, "", "GET /api/v1/tokens?namespace=acme", "",
+			[]string{"NAMESPACES", "tok_1  acme ", "publish", "active", "tok_2  acme,other "}, "trove_"},
 		{[]string{"token", "list"}, "", "GET /api/v1/tokens?", "", []string{"tok_1"}, ""},
 		{[]string{"token", "revoke", "tok_1"}, "", "DELETE /api/v1/tokens/tok_1?", "", []string{"Revoked token tok_1"}, ""},
 		{[]string{"provider", "list", "acme"}, "", "GET /api/v1/namespaces/acme/providers?", "", []string{"acme/foo", "1.0.0"}, ""},
@@ -371,8 +374,21 @@ func TestTokenCreateOutput(t *testing.T) {
 	if err := json.Unmarshal([]byte(f.last.body), &req); err != nil {
 		t.Fatal(err)
 	}
-	if req.Namespace != "acme" || !reflect.DeepEqual(req.Scopes, []string{"publish", "read"}) || req.Description != "ci" || req.ExpiresAt == nil {
+	if !reflect.DeepEqual(req.Namespaces, []string{"acme"}) || req.Namespace != "" || !reflect.DeepEqual(req.Scopes, []string{"publish", "read"}) || req.Description != "ci" || req.ExpiresAt == nil {
 		t.Errorf("request = %+v", req)
+	}
+
+	// --namespace repeats, and takes comma-separated lists.
+	r = runTrove(t, f.env(), "", "token", "create", "--scope", "publish", "--namespace", "acme", "--namespace", "other, third,")
+	if r.code != exitOK {
+		t.Fatalf("exit code = %d; stderr: %s", r.code, r.stderr)
+	}
+	req = apispec.CreateTokenRequest{}
+	if err := json.Unmarshal([]byte(f.last.body), &req); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(req.Namespaces, []string{"acme", "other", "third"}) || req.Namespace != "" {
+		t.Errorf("request for three namespaces = %s", f.last.body)
 	}
 
 	r = runTrove(t, f.env(), "", "token", "create", "--scope", "read", "--json")

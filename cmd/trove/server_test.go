@@ -63,4 +63,20 @@ func TestAgainstTrove(t *testing.T) {
 	if r.code != exitError || !strings.HasPrefix(r.stderr, "trove: ") {
 		t.Errorf("namespace delete with a publish token = %d %q, want exit 1 with the server's message", r.code, r.stderr)
 	}
+
+	// A token bound to two namespaces, listed under each with both.
+	ok(admin, "", "namespace", "create", "acme-labs")
+	r = runTrove(t, admin, "", "token", "create", "--namespace", "acme", "--namespace", "Acme-Labs", "--scope", "read", "--description", "two")
+	if r.code != exitOK || !strings.Contains(r.stderr, "read on namespaces acme, acme-labs") {
+		t.Fatalf("token create for two namespaces = %d %q", r.code, r.stderr)
+	}
+	for _, ns := range []string{"acme", "acme-labs"} {
+		if out := ok(admin, "", "token", "list", "--namespace", ns); !strings.Contains(out, " acme,acme-labs ") {
+			t.Errorf("token list --namespace %s printed %q, want the token bound to acme,acme-labs", ns, out)
+		}
+	}
+	r = runTrove(t, admin, "", "token", "create", "--namespace", "acme,nope", "--scope", "read")
+	if r.code != exitError || !strings.Contains(r.stderr, "nope") {
+		t.Errorf("token create for a missing namespace = %d %q, want exit 1 naming it", r.code, r.stderr)
+	}
 }

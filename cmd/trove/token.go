@@ -13,15 +13,17 @@ import (
 
 func tokenCreate() *command {
 	return &command{
-		name: "token create", args: "[--namespace NS] [--user NAME] --scope publish[,read,...] [--description TEXT] [--expires-in 720h]", client: true,
+		name: "token create", args: "[--namespace NS]... [--user NAME] --scope publish[,read,...] [--description TEXT] [--expires-in 720h]", client: true,
 		summary: "Create a service token, or with --user a personal token, and print its secret, which is shown only once.",
 		examples: []string{
 			`trove token create --namespace acme --scope publish --description "CI of terraform-provider-foo" --expires-in 2160h`,
+			`trove token create --namespace acme --namespace acme-labs --scope publish --description "CI publishing to two namespaces"`,
 			`secret=$(trove token create --namespace acme --scope read --description "terraform init on laptops")`,
 			`trove token create --user alice --scope read --expires-in 24h   # a personal token: alice's rights, read only`,
 		},
 		setup: func(fs *flag.FlagSet, cl *cli) func(context.Context, []string) error {
-			namespace := fs.String("namespace", "", "`namespace` the token is bound to (default: a global token, global admins only)")
+			var namespaces listFlag
+			fs.Var(&namespaces, "namespace", "`namespace` the token is bound to; repeat it, or separate names with commas, to bind it to several (default: a global token, global admins only)")
 			user := fs.String("user", "", "make a personal token of this `user`: it carries the user's rights, narrowed by --scope, --namespace and --expires-in (global admins for anyone, users for themselves)")
 			scope := fs.String("scope", "", "comma-separated `scopes`: read, publish, admin (admin implies publish, publish implies read)")
 			description := fs.String("description", "", "`text` saying what the token is for")
@@ -39,7 +41,7 @@ func tokenCreate() *command {
 					return err
 				}
 				created, err := c.CreateToken(ctx, apispec.CreateTokenRequest{
-					Namespace: *namespace, User: *user, Scopes: scopes, Description: *description,
+					Namespaces: namespaces, User: *user, Scopes: scopes, Description: *description,
 					ExpiresAt: client.ExpiresIn(*expiresIn),
 				})
 				if err != nil {
@@ -63,8 +65,12 @@ func tokenCreate() *command {
 // describeToken says what a token grants, for humans.
 func describeToken(t apispec.Token) string {
 	where := "every namespace"
-	if t.Namespace != "" {
-		where = "namespace " + t.Namespace
+	switch set := t.NamespaceSet(); len(set) {
+	case 0:
+	case 1:
+		where = "namespace " + set[0]
+	default:
+		where = "namespaces " + strings.Join(set, ", ")
 	}
 	s := strings.Join(t.Scopes, ", ") + " on " + where
 	if t.User != "" {
@@ -74,6 +80,19 @@ func describeToken(t apispec.Token) string {
 		s += ", expires " + when(*t.ExpiresAt)
 	}
 	return s
+}
+
+// listFlag is a repeatable flag whose values may also be comma-separated
+// lists; it collects every item.
+type listFlag []string
+
+// String returns the items, comma-separated.
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+
+// Set adds the items of one occurrence of the flag.
+func (l *listFlag) Set(s string) error {
+	*l = append(*l, splitList(s)...)
+	return nil
 }
 
 // splitList splits a comma-separated flag value, dropping empty items.
@@ -93,7 +112,7 @@ func tokenList() *command {
 		summary:  "List tokens (their secrets are never shown again).",
 		examples: []string{"trove token list", "trove token list --namespace acme", "trove token list --user alice"},
 		setup: func(fs *flag.FlagSet, cl *cli) func(context.Context, []string) error {
-			namespace := fs.String("namespace", "", "list only the tokens bound to this `namespace`")
+			namespace := fs.String("namespace", "", "list only the tokens bound to this `namespace` (among others)")
 			user := fs.String("user", "", "list only the personal tokens of this `user`")
 			return func(ctx context.Context, args []string) error {
 				if *namespace != "" && *user != "" {
@@ -122,14 +141,14 @@ func tokenList() *command {
 				now := time.Now()
 				rows := make([]string, 0, len(tokens))
 				for _, t := range tokens {
-					ns := t.Namespace
+					ns := strings.Join(t.NamespaceSet(), ",")
 					if ns == "" {
 						ns = "(global)"
 					}
 					rows = append(rows, row(t.ID, ns, t.User, strings.Join(t.Scopes, ","), t.Description,
 						when(t.CreatedAt), whenPtr(t.ExpiresAt, "never"), tokenStatus(t, now)))
 				}
-				return table(cl.stdout, "ID\tNAMESPACE\tUSER\tSCOPES\tDESCRIPTION\tCREATED\tEXPIRES\tSTATUS", rows)
+				return table(cl.stdout, "ID\tNAMESPACES\tUSER\tSCOPES\tDESCRIPTION\tCREATED\tEXPIRES\tSTATUS", rows)
 			}
 		},
 	}

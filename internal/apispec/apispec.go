@@ -103,6 +103,16 @@ type Token struct {
 	RevokedAt   *time.Time `json:"revoked_at,omitempty"`
 }
 
+// NamespaceSet returns the namespaces the token is bound to: Namespaces,
+// or the one Namespace of an answer from a Trove that predates namespace
+// sets; none for a global token.
+func (t Token) NamespaceSet() []string {
+	if len(t.Namespaces) == 0 && t.Namespace != "" {
+		return []string{t.Namespace}
+	}
+	return t.Namespaces
+}
+
 // CreateTokenRequest creates a token bound to Namespaces; none makes a
 // global token (global admins only). ExpiresAt, if set, must be in the
 // future. User makes a personal token of that user, which carries the
