@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-sdk/v2/diag"
@@ -15,22 +16,45 @@ func resourceToken() *schema.Resource {
 	return &schema.Resource{
 		Description: "An API token, e.g. the `publish` token a CI pipeline releases providers with. The API cannot " +
 			"change a token: every change replaces it, and destroying it revokes it. A token revoked or deleted " +
-			"outside Terraform disappears from the state, so the next apply creates a new one. Service tokens of " +
-			"a namespace need `admin` on it, global ones a global `admin` token; for personal tokens see `user`.\n\n" +
+			"outside Terraform disappears from the state, so the next apply creates a new one. Service tokens " +
+			"bound to namespaces need `admin` on each of them, global ones a global `admin` token; for personal " +
+			"tokens see `user`.\n\n" +
 			"The secret is known only when the token is created: it is stored in the Terraform state (protect the " +
 			"state accordingly) and is empty after an import.",
 		CreateContext: tokenCreate,
 		ReadContext:   tokenRead,
 		DeleteContext: tokenDelete,
+		CustomizeDiff: tokenCustomizeDiff,
 		Importer:      &schema.ResourceImporter{StateContext: schema.ImportStatePassthroughContext},
 		Schema: map[string]*schema.Schema{
+			"namespaces": {
+				Type:          schema.TypeSet,
+				Optional:      true,
+				Computed:      true,
+				ForceNew:      true,
+				ConflictsWith: []string{"namespace"},
+				Elem: &schema.Schema{
+					Type:         schema.TypeString,
+					ValidateFunc: validateNamespaceName,
+					StateFunc:    lowercase,
+				},
+				Set: hashNamespace,
+				Description: "Namespaces the token is bound to: it is valid in these and no others. Omit it (and " +
+					"`namespace`) for a global token, valid in every namespace. Deleting one of the namespaces " +
+					"deletes the token.",
+			},
 			"namespace": {
-				Type:         schema.TypeString,
-				Optional:     true,
-				ForceNew:     true,
-				ValidateFunc: validateNamespaceName,
-				StateFunc:    lowercase,
-				Description:  "Namespace the token is bound to. Omit it for a global token, valid in every namespace.",
+				Type:          schema.TypeString,
+				Optional:      true,
+				Computed:      true,
+				ForceNew:      true,
+				ConflictsWith: []string{"namespaces"},
+				Deprecated:    "use namespaces",
+				ValidateFunc:  validateNamespaceName,
+				StateFunc:     lowercase,
+				Description: "**Deprecated**: use `namespaces`, of which this is the older, one-namespace form. " +
+					"The one namespace the token is bound to, as `namespaces` with one element; empty for a token " +
+					"bound to several, or to none. Moving a namespace from here to `namespaces` changes nothing.",
 			},
 			"user": {
 				Type:         schema.TypeString,
@@ -39,7 +63,7 @@ func resourceToken() *schema.Resource {
 				ValidateFunc: validateUserName,
 				StateFunc:    lowercaseUserName,
 				Description: "User the token is a personal token of: it carries that user's rights (global `admin` " +
-					"flag, namespace roles), narrowed by its namespace, scopes and expiry, and stops working while " +
+					"flag, namespace roles), narrowed by its namespaces, scopes and expiry, and stops working while " +
 					"the user is disabled. Omit it for a service token, which has exactly its scopes. A global " +
 					"`admin` token creates personal tokens for anyone; a user's own personal token creates them " +
 					"for that user, no wider and no longer-lived than itself.",
@@ -94,9 +118,14 @@ func resourceToken() *schema.Resource {
 func tokenCreate(ctx context.Context, d *schema.ResourceData, meta any) diag.Diagnostics {
 	c := meta.(*client.Client)
 	req := apispec.CreateTokenRequest{
-		Namespace:   d.Get("namespace").(string),
 		User:        d.Get("user").(string),
 		Description: d.Get("description").(string),
+	}
+	if ns := d.Get("namespace").(string); ns != "" {
+		req.Namespaces = []string{ns}
+	}
+	for _, ns := range d.Get("namespaces").(*schema.Set).List() {
+		req.Namespaces = append(req.Namespaces, ns.(string))
 	}
 	for _, s := range d.Get("scopes").(*schema.Set).List() {
 		req.Scopes = append(req.Scopes, s.(string))
@@ -111,8 +140,12 @@ func tokenCreate(ctx context.Context, d *schema.ResourceData, meta any) diag.Dia
 	created, err := c.CreateToken(ctx, req)
 	if err != nil {
 		what := "creating a global token"
-		if req.Namespace != "" {
-			what = "creating a token in namespace " + req.Namespace
+		switch len(req.Namespaces) {
+		case 0:
+		case 1:
+			what = "creating a token in namespace " + req.Namespaces[0]
+		default:
+			what = "creating a token in namespaces " + strings.Join(req.Namespaces, ", ")
 		}
 		if req.User != "" {
 			what += " for user " + req.User
@@ -153,11 +186,43 @@ func tokenDelete(ctx context.Context, d *schema.ResourceData, meta any) diag.Dia
 	return nil
 }
 
+// tokenCustomizeDiff replaces a bound token with a global one when the
+// configuration names neither namespaces nor namespace: both are computed
+// too (each follows the other), so that their absence alone would
+// otherwise be no change.
+func tokenCustomizeDiff(_ context.Context, d *schema.ResourceDiff, _ any) error {
+	cfg := d.GetRawConfig()
+	if d.Id() == "" || !cfg.IsKnown() || cfg.IsNull() ||
+		!cfg.GetAttr("namespaces").IsNull() || !cfg.GetAttr("namespace").IsNull() {
+		return nil
+	}
+	if old, _ := d.GetChange("namespaces"); old.(*schema.Set).Len() == 0 {
+		return nil
+	}
+	if err := d.SetNew("namespaces", []any{}); err != nil {
+		return err
+	}
+	if err := d.SetNew("namespace", ""); err != nil {
+		return err
+	}
+	return d.ForceNew("namespaces")
+}
+
+// hashNamespace is the schema.SchemaSetFunc of namespace names: two
+// spellings of one namespace are one element.
+func hashNamespace(v any) int { return schema.HashString(lowercase(v)) }
+
 // setToken copies an API answer into the state; the secret is not part of
 // it and stays as it is.
 func setToken(d *schema.ResourceData, tok apispec.Token) diag.Diagnostics {
+	set := tok.NamespaceSet()
+	one := ""
+	if len(set) == 1 {
+		one = set[0]
+	}
 	return setAll(d, map[string]any{
-		"namespace":   tok.Namespace,
+		"namespaces":  set,
+		"namespace":   one,
 		"user":        tok.User,
 		"scopes":      tok.Scopes,
 		"description": tok.Description,

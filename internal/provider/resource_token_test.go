@@ -312,3 +312,165 @@ resource "trove_token" "carol" {
 		},
 	})
 }
+
+// tokenSetConfig declares the namespaces team-a and team-b, the token
+// multi with the namespaces argument given (an HCL list, or "" for none),
+// and the token legacy with legacy (the deprecated namespace argument, or
+// a namespaces argument).
+func tokenSetConfig(namespaces, legacy string) string {
+	multi := ""
+	if namespaces != "" {
+		multi = "\n  namespaces = " + namespaces
+	}
+	return fmt.Sprintf(`resource "trove_namespace" "a" {
+  name = "team-a"
+}
+
+resource "trove_namespace" "b" {
+  name = "team-b"
+}
+
+resource "trove_token" "multi" {%s
+  scopes     = ["publish"]
+  depends_on = [trove_namespace.a, trove_namespace.b]
+}
+
+resource "trove_token" "legacy" {
+  %s
+  scopes     = ["read"]
+  depends_on = [trove_namespace.a]
+}`, multi, legacy)
+}
+
+// checkTokenNamespaces authenticates with the secret in the state of addr
+// and checks through the API that it is the token in the state, bound to
+// the namespaces (given sorted; none for a global token).
+func (e *accEnv) checkTokenNamespaces(t *testing.T, addr string, namespaces ...string) resource.TestCheckFunc {
+	return func(s *terraform.State) error {
+		rs, ok := s.RootModule().Resources[addr]
+		if !ok {
+			return fmt.Errorf("%s is not in the state", addr)
+		}
+		c, err := client.New(e.srv.URL, rs.Primary.Attributes["token"], client.WithCAFile(e.srv.CAFile))
+		if err != nil {
+			return err
+		}
+		who, err := c.WhoAmI(t.Context())
+		if err != nil {
+			return fmt.Errorf("authenticating with the secret of %s: %w", addr, err)
+		}
+		if who.ID != rs.Primary.ID || !slices.Equal(who.Namespaces, namespaces) {
+			return fmt.Errorf("the secret of %s authenticates as token %s bound to %q; want %s bound to %q",
+				addr, who.ID, who.Namespaces, rs.Primary.ID, namespaces)
+		}
+		return nil
+	}
+}
+
+func TestAccTokenNamespaces(t *testing.T) {
+	e := newAccEnv(t)
+	const multi, legacy = "trove_token.multi", "trove_token.legacy"
+	// Spelt differently from how Trove stores them: no change.
+	both := `[trove_namespace.a.name, "Team-B"]`
+	deprecated := `namespace  = "Team-A"`
+	id := statecheck.CompareValue(compare.ValuesSame())
+	var multiID string
+	resource.Test(t, resource.TestCase{
+		ProtoV5ProviderFactories: factories(),
+		CheckDestroy:             e.checkDestroyed(t),
+		Steps: []resource.TestStep{
+			{
+				Config:      e.config(tokenSetConfig(`["team-a", "team/b"]`, deprecated)),
+				ExpectError: wrapped(`invalid namespace "team/b"`),
+			},
+			{
+				Config:      e.config(tokenSetConfig(both, deprecated+"\n  namespaces = [\"team-a\"]")),
+				ExpectError: wrapped(`"namespace": conflicts with namespaces`),
+			},
+			{
+				Config: e.config(tokenSetConfig(both, deprecated)),
+				Check: resource.ComposeAggregateTestCheckFunc(
+					e.checkTokenNamespaces(t, multi, "team-a", "team-b"),
+					resource.TestCheckResourceAttr(multi, "namespaces.#", "2"),
+					resource.TestCheckTypeSetElemAttr(multi, "namespaces.*", "team-a"),
+					resource.TestCheckTypeSetElemAttr(multi, "namespaces.*", "team-b"),
+					resource.TestCheckResourceAttr(multi, "namespace", ""),
+					// The deprecated argument still works, and fills both.
+					e.checkTokenNamespaces(t, legacy, "team-a"),
+					resource.TestCheckResourceAttr(legacy, "namespace", "team-a"),
+					resource.TestCheckResourceAttr(legacy, "namespaces.#", "1"),
+					resource.TestCheckTypeSetElemAttr(legacy, "namespaces.*", "team-a"),
+				),
+				ConfigStateChecks: []statecheck.StateCheck{id.AddStateValue(legacy, tfjsonpath.New("id"))},
+			},
+			{
+				ResourceName:            multi,
+				ImportState:             true,
+				ImportStateVerify:       true,
+				ImportStateVerifyIgnore: []string{"token"},
+			},
+			{
+				ResourceName:            legacy,
+				ImportState:             true,
+				ImportStateVerify:       true,
+				ImportStateVerifyIgnore: []string{"token"},
+			},
+			{
+				// From the deprecated argument to its successor: no change.
+				Config: e.config(tokenSetConfig(both, `namespaces = ["team-a"]`)),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(legacy, plancheck.ResourceActionNoop),
+					plancheck.ExpectResourceAction(multi, plancheck.ResourceActionNoop),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{id.AddStateValue(legacy, tfjsonpath.New("id"))},
+				Check: func(s *terraform.State) error {
+					multiID = s.RootModule().Resources[multi].Primary.ID
+					return nil
+				},
+			},
+			{
+				// team-b deleted outside Terraform takes the token with it:
+				// the plan creates both again.
+				PreConfig: func() {
+					if err := e.api.DeleteNamespace(t.Context(), "team-b"); err != nil {
+						t.Fatal(err)
+					}
+					if _, err := e.api.GetToken(t.Context(), multiID); !client.IsNotFound(err) {
+						t.Fatalf("token %s after deleting team-b: %v, want not found", multiID, err)
+					}
+				},
+				Config: e.config(tokenSetConfig(both, `namespaces = ["team-a"]`)),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("trove_namespace.b", plancheck.ResourceActionCreate),
+					plancheck.ExpectResourceAction(multi, plancheck.ResourceActionCreate),
+					plancheck.ExpectResourceAction(legacy, plancheck.ResourceActionNoop),
+				}},
+				Check: e.checkTokenNamespaces(t, multi, "team-a", "team-b"),
+			},
+			{
+				// Another set replaces the token.
+				Config: e.config(tokenSetConfig(`["team-b"]`, `namespaces = ["team-a"]`)),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(multi, plancheck.ResourceActionDestroyBeforeCreate),
+				}},
+				Check: resource.ComposeAggregateTestCheckFunc(
+					e.checkTokenNamespaces(t, multi, "team-b"),
+					resource.TestCheckResourceAttr(multi, "namespace", "team-b"),
+				),
+			},
+			{
+				// Neither namespaces nor namespace: a global token replaces it.
+				Config: e.config(tokenSetConfig("", `namespaces = ["team-a"]`)),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(multi, plancheck.ResourceActionDestroyBeforeCreate),
+					plancheck.ExpectResourceAction(legacy, plancheck.ResourceActionNoop),
+				}},
+				Check: resource.ComposeAggregateTestCheckFunc(
+					e.checkTokenNamespaces(t, multi),
+					resource.TestCheckResourceAttr(multi, "namespaces.#", "0"),
+					resource.TestCheckResourceAttr(multi, "namespace", ""),
+				),
+			},
+		},
+	})
+}
