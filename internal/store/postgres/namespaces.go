@@ -111,7 +111,7 @@ func (x *Index) DeleteNamespace(ctx context.Context, name string) error {
 		}
 		// Every token bound to the namespace goes, whatever else it is bound
 		// to (see migration 0005); were one bound meanwhile, the reference
-		// of its binding would fail the delete below.
+		// of its binding would fail the commit.
 		if _, err := tx.Exec(ctx, `DELETE FROM tokens WHERE `+boundTo, name); err != nil {
 			return err
 		}

@@ -3,6 +3,7 @@ package postgres
 import (
 	"slices"
 	"testing"
+	"time"
 
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/store/postgres/pgtest"
@@ -58,5 +59,43 @@ func TestTokenNamespacesMigration(t *testing.T) {
 	}
 	if _, err := x.TokenByHash(ctx, "h1"); !registry.IsKind(err, registry.NotFound) {
 		t.Errorf("the token of the deleted namespace: %v, want NotFound", err)
+	}
+}
+
+// TestTokenSetSeenByPreviousRelease checks what a replica of the release
+// before schema version 5 makes of a token bound to two namespaces: it
+// reads tokens.namespace, the first of them, and deletes namespaces with
+// a plain DELETE. Deleting the first deletes the token; deleting the
+// other is refused, rather than leave the token bound to the first alone.
+func TestTokenSetSeenByPreviousRelease(t *testing.T) {
+	x := open(t, pgtest.NewSchema(t))
+	ctx := t.Context()
+	for _, ns := range []string{"acme", "beta", "gamma"} {
+		if err := x.CreateNamespace(ctx, registry.Namespace{Name: ns, CreatedAt: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for id, set := range map[string][]string{"tok-ab": {"beta", "acme"}, "tok-bg": {"beta", "gamma"}} {
+		tok := registry.Token{ID: id, Hash: "hash of " + id, Namespaces: set, Scopes: []registry.Scope{registry.ScopeRead}, CreatedAt: time.Now()}
+		if err := x.CreateToken(ctx, tok); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var first string
+	if err := x.pool.QueryRow(ctx, `SELECT namespace FROM tokens WHERE id = 'tok-ab'`).Scan(&first); err != nil || first != "acme" {
+		t.Errorf("tokens.namespace of a token bound to beta, acme = %q, %v; want acme", first, err)
+	}
+	if _, err := x.pool.Exec(ctx, `DELETE FROM namespaces WHERE name = 'gamma'`); pgCode(err) != "23503" {
+		t.Errorf("a plain delete of gamma, the second namespace of tok-bg: %v, want a foreign key violation", err)
+	}
+	if _, err := x.pool.Exec(ctx, `DELETE FROM namespaces WHERE name = 'acme'`); err != nil {
+		t.Fatalf("a plain delete of acme, the first namespace of tok-ab: %v", err)
+	}
+	if _, err := x.TokenByHash(ctx, "hash of tok-ab"); !registry.IsKind(err, registry.NotFound) {
+		t.Errorf("tok-ab after a plain delete of acme: %v, want NotFound", err)
+	}
+	tok, err := x.TokenByHash(ctx, "hash of tok-bg")
+	if err != nil || !slices.Equal(tok.Namespaces, []string{"beta", "gamma"}) {
+		t.Errorf("tok-bg = %q, %v; want bound to beta, gamma", tok.Namespaces, err)
 	}
 }

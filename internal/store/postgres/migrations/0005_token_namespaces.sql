@@ -5,7 +5,10 @@
 -- reference to the namespace has no action, so that a namespace cannot be
 -- deleted while a token is bound to it: Trove deletes those tokens first,
 -- in the same transaction, and a token never ends up bound to nothing,
--- which would make it global.
+-- which would make it global. The reference is checked at commit, after
+-- the cascades of the transaction's statements have run, so that a plain
+-- DELETE of a namespace that deletes the tokens bound to it through
+-- tokens.namespace (below) succeeds.
 --
 -- tokens.namespace stays, and Trove keeps writing the first namespace of
 -- the set into it (NULL for a global token): Trove reads the set as the
@@ -17,7 +20,7 @@
 -- tokens with that namespace.
 CREATE TABLE IF NOT EXISTS token_namespaces (
     token_id  text COLLATE "C" NOT NULL REFERENCES tokens (id) ON DELETE CASCADE,
-    namespace text COLLATE "C" NOT NULL REFERENCES namespaces (name),
+    namespace text COLLATE "C" NOT NULL REFERENCES namespaces (name) DEFERRABLE INITIALLY DEFERRED,
     PRIMARY KEY (token_id, namespace)
 );
 
