@@ -351,8 +351,8 @@ func (c *Client) CreateToken(ctx context.Context, req apispec.CreateTokenRequest
 	return out, err
 }
 
-// ListTokens returns the tokens bound to namespace, or every token the
-// caller may see when namespace is "".
+// ListTokens returns the tokens bound to namespace (alone or among
+// others), or every token the caller may see when namespace is "".
 func (c *Client) ListTokens(ctx context.Context, namespace string) ([]apispec.Token, error) {
 	var q url.Values
 	if namespace != "" {

@@ -59,8 +59,10 @@ var (
 	ns      = apispec.Namespace{Name: "acme", Description: "d", CreatedAt: t0}
 	keyJSON = `{"namespace":"acme","key_id":"ABCDEF0123456789","fingerprint":"F","ascii_armor":"A","created_at":` + t0JSON + `}`
 	key     = apispec.SigningKey{Namespace: "acme", KeyID: "ABCDEF0123456789", Fingerprint: "F", ASCIIArmor: "A", CreatedAt: t0}
-	tokJSON = `{"id":"tok_1","namespace":"acme","scopes":["publish"],"created_at":` + t0JSON + `}`
-	tok     = apispec.Token{ID: "tok_1", Namespace: "acme", Scopes: []string{"publish"}, CreatedAt: t0}
+	tokJSON = `{"id":"tok_1","namespaces":["acme"],"namespace":"acme","scopes":["publish"],"created_at":` + t0JSON + `}`
+	tok     = apispec.Token{ID: "tok_1", Namespaces: []string{"acme"}, Namespace: "acme", Scopes: []string{"publish"}, CreatedAt: t0}
+	twoJSON = `{"id":"tok_2","namespaces":["acme","labs"],"scopes":["publish"],"created_at":` + t0JSON + `}`
+	twoTok  = apispec.Token{ID: "tok_2", Namespaces: []string{"acme", "labs"}, Scopes: []string{"publish"}, CreatedAt: t0}
 	pvJSON  = `{"namespace":"acme","type":"foo","version":"1.0.0","protocols":["5.0"],"platforms":[{"os":"linux","arch":"amd64","filename":"f.zip","shasum":"s","size":3}],"shasums_digest":"d","key_id":"K","published_at":` + t0JSON + `}`
 	pv      = apispec.ProviderVersion{Namespace: "acme", Type: "foo", Version: "1.0.0", Protocols: []string{"5.0"},
 		Platforms: []apispec.Platform{{OS: "linux", Arch: "amd64", Filename: "f.zip", SHASum: "s", Size: 3}}, SHASumsDigest: "d", KeyID: "K", PublishedAt: t0}
@@ -108,6 +110,10 @@ func TestRoutes(t *testing.T) {
 			return c.CreateToken(ctx, apispec.CreateTokenRequest{Namespace: "acme", Scopes: []string{"publish"}, ExpiresAt: &exp})
 		}, "POST", "/api/v1/tokens", "", `{"namespace":"acme","scopes":["publish"],"expires_at":"2026-01-02T04:04:05Z"}`, 201,
 			`{"token":` + tokJSON + `,"secret":"trove_s"}`, apispec.CreatedToken{Token: tok, Secret: "trove_s"}},
+		{"CreateTokenForTwoNamespaces", func(c *Client) (any, error) {
+			return c.CreateToken(ctx, apispec.CreateTokenRequest{Namespaces: []string{"acme", "labs"}, Scopes: []string{"publish"}})
+		}, "POST", "/api/v1/tokens", "", `{"namespaces":["acme","labs"],"scopes":["publish"]}`, 201,
+			`{"token":` + twoJSON + `,"secret":"trove_s"}`, apispec.CreatedToken{Token: twoTok, Secret: "trove_s"}},
 		{"ListTokens all", func(c *Client) (any, error) { return c.ListTokens(ctx, "") },
 			"GET", "/api/v1/tokens", "", "", 200, `{"tokens":[` + tokJSON + `]}`, []apispec.Token{tok}},
 		{"ListTokens namespace", func(c *Client) (any, error) { return c.ListTokens(ctx, "acme") },
