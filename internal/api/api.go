@@ -392,6 +392,10 @@ func (h *handler) listTokens(w http.ResponseWriter, r *http.Request) error {
 	return httpjson.Write(w, http.StatusOK, out)
 }
 
+// maxTokenNamespaces bounds the namespaces of one token, each of which
+// costs checks on every creation.
+const maxTokenNamespaces = 100
+
 func (h *handler) createToken(w http.ResponseWriter, r *http.Request) error {
 	var req apispec.CreateTokenRequest
 	if err := httpjson.Decode(w, r, maxJSONBody, &req); err != nil {
@@ -401,13 +405,16 @@ func (h *handler) createToken(w http.ResponseWriter, r *http.Request) error {
 	names := req.Namespaces
 	if req.Namespace != "" {
 		if len(req.Namespaces) > 0 {
-			return registry.Errorf(registry.Invalid, "give the token's namespaces in namespaces only: namespace is its deprecated form for one namespace")
+			return registry.Errorf(registry.Invalid, "both namespace and namespaces are given: use namespaces alone (namespace is its deprecated form for one namespace)")
 		}
 		names = []string{req.Namespace}
 	}
 	var err error
 	if t.Namespaces, err = registry.ParseNamespaces(names); err != nil {
 		return err
+	}
+	if len(t.Namespaces) > maxTokenNamespaces {
+		return registry.Errorf(registry.Invalid, "a token is bound to at most %d namespaces, not %d: make it global, or use several tokens", maxTokenNamespaces, len(t.Namespaces))
 	}
 	if len(req.Scopes) == 0 {
 		return registry.Errorf(registry.Invalid, "a token needs at least one scope: read, publish or admin")

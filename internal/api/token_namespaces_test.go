@@ -3,6 +3,7 @@ package api_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -63,9 +64,17 @@ func TestTokenNamespaceSets(t *testing.T) {
 		} {
 			if status, _, raw := create(admin, body); status != want {
 				t.Errorf("POST %s = %d %s, want %d", body, status, raw, want)
-			} else if want == 400 && strings.Contains(body, `"namespace":`) && !strings.Contains(raw, "namespaces only") {
+			} else if want == 400 && strings.Contains(body, `"namespace":`) && !strings.Contains(raw, "use namespaces alone") {
 				t.Errorf("POST %s answers %s, which does not say to use namespaces alone", body, raw)
 			}
+		}
+		many := make([]string, 101)
+		for i := range many {
+			many[i] = fmt.Sprintf("%q", fmt.Sprintf("ns%d", i))
+		}
+		body := `{"namespaces":[` + strings.Join(many, ",") + `],"scopes":["read"]}`
+		if status, _, raw := create(admin, body); status != 400 || !strings.Contains(raw, "at most 100 namespaces") {
+			t.Errorf("POST a token for 101 namespaces = %d %s, want 400", status, raw)
 		}
 	})
 
