@@ -54,7 +54,7 @@ func BenchmarkMiddlewareGuarded(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := x.CreateToken(ctx, registry.Token{ID: "tok_r", Hash: hash, Namespace: "acme", Scopes: []registry.Scope{registry.ScopeRead}, CreatedAt: time.Now()}); err != nil {
+	if err := x.CreateToken(ctx, registry.Token{ID: "tok_r", Hash: hash, Namespaces: []string{"acme"}, Scopes: []registry.Scope{registry.ScopeRead}, CreatedAt: time.Now()}); err != nil {
 		b.Fatal(err)
 	}
 	signer := signedurl.New([]byte("bench key"), 10*time.Minute)

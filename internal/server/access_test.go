@@ -124,11 +124,11 @@ func newAccessFixture(t *testing.T) *accessFixture {
 			pNone:        "",
 			pWrong:       "Bearer " + auth.TokenPrefix + strings.Repeat("A", 43),
 			pExpired:     mint(registry.Token{User: "reader-" + ns, Scopes: admin, ExpiresAt: now.Add(-time.Minute)}),
-			pRevoked:     mint(registry.Token{Namespace: ns, Scopes: admin, RevokedAt: now.Add(-time.Minute)}),
+			pRevoked:     mint(registry.Token{Namespaces: []string{ns}, Scopes: admin, RevokedAt: now.Add(-time.Minute)}),
 			pReader:      mint(registry.Token{User: "reader-" + ns, Scopes: admin}),
 			pPublisher:   mint(registry.Token{User: "publisher-" + ns, Scopes: admin}),
 			pAdmin:       mint(registry.Token{User: "admin-" + ns, Scopes: admin}),
-			pService:     mint(registry.Token{Namespace: ns, Scopes: []registry.Scope{registry.ScopePublish}}),
+			pService:     mint(registry.Token{Namespaces: []string{ns}, Scopes: []registry.Scope{registry.ScopePublish}}),
 			pGlobalAdmin: globalAdmin,
 		}
 	}
