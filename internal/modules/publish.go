@@ -327,11 +327,8 @@ func (p *Publisher) checkPrecedence(ctx context.Context, v registry.ModuleVersio
 	if err != nil {
 		return err
 	}
-	core := registry.VersionPrecedence(v.Version)
-	for _, s := range stored {
-		if registry.VersionPrecedence(s.Version) == core {
-			return registry.PrecedenceConflict(fmt.Sprintf("module %s/%s/%s", v.Namespace, v.Name, v.System), v.Version, s.Version)
-		}
+	if existing, ok := registry.SamePrecedence(v.Version, stored, func(s registry.ModuleVersion) string { return s.Version }); ok {
+		return registry.PrecedenceConflict(fmt.Sprintf("module %s/%s/%s", v.Namespace, v.Name, v.System), v.Version, existing)
 	}
 	return nil
 }

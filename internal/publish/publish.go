@@ -431,11 +431,8 @@ func (pub *publication) checkPrecedence() error {
 	if err != nil {
 		return err
 	}
-	core := registry.VersionPrecedence(v.Version)
-	for _, s := range stored {
-		if registry.VersionPrecedence(s.Version) == core {
-			return registry.PrecedenceConflict(fmt.Sprintf("provider %s/%s", v.Namespace, v.Type), v.Version, s.Version)
-		}
+	if existing, ok := registry.SamePrecedence(v.Version, stored, func(s registry.ProviderVersion) string { return s.Version }); ok {
+		return registry.PrecedenceConflict(fmt.Sprintf("provider %s/%s", v.Namespace, v.Type), v.Version, existing)
 	}
 	return nil
 }

@@ -135,6 +135,14 @@ func TestVersionPrecedence(t *testing.T) {
 			t.Errorf("VersionPrecedence(%q) = %q, want %q", in, got, want)
 		}
 	}
+	stored := []string{"0.9.0", "1.0.0-rc.1", "1.0.0+build.1"}
+	id := func(s string) string { return s }
+	if got, ok := SamePrecedence("1.0.0", stored, id); !ok || got != "1.0.0+build.1" {
+		t.Errorf("SamePrecedence(1.0.0) = %q, %v; want 1.0.0+build.1", got, ok)
+	}
+	if got, ok := SamePrecedence("1.0.0-rc.2", stored, id); ok {
+		t.Errorf("SamePrecedence(1.0.0-rc.2) = %q, want none", got)
+	}
 	if err := PrecedenceConflict("provider acme/cloud", "1.0.0+b", "1.0.0"); KindOf(err) != Conflict ||
 		!strings.Contains(err.Error(), "same precedence as the published version 1.0.0") {
 		t.Errorf("PrecedenceConflict = %v", err)

@@ -83,6 +83,18 @@ func VersionPrecedence(v string) string {
 	return core
 }
 
+// SamePrecedence returns the first stored version (read from each element
+// by version) whose precedence equals that of v.
+func SamePrecedence[T any](v string, stored []T, version func(T) string) (string, bool) {
+	core := VersionPrecedence(v)
+	for _, s := range stored {
+		if sv := version(s); VersionPrecedence(sv) == core {
+			return sv, true
+		}
+	}
+	return "", false
+}
+
 // PrecedenceConflict is the error for a new version whose precedence equals
 // that of the stored version existing (what names the package, such as
 // "provider acme/cloud").
