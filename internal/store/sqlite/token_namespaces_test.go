@@ -1,7 +1,6 @@
 package sqlite
 
 import (
-	"database/sql"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -17,26 +16,8 @@ import (
 func TestTokenNamespacesMigration(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "index.db")
 	ctx := t.Context()
-	db, err := sql.Open("sqlite", dsn(path, "immediate", "foreign_keys(1)"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := migratedUntil(t, path, "token_namespaces")
 	defer db.Close()
-	ms, err := loadMigrations()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.ExecContext(ctx, `CREATE TABLE schema_migrations (version INTEGER NOT NULL PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT`); err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range ms {
-		if m.name == "token_namespaces" {
-			break
-		}
-		if err := apply(ctx, db, m); err != nil {
-			t.Fatal(err)
-		}
-	}
 	insert := `INSERT INTO tokens (id, hash, namespace, scopes, description, created_at) VALUES (?, ?, ?, '["publish"]', '', 1)`
 	for _, q := range [][]any{
 		{`INSERT INTO namespaces (name, description, created_at) VALUES ('acme', '', 1), ('other', '', 1)`},

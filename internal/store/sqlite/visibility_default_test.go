@@ -1,7 +1,6 @@
 package sqlite
 
 import (
-	"database/sql"
 	"path/filepath"
 	"testing"
 
@@ -15,25 +14,7 @@ import (
 func TestNamespaceDefaultIsPrivate(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "index.db")
 	ctx := t.Context()
-	db, err := sql.Open("sqlite", dsn(path, "immediate", "foreign_keys(1)"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ms, err := loadMigrations()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.ExecContext(ctx, `CREATE TABLE schema_migrations (version INTEGER NOT NULL PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT`); err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range ms {
-		if m.name == "private_by_default" {
-			break
-		}
-		if err := apply(ctx, db, m); err != nil {
-			t.Fatal(err)
-		}
-	}
+	db := migratedUntil(t, path, "private_by_default")
 	if _, err := db.ExecContext(ctx, `INSERT INTO namespaces (name, description, created_at) VALUES ('before', '', 1)`); err != nil {
 		t.Fatal(err)
 	}
