@@ -182,7 +182,7 @@ func (s *Service) CacheStats() (entries int, bytes int64) { return s.cache.stats
 // it); otherwise its names are parsed first. A refusal of kind NotFound
 // is returned as notFound(normalized pk) so that it cannot be told apart
 // from a provider that does not exist.
-func (s *Service) authorize(r *http.Request, pk provKey, known bool, notFound func(provKey) error) (private bool, err error) {
+func (s *Service) authorize(r *http.Request, pk provKey, dk docKey, known bool, notFound func(provKey, docKey) error) (private bool, err error) {
 	if s.guard == nil {
 		return false, nil
 	}
@@ -193,7 +193,7 @@ func (s *Service) authorize(r *http.Request, pk provKey, known bool, notFound fu
 	}
 	private, err = s.guard.ProtocolRead(r, pk.ns)
 	if registry.IsKind(err, registry.NotFound) {
-		return private, notFound(pk)
+		return private, notFound(pk, dk)
 	}
 	return private, err
 }
@@ -202,7 +202,7 @@ func (s *Service) serveVersions(w http.ResponseWriter, r *http.Request) {
 	pk := provKey{ns: r.PathValue("namespace"), typ: r.PathValue("type")}
 	now := s.now().UnixNano()
 	e := s.cache.get(pk, docKey{})
-	private, err := s.authorize(r, pk, e != nil, versionsNotFound)
+	private, err := s.authorize(r, pk, docKey{}, e != nil, func(pk provKey, _ docKey) error { return versionsNotFound(pk) })
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -224,12 +224,7 @@ func (s *Service) serveDownload(w http.ResponseWriter, r *http.Request) {
 	dk := docKey{version: r.PathValue("version"), os: r.PathValue("os"), arch: r.PathValue("arch")}
 	now := s.now().UnixNano()
 	e := s.cache.get(pk, dk)
-	private, err := s.authorize(r, pk, e != nil, func(pk provKey) error {
-		if err := checkDownload(pk, dk); err != nil {
-			return err
-		}
-		return versionNotFound(pk, dk)
-	})
+	private, err := s.authorize(r, pk, dk, e != nil, downloadNotFound)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -334,6 +329,15 @@ func versionsNotFound(pk provKey) error {
 // (valid names) that does not exist or may not be read.
 func versionNotFound(pk provKey, dk docKey) error {
 	return registry.Errorf(registry.NotFound, "provider %s/%s has no version %s", pk.ns, pk.typ, dk.version)
+}
+
+// downloadNotFound is the answer for the download document of a version
+// that may not be read: the same as for one that does not exist.
+func downloadNotFound(pk provKey, dk docKey) error {
+	if err := checkDownload(pk, dk); err != nil {
+		return err
+	}
+	return versionNotFound(pk, dk)
 }
 
 // checkDownload validates the version and platform of a download request.
