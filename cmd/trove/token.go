@@ -64,15 +64,7 @@ func tokenCreate() *command {
 
 // describeToken says what a token grants, for humans.
 func describeToken(t apispec.Token) string {
-	where := "every namespace"
-	switch set := t.NamespaceSet(); len(set) {
-	case 0:
-	case 1:
-		where = "namespace " + set[0]
-	default:
-		where = "namespaces " + strings.Join(set, ", ")
-	}
-	s := strings.Join(t.Scopes, ", ") + " on " + where
+	s := strings.Join(t.Scopes, ", ") + " on " + t.NamespacesText()
 	if t.User != "" {
 		s = "personal token of " + t.User + ": " + s
 	}
@@ -142,8 +134,11 @@ func tokenList() *command {
 				rows := make([]string, 0, len(tokens))
 				for _, t := range tokens {
 					ns := strings.Join(t.NamespaceSet(), ",")
-					if ns == "" {
+					switch {
+					case t.Global():
 						ns = "(global)"
+					case t.HiddenNamespaces > 0:
+						ns = strings.TrimPrefix(ns+fmt.Sprintf(",(%d hidden)", t.HiddenNamespaces), ",")
 					}
 					rows = append(rows, row(t.ID, ns, t.User, strings.Join(t.Scopes, ","), t.Description,
 						when(t.CreatedAt), whenPtr(t.ExpiresAt, "never"), tokenStatus(t, now)))

@@ -6,6 +6,7 @@ package api
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"mime"
@@ -387,7 +388,7 @@ func (h *handler) listTokens(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := apispec.TokenList{Tokens: []apispec.Token{}}
 	for _, t := range tokens {
-		out.Tokens = append(out.Tokens, tokenDoc(t))
+		out.Tokens = append(out.Tokens, h.tokenDoc(r, t))
 	}
 	return httpjson.Write(w, http.StatusOK, out)
 }
@@ -480,7 +481,7 @@ func (h *handler) createToken(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	h.auditToken(r, registry.AuditTokenCreate, t, describeToken(t))
-	return httpjson.Write(w, http.StatusCreated, apispec.CreatedToken{Token: tokenDoc(t), Secret: secret})
+	return httpjson.Write(w, http.StatusCreated, apispec.CreatedToken{Token: h.tokenDoc(r, t), Secret: secret})
 }
 
 // mayCreatePersonal checks that the caller may create the personal token
@@ -584,7 +585,7 @@ func (h *handler) getToken(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return httpjson.Write(w, http.StatusOK, tokenDoc(t))
+	return httpjson.Write(w, http.StatusOK, h.tokenDoc(r, t))
 }
 
 func (h *handler) revokeToken(w http.ResponseWriter, r *http.Request) error {
@@ -625,19 +626,29 @@ func (h *handler) expireToken(w http.ResponseWriter, r *http.Request) error {
 	h.Access.Authenticator().Invalidate()
 	t.ExpiresAt = at
 	h.auditToken(r, registry.AuditTokenExpire, t, "expires "+at.Format(time.RFC3339))
-	return httpjson.Write(w, http.StatusOK, tokenDoc(t))
+	return httpjson.Write(w, http.StatusOK, h.tokenDoc(r, t))
 }
 
 // auditToken records an event about token t once for each of its
 // namespaces, so that the audit log of every one of them shows it, or
 // once without a namespace for a global token.
 func (h *handler) auditToken(r *http.Request, action string, t registry.Token, details string) {
-	namespaces := t.Namespaces
 	if t.Global() {
-		namespaces = []string{""}
+		h.Audit.Record(r.Context(), r, registry.AuditEvent{Action: action, Target: t.ID, Details: details})
+		return
 	}
-	for _, ns := range namespaces {
-		h.Audit.Record(r.Context(), r, registry.AuditEvent{Action: action, Namespace: ns, Target: t.ID, Details: details})
+	// Each namespace's log names that namespace only: its admins may not
+	// be allowed to know the others.
+	others := ""
+	switch n := len(t.Namespaces) - 1; {
+	case n == 1:
+		others = " and 1 other namespace"
+	case n > 1:
+		others = fmt.Sprintf(" and %d other namespaces", n)
+	}
+	for _, ns := range t.Namespaces {
+		d := details + "; bound to " + ns + others
+		h.Audit.Record(r.Context(), r, registry.AuditEvent{Action: action, Namespace: ns, Target: t.ID, Details: d})
 	}
 }
 
@@ -651,9 +662,6 @@ func describeToken(t registry.Token) string {
 	if t.User != "" {
 		s = "personal token of " + t.User + ", " + s
 	}
-	if !t.Global() {
-		s += " on " + strings.Join(t.Namespaces, ",")
-	}
 	if !t.ExpiresAt.IsZero() {
 		s += ", expires " + t.ExpiresAt.UTC().Format(time.RFC3339)
 	}
@@ -661,7 +669,7 @@ func describeToken(t registry.Token) string {
 }
 
 func (h *handler) whoAmI(w http.ResponseWriter, r *http.Request) error {
-	return httpjson.Write(w, http.StatusOK, tokenDoc(auth.FromContext(r.Context()).Token))
+	return httpjson.Write(w, http.StatusOK, h.tokenDoc(r, auth.FromContext(r.Context()).Token))
 }
 
 // Providers.
@@ -803,15 +811,25 @@ func keyDoc(k registry.SigningKey) apispec.SigningKey {
 		ASCIIArmor: k.ASCIIArmor, CreatedAt: k.CreatedAt, ExpiresAt: timePtr(k.ExpiresAt)}
 }
 
-func tokenDoc(t registry.Token) apispec.Token {
+// tokenDoc renders t for the caller of r: of its namespaces, only those
+// the caller may read are named, the others counted, so that managing a
+// token in one namespace does not reveal the private names of the others.
+func (h *handler) tokenDoc(r *http.Request, t registry.Token) apispec.Token {
 	scopes := make([]string, len(t.Scopes))
 	for i, s := range t.Scopes {
 		scopes[i] = string(s)
 	}
-	doc := apispec.Token{ID: t.ID, Namespaces: t.Namespaces, User: t.User, Scopes: scopes, Description: t.Description,
+	doc := apispec.Token{ID: t.ID, User: t.User, Scopes: scopes, Description: t.Description,
 		CreatedAt: t.CreatedAt, ExpiresAt: timePtr(t.ExpiresAt), RevokedAt: timePtr(t.RevokedAt)}
-	if len(t.Namespaces) == 1 {
-		doc.Namespace = t.Namespaces[0]
+	for _, ns := range t.Namespaces {
+		if h.require(r, registry.ScopeRead, ns) == nil {
+			doc.Namespaces = append(doc.Namespaces, ns)
+		} else {
+			doc.HiddenNamespaces++
+		}
+	}
+	if len(doc.Namespaces) == 1 && doc.HiddenNamespaces == 0 {
+		doc.Namespace = doc.Namespaces[0]
 	}
 	return doc
 }

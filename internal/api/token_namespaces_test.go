@@ -160,6 +160,49 @@ func TestTokenNamespaceSets(t *testing.T) {
 		}
 	})
 
+	t.Run("OtherNamespacesStayHidden", func(t *testing.T) {
+		// acme's admin manages a token bound to acme and to the private
+		// namespace other, whose name it may not learn.
+		status, tok, raw := create(tokens[globalAdmin], `{"namespaces":["acme","other"],"scopes":["publish"],"description":"shared"}`)
+		if status != 201 {
+			t.Fatalf("create = %d %s", status, raw)
+		}
+		var one apispec.Token
+		status, body := apiDo(t, s, "GET", "/api/v1/tokens/"+tok.Token.ID, tokens[acmeAdmin], "", nil)
+		if err := json.Unmarshal(body, &one); status != 200 || err != nil {
+			t.Fatalf("GET the token as acme's admin = %d %s", status, body)
+		}
+		var list apispec.TokenList
+		status, listed := apiDo(t, s, "GET", "/api/v1/tokens?namespace=acme", tokens[acmeAdmin], "", nil)
+		if err := json.Unmarshal(listed, &list); status != 200 || err != nil {
+			t.Fatalf("GET tokens of acme as acme's admin = %d %s", status, listed)
+		}
+		i := slices.IndexFunc(list.Tokens, func(x apispec.Token) bool { return x.ID == tok.Token.ID })
+		if i < 0 {
+			t.Fatalf("the token is not in acme's list: %s", listed)
+		}
+		for what, doc := range map[string]apispec.Token{"GET": one, "list": list.Tokens[i]} {
+			if !slices.Equal(doc.Namespaces, []string{"acme"}) || doc.HiddenNamespaces != 1 || doc.Global() || doc.Namespace != "" {
+				t.Errorf("%s as acme's admin = %+v; want namespaces [acme], 1 hidden, not global", what, doc)
+			}
+		}
+		status, audit := apiDo(t, s, "GET", "/api/v1/audit?action=token.create&namespace=acme", tokens[acmeAdmin], "", nil)
+		if status != 200 || !strings.Contains(string(audit), tok.Token.ID) {
+			t.Fatalf("acme's audit log = %d %s, want the token's creation", status, audit)
+		}
+		for what, b := range map[string][]byte{"GET": body, "list": listed, "audit log": audit} {
+			if bytes.Contains(b, []byte(`"other"`)) || bytes.Contains(b, []byte("acme,other")) || bytes.Contains(b, []byte("acme, other")) ||
+				bytes.Contains(b, []byte("on other")) {
+				t.Errorf("the %s shown to acme's admin names the namespace other: %s", what, b)
+			}
+		}
+		var full apispec.Token
+		status, body = apiDo(t, s, "GET", "/api/v1/tokens/"+tok.Token.ID, tokens[globalAdmin], "", nil)
+		if err := json.Unmarshal(body, &full); status != 200 || err != nil || !slices.Equal(full.Namespaces, []string{"acme", "other"}) ||
+			full.HiddenNamespaces != 0 {
+			t.Errorf("GET the token as global admin = %d %s; want both namespaces, none hidden", status, body)
+		}
+	})
 	t.Run("NamespaceDeleteDeletesTheToken", func(t *testing.T) {
 		status, tok, raw := create(tokens[globalAdmin], `{"namespaces":["acme","zeta"],"scopes":["publish"]}`)
 		if status != 201 {

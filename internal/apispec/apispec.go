@@ -6,7 +6,12 @@
 // Errors are {"errors": ["..."]} with a 4xx/5xx status.
 package apispec
 
-import "time"
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
 
 // Prefix is the path under which the management API is mounted.
 const Prefix = "/api/v1"
@@ -87,8 +92,13 @@ type SigningKeyList struct {
 type Token struct {
 	ID string `json:"id"`
 	// Namespaces are the namespaces the token is bound to, sorted; absent
-	// for a global token.
+	// for a global token. Only those the caller may read are listed:
+	// HiddenNamespaces counts the others.
 	Namespaces []string `json:"namespaces,omitempty"`
+	// HiddenNamespaces is how many namespaces of the token the caller may
+	// not read and are therefore not listed. A token with no Namespaces
+	// is global only when this is zero too.
+	HiddenNamespaces int `json:"hidden_namespaces,omitempty"`
 	// Namespace is the one namespace of a token bound to exactly one,
 	// absent otherwise.
 	//
@@ -111,6 +121,30 @@ func (t Token) NamespaceSet() []string {
 		return []string{t.Namespace}
 	}
 	return t.Namespaces
+}
+
+// Global reports whether the token applies to every namespace: it lists
+// none and hides none.
+func (t Token) Global() bool { return len(t.NamespaceSet()) == 0 && t.HiddenNamespaces == 0 }
+
+// NamespacesText describes the namespaces of t for people: "every
+// namespace", or the listed names and how many more are hidden.
+func (t Token) NamespacesText() string {
+	if t.Global() {
+		return "every namespace"
+	}
+	set := t.NamespaceSet()
+	parts := slices.Clone(set)
+	switch {
+	case t.HiddenNamespaces == 1:
+		parts = append(parts, "1 namespace you may not see")
+	case t.HiddenNamespaces > 1:
+		parts = append(parts, fmt.Sprintf("%d namespaces you may not see", t.HiddenNamespaces))
+	}
+	if len(set) == 1 && t.HiddenNamespaces == 0 {
+		return "namespace " + set[0]
+	}
+	return "namespaces " + strings.Join(parts, ", ")
 }
 
 // CreateTokenRequest creates a token bound to Namespaces; none makes a

@@ -121,9 +121,9 @@ func tokenCreate(ctx context.Context, d *schema.ResourceData, meta any) diag.Dia
 		User:        d.Get("user").(string),
 		Description: d.Get("description").(string),
 	}
-	if ns := d.Get("namespace").(string); ns != "" {
-		req.Namespaces = []string{ns}
-	}
+	// The deprecated form goes as such: should both be set (a conflict
+	// Terraform cannot see while one of them is unknown), the API refuses.
+	req.Namespace = d.Get("namespace").(string)
 	for _, ns := range d.Get("namespaces").(*schema.Set).List() {
 		req.Namespaces = append(req.Namespaces, ns.(string))
 	}
@@ -215,6 +215,11 @@ func hashNamespace(v any) int { return schema.HashString(lowercase(v)) }
 // setToken copies an API answer into the state; the secret is not part of
 // it and stays as it is.
 func setToken(d *schema.ResourceData, tok apispec.Token) diag.Diagnostics {
+	if tok.HiddenNamespaces > 0 {
+		// Storing only the visible ones would plan a replacement.
+		return diag.Errorf("token %s is bound to %d namespaces that the provider's token may not read: "+
+			"manage it with a token that may read all of its namespaces", tok.ID, tok.HiddenNamespaces)
+	}
 	set := tok.NamespaceSet()
 	one := ""
 	if len(set) == 1 {
