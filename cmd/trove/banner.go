@@ -33,7 +33,9 @@ func certHosts(cfg config.Config) []string {
 }
 
 // printBanner prints the start-up lines on stdout. Tests parse the
-// "export SSL_CERT_FILE=" and "export TROVE_TOKEN=" lines.
+// "export SSL_CERT_FILE=" and "export TROVE_TOKEN=" lines; an
+// "export TROVE_ADDR=" line points the CLI at a server that is not at
+// defaultAddr.
 // caFile is the self-signed CA ("" for a user certificate or plain HTTP)
 // and adminToken the first admin token ("" unless just created).
 func printBanner(w io.Writer, cfg config.Config, addr net.Addr, caFile, adminToken string) {
@@ -43,6 +45,9 @@ func printBanner(w io.Writer, cfg config.Config, addr net.Addr, caFile, adminTok
 		fmt.Fprintf(w, "Trove listening on %s\n", cfg.PublicURL)
 	}
 	fmt.Fprintf(w, "Data directory: %s\n", cfg.DataDir)
+	if cfg.PublicURL != defaultAddr {
+		fmt.Fprintf(w, "For the trove CLI, which talks to %s by default:\n  export TROVE_ADDR=%s\n", defaultAddr, cfg.PublicURL)
+	}
 	if caFile != "" {
 		fmt.Fprintf(w, "To trust its self-signed certificate:\n  export SSL_CERT_FILE=%s\n", caFile)
 	}

@@ -31,8 +31,17 @@ func TestPrintBanner(t *testing.T) {
 		{"behind a proxy", insecure, "", "trove_abc",
 			"Trove listening on http://127.0.0.1:8443 (plain HTTP, for the TLS proxy at https://registry.internal)\n" +
 				"Data directory: /data\n" +
+				"For the trove CLI, which talks to https://localhost:8443 by default:\n" +
+				"  export TROVE_ADDR=https://registry.internal\n" +
 				"First admin token (shown once; only its hash is stored):\n" +
 				"  export TROVE_TOKEN=trove_abc\n"},
+		{"another port", config.Config{PublicURL: "https://localhost:8543", DataDir: "/data"}, "/data/tls/ca.pem", "",
+			"Trove listening on https://localhost:8543\n" +
+				"Data directory: /data\n" +
+				"For the trove CLI, which talks to https://localhost:8443 by default:\n" +
+				"  export TROVE_ADDR=https://localhost:8543\n" +
+				"To trust its self-signed certificate:\n" +
+				"  export SSL_CERT_FILE=/data/tls/ca.pem\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

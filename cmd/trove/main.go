@@ -1,4 +1,5 @@
-// Command trove is the Trove registry for Terraform and OpenTofu providers:
+// Command trove is the Trove registry for Terraform and OpenTofu providers
+// and modules:
 // `trove serve` runs the server, and the other commands manage a running
 // server through its management API. main only parses arguments and wires
 // packages together; see run.
@@ -278,7 +279,7 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 }
 
 func printOverview(w io.Writer, cmds []*command) {
-	fmt.Fprintln(w, "Trove is a registry for Terraform and OpenTofu providers.")
+	fmt.Fprintln(w, "Trove is a registry for Terraform and OpenTofu providers and modules.")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Usage: trove COMMAND [ARGS] [FLAGS]")
 	fmt.Fprintln(w)

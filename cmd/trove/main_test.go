@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"encoding/pem"
 	"flag"
@@ -537,7 +538,7 @@ func TestFindRelease(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := writeDist(t, tt.files...)
-			rel, err := findRelease(dir)
+			rel, err := findRelease(dir, "")
 			if tt.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.err) {
 					t.Errorf("error = %v, want it to contain %q", err, tt.err)
@@ -548,25 +549,97 @@ func TestFindRelease(t *testing.T) {
 				t.Fatal(err)
 			}
 			var got []string
-			for _, p := range rel.paths {
-				if filepath.Dir(p) != dir {
-					t.Errorf("path %s is not in %s", p, dir)
+			for _, f := range rel.files {
+				if f.path != filepath.Join(dir, f.name) {
+					t.Errorf("file %s is read from %s, want it in %s", f.name, f.path, dir)
 				}
-				got = append(got, filepath.Base(p))
+				got = append(got, f.name)
 			}
 			if !reflect.DeepEqual(got, tt.want) || rel.typ != tt.typ || rel.version != tt.version {
 				t.Errorf("findRelease = %s %s %q, want %s %s %q", rel.typ, rel.version, got, tt.typ, tt.version, tt.want)
 			}
 		})
 	}
-	if _, err := findRelease(filepath.Join(t.TempDir(), "missing")); err == nil {
+	if _, err := findRelease(filepath.Join(t.TempDir(), "missing"), ""); err == nil {
 		t.Error("findRelease of a missing directory succeeded")
 	}
 	file := filepath.Join(t.TempDir(), "file")
 	os.WriteFile(file, nil, 0o600)
-	if _, err := findRelease(file); err == nil || !strings.Contains(err.Error(), "not a directory") {
+	if _, err := findRelease(file, ""); err == nil || !strings.Contains(err.Error(), "not a directory") {
 		t.Errorf("findRelease of a file: %v", err)
 	}
+}
+
+// TestFindReleaseProjectManifest covers goreleaser's layout with HashiCorp's
+// provider template: SHA256SUMS lists the manifest, which stays in the
+// project root, the parent of dist/.
+func TestFindReleaseProjectManifest(t *testing.T) {
+	const (
+		sums     = "terraform-provider-foo_1.2.3_SHA256SUMS"
+		manifest = "terraform-provider-foo_1.2.3_manifest.json"
+		zip      = "terraform-provider-foo_1.2.3_linux_amd64.zip"
+		doc      = `{"version":1,"metadata":{"protocol_versions":["6.0"]}}` + "\n"
+	)
+	digest := func(s string) string { return fmt.Sprintf("%x", sha256.Sum256([]byte(s))) }
+	layout := func(t *testing.T, projectManifest string) (dist string) {
+		root := t.TempDir()
+		dist = filepath.Join(root, "dist")
+		os.Mkdir(dist, 0o700)
+		lines := digest("zip") + "  " + zip + "\n" + digest(doc) + "  " + manifest + "\n"
+		for name, data := range map[string]string{sums: lines, sums + ".sig": "sig", zip: "zip"} {
+			if err := os.WriteFile(filepath.Join(dist, name), []byte(data), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if projectManifest != "" {
+			os.WriteFile(filepath.Join(root, "terraform-registry-manifest.json"), []byte(projectManifest), 0o600)
+		}
+		return dist
+	}
+	names := func(rel distRelease) (names, paths []string) {
+		for _, f := range rel.files {
+			names, paths = append(names, f.name), append(paths, f.path)
+		}
+		return names, paths
+	}
+
+	t.Run("found in the project root", func(t *testing.T) {
+		dist := layout(t, doc)
+		rel, err := findRelease(dist, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, paths := names(rel)
+		if want := []string{sums, sums + ".sig", manifest, zip}; !reflect.DeepEqual(got, want) {
+			t.Fatalf("upload names = %q, want %q", got, want)
+		}
+		if want := filepath.Join(filepath.Dir(dist), "terraform-registry-manifest.json"); paths[2] != want {
+			t.Errorf("manifest read from %s, want %s", paths[2], want)
+		}
+	})
+	t.Run("other bytes in the project root", func(t *testing.T) {
+		_, err := findRelease(layout(t, `{"version":1,"metadata":{"protocol_versions":["5.0"]}}`), "")
+		if err == nil || !strings.Contains(err.Error(), "not the manifest this release was built with") {
+			t.Errorf("error = %v, want a checksum mismatch", err)
+		}
+	})
+	t.Run("nowhere", func(t *testing.T) {
+		_, err := findRelease(layout(t, ""), "")
+		if err == nil || !strings.Contains(err.Error(), "or pass --manifest FILE") {
+			t.Errorf("error = %v, want one that says where to put the manifest", err)
+		}
+	})
+	t.Run("given with --manifest", func(t *testing.T) {
+		other := filepath.Join(t.TempDir(), "m.json")
+		os.WriteFile(other, []byte(doc), 0o600)
+		rel, err := findRelease(layout(t, ""), other)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, paths := names(rel); len(got) != 4 || got[2] != manifest || paths[2] != other {
+			t.Errorf("files = %q from %q, want the manifest from %s", got, paths, other)
+		}
+	})
 }
 
 func TestPublish(t *testing.T) {

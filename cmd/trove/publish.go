@@ -2,14 +2,17 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"trove.dev/trove/internal/client"
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/release"
 )
 
 func publishCommand() *command {
@@ -22,11 +25,13 @@ func publishCommand() *command {
 		},
 		setup: func(fs *flag.FlagSet, cl *cli) func(context.Context, []string) error {
 			namespace := fs.String("namespace", "", "`namespace` to publish into")
+			manifest := fs.String("manifest", "", "the provider's terraform-registry-manifest.json, when SHA256SUMS lists it but DIR lacks it "+
+				"(default: the one in DIR's parent directory, goreleaser's project root)")
 			return func(ctx context.Context, args []string) error {
 				if *namespace == "" {
 					return usagef("--namespace is required")
 				}
-				rel, err := findRelease(args[0])
+				rel, err := findRelease(args[0], *manifest)
 				if err != nil {
 					return err
 				}
@@ -34,11 +39,13 @@ func publishCommand() *command {
 				if err != nil {
 					return err
 				}
-				files := make([]client.PublishFile, 0, len(rel.paths))
+				files := make([]client.PublishFile, 0, len(rel.files))
 				var total int64
-				for _, p := range rel.paths {
-					files = append(files, client.FileFromPath(p))
-					if fi, err := os.Stat(p); err == nil {
+				for _, f := range rel.files {
+					pf := client.FileFromPath(f.path)
+					pf.Name = f.name
+					files = append(files, pf)
+					if fi, err := os.Stat(f.path); err == nil {
 						total += fi.Size()
 					}
 				}
@@ -65,8 +72,17 @@ func publishCommand() *command {
 // distRelease is a provider release found in a dist directory.
 type distRelease struct {
 	typ, version string
-	paths        []string // SHA256SUMS, its .sig, the manifest if any, then the zips
+	files        []distFile // SHA256SUMS, its .sig, the manifest if any, then the zips
 }
+
+// distFile is a file of a release: the name it is uploaded under and
+// where it is read from.
+type distFile struct{ name, path string }
+
+// projectManifest is the name of the manifest in a provider's repository
+// (HashiCorp's provider template), which goreleaser renames to
+// terraform-provider-<type>_<version>_manifest.json in SHA256SUMS.
+const projectManifest = "terraform-registry-manifest.json"
 
 const (
 	namePrefix = "terraform-provider-"
@@ -75,8 +91,10 @@ const (
 
 // findRelease scans dir (not recursively) for exactly one
 // terraform-provider-<type>_<version>_SHA256SUMS and the files of that
-// release, in upload order.
-func findRelease(dir string) (distRelease, error) {
+// release, in upload order. A manifest that SHA256SUMS lists but dir
+// lacks is taken from manifest, if given, else from the project's
+// terraform-registry-manifest.json in dir's parent (see findManifest).
+func findRelease(dir, manifest string) (distRelease, error) {
 	if fi, err := os.Stat(dir); err != nil {
 		return distRelease{}, err
 	} else if !fi.IsDir() {
@@ -112,22 +130,38 @@ func findRelease(dir string) (distRelease, error) {
 	if err != nil {
 		return distRelease{}, err
 	}
-	rel := distRelease{typ: typ, version: version, paths: []string{filepath.Join(dir, sumsName)}}
+	in := func(name string) distFile { return distFile{name: name, path: filepath.Join(dir, name)} }
+	rel := distRelease{typ: typ, version: version, files: []distFile{in(sumsName)}}
 
 	sig := sumsName + ".sig"
 	if !regular[sig] {
 		return distRelease{}, fmt.Errorf("missing %s in %s: sign SHA256SUMS with gpg --detach-sign (gpg --local-user KEY_ID --detach-sign %s)", sig, dir, sumsName)
 	}
-	rel.paths = append(rel.paths, filepath.Join(dir, sig))
+	rel.files = append(rel.files, in(sig))
 
 	base := namePrefix + typ + "_" + version + "_"
-	if manifest := base + "manifest.json"; regular[manifest] {
-		rel.paths = append(rel.paths, filepath.Join(dir, manifest))
+	manifestName := base + "manifest.json"
+	switch {
+	case manifest != "":
+		if err := checkManifest(filepath.Join(dir, sumsName), manifestName, manifest); err != nil {
+			return distRelease{}, err
+		}
+		rel.files = append(rel.files, distFile{name: manifestName, path: manifest})
+	case regular[manifestName]:
+		rel.files = append(rel.files, in(manifestName))
+	default:
+		path, err := findManifest(dir, sumsName, manifestName)
+		if err != nil {
+			return distRelease{}, err
+		}
+		if path != "" {
+			rel.files = append(rel.files, distFile{name: manifestName, path: path})
+		}
 	}
 	zips := 0
 	for _, n := range names {
 		if strings.HasPrefix(n, base) && strings.HasSuffix(n, ".zip") {
-			rel.paths = append(rel.paths, filepath.Join(dir, n))
+			rel.files = append(rel.files, in(n))
 			zips++
 		}
 	}
@@ -152,4 +186,61 @@ func parseSumsName(name string) (typ, version string, err error) {
 		return "", "", fmt.Errorf("%s: %w", name, err)
 	}
 	return typ, version, nil
+}
+
+// findManifest returns the file to upload as manifestName when SHA256SUMS
+// lists it but dir lacks it, or "" when SHA256SUMS does not list it (or
+// cannot be read: the server then says what is wrong with it). goreleaser,
+// configured as HashiCorp's provider template is, lists the project's
+// terraform-registry-manifest.json in SHA256SUMS under manifestName without
+// copying it into dist/; that file sits in dist's parent directory.
+func findManifest(dir, sumsName, manifestName string) (string, error) {
+	data, err := os.ReadFile(filepath.Join(dir, sumsName))
+	if err != nil {
+		return "", err
+	}
+	sums, err := release.ParseSHA256SUMS(data)
+	if err != nil || !slices.ContainsFunc(sums, func(s release.Sum) bool { return s.Filename == manifestName }) {
+		return "", nil
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	candidate := filepath.Join(filepath.Dir(abs), projectManifest)
+	if _, err := os.Stat(candidate); err != nil {
+		return "", fmt.Errorf("%s lists %s, which is not in %s, and there is no %s in %s: "+
+			"copy the provider's %s into %s under that name, or pass --manifest FILE",
+			sumsName, manifestName, dir, projectManifest, filepath.Dir(abs), projectManifest, dir)
+	}
+	if err := checkManifest(filepath.Join(dir, sumsName), manifestName, candidate); err != nil {
+		return "", err
+	}
+	return candidate, nil
+}
+
+// checkManifest checks that the file at path is the manifestName that the
+// SHA256SUMS at sumsPath lists, byte for byte.
+func checkManifest(sumsPath, manifestName, path string) error {
+	data, err := os.ReadFile(sumsPath)
+	if err != nil {
+		return err
+	}
+	sums, err := release.ParseSHA256SUMS(data)
+	if err != nil {
+		return fmt.Errorf("%s: %w", sumsPath, err)
+	}
+	i := slices.IndexFunc(sums, func(s release.Sum) bool { return s.Filename == manifestName })
+	if i < 0 {
+		return fmt.Errorf("%s does not list %s: a manifest can only be published when SHA256SUMS covers it", filepath.Base(sumsPath), manifestName)
+	}
+	content, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if got := fmt.Sprintf("%x", sha256.Sum256(content)); got != sums[i].Digest {
+		return fmt.Errorf("%s has checksum %s, but %s lists %s for %s: it is not the manifest this release was built with",
+			path, got, filepath.Base(sumsPath), sums[i].Digest, manifestName)
+	}
+	return nil
 }

@@ -194,7 +194,8 @@ func (h *handler) createNamespace(w http.ResponseWriter, r *http.Request) error 
 	ns := registry.Namespace{Name: name, Description: req.Description, Visibility: vis, CreatedAt: h.Now().UTC()}
 	if err := h.Index.CreateNamespace(r.Context(), ns); err != nil {
 		if registry.IsKind(err, registry.Conflict) {
-			return registry.Errorf(registry.Conflict, "namespace %q already exists", name)
+			return registry.Errorf(registry.Conflict, "namespace %q already exists (its visibility and description change with PATCH %s/%s, trove namespace update)",
+				name, apispec.RouteNamespaces, name)
 		}
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -439,13 +440,20 @@ func buildTroveProvider(t *testing.T, rel *goreleaserRelease, version string) ma
 // packageTroveProvider writes the dist folder goreleaser and the copy of
 // the manifest in terraform-provider-trove/.goreleaser.yml make, with the
 // names rel renders: one zip per platform holding the executable (and
-// goreleaser's extra files), the committed manifest, SHA256SUMS over them
-// and its binary detached signature by key. It returns the folder.
+// goreleaser's extra files), SHA256SUMS over them and the committed
+// manifest, and its binary detached signature by key. As goreleaser does,
+// it lists the manifest in SHA256SUMS without copying it into dist/: it
+// stays in the project root, dist's parent, where trove publish finds it.
+// It returns the dist folder.
 func packageTroveProvider(t *testing.T, rel *goreleaserRelease, key *signingtest.Key, version string, bins map[string]string) string {
 	t.Helper()
-	dir := t.TempDir()
-	names := []string{rel.manifestName(t, version)}
-	writeFile(t, dir, names[0], rel.manifest)
+	root := t.TempDir()
+	writeFile(t, root, "terraform-registry-manifest.json", rel.manifest)
+	dir := filepath.Join(root, "dist")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
 	var extras []zipEntry
 	for _, path := range rel.archiveExtras(t) {
 		name, err := filepath.Rel(rel.root, path)
@@ -460,10 +468,13 @@ func packageTroveProvider(t *testing.T, rel *goreleaserRelease, key *signingtest
 		writeZip(t, filepath.Join(dir, name), fixedZipTime, entries)
 		names = append(names, name)
 	}
-	slices.Sort(names)
-	var sums strings.Builder
+	digests := map[string]string{rel.manifestName(t, version): sha256File(t, filepath.Join(root, "terraform-registry-manifest.json"))}
 	for _, n := range names {
-		fmt.Fprintf(&sums, "%s  %s\n", sha256File(t, filepath.Join(dir, n)), n)
+		digests[n] = sha256File(t, filepath.Join(dir, n))
+	}
+	var sums strings.Builder
+	for _, n := range slices.Sorted(maps.Keys(digests)) {
+		fmt.Fprintf(&sums, "%s  %s\n", digests[n], n)
 	}
 	writeFile(t, dir, rel.sumsName(t, version), []byte(sums.String()))
 	writeFile(t, dir, rel.sigName(t, version), key.Sign([]byte(sums.String())))

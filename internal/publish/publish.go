@@ -250,6 +250,12 @@ func (pub *publication) run(src FileSource) (Result, error) {
 			return Result{}, registry.Errorf(registry.Invalid, "SHA256SUMS lists %s but it was not uploaded; publish every archive of the release", filename)
 		}
 	}
+	if _, listed := pub.listed[manifestName]; listed && !pub.sawManife {
+		// Without it the protocols would silently default to 5.0, and a
+		// protocol 6 provider would install but fail to start.
+		return Result{}, registry.Errorf(registry.Invalid, "SHA256SUMS lists %s but it was not uploaded: publish it with the release "+
+			"(goreleaser lists terraform-registry-manifest.json in SHA256SUMS under that name without copying it into dist/)", manifestName)
+	}
 	if len(pub.staged) == 0 {
 		return Result{}, registry.Errorf(registry.Invalid, "SHA256SUMS lists no provider archives (terraform-provider-%s_%s_<os>_<arch>.zip)", v.Type, v.Version)
 	}

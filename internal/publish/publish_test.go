@@ -227,6 +227,12 @@ func TestPublishRefuses(t *testing.T) {
 		{"zip missing", "1.0.0", func(t *testing.T, e *env, f []releasetest.File) []releasetest.File {
 			return f[:len(f)-1]
 		}, registry.Invalid, "not uploaded"},
+		{"listed manifest missing", "1.0.0", func(t *testing.T, e *env, f []releasetest.File) []releasetest.File {
+			if !strings.HasSuffix(f[2].Name, "_manifest.json") {
+				t.Fatalf("file 2 is %s, want the manifest", f[2].Name)
+			}
+			return append(f[:2:2], f[3:]...)
+		}, registry.Invalid, "lists terraform-provider-example_1.0.0_manifest.json but it was not uploaded"},
 		{"zip not listed", "1.0.0", func(t *testing.T, e *env, f []releasetest.File) []releasetest.File {
 			return append(f, releasetest.File{Name: "terraform-provider-example_1.0.0_windows_amd64.zip", Data: f[3].Data})
 		}, registry.Invalid, "not listed"},
