@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"io"
 	"mime"
 	"mime/multipart"
@@ -130,6 +131,7 @@ func (h *handler) publishModuleVersion(w http.ResponseWriter, r *http.Request) e
 	if err != nil {
 		return err
 	}
+	archive = clientReader{archive}
 	res, err := h.Modules.Publish(r.Context(), modules.Upload{
 		Namespace: ns, Name: r.PathValue("name"), System: r.PathValue("system"), Version: r.PathValue("version"),
 		Origin: r.URL.Query().Get(apispec.ModuleOriginParam), Archive: archive,
@@ -176,6 +178,25 @@ func moduleArchive(r *http.Request, body io.Reader) (io.Reader, error) {
 		return &singlePart{part: part, mr: mr}, nil
 	}
 	return nil, registry.Errorf(registry.Invalid, "unsupported Content-Type %q for a module archive: use %s, %s or multipart/form-data", mediaType, apispec.ModuleArchiveTarGz, apispec.ModuleArchiveZip)
+}
+
+// clientReader reads a request body on which a failure is the client's:
+// a body cut short, a malformed chunked encoding or a broken multipart
+// part answers 400 instead of 500. Errors that already have a kind (the
+// size limit, a second part) pass through.
+type clientReader struct{ r io.Reader }
+
+func (c clientReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	if err == nil || err == io.EOF {
+		return n, err
+	}
+	var maxErr *http.MaxBytesError
+	var kinded *registry.Error
+	if errors.As(err, &maxErr) || errors.As(err, &kinded) {
+		return n, err
+	}
+	return n, registry.Wrap(registry.Invalid, err, "reading the module archive from the request")
 }
 
 // singlePart reads one multipart part and fails if another part follows,

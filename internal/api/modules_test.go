@@ -1,7 +1,9 @@
 package api_test
 
 import (
+	"bufio"
 	"bytes"
+	"crypto/tls"
 	"encoding/json"
 	"io"
 	"math/rand/v2"
@@ -318,5 +320,48 @@ func TestModulePublishTooLarge(t *testing.T) {
 	staged, _ := filepath.Glob(filepath.Join(s.DataDir, "tmp", "module-*"))
 	if len(staged) != 0 {
 		t.Errorf("staging area keeps %q", staged)
+	}
+}
+
+// TestModulePublishBrokenBody sends module publishes whose bodies break
+// off or are malformed on the wire: each answers 400 with a JSON error
+// (the client's fault), not 500, and stores nothing.
+func TestModulePublishBrokenBody(t *testing.T) {
+	s := trovetest.Start(t)
+	if err := s.Index.CreateNamespace(t.Context(), registry.Namespace{Name: "acme", CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	pub := "Bearer " + mint(t, s, "acme", registry.ScopePublish, nil)
+	head := "POST /api/v1/namespaces/acme/modules/network/aws/versions/1.0.0 HTTP/1.1\r\nHost: localhost\r\n" +
+		"Authorization: " + pub + "\r\nContent-Type: " + apispec.ModuleArchiveTarGz + "\r\n"
+	for name, req := range map[string]string{
+		"malformed chunk":                  head + "Transfer-Encoding: chunked\r\n\r\nzz\r\n",
+		"body shorter than Content-Length": head + "Content-Length: 1000\r\n\r\n" + "\x1f\x8b" + strings.Repeat("x", 100),
+	} {
+		t.Run(name, func(t *testing.T) {
+			conn, err := tls.Dial("tcp", strings.TrimPrefix(s.URL, "https://"), s.TLSConfig(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			if _, err := io.WriteString(conn, req); err != nil {
+				t.Fatal(err)
+			}
+			if name == "body shorter than Content-Length" {
+				conn.CloseWrite() // the rest of the body never comes
+			}
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), `"errors"`) {
+				t.Errorf("answer = %d %s, want 400 with a JSON error", resp.StatusCode, body)
+			}
+		})
+	}
+	if _, err := s.Index.GetModuleVersion(t.Context(), "acme", "network", "aws", "1.0.0"); !registry.IsKind(err, registry.NotFound) {
+		t.Errorf("a module version was stored from a broken body: %v", err)
 	}
 }

@@ -12,6 +12,8 @@ func TestParseVersion(t *testing.T) {
 		"1.0.0": true, "0.0.1": true, "10.20.30": true, "1.0.0-beta.1": true, "1.0.0+build.5": true,
 		"1.0.0-rc1+meta": true, "v1.0.0": false, "1.0": false, "1": false, "01.0.0": false,
 		"1.0.0.0": false, "": false, "1.0.0-": false, "1.0.0+": false, "1.0.0 ": false, "1.0.0_1": false,
+		"1.0.0-rc.01": false, "1.0.0-00": false, "1.0.0-0": true, "1.0.0-rc.0": true, "1.0.0-0a": true, "1.0.0-01a": true,
+		"1.0.0-x-1.2-3": true, "1.0.0-rc..1": false, "1.0.0+build.01": true,
 		"1.0.0-beta..1": false, "V1.2.3": false,
 	}
 	for in, ok := range tests {

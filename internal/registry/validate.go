@@ -54,17 +54,23 @@ func ParseProviderType(name string) (string, error) {
 	return norm, nil
 }
 
-var semverShape = regexp.MustCompile(`^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?$`)
+// preIdent is a pre-release identifier as semver allows it: numeric
+// without leading zeros, or alphanumeric. Leading zeros would also make
+// versions the clients rank as equal ("rc.1" and "rc.01").
+const preIdent = `(0|[1-9][0-9]*|[0-9]*[A-Za-z-][0-9A-Za-z-]*)`
+
+var semverShape = regexp.MustCompile(`^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-` + preIdent + `(\.` + preIdent + `)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?$`)
 
 // ParseVersion checks that v is a canonical semantic version as both
 // Terraform and OpenTofu parse it: MAJOR.MINOR.PATCH with optional
-// -prerelease and +build parts, no leading "v", no leading zeros.
+// -prerelease and +build parts, no leading "v", no leading zeros (in the
+// numbers nor in numeric pre-release identifiers).
 func ParseVersion(v string) (*version.Version, error) {
 	if strings.HasPrefix(v, "v") || strings.HasPrefix(v, "V") {
 		return nil, Errorf(Invalid, "invalid version %q: drop the leading \"v\" (use %q)", v, v[1:])
 	}
 	if !semverShape.MatchString(v) {
-		return nil, Errorf(Invalid, "invalid version %q: want MAJOR.MINOR.PATCH[-prerelease][+build], e.g. 1.2.3", v)
+		return nil, Errorf(Invalid, "invalid version %q: want MAJOR.MINOR.PATCH[-prerelease][+build], e.g. 1.2.3 or 1.2.3-rc.1, with no leading zeros in numbers", v)
 	}
 	parsed, err := version.NewSemver(v)
 	if err != nil {
