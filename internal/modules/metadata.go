@@ -2,6 +2,7 @@ package modules
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -29,7 +30,8 @@ type Metadata struct {
 	Examples   []ModuleInfo `json:"examples"`
 	// Diagnostics are problems terraform-config-inspect reported, as
 	// "file:line: summary: detail". They do not stop a publish: Terraform
-	// itself judges the configuration when it uses it.
+	// itself judges the configuration when it uses it. At most
+	// MaxDiagnostics are kept, then a last "... and N more".
 	Diagnostics []string `json:"diagnostics,omitempty"`
 }
 
@@ -90,35 +92,95 @@ type Resource struct {
 
 // Inspect reads the module files Check staged in dir and returns their
 // metadata. It reads nothing but dir, through an os.Root, so no name can
-// reach outside it.
+// reach outside it. It refuses, before parsing any, configuration files
+// larger or more deeply nested than MaxConfigBytes and MaxConfigNesting
+// allow, keeps at most MaxDiagnostics diagnostics, and runs at most
+// MaxConcurrentInspections at once in a process.
 func Inspect(dir string) (Metadata, error) {
+	return inspect(context.Background(), dir)
+}
+
+// inspect is Inspect, giving up when ctx is done while it waits for a slot.
+func inspect(ctx context.Context, dir string) (Metadata, error) {
+	release, err := acquireInspectSlot(ctx)
+	if err != nil {
+		return Metadata{}, err
+	}
+	defer release()
+	if inspectHook != nil {
+		inspectHook()
+	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return Metadata{}, registry.Wrap(registry.Internal, err, "opening the staged module")
 	}
 	defer root.Close()
 	fsys := root.FS()
+	dirs := configDirs(fsys)
+	if err := checkConfigFiles(fsys, dirs); err != nil {
+		return Metadata{}, err
+	}
 	md := Metadata{Submodules: []ModuleInfo{}, Examples: []ModuleInfo{}}
-	md.Root = inspectDir(fsys, ".", &md.Diagnostics)
-	for _, group := range []struct {
-		dir string
-		out *[]ModuleInfo
-	}{{"modules", &md.Submodules}, {"examples", &md.Examples}} {
-		des, err := fs.ReadDir(fsys, group.dir)
-		if err != nil {
-			continue // none staged
+	var diags diagList
+	for _, d := range dirs { // the root, then modules/*, then examples/*
+		info := inspectDir(fsys, d, &diags)
+		switch {
+		case d == ".":
+			md.Root = info
+		case strings.HasPrefix(d, "modules/"):
+			md.Submodules = append(md.Submodules, info)
+		default:
+			md.Examples = append(md.Examples, info)
 		}
-		for _, de := range des { // sorted by name
-			if de.IsDir() {
-				*group.out = append(*group.out, inspectDir(fsys, group.dir+"/"+de.Name(), &md.Diagnostics))
-			}
-		}
+	}
+	md.Diagnostics = diags.list
+	if diags.more > 0 {
+		md.Diagnostics = append(md.Diagnostics, fmt.Sprintf("... and %d more", diags.more))
 	}
 	return md, nil
 }
 
+// diagList collects the first MaxDiagnostics diagnostics and counts the
+// others.
+type diagList struct {
+	list []string
+	more int
+}
+
+func (l *diagList) add(msg string) {
+	if len(l.list) < MaxDiagnostics {
+		l.list = append(l.list, clean(msg, 1024))
+	} else {
+		l.more++
+	}
+}
+
+// encodeMetadata returns md as stored, refusing it when it is larger than
+// MaxMetadataBytes.
+func encodeMetadata(md Metadata) ([]byte, error) {
+	b, err := json.Marshal(md)
+	if err != nil {
+		return nil, registry.Wrap(registry.Internal, err, "encoding module metadata")
+	}
+	if len(b) <= MaxMetadataBytes {
+		return b, nil
+	}
+	var dirs, inputs, outputs, resources, calls, readme int
+	for _, m := range append(append([]ModuleInfo{md.Root}, md.Submodules...), md.Examples...) {
+		dirs++
+		inputs += len(m.Inputs)
+		outputs += len(m.Outputs)
+		resources += len(m.Resources)
+		calls += len(m.Dependencies)
+		readme += len(m.Readme)
+	}
+	return nil, registry.Errorf(registry.TooLarge,
+		"the module's metadata encodes to %d bytes, more than the limit of %d MiB: %d module directories with %d inputs, %d outputs, %d resources, %d module calls and %d bytes of README",
+		len(b), MaxMetadataBytes>>20, dirs, inputs, outputs, resources, calls, readme)
+}
+
 // inspectDir describes the module directory dir of fsys.
-func inspectDir(fsys fs.FS, dir string, diags *[]string) ModuleInfo {
+func inspectDir(fsys fs.FS, dir string, diags *diagList) ModuleInfo {
 	info := ModuleInfo{
 		Inputs: []Input{}, Outputs: []Output{}, RequiredCore: []string{},
 		ProviderDependencies: []ProviderDependency{}, Dependencies: []ModuleDependency{}, Resources: []Resource{},
@@ -142,7 +204,7 @@ func inspectDir(fsys fs.FS, dir string, diags *[]string) ModuleInfo {
 		if d.Pos != nil {
 			msg = fmt.Sprintf("%s:%d: %s", d.Pos.Filename, d.Pos.Line, msg)
 		}
-		*diags = append(*diags, clean(msg, 1024))
+		diags.add(msg)
 	}
 	if mod == nil {
 		return info

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -106,7 +105,8 @@ type Result struct {
 	Version registry.ModuleVersion
 	Created bool // false when the identical archive was already published
 	// Warnings are problems found in the configuration that did not stop
-	// the publish (terraform-config-inspect diagnostics).
+	// the publish (terraform-config-inspect diagnostics, at most
+	// MaxDiagnostics and a count of the rest).
 	Warnings []string
 }
 
@@ -220,12 +220,12 @@ func (p *Publisher) Publish(ctx context.Context, up Upload) (Result, error) {
 	if v.ArchiveFormat, err = Check(f, n, p.opt.Limits, stageDir); err != nil {
 		return Result{}, err
 	}
-	md, err := Inspect(stageDir)
+	md, err := inspect(ctx, stageDir)
 	if err != nil {
 		return Result{}, err
 	}
-	if v.Metadata, err = json.Marshal(md); err != nil {
-		return Result{}, registry.Wrap(registry.Internal, err, "encoding module metadata")
+	if v.Metadata, err = encodeMetadata(md); err != nil {
+		return Result{}, err
 	}
 	v.Description = Description(md.Root.Readme)
 	if err := f.Sync(); err != nil {
