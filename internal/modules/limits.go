@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"golang.org/x/sync/semaphore"
 
 	"trove.dev/trove/internal/registry"
 )
@@ -43,31 +44,32 @@ const (
 	// version (READMEs included); a larger one is refused.
 	MaxMetadataBytes = 2 << 20
 
-	// MaxConcurrentInspections bounds the metadata extractions a process
-	// runs at once, so that parallel publishes cannot multiply the memory
-	// parsing takes; further publishes wait for a slot.
-	MaxConcurrentInspections = 2
+	// MaxInspectBytes bounds the configuration bytes that the metadata
+	// extractions of a process lex and parse at once. HCL takes up to a few
+	// hundred bytes of memory per byte of a pathological file, so this
+	// bounds the memory of all concurrent extractions together to that of
+	// one worst-case module (about 1 GiB), while small modules are
+	// extracted side by side; a larger one waits for its share.
+	MaxInspectBytes = MaxConfigBytes
 )
 
-// inspectSlots holds one token per running metadata extraction.
-var inspectSlots = make(chan struct{}, MaxConcurrentInspections)
+// inspectBudget holds the configuration bytes being lexed and parsed.
+var inspectBudget = semaphore.NewWeighted(MaxInspectBytes)
 
-// inspectHook, when set (by tests), runs while an extraction holds a slot.
-var inspectHook func()
+// inspectHook, when set (by tests), runs while an extraction holds its
+// share of inspectBudget, with the size of that share.
+var inspectHook func(bytes int64)
 
-// acquireInspectSlot waits for an extraction slot, preferring a free one
-// to a done ctx, and returns its release.
-func acquireInspectSlot(ctx context.Context) (func(), error) {
-	select {
-	case inspectSlots <- struct{}{}:
-	default:
-		select {
-		case inspectSlots <- struct{}{}:
-		case <-ctx.Done():
+// acquireInspectBytes waits until n configuration bytes (at least one) fit
+// in inspectBudget, preferring room to a done ctx, and returns the release.
+func acquireInspectBytes(ctx context.Context, n int64) (func(), error) {
+	n = min(max(n, 1), MaxInspectBytes)
+	if !inspectBudget.TryAcquire(n) {
+		if err := inspectBudget.Acquire(ctx, n); err != nil {
 			return nil, context.Cause(ctx)
 		}
 	}
-	return func() { <-inspectSlots }, nil
+	return func() { inspectBudget.Release(n) }, nil
 }
 
 // configDirs returns the module directories of fsys Inspect reads: the
@@ -114,16 +116,13 @@ func configFiles(fsys fs.FS, dir string) ([]string, []int64, error) {
 	return names, sizes, nil
 }
 
-// checkConfigFiles refuses, before anything is parsed, configuration
-// files that total more than MaxConfigBytes or nest deeper than
-// MaxConfigNesting.
-func checkConfigFiles(fsys fs.FS, dirs []string) error {
-	var files []string
-	var total int64
+// sizeConfigFiles lists the configuration files of dirs and refuses them
+// when they total more than MaxConfigBytes; it reads none of them.
+func sizeConfigFiles(fsys fs.FS, dirs []string) (files []string, total int64, err error) {
 	for _, dir := range dirs {
 		names, sizes, err := configFiles(fsys, dir)
 		if err != nil {
-			return err
+			return nil, 0, err
 		}
 		files = append(files, names...)
 		for _, s := range sizes {
@@ -131,10 +130,16 @@ func checkConfigFiles(fsys fs.FS, dirs []string) error {
 		}
 	}
 	if total > MaxConfigBytes {
-		return registry.Errorf(registry.TooLarge,
+		return nil, 0, registry.Errorf(registry.TooLarge,
 			"the module's Terraform configuration files (*.tf, *.tf.json of the root, modules/* and examples/*) total %d bytes, more than the %d MiB Trove parses to extract metadata",
 			total, MaxConfigBytes>>20)
 	}
+	return files, total, nil
+}
+
+// checkConfigFiles refuses, before anything is parsed, configuration
+// files that nest deeper than MaxConfigNesting.
+func checkConfigFiles(fsys fs.FS, files []string) error {
 	for _, name := range files {
 		src, err := fs.ReadFile(fsys, name)
 		if err != nil {

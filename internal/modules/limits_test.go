@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"trove.dev/trove/internal/registry"
 )
@@ -226,62 +227,69 @@ func TestPublishRefusesHugeMetadata(t *testing.T) {
 	assertNotStored(t, e, "huge")
 }
 
-// TestInspectSlots checks that a publish waits for a free extraction slot
-// (and gives up with its context), and that no more than
-// MaxConcurrentInspections extractions run at once.
-func TestInspectSlots(t *testing.T) {
+// TestInspectBudget checks that an extraction waits for its share of
+// MaxInspectBytes (and gives up with its context), and that the
+// configuration bytes extracted at once never exceed MaxInspectBytes while
+// small modules share it.
+func TestInspectBudget(t *testing.T) {
 	e := newPublishEnv(t)
-	for range MaxConcurrentInspections {
-		inspectSlots <- struct{}{}
+	if err := inspectBudget.Acquire(t.Context(), MaxInspectBytes); err != nil {
+		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	_, err := publishFiles(t, e, ctx, "waits", map[string]string{"main.tf": mainTF})
-	for range MaxConcurrentInspections {
-		<-inspectSlots
-	}
+	inspectBudget.Release(MaxInspectBytes)
 	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("Publish with every slot taken and a cancelled context = %v, want context.Canceled", err)
+		t.Fatalf("Publish with the budget spent and a cancelled context = %v, want context.Canceled", err)
 	}
 	assertNotStored(t, e, "waits")
-	dir := t.TempDir()
-	writeTree(t, dir, realisticModule)
-	if _, err := inspect(ctx, dir); err != nil {
-		t.Fatalf("inspect with a free slot and a cancelled context: %v", err)
+	small := t.TempDir()
+	writeTree(t, small, realisticModule)
+	if _, err := inspect(ctx, small); err != nil {
+		t.Fatalf("inspect with room in the budget and a cancelled context: %v", err)
 	}
 	if _, err := publishFiles(t, e, t.Context(), "waits", map[string]string{"main.tf": mainTF}); err != nil {
-		t.Fatalf("Publish with free slots: %v", err)
+		t.Fatalf("Publish with room in the budget: %v", err)
 	}
 
-	var inFlight, most atomic.Int32
-	var entered sync.WaitGroup
-	entered.Add(MaxConcurrentInspections)
-	var once [MaxConcurrentInspections]sync.Once
-	inspectHook = func() {
-		n := inFlight.Add(1)
-		defer inFlight.Add(-1)
+	// Modules of 60% of the budget each must run one at a time; small
+	// ones together.
+	large := t.TempDir()
+	// One long comment: its bytes count, yet it lexes as one token.
+	writeTree(t, large, map[string]string{"main.tf": mainTF + "# " + strings.Repeat("x", MaxInspectBytes*6/10) + "\n"})
+	var inFlight, most atomic.Int64
+	inspectHook = func(n int64) {
+		cur := inFlight.Add(n)
+		defer inFlight.Add(-n)
 		for {
 			m := most.Load()
-			if n <= m || most.CompareAndSwap(m, n) {
+			if cur <= m || most.CompareAndSwap(m, cur) {
 				break
 			}
 		}
-		if n <= MaxConcurrentInspections { // the first ones wait for each other
-			once[n-1].Do(entered.Done)
-			entered.Wait()
-		}
+		time.Sleep(time.Millisecond) // let the others reach the budget
 	}
 	t.Cleanup(func() { inspectHook = nil })
 	var wg sync.WaitGroup
-	for range 4 * MaxConcurrentInspections {
+	for i := range 6 {
+		dir, rounds := small, 3
+		if i < 2 {
+			dir, rounds = large, 1
+		}
 		wg.Go(func() {
-			if _, err := Inspect(dir); err != nil {
-				t.Error(err)
+			for range rounds {
+				if _, err := Inspect(dir); err != nil {
+					t.Error(err)
+				}
 			}
 		})
 	}
 	wg.Wait()
-	if most.Load() != MaxConcurrentInspections {
-		t.Errorf("at most %d extractions ran at once, want %d", most.Load(), MaxConcurrentInspections)
+	if got := most.Load(); got > MaxInspectBytes {
+		t.Errorf("%d configuration bytes were extracted at once, more than MaxInspectBytes (%d)", got, MaxInspectBytes)
+	}
+	if most.Load() < MaxInspectBytes*6/10 {
+		t.Errorf("the largest extraction held %d bytes, want the large module's share", most.Load())
 	}
 }

@@ -94,22 +94,15 @@ type Resource struct {
 // metadata. It reads nothing but dir, through an os.Root, so no name can
 // reach outside it. It refuses, before parsing any, configuration files
 // larger or more deeply nested than MaxConfigBytes and MaxConfigNesting
-// allow, keeps at most MaxDiagnostics diagnostics, and runs at most
-// MaxConcurrentInspections at once in a process.
+// allow, keeps at most MaxDiagnostics diagnostics, and lexes and parses
+// at most MaxInspectBytes of configuration at once in a process.
 func Inspect(dir string) (Metadata, error) {
 	return inspect(context.Background(), dir)
 }
 
-// inspect is Inspect, giving up when ctx is done while it waits for a slot.
+// inspect is Inspect, giving up when ctx is done while it waits for its
+// share of MaxInspectBytes.
 func inspect(ctx context.Context, dir string) (Metadata, error) {
-	release, err := acquireInspectSlot(ctx)
-	if err != nil {
-		return Metadata{}, err
-	}
-	defer release()
-	if inspectHook != nil {
-		inspectHook()
-	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return Metadata{}, registry.Wrap(registry.Internal, err, "opening the staged module")
@@ -117,7 +110,21 @@ func inspect(ctx context.Context, dir string) (Metadata, error) {
 	defer root.Close()
 	fsys := root.FS()
 	dirs := configDirs(fsys)
-	if err := checkConfigFiles(fsys, dirs); err != nil {
+	files, total, err := sizeConfigFiles(fsys, dirs)
+	if err != nil {
+		return Metadata{}, err
+	}
+	// Lexing and parsing take memory in proportion to the bytes: wait
+	// for this module's share of the process's budget first.
+	release, err := acquireInspectBytes(ctx, total)
+	if err != nil {
+		return Metadata{}, err
+	}
+	defer release()
+	if inspectHook != nil {
+		inspectHook(total)
+	}
+	if err := checkConfigFiles(fsys, files); err != nil {
 		return Metadata{}, err
 	}
 	md := Metadata{Submodules: []ModuleInfo{}, Examples: []ModuleInfo{}}
