@@ -629,6 +629,14 @@ func TestFindReleaseProjectManifest(t *testing.T) {
 			t.Errorf("error = %v, want one that says where to put the manifest", err)
 		}
 	})
+	t.Run("--manifest for a release that lists none", func(t *testing.T) {
+		dist := writeDist(t, sums, sums+".sig", zip)
+		other := filepath.Join(t.TempDir(), "m.json")
+		os.WriteFile(other, []byte(doc), 0o600)
+		if _, err := findRelease(dist, other); err == nil || !strings.Contains(err.Error(), "does not list") {
+			t.Errorf("error = %v, want one saying SHA256SUMS does not list the manifest", err)
+		}
+	})
 	t.Run("given with --manifest", func(t *testing.T) {
 		other := filepath.Join(t.TempDir(), "m.json")
 		os.WriteFile(other, []byte(doc), 0o600)

@@ -141,22 +141,16 @@ func findRelease(dir, manifest string) (distRelease, error) {
 
 	base := namePrefix + typ + "_" + version + "_"
 	manifestName := base + "manifest.json"
-	switch {
-	case manifest != "":
-		if err := checkManifest(filepath.Join(dir, sumsName), manifestName, manifest); err != nil {
-			return distRelease{}, err
-		}
-		rel.files = append(rel.files, distFile{name: manifestName, path: manifest})
-	case regular[manifestName]:
-		rel.files = append(rel.files, in(manifestName))
-	default:
-		path, err := findManifest(dir, sumsName, manifestName)
+	if !regular[manifestName] || manifest != "" {
+		path, err := outsideManifest(dir, sumsName, manifestName, manifest)
 		if err != nil {
 			return distRelease{}, err
 		}
 		if path != "" {
 			rel.files = append(rel.files, distFile{name: manifestName, path: path})
 		}
+	} else {
+		rel.files = append(rel.files, in(manifestName))
 	}
 	zips := 0
 	for _, n := range names {
@@ -188,59 +182,50 @@ func parseSumsName(name string) (typ, version string, err error) {
 	return typ, version, nil
 }
 
-// findManifest returns the file to upload as manifestName when SHA256SUMS
-// lists it but dir lacks it, or "" when SHA256SUMS does not list it (or
-// cannot be read: the server then says what is wrong with it). goreleaser,
-// configured as HashiCorp's provider template is, lists the project's
-// terraform-registry-manifest.json in SHA256SUMS under manifestName without
-// copying it into dist/; that file sits in dist's parent directory.
-func findManifest(dir, sumsName, manifestName string) (string, error) {
+// outsideManifest returns the file to upload as manifestName from outside
+// dir: the one --manifest names (explicit), else, when SHA256SUMS lists
+// manifestName but dir lacks it, the project's terraform-registry-manifest.json
+// in dir's parent: goreleaser, configured as HashiCorp's provider template
+// is, lists that file in SHA256SUMS under manifestName without copying it
+// into dist/. It returns "" when neither applies (an unreadable SHA256SUMS
+// included: the server then says what is wrong with it), and an error
+// when the file is missing or its SHA-256 is not the listed one.
+func outsideManifest(dir, sumsName, manifestName, explicit string) (string, error) {
 	data, err := os.ReadFile(filepath.Join(dir, sumsName))
 	if err != nil {
 		return "", err
 	}
-	sums, err := release.ParseSHA256SUMS(data)
-	if err != nil || !slices.ContainsFunc(sums, func(s release.Sum) bool { return s.Filename == manifestName }) {
+	var want string
+	if sums, err := release.ParseSHA256SUMS(data); err == nil {
+		if i := slices.IndexFunc(sums, func(s release.Sum) bool { return s.Filename == manifestName }); i >= 0 {
+			want = sums[i].Digest
+		}
+	}
+	path := explicit
+	switch {
+	case explicit != "" && want == "":
+		return "", fmt.Errorf("%s does not list %s: a manifest can only be published when SHA256SUMS covers it", sumsName, manifestName)
+	case want == "":
 		return "", nil
-	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return "", err
-	}
-	candidate := filepath.Join(filepath.Dir(abs), projectManifest)
-	if _, err := os.Stat(candidate); err != nil {
-		return "", fmt.Errorf("%s lists %s, which is not in %s, and there is no %s in %s: "+
-			"copy the provider's %s into %s under that name, or pass --manifest FILE",
-			sumsName, manifestName, dir, projectManifest, filepath.Dir(abs), projectManifest, dir)
-	}
-	if err := checkManifest(filepath.Join(dir, sumsName), manifestName, candidate); err != nil {
-		return "", err
-	}
-	return candidate, nil
-}
-
-// checkManifest checks that the file at path is the manifestName that the
-// SHA256SUMS at sumsPath lists, byte for byte.
-func checkManifest(sumsPath, manifestName, path string) error {
-	data, err := os.ReadFile(sumsPath)
-	if err != nil {
-		return err
-	}
-	sums, err := release.ParseSHA256SUMS(data)
-	if err != nil {
-		return fmt.Errorf("%s: %w", sumsPath, err)
-	}
-	i := slices.IndexFunc(sums, func(s release.Sum) bool { return s.Filename == manifestName })
-	if i < 0 {
-		return fmt.Errorf("%s does not list %s: a manifest can only be published when SHA256SUMS covers it", filepath.Base(sumsPath), manifestName)
+	case explicit == "":
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return "", err
+		}
+		path = filepath.Join(filepath.Dir(abs), projectManifest)
+		if _, err := os.Stat(path); err != nil {
+			return "", fmt.Errorf("%s lists %s, which is not in %s, and there is no %s in %s: "+
+				"copy the provider's %s into %s under that name, or pass --manifest FILE",
+				sumsName, manifestName, dir, projectManifest, filepath.Dir(abs), projectManifest, dir)
+		}
 	}
 	content, err := os.ReadFile(path)
 	if err != nil {
-		return err
+		return "", err
 	}
-	if got := fmt.Sprintf("%x", sha256.Sum256(content)); got != sums[i].Digest {
-		return fmt.Errorf("%s has checksum %s, but %s lists %s for %s: it is not the manifest this release was built with",
-			path, got, filepath.Base(sumsPath), sums[i].Digest, manifestName)
+	if got := fmt.Sprintf("%x", sha256.Sum256(content)); got != want {
+		return "", fmt.Errorf("%s has checksum %s, but %s lists %s for %s: it is not the manifest this release was built with",
+			path, got, sumsName, want, manifestName)
 	}
-	return nil
+	return path, nil
 }
