@@ -7,6 +7,7 @@ import (
 
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/store/postgres/pgtest"
+	"trove.dev/trove/internal/store/storetest"
 )
 
 // TestTokenNamespacesMigration binds tokens through tokens.namespace, as
@@ -35,31 +36,11 @@ func TestTokenNamespacesMigration(t *testing.T) {
 	if _, err := x.pool.Exec(ctx, insert, "tok-other", "h3", "other"); err != nil {
 		t.Fatal(err)
 	}
-	for hash, want := range map[string][]string{"h1": {"acme"}, "h2": nil, "h3": {"other"}} {
-		tok, err := x.TokenByHash(ctx, hash)
-		if err != nil || !slices.Equal(tok.Namespaces, want) {
-			t.Errorf("token %s: namespaces %q, %v; want %q", tok.ID, tok.Namespaces, err, want)
-		}
-	}
 	var bindings int
 	if err := x.pool.QueryRow(ctx, `SELECT count(*) FROM token_namespaces WHERE token_id = 'tok-acme' AND namespace = 'acme'`).Scan(&bindings); err != nil || bindings != 1 {
 		t.Errorf("bindings of tok-acme after the migration: %d, %v; want 1", bindings, err)
 	}
-	for _, ns := range []string{"acme", "other"} {
-		toks, err := x.ListTokens(ctx, ns)
-		if err != nil || len(toks) != 1 || toks[0].Namespaces[0] != ns {
-			t.Errorf("ListTokens(%s) = %+v, %v; want its one token", ns, toks, err)
-		}
-		if err := x.DeleteNamespace(ctx, ns); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if n, err := x.CountTokens(ctx); err != nil || n != 1 {
-		t.Errorf("CountTokens after deleting both namespaces = %d, %v; want 1 (the global token)", n, err)
-	}
-	if _, err := x.TokenByHash(ctx, "h1"); !registry.IsKind(err, registry.NotFound) {
-		t.Errorf("the token of the deleted namespace: %v, want NotFound", err)
-	}
+	storetest.CheckMigratedTokenBindings(t, x)
 }
 
 // TestTokenSetSeenByPreviousRelease checks what a replica of the release

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -539,4 +540,40 @@ func testAudit(t *testing.T, newIndex func(*testing.T) store.Index) {
 			t.Errorf("newest event at %s, want %s", got[0].Time, at(104*time.Second))
 		}
 	})
+}
+
+// CheckMigratedTokenBindings checks an index just migrated from schema
+// version 4, in which tokens were bound through tokens.namespace alone:
+// token tok-acme (hash h1) bound to acme, tok-global (h2) global, and
+// tok-other (h3) bound to other, written through the old column after the
+// migration as a replica of the previous release writes it. Each keeps its
+// binding (never global), is listed under its namespace and goes with it.
+// The namespaces acme and other are deleted on the way.
+func CheckMigratedTokenBindings(t *testing.T, x store.Index) {
+	t.Helper()
+	ctx := t.Context()
+	for hash, want := range map[string][]string{"h1": {"acme"}, "h2": nil, "h3": {"other"}} {
+		tok, err := x.TokenByHash(ctx, hash)
+		if err != nil || !slices.Equal(tok.Namespaces, want) {
+			t.Errorf("token %s: namespaces %q, %v; want %q", tok.ID, tok.Namespaces, err, want)
+		}
+	}
+	for _, ns := range []string{"acme", "other"} {
+		toks, err := x.ListTokens(ctx, ns)
+		if err != nil || len(toks) != 1 || toks[0].Namespaces[0] != ns {
+			t.Errorf("ListTokens(%s) = %+v, %v; want its one token", ns, toks, err)
+		}
+		if err := x.DeleteNamespace(ctx, ns); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := x.CountTokens(ctx); err != nil || n != 1 {
+		t.Errorf("CountTokens after deleting both namespaces = %d, %v; want 1 (the global token)", n, err)
+	}
+	if _, err := x.TokenByHash(ctx, "h2"); err != nil {
+		t.Errorf("the global token: %v", err)
+	}
+	if _, err := x.TokenByHash(ctx, "h1"); !registry.IsKind(err, registry.NotFound) {
+		t.Errorf("the token of the deleted namespace: %v, want NotFound", err)
+	}
 }
