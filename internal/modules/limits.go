@@ -45,7 +45,7 @@ const (
 	MaxMetadataBytes = 2 << 20
 
 	// MaxInspectBytes bounds the configuration bytes that the metadata
-	// extractions of a process lex and parse at once. HCL takes up to a few
+	// extractions of a Publisher lex and parse at once. HCL takes up to a few
 	// hundred bytes of memory per byte of a pathological file, so this
 	// bounds the memory of all concurrent extractions together to that of
 	// one worst-case module (about 1 GiB), while small modules are
@@ -53,23 +53,30 @@ const (
 	MaxInspectBytes = MaxConfigBytes
 )
 
-// inspectBudget holds the configuration bytes being lexed and parsed.
-var inspectBudget = semaphore.NewWeighted(MaxInspectBytes)
+// inspector runs metadata extractions within a budget of configuration
+// bytes lexed and parsed at once (MaxInspectBytes); a Publisher owns one,
+// so that its concurrent publishes share the budget.
+type inspector struct {
+	budget *semaphore.Weighted
+	// hook, when set (by tests), runs while an extraction holds its share
+	// of the budget, with the size of that share.
+	hook func(bytes int64)
+}
 
-// inspectHook, when set (by tests), runs while an extraction holds its
-// share of inspectBudget, with the size of that share.
-var inspectHook func(bytes int64)
+func newInspector() *inspector {
+	return &inspector{budget: semaphore.NewWeighted(MaxInspectBytes)}
+}
 
-// acquireInspectBytes waits until n configuration bytes (at least one) fit
-// in inspectBudget, preferring room to a done ctx, and returns the release.
-func acquireInspectBytes(ctx context.Context, n int64) (func(), error) {
+// acquire waits until n configuration bytes (at least one) fit in the
+// budget, preferring room to a done ctx, and returns the release.
+func (in *inspector) acquire(ctx context.Context, n int64) (func(), error) {
 	n = min(max(n, 1), MaxInspectBytes)
-	if !inspectBudget.TryAcquire(n) {
-		if err := inspectBudget.Acquire(ctx, n); err != nil {
+	if !in.budget.TryAcquire(n) {
+		if err := in.budget.Acquire(ctx, n); err != nil {
 			return nil, context.Cause(ctx)
 		}
 	}
-	return func() { inspectBudget.Release(n) }, nil
+	return func() { in.budget.Release(n) }, nil
 }
 
 // configDirs returns the module directories of fsys Inspect reads: the

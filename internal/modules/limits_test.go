@@ -227,26 +227,27 @@ func TestPublishRefusesHugeMetadata(t *testing.T) {
 	assertNotStored(t, e, "huge")
 }
 
-// TestInspectBudget checks that an extraction waits for its share of
-// MaxInspectBytes (and gives up with its context), and that the
+// TestInspectBudget checks that a Publisher's extraction waits for its
+// share of MaxInspectBytes (and gives up with its context), and that the
 // configuration bytes extracted at once never exceed MaxInspectBytes while
 // small modules share it.
 func TestInspectBudget(t *testing.T) {
 	e := newPublishEnv(t)
-	if err := inspectBudget.Acquire(t.Context(), MaxInspectBytes); err != nil {
+	ins := e.pub.ins
+	if err := ins.budget.Acquire(t.Context(), MaxInspectBytes); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	_, err := publishFiles(t, e, ctx, "waits", map[string]string{"main.tf": mainTF})
-	inspectBudget.Release(MaxInspectBytes)
+	ins.budget.Release(MaxInspectBytes)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Publish with the budget spent and a cancelled context = %v, want context.Canceled", err)
 	}
 	assertNotStored(t, e, "waits")
 	small := t.TempDir()
 	writeTree(t, small, realisticModule)
-	if _, err := inspect(ctx, small); err != nil {
+	if _, err := ins.inspect(ctx, small); err != nil {
 		t.Fatalf("inspect with room in the budget and a cancelled context: %v", err)
 	}
 	if _, err := publishFiles(t, e, t.Context(), "waits", map[string]string{"main.tf": mainTF}); err != nil {
@@ -259,7 +260,7 @@ func TestInspectBudget(t *testing.T) {
 	// One long comment: its bytes count, yet it lexes as one token.
 	writeTree(t, large, map[string]string{"main.tf": mainTF + "# " + strings.Repeat("x", MaxInspectBytes*6/10) + "\n"})
 	var inFlight, most atomic.Int64
-	inspectHook = func(n int64) {
+	ins.hook = func(n int64) {
 		cur := inFlight.Add(n)
 		defer inFlight.Add(-n)
 		for {
@@ -270,7 +271,6 @@ func TestInspectBudget(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond) // let the others reach the budget
 	}
-	t.Cleanup(func() { inspectHook = nil })
 	var wg sync.WaitGroup
 	for i := range 6 {
 		dir, rounds := small, 3
@@ -279,7 +279,7 @@ func TestInspectBudget(t *testing.T) {
 		}
 		wg.Go(func() {
 			for range rounds {
-				if _, err := Inspect(dir); err != nil {
+				if _, err := ins.inspect(t.Context(), dir); err != nil {
 					t.Error(err)
 				}
 			}

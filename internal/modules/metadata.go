@@ -94,15 +94,15 @@ type Resource struct {
 // metadata. It reads nothing but dir, through an os.Root, so no name can
 // reach outside it. It refuses, before parsing any, configuration files
 // larger or more deeply nested than MaxConfigBytes and MaxConfigNesting
-// allow, keeps at most MaxDiagnostics diagnostics, and lexes and parses
-// at most MaxInspectBytes of configuration at once in a process.
+// allow and keeps at most MaxDiagnostics diagnostics. (A Publisher also
+// bounds the bytes its extractions parse at once, MaxInspectBytes.)
 func Inspect(dir string) (Metadata, error) {
-	return inspect(context.Background(), dir)
+	return newInspector().inspect(context.Background(), dir)
 }
 
-// inspect is Inspect, giving up when ctx is done while it waits for its
-// share of MaxInspectBytes.
-func inspect(ctx context.Context, dir string) (Metadata, error) {
+// inspect is Inspect within the budget of in, giving up when ctx is done
+// while it waits for its share.
+func (in *inspector) inspect(ctx context.Context, dir string) (Metadata, error) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return Metadata{}, registry.Wrap(registry.Internal, err, "opening the staged module")
@@ -115,14 +115,14 @@ func inspect(ctx context.Context, dir string) (Metadata, error) {
 		return Metadata{}, err
 	}
 	// Lexing and parsing take memory in proportion to the bytes: wait
-	// for this module's share of the process's budget first.
-	release, err := acquireInspectBytes(ctx, total)
+	// for this module's share of the budget first.
+	release, err := in.acquire(ctx, total)
 	if err != nil {
 		return Metadata{}, err
 	}
 	defer release()
-	if inspectHook != nil {
-		inspectHook(total)
+	if in.hook != nil {
+		in.hook(total)
 	}
 	if err := checkConfigFiles(fsys, files); err != nil {
 		return Metadata{}, err

@@ -48,6 +48,7 @@ type Options struct {
 // concurrent use.
 type Publisher struct {
 	opt Options
+	ins *inspector // shared by its publishes
 }
 
 // NewPublisher returns a Publisher.
@@ -65,7 +66,7 @@ func NewPublisher(opt Options) *Publisher {
 	if opt.OnChange == nil {
 		opt.OnChange = func(string, string, string) {}
 	}
-	return &Publisher{opt: opt}
+	return &Publisher{opt: opt, ins: newInspector()}
 }
 
 // RemoveStaleUploads deletes what publishes that never finished left in
@@ -220,7 +221,7 @@ func (p *Publisher) Publish(ctx context.Context, up Upload) (Result, error) {
 	if v.ArchiveFormat, err = Check(f, n, p.opt.Limits, stageDir); err != nil {
 		return Result{}, err
 	}
-	md, err := inspect(ctx, stageDir)
+	md, err := p.ins.inspect(ctx, stageDir)
 	if err != nil {
 		return Result{}, err
 	}
