@@ -822,8 +822,10 @@ func (h *handler) tokenDoc(r *http.Request, t registry.Token) apispec.Token {
 	}
 	doc := apispec.Token{ID: t.ID, User: t.User, Scopes: scopes, Description: t.Description,
 		CreatedAt: t.CreatedAt, ExpiresAt: timePtr(t.ExpiresAt), RevokedAt: timePtr(t.RevokedAt)}
+	p := auth.FromContext(r.Context())
 	for _, ns := range t.Namespaces {
-		if h.require(r, registry.ScopeRead, ns) == nil {
+		// An error counts as not readable: the name stays hidden.
+		if ok, err := h.Access.CanRead(r.Context(), p, ns); ok && err == nil {
 			doc.Namespaces = append(doc.Namespaces, ns)
 		} else {
 			doc.HiddenNamespaces++
