@@ -117,6 +117,9 @@ type Result struct {
 // PublishProvider publishes version of namespace/typ from src, whose files
 // must come in this order: terraform-provider-<type>_<version>_SHA256SUMS,
 // its .sig, optionally the _manifest.json, then every zip SHA256SUMS lists.
+// Every file after the .sig must be listed in SHA256SUMS with its digest,
+// so that everything served is covered by the signature; any other file
+// refuses the whole release.
 // Re-publishing the same SHA256SUMS succeeds with Created false; other
 // content for an existing version is a Conflict.
 func (p *Publisher) PublishProvider(ctx context.Context, namespace, typ, version string, src FileSource) (Result, error) {
@@ -304,12 +307,19 @@ func (pub *publication) readManifest(name string, r io.Reader) error {
 		return registry.Errorf(registry.Invalid, "%s was sent twice", name)
 	}
 	pub.sawManife = true
+	// What is served must be covered by the signature: the protocols a
+	// manifest declares decide which clients may run the provider.
+	want, listed := pub.listed[name]
+	if !listed {
+		return registry.Errorf(registry.Invalid, "%s is not listed in SHA256SUMS, so the signature does not cover it: list it in SHA256SUMS before signing "+
+			"(goreleaser: checksum.extra_files, see docs/publishing.md), or leave it out of the upload", name)
+	}
 	data, err := readSmall(r, name, maxManifestBytes)
 	if err != nil {
 		return err
 	}
-	if want, listed := pub.listed[name]; listed && want != digestOf(data) {
-		return registry.Errorf(registry.Invalid, "%s does not match its checksum in SHA256SUMS", name)
+	if want != digestOf(data) {
+		return registry.Errorf(registry.Invalid, "%s does not match its checksum in SHA256SUMS: the file changed after SHA256SUMS was made", name)
 	}
 	protocols, err := release.ParseManifest(data)
 	if err != nil {

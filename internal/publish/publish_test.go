@@ -233,6 +233,17 @@ func TestPublishRefuses(t *testing.T) {
 			}
 			return append(f[:2:2], f[3:]...)
 		}, registry.Invalid, "lists terraform-provider-example_1.0.0_manifest.json but it was not uploaded"},
+		{"manifest not listed", "1.0.0", func(t *testing.T, e *env, f []releasetest.File) []releasetest.File {
+			// A SHA256SUMS signed without the manifest's line: the
+			// protocols it declares would be served unsigned.
+			f[0].Data = dropSumsLine(t, f[0].Data, f[2].Name)
+			f[1].Data = e.key.Sign(f[0].Data)
+			return f
+		}, registry.Invalid, "terraform-provider-example_1.0.0_manifest.json is not listed in SHA256SUMS"},
+		{"tampered manifest", "1.0.0", func(t *testing.T, e *env, f []releasetest.File) []releasetest.File {
+			f[2].Data = []byte(`{"version":1,"metadata":{"protocol_versions":["6.0"]}}`)
+			return f
+		}, registry.Invalid, "manifest.json does not match its checksum"},
 		{"zip not listed", "1.0.0", func(t *testing.T, e *env, f []releasetest.File) []releasetest.File {
 			return append(f, releasetest.File{Name: "terraform-provider-example_1.0.0_windows_amd64.zip", Data: f[3].Data})
 		}, registry.Invalid, "not listed"},
@@ -288,6 +299,25 @@ func TestPublishRefuses(t *testing.T) {
 			t.Fatalf("error = %v, want not found", err)
 		}
 	})
+}
+
+// dropSumsLine returns sums without the line of name, failing the test
+// if there is none.
+func dropSumsLine(t *testing.T, sums []byte, name string) []byte {
+	t.Helper()
+	var out []byte
+	found := false
+	for line := range strings.Lines(string(sums)) {
+		if strings.HasSuffix(strings.TrimSuffix(line, "\n"), "  "+name) {
+			found = true
+			continue
+		}
+		out = append(out, line...)
+	}
+	if !found {
+		t.Fatalf("SHA256SUMS does not list %s:\n%s", name, sums)
+	}
+	return out
 }
 
 // failingIndex fails CreateProviderVersion, as a crash or a lost database

@@ -56,8 +56,13 @@ var classicAlgorithms = map[packet.PublicKeyAlgorithm]string{
 // gpg --armor --export writes it, and returns it as a SigningKey with
 // KeyID, Fingerprint, ExpiresAt and ASCIIArmor filled (Namespace and
 // CreatedAt are the caller's). The key must be exactly one v4 public key
-// that can sign and is not revoked; an expired key is accepted, as the
-// clients accept signatures from expired keys.
+// that can sign now: neither it nor its user ID is revoked or expired, and
+// its primary key or a subkey bound for signing is neither expired nor
+// revoked. Such a key could sign no new release, so it is refused when it
+// is added (see docs/security.md for what happens when a key expires
+// later). ExpiresAt is when the key stops being able to sign: the primary
+// key's expiry, or the last expiry of its signing (sub)keys when that is
+// earlier; zero when it never does.
 //
 // ASCIIArmor is the input with surrounding white space trimmed and CR LF
 // line ends turned into LF; when the armor lacks its checksum line, the same
@@ -103,7 +108,8 @@ func ParsePublicKey(armored string) (registry.SigningKey, error) {
 		return registry.SigningKey{}, registry.Errorf(registry.Invalid, "the block holds %d keys; add one key at a time: gpg --armor --export KEYID", max(primaries, len(entities)))
 	}
 	e := entities[0]
-	if err := checkEntity(e, time.Now()); err != nil {
+	now := time.Now()
+	if err := checkEntity(e, now); err != nil {
 		return registry.SigningKey{}, err
 	}
 	if !hasChecksumLine(text) {
@@ -117,9 +123,7 @@ func ParsePublicKey(armored string) (registry.SigningKey, error) {
 		Fingerprint: fmt.Sprintf("%X", e.PrimaryKey.Fingerprint),
 		ASCIIArmor:  text,
 	}
-	if sig, _ := e.PrimarySelfSignature(); sig.KeyLifetimeSecs != nil && *sig.KeyLifetimeSecs > 0 {
-		key.ExpiresAt = e.PrimaryKey.CreationTime.Add(time.Duration(*sig.KeyLifetimeSecs) * time.Second).UTC()
-	}
+	key.ExpiresAt = signingExpiry(e, now)
 
 	// What is stored is what the clients parse: read it back their way.
 	again, err := openpgp.ReadArmoredKeyRing(strings.NewReader(key.ASCIIArmor))
@@ -209,7 +213,66 @@ func checkEntity(e *openpgp.Entity, now time.Time) error {
 	if !canSign(e, now) {
 		return registry.Errorf(registry.Invalid, "key %s cannot sign: neither its primary key nor a valid subkey has the signing capability; add the key that signs the releases (gpg --armor --export of a key listed with [S] or [SC])", id)
 	}
+	if e.PrimaryKey.KeyExpired(selfSig, now) || selfSig.SigExpired(now) {
+		return registry.Errorf(registry.Invalid, "key %s expired %s, so it can sign no new release: extend it with gpg --quick-set-expire %X 2y, then export and add it again",
+			id, expiryText(e.PrimaryKey, selfSig), e.PrimaryKey.Fingerprint)
+	}
+	if _, ok := e.SigningKey(now); !ok {
+		return registry.Errorf(registry.Invalid, "key %s has no signing key that is valid now: its signing subkeys have expired or are revoked (or it was created in the future). "+
+			"Extend the signing subkey with gpg --quick-set-expire %X 2y '*' (or add a new one with gpg --quick-add-key %X default sign), then export and add the key again",
+			id, e.PrimaryKey.Fingerprint, e.PrimaryKey.Fingerprint)
+	}
 	return nil
+}
+
+// keyExpiry returns when pk expires according to its binding signature
+// sig; zero when it does not.
+func keyExpiry(pk *packet.PublicKey, sig *packet.Signature) time.Time {
+	if sig == nil || sig.KeyLifetimeSecs == nil || *sig.KeyLifetimeSecs == 0 {
+		return time.Time{}
+	}
+	return pk.CreationTime.Add(time.Duration(*sig.KeyLifetimeSecs) * time.Second).UTC()
+}
+
+// expiryText says when pk expired, for messages.
+func expiryText(pk *packet.PublicKey, sig *packet.Signature) string {
+	if at := keyExpiry(pk, sig); !at.IsZero() {
+		return "on " + at.Format(time.RFC3339)
+	}
+	return "(its self-signature has expired)"
+}
+
+// signingExpiry returns when e stops being able to sign: the primary
+// key's expiry, or, when earlier, the last expiry of the keys that may
+// sign now (the primary key if it is bound for signing, and the signing
+// subkeys that are not revoked). Zero means never.
+func signingExpiry(e *openpgp.Entity, now time.Time) time.Time {
+	selfSig, _ := e.PrimarySelfSignature()
+	primary := keyExpiry(e.PrimaryKey, selfSig)
+	var last time.Time
+	never := false
+	consider := func(at time.Time) {
+		if at.IsZero() {
+			never = true
+		} else if at.After(last) {
+			last = at
+		}
+	}
+	if selfSig != nil && selfSig.FlagsValid && selfSig.FlagSign && e.PrimaryKey.PubKeyAlgo.CanSign() {
+		consider(primary)
+	}
+	for _, sk := range e.Subkeys {
+		if sk.Sig != nil && sk.Sig.FlagsValid && sk.Sig.FlagSign && sk.PublicKey.PubKeyAlgo.CanSign() && !sk.Revoked(now) {
+			consider(keyExpiry(sk.PublicKey, sk.Sig))
+		}
+	}
+	switch {
+	case never || last.IsZero():
+		return primary
+	case primary.IsZero() || last.Before(primary):
+		return last
+	}
+	return primary
 }
 
 func checkKeyPacket(id, what string, pk *packet.PublicKey) error {
@@ -292,10 +355,18 @@ func rearmor(body []byte) (string, error) {
 
 // VerifyDetached checks that sig is a binary detached OpenPGP signature of
 // signed made by one of keys (by its primary key or a signing subkey), the
-// way Terraform and OpenTofu check it, and returns that key. A signature
-// from an expired key verifies, as in the clients; one from a revoked key,
-// an expired signature or a signature over a weak hash does not.
+// way Terraform and OpenTofu check it, and returns that key. It is the
+// check of a publish, made now: a signature by a key or signing subkey that
+// is expired or revoked now does not verify (the clients tolerate expired
+// keys, but only so that releases signed before the expiry keep
+// installing), nor does an expired signature or one over a weak hash.
 func VerifyDetached(keys []registry.SigningKey, signed, sig []byte) (registry.SigningKey, error) {
+	return VerifyDetachedAt(keys, signed, sig, time.Now())
+}
+
+// VerifyDetachedAt is VerifyDetached with the keys' expiry and revocation
+// judged at now.
+func VerifyDetachedAt(keys []registry.SigningKey, signed, sig []byte, now time.Time) (registry.SigningKey, error) {
 	sigs, err := parseSignature(sig)
 	if err != nil {
 		return registry.SigningKey{}, err
@@ -313,12 +384,16 @@ func VerifyDetached(keys []registry.SigningKey, signed, sig []byte) (registry.Si
 		if err != nil {
 			return registry.SigningKey{}, fmt.Errorf("stored signing key %s of %s does not parse: %w", key.KeyID, key.Namespace, err)
 		}
-		signer, err := openpgp.CheckDetachedSignature(ring, bytes.NewReader(signed), bytes.NewReader(sig), nil)
+		signer, err := openpgp.CheckDetachedSignature(ring, bytes.NewReader(signed), bytes.NewReader(sig), &packet.Config{Time: func() time.Time { return now }})
 		switch {
 		case errors.Is(err, pgperrors.ErrUnknownIssuer):
 			continue
-		case err == nil, errors.Is(err, pgperrors.ErrKeyExpired) && signer != nil:
+		case err == nil:
 			return key, nil
+		case errors.Is(err, pgperrors.ErrKeyExpired) && signer != nil:
+			return registry.SigningKey{}, registry.Errorf(registry.Invalid, "SHA256SUMS is signed by key %s, which has expired (or whose signing subkey has), so it can sign no new release: "+
+				"extend it with gpg --quick-set-expire %s 2y (add '*' for its subkeys), replace the namespace's copy (trove key delete %s %s, then trove key add), and publish again",
+				key.KeyID, key.Fingerprint, key.Namespace, key.KeyID)
 		case errors.Is(err, pgperrors.ErrKeyRevoked):
 			return registry.SigningKey{}, registry.Errorf(registry.Invalid, "SHA256SUMS is signed by key %s, which is revoked (or whose signing subkey or user ID is); sign with a valid key", key.KeyID)
 		case errors.Is(err, pgperrors.ErrSignatureExpired):

@@ -64,6 +64,20 @@ func keyThatCannotSign(t *testing.T) string {
 	return armorPackets(t, openpgp.PublicKeyType, e.Serialize)
 }
 
+// primaryCannotSign returns k's public key with its primary key bound
+// for certification only, so that only its signing subkey can sign.
+func primaryCannotSign(t *testing.T, k *signingtest.Key) string {
+	t.Helper()
+	e := k.Entity
+	for _, id := range e.Identities {
+		id.SelfSignature.FlagSign = false
+		if err := id.SelfSignature.SignUserId(id.UserId.Id, e.PrimaryKey, e.PrivateKey, &packet.Config{Time: func() time.Time { return id.SelfSignature.CreationTime }}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return armorPackets(t, openpgp.PublicKeyType, e.Serialize)
+}
+
 // newStyleKey returns a key with a version or algorithm only recent
 // OpenPGP libraries read.
 func newStyleKey(t *testing.T, cfg *packet.Config) string {
@@ -122,7 +136,14 @@ func TestParsePublicKey(t *testing.T) {
 	sub := signingtest.NewKeyWith(t, "sub", signingtest.Options{Algorithm: signingtest.Ed25519, SigningSubkey: true})
 	created := time.Now().Add(-48 * time.Hour).Truncate(time.Second)
 	expired := signingtest.NewKeyWith(t, "old", signingtest.Options{Algorithm: signingtest.Ed25519, Created: created, Lifetime: 24 * time.Hour})
+	expiring := signingtest.NewKeyWith(t, "later", signingtest.Options{Algorithm: signingtest.Ed25519, Created: created, Lifetime: 72 * time.Hour})
 	revoked := signingtest.NewKeyWith(t, "gone", signingtest.Options{Algorithm: signingtest.Ed25519, Revoked: true})
+	// Keys whose only signing key is a subkey: one that can still sign
+	// for a day, one whose subkey has expired (its primary key has not).
+	subExpiring := signingtest.NewKeyWith(t, "subexp", signingtest.Options{Algorithm: signingtest.Ed25519, SigningSubkey: true, Created: created, SubkeyLifetime: 72 * time.Hour})
+	subExpired := signingtest.NewKeyWith(t, "subgone", signingtest.Options{Algorithm: signingtest.Ed25519, SigningSubkey: true, Created: created, SubkeyLifetime: 24 * time.Hour})
+	subExpiringArmor := primaryCannotSign(t, subExpiring)
+	subExpiredArmor := primaryCannotSign(t, subExpired)
 
 	publicWithPrivatePackets := armorPackets(t, openpgp.PublicKeyType, func(w io.Writer) error {
 		return ed.Entity.SerializePrivateWithoutSigning(w, nil)
@@ -154,7 +175,8 @@ func TestParsePublicKey(t *testing.T) {
 		{name: "rsa", input: rsa.ArmoredPublic, key: rsa},
 		{name: "ed25519", input: ed.ArmoredPublic, key: ed},
 		{name: "signing subkey", input: sub.ArmoredPublic, key: sub},
-		{name: "expired", input: expired.ArmoredPublic, key: expired, wantExpiresAt: created.Add(24 * time.Hour).UTC()},
+		{name: "expires later", input: expiring.ArmoredPublic, key: expiring, wantExpiresAt: created.Add(72 * time.Hour).UTC()},
+		{name: "signing subkey expires later", input: subExpiringArmor, key: subExpiring, wantExpiresAt: created.Add(72 * time.Hour).UTC()},
 		{name: "surrounding white space and CRLF", input: "\r\n  " + strings.ReplaceAll(ed.ArmoredPublic, "\n", "\r\n") + "\r\n\r\n", key: ed, wantArmor: strings.TrimSpace(ed.ArmoredPublic)},
 	}
 	for _, tc := range valid {
@@ -200,6 +222,8 @@ func TestParsePublicKey(t *testing.T) {
 		{"private packets under a public header", publicWithPrivatePackets, registry.Invalid, "this is a private key"},
 		{"armored signature", string(ed.SignArmored([]byte(sums))), registry.Invalid, "not a public key"},
 		{"revoked", revoked.ArmoredPublic, registry.Invalid, "is revoked"},
+		{"expired", expired.ArmoredPublic, registry.Invalid, "expired on " + created.Add(24*time.Hour).UTC().Format(time.RFC3339) + ", so it can sign no new release: extend it with gpg --quick-set-expire"},
+		{"signing subkey expired", subExpiredArmor, registry.Invalid, "has no signing key that is valid now"},
 		{"cannot sign", keyThatCannotSign(t), registry.Invalid, "cannot sign"},
 		{"two keys in one block", twoKeys, registry.Invalid, "holds 2 keys"},
 		{"key followed by a broken packet", keyThenBrokenPacket, registry.Invalid, "does not parse"},
@@ -258,6 +282,8 @@ func TestVerifyDetached(t *testing.T) {
 	ed := signingtest.NewKeyWith(t, "ed", signingtest.Options{Algorithm: signingtest.Ed25519})
 	sub := signingtest.NewKeyWith(t, "sub", signingtest.Options{SigningSubkey: true})
 	expired := signingtest.NewKeyWith(t, "old", signingtest.Options{Algorithm: signingtest.Ed25519, Created: time.Now().Add(-48 * time.Hour), Lifetime: 24 * time.Hour})
+	subExpired := signingtest.NewKeyWith(t, "subgone", signingtest.Options{SigningSubkey: true, Created: time.Now().Add(-48 * time.Hour), SubkeyLifetime: 24 * time.Hour})
+	expiring := signingtest.NewKeyWith(t, "soon", signingtest.Options{Algorithm: signingtest.Ed25519, Lifetime: time.Hour})
 	revoked := signingtest.NewKeyWith(t, "gone", signingtest.Options{Algorithm: signingtest.Ed25519, Revoked: true})
 	other := signingtest.NewKeyWith(t, "other", signingtest.Options{Algorithm: signingtest.Ed25519})
 
@@ -270,11 +296,14 @@ func TestVerifyDetached(t *testing.T) {
 		key.Namespace = "acme"
 		return key
 	}
-	// A revoked key cannot be added, but may have been stored by hand.
-	revokedKey := registry.SigningKey{Namespace: "acme", KeyID: revoked.KeyID, Fingerprint: revoked.Fingerprint, ASCIIArmor: revoked.ArmoredPublic}
-	all := []registry.SigningKey{stored(rsa), stored(ed), stored(sub), stored(expired), revokedKey}
+	// Revoked and expired keys cannot be added, but were stored before
+	// they expired, or by hand.
+	byHand := func(k *signingtest.Key) registry.SigningKey {
+		return registry.SigningKey{Namespace: "acme", KeyID: k.KeyID, Fingerprint: k.Fingerprint, ASCIIArmor: k.ArmoredPublic}
+	}
+	all := []registry.SigningKey{stored(rsa), stored(ed), stored(sub), stored(expiring), byHand(expired), byHand(subExpired), byHand(revoked)}
 
-	signerOf := map[string]*signingtest.Key{"rsa": rsa, "ed25519": ed, "signing subkey": sub, "expired key": expired}
+	signerOf := map[string]*signingtest.Key{"rsa": rsa, "ed25519": ed, "signing subkey": sub, "key that expires later": expiring}
 	for name, k := range signerOf {
 		t.Run(name, func(t *testing.T) {
 			got, err := signing.VerifyDetached(all, data, k.Sign(data))
@@ -309,6 +338,8 @@ func TestVerifyDetached(t *testing.T) {
 		{"subkey of an unregistered key", []registry.SigningKey{stored(rsa)}, data, sub.Sign(data), registry.Invalid, "signed by key " + sub.SignerKeyID + ", which is not registered"},
 		{"no keys", nil, data, rsa.Sign(data), registry.Invalid, "not registered for this namespace"},
 		{"revoked key", all, data, revoked.Sign(data), registry.Invalid, "which is revoked"},
+		{"expired key", all, data, expired.Sign(data), registry.Invalid, "signed by key " + expired.KeyID + ", which has expired"},
+		{"expired signing subkey", all, data, subExpired.Sign(data), registry.Invalid, "signed by key " + subExpired.KeyID + ", which has expired (or whose signing subkey has)"},
 		{"empty signature", all, data, nil, registry.Invalid, "is empty"},
 		{"garbage", all, data, []byte("not a signature at all"), registry.Invalid, "not a binary OpenPGP signature"},
 		{"a public key instead", all, data, []byte(mustDearmor(t, ed.ArmoredPublic)), registry.Invalid, "other than signatures"},
@@ -326,6 +357,17 @@ func TestVerifyDetached(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("key expired after it signed", func(t *testing.T) {
+		// Signed while valid, judged once the key has expired: a
+		// publish then is refused.
+		sig := expiring.Sign(data)
+		if _, err := signing.VerifyDetachedAt(all, data, sig, time.Now()); err != nil {
+			t.Fatalf("before the expiry: %v", err)
+		}
+		_, err := signing.VerifyDetachedAt(all, data, sig, time.Now().Add(2*time.Hour))
+		wantErr(t, err, registry.Invalid, "which has expired")
+	})
 
 	t.Run("crafted signature verifies", func(t *testing.T) {
 		// The crafted-signature helper itself makes valid signatures, so the

@@ -39,6 +39,9 @@ type Options struct {
 	Created time.Time
 	// Lifetime makes the key expire that long after Created; zero: never.
 	Lifetime time.Duration
+	// SubkeyLifetime makes the signing subkey (with SigningSubkey) expire
+	// that long after Created; zero: as Lifetime says.
+	SubkeyLifetime time.Duration
 	// Revoked adds a revocation of the primary key, dated two seconds
 	// after Created (an hour ago when Created is zero).
 	Revoked bool
@@ -90,7 +93,11 @@ func NewKeyWith(t testing.TB, name string, opt Options) *Key {
 		t.Fatalf("signingtest: generate key: %v", err)
 	}
 	if opt.SigningSubkey {
-		if err := e.AddSigningSubkey(cfg); err != nil {
+		subCfg := *cfg
+		if opt.SubkeyLifetime > 0 {
+			subCfg.KeyLifetimeSecs = uint32(opt.SubkeyLifetime / time.Second)
+		}
+		if err := e.AddSigningSubkey(&subCfg); err != nil {
 			t.Fatalf("signingtest: add signing subkey: %v", err)
 		}
 	}
