@@ -30,6 +30,14 @@ fi
 # The example provider lives under testdata, which ./... skips: vet it by name.
 go vet ./... ./internal/e2e/testdata/terraform-provider-example
 
+# --- OpenTofu ------------------------------------------------------------
+# Every client-facing end-to-end scenario runs with terraform and with
+# tofu. OpenTofu is built from source once per machine (3 to 9 minutes, then
+# cached in $(go env GOPATH)/bin); testenv/tofu.sh exports TROVE_TEST_TOFU.
+# shellcheck source=testenv/tofu.sh
+source scripts/testenv/tofu.sh || fail "OpenTofu could not be built (output above); the end-to-end tests need it"
+"$TROVE_TEST_TOFU" version 2>/dev/null | grep "^OpenTofu"
+
 # --- Services ------------------------------------------------------------
 # A throwaway PostgreSQL and an S3-compatible server (versitygw, built once
 # into $(go env GOPATH)/bin) on loopback; both are stopped on exit.

@@ -428,11 +428,30 @@ func baseEnv(home string) []string {
 	return []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "LANG=C", "TZ=UTC"}
 }
 
-// terraformCLI runs the real terraform binary against one Trove with a
-// controlled environment.
+// The clients every client-facing scenario runs with.
+const (
+	clientTerraform = "terraform"
+	clientTofu      = "tofu"
+)
+
+// clients lists the CLIs forEachClient runs a scenario with.
+var clients = []string{clientTerraform, clientTofu}
+
+// forEachClient runs fn as one subtest per client (terraform and tofu),
+// in sequence: they share the machine's two cores with the server.
+func forEachClient(t *testing.T, fn func(t *testing.T, client string)) {
+	t.Helper()
+	for _, client := range clients {
+		t.Run(client, func(t *testing.T) { fn(t, client) })
+	}
+}
+
+// terraformCLI runs the real terraform or tofu binary against one Trove
+// with a controlled environment.
 type terraformCLI struct {
-	bin string
-	env []string
+	name string // clientTerraform or clientTofu
+	bin  string
+	env  []string
 }
 
 // newTerraform prepares a fresh HOME and CLI configuration for running
@@ -440,7 +459,22 @@ type terraformCLI struct {
 // credentials block for the server's host.
 func newTerraform(t *testing.T, s *troveServer, token string) *terraformCLI {
 	t.Helper()
-	bin := requireTerraform(t)
+	return newClient(t, clientTerraform, s, token)
+}
+
+// newClient is newTerraform for the named client (clientTerraform or
+// clientTofu). Both read the same CLI configuration file.
+func newClient(t *testing.T, client string, s *troveServer, token string) *terraformCLI {
+	t.Helper()
+	var bin string
+	switch client {
+	case clientTerraform:
+		bin = requireTerraform(t)
+	case clientTofu:
+		bin = requireTofu(t)
+	default:
+		t.Fatalf("unknown client %q", client)
+	}
 	home := t.TempDir()
 	config := "# CLI configuration of a Trove end-to-end test.\n"
 	if token != "" {
@@ -463,7 +497,18 @@ func newTerraform(t *testing.T, s *troveServer, token string) *terraformCLI {
 		"TF_IN_AUTOMATION=1",
 		"CHECKPOINT_DISABLE=1",
 	)
-	return &terraformCLI{bin: bin, env: env}
+	return &terraformCLI{name: client, bin: bin, env: env}
+}
+
+// installedLine is what init prints for a provider installed with a
+// verified signature: Terraform calls a key that is not HashiCorp's or a
+// partner's "self-signed", OpenTofu says "signed".
+func (tf *terraformCLI) installedLine(source, version, keyID string) string {
+	kind := "self-signed"
+	if tf.name == clientTofu {
+		kind = "signed"
+	}
+	return fmt.Sprintf("Installed %s v%s (%s, key ID %s)", source, version, kind, keyID)
 }
 
 // tfResult is what a terraform command did. Output holds stdout and
@@ -493,7 +538,7 @@ func (tf *terraformCLI) run(t *testing.T, dir string, args ...string) tfResult {
 	case errors.As(err, &exit) && exit.Exited():
 		res.Code = exit.ExitCode()
 	default:
-		t.Fatalf("terraform %s: %v\n%s", strings.Join(args, " "), err, out)
+		t.Fatalf("%s %s: %v\n%s", tf.name, strings.Join(args, " "), err, out)
 	}
 	return res
 }
@@ -503,7 +548,7 @@ func (tf *terraformCLI) mustRun(t *testing.T, dir string, args ...string) tfResu
 	t.Helper()
 	res := tf.run(t, dir, args...)
 	if res.Code != 0 {
-		t.Fatalf("terraform %s in %s: exit %d\n%s", strings.Join(args, " "), dir, res.Code, res.Output)
+		t.Fatalf("%s %s in %s: exit %d\n%s", tf.name, strings.Join(args, " "), dir, res.Code, res.Output)
 	}
 	return res
 }

@@ -21,7 +21,6 @@ import (
 func TestInstallFromTrove(t *testing.T) {
 	requireTerraform(t)
 	srv := startTrove(t, filepath.Join(t.TempDir(), "data"))
-	tf := newTerraform(t, srv, "") // public reads need no credentials
 	key, publishToken := setupNamespace(t, srv)
 
 	releases := map[string]*dist{}
@@ -34,10 +33,11 @@ func TestInstallFromTrove(t *testing.T) {
 	}
 	rel := releases["1.1.0"]
 
-	t.Run("terraform init and apply", func(t *testing.T) {
+	forEachClient(t, func(t *testing.T, client string) {
+		tf := newClient(t, client, srv, "") // public reads need no credentials
 		dir := writeProject(t, srv, "1.1.0", "from-trove")
 		res := tf.mustRun(t, dir, "init", "-input=false")
-		want := fmt.Sprintf("Installed %s/%s/%s v1.1.0 (self-signed, key ID %s)", srv.Host, namespace, providerType, key.KeyID)
+		want := tf.installedLine(fmt.Sprintf("%s/%s/%s", srv.Host, namespace, providerType), "1.1.0", key.KeyID)
 		if !strings.Contains(res.Flat, want) {
 			t.Errorf("terraform init output lacks %q:\n%s", want, res.Output)
 		}

@@ -32,6 +32,12 @@ var (
 	// terraformBin is terraform's path, or "" with terraformErr saying why.
 	terraformBin string
 	terraformErr error
+
+	// tofuBin is OpenTofu's path, or "" with tofuErr saying why: the
+	// binary TROVE_TEST_TOFU names (scripts/testenv/tofu.sh builds it),
+	// else tofu on the PATH.
+	tofuBin string
+	tofuErr error
 )
 
 func TestMain(m *testing.M) {
@@ -45,6 +51,7 @@ func runMain(m *testing.M) int {
 		otherPlatform = "linux_amd64"
 	}
 	terraformBin, terraformErr = exec.LookPath("terraform")
+	tofuBin, tofuErr = lookTofu()
 
 	work, err := os.MkdirTemp("", "trove-e2e-bin-")
 	if err != nil {
@@ -113,6 +120,28 @@ func moduleRoot() (string, error) {
 		return "", fmt.Errorf("not inside the trove module (go env GOMOD is %q)", gomod)
 	}
 	return filepath.Dir(gomod), nil
+}
+
+// lookTofu finds the OpenTofu binary the tests run.
+func lookTofu() (string, error) {
+	if bin := os.Getenv("TROVE_TEST_TOFU"); bin != "" {
+		if _, err := exec.LookPath(bin); err != nil {
+			return "", fmt.Errorf("TROVE_TEST_TOFU=%s: %v", bin, err)
+		}
+		return bin, nil
+	}
+	return exec.LookPath("tofu")
+}
+
+// requireTofu returns the tofu binary, failing the test with the command
+// that provides it when it is missing: like terraform, never a skip.
+func requireTofu(t *testing.T) string {
+	t.Helper()
+	if tofuErr != nil {
+		t.Fatalf("OpenTofu is not available (%v): the end-to-end tests run every client-facing scenario with tofu too; "+
+			"build it with 'source scripts/testenv/tofu.sh' (it exports TROVE_TEST_TOFU) and run again", tofuErr)
+	}
+	return tofuBin
 }
 
 // requireTerraform returns the terraform binary, failing the test with a
