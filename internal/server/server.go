@@ -96,6 +96,7 @@ type Options struct {
 // Server serves Trove over HTTP. Create it with New.
 type Server struct {
 	opt       Options
+	services  map[string]any // the discovery document's services
 	log       *slog.Logger
 	providers *providers.Service
 	modules   *modules.Service
@@ -133,6 +134,7 @@ func New(opt Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.services = services
 	providerOpts := opt.ProviderOptions
 	if opt.Access != nil {
 		providerOpts = append(slices.Clip(providerOpts), providers.WithGuard(opt.Access, opt.PrivateSigner))
@@ -173,6 +175,13 @@ func New(opt Options) (*Server, error) {
 
 	s.handler = &middleware{next: mux, log: opt.Logger, metrics: m}
 	return s, nil
+}
+
+// Services returns the services of the discovery document with absolute
+// URLs under the public URL: what a CLI configuration host block needs to
+// reach this server under another host name (see discovery.HostBlock).
+func (s *Server) Services() map[string]any {
+	return discovery.Absolute(s.services, s.opt.PublicURL)
 }
 
 // Handler returns the handler of every route with its middleware.
