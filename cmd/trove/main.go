@@ -54,6 +54,9 @@ type env struct {
 	stdin  io.Reader
 	stdout io.Writer
 	stderr io.Writer
+	// secret reads a password from the terminal without echo; nil when
+	// stdin is not a terminal.
+	secret secretPrompter
 }
 
 // command is one `trove` subcommand.
@@ -82,7 +85,7 @@ type command struct {
 // commands lists every subcommand in help order.
 func commands() []*command {
 	return []*command{
-		serveCommand(), migrateCommand(), storeCopyCommand(),
+		serveCommand(), migrateCommand(), storeCopyCommand(), adminTokenCommand(),
 		namespaceCreate(), namespaceList(), namespaceShow(), namespaceUpdate(), namespaceDelete(),
 		keyAdd(), keyList(), keyRemove(),
 		tokenCreate(), tokenList(), tokenExpire(), tokenRevoke(),
@@ -107,7 +110,7 @@ func usagef(format string, args ...any) error {
 
 // run runs the trove command line args and returns the exit code.
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
-	e := env{getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr}
+	e := env{getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr, secret: newPrompter(stdin, stderr)}
 	cmds := commands()
 	if len(args) == 0 {
 		printOverview(stderr, cmds)

@@ -32,22 +32,33 @@ func readPasswords(r io.Reader, n int) ([]string, error) {
 
 func userCreate() *command {
 	return &command{
-		name: "user create", args: "NAME [--admin] [--password-stdin]", minArgs: 1, maxArgs: 1, client: true,
+		name: "user create", args: "NAME [--admin] [--password | --password-stdin]", minArgs: 1, maxArgs: 1, client: true,
 		summary: "Create a user account (needs a global admin token).",
 		examples: []string{
+			`trove user create alice --password   # asks for the password twice, without echo`,
 			`printf '%s\n' "$PASSWORD" | trove user create alice --password-stdin`,
 			`trove user create ci-bot   # no password: the account gets personal tokens only`,
 		},
 		setup: func(fs *flag.FlagSet, cl *cli) func(context.Context, []string) error {
 			admin := fs.Bool("admin", false, "make the user a global administrator")
-			stdin := fs.Bool("password-stdin", false, "read the password from the first line of standard input")
+			ask := fs.Bool("password", false, "give the user a password: asked on the terminal without echo, twice; read from the first line of standard input when that is not a terminal")
+			stdin := fs.Bool("password-stdin", false, "read the password from the first line of standard input, even on a terminal")
 			return func(ctx context.Context, args []string) error {
 				req := apispec.CreateUserRequest{Name: args[0], Admin: *admin}
-				if *stdin {
-					pw, err := readPasswords(cl.stdin, 1)
-					if err != nil {
-						return err
-					}
+				var pw []string
+				var err error
+				switch {
+				case *ask && *stdin:
+					return usagef("pass --password or --password-stdin, not both")
+				case *stdin:
+					pw, err = readPasswords(cl.stdin, 1)
+				case *ask:
+					pw, err = cl.readPasswordsInteractive(passwordPrompt{prompt: "Password for " + args[0] + ": ", confirm: true})
+				}
+				if err != nil {
+					return err
+				}
+				if len(pw) > 0 {
 					req.Password = pw[0]
 				}
 				c, err := cl.client()
@@ -160,19 +171,22 @@ func userShow() *command {
 func userPasswd() *command {
 	return &command{
 		name: "user passwd", args: "NAME [--current]", minArgs: 1, maxArgs: 1, client: true,
-		summary: "Set a user's password from standard input (your own needs --current; global admins reset anyone's).",
+		summary: "Set a user's password, asked on the terminal without echo or read from standard input (your own needs --current; global admins reset anyone's).",
 		examples: []string{
+			`trove user passwd alice --current   # asks for the current password, then the new one twice`,
 			`printf '%s\n%s\n' "$OLD" "$NEW" | trove user passwd alice --current`,
 			`printf '%s\n' "$NEW" | trove user passwd bob   # as a global admin`,
 		},
 		setup: func(fs *flag.FlagSet, cl *cli) func(context.Context, []string) error {
-			current := fs.Bool("current", false, "standard input holds the current password on its first line and the new one on the second")
+			current := fs.Bool("current", false, "ask for the current password first (without a terminal: standard input holds it on its first line and the new one on the second)")
 			return func(ctx context.Context, args []string) error {
 				n := 1
+				prompts := []passwordPrompt{{prompt: "New password for " + args[0] + ": ", confirm: true}}
 				if *current {
 					n = 2
+					prompts = append([]passwordPrompt{{prompt: "Current password of " + args[0] + ": "}}, prompts...)
 				}
-				pw, err := readPasswords(cl.stdin, n)
+				pw, err := cl.readPasswordsInteractive(prompts...)
 				if err != nil {
 					return err
 				}

@@ -178,6 +178,9 @@ func (c *Config) FlagSet(name string) *flag.FlagSet {
 		f := fs.Lookup(n)
 		f.DefValue = f.Value.String()
 	}
+	// slog names levels in capitals; the flag takes and the documentation
+	// writes them in lower case.
+	fs.Lookup("log-level").DefValue = strings.ToLower(slog.LevelInfo.String())
 	return fs
 }
 
@@ -187,10 +190,23 @@ func (c *Config) FlagSet(name string) *flag.FlagSet {
 // for what neither sets; it fills the derived defaults and validates the
 // result. It returns flag.ErrHelp when args ask for help.
 func Load(args []string, getenv func(string) string) (Config, error) {
+	return LoadWith(args, getenv, nil)
+}
+
+// LoadWith is Load for a command that takes flags of its own besides
+// those of `trove serve` (such as `trove admin token --description`):
+// extra, if not nil, defines them on the flag set before the command line
+// is parsed. They are read from args only, never from the environment or
+// the settings file.
+func LoadWith(args []string, getenv func(string) string, extra func(fs *flag.FlagSet)) (Config, error) {
 	// A first parse only finds the file; its errors are those of the
 	// real parse below.
 	var probe Config
-	if err := parseArgs(probe.FlagSet("serve"), args); err != nil {
+	probeFS := probe.FlagSet("serve")
+	if extra != nil {
+		extra(probeFS)
+	}
+	if err := parseArgs(probeFS, args); err != nil {
 		return Config{}, err
 	}
 	file := probe.File
@@ -204,12 +220,13 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 			return Config{}, err
 		}
 	}
-	return load(args, getenv, file, settings)
+	return load(args, getenv, file, settings, extra)
 }
 
 // load reads the configuration from args, then getenv, then settings
-// (read from file), fills the derived defaults and validates it.
-func load(args []string, getenv func(string) string, file string, settings map[string]string) (Config, error) {
+// (read from file), fills the derived defaults and validates it. extra,
+// if not nil, defines command-line-only flags (see LoadWith).
+func load(args []string, getenv func(string) string, file string, settings map[string]string, extra func(*flag.FlagSet)) (Config, error) {
 	var c Config
 	fs := c.FlagSet("serve")
 	if err := setFromSettings(fs, settings, file); err != nil {
@@ -217,6 +234,9 @@ func load(args []string, getenv func(string) string, file string, settings map[s
 	}
 	if err := SetFromEnv(fs, getenv); err != nil {
 		return Config{}, err
+	}
+	if extra != nil {
+		extra(fs) // after the environment: these flags have none
 	}
 	if err := parseArgs(fs, args); err != nil {
 		return Config{}, err

@@ -114,7 +114,7 @@ func LoadFile(path string, getenv func(string) string) (Config, error) {
 			return ""
 		}
 		return getenv(name)
-	}, path, settings)
+	}, path, settings, nil)
 	if err != nil && !strings.HasPrefix(err.Error(), path+":") { // errors of a setting name the file already
 		return Config{}, registry.Errorf(registry.KindOf(err), "%s: %s", path, strings.ReplaceAll(err.Error(), "\n", "\n  "))
 	}

@@ -1,0 +1,174 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/user"
+	"strings"
+	"time"
+
+	"trove.dev/trove/internal/auth"
+	"trove.dev/trove/internal/config"
+	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/store"
+)
+
+// localAdminActor is the audit actor of what `trove admin` does directly
+// on the index, with no token and no request.
+const localAdminActor = "local-admin"
+
+// adminTokenFlags are the flags of `trove admin token` besides the index
+// flags of `trove serve`.
+type adminTokenFlags struct {
+	description string
+	expires     time.Duration
+}
+
+func (f *adminTokenFlags) define(fs *flag.FlagSet) {
+	fs.StringVar(&f.description, "description", "", "`text` saying what the token is for (default: who created it, where and how)")
+	fs.DurationVar(&f.expires, "expires", 0, "lifetime of the token, e.g. 24h (default: never expires)")
+}
+
+func adminTokenCommand() *command {
+	return &command{
+		name: "admin token", args: "[--description TEXT] [--expires DURATION] [FLAGS]",
+		summary: "Create a global admin token directly in the index, offline, and print it once: " +
+			"the way back in when no admin token is left (reads the index flags of serve; works while the server runs).",
+		examples: []string{
+			"trove admin token --data-dir /var/lib/trove --description 'recovery, ticket 1234' --expires 24h",
+			"TROVE_INDEX_BACKEND=postgres TROVE_POSTGRES_DSN='postgres://trove:PASSWORD@db:5432/trove?sslmode=verify-full' trove admin token",
+			"trove admin token --config /etc/trove/trove.env",
+		},
+		raw: adminToken,
+		rawFlags: func() *flag.FlagSet {
+			var cfg config.Config
+			fs := cfg.FlagSet("admin token")
+			(&adminTokenFlags{}).define(fs)
+			return fs
+		},
+		envOf: func(name string) string {
+			if name == "description" || name == "expires" {
+				return ""
+			}
+			return config.EnvVar(name)
+		},
+	}
+}
+
+// adminToken opens the index that the configuration of trove serve
+// selects, creates a global admin token in it, prints the secret on
+// stdout and records the creation in the audit log.
+func adminToken(ctx context.Context, e env, args []string) int {
+	c, _ := lookup(commands(), []string{"admin", "token"})
+	var f adminTokenFlags
+	cfg, err := config.LoadWith(args, e.getenv, f.define)
+	if errors.Is(err, flag.ErrHelp) {
+		printHelp(e.stdout, c)
+		return exitOK
+	}
+	if err == nil && f.expires < 0 {
+		err = fmt.Errorf("--expires must be positive, got %s", f.expires)
+	}
+	if err != nil {
+		return report(e, c, usagef("%s", strings.ReplaceAll(err.Error(), "\n", "\n  ")))
+	}
+	if strings.ContainsFunc(f.description, isControl) {
+		return report(e, c, usagef("--description must not contain control characters"))
+	}
+	if cfg.Index.Backend == config.IndexSQLite {
+		// A mistyped --data-dir would otherwise create an empty index
+		// that no server reads.
+		if _, err := os.Stat(cfg.Index.SQLite.Path); err != nil {
+			return report(e, c, fmt.Errorf("no index at %s (%w): pass the --data-dir, --sqlite-path or --config of the server", cfg.Index.SQLite.Path, err))
+		}
+	}
+	idx, err := openIndexForCLI(ctx, cfg)
+	if err != nil {
+		return report(e, c, err)
+	}
+	defer idx.Close()
+	secret, t, auditErr, err := mintAdminToken(ctx, idx, f, time.Now())
+	if err != nil {
+		return report(e, c, err)
+	}
+	fmt.Fprintln(e.stdout, secret)
+	s := "global admin token " + t.ID
+	if !t.ExpiresAt.IsZero() {
+		s += ", expires " + when(t.ExpiresAt)
+	}
+	fmt.Fprintf(e.stderr, "Created %s. Its secret is shown only once and only its hash is stored: keep it now.\n"+
+		"Use it with TROVE_TOKEN; list or revoke it with `trove token list` and `trove token revoke %s`.\n", s, t.ID)
+	if auditErr != nil {
+		fmt.Fprintf(e.stderr, "warning: the token works, but recording it in the audit log failed: %s\n", auditErr)
+	}
+	return exitOK
+}
+
+// openIndexForCLI opens the index cfg selects for a short command: a
+// small PostgreSQL pool, and never a schema migration, which is `trove
+// migrate`'s job (an outdated schema is refused with that advice).
+func openIndexForCLI(ctx context.Context, cfg config.Config) (store.Index, error) {
+	if cfg.Index.Backend == config.IndexPostgres {
+		cfg.Index.Postgres.MaxConns = 2
+		cfg.Index.Postgres.MigrateOnStart = false
+	}
+	return openIndex(ctx, cfg, slog.New(slog.DiscardHandler))
+}
+
+// mintAdminToken creates a global admin token in idx and records it in
+// the audit log as done by localAdminActor on this host. auditErr is a
+// failure to record it, after the token was stored.
+func mintAdminToken(ctx context.Context, idx store.Index, f adminTokenFlags, now time.Time) (secret string, t registry.Token, auditErr, err error) {
+	secret, hash, err := auth.NewToken()
+	if err != nil {
+		return "", registry.Token{}, nil, err
+	}
+	id, err := auth.NewID()
+	if err != nil {
+		return "", registry.Token{}, nil, err
+	}
+	origin := localOrigin()
+	t = registry.Token{
+		ID: id, Hash: hash, Scopes: []registry.Scope{registry.ScopeAdmin},
+		Description: f.description, CreatedAt: now.UTC(),
+	}
+	if t.Description == "" {
+		t.Description = "created with trove admin token " + origin
+	}
+	if f.expires > 0 {
+		t.ExpiresAt = now.Add(f.expires).UTC().Truncate(time.Second)
+	}
+	if err := idx.CreateToken(ctx, t); err != nil {
+		return "", registry.Token{}, nil, fmt.Errorf("storing the token: %w", err)
+	}
+	details := "global admin token (admin on every namespace) created with trove admin token " + origin
+	if !t.ExpiresAt.IsZero() {
+		details += ", expires " + t.ExpiresAt.Format(time.RFC3339)
+	}
+	_, auditErr = idx.AppendAudit(ctx, registry.AuditEvent{
+		Time: now.UTC(), Action: registry.AuditTokenCreate, Actor: localAdminActor, Target: t.ID, Details: details,
+	})
+	return secret, t, auditErr, nil
+}
+
+// localOrigin says who runs this process and where: "by root on host db1".
+func localOrigin() string {
+	s := ""
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		s = "by " + u.Username + " "
+	}
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown"
+	}
+	return strings.Map(func(r rune) rune {
+		if isControl(r) {
+			return '?'
+		}
+		return r
+	}, s+"on host "+host)
+}
