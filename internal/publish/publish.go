@@ -206,7 +206,9 @@ func (pub *publication) run(src FileSource) (Result, error) {
 	if len(keys) == 0 {
 		return Result{}, registry.Errorf(registry.Invalid, "namespace %s has no signing keys; add the public key that signs its releases with: trove key add %s --file key.asc", v.Namespace, v.Namespace)
 	}
-	if v.SigningKey, err = signing.VerifyDetached(keys, pub.sums, pub.sig); err != nil {
+	// Judged now: a key or signing subkey expired or revoked by now can
+	// sign no new release, even if it signed this one while it was valid.
+	if v.SigningKey, err = signing.VerifyDetachedAt(keys, pub.sums, pub.sig, pub.p.opt.Now()); err != nil {
 		return Result{}, err
 	}
 	v.SHASumsSignatureDigest = digestOf(pub.sig)

@@ -47,6 +47,17 @@ type env struct {
 
 func newEnv(t *testing.T, wrap func(store.Index) store.Index) *env {
 	t.Helper()
+	return newEnvWith(t, signingtest.NewKey(t, "acme"), wrap)
+}
+
+// newEnvWithKey is newEnv with key as the namespace's signing key.
+func newEnvWithKey(t *testing.T, key *signingtest.Key) *env {
+	t.Helper()
+	return newEnvWith(t, key, nil)
+}
+
+func newEnvWith(t *testing.T, key *signingtest.Key, wrap func(store.Index) store.Index) *env {
+	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
 	idx, err := sqlite.Open(ctx, filepath.Join(dir, "trove.db"))
@@ -58,7 +69,7 @@ func newEnv(t *testing.T, wrap func(store.Index) store.Index) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{idx: idx, blobs: blobs, tmp: filepath.Join(dir, "tmp"), key: signingtest.NewKey(t, "acme")}
+	e := &env{idx: idx, blobs: blobs, tmp: filepath.Join(dir, "tmp"), key: key}
 	if err := idx.CreateNamespace(ctx, registry.Namespace{Name: "acme", CreatedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
@@ -288,6 +299,18 @@ func TestPublishRefuses(t *testing.T) {
 		_, err := e.publish(t, "1.0.0", build(t, e.key, "1.0.0", "").Files)
 		if !registry.IsKind(err, registry.TooLarge) {
 			t.Fatalf("error = %v, want too large", err)
+		}
+		e.assertNothingStored(t, "1.0.0")
+	})
+
+	t.Run("key expired since it signed", func(t *testing.T) {
+		// The release was signed while the key was valid; the publish
+		// comes after the key expired.
+		e := newEnvWithKey(t, signingtest.NewKeyWith(t, "acme", signingtest.Options{Algorithm: signingtest.Ed25519, Lifetime: time.Hour}))
+		e.pub = publish.New(publish.Options{Index: e.idx, Blobs: e.blobs, TempDir: e.tmp, Now: func() time.Time { return time.Now().Add(2 * time.Hour) }})
+		_, err := e.publish(t, "1.0.0", build(t, e.key, "1.0.0", "").Files)
+		if !registry.IsKind(err, registry.Invalid) || !strings.Contains(err.Error(), "signed by key "+e.key.KeyID+", which has expired") {
+			t.Fatalf("error = %v, want invalid: signed by an expired key", err)
 		}
 		e.assertNothingStored(t, "1.0.0")
 	})
