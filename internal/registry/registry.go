@@ -27,6 +27,12 @@ type SigningKey struct {
 	ASCIIArmor  string
 	CreatedAt   time.Time
 	ExpiresAt   time.Time // zero when the key does not expire
+	// Managed marks a registry-managed key: Trove generated it and keeps
+	// its private part, encrypted at rest, to sign the releases of the
+	// namespace that are published without a signature. The private part
+	// never leaves the store and the signing package. Snapshots of a key
+	// in provider versions do not keep the mark.
+	Managed bool
 }
 
 // Provider is a provider type within a namespace, summarised for listings.

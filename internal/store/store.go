@@ -51,15 +51,34 @@ type Namespaces interface {
 	DeleteNamespace(ctx context.Context, name string) error
 }
 
-// SigningKeys stores the GPG public keys of namespaces.
+// SigningKeys stores the GPG public keys of namespaces, and the sealed
+// private key of each namespace's registry-managed key, if it has one.
+//
+// A sealed private key is opaque to the store: the caller encrypts it
+// (package signing), and the store keeps it next to its public key, never
+// returning it from ListSigningKeys. A namespace has at most one managed
+// key.
 type SigningKeys interface {
-	// AddSigningKey stores key. NotFound if its namespace does not exist;
-	// Conflict if the namespace already has a key with that KeyID.
+	// AddSigningKey stores key as an uploaded key (key.Managed is
+	// ignored). NotFound if its namespace does not exist; Conflict if the
+	// namespace already has a key with that KeyID.
 	AddSigningKey(ctx context.Context, key registry.SigningKey) error
-	// ListSigningKeys returns the keys of a namespace ordered by KeyID.
-	// NotFound if the namespace does not exist.
+	// AddManagedSigningKey stores key as the namespace's managed key
+	// together with sealed, its encrypted private key, in one transaction:
+	// both or neither. NotFound if its namespace does not exist; Conflict
+	// if the namespace already has a key with that KeyID or a managed key.
+	// An empty sealed is Invalid.
+	AddManagedSigningKey(ctx context.Context, key registry.SigningKey, sealed []byte) error
+	// ManagedSigningKey returns the namespace's managed key (Managed set)
+	// and its sealed private key. NotFound if the namespace does not exist
+	// or has no managed key.
+	ManagedSigningKey(ctx context.Context, namespace string) (registry.SigningKey, []byte, error)
+	// ListSigningKeys returns the keys of a namespace ordered by KeyID,
+	// with Managed set on the managed one, without private keys. NotFound
+	// if the namespace does not exist.
 	ListSigningKeys(ctx context.Context, namespace string) ([]registry.SigningKey, error)
-	// DeleteSigningKey removes a key. NotFound if there is no such key.
+	// DeleteSigningKey removes a key, with its sealed private key if it is
+	// the managed one. NotFound if there is no such key.
 	DeleteSigningKey(ctx context.Context, namespace, keyID string) error
 }
 
@@ -91,7 +110,8 @@ type Tokens interface {
 // Providers stores provider versions. A version and all its platforms are
 // written in one transaction: readers see all of it or none of it.
 type Providers interface {
-	// CreateProviderVersion stores v with its platforms atomically.
+	// CreateProviderVersion stores v with its platforms atomically. Of
+	// v.SigningKey every field but Managed is kept (it reads back false).
 	// NotFound if the namespace does not exist; Conflict if that
 	// namespace/type/version exists already (whatever its content), so that
 	// of two concurrent creates exactly one succeeds, or a version equal to

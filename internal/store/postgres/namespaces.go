@@ -153,8 +153,9 @@ func (x *Index) AddSigningKey(ctx context.Context, key registry.SigningKey) erro
 func (x *Index) ListSigningKeys(ctx context.Context, namespace string) ([]registry.SigningKey, error) {
 	ctx, cancel := x.opContext(ctx)
 	defer cancel()
-	rows, err := x.pool.Query(ctx, `SELECT k.key_id, k.fingerprint, k.ascii_armor, k.created_at, k.expires_at
+	rows, err := x.pool.Query(ctx, `SELECT k.key_id, k.fingerprint, k.ascii_armor, k.created_at, k.expires_at, m.key_id IS NOT NULL
 		FROM namespaces n LEFT JOIN signing_keys k ON k.namespace = n.name
+		LEFT JOIN managed_signing_keys m ON m.namespace = k.namespace AND m.key_id = k.key_id
 		WHERE n.name = $1 ORDER BY k.key_id`, namespace)
 	if err != nil {
 		return nil, x.fail(err, "listing the signing keys of namespace "+namespace)
@@ -166,7 +167,8 @@ func (x *Index) ListSigningKeys(ctx context.Context, namespace string) ([]regist
 		found = true
 		var id, fingerprint, armor *string
 		var created, expires *time.Time
-		if err := rows.Scan(&id, &fingerprint, &armor, &created, &expires); err != nil {
+		var managed bool
+		if err := rows.Scan(&id, &fingerprint, &armor, &created, &expires, &managed); err != nil {
 			return nil, x.fail(err, "listing the signing keys of namespace "+namespace)
 		}
 		if id == nil {
@@ -174,7 +176,7 @@ func (x *Index) ListSigningKeys(ctx context.Context, namespace string) ([]regist
 		}
 		out = append(out, registry.SigningKey{
 			Namespace: namespace, KeyID: *id, Fingerprint: *fingerprint, ASCIIArmor: *armor,
-			CreatedAt: fromOptTime(created), ExpiresAt: fromOptTime(expires),
+			CreatedAt: fromOptTime(created), ExpiresAt: fromOptTime(expires), Managed: managed,
 		})
 	}
 	if err := rows.Err(); err != nil {

@@ -139,16 +139,22 @@ func (x *Index) AddSigningKey(ctx context.Context, key registry.SigningKey) erro
 		return err
 	}
 	return x.write(ctx, "adding signing key "+key.KeyID+" to namespace "+key.Namespace, func(tx *sql.Tx) error {
-		if err := namespaceExists(ctx, tx, key.Namespace); err != nil {
-			return err
-		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO signing_keys (namespace, key_id, fingerprint, ascii_armor, created_at, expires_at)
-			VALUES (?, ?, ?, ?, ?, ?)`, key.Namespace, key.KeyID, key.Fingerprint, key.ASCIIArmor, created, expires)
-		if isUnique(err) {
-			return registry.Errorf(registry.Conflict, "namespace %q already has a signing key with ID %s", key.Namespace, key.KeyID)
-		}
-		return err
+		return insertKey(ctx, tx, key, created, expires)
 	})
+}
+
+// insertKey stores the public key in tx; NotFound without its namespace,
+// Conflict if the namespace has a key with that ID.
+func insertKey(ctx context.Context, tx *sql.Tx, key registry.SigningKey, created int64, expires sql.NullInt64) error {
+	if err := namespaceExists(ctx, tx, key.Namespace); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO signing_keys (namespace, key_id, fingerprint, ascii_armor, created_at, expires_at)
+		VALUES (?, ?, ?, ?, ?, ?)`, key.Namespace, key.KeyID, key.Fingerprint, key.ASCIIArmor, created, expires)
+	if isUnique(err) {
+		return registry.Errorf(registry.Conflict, "namespace %q already has a signing key with ID %s", key.Namespace, key.KeyID)
+	}
+	return err
 }
 
 // ListSigningKeys returns the keys of a namespace ordered by KeyID.
@@ -158,8 +164,9 @@ func (x *Index) ListSigningKeys(ctx context.Context, namespace string) ([]regist
 		if err := namespaceExists(ctx, tx, namespace); err != nil {
 			return err
 		}
-		rows, err := tx.QueryContext(ctx, `SELECT key_id, fingerprint, ascii_armor, created_at, expires_at
-			FROM signing_keys WHERE namespace = ? ORDER BY key_id`, namespace)
+		rows, err := tx.QueryContext(ctx, `SELECT k.key_id, k.fingerprint, k.ascii_armor, k.created_at, k.expires_at, m.key_id IS NOT NULL
+			FROM signing_keys k LEFT JOIN managed_signing_keys m ON m.namespace = k.namespace AND m.key_id = k.key_id
+			WHERE k.namespace = ? ORDER BY k.key_id`, namespace)
 		if err != nil {
 			return err
 		}
@@ -168,7 +175,7 @@ func (x *Index) ListSigningKeys(ctx context.Context, namespace string) ([]regist
 			k := registry.SigningKey{Namespace: namespace}
 			var created int64
 			var expires sql.NullInt64
-			if err := rows.Scan(&k.KeyID, &k.Fingerprint, &k.ASCIIArmor, &created, &expires); err != nil {
+			if err := rows.Scan(&k.KeyID, &k.Fingerprint, &k.ASCIIArmor, &created, &expires, &k.Managed); err != nil {
 				return err
 			}
 			k.CreatedAt, k.ExpiresAt = fromMicros(created), fromOptMicros(expires)

@@ -22,6 +22,7 @@ func TestIndex(t *testing.T, newIndex func(t *testing.T) store.Index) {
 	})
 	t.Run("Namespaces", func(t *testing.T) { testNamespaces(t, newIndex) })
 	t.Run("SigningKeys", func(t *testing.T) { testSigningKeys(t, newIndex) })
+	t.Run("ManagedSigningKeys", func(t *testing.T) { testManagedSigningKeys(t, newIndex) })
 	t.Run("Tokens", func(t *testing.T) { testTokens(t, newIndex) })
 	t.Run("Providers", func(t *testing.T) { testProviders(t, newIndex) })
 	t.Run("Modules", func(t *testing.T) { testModules(t, newIndex) })
