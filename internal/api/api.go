@@ -77,7 +77,7 @@ func New(opt Options) http.Handler {
 	h := &handler{Options: opt}
 	mux := http.NewServeMux()
 	route := func(pattern string, fn httpjson.HandlerFunc) {
-		mux.Handle(pattern, httpjson.Handler(opt.Logger, h.authenticated(fn)))
+		mux.Handle(pattern, httpjson.Handler(opt.Logger, h.authenticated(checkLimits(pattern, fn))))
 	}
 	route("GET "+apispec.RouteNamespaces, h.listNamespaces)
 	route("POST "+apispec.RouteNamespaces, h.createNamespace)
@@ -394,10 +394,6 @@ func (h *handler) listTokens(w http.ResponseWriter, r *http.Request) error {
 	return httpjson.Write(w, http.StatusOK, out)
 }
 
-// maxTokenNamespaces bounds the namespaces of one token, each of which
-// costs checks on every creation.
-const maxTokenNamespaces = 100
-
 func (h *handler) createToken(w http.ResponseWriter, r *http.Request) error {
 	var req apispec.CreateTokenRequest
 	if err := httpjson.Decode(w, r, maxJSONBody, &req); err != nil {
@@ -415,8 +411,8 @@ func (h *handler) createToken(w http.ResponseWriter, r *http.Request) error {
 	if t.Namespaces, err = registry.ParseNamespaces(names); err != nil {
 		return err
 	}
-	if len(t.Namespaces) > maxTokenNamespaces {
-		return registry.Errorf(registry.Invalid, "a token is bound to at most %d namespaces, not %d: make it global, or use several tokens", maxTokenNamespaces, len(t.Namespaces))
+	if len(t.Namespaces) > registry.MaxTokenNamespaces {
+		return registry.Errorf(registry.Invalid, "a token is bound to at most %d namespaces, not %d: make it global, or use several tokens", registry.MaxTokenNamespaces, len(t.Namespaces))
 	}
 	if len(req.Scopes) == 0 {
 		return registry.Errorf(registry.Invalid, "a token needs at least one scope: read, publish or admin")
@@ -855,9 +851,4 @@ func timePtr(t time.Time) *time.Time {
 	return &t
 }
 
-func validDescription(s string) error {
-	if len(s) > 1024 {
-		return registry.Errorf(registry.Invalid, "description is longer than 1024 bytes")
-	}
-	return nil
-}
+func validDescription(s string) error { return registry.DescriptionLimit.Check(s) }

@@ -31,8 +31,8 @@ func (h *handler) listModules(w http.ResponseWriter, r *http.Request) error {
 	}
 	q := r.URL.Query()
 	f := registry.ModuleFilter{Namespace: ns, Query: strings.TrimSpace(q.Get(apispec.ModuleQueryParam))}
-	if len(f.Query) > 256 {
-		return registry.Errorf(registry.Invalid, "the query is longer than 256 bytes")
+	if err := registry.SearchQueryLimit.Check(f.Query); err != nil {
+		return err
 	}
 	if s := q.Get(apispec.ModuleSystemParam); s != "" {
 		if f.System, err = registry.ParseModuleSystem(s); err != nil {

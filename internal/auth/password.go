@@ -17,8 +17,8 @@ import (
 // Password rules: long enough to resist guessing within the login rate
 // limits, short enough that hashing is bounded.
 const (
-	MinPasswordLength = 10  // characters
-	MaxPasswordBytes  = 512 // bytes
+	MinPasswordLength = 10                         // characters
+	MaxPasswordBytes  = registry.MaxPasswordLength // bytes
 )
 
 // Argon2id parameters of new hashes: the OWASP recommendation of 19 MiB of

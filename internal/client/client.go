@@ -186,7 +186,8 @@ func IsForbidden(err error) bool { return StatusCode(err) == http.StatusForbidde
 // apiURL returns the absolute URL of an apispec route pattern with its
 // {placeholders} replaced by params (name, value pairs), each value escaped
 // on its own. Empty, "." and ".." values are refused: a server would
-// resolve them to another route.
+// resolve them to another route. Path and query values longer than their
+// limits are refused with the server's message, before any request.
 func (c *Client) apiURL(route string, nameValues []string, query url.Values) (string, error) {
 	raw := route
 	for i := 0; i+1 < len(nameValues); i += 2 {
@@ -194,10 +195,16 @@ func (c *Client) apiURL(route string, nameValues []string, query url.Values) (st
 		if v == "" || v == "." || v == ".." {
 			return "", registry.Errorf(registry.Invalid, "invalid %s %q", strings.ReplaceAll(name, "_", " "), v)
 		}
+		if err := apispec.CheckPathValue(name, v); err != nil {
+			return "", err
+		}
 		raw = strings.Replace(raw, "{"+name+"}", url.PathEscape(v), 1)
 	}
 	if strings.ContainsAny(raw, "{}") {
 		return "", fmt.Errorf("route %s: missing path parameters", route)
+	}
+	if err := apispec.CheckQuery(query); err != nil {
+		return "", err
 	}
 	u := *c.base
 	u.RawPath = c.base.EscapedPath() + raw
@@ -210,9 +217,20 @@ func (c *Client) apiURL(route string, nameValues []string, query url.Values) (st
 	return u.String(), nil
 }
 
+// validator is a request document that checks its own fields, as the
+// requests of apispec check their limits.
+type validator interface{ Validate() error }
+
 // do sends a request to an apispec route (see apiURL for params), with an
 // optional JSON body (in), and decodes a JSON answer into out (if not nil).
+// A body that is a validator is validated first: a field the server would
+// refuse fails here with the server's message, before anything is sent.
 func (c *Client) do(ctx context.Context, method, route string, nameValues []string, query url.Values, in, out any) error {
+	if v, ok := in.(validator); ok {
+		if err := v.Validate(); err != nil {
+			return err
+		}
+	}
 	target, err := c.apiURL(route, nameValues, query)
 	if err != nil {
 		return err

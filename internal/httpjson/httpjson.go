@@ -97,8 +97,16 @@ func WriteRaw(w http.ResponseWriter, status int, body []byte) {
 	_, _ = w.Write(body)
 }
 
+// Validator is a request document that checks its own fields (the
+// requests of internal/apispec check their limits).
+type Validator interface {
+	Validate() error
+}
+
 // Decode reads a JSON request body of at most limit bytes into v,
-// rejecting unknown fields and trailing data.
+// rejecting unknown fields and trailing data. A v that is a Validator is
+// validated before Decode returns, so that no handler acts on a document
+// whose fields break their limits.
 func Decode(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
 	dec.DisallowUnknownFields()
@@ -111,6 +119,9 @@ func Decode(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
 	}
 	if dec.More() {
 		return registry.Errorf(registry.Invalid, "invalid JSON request body: unexpected data after the object")
+	}
+	if val, ok := v.(Validator); ok {
+		return val.Validate()
 	}
 	return nil
 }

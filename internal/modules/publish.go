@@ -22,7 +22,7 @@ import (
 )
 
 // MaxOriginBytes bounds the free-text origin recorded with a version.
-const MaxOriginBytes = 512
+const MaxOriginBytes = registry.MaxOriginLength
 
 // stagePrefix starts the name of every file and directory a module
 // publish stages in TempDir.

@@ -24,7 +24,7 @@ func ParseVisibility(s string) (Visibility, error) {
 	case VisibilityPublic, VisibilityPrivate:
 		return v, nil
 	}
-	return "", Errorf(Invalid, "invalid visibility %q: use public or private", s)
+	return "", Errorf(Invalid, "invalid visibility %s: use public or private", quote(s))
 }
 
 // Public reports whether the namespace is readable anonymously. Only the
@@ -48,7 +48,7 @@ func ParseRole(s string) (Role, error) {
 	case RoleReader, RolePublisher, RoleAdmin:
 		return r, nil
 	}
-	return "", Errorf(Invalid, "invalid role %q: use reader, publisher or admin", s)
+	return "", Errorf(Invalid, "invalid role %s: use reader, publisher or admin", quote(s))
 }
 
 // Scope returns the scope a role grants on its namespace, or "" for an
@@ -86,6 +86,9 @@ var userNamePattern = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9._-]{0,62}[a-z0-9])
 // letters, digits, '.', '_' and '-', starting and ending with a letter or
 // digit.
 func ParseUserName(name string) (string, error) {
+	if err := UserNameLimit.Check(name); err != nil {
+		return "", err
+	}
 	norm := strings.ToLower(name)
 	if !userNamePattern.MatchString(norm) {
 		return "", Errorf(Invalid, "invalid user name %q: use 1 to 64 letters, digits, '.', '_' and '-', starting and ending with a letter or digit", name)

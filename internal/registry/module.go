@@ -60,6 +60,9 @@ var moduleSystemPattern = regexp.MustCompile(`^[0-9a-z]{1,64}$`)
 // ParseModuleName validates a module name as the clients accept it and
 // returns it lowercased: Trove looks module names up case-insensitively.
 func ParseModuleName(name string) (string, error) {
+	if err := ModuleNameLimit.Check(name); err != nil {
+		return "", err
+	}
 	if !moduleNamePattern.MatchString(name) {
 		return "", Errorf(Invalid, "invalid module name %q: use letters, digits, '-' and '_', starting and ending with a letter or digit, at most 64 characters", name)
 	}
@@ -69,6 +72,9 @@ func ParseModuleName(name string) (string, error) {
 // ParseModuleSystem validates a module's target system (lowercase letters
 // and digits, as the clients require).
 func ParseModuleSystem(system string) (string, error) {
+	if err := ModuleSystemLimit.Check(system); err != nil {
+		return "", err
+	}
 	if !moduleSystemPattern.MatchString(system) {
 		return "", Errorf(Invalid, "invalid module system %q: use 1 to 64 lowercase letters and digits (e.g. aws)", system)
 	}

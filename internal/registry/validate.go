@@ -10,10 +10,14 @@ import (
 )
 
 // ParseNamespace validates a namespace name with the provider address rules
-// the clients apply and returns its normalized (lowercase) form.
+// the clients apply, at most MaxNamespaceLength bytes, and returns its
+// normalized (lowercase) form.
 func ParseNamespace(name string) (string, error) {
 	if name == "" {
 		return "", Errorf(Invalid, "namespace name is empty")
+	}
+	if err := NamespaceLimit.Check(name); err != nil {
+		return "", err
 	}
 	norm, err := tfaddr.ParseProviderPart(name)
 	if err != nil {
@@ -38,11 +42,15 @@ func ParseNamespaces(names []string) ([]string, error) {
 	return slices.Compact(out), nil
 }
 
-// ParseProviderType validates a provider type name and returns its
-// normalized (lowercase) form. Types may not start with "terraform-".
+// ParseProviderType validates a provider type name (at most
+// MaxProviderTypeLength bytes) and returns its normalized (lowercase)
+// form. Types may not start with "terraform-".
 func ParseProviderType(name string) (string, error) {
 	if name == "" {
 		return "", Errorf(Invalid, "provider type is empty")
+	}
+	if err := ProviderTypeLimit.Check(name); err != nil {
+		return "", err
 	}
 	norm, err := tfaddr.ParseProviderPart(name)
 	if err != nil {
@@ -64,8 +72,12 @@ var semverShape = regexp.MustCompile(`^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9
 // ParseVersion checks that v is a canonical semantic version as both
 // Terraform and OpenTofu parse it: MAJOR.MINOR.PATCH with optional
 // -prerelease and +build parts, no leading "v", no leading zeros (in the
-// numbers nor in numeric pre-release identifiers).
+// numbers nor in numeric pre-release identifiers), at most
+// MaxVersionLength bytes.
 func ParseVersion(v string) (*version.Version, error) {
+	if err := VersionLimit.Check(v); err != nil {
+		return nil, err
+	}
 	if strings.HasPrefix(v, "v") || strings.HasPrefix(v, "V") {
 		return nil, Errorf(Invalid, "invalid version %q: drop the leading \"v\" (use %q)", v, v[1:])
 	}
@@ -118,10 +130,10 @@ var platformPart = regexp.MustCompile(`^[a-z0-9]{1,32}$`)
 // ValidatePlatform checks an OS or architecture keyword (e.g. "linux", "amd64").
 func ValidatePlatform(os, arch string) error {
 	if !platformPart.MatchString(os) {
-		return Errorf(Invalid, "invalid operating system %q", os)
+		return Errorf(Invalid, "invalid operating system %s", quote(os))
 	}
 	if !platformPart.MatchString(arch) {
-		return Errorf(Invalid, "invalid architecture %q", arch)
+		return Errorf(Invalid, "invalid architecture %s", quote(arch))
 	}
 	return nil
 }

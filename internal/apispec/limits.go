@@ -1,0 +1,133 @@
+package apispec
+
+import (
+	"net/url"
+	"sort"
+	"strings"
+
+	"trove.dev/trove/internal/registry"
+)
+
+// The limits of internal/registry applied to everything a request of this
+// API carries: path values, query values and the fields of the JSON
+// request documents. The server checks them before it acts on a request
+// (the JSON documents when they are decoded), the client before it sends
+// one, so both answer a value that is too long with the same message.
+
+// otherLimit bounds a path or query value this file names no limit for.
+const otherLimit = 256
+
+// pathLimits are the limits of the {placeholders} of the route patterns.
+var pathLimits = map[string]registry.Limit{
+	"namespace": registry.NamespaceLimit,
+	"type":      registry.ProviderTypeLimit,
+	"version":   registry.VersionLimit,
+	"name":      registry.ModuleNameLimit,
+	"system":    registry.ModuleSystemLimit,
+	"user":      registry.UserNameLimit,
+	"id":        registry.TokenIDLimit,
+	"key_id":    registry.KeyIDLimit,
+}
+
+// queryLimits are the limits of the query parameters of the routes.
+var queryLimits = map[string]registry.Limit{
+	ModuleQueryParam:  registry.SearchQueryLimit,
+	ModuleSystemParam: registry.ModuleSystemLimit,
+	ModuleOriginParam: registry.OriginLimit,
+	// The full address of a module version: namespace/name/system/version.
+	ModuleConfirmParam: {Field: ModuleConfirmParam, Max: registry.MaxNamespaceLength + registry.MaxModuleNameLength +
+		registry.MaxModuleSystemLength + registry.MaxVersionLength + 3},
+	"namespace": registry.NamespaceLimit,
+	"user":      registry.UserNameLimit,
+	"actor":     registry.AuditActorLimit,
+	"action":    registry.AuditActionLimit,
+}
+
+// CheckPathValue checks the value of the route placeholder {name} against
+// its limit.
+func CheckPathValue(name, value string) error {
+	l, ok := pathLimits[name]
+	if !ok {
+		l = registry.Limit{Field: strings.ReplaceAll(name, "_", " "), Max: otherLimit}
+	}
+	return l.Check(value)
+}
+
+// CheckQuery checks every value of the query parameters q against the
+// limit of its parameter, in the order of the parameter names.
+func CheckQuery(q url.Values) error {
+	names := make([]string, 0, len(q))
+	for name := range q {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		l, ok := queryLimits[name]
+		if !ok {
+			l = registry.Limit{Field: "query parameter " + name, Max: otherLimit}
+		}
+		for _, v := range q[name] {
+			if err := l.Check(v); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// firstError returns the first non-nil error of errs.
+func firstError(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Validate checks the limits of the request's fields.
+func (r CreateNamespaceRequest) Validate() error {
+	return firstError(registry.NamespaceLimit.Check(r.Name), registry.DescriptionLimit.Check(r.Description))
+}
+
+// Validate checks the limits of the request's fields.
+func (r UpdateNamespaceRequest) Validate() error {
+	if r.Description == nil {
+		return nil
+	}
+	return registry.DescriptionLimit.Check(*r.Description)
+}
+
+// Validate checks the limits of the request's fields.
+func (r CreateTokenRequest) Validate() error {
+	if len(r.Namespaces) > registry.MaxTokenNamespaces {
+		return registry.Errorf(registry.Invalid, "a token is bound to at most %d namespaces, not %d: make it global, or use several tokens",
+			registry.MaxTokenNamespaces, len(r.Namespaces))
+	}
+	for _, ns := range r.Namespaces {
+		if err := registry.NamespaceLimit.Check(ns); err != nil {
+			return err
+		}
+	}
+	return firstError(registry.NamespaceLimit.Check(r.Namespace), registry.UserNameLimit.Check(r.User),
+		registry.DescriptionLimit.Check(r.Description))
+}
+
+// Validate checks the limits of the request's fields. Its messages never
+// contain the password.
+func (r CreateUserRequest) Validate() error {
+	return firstError(registry.UserNameLimit.Check(r.Name), registry.PasswordLimit.Check(r.Password))
+}
+
+// Validate checks the limits of the request's fields. Its messages never
+// contain a password.
+func (r UpdateUserRequest) Validate() error {
+	for _, p := range []*string{r.Password, r.CurrentPassword} {
+		if p != nil {
+			if err := registry.PasswordLimit.Check(*p); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,103 @@
+package registry
+
+import "fmt"
+
+// Limits on the names and the free text a request can carry, defined once
+// here. The management API enforces them before it stores anything (400
+// with a message naming the field and its limit), the Go client (and with
+// it the CLI) checks them before it sends a request, and the Terraform
+// provider's schema before a plan. Lengths count bytes: names are ASCII by
+// their grammar, so for names a byte is a character; free text in UTF-8
+// takes up to four bytes a character.
+const (
+	// MaxNamespaceLength bounds a namespace name. The provider address
+	// grammar sets no length; 64 is the limit the module address grammar
+	// gives the same name (a namespace holds both).
+	MaxNamespaceLength = 64
+	// MaxProviderTypeLength bounds a provider type.
+	MaxProviderTypeLength = 64
+	// MaxModuleNameLength and MaxModuleSystemLength are the limits of the
+	// module address grammar the clients apply.
+	MaxModuleNameLength   = 64
+	MaxModuleSystemLength = 64
+	// MaxUserNameLength bounds a user name (see ParseUserName).
+	MaxUserNameLength = 64
+	// MaxVersionLength bounds a version string, pre-release and build
+	// metadata included.
+	MaxVersionLength = 128
+	// MaxDescriptionLength bounds the description of a namespace and of a
+	// token.
+	MaxDescriptionLength = 1024
+	// MaxOriginLength bounds the origin recorded with a module version
+	// (one line, e.g. "git tag v1.2.0, commit 0123abc").
+	MaxOriginLength = 512
+	// MaxPasswordLength bounds a password (the argon2id input).
+	MaxPasswordLength = 512
+	// MaxSearchQueryLength bounds a module search query.
+	MaxSearchQueryLength = 256
+	// MaxTokenIDLength bounds a token ID in a request ("tok_" and 16 hex
+	// digits today).
+	MaxTokenIDLength = 64
+	// MaxKeyIDLength bounds a signing key ID in a request (16 hex digits;
+	// 40 leaves room for a fingerprint).
+	MaxKeyIDLength = 40
+	// MaxAuditFilterLength bounds the actor and action filters of an
+	// audit log query.
+	MaxAuditFilterLength = 128
+	// MaxTokenNamespaces bounds the namespaces one token is bound to,
+	// each of which costs checks on every creation.
+	MaxTokenNamespaces = 100
+)
+
+// Limit is the longest value a field of a request may hold.
+type Limit struct {
+	Field string // how messages name the field, e.g. "namespace name"
+	Max   int    // bytes
+}
+
+// Check returns CheckLength(l.Field, value, l.Max).
+func (l Limit) Check(value string) error { return CheckLength(l.Field, value, l.Max) }
+
+// The limits of the fields a request can carry, each with the name its
+// messages use. The Parse functions of this package check the names, the
+// API and the client (internal/apispec) the rest.
+var (
+	NamespaceLimit    = Limit{"namespace name", MaxNamespaceLength}
+	ProviderTypeLimit = Limit{"provider type", MaxProviderTypeLength}
+	ModuleNameLimit   = Limit{"module name", MaxModuleNameLength}
+	ModuleSystemLimit = Limit{"module system", MaxModuleSystemLength}
+	UserNameLimit     = Limit{"user name", MaxUserNameLength}
+	VersionLimit      = Limit{"version", MaxVersionLength}
+	DescriptionLimit  = Limit{"description", MaxDescriptionLength}
+	OriginLimit       = Limit{"origin", MaxOriginLength}
+	PasswordLimit     = Limit{"password", MaxPasswordLength}
+	SearchQueryLimit  = Limit{"search query", MaxSearchQueryLength}
+	TokenIDLimit      = Limit{"token ID", MaxTokenIDLength}
+	KeyIDLimit        = Limit{"key ID", MaxKeyIDLength}
+	AuditActorLimit   = Limit{"actor", MaxAuditFilterLength}
+	AuditActionLimit  = Limit{"action", MaxAuditFilterLength}
+)
+
+// CheckLength returns an Invalid error that names field and the limit when
+// value is longer than max bytes, and nil otherwise. Every limit above is
+// checked with it, so that the API, the client and the provider say the
+// same thing.
+func CheckLength(field, value string, max int) error {
+	if len(value) > max {
+		return &Error{Kind: Invalid, Message: fmt.Sprintf("%s is too long: %d bytes, the limit is %d", field, len(value), max)}
+	}
+	return nil
+}
+
+// maxQuoted bounds how much of a refused value an error message repeats.
+const maxQuoted = 64
+
+// quote returns s quoted for an error message, cut to maxQuoted bytes
+// (with "..." after the quotes) so that a huge value does not make a huge
+// message.
+func quote(s string) string {
+	if len(s) <= maxQuoted {
+		return fmt.Sprintf("%q", s)
+	}
+	return fmt.Sprintf("%q...", s[:maxQuoted])
+}
