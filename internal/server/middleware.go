@@ -42,7 +42,8 @@ const (
 )
 
 // middleware wraps every route: panic recovery, metrics by route pattern,
-// access log, security headers and progress deadlines.
+// access log, security headers, progress deadlines, and the refusal of
+// non-canonical paths (paths.go).
 type middleware struct {
 	next    http.Handler
 	log     *slog.Logger
@@ -62,6 +63,10 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	m.metrics.inFlight.Inc()
 	defer m.finish(rec, r, start)
 	defer m.recover(rec, r)
+	if err := pathError(r.URL); err != nil {
+		httpjson.WriteError(m.log, rec, r, err) // see paths.go
+		return
+	}
 	m.next.ServeHTTP(rec, r)
 }
 

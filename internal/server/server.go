@@ -164,6 +164,8 @@ func New(opt Options) (*Server, error) {
 	if opt.API != nil {
 		mux.Handle(apispec.Prefix+"/", opt.API)
 	}
+	// Without it ServeMux would redirect /api/v1 to /api/v1/.
+	mux.Handle(apispec.Prefix, httpjson.Handler(opt.Logger, notFound))
 	mux.HandleFunc(RouteHealth, s.health)
 	mux.Handle(RouteReady, httpjson.Handler(opt.Logger, s.ready))
 	if g, ok := opt.Metrics.(prometheus.Gatherer); ok {
