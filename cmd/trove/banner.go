@@ -5,10 +5,57 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 
 	"trove.dev/trove/internal/config"
+	"trove.dev/trove/internal/protocol/discovery"
 )
+
+// localHostName is the host name Terraform and OpenTofu use for a Trove
+// whose public URL has no dot in its host (localhost, an IP address):
+// module sources need a dotted host name, and a name without a port can be
+// given a token in a TF_TOKEN_ variable. Nothing resolves it: the CLI
+// configuration that serve writes maps it to the public URL (a host block).
+const localHostName = "trove.localhost"
+
+// cliConfigFile is the CLI configuration serve writes into the data
+// directory for localHostName.
+const cliConfigFile = "terraform.rc"
+
+// needsLocalHostName reports whether the public URL's host cannot be a
+// module host by itself.
+func needsLocalHostName(publicURL string) bool {
+	u, err := url.Parse(publicURL)
+	if err != nil {
+		return false
+	}
+	host := u.Hostname()
+	return !strings.Contains(host, ".") || net.ParseIP(host) != nil
+}
+
+// writeCLIConfig writes the Terraform/OpenTofu CLI configuration that maps
+// localHostName to the server's services (absolute URLs) into the data
+// directory and returns its path. It is rewritten at every start, so it
+// follows the public URL.
+func writeCLIConfig(dataDir string, services map[string]any) (string, error) {
+	path := filepath.Join(dataDir, cliConfigFile)
+	body := "# Written by trove serve at every start: Terraform and OpenTofu reach this\n" +
+		"# Trove as " + localHostName + " (export TF_CLI_CONFIG_FILE=" + path + ",\n" +
+		"# or copy the block into your own CLI configuration).\n" +
+		discovery.HostBlock(localHostName, services)
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(body), 0o644); err != nil {
+		return "", err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return "", err
+	}
+	return path, nil
+}
 
 // certHosts returns the names the self-signed certificate is valid for:
 // the public URL's host, the listen host, localhost and 127.0.0.1.
@@ -29,6 +76,7 @@ func certHosts(cfg config.Config) []string {
 	}
 	add("localhost")
 	add("127.0.0.1")
+	add(localHostName)
 	return hosts
 }
 
@@ -36,9 +84,11 @@ func certHosts(cfg config.Config) []string {
 // "export SSL_CERT_FILE=" and "export TROVE_TOKEN=" lines; an
 // "export TROVE_ADDR=" line points the CLI at a server that is not at
 // defaultAddr.
-// caFile is the self-signed CA ("" for a user certificate or plain HTTP)
-// and adminToken the first admin token ("" unless just created).
-func printBanner(w io.Writer, cfg config.Config, addr net.Addr, caFile, adminToken string) {
+// caFile is the self-signed CA ("" for a user certificate or plain HTTP),
+// cliConfig the CLI configuration for localHostName ("" if the public URL
+// needs none) and adminToken the first admin token ("" unless just
+// created).
+func printBanner(w io.Writer, cfg config.Config, addr net.Addr, caFile, cliConfig, adminToken string) {
 	if cfg.InsecureHTTP {
 		fmt.Fprintf(w, "Trove listening on http://%s (plain HTTP, for the TLS proxy at %s)\n", addr, cfg.PublicURL)
 	} else {
@@ -50,6 +100,9 @@ func printBanner(w io.Writer, cfg config.Config, addr net.Addr, caFile, adminTok
 	}
 	if caFile != "" {
 		fmt.Fprintf(w, "To trust its self-signed certificate:\n  export SSL_CERT_FILE=%s\n", caFile)
+	}
+	if cliConfig != "" {
+		fmt.Fprintf(w, "Terraform and OpenTofu reach this server as %s (sources like %s/<namespace>/<name>):\n  export TF_CLI_CONFIG_FILE=%s\n", localHostName, localHostName, cliConfig)
 	}
 	if adminToken != "" {
 		fmt.Fprintf(w, "First admin token (shown once; only its hash is stored):\n  export TROVE_TOKEN=%s\n", adminToken)

@@ -147,6 +147,13 @@ func runServer(ctx context.Context, cfg config.Config, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
+	cliConfig := ""
+	if needsLocalHostName(cfg.PublicURL) {
+		if cliConfig, err = writeCLIConfig(cfg.DataDir, srv.Services()); err != nil {
+			ln.Close()
+			return fmt.Errorf("writing the CLI configuration for %s: %w", localHostName, err)
+		}
+	}
 	admin, err := auth.Bootstrap(ctx, idx, time.Now())
 	if err != nil {
 		ln.Close()
@@ -156,7 +163,7 @@ func runServer(ctx context.Context, cfg config.Config, stdout, stderr io.Writer)
 	if tlsFiles != nil {
 		caFile = tlsFiles.CAFile
 	}
-	printBanner(stdout, cfg, ln.Addr(), caFile, admin)
+	printBanner(stdout, cfg, ln.Addr(), caFile, cliConfig, admin)
 	log.Info("trove started", "listen", ln.Addr().String(), "public_url", cfg.PublicURL, "data_dir", cfg.DataDir)
 	if err := srv.Serve(ctx, ln, tlsFiles); err != nil {
 		return err

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"archive/zip"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -13,16 +14,32 @@ import (
 
 // moduleHost is the dotted host name of module sources in these tests.
 // Module source hosts must contain a dot ("localhost:PORT/acme/x/y" reads
-// as a namespace), and nothing resolves trove.test: the CLI configuration
-// maps it to the server's absolute service URL on 127.0.0.1 with a host
-// block, which replaces service discovery for that name.
-const moduleHost = "trove.test"
+// as a namespace), and nothing resolves trove.localhost: the CLI
+// configuration that `trove serve` writes into its data directory (and
+// prints as "export TF_CLI_CONFIG_FILE=...") maps it to the server's
+// absolute service URLs with a host block, which replaces service
+// discovery for that name.
+const moduleHost = "trove.localhost"
 
-// addModuleHost appends the host block that maps moduleHost to s to the
-// CLI configuration of tf.
+// addModuleHost appends the CLI configuration `trove serve` wrote for
+// moduleHost to the CLI configuration of tf, as a user with a CLI
+// configuration of their own would.
 func addModuleHost(t *testing.T, tf *terraformCLI, s *troveServer) {
 	t.Helper()
-	appendCLIConfig(t, tf, fmt.Sprintf("host %q {\n  services = {\n    \"modules.v1\" = \"https://127.0.0.1:%d/v1/modules/\"\n  }\n}\n", moduleHost, s.Port))
+	ctx, cancel := context.WithTimeout(t.Context(), startTimeout)
+	defer cancel()
+	line, ok := s.stdout.wait(ctx, "export TF_CLI_CONFIG_FILE=")
+	if !ok {
+		t.Fatalf("trove serve printed no export TF_CLI_CONFIG_FILE= line:\n%s", s.stdout)
+	}
+	block, err := os.ReadFile(strings.TrimPrefix(line, "export TF_CLI_CONFIG_FILE="))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(block), fmt.Sprintf("host %q", moduleHost)) {
+		t.Fatalf("the CLI configuration trove serve wrote has no host block for %s:\n%s", moduleHost, block)
+	}
+	appendCLIConfig(t, tf, string(block))
 }
 
 // appendCLIConfig appends text to the CLI configuration file of tf.
@@ -112,7 +129,47 @@ func TestModulesFromTrove(t *testing.T) {
 		srv.mustCLI(t, token, "module", "publish", namespace+"/network/aws", v, writeModuleDir(t, "network", v, "~> 1.0"))
 	}
 
-	tf := newTerraform(t, srv, "")
+	// Published before the clients run: a zipped module, and a module in a
+	// private namespace with a read token for it.
+	zipPath := filepath.Join(t.TempDir(), "zipped.zip")
+	f, err := os.Create(zipPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zw := zip.NewWriter(f)
+	w, _ := zw.Create("main.tf")
+	fmt.Fprintf(w, "output \"text\" {\n  value = \"zipped\"\n}\n")
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	srv.mustCLI(t, token, "module", "publish", namespace+"/zipped/aws", "0.1.0", zipPath)
+	srv.mustCLI(t, srv.AdminToken, "namespace", "create", "vault")
+	srv.mustCLI(t, srv.AdminToken, "module", "publish", "vault/secrets/aws", "1.0.0", writeModuleDir(t, "secrets", "1.0.0", ""))
+	vaultToken := strings.TrimSpace(srv.mustCLI(t, srv.AdminToken, "token", "create", "--namespace", "vault", "--scope", "read"))
+
+	forEachClient(t, func(t *testing.T, client string) {
+		testModuleInstalls(t, srv, client, vaultToken)
+	})
+
+	t.Run("a deleted version is no longer installed", func(t *testing.T) {
+		srv.mustCLI(t, srv.AdminToken, "module", "delete", namespace+"/network/aws", "1.2.0", "--confirm")
+		forEachClient(t, func(t *testing.T, client string) {
+			tf := newClient(t, client, srv, "")
+			addModuleHost(t, tf, srv)
+			dir := writeRootConfig(t, "~> 1.0")
+			tf.mustRun(t, dir, "init", "-input=false")
+			if got := readModulesManifest(t, dir)["network"]; got != "1.0.0" {
+				t.Errorf("installed network %q after deleting 1.2.0, want 1.0.0", got)
+			}
+		})
+	})
+}
+
+// testModuleInstalls is what a user of the modules TestModulesFromTrove
+// publishes sees with client.
+func testModuleInstalls(t *testing.T, srv *troveServer, client, vaultToken string) {
+	tf := newClient(t, client, srv, "")
 	addModuleHost(t, tf, srv)
 
 	t.Run("init installs the selected versions and plan uses them", func(t *testing.T) {
@@ -172,19 +229,6 @@ func TestModulesFromTrove(t *testing.T) {
 	})
 
 	t.Run("a module uploaded as a zip", func(t *testing.T) {
-		zipPath := filepath.Join(t.TempDir(), "zipped.zip")
-		f, err := os.Create(zipPath)
-		if err != nil {
-			t.Fatal(err)
-		}
-		zw := zip.NewWriter(f)
-		w, _ := zw.Create("main.tf")
-		fmt.Fprintf(w, "output \"text\" {\n  value = \"zipped\"\n}\n")
-		if err := zw.Close(); err != nil {
-			t.Fatal(err)
-		}
-		f.Close()
-		srv.mustCLI(t, token, "module", "publish", namespace+"/zipped/aws", "0.1.0", zipPath)
 		dir := t.TempDir()
 		writeFile(t, dir, "main.tf", []byte(fmt.Sprintf("module \"z\" {\n  source  = \"%s/acme/zipped/aws\"\n  version = \"0.1.0\"\n}\n\noutput \"z\" {\n  value = module.z.text\n}\n", moduleHost)))
 		tf.mustRun(t, dir, "init", "-input=false")
@@ -203,8 +247,6 @@ func TestModulesFromTrove(t *testing.T) {
 	})
 
 	t.Run("a private namespace needs credentials for the module host", func(t *testing.T) {
-		srv.mustCLI(t, srv.AdminToken, "namespace", "create", "vault")
-		srv.mustCLI(t, srv.AdminToken, "module", "publish", "vault/secrets/aws", "1.0.0", writeModuleDir(t, "secrets", "1.0.0", ""))
 		dir := t.TempDir()
 		writeFile(t, dir, "main.tf", []byte(fmt.Sprintf("module \"s\" {\n  source  = \"%s/vault/secrets/aws\"\n  version = \"~> 1.0\"\n}\n\noutput \"s\" {\n  value = module.s.text\n}\n", moduleHost)))
 
@@ -214,22 +256,12 @@ func TestModulesFromTrove(t *testing.T) {
 		}
 		// With a read token of the namespace for the module host: the
 		// CLI looks credentials up by the source's host name.
-		out := srv.mustCLI(t, srv.AdminToken, "token", "create", "--namespace", "vault", "--scope", "read")
-		private := newTerraform(t, srv, "")
+		private := newClient(t, client, srv, "")
 		addModuleHost(t, private, srv)
-		appendCLIConfig(t, private, fmt.Sprintf("credentials %q {\n  token = %q\n}\n", moduleHost, strings.TrimSpace(out)))
+		appendCLIConfig(t, private, fmt.Sprintf("credentials %q {\n  token = %q\n}\n", moduleHost, vaultToken))
 		private.mustRun(t, dir, "init", "-input=false")
 		if res := private.mustRun(t, dir, "plan", "-input=false"); !strings.Contains(res.Flat, `s = "secrets 1.0.0"`) {
 			t.Errorf("terraform plan of the private module:\n%s", res.Output)
-		}
-	})
-
-	t.Run("a deleted version is no longer installed", func(t *testing.T) {
-		srv.mustCLI(t, srv.AdminToken, "module", "delete", namespace+"/network/aws", "1.2.0", "--confirm")
-		dir := writeRootConfig(t, "~> 1.0")
-		tf.mustRun(t, dir, "init", "-input=false")
-		if got := readModulesManifest(t, dir)["network"]; got != "1.0.0" {
-			t.Errorf("installed network %q after deleting 1.2.0, want 1.0.0", got)
 		}
 	})
 }
