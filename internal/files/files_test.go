@@ -139,6 +139,40 @@ func TestServeFile(t *testing.T) {
 	}
 }
 
+// TestUnsatisfiableRange expects the JSON error of every other refusal
+// for a Range beyond the file, with the file's size in Content-Range, and
+// the file itself for a satisfiable one after it on the same handler.
+func TestUnsatisfiableRange(t *testing.T) {
+	f := newFixture(t, false, nil)
+	digest := f.put(t, []byte("0123456789"))
+	path := f.signer.Path(digest, zipName)
+	for _, method := range []string{http.MethodGet, http.MethodHead} {
+		resp, body := f.get(t, method, path, "Range", "bytes=100-200")
+		if resp.StatusCode != http.StatusRequestedRangeNotSatisfiable {
+			t.Fatalf("%s: status %d, want 416", method, resp.StatusCode)
+		}
+		if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+			t.Fatalf("%s: Content-Type %q, want application/json; body %q", method, ct, body)
+		}
+		if cr := resp.Header.Get("Content-Range"); cr != "bytes */10" {
+			t.Fatalf("%s: Content-Range %q, want bytes */10", method, cr)
+		}
+		if method == http.MethodHead {
+			continue
+		}
+		var doc struct {
+			Errors []string `json:"errors"`
+		}
+		if err := json.Unmarshal(body, &doc); err != nil || len(doc.Errors) != 1 || !strings.Contains(doc.Errors[0], "range") {
+			t.Fatalf("body %q, want one JSON error about the range", body)
+		}
+	}
+	resp, body := f.get(t, http.MethodGet, path, "Range", "bytes=2-4")
+	if resp.StatusCode != http.StatusPartialContent || string(body) != "234" {
+		t.Fatalf("a satisfiable range after it: status %d, body %q", resp.StatusCode, body)
+	}
+}
+
 func TestContentTypes(t *testing.T) {
 	f := newFixture(t, false, nil)
 	digest := f.put(t, []byte("x"))
