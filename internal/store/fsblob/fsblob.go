@@ -4,13 +4,27 @@
 // Layout under the store's directory:
 //
 //	sha256/<first two hex digits>/<64 hex digits>   one file per blob
-//	tmp/                                            files being written
+//	tmp/proc-<random>/                              files being written by one open Store
+//	tmp/proc-<random>/lock                          locked (flock) while that Store is open
 //
-// A blob is written to tmp, synced, checked against its digest and size,
-// renamed into place and its directory synced, so that a blob is either
-// absent or complete, also after a crash. tmp must be on the same
-// filesystem as sha256 (it is: both live in the store's directory). Files
-// left in tmp by a crash are removed by Open once they are an hour old.
+// A blob is written to its Store's directory in tmp, synced, checked
+// against its digest and size, renamed into place and its directory
+// synced, so that a blob is either absent or complete, also after a crash.
+// tmp must be on the same filesystem as sha256 (it is: both live in the
+// store's directory).
+//
+// # Leftovers of a crash
+//
+// Several processes may open one directory (a server and `trove store
+// copy`, say), so Open cannot simply empty tmp: another process may be
+// writing there. Instead every open Store writes in a directory of its own
+// whose lock file it holds locked; the kernel releases the lock when the
+// process ends, kill -9 included. Open removes every directory in tmp whose
+// lock it can take: those of dead processes, with their partial files.
+// Where file locks are not available (flock(2) missing, or refused by the
+// filesystem), and for files directly in tmp (written by Trove releases
+// before this layout), Open falls back to removing what is older than
+// StaleTempAge.
 package fsblob
 
 import (
@@ -24,22 +38,32 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
+	"trove.dev/trove/internal/flock"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/store"
 )
 
-// StaleTempAge is how old a file in tmp must be before Open removes it as
-// the leftover of a crashed write.
+// StaleTempAge is how old a leftover in tmp whose owner cannot be told
+// (see the package comment) must be before Open removes it.
 const StaleTempAge = time.Hour
+
+// Names in tmp.
+const (
+	ownerPrefix = "proc-" // a Store's own directory
+	newPrefix   = ".new-" // such a directory while it is being set up
+	lockName    = "lock"  // the lock file in it
+)
 
 // Store is a blob store in a local directory. Its methods are safe for
 // concurrent use, also by several Stores (or processes) on one directory.
 type Store struct {
-	blobs string // <dir>/sha256
-	tmp   string // <dir>/tmp
+	blobs string   // <dir>/sha256
+	tmp   string   // <dir>/tmp/proc-<random>, this Store's own
+	lock  *os.File // holds the lock of tmp; nil where locks are not available
 }
 
 var (
@@ -47,8 +71,9 @@ var (
 	_ store.FilePutter = (*Store)(nil)
 )
 
-// Open returns the store in dir, creating dir and its layout if needed, and
-// removes temporary files older than StaleTempAge.
+// Open returns the store in dir, creating dir and its layout if needed,
+// after removing what crashed writers left in tmp (see the package
+// comment). The Store holds an open lock file until Close.
 func Open(dir string) (*Store, error) {
 	if dir == "" {
 		return nil, registry.Errorf(registry.Invalid, "blob directory is empty")
@@ -57,30 +82,94 @@ func Open(dir string) (*Store, error) {
 	if err != nil {
 		return nil, registry.Wrap(registry.Internal, err, "resolving blob directory "+dir)
 	}
-	s := &Store{blobs: filepath.Join(abs, "sha256"), tmp: filepath.Join(abs, "tmp")}
-	for _, d := range []string{s.blobs, s.tmp} {
+	s := &Store{blobs: filepath.Join(abs, "sha256")}
+	tmp := filepath.Join(abs, "tmp")
+	for _, d := range []string{s.blobs, tmp} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, registry.Wrap(registry.Internal, err, "creating blob directory")
 		}
 	}
-	if err := s.removeStaleTemps(time.Now().Add(-StaleTempAge)); err != nil {
+	if err := removeLeftovers(tmp, time.Now().Add(-StaleTempAge)); err != nil {
+		return nil, err
+	}
+	if err := s.claimTemp(tmp); err != nil {
 		return nil, err
 	}
 	return s, nil
 }
 
-// removeStaleTemps removes the files in tmp last modified before cutoff.
-func (s *Store) removeStaleTemps(cutoff time.Time) error {
-	entries, err := os.ReadDir(s.tmp)
+// claimTemp creates the Store's own directory in tmp and locks it. The
+// directory is set up under a name other Opens leave alone and renamed
+// once locked, so that no Open ever sees it unlocked.
+func (s *Store) claimTemp(tmp string) error {
+	setup, err := os.MkdirTemp(tmp, newPrefix+"*")
+	if err != nil {
+		return registry.Wrap(registry.Internal, err, "creating a temporary blob directory")
+	}
+	lock, err := flock.TryLock(filepath.Join(setup, lockName))
+	switch {
+	case errors.Is(err, flock.ErrUnsupported):
+		lock = nil // leftovers are then removed by age
+	case err != nil:
+		os.RemoveAll(setup)
+		return registry.Wrap(registry.Internal, err, "locking the temporary blob directory")
+	}
+	own := filepath.Join(tmp, ownerPrefix+strings.TrimPrefix(filepath.Base(setup), newPrefix))
+	if err := os.Rename(setup, own); err != nil {
+		if lock != nil {
+			lock.Close()
+		}
+		os.RemoveAll(setup)
+		return registry.Wrap(registry.Internal, err, "setting up the temporary blob directory")
+	}
+	s.tmp, s.lock = own, lock
+	return nil
+}
+
+// Close removes the Store's temporary directory and releases its lock.
+// The Store must not be used afterwards. Not calling Close leaks nothing
+// but an open file until the process ends; the next Open of the directory
+// removes what is left.
+func (s *Store) Close() error {
+	err := os.RemoveAll(s.tmp)
+	if s.lock != nil {
+		s.lock.Close()
+	}
+	return err
+}
+
+// removeLeftovers removes from tmp what writers that have ended left:
+// every Store directory whose lock can be taken and, where ownership
+// cannot be told, anything last modified before cutoff.
+func removeLeftovers(tmp string, cutoff time.Time) error {
+	entries, err := os.ReadDir(tmp)
 	if err != nil {
 		return registry.Wrap(registry.Internal, err, "listing temporary blob files")
 	}
 	for _, e := range entries {
+		path := filepath.Join(tmp, e.Name())
+		if e.IsDir() && strings.HasPrefix(e.Name(), ownerPrefix) {
+			lock, err := flock.TryLock(filepath.Join(path, lockName))
+			switch {
+			case err == nil:
+				// Its Store is gone: the lock was free.
+				err = os.RemoveAll(path)
+				lock.Close()
+				if err != nil {
+					return registry.Wrap(registry.Internal, err, "removing the temporary blob files of an ended process")
+				}
+				continue
+			case errors.Is(err, flock.ErrLocked), errors.Is(err, fs.ErrNotExist):
+				continue // in use, or removed meanwhile
+			case !errors.Is(err, flock.ErrUnsupported):
+				return registry.Wrap(registry.Internal, err, "checking whether temporary blob files are in use")
+			}
+		}
 		info, err := e.Info()
 		if err != nil || !info.ModTime().Before(cutoff) {
 			continue // gone meanwhile, or possibly still being written
 		}
-		if err := os.RemoveAll(filepath.Join(s.tmp, e.Name())); err != nil {
+		if err := os.RemoveAll(path); err != nil {
 			return registry.Wrap(registry.Internal, err, "removing a stale temporary blob file")
 		}
 	}
@@ -122,6 +211,13 @@ func (s *Store) Put(ctx context.Context, digest string, size int64, r io.Reader)
 		return nil
 	}
 	f, err := os.CreateTemp(s.tmp, "put-*")
+	if errors.Is(err, fs.ErrNotExist) {
+		// Without file locks, another process's Open removes a directory
+		// unused for StaleTempAge: make it again.
+		if err = os.MkdirAll(s.tmp, 0o700); err == nil {
+			f, err = os.CreateTemp(s.tmp, "put-*")
+		}
+	}
 	if err != nil {
 		return registry.Wrap(registry.Internal, err, "creating a temporary blob file")
 	}

@@ -1,13 +1,19 @@
 package fsblob
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
+	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -60,10 +66,30 @@ func TestLayoutAndOSFile(t *testing.T) {
 	if blob.ModTime.IsZero() {
 		t.Error("ModTime is zero")
 	}
-	entries, err := os.ReadDir(filepath.Join(dir, "tmp"))
-	if err != nil || len(entries) != 0 {
-		t.Errorf("tmp holds %v (%v) after a successful Put, want nothing", entries, err)
+	if left := tempFiles(t, filepath.Join(dir, "tmp")); len(left) != 0 {
+		t.Errorf("tmp holds %v after a successful Put, want nothing", left)
 	}
+}
+
+// tempFiles lists the files in tmp and its directories, but for the lock
+// files of the Stores' own directories.
+func tempFiles(t *testing.T, tmp string) []string {
+	t.Helper()
+	var files []string
+	err := filepath.WalkDir(tmp, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(tmp, path)
+		if !d.IsDir() && !(d.Name() == lockName && strings.HasPrefix(rel, ownerPrefix)) {
+			files = append(files, rel)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
 }
 
 func TestFailedPutsLeaveNoTempFiles(t *testing.T) {
@@ -78,9 +104,8 @@ func TestFailedPutsLeaveNoTempFiles(t *testing.T) {
 			if !registry.IsKind(err, registry.Invalid) {
 				t.Fatalf("Put = %v, want kind invalid", err)
 			}
-			entries, err := os.ReadDir(filepath.Join(dir, "tmp"))
-			if err != nil || len(entries) != 0 {
-				t.Errorf("tmp holds %v (%v) after a failed Put, want nothing", entries, err)
+			if left := tempFiles(t, filepath.Join(dir, "tmp")); len(left) != 0 {
+				t.Errorf("tmp holds %v after a failed Put, want nothing", left)
 			}
 		})
 	}
@@ -226,4 +251,135 @@ func BenchmarkOpen(b *testing.B) {
 		}
 		blob.Close()
 	}
+}
+
+// TestOpenRemovesLeftoversOfEndedStores checks that Open removes the
+// directory of a Store that is gone (its lock is free) at once, whatever
+// its age, and leaves the directory of a Store still open alone.
+func TestOpenRemovesLeftoversOfEndedStores(t *testing.T) {
+	dir := t.TempDir()
+	live, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := filepath.Join(dir, "tmp")
+	dead := filepath.Join(tmp, ownerPrefix+"dead")
+	if err := os.MkdirAll(dead, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{lockName, "put-partial"} {
+		if err := os.WriteFile(filepath.Join(dead, name), []byte("partial"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inFlight := filepath.Join(live.tmp, "put-in-flight")
+	if err := os.WriteFile(inFlight, []byte("being written"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	again, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dead); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the directory of an ended Store survived Open: %v", err)
+	}
+	if _, err := os.Stat(inFlight); err != nil && live.lock != nil {
+		t.Errorf("Open removed a file of a Store still open: %v", err)
+	}
+	for _, s := range []*Store{live, again} {
+		data := []byte("still works " + s.tmp)
+		if err := s.Put(t.Context(), digestOf(data), int64(len(data)), bytes.NewReader(data)); err != nil {
+			t.Errorf("Put after another Open: %v", err)
+		}
+	}
+	if err := again.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(again.tmp); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Close left the Store's directory: %v", err)
+	}
+}
+
+// TestLeftoversOfKilledWriterAreRemoved kills (SIGKILL) a process in the
+// middle of a Put and checks that the next Open removes its partial file.
+func TestLeftoversOfKilledWriterAreRemoved(t *testing.T) {
+	if dir := os.Getenv("FSBLOB_TEST_WRITER"); dir != "" {
+		killedWriter(dir)
+		return
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestLeftoversOfKilledWriterAreRemoved$")
+	cmd.Env = append(os.Environ(), "FSBLOB_TEST_WRITER="+dir)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	}()
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || line != "writing\n" {
+		t.Fatalf("the writer said %q (%v), want writing", line, err)
+	}
+	tmp := filepath.Join(dir, "tmp")
+	partial := tempFiles(t, tmp)
+	if len(partial) != 1 || !strings.Contains(partial[0], "put-") {
+		t.Fatalf("while the writer writes, tmp holds %v; want its one partial file", partial)
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.lock == nil {
+		t.Skip("no file locks here: leftovers are removed once StaleTempAge old")
+	}
+	if left := tempFiles(t, tmp); len(left) != 0 {
+		t.Errorf("after the writer was killed and the store opened again, tmp holds %v; want nothing", left)
+	}
+	entries, _ := os.ReadDir(tmp)
+	if len(entries) != 1 || filepath.Join(tmp, entries[0].Name()) != s.tmp {
+		t.Errorf("tmp holds %v, want only the new Store's directory %s", entries, filepath.Base(s.tmp))
+	}
+}
+
+// killedWriter runs in the child process of
+// TestLeftoversOfKilledWriterAreRemoved: it starts a Put whose content
+// never ends and says "writing" once part of it is on disk.
+func killedWriter(dir string) {
+	s, err := Open(dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	r := &stallingReader{chunk: bytes.Repeat([]byte("x"), 64<<10)}
+	s.Put(context.Background(), digestOf([]byte("never")), 1<<30, r) //nolint:errcheck // killed before it returns
+	os.Exit(3)
+}
+
+// stallingReader yields one chunk, then announces on stdout that the
+// chunk was written (the second Read comes after the write) and blocks.
+type stallingReader struct {
+	chunk []byte
+	reads int
+}
+
+func (r *stallingReader) Read(p []byte) (int, error) {
+	r.reads++
+	if r.reads == 1 {
+		return copy(p, r.chunk), nil
+	}
+	os.Stdout.WriteString("writing\n")
+	time.Sleep(time.Hour) // until killed
+	return 0, io.ErrUnexpectedEOF
 }
