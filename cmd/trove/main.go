@@ -86,6 +86,7 @@ type command struct {
 func commands() []*command {
 	return []*command{
 		serveCommand(), migrateCommand(), storeCopyCommand(), adminTokenCommand(),
+		loginCommand(), logoutCommand(),
 		namespaceCreate(), namespaceList(), namespaceShow(), namespaceUpdate(), namespaceDelete(),
 		keyAdd(), keyList(), keyRemove(),
 		tokenCreate(), tokenList(), tokenExpire(), tokenRevoke(),
@@ -202,7 +203,7 @@ func runCommand(ctx context.Context, e env, c *command, args []string) int {
 		}
 	}
 	if err == nil {
-		err = runFn(ctx, positional)
+		err = cl.explain(runFn(ctx, positional))
 	}
 	return report(e, c, err)
 }

@@ -84,6 +84,8 @@ type Config struct {
 	Index Index
 	// Blobs selects and configures the blob backend.
 	Blobs Blobs
+	// Signing configures registry-managed signing keys (see signing.go).
+	Signing Signing
 }
 
 // Limits bound the size of what a publish may upload.
@@ -170,6 +172,7 @@ func (c *Config) FlagSet(name string) *flag.FlagSet {
 	fs.StringVar(&c.Blobs.Backend, "blob-backend", BlobsFS, "blob `backend`: fs or s3")
 	fs.StringVar(&c.Blobs.FS.Dir, "fs-blob-dir", "", "`directory` of the fs blob backend (default <data-dir>/blobs)")
 	c.s3Flags(fs)
+	c.signingFlags(fs)
 	c.Limits.MaxUploadBytes = DefaultMaxUploadBytes
 	c.Limits.MaxZipBytes = DefaultMaxZipBytes
 	c.Limits.MaxUnpackedBytes = DefaultMaxUnpackedBytes
@@ -293,6 +296,7 @@ func (c *Config) applyDefaults(getenv func(string) string) error {
 		}
 	}
 	c.PublicURL = strings.TrimSuffix(c.PublicURL, "/")
+	c.signingDefaults()
 	return nil
 }
 
@@ -375,6 +379,7 @@ func (c Config) Validate() error {
 		bad("--download-url-ttl must be between %s and %s, got %s", MinDownloadURLTTL, MaxDownloadURLTTL, c.DownloadURLTTL)
 	}
 	errs = append(errs, c.Access.validate()...)
+	errs = append(errs, c.Signing.validate()...)
 	for _, l := range []struct {
 		flag string
 		v    int64

@@ -32,6 +32,7 @@ func TestLoadDefaults(t *testing.T) {
 		CacheBytes:     24 << 20,
 		Index:          Index{Backend: "sqlite", SQLite: SQLite{Path: "/home/u/.local/share/trove/trove.db"}, Postgres: Postgres{MigrateOnStart: true}},
 		Blobs:          Blobs{Backend: "fs", FS: FS{Dir: "/home/u/.local/share/trove/blobs"}, S3: S3{DownloadMode: "redirect"}},
+		Signing:        Signing{SecretFile: "/home/u/.local/share/trove/signing-secret", CreateSecret: true},
 	}
 	if c != want {
 		t.Errorf("Load() =\n%+v\nwant\n%+v", c, want)
@@ -217,6 +218,7 @@ func TestEveryFlagHasAnEnvVar(t *testing.T) {
 			"s3-endpoint": "https://s3.example", "s3-region": "eu-west-1", "s3-bucket": "b", "s3-prefix": "p",
 			"s3-path-style": "true", "s3-access-key": "a", "s3-secret-key": "s", "download-mode": "proxy",
 			"private-download-url-ttl": "3m", "login-token-ttl": "24h", "config": "/etc/trove.env",
+			"signing-secret-file": "/etc/trove/signing-secret",
 		}[f.Name]
 		if v == "" {
 			t.Errorf("flag --%s has no test value", f.Name)
