@@ -22,6 +22,10 @@ type cli struct {
 	caFile  string
 	jsonOut bool
 	set     map[string]bool // client flags given on the command line
+
+	// tokenSource says where the token of the last client came from, for
+	// errors: "--token", "TROVE_TOKEN", the credentials file, or "".
+	tokenSource string
 }
 
 // clientEnv returns the environment variable of a client flag, or "".
@@ -84,12 +88,83 @@ func (c *cli) client() (*client.Client, error) {
 	}
 	addr := value("addr", c.addr, defaultAddr)
 	token := value("token", c.token, "")
-	caFile := value("ca-file", c.caFile, "")
+	switch {
+	case c.set["token"]:
+		c.tokenSource = "--token"
+	case token != "":
+		c.tokenSource = "TROVE_TOKEN"
+	default:
+		// Neither given: the token `trove login` or `terraform login`
+		// stored for the host, if any.
+		t, source, err := c.storedToken(addr)
+		if err != nil {
+			return nil, err
+		}
+		token, c.tokenSource = t, source
+	}
+	return c.clientFor(addr, token)
+}
+
+// clientFor returns a client of addr with token and the --ca-file.
+func (c *cli) clientFor(addr, token string) (*client.Client, error) {
+	caFile := c.caFile
+	if !c.set["ca-file"] {
+		caFile = c.getenv(clientEnv("ca-file"))
+	}
 	opts := []client.Option{client.WithUserAgent("trove-cli/" + buildVersion())}
 	if caFile != "" {
 		opts = append(opts, client.WithCAFile(caFile))
 	}
 	return client.New(addr, token, opts...)
+}
+
+// serverAddr returns the server address from --addr, TROVE_ADDR or the
+// default.
+func (c *cli) serverAddr() string {
+	if c.set["addr"] {
+		return c.addr
+	}
+	if e := c.getenv(clientEnv("addr")); e != "" {
+		return e
+	}
+	return defaultAddr
+}
+
+// storedToken returns the token the credentials file holds for the host
+// of addr and a description of where it came from, or "" and "" if it
+// holds none.
+func (c *cli) storedToken(addr string) (token, source string, err error) {
+	path, err := credentialsPath(c.getenv)
+	if err != nil {
+		return "", "", nil // no file to look in
+	}
+	host, err := credentialsHost(addr)
+	if err != nil {
+		return "", "", nil // client.New explains a bad address
+	}
+	doc, err := readCredentials(path)
+	if err != nil {
+		return "", "", fmt.Errorf("reading the token for %s: %w (fix or remove the file, or pass --token)", host.ForDisplay(), err)
+	}
+	if token = doc.token(host); token == "" {
+		return "", "", nil
+	}
+	return token, fmt.Sprintf("%s (host %s, written by trove login or terraform login)", path, host.ForDisplay()), nil
+}
+
+// explain adds to an error of the server that refused the credentials
+// where the token came from and what to do.
+func (c *cli) explain(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case client.IsUnauthenticated(err) && c.tokenSource == "":
+		host, _ := credentialsHost(c.serverAddr())
+		return fmt.Errorf("%w\n(no token was sent: pass --token, set TROVE_TOKEN, or run `trove login %s`)", err, host.ForDisplay())
+	case client.IsUnauthenticated(err) || client.IsForbidden(err):
+		return fmt.Errorf("%w\n(the token came from %s)", err, c.tokenSource)
+	}
+	return err
 }
 
 // printJSON writes v as indented JSON on stdout.

@@ -420,7 +420,7 @@ func (h *handler) createToken(w http.ResponseWriter, r *http.Request) error {
 	for _, s := range req.Scopes {
 		scope := registry.Scope(s)
 		if scope != registry.ScopeRead && scope != registry.ScopePublish && scope != registry.ScopeAdmin {
-			return registry.Errorf(registry.Invalid, "unknown scope %q: use read, publish or admin", s)
+			return registry.Errorf(registry.Invalid, "unknown scope %.64q: use read, publish or admin", s)
 		}
 		if !slices.Contains(t.Scopes, scope) {
 			t.Scopes = append(t.Scopes, scope)

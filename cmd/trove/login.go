@@ -1,0 +1,274 @@
+package main
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"flag"
+	"fmt"
+	"html"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+
+	"trove.dev/trove/internal/client"
+)
+
+// defaultLoginTimeout bounds the wait for the browser.
+const defaultLoginTimeout = 10 * time.Minute
+
+func loginCommand() *command {
+	return &command{
+		name: "login", args: "[HOST] [--timeout DURATION]", maxArgs: 1, client: true,
+		summary: "Log in with your user name and password in a browser (login.v1, as terraform login) and store the token " +
+			"in Terraform's credentials file, which terraform, tofu and trove then use for HOST.",
+		examples: []string{
+			"trove login registry.internal",
+			"trove login          # the host of --addr or TROVE_ADDR",
+			"BROWSER=firefox trove login localhost:8443",
+		},
+		setup: func(fs *flag.FlagSet, cl *cli) func(context.Context, []string) error {
+			timeout := fs.Duration("timeout", defaultLoginTimeout, "how long to wait for the login in the browser")
+			return func(ctx context.Context, args []string) error {
+				addr := cl.serverAddr()
+				if len(args) == 1 {
+					addr = args[0]
+				}
+				if *timeout <= 0 {
+					return usagef("--timeout must be positive, got %s", *timeout)
+				}
+				return runLogin(ctx, cl, addr, *timeout)
+			}
+		},
+	}
+}
+
+// runLogin runs the authorization code flow with PKCE against the login.v1
+// service of the host of addr and stores the token it obtains.
+func runLogin(ctx context.Context, cl *cli, addr string, timeout time.Duration) error {
+	host, err := credentialsHost(addr)
+	if err != nil {
+		return usagef("%s", err)
+	}
+	path, err := credentialsPath(cl.getenv)
+	if err != nil {
+		return err
+	}
+	c, err := cl.clientFor(addr, "")
+	if err != nil {
+		return err
+	}
+	svc, err := c.DiscoverLogin(ctx)
+	if err != nil {
+		return err
+	}
+	ln, port, err := listenLoopback(svc.MinPort, svc.MaxPort)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	req, err := svc.NewLoginRequest(port)
+	if err != nil {
+		return err
+	}
+	codes := make(chan loginResult, 1)
+	srv := &http.Server{Handler: callbackHandler(req.State, codes), ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln) //nolint:errcheck // ends with Close
+	defer srv.Close()
+
+	fmt.Fprintf(cl.stderr, "Open this URL in a web browser and log in to %s:\n\n    %s\n\n", host.ForDisplay(), req.URL)
+	if b := cl.getenv("BROWSER"); b != "" {
+		openBrowser(cl, b, req.URL)
+	}
+	fmt.Fprintf(cl.stderr, "Waiting for the browser to come back to http://localhost:%d (Ctrl-C to give up)...\n", port)
+
+	wait, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var res loginResult
+	select {
+	case res = <-codes:
+	case <-wait.Done():
+		if ctx.Err() != nil {
+			return errors.New("login cancelled")
+		}
+		return fmt.Errorf("no login within %s: run trove login again (--timeout sets the wait)", timeout)
+	}
+	if res.err != nil {
+		return res.err
+	}
+	token, err := c.ExchangeLoginCode(ctx, svc, req, res.code)
+	if err != nil {
+		return err
+	}
+	doc, err := readCredentials(path)
+	if err != nil {
+		return err
+	}
+	doc.set(host, token)
+	if err := doc.write(path); err != nil {
+		return fmt.Errorf("storing the token in %s: %w", path, err)
+	}
+	who := ""
+	if authed, err := cl.clientFor(addr, token); err == nil {
+		if t, err := authed.WhoAmI(ctx); err == nil {
+			who = fmt.Sprintf(" as %s (%s)", t.User, describeToken(t))
+		}
+	}
+	fmt.Fprintf(cl.stdout, "Logged in to %s%s.\nThe token is stored in %s, where terraform, tofu and trove find it for %s; `trove logout %s` removes it.\n",
+		host.ForDisplay(), who, path, host.ForDisplay(), host.ForDisplay())
+	return nil
+}
+
+// listenLoopback listens on 127.0.0.1 on a free port from lo to hi-1
+// (the range the clients draw from), trying them from a random start.
+func listenLoopback(lo, hi int) (net.Listener, int, error) {
+	n := hi - lo
+	if n < 1 {
+		n = 1
+	}
+	start := rand.IntN(n)
+	var lastErr error
+	for i := range n {
+		port := lo + (start+i)%n
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err == nil {
+			return ln, port, nil
+		}
+		lastErr = err
+	}
+	return nil, 0, fmt.Errorf("no free local port from %d to %d for the browser to come back to: %w", lo, hi-1, lastErr)
+}
+
+// loginResult is what the browser brought back: a code or an error.
+type loginResult struct {
+	code string
+	err  error
+}
+
+// callbackHandler serves /login, where the authorization server sends the
+// browser back with a code (or an error) and the state, and delivers the
+// first answer whose state matches on results.
+func callbackHandler(state string, results chan<- loginResult) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /login", func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		if subtle.ConstantTimeCompare([]byte(q.Get("state")), []byte(state)) != 1 {
+			loginPage(w, http.StatusBadRequest, "This login does not belong to the trove login command waiting here. Run trove login again.")
+			return
+		}
+		var res loginResult
+		switch {
+		case q.Get("error") != "":
+			res.err = fmt.Errorf("the registry refused the login: %s %s", printable(q.Get("error")), printable(q.Get("error_description")))
+			loginPage(w, http.StatusOK, "The login was refused. You can close this window.")
+		case q.Get("code") == "":
+			res.err = errors.New("the browser came back without an authorization code")
+			loginPage(w, http.StatusBadRequest, "No authorization code. Run trove login again.")
+		default:
+			res.code = q.Get("code")
+			loginPage(w, http.StatusOK, "You are logged in: go back to the terminal. You can close this window.")
+		}
+		select {
+		case results <- res:
+		default: // an answer was delivered already
+		}
+	})
+	return mux
+}
+
+func loginPage(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	fmt.Fprintf(w, "<!doctype html><title>trove login</title><p>%s</p>\n", html.EscapeString(msg))
+}
+
+// openBrowser starts the browser command (the BROWSER variable: a program,
+// optionally with arguments, or several separated by ':' as in
+// sensible-browser) with url, without waiting for it. A failure only
+// prints a note: the URL is on the screen.
+func openBrowser(cl *cli, browser, url string) {
+	for _, candidate := range strings.Split(browser, ":") {
+		fields := strings.Fields(candidate)
+		if len(fields) == 0 {
+			continue
+		}
+		cmd := exec.Command(fields[0], append(fields[1:], url)...)
+		if err := cmd.Start(); err != nil {
+			fmt.Fprintf(cl.stderr, "(could not start the browser %q: %s)\n", fields[0], err)
+			continue
+		}
+		go cmd.Wait() //nolint:errcheck // reap it; the browser's fate is not ours
+		return
+	}
+}
+
+func logoutCommand() *command {
+	return &command{
+		name: "logout", args: "[HOST] [--keep-token]", maxArgs: 1, client: true,
+		summary: "Revoke the token trove login or terraform login stored for HOST and remove it from the credentials file.",
+		examples: []string{"trove logout registry.internal", "trove logout   # the host of --addr or TROVE_ADDR"},
+		setup: func(fs *flag.FlagSet, cl *cli) func(context.Context, []string) error {
+			keep := fs.Bool("keep-token", false, "only remove the token from the file; it stays valid until it expires")
+			return func(ctx context.Context, args []string) error {
+				addr := cl.serverAddr()
+				if len(args) == 1 {
+					addr = args[0]
+				}
+				host, err := credentialsHost(addr)
+				if err != nil {
+					return usagef("%s", err)
+				}
+				path, err := credentialsPath(cl.getenv)
+				if err != nil {
+					return err
+				}
+				doc, err := readCredentials(path)
+				if err != nil {
+					return err
+				}
+				token := doc.token(host)
+				if token == "" {
+					fmt.Fprintf(cl.stdout, "No token for %s in %s: nothing to do.\n", host.ForDisplay(), path)
+					return nil
+				}
+				if !*keep {
+					if err := revokeOwnToken(ctx, cl, addr, token); err != nil {
+						return fmt.Errorf("revoking the token on %s: %w (the file is unchanged; --keep-token removes it from the file only)", host.ForDisplay(), err)
+					}
+				}
+				doc.set(host, "")
+				if err := doc.write(path); err != nil {
+					return err
+				}
+				msg := "revoked it and removed it from"
+				if *keep {
+					msg = "removed it from"
+				}
+				fmt.Fprintf(cl.stdout, "Logged out of %s: %s %s.\n", host.ForDisplay(), msg, path)
+				return nil
+			}
+		},
+	}
+}
+
+// revokeOwnToken revokes the token it authenticates with; a token the
+// server no longer accepts counts as revoked.
+func revokeOwnToken(ctx context.Context, cl *cli, addr, token string) error {
+	c, err := cl.clientFor(addr, token)
+	if err != nil {
+		return err
+	}
+	t, err := c.WhoAmI(ctx)
+	if client.IsUnauthenticated(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return c.RevokeToken(ctx, t.ID)
+}

@@ -1,0 +1,202 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"html"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"trove.dev/trove/internal/trovetest"
+)
+
+var (
+	loginURL    = regexp.MustCompile(`https://\S+/oauth/authorize\?\S+`)
+	hiddenInput = regexp.MustCompile(`<input type="hidden" name="([^"]+)" value="([^"]*)">`)
+)
+
+// playLoginBrowser does what the user's browser does with the URL trove
+// login prints: it opens the login page, submits the form with user and
+// password, and follows the redirect to the waiting trove login.
+func playLoginBrowser(t *testing.T, s *trovetest.Server, authz, user, password string) {
+	t.Helper()
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &http.Client{Jar: jar, Transport: s.HTTPClient().Transport,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := b.Get(authz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("the login page answered %d:\n%s", resp.StatusCode, page)
+	}
+	form := url.Values{}
+	for _, m := range hiddenInput.FindAllStringSubmatch(string(page), -1) {
+		form.Set(m[1], html.UnescapeString(m[2]))
+	}
+	form.Set("username", user)
+	form.Set("password", password)
+	form.Set("action", "allow")
+	post, _ := url.Parse(authz)
+	post.RawQuery = ""
+	resp, err = b.PostForm(post.String(), form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusFound {
+		t.Fatalf("submitting the login form answered %d:\n%s", resp.StatusCode, body)
+	}
+	back, err := url.Parse(resp.Header.Get("Location"))
+	if err != nil || back.Hostname() != "localhost" {
+		t.Fatalf("the login redirects to %q", resp.Header.Get("Location"))
+	}
+	back.Host = "127.0.0.1:" + back.Port()
+	resp, err = http.Get(back.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "logged in") {
+		t.Fatalf("trove login's listener answered %d: %s", resp.StatusCode, body)
+	}
+}
+
+// runLoginCommand runs `trove login` and plays the browser for it.
+func runLoginCommand(t *testing.T, s *trovetest.Server, environ map[string]string, user, password string) result {
+	t.Helper()
+	pr, pw := io.Pipe()
+	var stdout strings.Builder
+	done := make(chan int, 1)
+	go func() {
+		code := run(context.Background(), []string{"login", s.Host, "--timeout", "1m"}, func(k string) string { return environ[k] },
+			strings.NewReader(""), &stdout, pw)
+		pw.Close()
+		done <- code
+	}()
+	var stderr strings.Builder
+	sc := bufio.NewScanner(pr)
+	played := false
+	for sc.Scan() {
+		stderr.WriteString(sc.Text() + "\n")
+		if u := loginURL.FindString(sc.Text()); u != "" && !played {
+			played = true
+			go func() {
+				// The rest of stderr must be read meanwhile.
+				playLoginBrowser(t, s, u, user, password)
+			}()
+		}
+	}
+	code := <-done
+	if !played {
+		t.Fatalf("trove login printed no URL:\n%s", stderr.String())
+	}
+	return result{code: code, stdout: stdout.String(), stderr: stderr.String()}
+}
+
+func TestLoginStoresTokenForEveryCommand(t *testing.T) {
+	s := trovetest.Start(t)
+	home := t.TempDir()
+	admin := map[string]string{"TROVE_ADDR": s.URL, "TROVE_TOKEN": s.AdminToken, "TROVE_CA_FILE": s.CAFile, "HOME": home}
+	for _, args := range [][]string{
+		{"namespace", "create", "acme"},
+		{"user", "create", "alice", "--password-stdin"},
+		{"member", "add", "acme", "alice", "--role", "reader"},
+	} {
+		if r := runTrove(t, admin, "a long password\n", args...); r.code != exitOK {
+			t.Fatalf("trove %v: exit %d\n%s", args, r.code, r.stderr)
+		}
+	}
+	// A credentials file of terraform's with another host in it, which
+	// must survive.
+	cfgDir := filepath.Join(t.TempDir(), "tf")
+	if err := os.MkdirAll(cfgDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	credFile := filepath.Join(cfgDir, "credentials.tfrc.json")
+	if err := os.WriteFile(credFile, []byte(`{"credentials":{"other.example":{"token":"keep-me"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	user := map[string]string{"TROVE_ADDR": s.URL, "TROVE_CA_FILE": s.CAFile, "HOME": home, "TF_CLI_CONFIG_DIR": cfgDir}
+
+	// Without a token, the private namespace is invisible and the error
+	// (for a command needing one) says how to get a token.
+	if r := runTrove(t, user, "", "token", "list", "--user", "alice"); r.code != exitError || !strings.Contains(r.stderr, "trove login "+s.Host) {
+		t.Errorf("token list without a token: exit %d, stderr %q; want advice to run trove login", r.code, r.stderr)
+	}
+
+	r := runLoginCommand(t, s, user, "alice", "a long password")
+	if r.code != exitOK || !strings.Contains(r.stdout, "Logged in to "+s.Host+" as alice") {
+		t.Fatalf("trove login: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	var doc struct {
+		Credentials map[string]struct {
+			Token string `json:"token"`
+		} `json:"credentials"`
+	}
+	data, err := os.ReadFile(credFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Credentials["other.example"].Token != "keep-me" || !strings.HasPrefix(doc.Credentials[s.Host].Token, "trove_") {
+		t.Fatalf("credentials file after login:\n%s", data)
+	}
+	if fi, err := os.Stat(credFile); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("credentials file mode %v, %v; want 0600", fi.Mode(), err)
+	}
+
+	// Every client command now uses the stored token.
+	if r := runTrove(t, user, "", "namespace", "list"); r.code != exitOK || !strings.Contains(r.stdout, "acme") {
+		t.Errorf("namespace list with the stored token: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	// TROVE_TOKEN wins over the file; a refused one is named as the source.
+	user["TROVE_TOKEN"] = "trove_notavalidtoken"
+	if r := runTrove(t, user, "", "namespace", "list"); r.code != exitError || !strings.Contains(r.stderr, "came from TROVE_TOKEN") {
+		t.Errorf("namespace list with a bad TROVE_TOKEN: exit %d, stderr %q", r.code, r.stderr)
+	}
+	delete(user, "TROVE_TOKEN")
+
+	// logout revokes the token and removes it from the file only.
+	if r := runTrove(t, user, "", "logout", s.Host); r.code != exitOK || !strings.Contains(r.stdout, "revoked") {
+		t.Fatalf("trove logout: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	stored := doc.Credentials[s.Host].Token
+	data, _ = os.ReadFile(credFile)
+	if strings.Contains(string(data), s.Host) || !strings.Contains(string(data), "keep-me") {
+		t.Errorf("credentials file after logout:\n%s", data)
+	}
+	user["TROVE_TOKEN"] = stored
+	if r := runTrove(t, user, "", "namespace", "list"); r.code != exitError {
+		t.Errorf("the token still works after logout: exit %d, stdout %q", r.code, r.stdout)
+	}
+	delete(user, "TROVE_TOKEN")
+	if r := runTrove(t, user, "", "logout", s.Host); r.code != exitOK || !strings.Contains(r.stdout, "nothing to do") {
+		t.Errorf("second logout: exit %d, stdout %q", r.code, r.stdout)
+	}
+
+	// A token the server refuses, found in the file, is named with the file.
+	if err := os.WriteFile(credFile, []byte(`{"credentials":{"`+s.Host+`":{"token":"trove_revoked"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := runTrove(t, user, "", "namespace", "list"); r.code != exitError || !strings.Contains(r.stderr, credFile) {
+		t.Errorf("namespace list with a refused stored token: exit %d, stderr %q; want it to name %s", r.code, r.stderr, credFile)
+	}
+}
