@@ -94,7 +94,7 @@ func commands() []*command {
 		memberAdd(), memberList(), memberRemove(),
 		auditCommand(),
 		publishCommand(),
-		providerList(), providerShow(),
+		providerList(), providerShow(), providerPackage(),
 		modulePublish(), moduleList(), moduleShow(), moduleDelete(),
 		versionCommand(),
 	}

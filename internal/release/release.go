@@ -1,9 +1,13 @@
 // Package release checks the files of a goreleaser provider release before
 // Trove stores them: the SHA256SUMS document, the package file names, the
-// zip archives and the optional manifest. Every function is pure: it reads
-// only the bytes or the reader it is given, and treats them as hostile.
-// What passes is served to Terraform and OpenTofu as is, so the rules are
-// stricter than the clients' parsers, never looser.
+// zip archives and the optional manifest. Every checking function is pure:
+// it reads only the bytes or the reader it is given, and treats them as
+// hostile. What passes is served to Terraform and OpenTofu as is, so the
+// rules are stricter than the clients' parsers, never looser.
+//
+// It also writes that layout without goreleaser (Pack, for
+// `trove provider package`), from executables whose headers it checks
+// against the platform they are packaged for (CheckExecutable).
 package release
 
 import (
