@@ -45,18 +45,28 @@ func TestPrivateNamespaceWithLogin(t *testing.T) {
 	publish(t, srv, publishToken, packageRelease(t, key, releaseSpec{Version: "1.0.0"}))
 	srv.mustCLIStdin(t, srv.AdminToken, loginPassword+"\n", "user", "create", "alice", "--password-stdin")
 	srv.mustCLI(t, srv.AdminToken, "member", "add", namespace, "alice", "--role", "reader")
-	want := fmt.Sprintf("Installed %s/%s/%s v1.0.0 (self-signed, key ID %s)", srv.Host, namespace, providerType, key.KeyID)
+	srv.mustCLI(t, srv.AdminToken, "namespace", "create", "other")
+	other := strings.TrimSpace(srv.mustCLI(t, srv.AdminToken, "token", "create", "--namespace", "other", "--scope", "read"))
+	forEachClient(t, func(t *testing.T, client string) {
+		testPrivateInstalls(t, srv, client, key, other)
+	})
+}
 
+// testPrivateInstalls is what users of TestPrivateNamespaceWithLogin's
+// private provider see with client: other is a read token of another
+// namespace.
+func testPrivateInstalls(t *testing.T, srv *troveServer, client string, key *signingtest.Key, other string) {
+	source := fmt.Sprintf("%s/%s/%s", srv.Host, namespace, providerType)
 	t.Run("anonymous init is told to log in", func(t *testing.T) {
-		tf := newTerraform(t, srv, "")
+		tf := newClient(t, client, srv, "")
 		res := tf.run(t, writeProject(t, srv, "1.0.0", "anon"), "init", "-input=false")
 		if res.Code == 0 || !strings.Contains(res.Flat, "host "+srv.Host+" requires authentication credentials") {
 			t.Errorf("anonymous terraform init: exit %d, want a failure saying the host requires authentication credentials:\n%s", res.Code, res.Output)
 		}
 	})
 
-	t.Run("terraform login then init", func(t *testing.T) {
-		tf := newTerraform(t, srv, "")
+	t.Run("login then init", func(t *testing.T) {
+		tf := newClient(t, client, srv, "")
 		// With TF_CLI_CONFIG_FILE set, terraform ignores its configuration
 		// directory, credentials.tfrc.json included: run it as a user does,
 		// with the configuration in HOME (which holds none).
@@ -83,7 +93,7 @@ func TestPrivateNamespaceWithLogin(t *testing.T) {
 		}
 
 		res := tf.mustRun(t, writeProject(t, srv, "1.0.0", "alice"), "init", "-input=false")
-		if !strings.Contains(res.Flat, want) {
+		if want := tf.installedLine(source, "1.0.0", key.KeyID); !strings.Contains(res.Flat, want) {
 			t.Errorf("terraform init with the login token lacks %q:\n%s", want, res.Output)
 		}
 
@@ -91,6 +101,13 @@ func TestPrivateNamespaceWithLogin(t *testing.T) {
 		list := srv.mustCLI(t, srv.AdminToken, "token", "list", "--user", "alice")
 		if !strings.Contains(list, "alice") || !strings.Contains(list, "read") || !strings.Contains(list, "active") {
 			t.Errorf("trove token list --user alice:\n%s", list)
+		}
+		// The newest login's token: earlier clients' logins are listed too.
+		tokenLine := ""
+		for line := range strings.Lines(list) {
+			if strings.Contains(line, "active") {
+				tokenLine = line
+			}
 		}
 		audit := srv.mustCLI(t, srv.AdminToken, "audit", "--action", "login.success")
 		if !strings.Contains(audit, "user:alice") {
@@ -101,7 +118,7 @@ func TestPrivateNamespaceWithLogin(t *testing.T) {
 		}
 
 		// Revoking the token locks terraform out again.
-		id := regexp.MustCompile(`tok_[0-9a-f]+`).FindString(list)
+		id := regexp.MustCompile(`tok_[0-9a-f]+`).FindString(tokenLine)
 		srv.mustCLI(t, srv.AdminToken, "token", "revoke", id)
 		res = tf.run(t, writeProject(t, srv, "1.0.0", "revoked"), "init", "-input=false")
 		if res.Code == 0 || !strings.Contains(res.Flat, "host "+srv.Host+" rejected the given authentication credentials") {
@@ -110,17 +127,15 @@ func TestPrivateNamespaceWithLogin(t *testing.T) {
 	})
 
 	t.Run("service token in a credentials block", func(t *testing.T) {
-		tf := newTerraform(t, srv, createToken(t, srv, "read"))
+		tf := newClient(t, client, srv, createToken(t, srv, "read"))
 		res := tf.mustRun(t, writeProject(t, srv, "1.0.0", "ci"), "init", "-input=false")
-		if !strings.Contains(res.Flat, want) {
+		if want := tf.installedLine(source, "1.0.0", key.KeyID); !strings.Contains(res.Flat, want) {
 			t.Errorf("terraform init with a service token lacks %q:\n%s", want, res.Output)
 		}
 	})
 
 	t.Run("token of another namespace", func(t *testing.T) {
-		srv.mustCLI(t, srv.AdminToken, "namespace", "create", "other")
-		other := strings.TrimSpace(srv.mustCLI(t, srv.AdminToken, "token", "create", "--namespace", "other", "--scope", "read"))
-		tf := newTerraform(t, srv, other)
+		tf := newClient(t, client, srv, other)
 		res := tf.run(t, writeProject(t, srv, "1.0.0", "stranger"), "init", "-input=false")
 		// The provider is "not found", exactly as if it did not exist.
 		if res.Code == 0 || !strings.Contains(res.Flat, "provider registry "+srv.Host+" does not have a provider named "+srv.Host+"/"+namespace+"/"+providerType) {
@@ -129,7 +144,7 @@ func TestPrivateNamespaceWithLogin(t *testing.T) {
 	})
 
 	t.Run("wrong token in a credentials block", func(t *testing.T) {
-		tf := newTerraform(t, srv, "trove_"+strings.Repeat("A", 43))
+		tf := newClient(t, client, srv, "trove_"+strings.Repeat("A", 43))
 		res := tf.run(t, writeProject(t, srv, "1.0.0", "wrong"), "init", "-input=false")
 		if res.Code == 0 || !strings.Contains(res.Flat, "host "+srv.Host+" rejected the given authentication credentials") {
 			t.Errorf("init with a wrong token: exit %d, want the credentials to be rejected:\n%s", res.Code, res.Output)
