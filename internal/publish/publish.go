@@ -44,6 +44,11 @@ type Options struct {
 	MaxZipBytes int64          // largest accepted archive; <= 0 means 1 GiB
 	ZipLimits   release.Limits // entry count and unpacked size of each archive
 
+	// Managed signs releases published without a signature with their
+	// namespace's registry-managed key; nil: every release must carry its
+	// signature.
+	Managed *signing.Managed
+
 	// OnPublish is called after a version was committed, e.g. to
 	// invalidate cached protocol responses.
 	OnPublish func(namespace, typ string)
@@ -188,28 +193,32 @@ func (pub *publication) run(src FileSource) (Result, error) {
 	}
 	v.SHASumsDigest = digestOf(pub.sums)
 
-	// 2. Its signature, verified before any archive byte is accepted.
+	// 2. Its signature, verified before any archive byte is accepted;
+	// without one, the namespace's managed key signs (managed.go).
 	name, r, err = src.Next()
-	if err == io.EOF || (err == nil && name != sigName) {
-		return Result{}, registry.Errorf(registry.Invalid, "the second file must be the signature %s (sign SHA256SUMS with: gpg --detach-sign %s)", sigName, sumsName)
-	}
-	if err != nil {
+	if err != nil && err != io.EOF {
 		return Result{}, err
 	}
-	if pub.sig, err = readSmall(r, name, maxSignatureBytes); err != nil {
-		return Result{}, err
-	}
-	keys, err := pub.p.opt.Index.ListSigningKeys(pub.ctx, v.Namespace)
-	if err != nil {
-		return Result{}, err
-	}
-	if len(keys) == 0 {
-		return Result{}, registry.Errorf(registry.Invalid, "namespace %s has no signing keys; add the public key that signs its releases with: trove key add %s --file key.asc", v.Namespace, v.Namespace)
-	}
-	// Judged now: a key or signing subkey expired or revoked by now can
-	// sign no new release, even if it signed this one while it was valid.
-	if v.SigningKey, err = signing.VerifyDetachedAt(keys, pub.sums, pub.sig, pub.p.opt.Now()); err != nil {
-		return Result{}, err
+	if err == io.EOF || name != sigName {
+		if src, err = pub.signManaged(src, name, r, err); err != nil {
+			return Result{}, err
+		}
+	} else {
+		if pub.sig, err = readSmall(r, name, maxSignatureBytes); err != nil {
+			return Result{}, err
+		}
+		keys, err := pub.p.opt.Index.ListSigningKeys(pub.ctx, v.Namespace)
+		if err != nil {
+			return Result{}, err
+		}
+		if len(keys) == 0 {
+			return Result{}, registry.Errorf(registry.Invalid, "namespace %s has no signing keys; add the public key that signs its releases with: trove key add %s --file key.asc", v.Namespace, v.Namespace)
+		}
+		// Judged now: a key or signing subkey expired or revoked by now can
+		// sign no new release, even if it signed this one while it was valid.
+		if v.SigningKey, err = signing.VerifyDetachedAt(keys, pub.sums, pub.sig, pub.p.opt.Now()); err != nil {
+			return Result{}, err
+		}
 	}
 	v.SHASumsSignatureDigest = digestOf(pub.sig)
 
