@@ -55,7 +55,18 @@ func TestDogfood(t *testing.T) {
 		t.Errorf("trove publish printed %q, want it to report trove/trove %s as published", out, version)
 	}
 
-	// A team's configuration that manages Trove with it.
+	// terraform and tofu install with a read token of the namespace
+	// "trove", which works whether the namespace is public or private.
+	readToken := strings.TrimSpace(srv.mustCLI(t, srv.AdminToken, "token", "create", "--namespace", "trove", "--scope", "read"))
+	forEachClient(t, func(t *testing.T, client string) {
+		testDogfoodTeam(t, srv, client, readToken, version, releaseKey)
+	})
+}
+
+// testDogfoodTeam is a team's configuration that manages Trove with the
+// provider TestDogfood published, run with client: init, apply, plan and
+// destroy, with the API as the witness.
+func testDogfoodTeam(t *testing.T, srv *troveServer, client, readToken, version string, releaseKey *signingtest.Key) {
 	teamKey := signingtest.NewKey(t, "team")
 	dir := t.TempDir()
 	writeFile(t, dir, "team.asc", []byte(teamKey.ArmoredPublic))
@@ -100,14 +111,11 @@ output "token" {
 }
 `, srv.Host, version, srv.Addr, srv.CAFile)))
 
-	// terraform installs with a read token of the namespace "trove", which
-	// works whether the namespace is public or private.
-	readToken := strings.TrimSpace(srv.mustCLI(t, srv.AdminToken, "token", "create", "--namespace", "trove", "--scope", "read"))
-	tf := newTerraform(t, srv, readToken)
+	tf := newClient(t, client, srv, readToken)
 	tf.env = append(tf.env, "TROVE_TOKEN="+srv.AdminToken)
 
 	res := tf.mustRun(t, dir, "init", "-input=false")
-	want := fmt.Sprintf("Installed %s/trove/trove v%s (self-signed, key ID %s)", srv.Host, version, releaseKey.KeyID)
+	want := tf.installedLine(srv.Host+"/trove/trove", version, releaseKey.KeyID)
 	if !strings.Contains(res.Flat, want) {
 		t.Fatalf("terraform init output lacks %q:\n%s", want, res.Output)
 	}
