@@ -16,9 +16,11 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 
 	"trove.dev/trove/internal/apispec"
+	"trove.dev/trove/internal/signing/signingtest"
 )
 
 // result is the outcome of one run of the command line.
@@ -486,7 +488,10 @@ func TestKeyAddRefusesWrongFiles(t *testing.T) {
 	}
 }
 
-// writeDist creates empty files with the given names in a new directory.
+// writeDist creates files with the given names in a new directory (names
+// ending in "/" are directories). Each file holds "content of <name>",
+// except that a SHA256SUMS lists the zips and manifest of its release with
+// their digests, and its .sig is a real binary signature of it.
 func writeDist(t *testing.T, names ...string) string {
 	t.Helper()
 	dir := t.TempDir()
@@ -499,7 +504,41 @@ func writeDist(t *testing.T, names ...string) string {
 			t.Fatal(err)
 		}
 	}
+	for _, n := range names {
+		base, ok := strings.CutSuffix(n, "SHA256SUMS")
+		if !ok {
+			continue
+		}
+		var lines string
+		for _, m := range names {
+			if strings.HasPrefix(m, base) && (strings.HasSuffix(m, ".zip") || strings.HasSuffix(m, "manifest.json")) {
+				lines += fmt.Sprintf("%x  %s\n", sha256.Sum256([]byte("content of "+m)), m)
+			}
+		}
+		if lines == "" {
+			lines = fmt.Sprintf("%x  %s\n", sha256.Sum256(nil), base+"linux_amd64.zip")
+		}
+		if err := os.WriteFile(filepath.Join(dir, n), []byte(lines), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if fi, err := os.Stat(filepath.Join(dir, n+".sig")); err == nil && fi.Mode().IsRegular() {
+			if err := os.WriteFile(filepath.Join(dir, n+".sig"), testSignature(t, []byte(lines)), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	return dir
+}
+
+var (
+	distKeyOnce sync.Once
+	distKey     *signingtest.Key
+)
+
+// testSignature returns a binary detached signature of data.
+func testSignature(t *testing.T, data []byte) []byte {
+	distKeyOnce.Do(func() { distKey = signingtest.NewKey(t, "acme") })
+	return distKey.Sign(data)
 }
 
 func TestFindRelease(t *testing.T) {
@@ -586,7 +625,7 @@ func TestFindReleaseProjectManifest(t *testing.T) {
 		dist = filepath.Join(root, "dist")
 		os.Mkdir(dist, 0o700)
 		lines := digest("zip") + "  " + zip + "\n" + digest(doc) + "  " + manifest + "\n"
-		for name, data := range map[string]string{sums: lines, sums + ".sig": "sig", zip: "zip"} {
+		for name, data := range map[string]string{sums: lines, sums + ".sig": string(testSignature(t, []byte(lines))), zip: "zip"} {
 			if err := os.WriteFile(filepath.Join(dist, name), []byte(data), 0o600); err != nil {
 				t.Fatal(err)
 			}
@@ -665,9 +704,11 @@ func TestPublish(t *testing.T) {
 	if f.last.method+" "+f.last.path != "POST /api/v1/namespaces/acme/providers/foo/versions/1.0.0" {
 		t.Errorf("request = %s %s", f.last.method, f.last.path)
 	}
+	sumsDoc, _ := os.ReadFile(filepath.Join(dir, "terraform-provider-foo_1.0.0_SHA256SUMS"))
+	sigDoc, _ := os.ReadFile(filepath.Join(dir, "terraform-provider-foo_1.0.0_SHA256SUMS.sig"))
 	want := []string{
-		"file=terraform-provider-foo_1.0.0_SHA256SUMS:content of terraform-provider-foo_1.0.0_SHA256SUMS",
-		"file=terraform-provider-foo_1.0.0_SHA256SUMS.sig:content of terraform-provider-foo_1.0.0_SHA256SUMS.sig",
+		"file=terraform-provider-foo_1.0.0_SHA256SUMS:" + string(sumsDoc),
+		"file=terraform-provider-foo_1.0.0_SHA256SUMS.sig:" + string(sigDoc),
 		"file=terraform-provider-foo_1.0.0_darwin_arm64.zip:content of terraform-provider-foo_1.0.0_darwin_arm64.zip",
 		"file=terraform-provider-foo_1.0.0_linux_amd64.zip:content of terraform-provider-foo_1.0.0_linux_amd64.zip",
 	}

@@ -15,6 +15,7 @@ import (
 	"trove.dev/trove/internal/apispec"
 	"trove.dev/trove/internal/client"
 	"trove.dev/trove/internal/modules"
+	"trove.dev/trove/internal/registry"
 )
 
 // moduleAddress splits NAMESPACE/NAME/SYSTEM.
@@ -24,6 +25,16 @@ func moduleAddress(s string) (ns, name, system string, err error) {
 		return "", "", "", usagef("want NAMESPACE/NAME/SYSTEM, e.g. acme/network/aws, got %q", s)
 	}
 	return parts[0], parts[1], parts[2], nil
+}
+
+// checkModuleUpload checks the address and version of a module upload
+// with the server's rules (modules.ParseAddress), before anything is
+// packed or sent.
+func checkModuleUpload(up client.ModuleUpload) error {
+	if _, err := modules.ParseAddress(up.Namespace, up.Name, up.System, up.Version); err != nil {
+		return usagef("%s", registry.Message(err))
+	}
+	return nil
 }
 
 func modulePublish() *command {
@@ -46,7 +57,10 @@ func modulePublish() *command {
 				if err != nil {
 					return err
 				}
-				up := client.ModuleUpload{Namespace: ns, Name: name, System: system}
+				up := client.ModuleUpload{Namespace: ns, Name: name, System: system, Version: "0.0.0"}
+				if err := checkModuleUpload(up); err != nil {
+					return err
+				}
 				var source func(w io.Writer) (modules.PackStats, error)
 				var what string
 				switch {
@@ -65,6 +79,9 @@ func modulePublish() *command {
 					return usagef("missing VERSION (or use --git-tag to take it from the Git tag at HEAD)")
 				default:
 					up.Version = args[1]
+					if err := checkModuleUpload(up); err != nil {
+						return err
+					}
 					path := "."
 					if len(args) == 3 {
 						path = args[2]

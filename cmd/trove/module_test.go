@@ -130,7 +130,7 @@ func TestModuleCommandsAgainstTrove(t *testing.T) {
 	if r := runTrove(t, admin, "", "module", "publish", "acme/labels", "2.0.0", dir); r.code != exitUsage {
 		t.Errorf("publish with a two-part address = %d, want a usage error", r.code)
 	}
-	if r := runTrove(t, admin, "", "module", "publish", "acme/labels/null", "v2.0.0", dir); r.code != exitError || !strings.Contains(r.stderr, `drop the leading "v"`) {
+	if r := runTrove(t, admin, "", "module", "publish", "acme/labels/null", "v2.0.0", dir); r.code != exitUsage || !strings.Contains(r.stderr, `drop the leading "v"`) {
 		t.Errorf("publish of v2.0.0 = %d %q", r.code, r.stderr)
 	}
 	if r := runTrove(t, admin, "", "module", "delete", "acme/labels/null", "1.0.0"); r.code != exitUsage || !strings.Contains(r.stderr, "--confirm") {

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"trove.dev/trove/internal/client"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/release"
+	"trove.dev/trove/internal/signing"
 )
 
 func publishCommand() *command {
@@ -137,7 +139,14 @@ func findRelease(dir, manifest string) (distRelease, error) {
 	if !regular[sig] {
 		return distRelease{}, fmt.Errorf("missing %s in %s: sign SHA256SUMS with gpg --detach-sign (gpg --local-user KEY_ID --detach-sign %s)", sig, dir, sumsName)
 	}
+	if err := checkSignatureFile(filepath.Join(dir, sig)); err != nil {
+		return distRelease{}, err
+	}
 	rel.files = append(rel.files, in(sig))
+	listed, err := readSums(filepath.Join(dir, sumsName))
+	if err != nil {
+		return distRelease{}, err
+	}
 
 	base := namePrefix + typ + "_" + version + "_"
 	manifestName := base + "manifest.json"
@@ -162,7 +171,95 @@ func findRelease(dir, manifest string) (distRelease, error) {
 	if zips == 0 {
 		return distRelease{}, fmt.Errorf("no %s*.zip packages in %s", base, dir)
 	}
+	if err := checkListedZips(dir, sumsName, base, listed, rel.files); err != nil {
+		return distRelease{}, err
+	}
 	return rel, nil
+}
+
+// readSums reads and parses SHA256SUMS with the server's rules.
+func readSums(path string) ([]release.Sum, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	sums, err := release.ParseSHA256SUMS(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s (goreleaser's checksum step writes it right: sha256sum, without -b, inside the dist directory)", path, registry.Message(err))
+	}
+	return sums, nil
+}
+
+// checkSignatureFile checks that the .sig at path is a binary detached
+// signature, as the server requires, before anything is uploaded.
+func checkSignatureFile(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if fi.Size() > signing.MaxSignatureBytes {
+		return fmt.Errorf("%s is %s, not a detached signature of a few hundred bytes: sign SHA256SUMS with gpg --detach-sign", path, size(fi.Size()))
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if err := signing.CheckSignatureShape(data); err != nil {
+		return fmt.Errorf("%s: %s", path, registry.Message(err))
+	}
+	return nil
+}
+
+// checkListedZips checks the release's zips against SHA256SUMS before any
+// byte is sent: every zip of the release that SHA256SUMS lists must be in
+// the upload, every zip in the upload must be listed with its digest, and
+// its name must be a valid package name of this type and version.
+func checkListedZips(dir, sumsName, base string, sums []release.Sum, files []distFile) error {
+	listed := make(map[string]string, len(sums))
+	for _, s := range sums {
+		listed[s.Filename] = s.Digest
+	}
+	uploading := make(map[string]bool, len(files))
+	for _, f := range files {
+		uploading[f.name] = true
+		if !strings.HasSuffix(f.name, ".zip") {
+			continue
+		}
+		if _, err := release.ParsePackageFilename(f.name); err != nil {
+			return fmt.Errorf("%s: %s", filepath.Join(dir, f.name), registry.Message(err))
+		}
+		want, ok := listed[f.name]
+		if !ok {
+			return fmt.Errorf("%s is not listed in %s: it is not part of this build; remove it or rebuild the release", f.name, sumsName)
+		}
+		got, err := fileSHA256(f.path)
+		if err != nil {
+			return err
+		}
+		if got != want {
+			return fmt.Errorf("%s has checksum %s, but %s lists %s: the file changed after SHA256SUMS was written; rebuild the release (and sign it again)", f.path, got, sumsName, want)
+		}
+	}
+	for _, s := range sums {
+		if strings.HasPrefix(s.Filename, base) && strings.HasSuffix(s.Filename, ".zip") && !uploading[s.Filename] {
+			return fmt.Errorf("%s lists %s, which is missing from %s: copy it there, or rebuild the release", sumsName, s.Filename, dir)
+		}
+	}
+	return nil
+}
+
+// fileSHA256 returns the hex SHA-256 of the file at path.
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("reading %s: %w", path, err)
+	}
+	return fmt.Sprintf("%x", h.Sum(nil)), nil
 }
 
 // parseSumsName reads type and version from

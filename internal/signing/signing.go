@@ -409,6 +409,15 @@ func VerifyDetachedAt(keys []registry.SigningKey, signed, sig []byte, now time.T
 // longer protect a signed document.
 var weakHashes = map[crypto.Hash]string{crypto.MD5: "MD5", crypto.SHA1: "SHA-1", crypto.RIPEMD160: "RIPEMD-160"}
 
+// CheckSignatureShape checks that sig is a binary detached OpenPGP
+// signature the publish would accept, without verifying it against a key:
+// the checks a client can make before uploading (an ASCII-armored
+// signature, for one, is refused with the gpg flag to use).
+func CheckSignatureShape(sig []byte) error {
+	_, err := parseSignature(sig)
+	return err
+}
+
 // parseSignature checks the shape of a detached signature before it is
 // verified, so that the user gets a precise message, and returns its
 // signature packets.
