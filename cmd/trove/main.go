@@ -96,7 +96,7 @@ func commands() []*command {
 		publishCommand(),
 		providerList(), providerShow(), providerPackage(),
 		modulePublish(), moduleList(), moduleShow(), moduleDelete(),
-		versionCommand(),
+		versionCommand(), completionCommand(),
 	}
 }
 
@@ -118,6 +118,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return exitUsage
 	}
 	switch args[0] {
+	case "--version", "-version":
+		args = []string{"version"}
 	case "help", "--help", "-help", "-h":
 		if len(args) > 1 {
 			if c, _ := lookup(cmds, args[1:]); c != nil {
@@ -292,7 +294,7 @@ func printOverview(w io.Writer, cmds []*command) {
 		fmt.Fprintf(w, "  %-20s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Flags may come before or after the arguments.")
+	fmt.Fprintln(w, "Flags may come before or after the arguments. trove --version prints the version.")
 	fmt.Fprintln(w, "Run 'trove COMMAND --help' for a command's flags and examples.")
 }
 
@@ -395,8 +397,7 @@ func serve(ctx context.Context, e env, args []string) int {
 		return exitOK
 	}
 	if err != nil {
-		fmt.Fprintf(e.stderr, "trove serve: %s\nRun 'trove serve --help' for the flags.\n", strings.ReplaceAll(err.Error(), "\n", "\n  "))
-		return exitUsage
+		return report(e, c, usagef("%s", strings.ReplaceAll(err.Error(), "\n", "\n  ")))
 	}
 	if err := runServer(ctx, cfg, e.stdout, e.stderr); err != nil {
 		fmt.Fprintf(e.stderr, "trove: %s\n", err)

@@ -39,8 +39,7 @@ func migrate(ctx context.Context, e env, args []string) int {
 		return exitOK
 	}
 	if err != nil {
-		fmt.Fprintf(e.stderr, "trove migrate: %s\nRun 'trove migrate --help' for the flags.\n", strings.ReplaceAll(err.Error(), "\n", "\n  "))
-		return exitUsage
+		return report(e, c, usagef("%s", strings.ReplaceAll(err.Error(), "\n", "\n  ")))
 	}
 	msg, err := migrateIndex(ctx, cfg)
 	if err != nil {
