@@ -46,8 +46,11 @@ type Options struct {
 	Access *auth.Access
 	// Audit records security-relevant events; nil means a Recorder on
 	// the index's audit log.
-	Audit  *audit.Recorder
-	Logger *slog.Logger
+	Audit *audit.Recorder
+	// Managed generates registry-managed signing keys; nil answers
+	// requests for one with an error.
+	Managed *signing.Managed
+	Logger  *slog.Logger
 	// MaxUploadBytes bounds a whole publish request; <= 0 means 2 GiB.
 	MaxUploadBytes int64
 	Now            func() time.Time
@@ -299,6 +302,9 @@ func (h *handler) addKey(w http.ResponseWriter, r *http.Request) error {
 	var req apispec.AddSigningKeyRequest
 	if err := httpjson.Decode(w, r, maxJSONBody, &req); err != nil {
 		return err
+	}
+	if req.Managed {
+		return h.generateKey(w, r, ns, req) // keys_managed.go
 	}
 	key, err := signing.ParsePublicKey(req.ASCIIArmor)
 	if err != nil {
@@ -760,7 +766,7 @@ func (h *handler) publishProviderVersion(w http.ResponseWriter, r *http.Request)
 	if res.Created {
 		status = http.StatusCreated
 		h.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditProviderPublish, Namespace: ns,
-			Target: ns + "/" + res.Version.Type + " " + res.Version.Version, Details: "signed by key " + res.Version.SigningKey.KeyID})
+			Target: ns + "/" + res.Version.Type + " " + res.Version.Version, Details: signedDetails(res.Version.SigningKey)})
 	}
 	return httpjson.Write(w, status, apispec.PublishResult{Created: res.Created, Version: VersionDoc(res.Version)})
 }
@@ -805,7 +811,7 @@ func namespaceDoc(ns registry.Namespace) apispec.Namespace {
 
 func keyDoc(k registry.SigningKey) apispec.SigningKey {
 	return apispec.SigningKey{Namespace: k.Namespace, KeyID: k.KeyID, Fingerprint: k.Fingerprint,
-		ASCIIArmor: k.ASCIIArmor, CreatedAt: k.CreatedAt, ExpiresAt: timePtr(k.ExpiresAt)}
+		ASCIIArmor: k.ASCIIArmor, CreatedAt: k.CreatedAt, ExpiresAt: timePtr(k.ExpiresAt), Managed: k.Managed}
 }
 
 // tokenDoc renders t for the caller of r: of its namespaces, only those

@@ -76,11 +76,19 @@ type SigningKey struct {
 	ASCIIArmor  string     `json:"ascii_armor"`
 	CreatedAt   time.Time  `json:"created_at"`
 	ExpiresAt   *time.Time `json:"expires_at,omitempty"`
+	// Managed is true for the namespace's registry-managed key: Trove
+	// generated it, keeps its private half (never shown) and signs with it
+	// the releases published without a signature.
+	Managed bool `json:"managed"`
 }
 
-// AddSigningKeyRequest adds an ASCII-armored public key to a namespace.
+// AddSigningKeyRequest adds a key to a namespace: either ASCIIArmor, an
+// ASCII-armored public key, or Managed, which makes Trove generate the
+// namespace's registry-managed key (one per namespace) and answer its
+// public half.
 type AddSigningKeyRequest struct {
-	ASCIIArmor string `json:"ascii_armor"`
+	ASCIIArmor string `json:"ascii_armor,omitempty"`
+	Managed    bool   `json:"managed,omitempty"`
 }
 
 // SigningKeyList is the answer of GET RouteKeys.

@@ -343,6 +343,12 @@ func (c *Client) AddSigningKey(ctx context.Context, namespace string, req apispe
 	return out, err
 }
 
+// GenerateSigningKey makes Trove generate the namespace's registry-managed
+// signing key and returns its public half.
+func (c *Client) GenerateSigningKey(ctx context.Context, namespace string) (apispec.SigningKey, error) {
+	return c.AddSigningKey(ctx, namespace, apispec.AddSigningKeyRequest{Managed: true})
+}
+
 // ListSigningKeys returns the signing keys of a namespace.
 func (c *Client) ListSigningKeys(ctx context.Context, namespace string) ([]apispec.SigningKey, error) {
 	var out apispec.SigningKeyList

@@ -161,6 +161,7 @@ const (
 	AuditNamespaceUpdate  = "namespace.update"
 	AuditNamespaceDelete  = "namespace.delete"
 	AuditKeyAdd           = "key.add"
+	AuditKeyGenerate      = "key.generate" // a registry-managed key
 	AuditKeyRemove        = "key.remove"
 	AuditProviderPublish  = "provider.publish"
 	AuditModulePublish    = "module.publish"

@@ -25,6 +25,7 @@ import (
 	"trove.dev/trove/internal/publish"
 	"trove.dev/trove/internal/server"
 	"trove.dev/trove/internal/signedurl"
+	"trove.dev/trove/internal/signing"
 	"trove.dev/trove/internal/store"
 	"trove.dev/trove/internal/store/fsblob"
 	"trove.dev/trove/internal/store/sqlite"
@@ -42,6 +43,10 @@ type Server struct {
 	Signer     *signedurl.Signer
 	// PrivateSigner signs the download URLs of private namespaces.
 	PrivateSigner *signedurl.Signer
+	// SigningSecret is the key-encryption secret of managed signing
+	// keys: DataDir/signing-secret, created by the first managed key, as
+	// the embedded default of `trove serve`.
+	SigningSecret signing.SecretFile
 
 	client *http.Client
 }
@@ -112,15 +117,17 @@ func Start(t testing.TB, opts ...Options) *Server {
 	}
 
 	var srv *server.Server
+	secret := signing.SecretFile{Path: filepath.Join(dir, "signing-secret"), Create: true}
+	managed := signing.NewManaged(signing.ManagedOptions{Keys: idx, Secret: secret})
 	pub := publish.New(publish.Options{
 		Index: idx, Blobs: blobs, TempDir: filepath.Join(dir, "tmp"), MaxZipBytes: opt.MaxZipBytes, Logger: log,
-		OnPublish: func(ns, typ string) { srv.InvalidateProvider(ns, typ) },
+		OnPublish: func(ns, typ string) { srv.InvalidateProvider(ns, typ) }, Managed: managed,
 	})
 	mods := modules.NewPublisher(modules.Options{
 		Index: idx, Blobs: blobs, TempDir: filepath.Join(dir, "tmp"), MaxArchiveBytes: opt.MaxZipBytes, Logger: log,
 		OnChange: func(ns, name, system string) { srv.InvalidateModule(ns, name, system) },
 	})
-	apiHandler := api.New(api.Options{Index: idx, Publisher: pub, Modules: mods, Auth: authn, Access: access, Logger: log})
+	apiHandler := api.New(api.Options{Index: idx, Publisher: pub, Modules: mods, Auth: authn, Access: access, Logger: log, Managed: managed})
 	srv, err = server.New(server.Options{Index: idx, Blobs: blobs, Signer: signer, PublicURL: public, API: apiHandler, Logger: log,
 		Access: access, PrivateSigner: privateSigner, Login: loginSvc})
 	if err != nil {
@@ -145,7 +152,7 @@ func Start(t testing.TB, opts ...Options) *Server {
 	})
 
 	s := &Server{URL: public.String(), Host: host, AdminToken: admin, CAFile: tlsFiles.CAFile, DataDir: dir,
-		Index: idx, Blobs: blobs, Signer: signer, PrivateSigner: privateSigner}
+		Index: idx, Blobs: blobs, Signer: signer, PrivateSigner: privateSigner, SigningSecret: secret}
 	s.client = &http.Client{Transport: &http.Transport{TLSClientConfig: s.TLSConfig(t)}, Timeout: time.Minute}
 	return s
 }
