@@ -37,8 +37,11 @@
 //     CompleteMultipartUpload only after layer 2 has checked the whole
 //     content; any failure aborts the upload, so none of it becomes
 //     visible. Parts of an upload interrupted by a crash are not visible
-//     either; a bucket lifecycle rule (AbortIncompleteMultipartUpload)
-//     reclaims their space.
+//     either, but they take space (and cost) until the upload is aborted:
+//     Open aborts the multipart uploads of blobs under the prefix that
+//     were started more than StaleUploadAge ago (see AbortStaleUploads),
+//     and a bucket lifecycle rule (AbortIncompleteMultipartUpload)
+//     reclaims those of a replica that never starts again.
 //
 // The tests check each server-side check alone against a real S3-compatible
 // server.
@@ -54,6 +57,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"mime"
 	"net"
@@ -91,6 +95,13 @@ const (
 	// MaxPresignTTL is the longest lifetime of a presigned URL (a limit of
 	// AWS Signature Version 4).
 	MaxPresignTTL = 7 * 24 * time.Hour
+	// StaleUploadAge is how long ago a multipart upload must have been
+	// started before Open aborts it as the leftover of a crash. Replicas
+	// share the bucket and Trove cannot tell whether the replica that
+	// started an upload still lives, so the bound must exceed the longest
+	// upload of a live one: an upload reads a file already staged on the
+	// replica's disk, so even 10 GiB at 3 MiB/s ends within the hour.
+	StaleUploadAge = time.Hour
 
 	maxParts = 10_000 // S3's limit per multipart upload
 	// dialTimeout bounds connecting to S3. A blackholed endpoint (packets
@@ -134,6 +145,11 @@ type Options struct {
 	// identity, container and instance roles).
 	AccessKey string
 	SecretKey string
+	// Logger receives what Open does besides opening: the multipart
+	// uploads of crashed processes it aborts. Nil discards it.
+	Logger *slog.Logger
+
+	staleUploadAge time.Duration // zero: StaleUploadAge; tests change it
 }
 
 // Store is a blob store in an S3 bucket. Its methods are safe for
@@ -226,7 +242,62 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 	if err := s.checkBucket(ctx); err != nil {
 		return nil, err
 	}
+	// Best effort: a server without the listing, or credentials without
+	// s3:ListBucketMultipartUploads, leave the leftovers to the bucket's
+	// lifecycle rule, as before.
+	staleAge := StaleUploadAge
+	if opt.staleUploadAge != 0 {
+		staleAge = opt.staleUploadAge
+	}
+	if n, err := s.AbortStaleUploads(ctx, time.Now().Add(-staleAge)); err != nil {
+		opt.logger().Warn("could not abort the multipart uploads that crashed Trove processes left in the S3 bucket; a lifecycle rule (AbortIncompleteMultipartUpload) reclaims them",
+			"bucket", s.bucket, "prefix", s.prefix, "error", err.Error())
+	} else if n > 0 {
+		opt.logger().Info("aborted multipart uploads left by crashed Trove processes", "bucket", s.bucket, "prefix", s.prefix, "uploads", n, "older_than", staleAge.String())
+	}
 	return s, nil
+}
+
+func (opt Options) logger() *slog.Logger {
+	if opt.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return opt.Logger
+}
+
+// AbortStaleUploads aborts the multipart uploads of blobs under the
+// store's prefix that were started before cutoff, and returns how many it
+// aborted. Uploads of other keys are left alone. It is safe while other
+// replicas upload, as long as cutoff lies further back than the longest
+// upload takes (Open uses StaleUploadAge); an upload it aborts fails, and
+// nothing of it is ever visible. It needs s3:ListBucketMultipartUploads on
+// the bucket and s3:AbortMultipartUpload on the prefix.
+func (s *Store) AbortStaleUploads(ctx context.Context, cutoff time.Time) (int, error) {
+	dir := s.prefix + blobsDirectory
+	in := &s3.ListMultipartUploadsInput{Bucket: &s.bucket, Prefix: &dir}
+	aborted := 0
+	for range 10_000 { // pages of up to 1,000 uploads; a bound, not a limit in practice
+		page, err := s.client.ListMultipartUploads(ctx, in)
+		if err != nil {
+			return aborted, s.fail(err, "listing unfinished multipart uploads")
+		}
+		for _, u := range page.Uploads {
+			shard, digest, ok := strings.Cut(strings.TrimPrefix(aws.ToString(u.Key), dir), "/")
+			if !ok || checkDigest(digest) != nil || shard != digest[:2] || u.Initiated == nil || !u.Initiated.Before(cutoff) {
+				continue
+			}
+			_, err := s.client.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &s.bucket, Key: u.Key, UploadId: u.UploadId})
+			if err != nil && !registry.IsKind(s.fail(err, ""), registry.NotFound) { // NoSuchUpload: finished or aborted meanwhile
+				return aborted, s.fail(err, "aborting the multipart upload of "+aws.ToString(u.Key))
+			}
+			aborted++
+		}
+		if !aws.ToBool(page.IsTruncated) || (aws.ToString(page.NextKeyMarker) == "" && aws.ToString(page.NextUploadIdMarker) == "") {
+			return aborted, nil
+		}
+		in.KeyMarker, in.UploadIdMarker = page.NextKeyMarker, page.NextUploadIdMarker
+	}
+	return aborted, nil
 }
 
 // backoff is the pause before retry attempt (1, 2, ...): full jitter
