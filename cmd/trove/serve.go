@@ -11,7 +11,10 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"trove.dev/trove/internal/api"
 	"trove.dev/trove/internal/auth"
@@ -23,6 +26,7 @@ import (
 	"trove.dev/trove/internal/release"
 	"trove.dev/trove/internal/server"
 	"trove.dev/trove/internal/signedurl"
+	"trove.dev/trove/internal/signing"
 	"trove.dev/trove/internal/store"
 	"trove.dev/trove/internal/store/fsblob"
 	"trove.dev/trove/internal/store/postgres"
@@ -79,6 +83,13 @@ func runServer(ctx context.Context, cfg config.Config, stdout, stderr io.Writer)
 	if err := os.MkdirAll(tempDir, 0o700); err != nil {
 		return fmt.Errorf("creating the upload staging directory: %w", err)
 	}
+	// The secret is read now, so that a wrong file fails the start, not
+	// the first publish; the embedded default is created on first use.
+	secret := signing.SecretFile{Path: cfg.Signing.SecretFile, Create: cfg.Signing.CreateSecret}
+	if err := secret.Check(); err != nil {
+		return err
+	}
+	managed := signing.NewManaged(signing.ManagedOptions{Keys: idx, Secret: secret})
 	var srv *server.Server
 	pub := publish.New(publish.Options{
 		Index:       idx,
@@ -87,6 +98,7 @@ func runServer(ctx context.Context, cfg config.Config, stdout, stderr io.Writer)
 		MaxZipBytes: cfg.Limits.MaxZipBytes,
 		ZipLimits:   release.Limits{MaxEntries: cfg.Limits.MaxZipEntries, MaxUnpackedBytes: cfg.Limits.MaxUnpackedBytes},
 		OnPublish:   func(namespace, typ string) { srv.InvalidateProvider(namespace, typ) },
+		Managed:     managed,
 		Logger:      log,
 	})
 	if err := pub.RemoveStaleUploads(); err != nil {
@@ -110,6 +122,7 @@ func runServer(ctx context.Context, cfg config.Config, stdout, stderr io.Writer)
 		Modules:        mods,
 		Auth:           authn,
 		Access:         access,
+		Managed:        managed,
 		Logger:         log,
 		MaxUploadBytes: cfg.Limits.MaxUploadBytes,
 	})
@@ -164,7 +177,7 @@ func runServer(ctx context.Context, cfg config.Config, stdout, stderr io.Writer)
 		caFile = tlsFiles.CAFile
 	}
 	printBanner(stdout, cfg, ln.Addr(), caFile, cliConfig, admin)
-	log.Info("trove started", "listen", ln.Addr().String(), "public_url", cfg.PublicURL, "data_dir", cfg.DataDir)
+	log.Info("trove started", append([]any{"listen", ln.Addr().String(), "public_url", cfg.PublicURL, "data_dir", cfg.DataDir}, storageAttrs(cfg)...)...)
 	if err := srv.Serve(ctx, ln, tlsFiles); err != nil {
 		return err
 	}
@@ -216,6 +229,44 @@ func openBlobs(ctx context.Context, cfg config.Config) (store.Blobs, error) {
 	default:
 		return nil, fmt.Errorf("unknown blob backend %q", cfg.Blobs.Backend)
 	}
+}
+
+// storageAttrs names the index and blob backends in use and where they
+// are, for the start-up log line: never a password or key (the DSN is
+// reduced to its host, port, database and user).
+func storageAttrs(cfg config.Config) []any {
+	var attrs []any
+	switch cfg.Index.Backend {
+	case config.IndexSQLite:
+		attrs = append(attrs, "index", "sqlite", "sqlite_path", cfg.Index.SQLite.Path)
+	case config.IndexPostgres:
+		attrs = append(attrs, "index", "postgres")
+		if pc, err := pgconn.ParseConfig(cfg.Index.Postgres.DSN); err == nil {
+			attrs = append(attrs, "postgres_host", net.JoinHostPort(pc.Host, strconv.Itoa(int(pc.Port))),
+				"postgres_database", pc.Database, "postgres_user", pc.User)
+		}
+	default:
+		attrs = append(attrs, "index", cfg.Index.Backend)
+	}
+	switch cfg.Blobs.Backend {
+	case config.BlobsFS:
+		attrs = append(attrs, "blobs", "fs", "fs_blob_dir", cfg.Blobs.FS.Dir)
+	case config.BlobsS3:
+		s := cfg.Blobs.S3
+		endpoint := s.Endpoint
+		if u, err := url.Parse(endpoint); err == nil && u.User != nil {
+			u.User = nil // never log credentials written into the URL
+			endpoint = u.String()
+		}
+		if endpoint == "" {
+			endpoint = "aws"
+		}
+		attrs = append(attrs, "blobs", "s3", "s3_bucket", s.Bucket, "s3_prefix", s.Prefix, "s3_endpoint", endpoint,
+			"download_mode", s.DownloadMode)
+	default:
+		attrs = append(attrs, "blobs", cfg.Blobs.Backend)
+	}
+	return attrs
 }
 
 // redirectDownloads reports whether verified file downloads are answered
