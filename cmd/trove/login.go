@@ -210,7 +210,7 @@ func openBrowser(cl *cli, browser, url string) {
 func logoutCommand() *command {
 	return &command{
 		name: "logout", args: "[HOST] [--keep-token]", maxArgs: 1, client: true,
-		summary: "Revoke the token trove login or terraform login stored for HOST and remove it from the credentials file.",
+		summary:  "Revoke the token trove login or terraform login stored for HOST and remove it from the credentials file.",
 		examples: []string{"trove logout registry.internal", "trove logout   # the host of --addr or TROVE_ADDR"},
 		setup: func(fs *flag.FlagSet, cl *cli) func(context.Context, []string) error {
 			keep := fs.Bool("keep-token", false, "only remove the token from the file; it stays valid until it expires")
