@@ -47,7 +47,7 @@ func providerPackage() *command {
 				"(default: those of ./"+projectManifest+" when it exists, else 5.0)")
 			manifest := fs.String("manifest", "", "the provider's "+projectManifest+" `file` (default: ./"+projectManifest+" when it exists)")
 			out := fs.String("out", "dist", "output `directory`; it must not exist or be empty")
-			clean := fs.Bool("clean", false, "empty the output directory first")
+			clean := fs.Bool("clean", false, "first remove the terraform-provider-* files of an earlier release from the output directory (which must hold nothing else)")
 			gpgKey := fs.String("gpg-key", "", "sign with gpg's secret `key` (ID, fingerprint or user ID): gpg --batch --local-user KEY --detach-sign")
 			keyFile := fs.String("key-file", "", "sign in Go with the ASCII-armored private key in `file` (gpg --armor --export-secret-keys KEY); "+
 				"a protected key's passphrase comes from $"+passphraseEnv+", else from a prompt on the terminal")
@@ -303,36 +303,46 @@ func readLimited(path string, limit int64) ([]byte, error) {
 	return data, nil
 }
 
-// cleanOut removes the output directory for --clean, refusing what looks
-// like a mistake: the current directory or one above it, a project or
-// repository root, or a folder holding an executable to package.
+// cleanOut empties the output directory for --clean. It only ever removes
+// files named terraform-provider-* directly in it (what a previous run
+// wrote), and removes nothing when the directory holds anything else, is
+// the current directory or one above it, or holds an executable to
+// package: a mistyped --out must not cost a project its files.
 func cleanOut(out string, exes []release.Executable) error {
 	abs, err := filepath.Abs(out)
 	if err != nil {
 		return err
 	}
-	if _, err := os.Stat(abs); errors.Is(err, fs.ErrNotExist) {
+	entries, err := os.ReadDir(abs)
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil
+	}
+	if err != nil {
+		return err
 	}
 	wd, err := os.Getwd()
 	if err != nil {
 		return err
 	}
 	if within(wd, abs) {
-		return usagef("--clean would delete %s, which holds the current directory; pick a dedicated --out such as dist", out)
-	}
-	for _, marker := range []string{"go.mod", ".git"} {
-		if _, err := os.Lstat(filepath.Join(abs, marker)); err == nil {
-			return usagef("--clean would delete %s, which holds %s; pick a dedicated --out such as dist", out, marker)
-		}
+		return usagef("--clean would empty %s, which holds the current directory; pick a dedicated --out such as dist", out)
 	}
 	for _, e := range exes {
-		p, err := filepath.Abs(e.Path)
-		if err == nil && within(p, abs) {
+		if p, err := filepath.Abs(e.Path); err == nil && within(p, abs) {
 			return usagef("--clean would delete %s, which is to be packaged; build into another folder than --out", e.Path)
 		}
 	}
-	return os.RemoveAll(abs)
+	for _, e := range entries {
+		if !e.Type().IsRegular() || !strings.HasPrefix(e.Name(), namePrefix) {
+			return usagef("--clean only removes the %s* files of an earlier release, but %s also holds %s: empty it yourself, or pick another --out", namePrefix, out, e.Name())
+		}
+	}
+	for _, e := range entries {
+		if err := os.Remove(filepath.Join(abs, e.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // within reports whether path is dir or inside it (both absolute and clean).

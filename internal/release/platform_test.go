@@ -5,7 +5,6 @@ import (
 	"debug/elf"
 	"debug/macho"
 	"debug/pe"
-	"encoding/binary"
 	"os"
 	"runtime"
 	"strings"
@@ -13,56 +12,17 @@ import (
 
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/release"
+	"trove.dev/trove/internal/release/releasetest"
 )
 
-// elfHeader returns the 64- or 32-byte header of an ELF file for machine,
-// as far as debug/elf reads it: no program or section headers.
-func elfHeader(machine elf.Machine, class elf.Class, order elf.Data, osabi elf.OSABI, typ elf.Type) []byte {
-	var bo binary.ByteOrder = binary.LittleEndian
-	if order == elf.ELFDATA2MSB {
-		bo = binary.BigEndian
-	}
-	ident := []byte{0x7f, 'E', 'L', 'F', byte(class), byte(order), 1, byte(osabi), 0, 0, 0, 0, 0, 0, 0, 0}
-	var b bytes.Buffer
-	b.Write(ident)
-	binary.Write(&b, bo, uint16(typ))
-	binary.Write(&b, bo, uint16(machine))
-	binary.Write(&b, bo, uint32(1)) // version
-	if class == elf.ELFCLASS64 {
-		binary.Write(&b, bo, [3]uint64{}) // entry, phoff, shoff
-		binary.Write(&b, bo, uint32(0))   // flags
-		binary.Write(&b, bo, [6]uint16{64, 56, 0, 64, 0, 0})
-	} else {
-		binary.Write(&b, bo, [3]uint32{})
-		binary.Write(&b, bo, uint32(0))
-		binary.Write(&b, bo, [6]uint16{52, 32, 0, 40, 0, 0})
-	}
-	return b.Bytes()
-}
+var (
+	elfHeader   = releasetest.ELFHeader
+	machoHeader = releasetest.MachOHeader
+	peHeader    = releasetest.PEHeader
+)
 
 func elfExe(machine elf.Machine, class elf.Class, order elf.Data, osabi elf.OSABI) []byte {
 	return elfHeader(machine, class, order, osabi, elf.ET_EXEC)
-}
-
-// machoHeader returns a 64-bit little-endian Mach-O header without load
-// commands.
-func machoHeader(cpu macho.Cpu, typ macho.Type) []byte {
-	var b bytes.Buffer
-	binary.Write(&b, binary.LittleEndian, [8]uint32{macho.Magic64, uint32(cpu), 0, uint32(typ), 0, 0, 0, 0})
-	return b.Bytes()
-}
-
-// peHeader returns a DOS stub and a PE file header without sections or
-// optional header.
-func peHeader(machine, characteristics uint16) []byte {
-	b := make([]byte, 0x40)
-	copy(b, "MZ")
-	binary.LittleEndian.PutUint32(b[0x3c:], 0x40)
-	b = append(b, "PE\x00\x00"...)
-	var fh bytes.Buffer
-	binary.Write(&fh, binary.LittleEndian, pe.FileHeader{Machine: machine, Characteristics: characteristics})
-	b = append(b, fh.Bytes()...)
-	return append(b, make([]byte, 256)...) // debug/pe reads past the header
 }
 
 const peExe = pe.IMAGE_FILE_EXECUTABLE_IMAGE
