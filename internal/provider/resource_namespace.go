@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"fmt"
 	"maps"
 
 	"github.com/hashicorp/terraform-plugin-sdk/v2/diag"
@@ -36,7 +37,8 @@ func namespaceSettings() map[string]namespaceSetting {
 				Type:         schema.TypeString,
 				Optional:     true,
 				ValidateFunc: validateDescription,
-				Description:  "Free text shown in listings, at most 1024 bytes. Changing it updates the namespace in place.",
+				Description: fmt.Sprintf("Free text shown in listings, at most %d bytes. Changing it updates the namespace in place.",
+					registry.MaxDescriptionLength),
 			},
 			read:   func(ns apispec.Namespace) any { return ns.Description },
 			create: func(req *apispec.CreateNamespaceRequest, v any) { req.Description = v.(string) },
@@ -74,7 +76,8 @@ func resourceNamespace() *schema.Resource {
 			ValidateFunc:     validateNamespaceName,
 			DiffSuppressFunc: suppressNamespaceCase,
 			Description: "Name of the namespace: the middle part of provider addresses (`<host>/<namespace>/<type>`). " +
-				"Letters, digits and dashes; Trove stores it in lowercase and treats names differing only in case as one. " +
+				fmt.Sprintf("Letters, digits and dashes, at most %d characters; ", registry.MaxNamespaceLength) +
+				"Trove stores it in lowercase and treats names differing only in case as one. " +
 				"Changing it replaces the namespace, which is only possible while it holds no provider version.",
 		},
 		"created_at": {

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 
 	"trove.dev/trove/internal/apispec"
 	"trove.dev/trove/internal/client"
+	"trove.dev/trove/internal/registry"
 )
 
 func resourceToken() *schema.Resource {
@@ -85,7 +87,7 @@ func resourceToken() *schema.Resource {
 				Optional:     true,
 				ForceNew:     true,
 				ValidateFunc: validateDescription,
-				Description:  "What the token is for, at most 1024 bytes.",
+				Description:  fmt.Sprintf("What the token is for, at most %d bytes.", registry.MaxDescriptionLength),
 			},
 			"expires_at": {
 				Type:             schema.TypeString,

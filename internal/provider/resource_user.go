@@ -2,12 +2,15 @@ package provider
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/hashicorp/terraform-plugin-sdk/v2/diag"
 	"github.com/hashicorp/terraform-plugin-sdk/v2/helper/schema"
 
 	"trove.dev/trove/internal/apispec"
+	"trove.dev/trove/internal/auth"
 	"trove.dev/trove/internal/client"
+	"trove.dev/trove/internal/registry"
 )
 
 func resourceUser() *schema.Resource {
@@ -32,7 +35,7 @@ func resourceUser() *schema.Resource {
 				ForceNew:         true,
 				ValidateFunc:     validateUserName,
 				DiffSuppressFunc: suppressUserNameCase,
-				Description: "Login name: 1 to 64 letters, digits, `.`, `_` and `-`, starting and ending with a " +
+				Description: fmt.Sprintf("Login name: 1 to %d letters, digits, `.`, `_` and `-`, starting and ending with a ", registry.MaxUserNameLength) +
 					"letter or digit. Trove stores it in lowercase. Changing it replaces the user: the old one is " +
 					"disabled and a new one created.",
 			},
@@ -41,7 +44,8 @@ func resourceUser() *schema.Resource {
 				Required:     true,
 				Sensitive:    true,
 				ValidateFunc: validatePassword,
-				Description: "Password for the login page: at least 10 characters, at most 512 bytes, no leading or " +
+				Description: fmt.Sprintf("Password for the login page: at least %d characters, at most %d bytes, no leading or ",
+					auth.MinPasswordLength, registry.MaxPasswordLength) +
 					"trailing white space. Never read back from Trove; changing it sets the new password in place.",
 			},
 			"admin": {

@@ -20,9 +20,6 @@ import (
 // and data sources. They hold the rules Terraform applies before any API
 // call; the server checks everything again.
 
-// maxDescription is the longest description the API accepts, in bytes.
-const maxDescription = 1024
-
 // scopes are the token scopes the API knows, weakest first.
 var scopes = []string{string(registry.ScopeRead), string(registry.ScopePublish), string(registry.ScopeAdmin)}
 
@@ -127,21 +124,18 @@ var validateUserName = keywordValidator(func(s string) error {
 })
 
 // validatePassword is a schema.SchemaValidateFunc applying the API's
-// password rules. Its messages never contain the password.
-var validatePassword = keywordValidator(auth.CheckPassword)
+// password rules, its length limit first as the API checks it. Its
+// messages never contain the password.
+var validatePassword = keywordValidator(func(s string) error {
+	if err := registry.PasswordLimit.Check(s); err != nil {
+		return err
+	}
+	return auth.CheckPassword(s)
+})
 
 // validateDescription is a schema.SchemaValidateFunc that bounds a
-// description as the API does.
-func validateDescription(v any, key string) (warnings []string, errs []error) {
-	s, ok := v.(string)
-	if !ok {
-		return nil, []error{fmt.Errorf("expected %s to be a string", key)}
-	}
-	if len(s) > maxDescription {
-		return nil, []error{fmt.Errorf("%s is %d bytes long; the limit is %d", key, len(s), maxDescription)}
-	}
-	return nil, nil
-}
+// description as the API does (registry.MaxDescriptionLength).
+var validateDescription = keywordValidator(registry.DescriptionLimit.Check)
 
 // validateRFC3339 is a schema.SchemaValidateDiagFunc for a time stamp such
 // as 2030-01-02T15:04:05Z. Whether it lies in the future is for the server

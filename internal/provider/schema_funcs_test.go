@@ -82,7 +82,7 @@ func TestValidateDescription(t *testing.T) {
 	tests := map[int]string{ // length -> error
 		0:    "",
 		1024: "",
-		1025: "attr is 1025 bytes long; the limit is 1024",
+		1025: "attr: description is too long: 1025 bytes, the limit is 1024",
 	}
 	for n, want := range tests {
 		got := errText(validateDescription, strings.Repeat("x", n))
@@ -321,7 +321,7 @@ func TestAccessValidators(t *testing.T) {
 			"a":                     "",
 			"ci_bot-2":              "",
 			strings.Repeat("a", 64): "",
-			strings.Repeat("a", 65): "invalid user name",
+			strings.Repeat("a", 65): "user name is too long: 65 bytes, the limit is 64",
 			"":                      "invalid user name",
 			".alice":                "invalid user name",
 			"alice-":                "invalid user name",
@@ -333,7 +333,7 @@ func TestAccessValidators(t *testing.T) {
 			"nine char":               "shorter than 10 characters",
 			" padded password":        "starts or ends with white space",
 			"padded password\n":       "starts or ends with white space",
-			strings.Repeat("p", 513):  "longer than 512 bytes",
+			strings.Repeat("p", 513):  "password is too long: 513 bytes, the limit is 512",
 			"not utf-8 \xff\xfe\xfd!": "not valid UTF-8",
 		}},
 	}

@@ -1,0 +1,202 @@
+package provider_test
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-sdk/v2/helper/schema"
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+
+	"trove.dev/trove/internal/provider"
+	"trove.dev/trove/internal/registry"
+)
+
+// attributeLimits are the limits of every string argument that reaches
+// the API, by "<resource or data source>.<attribute>".
+var attributeLimits = map[string]registry.Limit{
+	"trove_namespace.name":             registry.NamespaceLimit,
+	"trove_namespace.description":      registry.DescriptionLimit,
+	"trove_namespace_member.namespace": registry.NamespaceLimit,
+	"trove_namespace_member.user":      registry.UserNameLimit,
+	"trove_signing_key.namespace":      registry.NamespaceLimit,
+	"trove_token.namespaces":           registry.NamespaceLimit,
+	"trove_token.namespace":            registry.NamespaceLimit,
+	"trove_token.user":                 registry.UserNameLimit,
+	"trove_token.description":          registry.DescriptionLimit,
+	"trove_user.name":                  registry.UserNameLimit,
+	"trove_user.password":              registry.PasswordLimit,
+	"data.trove_namespace.name":        registry.NamespaceLimit,
+	"data.trove_provider.namespace":    registry.NamespaceLimit,
+	"data.trove_provider.type":         registry.ProviderTypeLimit,
+	"data.trove_module.namespace":      registry.NamespaceLimit,
+	"data.trove_module.name":           registry.ModuleNameLimit,
+	"data.trove_module.system":         registry.ModuleSystemLimit,
+}
+
+// boundedOtherwise are the string arguments without a length limit of
+// their own, and why that is enough.
+var boundedOtherwise = map[string]string{
+	"trove_namespace.visibility":    "a keyword: public or private",
+	"trove_namespace_member.role":   "a keyword: reader, publisher or admin",
+	"trove_token.scopes":            "keywords: read, publish or admin",
+	"trove_token.expires_at":        "an RFC 3339 time stamp",
+	"trove_signing_key.ascii_armor": "a key, bounded by the API's request body limit",
+}
+
+// stringArguments returns the string arguments (not computed-only) of the
+// provider's resources and data sources, with their schemas.
+func stringArguments() map[string]*schema.Schema {
+	p := provider.New("test")()
+	out := map[string]*schema.Schema{}
+	add := func(prefix string, resources map[string]*schema.Resource) {
+		for name, r := range resources {
+			for attr, s := range r.Schema {
+				if s.Computed && !s.Optional && !s.Required {
+					continue
+				}
+				if s.Type == schema.TypeString {
+					out[prefix+name+"."+attr] = s
+				} else if elem, ok := s.Elem.(*schema.Schema); ok && elem.Type == schema.TypeString {
+					out[prefix+name+"."+attr] = elem
+				}
+			}
+		}
+	}
+	add("", p.ResourcesMap)
+	add("data.", p.DataSourcesMap)
+	return out
+}
+
+// validValue returns a value of n bytes that is valid for limit but for
+// its length.
+func validValue(limit registry.Limit, n int) string {
+	switch limit {
+	case registry.PasswordLimit:
+		return strings.Repeat("p", n)
+	case registry.VersionLimit:
+		return "1.0.0-" + strings.Repeat("a", n-len("1.0.0-"))
+	}
+	return strings.Repeat("a", n)
+}
+
+// TestSchemaLimits checks every string argument of the schema: it has the
+// API's limit, accepted at the limit and refused one byte over it with the
+// API's message, or is listed as bounded otherwise.
+func TestSchemaLimits(t *testing.T) {
+	args := stringArguments()
+	names := make([]string, 0, len(args))
+	for name := range args {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		s := args[name]
+		limit, ok := attributeLimits[name]
+		if !ok {
+			if _, ok := boundedOtherwise[name]; !ok {
+				t.Errorf("%s: a string argument with no limit: add it to attributeLimits (and its check to the schema)", name)
+			}
+			continue
+		}
+		if s.ValidateFunc == nil {
+			t.Errorf("%s: no ValidateFunc", name)
+			continue
+		}
+		if _, errs := s.ValidateFunc(validValue(limit, limit.Max), "attr"); len(errs) > 0 {
+			t.Errorf("%s at its limit of %d bytes: %v", name, limit.Max, errs)
+		}
+		over := validValue(limit, limit.Max+1)
+		_, errs := s.ValidateFunc(over, "attr")
+		if want := "attr: " + limit.Check(over).Error(); len(errs) != 1 || errs[0].Error() != want {
+			t.Errorf("%s one byte over its limit: %v, want %q", name, errs, want)
+		}
+	}
+	for name := range attributeLimits {
+		if _, ok := args[name]; !ok {
+			t.Errorf("attributeLimits names %s, which is no string argument", name)
+		}
+	}
+}
+
+// TestAccLimits runs terraform over configurations with every resource
+// argument one byte over its limit, each refused at plan with the API's
+// message, then applies one with every argument at its limit.
+func TestAccLimits(t *testing.T) {
+	e := newAccEnv(t)
+	ns := func(n int) string { return strings.Repeat("n", n) }
+	user := func(n int) string { return strings.Repeat("u", n) }
+	text := func(n int) string { return strings.Repeat("d", n) }
+	config := func(nsName, nsDesc, userName, password, tokenDesc, memberUser, tokenUser string) string {
+		return fmt.Sprintf(`resource "trove_namespace" "test" {
+  name        = %q
+  description = %q
+}
+
+resource "trove_user" "test" {
+  name     = %q
+  password = %q
+}
+
+resource "trove_namespace_member" "test" {
+  namespace = trove_namespace.test.name
+  user      = %q
+  role      = "reader"
+  depends_on = [trove_user.test]
+}
+
+resource "trove_token" "test" {
+  namespaces  = [trove_namespace.test.name]
+  user        = %q
+  scopes      = ["read"]
+  description = %q
+  depends_on  = [trove_user.test]
+}
+
+data "trove_namespace" "test" {
+  name = trove_namespace.test.name
+}
+`, nsName, nsDesc, userName, password, memberUser, tokenUser, tokenDesc)
+	}
+	atLimit := func() []string {
+		return []string{ns(registry.MaxNamespaceLength), text(registry.MaxDescriptionLength), user(registry.MaxUserNameLength),
+			strings.Repeat("p", registry.MaxPasswordLength), text(registry.MaxDescriptionLength),
+			user(registry.MaxUserNameLength), user(registry.MaxUserNameLength)}
+	}
+	// One step per argument, each with that argument one byte over.
+	var steps []resource.TestStep
+	for i, limit := range []registry.Limit{registry.NamespaceLimit, registry.DescriptionLimit, registry.UserNameLimit,
+		registry.PasswordLimit, registry.DescriptionLimit, registry.UserNameLimit, registry.UserNameLimit} {
+		args := atLimit()
+		args[i] = validValue(limit, limit.Max+1)
+		if limit == registry.UserNameLimit {
+			args[i] = user(limit.Max + 1)
+		}
+		if i == 0 {
+			args[i] = ns(limit.Max + 1)
+		}
+		msg := limit.Check(args[i]).Error()
+		steps = append(steps, resource.TestStep{
+			Config:      e.config(config(args[0], args[1], args[2], args[3], args[4], args[5], args[6])),
+			PlanOnly:    true,
+			ExpectError: regexp.MustCompile(wrapped(msg).String()),
+		})
+	}
+	args := atLimit()
+	steps = append(steps, resource.TestStep{
+		Config: e.config(config(args[0], args[1], args[2], args[3], args[4], args[5], args[6])),
+		Check: resource.ComposeAggregateTestCheckFunc(
+			e.checkNamespace(t, args[0], args[1]),
+			resource.TestCheckResourceAttr("trove_token.test", "description", args[4]),
+			resource.TestCheckResourceAttr("trove_namespace_member.test", "user", args[5]),
+			resource.TestCheckResourceAttr("data.trove_namespace.test", "name", args[0]),
+		),
+	})
+	resource.Test(t, resource.TestCase{
+		ProtoV5ProviderFactories: factories(),
+		CheckDestroy:             e.checkDestroyed(t),
+		Steps:                    steps,
+	})
+}
