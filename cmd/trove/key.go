@@ -80,6 +80,36 @@ func readKeyFile(path string, stdin io.Reader) (string, error) {
 	return text, nil
 }
 
+func keyGenerate() *command {
+	return &command{
+		name: "key generate", args: "NAMESPACE", minArgs: 1, maxArgs: 1, client: true,
+		summary: "Make Trove generate and keep the namespace's signing key (needs admin on the namespace); releases published without a .sig are then signed by Trove.",
+		examples: []string{
+			"trove key generate acme",
+			"trove key generate acme --json | jq -r .ascii_armor > acme-trove.asc",
+		},
+		setup: func(fs *flag.FlagSet, cl *cli) func(context.Context, []string) error {
+			return func(ctx context.Context, args []string) error {
+				c, err := cl.client()
+				if err != nil {
+					return err
+				}
+				key, err := c.GenerateSigningKey(ctx, args[0])
+				if err != nil {
+					return err
+				}
+				if cl.jsonOut {
+					return cl.printJSON(key)
+				}
+				fmt.Fprintf(cl.stdout, "Generated managed signing key %s for namespace %s\nFingerprint: %s\n"+
+					"Trove keeps its private key and signs the SHA256SUMS of releases published to %s without a .sig.\n",
+					key.KeyID, key.Namespace, key.Fingerprint, key.Namespace)
+				return nil
+			}
+		},
+	}
+}
+
 func keyList() *command {
 	return &command{
 		name: "key list", args: "NAMESPACE", minArgs: 1, maxArgs: 1, client: true,
@@ -104,9 +134,13 @@ func keyList() *command {
 				}
 				rows := make([]string, 0, len(keys))
 				for _, k := range keys {
-					rows = append(rows, row(k.KeyID, k.Fingerprint, when(k.CreatedAt), whenPtr(k.ExpiresAt, "never")))
+					kind := "uploaded"
+					if k.Managed {
+						kind = "managed"
+					}
+					rows = append(rows, row(k.KeyID, k.Fingerprint, kind, when(k.CreatedAt), whenPtr(k.ExpiresAt, "never")))
 				}
-				return table(cl.stdout, "KEY ID\tFINGERPRINT\tADDED\tEXPIRES", rows)
+				return table(cl.stdout, "KEY ID\tFINGERPRINT\tKIND\tADDED\tEXPIRES", rows)
 			}
 		},
 	}

@@ -88,7 +88,7 @@ func commands() []*command {
 		serveCommand(), migrateCommand(), storeCopyCommand(), adminTokenCommand(),
 		loginCommand(), logoutCommand(),
 		namespaceCreate(), namespaceList(), namespaceShow(), namespaceUpdate(), namespaceDelete(),
-		keyAdd(), keyList(), keyRemove(),
+		keyAdd(), keyGenerate(), keyList(), keyRemove(),
 		tokenCreate(), tokenList(), tokenExpire(), tokenRevoke(),
 		userCreate(), userList(), userShow(), userPasswd(), userDisable(), userEnable(), userAdmin(),
 		memberAdd(), memberList(), memberRemove(),
