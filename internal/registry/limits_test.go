@@ -1,0 +1,58 @@
+package registry
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestParseLimits checks each parser at its field's limit (valid) and one
+// byte over it (refused with the limit's message, before the grammar).
+func TestParseLimits(t *testing.T) {
+	version := func(n int) string { return "1.0.0-" + strings.Repeat("a", n-len("1.0.0-")) }
+	repeat := func(n int) string { return strings.Repeat("a", n) }
+	tests := []struct {
+		limit Limit
+		value func(int) string
+		parse func(string) error
+	}{
+		{NamespaceLimit, repeat, func(s string) error { _, err := ParseNamespace(s); return err }},
+		{ProviderTypeLimit, repeat, func(s string) error { _, err := ParseProviderType(s); return err }},
+		{ModuleNameLimit, repeat, func(s string) error { _, err := ParseModuleName(s); return err }},
+		{ModuleSystemLimit, repeat, func(s string) error { _, err := ParseModuleSystem(s); return err }},
+		{UserNameLimit, repeat, func(s string) error { _, err := ParseUserName(s); return err }},
+		{VersionLimit, version, func(s string) error { _, err := ParseVersion(s); return err }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.limit.Field, func(t *testing.T) {
+			if err := tt.parse(tt.value(tt.limit.Max)); err != nil {
+				t.Fatalf("at the limit of %d: %v", tt.limit.Max, err)
+			}
+			over := tt.value(tt.limit.Max + 1)
+			err := tt.parse(over)
+			want := tt.limit.Field + " is too long: " + strconv.Itoa(tt.limit.Max+1) + " bytes, the limit is " + strconv.Itoa(tt.limit.Max)
+			if err == nil || err.Error() != want || !IsKind(err, Invalid) {
+				t.Fatalf("one over the limit: %v, want %q", err, want)
+			}
+			// A huge value gets the same short message.
+			if err := tt.parse(tt.value(10000)); err == nil || len(err.Error()) > 100 {
+				t.Fatalf("10000 bytes: %v", err)
+			}
+		})
+	}
+}
+
+// TestKeywordsAreNotEchoedInFull checks that refused keywords of any
+// length make short messages.
+func TestKeywordsAreNotEchoedInFull(t *testing.T) {
+	huge := strings.Repeat("x", 10000)
+	for name, parse := range map[string]func(string) error{
+		"visibility": func(s string) error { _, err := ParseVisibility(s); return err },
+		"role":       func(s string) error { _, err := ParseRole(s); return err },
+		"platform":   func(s string) error { return ValidatePlatform(s, "amd64") },
+	} {
+		if err := parse(huge); err == nil || len(err.Error()) > 200 {
+			t.Errorf("%s: %d bytes of message", name, len(err.Error()))
+		}
+	}
+}
