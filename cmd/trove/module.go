@@ -128,8 +128,10 @@ func publishPacked(ctx context.Context, cl *cli, up client.ModuleUpload, what st
 		pw.CloseWithError(err)
 		packed <- err
 	}()
-	up.Archive = pr
+	bar := newProgress(cl.env, "Uploaded", 0) // the archive's size is known only once packed
+	up.Archive = bar.reader(pr)
 	res, err := c.PublishModule(ctx, up)
+	bar.finish()
 	pr.CloseWithError(errUploadFinished) // unblocks the packer if the server stopped reading
 	if perr := <-packed; err != nil && perr != nil && !errors.Is(perr, errUploadFinished) {
 		return perr // a local failure, not the aborted request, is the cause
@@ -171,10 +173,15 @@ func publishArchiveFile(ctx context.Context, cl *cli, up client.ModuleUpload, pa
 	if up.Origin == "" {
 		up.Origin = "archive " + filepath.Base(path)
 	}
+	var total int64
 	if fi, err := f.Stat(); err == nil {
+		total = fi.Size()
 		fmt.Fprintf(cl.stderr, "Uploading %s (%s) as %s/%s/%s %s to %s\n", path, size(fi.Size()), up.Namespace, up.Name, up.System, up.Version, c.Addr())
 	}
+	bar := newProgress(cl.env, "Uploaded", total)
+	up.Archive = bar.reader(f)
 	res, err := c.PublishModule(ctx, up)
+	bar.finish()
 	if err != nil {
 		return err
 	}

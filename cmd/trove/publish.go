@@ -43,16 +43,27 @@ func publishCommand() *command {
 				}
 				files := make([]client.PublishFile, 0, len(rel.files))
 				var total int64
+				var bar *progress
 				for _, f := range rel.files {
 					pf := client.FileFromPath(f.path)
 					pf.Name = f.name
+					open := pf.Open
+					pf.Open = func() (io.ReadCloser, error) {
+						rc, err := open()
+						if err != nil {
+							return nil, err
+						}
+						return readCloser{bar.reader(rc), rc}, nil
+					}
 					files = append(files, pf)
 					if fi, err := os.Stat(f.path); err == nil {
 						total += fi.Size()
 					}
 				}
 				fmt.Fprintf(cl.stderr, "Uploading %s/%s %s to %s: %d files, %s\n", *namespace, rel.typ, rel.version, c.Addr(), len(files), size(total))
+				bar = newProgress(cl.env, "Uploaded", total)
 				res, err := c.PublishProvider(ctx, *namespace, rel.typ, rel.version, files)
+				bar.finish()
 				if err != nil {
 					return err
 				}
@@ -135,14 +146,15 @@ func findRelease(dir, manifest string) (distRelease, error) {
 	in := func(name string) distFile { return distFile{name: name, path: filepath.Join(dir, name)} }
 	rel := distRelease{typ: typ, version: version, files: []distFile{in(sumsName)}}
 
-	sig := sumsName + ".sig"
-	if !regular[sig] {
-		return distRelease{}, fmt.Errorf("missing %s in %s: sign SHA256SUMS with gpg --detach-sign (gpg --local-user KEY_ID --detach-sign %s)", sig, dir, sumsName)
+	// Without a .sig the release goes up unsigned: the server signs it
+	// with the namespace's managed key (trove key generate), or refuses
+	// it with a message that names both ways to sign.
+	if sig := sumsName + ".sig"; regular[sig] {
+		if err := checkSignatureFile(filepath.Join(dir, sig)); err != nil {
+			return distRelease{}, err
+		}
+		rel.files = append(rel.files, in(sig))
 	}
-	if err := checkSignatureFile(filepath.Join(dir, sig)); err != nil {
-		return distRelease{}, err
-	}
-	rel.files = append(rel.files, in(sig))
 	listed, err := readSums(filepath.Join(dir, sumsName))
 	if err != nil {
 		return distRelease{}, err
