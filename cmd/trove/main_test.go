@@ -569,8 +569,9 @@ func TestFindRelease(t *testing.T) {
 		{"empty dir", nil, nil, "", "", "no terraform-provider-*_SHA256SUMS file in"},
 		{"two releases", []string{sums, sig, linux, "terraform-provider-foo_1.2.2_SHA256SUMS"}, nil, "", "",
 			"found 2 SHA256SUMS files in"},
-		{"missing sig", []string{sums, linux}, nil, "", "", "sign SHA256SUMS with gpg --detach-sign"},
-		{"sig is a directory", []string{sums, sig + "/", linux}, nil, "", "", "missing " + sig},
+		// Unsigned: the namespace's managed key signs it on the server.
+		{"no sig", []string{sums, linux}, []string{sums, linux}, "foo", "1.2.3", ""},
+		{"sig is a directory", []string{sums, sig + "/", linux}, []string{sums, linux}, "foo", "1.2.3", ""},
 		{"no zips", []string{sums, sig, manifest}, nil, "", "", "no terraform-provider-foo_1.2.3_*.zip packages"},
 		{"no version", []string{"terraform-provider-foo_SHA256SUMS"}, nil, "", "", "cannot read the provider type and version"},
 		{"v prefix", []string{"terraform-provider-foo_v1.2.3_SHA256SUMS"}, nil, "", "", `drop the leading "v"`},
