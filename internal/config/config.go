@@ -184,6 +184,14 @@ func (c *Config) FlagSet(name string) *flag.FlagSet {
 	// slog names levels in capitals; the flag takes and the documentation
 	// writes them in lower case.
 	fs.Lookup("log-level").DefValue = strings.ToLower(slog.LevelInfo.String())
+	// Durations print as the documentation writes them: 15m, not 15m0s.
+	fs.VisitAll(func(f *flag.Flag) {
+		if g, ok := f.Value.(flag.Getter); ok {
+			if d, ok := g.Get().(time.Duration); ok {
+				f.DefValue = ShortDuration(d)
+			}
+		}
+	})
 	return fs
 }
 
@@ -453,6 +461,19 @@ func checkPublicURL(s string) error {
 		return registry.Errorf(registry.Invalid, "invalid --public-url %q: %s", s, problem)
 	}
 	return nil
+}
+
+// ShortDuration formats d as Go does, without the zero minutes and
+// seconds it appends to whole hours and minutes: 15m, 720h, 1h30m.
+func ShortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // byteSize is a flag.Value of a byte count: a plain integer or one with a
