@@ -392,7 +392,7 @@ func VerifyDetachedAt(keys []registry.SigningKey, signed, sig []byte, now time.T
 			return key, nil
 		case errors.Is(err, pgperrors.ErrKeyExpired) && signer != nil:
 			return registry.SigningKey{}, registry.Errorf(registry.Invalid, "SHA256SUMS is signed by key %s, which has expired (or whose signing subkey has), so it can sign no new release: "+
-				"extend it with gpg --quick-set-expire %s 2y (add '*' for its subkeys), replace the namespace's copy (trove key delete %s %s, then trove key add), and publish again",
+				"extend it with gpg --quick-set-expire %s 2y (add '*' for its subkeys), replace the namespace's copy (trove key remove %s %s, then trove key add), and publish again",
 				key.KeyID, key.Fingerprint, key.Namespace, key.KeyID)
 		case errors.Is(err, pgperrors.ErrKeyRevoked):
 			return registry.SigningKey{}, registry.Errorf(registry.Invalid, "SHA256SUMS is signed by key %s, which is revoked (or whose signing subkey or user ID is); sign with a valid key", key.KeyID)
