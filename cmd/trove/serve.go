@@ -54,7 +54,7 @@ func runServer(ctx context.Context, cfg config.Config, stdout, stderr io.Writer)
 		return err
 	}
 	defer idx.Close()
-	blobs, err := openBlobs(ctx, cfg)
+	blobs, err := openBlobs(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
@@ -207,8 +207,9 @@ func openIndex(ctx context.Context, cfg config.Config, log *slog.Logger) (store.
 	}
 }
 
-// openBlobs opens the blob backend that cfg selects.
-func openBlobs(ctx context.Context, cfg config.Config) (store.Blobs, error) {
+// openBlobs opens the blob backend that cfg selects; log hears what
+// opening cleans up (multipart uploads that crashed processes left).
+func openBlobs(ctx context.Context, cfg config.Config, log *slog.Logger) (store.Blobs, error) {
 	switch cfg.Blobs.Backend {
 	case config.BlobsFS:
 		b, err := fsblob.Open(cfg.Blobs.FS.Dir)
@@ -220,7 +221,7 @@ func openBlobs(ctx context.Context, cfg config.Config) (store.Blobs, error) {
 		s := cfg.Blobs.S3
 		b, err := s3blob.Open(ctx, s3blob.Options{
 			Endpoint: s.Endpoint, Region: s.Region, Bucket: s.Bucket, Prefix: s.Prefix, PathStyle: s.PathStyle,
-			AccessKey: s.AccessKey, SecretKey: s.SecretKey,
+			AccessKey: s.AccessKey, SecretKey: s.SecretKey, Logger: log,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("opening the S3 blob store: %w", err)

@@ -86,7 +86,7 @@ func openStore(ctx context.Context, cfg config.Config, log *slog.Logger, side st
 	if err != nil {
 		return storecopy.Store{}, nil, fmt.Errorf("%s: %w", side, err)
 	}
-	blobs, err := openBlobs(ctx, cfg)
+	blobs, err := openBlobs(ctx, cfg, log)
 	if err != nil {
 		idx.Close()
 		return storecopy.Store{}, nil, fmt.Errorf("%s: %w", side, err)
