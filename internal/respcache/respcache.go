@@ -1,0 +1,479 @@
+// Package respcache keeps rendered protocol documents in memory: the
+// providers.v1 versions and download documents and the modules.v1
+// versions documents (and later the mirror and the UI) are rendered once,
+// with a strong ETag and their Content-Length, and served from here until
+// they are invalidated or age out.
+//
+// # Contract
+//
+// A Cache[O, D, V] holds entries under a two-part key: an owner O (a
+// provider, a module) and a document D of that owner. It is safe for
+// concurrent use.
+//
+//   - Lookup returns the entry stored under a key, whatever its age, or
+//     nil. It takes a read lock, does not allocate and marks the entry as
+//     recently used.
+//   - An entry's body, ETag, Content-Length and Value never change after
+//     it was stored, so callers may use them without a lock. The ETag is
+//     a strong, quoted tag derived from the body's SHA-256: equal bodies
+//     have equal tags. ETag and Length are one-element slices meant to be
+//     assigned to response headers as they are.
+//   - Freshness is measured from the moment the render that produced an
+//     entry started (Options.Now). An entry is Fresh for at least
+//     MaxAge/2 and at most 3/4 of MaxAge (a per-entry random point in
+//     between, so that entries stored together do not all go stale
+//     together); then it is Stale until MaxAge has passed; from then on it
+//     is Expired and is never served again. State tells which.
+//   - Load is for a request that has no usable entry (none, Expired, or
+//     one the caller judges unusable): it returns an entry stored under
+//     the key since the caller's Lookup if that one is not Expired, else
+//     it joins the render of the key already in progress, else it renders
+//     itself. However many requests ask, one render per key runs at a
+//     time (single flight); each waiting request may give up with its own
+//     context, the render goes on.
+//   - Revalidate is for a request that serves a Stale entry: the request
+//     does not wait, and at most one background render per key runs
+//     however many requests call it (and none while a Load of the key
+//     renders). When the render succeeds its entry replaces the stale one.
+//     When it fails, the error is logged and the stale entry stays, to be
+//     served until it expires; no new background render of it starts for
+//     RetryAfter. An error for which Options.Drop reports true (the
+//     document no longer exists) removes the entry instead.
+//   - Renders run detached from the requests that started them (a
+//     request's cancellation does not cancel them), bounded by
+//     RenderTimeout. A render that panics counts as a failed render.
+//   - Invalidate (one key), InvalidateOwner (every document of an owner)
+//     and InvalidateAll remove entries at once and start a new
+//     generation: a render that started before any invalidation never
+//     stores its result (the requests waiting for it still get it), and a
+//     Load after an invalidation never joins a render that started before
+//     it. Renders in progress do not delay invalidations.
+//   - Memory: each entry is accounted as its body, its Rendered.Size and
+//     EntryOverhead. After every store, entries are evicted until the
+//     total is within MaxBytes and their count within MaxEntries, with the
+//     CLOCK approximation of LRU (an entry used since the previous sweep
+//     is spared once); the entry just stored is never evicted by its own
+//     store, so a single entry larger than MaxBytes is kept alone.
+package respcache
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// EntryOverhead approximates the memory an entry costs besides its body
+// and Rendered.Size: the entry, its ETag and length strings, the keys and
+// the map slots, with size-class rounding (measured at about 800 bytes
+// per download document in a cold sweep; see docs/benchmarks.md).
+const EntryOverhead = 1024
+
+// Defaults of Options.
+const (
+	DefaultRenderTimeout = 30 * time.Second
+)
+
+// ErrRenderPanicked is the error of a render that panicked.
+var ErrRenderPanicked = errors.New("rendering the document failed unexpectedly")
+
+// Options configures a Cache.
+type Options struct {
+	// Name labels the cache's log lines ("providers", "modules").
+	Name string
+	// MaxAge is the longest an entry is served after its render started
+	// (required, > 0).
+	MaxAge time.Duration
+	// MaxBytes and MaxEntries bound the accounted memory and the number
+	// of entries (<= 0: unbounded).
+	MaxBytes   int64
+	MaxEntries int
+	// RetryAfter is how long after a failed background render of a stale
+	// entry the next one may start (default MaxAge/8).
+	RetryAfter time.Duration
+	// RenderTimeout bounds one render (default DefaultRenderTimeout).
+	RenderTimeout time.Duration
+	// Drop reports whether a render error means the document is gone, so
+	// that a stale entry is removed rather than kept (nil: never).
+	Drop func(error) bool
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// Log receives failed background renders (nil: discarded).
+	Log *slog.Logger
+}
+
+// Rendered is what a render produces.
+type Rendered[V any] struct {
+	// Body is the document; the cache keeps it and never modifies it.
+	Body []byte
+	// Value is whatever else the caller wants to keep with the document.
+	Value V
+	// Size is the memory Value takes, for the byte budget.
+	Size int64
+}
+
+// RenderFunc renders a document. ctx is detached from the request that
+// started the render and carries the render timeout.
+type RenderFunc[V any] func(ctx context.Context) (Rendered[V], error)
+
+// State is how an entry may be used at a given time.
+type State int
+
+// The states of an entry.
+const (
+	// Expired: no entry, or too old to serve; call Load.
+	Expired State = iota
+	// Fresh: serve it.
+	Fresh
+	// Stale: serve it and call Revalidate.
+	Stale
+)
+
+func (s State) String() string {
+	switch s {
+	case Fresh:
+		return "fresh"
+	case Stale:
+		return "stale"
+	default:
+		return "expired"
+	}
+}
+
+// Entry is one rendered document.
+type Entry[V any] struct {
+	Body   []byte
+	ETag   []string // {strong quoted ETag}
+	Length []string // {Content-Length}
+	Value  V
+
+	size      int64
+	rendered  int64 // Unix nanoseconds when its render started
+	staleAt   int64
+	expiresAt int64
+	used      atomic.Bool  // set on lookups, cleared by eviction sweeps (CLOCK)
+	retryAt   atomic.Int64 // no background render before this (after a failure)
+}
+
+// Rendered returns when the render of e started.
+func (e *Entry[V]) Rendered() time.Time { return time.Unix(0, e.rendered) }
+
+// flightKey identifies one render in progress. The generation is part of
+// the key so that a Load after an invalidation never joins a render that
+// started before it.
+type flightKey[O, D comparable] struct {
+	owner O
+	doc   D
+	gen   uint64
+}
+
+type flight[V any] struct {
+	done    chan struct{}
+	waiters int // Loads waiting for this render; guarded by Cache.mu
+	e       *Entry[V]
+	err     error
+}
+
+// Cache holds rendered documents; see the package documentation for its
+// contract.
+type Cache[O, D comparable, V any] struct {
+	opt Options
+
+	mu      sync.RWMutex
+	owners  map[O]map[D]*Entry[V]
+	entries int
+	bytes   int64
+	gen     uint64 // incremented by every invalidation
+	flights map[flightKey[O, D]]*flight[V]
+}
+
+// New returns an empty Cache.
+func New[O, D comparable, V any](opt Options) *Cache[O, D, V] {
+	if opt.MaxAge <= 0 {
+		panic("respcache: MaxAge must be positive")
+	}
+	if opt.RetryAfter <= 0 {
+		opt.RetryAfter = opt.MaxAge / 8
+	}
+	if opt.RenderTimeout <= 0 {
+		opt.RenderTimeout = DefaultRenderTimeout
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	if opt.Log == nil {
+		opt.Log = slog.New(slog.DiscardHandler)
+	}
+	return &Cache[O, D, V]{
+		opt:     opt,
+		owners:  make(map[O]map[D]*Entry[V]),
+		flights: make(map[flightKey[O, D]]*flight[V]),
+	}
+}
+
+// MaxAge returns the longest an entry is served.
+func (c *Cache[O, D, V]) MaxAge() time.Duration { return c.opt.MaxAge }
+
+// Lookup returns the entry stored under (o, d), whatever its state, or
+// nil. It does not allocate.
+func (c *Cache[O, D, V]) Lookup(o O, d D) *Entry[V] {
+	c.mu.RLock()
+	e := c.owners[o][d]
+	c.mu.RUnlock()
+	if e != nil && !e.used.Load() {
+		e.used.Store(true) // without writing a shared cache line when already set
+	}
+	return e
+}
+
+// State returns the state of e (which may be nil) now.
+func (c *Cache[O, D, V]) State(e *Entry[V]) State {
+	return e.state(c.opt.Now().UnixNano())
+}
+
+func (e *Entry[V]) state(now int64) State {
+	switch {
+	case e == nil || now >= e.expiresAt:
+		return Expired
+	case now >= e.staleAt:
+		return Stale
+	default:
+		return Fresh
+	}
+}
+
+// Load returns an entry for (o, d) for a request whose Lookup gave seen
+// (nil or not usable): an entry stored since then if it is not Expired,
+// or the result of the render in progress for the key, or of render,
+// which it then runs. It returns the render's error, or ctx's if ctx ends
+// while it waits.
+func (c *Cache[O, D, V]) Load(ctx context.Context, o O, d D, seen *Entry[V], render RenderFunc[V]) (*Entry[V], error) {
+	c.mu.Lock()
+	if e := c.owners[o][d]; e != nil && e != seen && e.state(c.opt.Now().UnixNano()) != Expired {
+		c.mu.Unlock()
+		return e, nil
+	}
+	key := flightKey[O, D]{owner: o, doc: d, gen: c.gen}
+	if f, ok := c.flights[key]; ok {
+		f.waiters++
+		c.mu.Unlock()
+		select {
+		case <-f.done:
+			return f.e, f.err
+		case <-ctx.Done():
+			c.mu.Lock()
+			f.waiters--
+			c.mu.Unlock()
+			return nil, ctx.Err()
+		}
+	}
+	f := &flight[V]{done: make(chan struct{})}
+	c.flights[key] = f
+	c.mu.Unlock()
+	c.run(ctx, key, f, nil, render)
+	return f.e, f.err
+}
+
+// Revalidate starts one background render of (o, d), whose stale entry
+// e the caller serves, unless one is running or a failed one asks to
+// wait (see the package documentation).
+func (c *Cache[O, D, V]) Revalidate(o O, d D, e *Entry[V], render RenderFunc[V]) {
+	now := c.opt.Now().UnixNano()
+	if now < e.retryAt.Load() {
+		return
+	}
+	c.mu.Lock()
+	key := flightKey[O, D]{owner: o, doc: d, gen: c.gen}
+	if _, ok := c.flights[key]; ok || c.owners[o][d] != e {
+		c.mu.Unlock()
+		return
+	}
+	f := &flight[V]{done: make(chan struct{})}
+	c.flights[key] = f
+	c.mu.Unlock()
+	go c.run(context.Background(), key, f, e, render)
+}
+
+// run renders for the flight f registered under key and stores the
+// result unless an invalidation happened meanwhile. stale is the entry a
+// background render replaces (nil for a Load).
+func (c *Cache[O, D, V]) run(ctx context.Context, key flightKey[O, D], f *flight[V], stale *Entry[V], render RenderFunc[V]) {
+	start := c.opt.Now().UnixNano()
+	r, err := c.render(ctx, render)
+	var e *Entry[V]
+	if err == nil {
+		e = c.newEntry(r, start)
+	}
+	c.mu.Lock()
+	delete(c.flights, key)
+	switch {
+	case c.gen != key.gen:
+		// Invalidated meanwhile: hand the result to the waiters only.
+	case err == nil:
+		c.insert(key.owner, key.doc, e)
+	case stale != nil && c.opt.Drop != nil && c.opt.Drop(err):
+		if c.owners[key.owner][key.doc] == stale {
+			c.remove(key.owner, key.doc)
+		}
+	case stale != nil:
+		stale.retryAt.Store(c.opt.Now().UnixNano() + int64(c.opt.RetryAfter))
+	}
+	f.e, f.err = e, err
+	c.mu.Unlock()
+	if err != nil && stale != nil && (c.opt.Drop == nil || !c.opt.Drop(err)) {
+		c.opt.Log.Warn("refreshing a cached document failed; serving the stale one until it expires",
+			"cache", c.opt.Name, "owner", fmt.Sprint(key.owner), "document", fmt.Sprint(key.doc),
+			"expires", time.Unix(0, stale.expiresAt).UTC(), "err", err)
+	}
+	close(f.done)
+}
+
+// render runs fn detached from ctx's cancellation, with the render
+// timeout, turning a panic into ErrRenderPanicked.
+func (c *Cache[O, D, V]) render(ctx context.Context, fn RenderFunc[V]) (r Rendered[V], err error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.opt.RenderTimeout)
+	defer cancel()
+	defer func() {
+		if p := recover(); p != nil {
+			c.opt.Log.Error("rendering a document panicked", "cache", c.opt.Name, "panic", fmt.Sprint(p))
+			r, err = Rendered[V]{}, ErrRenderPanicked
+		}
+	}()
+	return fn(ctx)
+}
+
+func (c *Cache[O, D, V]) newEntry(r Rendered[V], start int64) *Entry[V] {
+	sum := sha256.Sum256(r.Body)
+	maxAge := int64(c.opt.MaxAge)
+	fresh := maxAge/2 + rand.Int64N(maxAge/4+1)
+	return &Entry[V]{
+		Body:      r.Body,
+		ETag:      []string{`"` + base64.RawURLEncoding.EncodeToString(sum[:18]) + `"`},
+		Length:    []string{strconv.Itoa(len(r.Body))},
+		Value:     r.Value,
+		size:      int64(len(r.Body)) + max(r.Size, 0) + EntryOverhead,
+		rendered:  start,
+		staleAt:   start + min(fresh, maxAge*3/4),
+		expiresAt: start + maxAge,
+	}
+}
+
+// insert stores e under (o, d), replacing any previous entry, and evicts
+// until the cache is within its bounds. c.mu must be held for writing.
+func (c *Cache[O, D, V]) insert(o O, d D, e *Entry[V]) {
+	e.used.Store(true) // survive the first sweep after insertion
+	docs := c.owners[o]
+	if docs == nil {
+		docs = make(map[D]*Entry[V])
+		c.owners[o] = docs
+	}
+	if old := docs[d]; old != nil {
+		c.bytes -= old.size
+		c.entries--
+	}
+	docs[d] = e
+	c.bytes += e.size
+	c.entries++
+	if c.over() {
+		c.evict(e)
+	}
+}
+
+func (c *Cache[O, D, V]) over() bool {
+	return c.opt.MaxBytes > 0 && c.bytes > c.opt.MaxBytes || c.opt.MaxEntries > 0 && c.entries > c.opt.MaxEntries
+}
+
+// evict drops entries not used since the previous sweep (clearing the
+// mark of those that were) until the cache is within its bounds, sparing
+// keep. Two passes always suffice: the first clears every mark it does
+// not act on.
+func (c *Cache[O, D, V]) evict(keep *Entry[V]) {
+	for pass := 0; pass < 2 && c.over(); pass++ {
+		for o, docs := range c.owners {
+			for d, e := range docs {
+				if !c.over() {
+					return
+				}
+				if e == keep || e.used.Swap(false) {
+					continue
+				}
+				delete(docs, d)
+				c.bytes -= e.size
+				c.entries--
+			}
+			if len(docs) == 0 {
+				delete(c.owners, o)
+			}
+		}
+	}
+}
+
+// remove deletes the entry under (o, d), if any. c.mu must be held for
+// writing.
+func (c *Cache[O, D, V]) remove(o O, d D) {
+	docs := c.owners[o]
+	if e := docs[d]; e != nil {
+		delete(docs, d)
+		c.bytes -= e.size
+		c.entries--
+		if len(docs) == 0 {
+			delete(c.owners, o)
+		}
+	}
+}
+
+// Invalidate removes the entry under (o, d) and starts a new generation.
+func (c *Cache[O, D, V]) Invalidate(o O, d D) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gen++
+	c.remove(o, d)
+}
+
+// InvalidateOwner removes every entry of owner o and starts a new
+// generation.
+func (c *Cache[O, D, V]) InvalidateOwner(o O) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gen++
+	for _, e := range c.owners[o] {
+		c.bytes -= e.size
+		c.entries--
+	}
+	delete(c.owners, o)
+}
+
+// InvalidateAll removes every entry and starts a new generation.
+func (c *Cache[O, D, V]) InvalidateAll() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gen++
+	c.owners = make(map[O]map[D]*Entry[V])
+	c.bytes, c.entries = 0, 0
+}
+
+// Stats describes a Cache at one moment.
+type Stats struct {
+	Entries int
+	Bytes   int64 // accounted memory
+	Renders int   // renders in progress (foreground and background)
+	Waiting int   // Loads waiting for a render they did not start
+}
+
+// Stats returns the cache's current figures.
+func (c *Cache[O, D, V]) Stats() Stats {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	s := Stats{Entries: c.entries, Bytes: c.bytes, Renders: len(c.flights)}
+	for _, f := range c.flights {
+		s.Waiting += f.waiters
+	}
+	return s
+}

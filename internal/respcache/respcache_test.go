@@ -1,0 +1,596 @@
+package respcache
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+const maxAge = 40 * time.Second
+
+type testCache = Cache[string, string, int]
+
+func newTest(t *testing.T, mod func(*Options)) (*testCache, *clock, *bytes.Buffer) {
+	t.Helper()
+	clk := &clock{t: time.Unix(1_700_000_000, 0)}
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	opt := Options{Name: "test", MaxAge: maxAge, Now: clk.Now, Log: slog.New(slog.NewTextHandler(&lockedWriter{w: &logs, mu: &mu}, nil))}
+	if mod != nil {
+		mod(&opt)
+	}
+	return New[string, string, int](opt), clk, &logs
+}
+
+type lockedWriter struct {
+	w  *bytes.Buffer
+	mu *sync.Mutex
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// body renders a fixed body with a counter.
+func body(s string, calls *atomic.Int64) RenderFunc[int] {
+	return func(context.Context) (Rendered[int], error) {
+		n := calls.Add(1)
+		return Rendered[int]{Body: []byte(s), Value: int(n)}, nil
+	}
+}
+
+// gate is a render that reports its start on started and waits for a
+// value (or error) on release.
+type gate struct {
+	started chan struct{}
+	release chan error
+	calls   atomic.Int64
+	body    string
+}
+
+func newGate(body string) *gate {
+	return &gate{started: make(chan struct{}, 16), release: make(chan error, 16), body: body}
+}
+
+func (g *gate) render(context.Context) (Rendered[int], error) {
+	n := g.calls.Add(1)
+	g.started <- struct{}{}
+	if err := <-g.release; err != nil {
+		return Rendered[int]{}, err
+	}
+	return Rendered[int]{Body: []byte(g.body), Value: int(n)}, nil
+}
+
+// settle waits until no render is in progress (each done channel is
+// closed after the render's result was stored).
+func settle(c *testCache) {
+	c.mu.Lock()
+	var done []chan struct{}
+	for _, f := range c.flights {
+		done = append(done, f.done)
+	}
+	c.mu.Unlock()
+	for _, d := range done {
+		<-d
+	}
+}
+
+// waitFor yields until cond holds; cond is the synchronization, not time.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for i := 0; !cond(); i++ {
+		if i > 10_000_000 {
+			t.Fatalf("never happened: %s", what)
+		}
+		runtime.Gosched()
+	}
+}
+
+func mustLoad(t *testing.T, c *testCache, o, d string, seen *Entry[int], r RenderFunc[int]) *Entry[int] {
+	t.Helper()
+	e, err := c.Load(t.Context(), o, d, seen, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func TestEntryBodyETagLength(t *testing.T) {
+	c, _, _ := newTest(t, nil)
+	var calls atomic.Int64
+	e := mustLoad(t, c, "acme/widget", "versions", nil, body(`{"versions":[]}`, &calls))
+	if string(e.Body) != `{"versions":[]}` || e.Length[0] != "15" || len(e.ETag) != 1 || len(e.Length) != 1 {
+		t.Fatalf("entry %q, length %v, etag %v", e.Body, e.Length, e.ETag)
+	}
+	if tag := e.ETag[0]; len(tag) < 3 || tag[0] != '"' || tag[len(tag)-1] != '"' || strings.HasPrefix(tag, "W/") {
+		t.Fatalf("ETag %q is not a strong quoted tag", tag)
+	}
+	if got := c.Lookup("acme/widget", "versions"); got != e {
+		t.Fatalf("Lookup after Load returned %p, want the loaded entry %p", got, e)
+	}
+	other := mustLoad(t, c, "acme/gadget", "versions", nil, body(`{"versions":[]}`, &calls))
+	differs := mustLoad(t, c, "acme/thing", "versions", nil, body(`{"versions":[1]}`, &calls))
+	if other.ETag[0] != e.ETag[0] || differs.ETag[0] == e.ETag[0] {
+		t.Fatalf("equal bodies must have equal tags, others not: %s %s %s", e.ETag[0], other.ETag[0], differs.ETag[0])
+	}
+	if c.Lookup("acme/widget", "download") != nil {
+		t.Fatalf("Lookup of a key never loaded returned an entry")
+	}
+}
+
+func TestLookupDoesNotAllocate(t *testing.T) {
+	c, _, _ := newTest(t, nil)
+	var calls atomic.Int64
+	mustLoad(t, c, "acme/widget", "versions", nil, body("x", &calls))
+	o, d := "acme/widget", "versions"
+	if n := testing.AllocsPerRun(100, func() {
+		if e := c.Lookup(o, d); c.State(e) != Fresh {
+			t.Fatal("not fresh")
+		}
+	}); n != 0 {
+		t.Fatalf("Lookup and State allocate %.0f times", n)
+	}
+}
+
+func TestFreshStaleExpired(t *testing.T) {
+	c, clk, _ := newTest(t, nil)
+	var calls atomic.Int64
+	for i := range 20 { // the fresh span is random per entry: check the bounds on many
+		c.InvalidateAll()
+		start := clk.Now()
+		e := mustLoad(t, c, "o", "d", nil, body("x", &calls))
+		at := func(d time.Duration) State {
+			clk.t = start.Add(d)
+			return c.State(e)
+		}
+		if s := at(maxAge/2 - 1); s != Fresh {
+			t.Fatalf("entry %d at MaxAge/2-1ns: %s, want fresh", i, s)
+		}
+		if s := at(maxAge * 3 / 4); s != Stale {
+			t.Fatalf("entry %d at 3/4 MaxAge: %s, want stale", i, s)
+		}
+		if s := at(maxAge - 1); s != Stale {
+			t.Fatalf("entry %d at MaxAge-1ns: %s, want stale", i, s)
+		}
+		if s := at(maxAge); s != Expired {
+			t.Fatalf("entry %d at MaxAge: %s, want expired", i, s)
+		}
+		if got := e.Rendered(); !got.Equal(start) {
+			t.Fatalf("Rendered %v, want %v", got, start)
+		}
+	}
+	if s := c.State(nil); s != Expired {
+		t.Fatalf("State(nil) = %s", s)
+	}
+}
+
+// TestFreshnessCountsFromRenderStart: a slow render's entry ages from
+// when the render started, not from when it was stored.
+func TestFreshnessCountsFromRenderStart(t *testing.T) {
+	c, clk, _ := newTest(t, nil)
+	g := newGate("x")
+	done := make(chan *Entry[int])
+	go func() { e, _ := c.Load(context.Background(), "o", "d", nil, g.render); done <- e }()
+	<-g.started
+	clk.Add(maxAge)
+	g.release <- nil
+	if e := <-done; c.State(e) != Expired {
+		t.Fatalf("an entry whose render started MaxAge ago is %s", c.State(e))
+	}
+}
+
+func TestLoadIsSingleFlight(t *testing.T) {
+	c, _, _ := newTest(t, nil)
+	g := newGate("x")
+	const n = 8
+	results := make(chan *Entry[int], n)
+	go func() { results <- mustLoad(t, c, "o", "d", nil, g.render) }()
+	<-g.started
+	for range n - 1 {
+		go func() { results <- mustLoad(t, c, "o", "d", nil, g.render) }()
+	}
+	waitFor(t, "the other requests wait for the render", func() bool { return c.Stats().Waiting == n-1 })
+	if s := c.Stats(); s.Renders != 1 {
+		t.Fatalf("%d renders in progress, want 1", s.Renders)
+	}
+	g.release <- nil
+	first := <-results
+	for range n - 1 {
+		if e := <-results; e != first {
+			t.Fatalf("waiters got another entry")
+		}
+	}
+	if g.calls.Load() != 1 {
+		t.Fatalf("%d renders for %d concurrent requests", g.calls.Load(), n)
+	}
+}
+
+func TestLoadWaiterGivesUpRenderGoesOn(t *testing.T) {
+	c, _, _ := newTest(t, nil)
+	g := newGate("x")
+	go func() { _, _ = c.Load(context.Background(), "o", "d", nil, g.render) }()
+	<-g.started
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error)
+	go func() { _, err := c.Load(ctx, "o", "d", nil, g.render); errc <- err }()
+	waitFor(t, "the second request waits", func() bool { return c.Stats().Waiting == 1 })
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("waiter whose context ended: %v", err)
+	}
+	if s := c.Stats(); s.Waiting != 0 || s.Renders != 1 {
+		t.Fatalf("after the waiter left: %+v", s)
+	}
+	g.release <- nil
+	settle(c)
+	if c.Lookup("o", "d") == nil {
+		t.Fatalf("the render was not stored after a waiter gave up")
+	}
+}
+
+// TestRenderDetachedFromRequest: the request that starts a render may
+// end; the render's context is not cancelled and has a deadline.
+func TestRenderDetachedFromRequest(t *testing.T) {
+	c, _, _ := newTest(t, func(o *Options) { o.RenderTimeout = time.Hour })
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	e, err := c.Load(ctx, "o", "d", nil, func(rctx context.Context) (Rendered[int], error) {
+		if rctx.Err() != nil {
+			return Rendered[int]{}, rctx.Err()
+		}
+		if _, ok := rctx.Deadline(); !ok {
+			return Rendered[int]{}, errors.New("no deadline")
+		}
+		return Rendered[int]{Body: []byte("x")}, nil
+	})
+	if err != nil || e == nil {
+		t.Fatalf("render with a cancelled request context: %v", err)
+	}
+}
+
+func TestLoadReturnsEntryStoredSinceLookup(t *testing.T) {
+	c, _, _ := newTest(t, nil)
+	var calls atomic.Int64
+	old := mustLoad(t, c, "o", "d", nil, body("old", &calls))
+	c.Invalidate("o", "d")
+	newer := mustLoad(t, c, "o", "d", nil, body("new", &calls))
+	// A request that looked up old (and judged it unusable) gets newer
+	// without a render.
+	if e := mustLoad(t, c, "o", "d", old, body("third", &calls)); e != newer || calls.Load() != 2 {
+		t.Fatalf("Load after a newer entry was stored: %q, %d renders", e.Body, calls.Load())
+	}
+	// The caller that judged the current entry unusable gets a render.
+	if e := mustLoad(t, c, "o", "d", newer, body("third", &calls)); string(e.Body) != "third" {
+		t.Fatalf("Load with the current entry as seen: %q, want a new render", e.Body)
+	}
+}
+
+func TestLoadDoesNotReturnExpiredEntry(t *testing.T) {
+	c, clk, _ := newTest(t, nil)
+	var calls atomic.Int64
+	mustLoad(t, c, "o", "d", nil, body("old", &calls))
+	clk.Add(maxAge)
+	if e := mustLoad(t, c, "o", "d", nil, body("new", &calls)); string(e.Body) != "new" {
+		t.Fatalf("Load returned the expired entry %q", e.Body)
+	}
+}
+
+// TestStaleServedWhileOneRefreshRuns: requests for a stale entry get it
+// at once; one background render replaces it.
+func TestStaleServedWhileOneRefreshRuns(t *testing.T) {
+	c, clk, _ := newTest(t, nil)
+	var calls atomic.Int64
+	old := mustLoad(t, c, "o", "d", nil, body("old", &calls))
+	clk.Add(maxAge * 3 / 4)
+	g := newGate("new")
+	for range 10 {
+		e := c.Lookup("o", "d")
+		if e != old || c.State(e) != Stale {
+			t.Fatalf("lookup of the stale entry: %q %s", e.Body, c.State(e))
+		}
+		c.Revalidate("o", "d", e, g.render)
+	}
+	<-g.started
+	if s := c.Stats(); s.Renders != 1 {
+		t.Fatalf("%d renders for 10 stale hits, want 1", s.Renders)
+	}
+	if e := c.Lookup("o", "d"); e != old {
+		t.Fatalf("the stale entry was not served during its refresh")
+	}
+	// A request for which the stale entry is not enough joins the refresh.
+	joined := make(chan *Entry[int])
+	go func() { joined <- mustLoad(t, c, "o", "d", old, g.render) }()
+	waitFor(t, "the request joins the refresh", func() bool { return c.Stats().Waiting == 1 })
+	g.release <- nil
+	settle(c)
+	e := c.Lookup("o", "d")
+	if string(e.Body) != "new" || c.State(e) != Fresh || <-joined != e {
+		t.Fatalf("after the refresh: %q %s", e.Body, c.State(e))
+	}
+	if g.calls.Load() != 1 {
+		t.Fatalf("%d background renders", g.calls.Load())
+	}
+}
+
+// TestRevalidateNotWhileLoadRenders: no background render starts while a
+// Load of the same key renders.
+func TestRevalidateNotWhileLoadRenders(t *testing.T) {
+	c, clk, _ := newTest(t, nil)
+	var calls atomic.Int64
+	old := mustLoad(t, c, "o", "d", nil, body("old", &calls))
+	clk.Add(maxAge * 3 / 4)
+	g := newGate("new")
+	go func() { _, _ = c.Load(context.Background(), "o", "d", old, g.render) }()
+	<-g.started
+	c.Revalidate("o", "d", old, body("other", &calls))
+	if s := c.Stats(); s.Renders != 1 || calls.Load() != 1 {
+		t.Fatalf("a background render started during a Load's render: %+v, %d renders", s, calls.Load())
+	}
+	g.release <- nil
+	settle(c)
+}
+
+func TestRefreshErrorKeepsStaleEntryAndLogs(t *testing.T) {
+	c, clk, logs := newTest(t, func(o *Options) { o.RetryAfter = 5 * time.Second })
+	var calls atomic.Int64
+	old := mustLoad(t, c, "acme/widget", "versions", nil, body("old", &calls))
+	clk.Add(maxAge * 3 / 4)
+	g := newGate("new")
+	c.Revalidate("acme/widget", "versions", old, g.render)
+	<-g.started
+	g.release <- errors.New("index unreachable")
+	settle(c)
+	if e := c.Lookup("acme/widget", "versions"); e != old || c.State(e) != Stale {
+		t.Fatalf("after a failed refresh the stale entry is gone")
+	}
+	if s := logs.String(); !strings.Contains(s, "index unreachable") || !strings.Contains(s, "acme/widget") {
+		t.Fatalf("failed refresh not logged with its key and error: %q", s)
+	}
+	// No new background render before RetryAfter...
+	c.Revalidate("acme/widget", "versions", old, g.render)
+	if s := c.Stats(); s.Renders != 0 {
+		t.Fatalf("a refresh started again right after a failure")
+	}
+	// ...one after it.
+	clk.Add(5 * time.Second)
+	c.Revalidate("acme/widget", "versions", old, g.render)
+	<-g.started
+	g.release <- errors.New("still unreachable")
+	settle(c)
+	// Bounded: never served past MaxAge.
+	clk.Add(maxAge / 4)
+	if e := c.Lookup("acme/widget", "versions"); c.State(e) != Expired {
+		t.Fatalf("a stale entry is %s at MaxAge", c.State(e))
+	}
+	if g.calls.Load() != 2 {
+		t.Fatalf("%d refreshes, want 2", g.calls.Load())
+	}
+}
+
+var errGone = errors.New("gone")
+
+func TestRefreshDropErrorRemovesEntry(t *testing.T) {
+	c, clk, _ := newTest(t, func(o *Options) { o.Drop = func(err error) bool { return errors.Is(err, errGone) } })
+	var calls atomic.Int64
+	old := mustLoad(t, c, "o", "d", nil, body("old", &calls))
+	clk.Add(maxAge * 3 / 4)
+	c.Revalidate("o", "d", old, func(context.Context) (Rendered[int], error) { return Rendered[int]{}, errGone })
+	settle(c)
+	if c.Lookup("o", "d") != nil {
+		t.Fatalf("an entry whose document is gone was kept")
+	}
+	if s := c.Stats(); s.Entries != 0 || s.Bytes != 0 {
+		t.Fatalf("accounting after the drop: %+v", s)
+	}
+}
+
+func TestRenderPanicIsAnError(t *testing.T) {
+	c, clk, _ := newTest(t, nil)
+	_, err := c.Load(t.Context(), "o", "d", nil, func(context.Context) (Rendered[int], error) { panic("boom") })
+	if !errors.Is(err, ErrRenderPanicked) {
+		t.Fatalf("Load of a panicking render: %v", err)
+	}
+	var calls atomic.Int64
+	old := mustLoad(t, c, "o", "d", nil, body("old", &calls))
+	clk.Add(maxAge * 3 / 4)
+	c.Revalidate("o", "d", old, func(context.Context) (Rendered[int], error) { panic("boom") }) // must not crash the process
+	settle(c)
+	if c.Lookup("o", "d") != old {
+		t.Fatalf("a panicking refresh removed the stale entry")
+	}
+}
+
+// TestInvalidateDuringRender: a render that started before an
+// invalidation never stores its result; its waiters get it; later Loads
+// do not join it.
+func TestInvalidateDuringRender(t *testing.T) {
+	for _, inv := range []struct {
+		name string
+		do   func(*testCache)
+	}{
+		{"key", func(c *testCache) { c.Invalidate("o", "d") }},
+		{"owner", func(c *testCache) { c.InvalidateOwner("o") }},
+		{"all", func(c *testCache) { c.InvalidateAll() }},
+		{"other owner", func(c *testCache) { c.InvalidateOwner("x") }},
+	} {
+		t.Run(inv.name, func(t *testing.T) {
+			c, _, _ := newTest(t, nil)
+			old := newGate("old")
+			first := make(chan *Entry[int])
+			go func() { first <- mustLoad(t, c, "o", "d", nil, old.render) }()
+			<-old.started
+			inv.do(c)
+			fresh := newGate("new")
+			second := make(chan *Entry[int])
+			go func() { second <- mustLoad(t, c, "o", "d", nil, fresh.render) }()
+			<-fresh.started // a render of its own, not the old one joined
+			old.release <- nil
+			if e := <-first; string(e.Body) != "old" {
+				t.Fatalf("the request that started the old render got %q", e.Body)
+			}
+			if e := c.Lookup("o", "d"); e != nil {
+				t.Fatalf("the old render was stored after the invalidation: %q", e.Body)
+			}
+			fresh.release <- nil
+			if e := <-second; string(e.Body) != "new" || c.Lookup("o", "d") != e {
+				t.Fatalf("the render after the invalidation: %q", e.Body)
+			}
+		})
+	}
+}
+
+func TestInvalidateDuringBackgroundRefresh(t *testing.T) {
+	c, clk, _ := newTest(t, nil)
+	var calls atomic.Int64
+	old := mustLoad(t, c, "o", "d", nil, body("old", &calls))
+	clk.Add(maxAge * 3 / 4)
+	g := newGate("refreshed")
+	c.Revalidate("o", "d", old, g.render)
+	<-g.started
+	c.InvalidateOwner("o")
+	g.release <- nil
+	settle(c)
+	if e := c.Lookup("o", "d"); e != nil {
+		t.Fatalf("a refresh that raced with an invalidation was stored: %q", e.Body)
+	}
+}
+
+func TestInvalidateScopes(t *testing.T) {
+	c, _, _ := newTest(t, nil)
+	var calls atomic.Int64
+	for _, k := range [][2]string{{"a", "1"}, {"a", "2"}, {"b", "1"}, {"c", "1"}} {
+		mustLoad(t, c, k[0], k[1], nil, body("x", &calls))
+	}
+	c.Invalidate("a", "1")
+	if c.Lookup("a", "1") != nil || c.Lookup("a", "2") == nil || c.Stats().Entries != 3 {
+		t.Fatalf("Invalidate(a, 1) removed the wrong entries: %+v", c.Stats())
+	}
+	c.InvalidateOwner("a")
+	if c.Lookup("a", "2") != nil || c.Lookup("b", "1") == nil || c.Stats().Entries != 2 {
+		t.Fatalf("InvalidateOwner(a) removed the wrong entries: %+v", c.Stats())
+	}
+	c.InvalidateAll()
+	if s := c.Stats(); s.Entries != 0 || s.Bytes != 0 || c.Lookup("b", "1") != nil {
+		t.Fatalf("after InvalidateAll: %+v", s)
+	}
+}
+
+func TestByteBudgetWithClock(t *testing.T) {
+	const per = 100 + EntryOverhead
+	const limit = 8 * per // eight entries
+	c, _, _ := newTest(t, func(o *Options) { o.MaxBytes = limit })
+	render := func(size int64) RenderFunc[int] {
+		return func(context.Context) (Rendered[int], error) {
+			return Rendered[int]{Body: make([]byte, 100), Size: size}, nil
+		}
+	}
+	// Fill, then one store more: that sweep clears every mark.
+	for i := range 9 {
+		mustLoad(t, c, fmt.Sprint("cold", i), "d", nil, render(0))
+	}
+	hot := mustLoad(t, c, "hot", "d", nil, render(0))
+	for i := range 50 {
+		c.Lookup("hot", "d") // used since the previous sweep: spared by the next
+		mustLoad(t, c, fmt.Sprint("new", i), "d", nil, render(0))
+		if s := c.Stats(); s.Bytes > limit || s.Entries != 8 {
+			t.Fatalf("after %d stores: %+v, limit %d bytes", i, s, limit)
+		}
+		if c.Lookup("hot", "d") != hot {
+			t.Fatalf("store %d: CLOCK evicted the entry used since the previous sweep", i)
+		}
+	}
+	// Without lookups it goes in time.
+	for i := range 20 {
+		mustLoad(t, c, fmt.Sprint("later", i), "d", nil, render(0))
+	}
+	if c.Lookup("hot", "d") != nil {
+		t.Fatalf("an entry never used again was never evicted")
+	}
+	// Size counts: an entry with a large Value takes the room of several.
+	mustLoad(t, c, "heavy", "d", nil, render(3*per))
+	if s := c.Stats(); s.Bytes > limit || s.Entries != 5 {
+		t.Fatalf("after a store of 4 entries' worth: %+v", s)
+	}
+	// An entry larger than the budget is kept alone.
+	big := mustLoad(t, c, "big", "d", nil, render(2*limit))
+	if c.Lookup("big", "d") != big || c.Stats().Entries != 1 {
+		t.Fatalf("an entry over the budget: %+v", c.Stats())
+	}
+}
+
+func TestEntryBudget(t *testing.T) {
+	c, _, _ := newTest(t, func(o *Options) { o.MaxEntries = 3 })
+	var calls atomic.Int64
+	for i := range 10 {
+		mustLoad(t, c, fmt.Sprint(i), "d", nil, body("x", &calls))
+		if n := c.Stats().Entries; n > 3 {
+			t.Fatalf("%d entries, limit 3", n)
+		}
+	}
+}
+
+// TestConcurrentUse runs everything at once under the race detector.
+func TestConcurrentUse(t *testing.T) {
+	c, clk, _ := newTest(t, func(o *Options) { o.MaxBytes = 20 * EntryOverhead })
+	var calls atomic.Int64
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 200 {
+				o, d := fmt.Sprint(i%7), fmt.Sprint(g%3)
+				e := c.Lookup(o, d)
+				switch c.State(e) {
+				case Fresh:
+				case Stale:
+					c.Revalidate(o, d, e, body("r", &calls))
+				default:
+					if _, err := c.Load(context.Background(), o, d, e, body("l", &calls)); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+				switch i % 50 {
+				case 10:
+					c.InvalidateOwner(o)
+				case 20:
+					clk.Add(maxAge / 3)
+				case 30:
+					c.InvalidateAll()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	settle(c)
+	s := c.Stats()
+	if s.Bytes > 20*EntryOverhead || s.Renders != 0 || s.Waiting != 0 {
+		t.Fatalf("after concurrent use: %+v", s)
+	}
+}
