@@ -16,7 +16,10 @@ func resourceSigningKey() *schema.Resource {
 	return &schema.Resource{
 		Description: "A GPG public key registered for a namespace. Trove accepts a provider release only when its " +
 			"`SHA256SUMS` is signed by one of the namespace's keys, and hands the keys to Terraform, which checks " +
-			"the signature again. A key cannot be changed: any change replaces it. Needs `admin` on the namespace.",
+			"the signature again. Either upload a public key (`ascii_armor`) or let Trove generate and keep the " +
+			"namespace's key (`managed = true`): Trove then signs the releases published without a `.sig`. " +
+			"A key cannot be changed: any change replaces it. Needs `admin` on the namespace.",
+		CustomizeDiff: signingKeyCustomizeDiff,
 		CreateContext: signingKeyCreate,
 		ReadContext:   signingKeyRead,
 		DeleteContext: signingKeyDelete,
@@ -32,13 +35,26 @@ func resourceSigningKey() *schema.Resource {
 			},
 			"ascii_armor": {
 				Type:             schema.TypeString,
-				Required:         true,
+				Optional:         true,
+				Computed:         true,
 				ForceNew:         true,
 				ValidateFunc:     validateArmoredPublicKey,
 				DiffSuppressFunc: suppressArmorFormatting,
 				Description: "The public key, ASCII-armored as `gpg --armor --export KEYID` writes it (e.g. read with " +
 					"`file()`). Differences in line endings, trailing white space and blank lines around the block " +
-					"do not count as changes.",
+					"do not count as changes. Required unless `managed` is true; with `managed`, leave it unset: " +
+					"it then holds the public half of the key Trove generated.",
+			},
+			"managed": {
+				Type:     schema.TypeBool,
+				Optional: true,
+				Default:  false,
+				ForceNew: true,
+				Description: "Make Trove generate the namespace's key (RSA 4096) and keep its private half, encrypted at " +
+					"rest; it never leaves Trove, and Terraform state holds only the public half. Trove signs with it " +
+					"the releases published without a `.sig`. A namespace has at most one managed key; destroying " +
+					"this resource destroys the private key, so releases can no longer be signed with it (those " +
+					"already published stay installable).",
 			},
 			"key_id": {
 				Type:        schema.TypeString,
@@ -87,7 +103,13 @@ func splitNamespacedID(id, what, name, example string) (namespace, rest string, 
 func signingKeyCreate(ctx context.Context, d *schema.ResourceData, meta any) diag.Diagnostics {
 	c := meta.(*client.Client)
 	ns := d.Get("namespace").(string)
-	key, err := c.AddSigningKey(ctx, ns, apispec.AddSigningKeyRequest{ASCIIArmor: d.Get("ascii_armor").(string)})
+	var key apispec.SigningKey
+	var err error
+	if d.Get("managed").(bool) {
+		key, err = c.GenerateSigningKey(ctx, ns)
+	} else {
+		key, err = c.AddSigningKey(ctx, ns, apispec.AddSigningKeyRequest{ASCIIArmor: d.Get("ascii_armor").(string)})
+	}
 	if err != nil {
 		return apiError("adding a signing key to namespace "+ns, err)
 	}
@@ -137,5 +159,27 @@ func setSigningKey(d *schema.ResourceData, key apispec.SigningKey) diag.Diagnost
 		"fingerprint": key.Fingerprint,
 		"expires_at":  formatTime(key.ExpiresAt),
 		"created_at":  formatTime(&key.CreatedAt),
+		"managed":     key.Managed,
 	})
+}
+
+// signingKeyCustomizeDiff checks at plan time that a new key is either
+// uploaded (ascii_armor) or managed, not both and not neither.
+func signingKeyCustomizeDiff(_ context.Context, d *schema.ResourceDiff, _ any) error {
+	if d.Id() != "" && !d.HasChange("managed") && !d.HasChange("ascii_armor") {
+		return nil
+	}
+	config := d.GetRawConfig()
+	if config.IsNull() || !config.IsKnown() {
+		return nil
+	}
+	armorSet := !config.GetAttr("ascii_armor").IsNull()
+	managed := d.Get("managed").(bool)
+	switch {
+	case managed && armorSet:
+		return fmt.Errorf("set either ascii_armor (a public key to upload) or managed = true (Trove generates the key), not both")
+	case !managed && !armorSet:
+		return fmt.Errorf("set ascii_armor to the public key that signs the namespace's releases, or managed = true to let Trove generate and keep the key")
+	}
+	return nil
 }
