@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/url"
+	"strings"
 
 	"trove.dev/trove/internal/registry"
 )
@@ -30,45 +31,58 @@ func pathError(u *url.URL) error {
 		"empty segments (\"//\"), backslashes or encoded \".\", \"/\" and \"\\\"", reason)
 }
 
-// nonCanonical says why u's path is not canonical, "" if it is.
+// notInPath marks the bytes a canonical path never has: the ASCII control
+// characters and the backslash (which some servers and proxies take for a
+// "/").
+var notInPath = func() (t [256]bool) {
+	for c := range 0x20 {
+		t[c] = true
+	}
+	t[0x7f], t['\\'] = true, true
+	return t
+}()
+
+// nonCanonical says why u's path is not canonical, "" if it is. It runs
+// on every request, so the common case is a few substring searches.
 func nonCanonical(u *url.URL) string {
 	p := u.Path
 	if u.Opaque != "" || p == "" || p[0] != '/' {
 		return "it is not an absolute path"
 	}
-	start := 1 // of the current segment
-	for i := 1; i <= len(p); i++ {
-		if i < len(p) {
-			switch c := p[i]; {
-			case c < 0x20 || c == 0x7f:
-				return "it holds a control character"
-			case c == '\\':
-				return "it holds a backslash"
-			case c != '/':
-				continue
-			}
+	if strings.Contains(p, "//") {
+		return "it has an empty segment"
+	}
+	for rest := p; ; {
+		i := strings.Index(rest, "/.")
+		if i < 0 {
+			break
 		}
-		switch p[start:i] {
-		case "":
-			if i < len(p) {
-				return "it has an empty segment"
-			}
-		case ".", "..":
+		seg := rest[i+1:]
+		if j := strings.IndexByte(seg, '/'); j >= 0 {
+			seg = seg[:j]
+		}
+		if seg == "." || seg == ".." {
 			return "it has a \".\" or \"..\" segment"
 		}
-		start = i + 1
+		rest = rest[i+2:]
+	}
+	for i := 0; i < len(p); i++ {
+		if notInPath[p[i]] {
+			return "it holds a control character or a backslash"
+		}
 	}
 	// RawPath is set only when the client encoded the path differently
-	// from the default encoding, which never encodes "." or "/".
-	raw := u.RawPath
-	for i := 0; i+2 < len(raw); i++ {
-		if raw[i] != '%' {
-			continue
+	// from the default encoding, which never escapes "." or "/".
+	for rest := u.RawPath; ; {
+		i := strings.IndexByte(rest, '%')
+		if i < 0 || i+3 > len(rest) {
+			break
 		}
-		switch raw[i+1 : i+3] {
+		switch rest[i+1 : i+3] {
 		case "2e", "2E", "2f", "2F", "5c", "5C":
 			return "it holds an encoded \".\", \"/\" or \"\\\""
 		}
+		rest = rest[i+1:]
 	}
 	return ""
 }

@@ -80,6 +80,9 @@ func hostileVariants(p string) []string {
 		head + "%2f" + tail[1:],        // encoded "/"
 		head + "%2F" + tail[1:],        // encoded "/" (upper case)
 		head + "%5c" + tail[1:],        // encoded "\"
+		head + "%5C" + tail[1:],        // encoded "\" as Go encodes it
+		head + "/a%00b" + tail,         // an encoded NUL
+		head + "/a%0Ab" + tail,         // an encoded line feed
 		head + "\\" + tail[1:],         // a backslash
 		head + "/%2e%2e%2f" + tail[1:], // encoded "../"
 	}
