@@ -160,7 +160,8 @@ func refusal(conflicts []string) error {
 type snapshot struct {
 	namespaces  []registry.Namespace
 	keys        []registry.SigningKey
-	access      bool // the index implements store.Access
+	sealed      map[string][]byte // namespace -> sealed private key of its managed key
+	access      bool              // the index implements store.Access
 	users       []registry.User
 	memberships []registry.Membership
 	tokens      []registry.Token
@@ -175,7 +176,7 @@ var errAbsent = errors.New("storecopy: secret absent")
 
 // read takes a snapshot of idx.
 func read(ctx context.Context, idx store.Index, secrets []string) (*snapshot, error) {
-	s := &snapshot{secrets: map[string][]byte{}}
+	s := &snapshot{secrets: map[string][]byte{}, sealed: map[string][]byte{}}
 	var err error
 	if s.namespaces, err = idx.ListNamespaces(ctx); err != nil {
 		return nil, err
@@ -186,6 +187,15 @@ func read(ctx context.Context, idx store.Index, secrets []string) (*snapshot, er
 			return nil, err
 		}
 		s.keys = append(s.keys, keys...)
+		for _, k := range keys {
+			if k.Managed {
+				// Copied sealed, as stored: the target needs the same
+				// --signing-secret-file to sign with it.
+				if _, s.sealed[ns.Name], err = idx.ManagedSigningKey(ctx, ns.Name); err != nil {
+					return nil, err
+				}
+			}
+		}
 		providers, err := idx.ListProviders(ctx, ns.Name)
 		if err != nil {
 			return nil, err
@@ -464,6 +474,9 @@ func judgeKey(s, d registry.SigningKey) (verdict, string) {
 	if s.Fingerprint != d.Fingerprint || s.ASCIIArmor != d.ASCIIArmor || !sameTime(s.CreatedAt, d.CreatedAt) || !sameTime(s.ExpiresAt, d.ExpiresAt) {
 		return differs, "another key under the same key ID"
 	}
+	if s.Managed != d.Managed {
+		return differs, "the same key, registry-managed on one side only"
+	}
 	return same, ""
 }
 
@@ -686,7 +699,13 @@ func (p *plan) apply(ctx context.Context, idx store.Index, r *Report) error {
 
 	r.SigningKeys = Count{len(p.keys), len(p.src.keys) - len(p.keys)}
 	for _, k := range p.keys {
-		if err := idx.AddSigningKey(ctx, k); err != nil {
+		var err error
+		if k.Managed {
+			err = idx.AddManagedSigningKey(ctx, k, p.src.sealed[k.Namespace])
+		} else {
+			err = idx.AddSigningKey(ctx, k)
+		}
+		if err != nil {
 			return fmt.Errorf("adding signing key %s of %s: %w", k.KeyID, k.Namespace, err)
 		}
 	}
