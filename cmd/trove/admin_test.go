@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/store/postgres"
+	"trove.dev/trove/internal/store/postgres/pgtest"
 	"trove.dev/trove/internal/trovetest"
 )
 
@@ -83,5 +85,35 @@ func TestAdminTokenUsage(t *testing.T) {
 	}
 	if strings.Contains(r.stdout, "TROVE_DESCRIPTION") || strings.Contains(r.stdout, "TROVE_EXPIRES") {
 		t.Errorf("admin token --help names an environment variable for a command-line-only flag:\n%s", r.stdout)
+	}
+}
+
+// TestAdminTokenPostgres mints a token in a PostgreSQL index: refused
+// before `trove migrate` (the command never migrates), created after.
+func TestAdminTokenPostgres(t *testing.T) {
+	dsn := pgtest.NewDatabase(t)
+	env := map[string]string{"HOME": t.TempDir(), "TROVE_INDEX_BACKEND": "postgres", "TROVE_POSTGRES_DSN": dsn}
+	if r := runTrove(t, env, "", "admin", "token"); r.code != exitError || !strings.Contains(r.stderr, "trove migrate") {
+		t.Errorf("admin token on an empty database: exit %d, stderr %q; want advice to run trove migrate", r.code, r.stderr)
+	}
+	if r := runTrove(t, env, "", "migrate"); r.code != exitOK {
+		t.Fatalf("trove migrate: exit %d\n%s", r.code, r.stderr)
+	}
+	r := runTrove(t, env, "", "admin", "token", "--description", "pg recovery")
+	if r.code != exitOK || !strings.HasPrefix(r.stdout, "trove_") {
+		t.Fatalf("admin token: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	idx, err := postgres.Open(t.Context(), dsn, postgres.WithMigrations(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idx.Close()
+	tokens, err := idx.ListTokens(t.Context(), "")
+	if err != nil || len(tokens) != 1 || tokens[0].Description != "pg recovery" || !tokens[0].Global() {
+		t.Errorf("tokens %+v, %v; want the minted global token", tokens, err)
+	}
+	events, err := idx.ListAudit(t.Context(), registry.AuditFilter{Actor: localAdminActor})
+	if err != nil || len(events) != 1 || events[0].Action != registry.AuditTokenCreate {
+		t.Errorf("audit %+v, %v; want one token.create by %s", events, err, localAdminActor)
 	}
 }

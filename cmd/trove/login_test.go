@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"encoding/pem"
 	"html"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -198,5 +200,52 @@ func TestLoginStoresTokenForEveryCommand(t *testing.T) {
 	}
 	if r := runTrove(t, user, "", "namespace", "list"); r.code != exitError || !strings.Contains(r.stderr, credFile) {
 		t.Errorf("namespace list with a refused stored token: exit %d, stderr %q; want it to name %s", r.code, r.stderr, credFile)
+	}
+}
+
+func TestLoginCallback(t *testing.T) {
+	results := make(chan loginResult, 1)
+	h := callbackHandler("the-state", results)
+	get := func(q string) int {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/login?"+q, nil))
+		return rec.Code
+	}
+	// Another state (a page trying to inject its own code) delivers nothing.
+	if code := get("code=evil&state=other"); code != http.StatusBadRequest {
+		t.Errorf("wrong state answered %d", code)
+	}
+	select {
+	case r := <-results:
+		t.Fatalf("a wrong state delivered %+v", r)
+	default:
+	}
+	if code := get("error=access_denied&error_description=the+user+denied+the+request&state=the-state"); code != http.StatusOK {
+		t.Errorf("an error answer got %d", code)
+	}
+	if r := <-results; r.err == nil || !strings.Contains(r.err.Error(), "access_denied") {
+		t.Errorf("an error answer delivered %+v", r)
+	}
+	if code := get("code=c0de&state=the-state"); code != http.StatusOK {
+		t.Errorf("the code answered %d", code)
+	}
+	if r := <-results; r.code != "c0de" {
+		t.Errorf("delivered %+v, want the code", r)
+	}
+}
+
+func TestLoginWithoutLoginService(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"providers.v1":"/v1/providers/"}`)
+	}))
+	defer srv.Close()
+	caFile := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := runTrove(t, map[string]string{"HOME": t.TempDir(), "TROVE_CA_FILE": caFile}, "", "login", srv.URL)
+	if r.code != exitError || !strings.Contains(r.stderr, "offers no login") {
+		t.Errorf("login to a registry without login.v1: exit %d, stderr %q", r.code, r.stderr)
 	}
 }
