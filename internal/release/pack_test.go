@@ -10,39 +10,31 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
 
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/release"
+	"trove.dev/trove/internal/release/releasetest"
 	"trove.dev/trove/internal/signing"
 	"trove.dev/trove/internal/signing/signingtest"
 )
 
-// executables writes fake executables (valid headers, nothing more) for
-// linux_arm64, darwin_arm64 and windows_amd64, plus the test binary itself
-// for this machine's platform when that is another one.
+// executables writes stand-in executables (valid headers, nothing more)
+// for four platforms. Real ones are packed by the end-to-end tests; here
+// they would only make the race detector slow.
 func executables(t *testing.T) []release.Executable {
 	t.Helper()
 	dir := t.TempDir()
-	fake := map[string][]byte{"linux_arm64": linuxArm64, "darwin_arm64": darwinArm64, "windows_amd64": winAmd64}
 	var exes []release.Executable
-	for platform, data := range fake {
+	for _, platform := range []string{"linux_amd64", "linux_arm64", "darwin_arm64", "windows_amd64"} {
 		p := filepath.Join(dir, platform)
-		if err := os.WriteFile(p, data, 0o755); err != nil {
+		if err := os.WriteFile(p, releasetest.Executable(t, platform), 0o755); err != nil {
 			t.Fatal(err)
 		}
 		goos, goarch, _ := strings.Cut(platform, "_")
 		exes = append(exes, release.Executable{OS: goos, Arch: goarch, Path: p})
-	}
-	if self := runtime.GOOS + "_" + runtime.GOARCH; fake[self] == nil {
-		exe, err := os.Executable()
-		if err != nil {
-			t.Fatal(err)
-		}
-		exes = append(exes, release.Executable{OS: runtime.GOOS, Arch: runtime.GOARCH, Path: exe})
 	}
 	return exes
 }
