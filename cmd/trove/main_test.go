@@ -414,7 +414,7 @@ func TestServerErrorsExitOne(t *testing.T) {
 	}{
 		{404, `{"errors":["namespace \"nope\" not found"]}`, "trove: namespace \"nope\" not found\n"},
 		{409, `{"errors":["namespace \"acme\" still holds provider versions"]}`, "trove: namespace \"acme\" still holds provider versions\n"},
-		{401, `{"errors":["the token is not valid"]}`, "trove: the token is not valid\n"},
+		{401, `{"errors":["the token is not valid"]}`, "trove: the token is not valid\n(the token came from TROVE_TOKEN)\n"},
 		{500, `{"errors":["internal error"]}`, "trove: internal error\n"},
 		{502, `<html>`, "trove: server answered 502 Bad Gateway without an error message\n"},
 		{400, `{"errors":["bad \u001b[2Jname\r"]}`, "trove: bad ?[2Jname\n"},
