@@ -2,11 +2,14 @@ package e2e
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -172,4 +175,122 @@ func storedBlobs(t *testing.T, dataDir string) []string {
 		t.Fatal(err)
 	}
 	return blobs
+}
+
+// TestCrashWhileStoringBlob kills the server (SIGKILL) while it copies a
+// verified archive into a blob directory on another filesystem, which
+// goes through a temporary file in the blob store's tmp/, restarts it and
+// checks that the partial file is gone at once, that the version is
+// absent, and that publishing again succeeds.
+func TestCrashWhileStoringBlob(t *testing.T) {
+	dataDir := filepath.Join(t.TempDir(), "data")
+	blobDir := otherFilesystemDir(t, dataDir)
+	srv := startTrove(t, dataDir, "--fs-blob-dir", blobDir)
+	key, publishToken := setupNamespace(t, srv)
+	rel := packageRelease(t, key, releaseSpec{
+		Version:   "2.0.0",
+		Platforms: []string{hostPlatform},
+		Extra:     []zipEntry{{Name: "payload.bin", Random: crashPayload}},
+	})
+
+	done := make(chan cliResult, 1)
+	go func() {
+		res, err := srv.runCLI(t.Context(), t.TempDir(), publishToken, "publish", "--namespace", namespace, rel.Dir)
+		if err != nil {
+			res.Stderr += err.Error()
+			res.Code = -1
+		}
+		done <- res
+	}()
+	partial := waitForBlobTemp(t, blobDir, done)
+	srv.kill()
+	res := <-done
+	t.Logf("killed the server while %s was being written; trove publish exit %d", partial, res.Code)
+
+	srv2 := startTrove(t, dataDir, "--fs-blob-dir", blobDir)
+	srv2.AdminToken = srv.AdminToken
+	if left := blobTempFiles(t, blobDir); len(left) > 0 {
+		t.Errorf("temporary blob files left after the restart: %q", left)
+	}
+	if left := stagedFiles(t, dataDir); len(left) > 0 {
+		t.Errorf("staged uploads left after the restart: %q", left)
+	}
+	if checkAllOrNothing(t, srv2, rel) && res.Code != 0 {
+		t.Errorf("%s is present although its publish failed", rel.Version)
+	}
+	publish(t, srv2, publishToken, rel)
+	if !checkAllOrNothing(t, srv2, rel) {
+		t.Errorf("%s is not served after publishing it again", rel.Version)
+	}
+	if left := blobTempFiles(t, blobDir); len(left) > 0 {
+		t.Errorf("temporary blob files left after a successful publish: %q", left)
+	}
+}
+
+// otherFilesystemDir returns a new directory on a filesystem other than
+// the one of near (tmpfs at /dev/shm), removed when the test ends; it
+// skips the test if there is none.
+func otherFilesystemDir(t *testing.T, near string) string {
+	t.Helper()
+	if err := os.MkdirAll(near, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	var a, b syscall.Stat_t
+	if syscall.Stat(near, &a) != nil || syscall.Stat("/dev/shm", &b) != nil || a.Dev == b.Dev {
+		t.Skip("no second filesystem (/dev/shm) to put the blob directory on")
+	}
+	dir, err := os.MkdirTemp("/dev/shm", "trove-e2e-blobs-")
+	if err != nil {
+		t.Skipf("cannot use /dev/shm: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// waitForBlobTemp waits until a temporary file with content appears in
+// the blob store's tmp/ and returns its name; it fails the test if the
+// publish ends first.
+func waitForBlobTemp(t *testing.T, blobDir string, done <-chan cliResult) string {
+	t.Helper()
+	deadline := time.After(commandTimeout)
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		for _, name := range blobTempFiles(t, blobDir) {
+			if info, err := os.Stat(filepath.Join(blobDir, "tmp", name)); err == nil && info.Size() > 0 {
+				return name
+			}
+		}
+		select {
+		case res := <-done:
+			t.Fatalf("the publish ended (exit %d) before a temporary blob file was seen:\n%s", res.Code, res.Stderr)
+		case <-deadline:
+			t.Fatalf("no temporary blob file appeared in %s/tmp within %s", blobDir, commandTimeout)
+		case <-tick.C:
+		}
+	}
+}
+
+// blobTempFiles lists the files in a blob directory's tmp/ and its
+// per-process directories, but for their lock files.
+func blobTempFiles(t *testing.T, blobDir string) []string {
+	t.Helper()
+	tmp := filepath.Join(blobDir, "tmp")
+	var names []string
+	err := filepath.WalkDir(tmp, func(path string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // removed meanwhile
+		}
+		if err != nil {
+			return err
+		}
+		if rel, _ := filepath.Rel(tmp, path); !d.IsDir() && !(d.Name() == "lock" && strings.HasPrefix(rel, "proc-")) {
+			names = append(names, rel)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		t.Fatal(err)
+	}
+	return names
 }
