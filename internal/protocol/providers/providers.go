@@ -2,13 +2,18 @@
 // that Terraform and OpenTofu use to list a provider's versions and to find
 // the package of one version for one platform.
 //
-// Responses are rendered once and kept in memory with a strong ETag, so a
-// repeated request costs a map lookup and a write. A publish calls
-// Invalidate, which makes the new version visible at once on this replica;
-// entries are also rendered again after a maximum age so that publishes
-// through other replicas sharing the index show up within that age.
-// Download documents embed signed URLs: an entry is valid only while the
-// signer issues the expiry it was rendered with (half a URL lifetime).
+// Responses are rendered once and kept in memory (internal/respcache)
+// with a strong ETag, so a repeated request costs a map lookup and a
+// write. A publish calls Invalidate, which makes the new version visible
+// at once on this replica; entries are also rendered again within a
+// maximum age so that publishes through other replicas sharing the index
+// show up within that age: from half that age on, a request is answered
+// with the cached document while one background render replaces it
+// (stale-while-revalidate), so requests do not wait for renders of
+// documents that are in use. Download documents embed signed URLs: an
+// entry is fresh only while the signer issues the expiry it was rendered
+// with (a half URL lifetime window); in the first eighth of the next
+// window it is served stale while it is rendered again, later not at all.
 //
 // Every response carries "Cache-Control: no-cache": the clients do not
 // cache, and a proxy may store a document but must revalidate it (cheaply,
@@ -37,6 +42,7 @@ import (
 
 	"trove.dev/trove/internal/httpjson"
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/respcache"
 	"trove.dev/trove/internal/signedurl"
 	"trove.dev/trove/internal/store"
 )
@@ -55,10 +61,6 @@ const (
 	DefaultCacheBytes = 24 << 20
 	DefaultMaxAge     = 30 * time.Second
 )
-
-// renderTimeout bounds one render: it runs detached from the request that
-// started it because concurrent requests wait for its result.
-const renderTimeout = 30 * time.Second
 
 // Shared header values, assigned to response headers without copying:
 // net/http never modifies them and their capacity equals their length.
@@ -82,13 +84,14 @@ type Guard interface {
 
 // Service serves providers.v1. It is safe for concurrent use.
 type Service struct {
-	idx    store.Providers
-	signer *signedurl.Signer
-	base   string // public origin without a trailing slash
-	log    *slog.Logger
-	now    func() time.Time
-	maxAge time.Duration
-	cache  *cache
+	idx        store.Providers
+	signer     *signedurl.Signer
+	base       string // public origin without a trailing slash
+	log        *slog.Logger
+	now        func() time.Time
+	maxAge     time.Duration
+	cacheBytes int64
+	cache      *cache
 
 	guard   Guard             // nil: every namespace is readable by anyone
 	private *signedurl.Signer // signs the URLs of private namespaces
@@ -102,13 +105,14 @@ type Option func(*Service)
 func WithCacheBytes(n int64) Option {
 	return func(s *Service) {
 		if n > 0 {
-			s.cache = newCache(n)
+			s.cacheBytes = n
 		}
 	}
 }
 
-// WithMaxAge sets how long a rendered document is served before it is
-// rendered again from the index (DefaultMaxAge if d <= 0).
+// WithMaxAge sets how long a rendered document is served at most before
+// it is rendered again from the index (DefaultMaxAge if d <= 0); from half
+// of it on, it is rendered again in the background while it is served.
 func WithMaxAge(d time.Duration) Option {
 	return func(s *Service) {
 		if d > 0 {
@@ -139,17 +143,21 @@ func New(idx store.Providers, signer *signedurl.Signer, publicBase *url.URL, log
 	}
 	base := &url.URL{Scheme: publicBase.Scheme, Host: publicBase.Host, Path: publicBase.Path}
 	s := &Service{
-		idx:    idx,
-		signer: signer,
-		base:   strings.TrimSuffix(base.String(), "/"),
-		log:    log,
-		now:    time.Now,
-		maxAge: DefaultMaxAge,
-		cache:  newCache(DefaultCacheBytes),
+		idx:        idx,
+		signer:     signer,
+		base:       strings.TrimSuffix(base.String(), "/"),
+		log:        log,
+		now:        time.Now,
+		maxAge:     DefaultMaxAge,
+		cacheBytes: DefaultCacheBytes,
 	}
 	for _, o := range opts {
 		o(s)
 	}
+	s.cache = respcache.New[provKey, docKey, urls](respcache.Options{
+		Name: "providers.v1", MaxAge: s.maxAge, MaxBytes: s.cacheBytes, Now: s.now, Log: log,
+		Drop: func(err error) bool { return registry.IsKind(err, registry.NotFound) },
+	})
 	if s.private == nil {
 		s.private = s.signer
 	}
@@ -166,16 +174,19 @@ func (s *Service) Register(mux *http.ServeMux) {
 // so that the next request reads the index. Call it after a version was
 // committed; renders that started earlier are not stored.
 func (s *Service) Invalidate(namespace, typ string) {
-	s.cache.invalidate(provKey{ns: namespace, typ: typ})
+	s.cache.InvalidateOwner(provKey{ns: namespace, typ: typ})
 }
 
 // InvalidateAll drops every cached document, for when changes to the
 // index may have been missed (a change feed that reconnected).
-func (s *Service) InvalidateAll() { s.cache.invalidateAll() }
+func (s *Service) InvalidateAll() { s.cache.InvalidateAll() }
 
 // CacheStats returns how many documents are cached and the memory they
 // are accounted for.
-func (s *Service) CacheStats() (entries int, bytes int64) { return s.cache.stats() }
+func (s *Service) CacheStats() (entries int, bytes int64) {
+	st := s.cache.Stats()
+	return st.Entries, st.Bytes
+}
 
 // authorize asks the guard whether r may read the provider pk. known says
 // that pk is known to be valid and normalized (a cache entry exists under
@@ -200,18 +211,31 @@ func (s *Service) authorize(r *http.Request, pk provKey, dk docKey, known bool, 
 
 func (s *Service) serveVersions(w http.ResponseWriter, r *http.Request) {
 	pk := provKey{ns: r.PathValue("namespace"), typ: r.PathValue("type")}
-	now := s.now().UnixNano()
-	e := s.cache.get(pk, docKey{})
+	e := s.cache.Lookup(pk, docKey{})
 	private, err := s.authorize(r, pk, docKey{}, e != nil, func(pk provKey, _ docKey) error { return versionsNotFound(pk) })
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	if e.fresh(now, 0) {
+	if e == nil {
+		// Not cached under these names: they may be another spelling of
+		// a cached provider's.
+		if pk, err = parseProvider(pk); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		e = s.cache.Lookup(pk, docKey{})
+	}
+	switch s.cache.State(e) {
+	case respcache.Stale:
+		s.cache.Revalidate(pk, docKey{}, e, s.versionsRenderer(pk.clone()))
+		fallthrough
+	case respcache.Fresh:
 		writeEntry(w, r, e, private)
 		return
 	}
-	e, err = s.loadVersions(r.Context(), pk, now)
+	pk = pk.clone()
+	e, err = s.cache.Load(r.Context(), pk, docKey{}, e, s.versionsRenderer(pk))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -222,23 +246,41 @@ func (s *Service) serveVersions(w http.ResponseWriter, r *http.Request) {
 func (s *Service) serveDownload(w http.ResponseWriter, r *http.Request) {
 	pk := provKey{ns: r.PathValue("namespace"), typ: r.PathValue("type")}
 	dk := docKey{version: r.PathValue("version"), os: r.PathValue("os"), arch: r.PathValue("arch")}
-	now := s.now().UnixNano()
-	e := s.cache.get(pk, dk)
+	e := s.cache.Lookup(pk, dk)
 	private, err := s.authorize(r, pk, dk, e != nil, downloadNotFound)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
+	if e == nil {
+		if pk, err = parseProvider(pk); err == nil {
+			err = checkDownload(pk, dk)
+		}
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		e = s.cache.Lookup(pk, dk)
+	}
 	signer := s.signer
 	if private {
 		signer = s.private
 	}
-	urlExpiry := signer.Expiry().Unix()
-	if e.fresh(now, urlExpiry) {
+	expiry := signer.Expiry().Unix()
+	st := s.cache.State(e)
+	if st != respcache.Expired && (e.Value.expiry != expiry || e.Value.private != private) {
+		st = downloadState(e, expiry, private, s.now().Unix())
+	}
+	switch st {
+	case respcache.Stale:
+		s.cache.Revalidate(pk, dk, e, s.downloadRenderer(pk.clone(), dk.clone(), signer, private))
+		fallthrough
+	case respcache.Fresh:
 		writeEntry(w, r, e, private)
 		return
 	}
-	e, err = s.loadDownload(r.Context(), pk, dk, now, urlExpiry, signer)
+	pk, dk = pk.clone(), dk.clone()
+	e, err = s.cache.Load(r.Context(), pk, dk, e, s.downloadRenderer(pk, dk, signer, private))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -249,22 +291,21 @@ func (s *Service) serveDownload(w http.ResponseWriter, r *http.Request) {
 // writeEntry answers with a cached document, or 304 when the client
 // already holds it. It does not allocate.
 func writeEntry(w http.ResponseWriter, r *http.Request, e *entry, private bool) {
-	e.touch()
 	h := w.Header()
-	h["Etag"] = e.etag
+	h["Etag"] = e.ETag
 	h["Cache-Control"] = noCache
 	if private {
 		h["Cache-Control"] = privateNoCache
 	}
-	if inm := r.Header["If-None-Match"]; len(inm) > 0 && httpjson.MatchETag(inm[0], e.etag[0]) {
+	if inm := r.Header["If-None-Match"]; len(inm) > 0 && httpjson.MatchETag(inm[0], e.ETag[0]) {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
 	h["Content-Type"] = contentTypeJSON
-	h["Content-Length"] = e.length
+	h["Content-Length"] = e.Length
 	w.WriteHeader(http.StatusOK)
 	if r.Method != http.MethodHead {
-		_, _ = w.Write(e.body)
+		_, _ = w.Write(e.Body)
 	}
 }
 
@@ -287,36 +328,23 @@ func parseProvider(pk provKey) (provKey, error) {
 	return provKey{ns: ns, typ: typ}, nil
 }
 
-func (s *Service) renderContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), renderTimeout)
-}
-
-func (s *Service) loadVersions(ctx context.Context, raw provKey, now int64) (*entry, error) {
-	pk, err := parseProvider(raw)
-	if err != nil {
-		return nil, err
-	}
-	if pk != raw { // the request used another case: look again under the normalized names
-		if e := s.cache.get(pk, docKey{}); e.fresh(now, 0) {
-			return e, nil
-		}
-	}
-	return s.cache.load(ctx, pk, docKey{}, now, 0, func() (*entry, error) {
-		ctx, cancel := s.renderContext(ctx)
-		defer cancel()
+// versionsRenderer renders the versions document of pk (valid,
+// normalized names).
+func (s *Service) versionsRenderer(pk provKey) respcache.RenderFunc[urls] {
+	return func(ctx context.Context) (respcache.Rendered[urls], error) {
 		vs, err := s.idx.ListProviderVersions(ctx, pk.ns, pk.typ)
 		if registry.IsKind(err, registry.NotFound) || err == nil && len(vs) == 0 {
-			return nil, versionsNotFound(pk)
+			return respcache.Rendered[urls]{}, versionsNotFound(pk)
 		}
 		if err != nil {
-			return nil, err
+			return respcache.Rendered[urls]{}, err
 		}
 		body, err := renderVersions(vs)
 		if err != nil {
-			return nil, err
+			return respcache.Rendered[urls]{}, registry.Wrap(registry.Internal, err, "encoding the versions document")
 		}
-		return newEntry(body, 0, now+int64(s.maxAge)), nil
-	})
+		return respcache.Rendered[urls]{Body: body}, nil
+	}
 }
 
 // versionsNotFound is the answer for the versions of a provider (valid,
@@ -351,32 +379,21 @@ func checkDownload(pk provKey, dk docKey) error {
 	return nil
 }
 
-func (s *Service) loadDownload(ctx context.Context, raw provKey, dk docKey, now, urlExpiry int64, signer *signedurl.Signer) (*entry, error) {
-	pk, err := parseProvider(raw)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkDownload(pk, dk); err != nil {
-		return nil, err
-	}
-	if pk != raw {
-		if e := s.cache.get(pk, dk); e.fresh(now, urlExpiry) {
-			return e, nil
-		}
-	}
-	return s.cache.load(ctx, pk, dk, now, urlExpiry, func() (*entry, error) {
-		ctx, cancel := s.renderContext(ctx)
-		defer cancel()
+// downloadRenderer renders the download document dk of pk (valid,
+// normalized names) with URLs signed by signer (the private one if
+// private).
+func (s *Service) downloadRenderer(pk provKey, dk docKey, signer *signedurl.Signer, private bool) respcache.RenderFunc[urls] {
+	return func(ctx context.Context) (respcache.Rendered[urls], error) {
 		v, err := s.idx.GetProviderVersion(ctx, pk.ns, pk.typ, dk.version)
 		if registry.IsKind(err, registry.NotFound) {
-			return nil, versionNotFound(pk, dk)
+			return respcache.Rendered[urls]{}, versionNotFound(pk, dk)
 		}
 		if err != nil {
-			return nil, err
+			return respcache.Rendered[urls]{}, err
 		}
 		p, ok := v.Platform(dk.os, dk.arch)
 		if !ok {
-			return nil, registry.Errorf(registry.NotFound, "provider %s/%s %s has no package for %s_%s (it has: %s)",
+			return respcache.Rendered[urls]{}, registry.Errorf(registry.NotFound, "provider %s/%s %s has no package for %s_%s (it has: %s)",
 				pk.ns, pk.typ, dk.version, dk.os, dk.arch, platformList(v.Platforms))
 		}
 		// Read the expiry before signing: should the window turn in
@@ -384,10 +401,10 @@ func (s *Service) loadDownload(ctx context.Context, raw provKey, dk docKey, now,
 		exp := signer.Expiry().Unix()
 		body, err := s.renderDownload(v, p, signer)
 		if err != nil {
-			return nil, err
+			return respcache.Rendered[urls]{}, registry.Wrap(registry.Internal, err, "encoding the download document")
 		}
-		return newEntry(body, exp, now+int64(s.maxAge)), nil
-	})
+		return respcache.Rendered[urls]{Body: body, Value: urls{expiry: exp, private: private}}, nil
+	}
 }
 
 func platformList(ps []registry.Platform) string {

@@ -557,12 +557,7 @@ func TestConcurrentMissesRenderOnce(t *testing.T) {
 			t.Fatalf("a request arriving during a render read the index itself (%d reads)", reads)
 		}
 		runtime.Gosched()
-		f.svc.cache.mu.Lock()
-		waiting = 0
-		for _, fl := range f.svc.cache.flights {
-			waiting += fl.waiters
-		}
-		f.svc.cache.mu.Unlock()
+		waiting = f.svc.cache.Stats().Waiting
 	}
 	close(release)
 	for range n {
