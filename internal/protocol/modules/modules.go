@@ -11,12 +11,14 @@
 // (or .zip) URL: the clients download archives without the registry
 // token, and recognise the archive type from the path's suffix.
 //
-// A module's versions are read once and kept in memory with the rendered
-// versions document and its strong ETag; the download answer is computed
-// from the same entry (signing a URL costs one HMAC), so a repeated
-// request does not touch the index. Publish and delete call Invalidate;
-// entries are also read again after a maximum age so that changes made
-// through other replicas sharing the index show up within that age.
+// A module's versions are read once and kept in memory (internal/respcache)
+// with the rendered versions document and its strong ETag; the download
+// answer is computed from the same entry (signing a URL costs one HMAC),
+// so a repeated request does not touch the index. Publish and delete call
+// Invalidate; entries are also read again within a maximum age so that
+// changes made through other replicas sharing the index show up within
+// that age: from half that age on, a request is answered from the cached
+// entry while one background read replaces it (stale-while-revalidate).
 //
 // Access control, as for providers.v1: with WithGuard, every request
 // (cache hits included) first asks the Guard whether it may read the
@@ -34,8 +36,6 @@ package modules
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -44,6 +44,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	version "github.com/hashicorp/go-version"
 
@@ -51,6 +52,7 @@ import (
 	"trove.dev/trove/internal/httpjson"
 	modarchive "trove.dev/trove/internal/modules"
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/respcache"
 	"trove.dev/trove/internal/signedurl"
 	"trove.dev/trove/internal/store"
 )
@@ -77,13 +79,13 @@ const (
 const (
 	DefaultMaxAge     = 30 * time.Second
 	DefaultMaxEntries = 50_000
+	// DefaultCacheBytes bounds the memory of the cached modules (their
+	// versions documents and version lists).
+	DefaultCacheBytes = 8 << 20
 	// DefaultPageSize and MaxPageSize bound the listing and search pages.
 	DefaultPageSize = 15
 	MaxPageSize     = 100
 )
-
-// loadTimeout bounds one read of the index on behalf of the cache.
-const loadTimeout = 30 * time.Second
 
 var (
 	contentTypeJSON = []string{"application/json"}
@@ -126,20 +128,19 @@ type Service struct {
 	now        func() time.Time
 	maxAge     time.Duration
 	maxEntries int
+	cacheBytes int64
+	cache      *respcache.Cache[modKey, struct{}, *module]
 
 	guard   Guard             // nil: every namespace is readable by anyone
 	private *signedurl.Signer // signs the archive URLs of private namespaces
-
-	mu      sync.RWMutex
-	entries map[modKey]*entry
-	gen     uint64 // incremented by every invalidation
 }
 
 // Option adjusts a Service.
 type Option func(*Service)
 
-// WithMaxAge sets how long a module's cached versions are served before
-// they are read again from the index (DefaultMaxAge if d <= 0).
+// WithMaxAge sets how long a module's cached versions are served at most
+// before they are read again from the index (DefaultMaxAge if d <= 0);
+// from half of it on, they are read again in the background while served.
 func WithMaxAge(d time.Duration) Option {
 	return func(s *Service) {
 		if d > 0 {
@@ -154,6 +155,16 @@ func WithMaxEntries(n int) Option {
 	return func(s *Service) {
 		if n > 0 {
 			s.maxEntries = n
+		}
+	}
+}
+
+// WithCacheBytes bounds the memory the cached modules may take
+// (DefaultCacheBytes if n <= 0).
+func WithCacheBytes(n int64) Option {
+	return func(s *Service) {
+		if n > 0 {
+			s.cacheBytes = n
 		}
 	}
 }
@@ -178,11 +189,15 @@ func New(idx store.Modules, signer *signedurl.Signer, publicBase *url.URL, log *
 	base := &url.URL{Scheme: publicBase.Scheme, Host: publicBase.Host, Path: publicBase.Path}
 	s := &Service{
 		idx: idx, signer: signer, base: strings.TrimSuffix(base.String(), "/"), log: log,
-		now: time.Now, maxAge: DefaultMaxAge, maxEntries: DefaultMaxEntries, entries: make(map[modKey]*entry),
+		now: time.Now, maxAge: DefaultMaxAge, maxEntries: DefaultMaxEntries, cacheBytes: DefaultCacheBytes,
 	}
 	for _, o := range opts {
 		o(s)
 	}
+	s.cache = respcache.New[modKey, struct{}, *module](respcache.Options{
+		Name: "modules.v1", MaxAge: s.maxAge, MaxBytes: s.cacheBytes, MaxEntries: s.maxEntries, Now: s.now, Log: log,
+		Drop: func(err error) bool { return registry.IsKind(err, registry.NotFound) },
+	})
 	if s.private == nil {
 		s.private = s.signer
 	}
@@ -205,41 +220,34 @@ func (s *Service) Register(mux *http.ServeMux) {
 // Call it after a version was committed or deleted; reads that started
 // earlier are not stored.
 func (s *Service) Invalidate(namespace, name, system string) {
-	s.mu.Lock()
-	delete(s.entries, modKey{namespace, name, system})
-	s.gen++
-	s.mu.Unlock()
+	s.cache.InvalidateOwner(modKey{namespace, name, system})
 }
 
 // InvalidateAll drops every cached module, for when changes to the index
 // may have been missed (a change feed that reconnected).
-func (s *Service) InvalidateAll() {
-	s.mu.Lock()
-	clear(s.entries)
-	s.gen++
-	s.mu.Unlock()
-}
+func (s *Service) InvalidateAll() { s.cache.InvalidateAll() }
 
 // CacheEntries returns how many modules are cached.
-func (s *Service) CacheEntries() int {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return len(s.entries)
-}
+func (s *Service) CacheEntries() int { return s.cache.Stats().Entries }
 
 // modKey names a module by its normalized coordinates.
 type modKey struct{ ns, name, system string }
 
-// entry is what the cache keeps of one module. It never changes after
-// insertion, except for the memo of signed archive URLs.
-type entry struct {
-	versions []registry.ModuleVersion // newest first, without metadata
-	body     []byte                   // the versions document
-	etag     []string
-	length   []string
-	staleAt  int64 // Unix nanoseconds
+// clone returns k with its own copies of the strings, so that a cache
+// entry never pins the memory of the request it was made for.
+func (k modKey) clone() modKey {
+	return modKey{strings.Clone(k.ns), strings.Clone(k.name), strings.Clone(k.system)}
+}
 
-	urls sync.Map // version -> signedLocation
+// entry is what the cache keeps of one module: the versions document
+// (Body, ETag, Length) and the module's versions.
+type entry = respcache.Entry[*module]
+
+// module is what an entry keeps besides the versions document. It never
+// changes after insertion, except for the memo of signed archive URLs.
+type module struct {
+	versions []registry.ModuleVersion // newest first, without metadata
+	urls     sync.Map                 // version -> signedLocation
 }
 
 // signedLocation is an X-Terraform-Get value, the expiry it carries and
@@ -251,8 +259,8 @@ type signedLocation struct {
 }
 
 // version returns the stored version v, if any.
-func (e *entry) version(v string) (registry.ModuleVersion, bool) {
-	for _, mv := range e.versions {
+func (m *module) version(v string) (registry.ModuleVersion, bool) {
+	for _, mv := range m.versions {
 		if mv.Version == v {
 			return mv, true
 		}
@@ -265,10 +273,7 @@ func (e *entry) version(v string) (registry.ModuleVersion, bool) {
 // names, unknown modules and modules the guard refuses are NotFound.
 func (s *Service) lookup(ctx context.Context, r *http.Request) (*entry, modKey, bool, error) {
 	raw := modKey{r.PathValue("namespace"), r.PathValue("name"), r.PathValue("system")}
-	now := s.now().UnixNano()
-	s.mu.RLock()
-	e := s.entries[raw] // a hit on the raw names means they are valid and normalized
-	s.mu.RUnlock()
+	e := s.cache.Lookup(raw, struct{}{}) // a hit on the raw names means they are valid and normalized
 	key := raw
 	if e == nil {
 		var err error
@@ -276,9 +281,7 @@ func (s *Service) lookup(ctx context.Context, r *http.Request) (*entry, modKey, 
 			return nil, raw, false, err
 		}
 		if key != raw {
-			s.mu.RLock()
-			e = s.entries[key]
-			s.mu.RUnlock()
+			e = s.cache.Lookup(key, struct{}{})
 		}
 	}
 	private, err := s.authorize(r, key.ns)
@@ -288,10 +291,15 @@ func (s *Service) lookup(ctx context.Context, r *http.Request) (*entry, modKey, 
 	if err != nil {
 		return nil, key, private, err
 	}
-	if e != nil && now < e.staleAt {
+	switch s.cache.State(e) {
+	case respcache.Stale:
+		s.cache.Revalidate(key, struct{}{}, e, s.renderer(key.clone()))
+		fallthrough
+	case respcache.Fresh:
 		return e, key, private, nil
 	}
-	e, err = s.load(ctx, key, now)
+	key = key.clone()
+	e, err = s.cache.Load(ctx, key, struct{}{}, e, s.renderer(key))
 	return e, key, private, err
 }
 
@@ -329,49 +337,35 @@ func parseKey(raw modKey) (modKey, error) {
 	return modKey{ns, name, system}, nil
 }
 
-// load reads a module's versions and caches them unless an invalidation
-// happened meanwhile.
-func (s *Service) load(ctx context.Context, key modKey, now int64) (*entry, error) {
-	s.mu.RLock()
-	gen := s.gen
-	s.mu.RUnlock()
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), loadTimeout)
-	defer cancel()
-	vs, err := s.idx.ListModuleVersions(ctx, key.ns, key.name, key.system)
-	if registry.IsKind(err, registry.NotFound) || err == nil && len(vs) == 0 {
-		return nil, moduleNotFound(key)
-	}
-	if err != nil {
-		return nil, err
-	}
-	modarchive.SortNewestFirst(vs)
-	doc := versionsDoc{Modules: []versionsModule{{Source: key.ns + "/" + key.name + "/" + key.system, Versions: make([]versionItem, 0, len(vs))}}}
-	for _, v := range vs {
-		doc.Modules[0].Versions = append(doc.Modules[0].Versions, versionItem{Version: v.Version})
-	}
-	body, err := json.Marshal(doc)
-	if err != nil {
-		return nil, registry.Wrap(registry.Internal, err, "encoding the versions document")
-	}
-	e := &entry{versions: vs, body: body, etag: []string{etagOf(body)}, length: []string{strconv.Itoa(len(body))}, staleAt: now + int64(s.maxAge)}
-	s.mu.Lock()
-	if s.gen == gen {
-		if len(s.entries) >= s.maxEntries {
-			for k := range s.entries { // drop an arbitrary entry
-				delete(s.entries, k)
-				break
-			}
-		}
-		s.entries[key] = e
-	}
-	s.mu.Unlock()
-	return e, nil
-}
+// versionSize approximates the memory of one cached version besides its
+// strings.
+const versionSize = int64(unsafe.Sizeof(registry.ModuleVersion{}))
 
-// etagOf returns a strong entity tag of body.
-func etagOf(body []byte) string {
-	sum := sha256.Sum256(body)
-	return `"` + base64.RawURLEncoding.EncodeToString(sum[:18]) + `"`
+// renderer reads a module's versions (key: normalized names) and renders
+// its versions document.
+func (s *Service) renderer(key modKey) respcache.RenderFunc[*module] {
+	return func(ctx context.Context) (respcache.Rendered[*module], error) {
+		vs, err := s.idx.ListModuleVersions(ctx, key.ns, key.name, key.system)
+		if registry.IsKind(err, registry.NotFound) || err == nil && len(vs) == 0 {
+			return respcache.Rendered[*module]{}, moduleNotFound(key)
+		}
+		if err != nil {
+			return respcache.Rendered[*module]{}, err
+		}
+		modarchive.SortNewestFirst(vs)
+		doc := versionsDoc{Modules: []versionsModule{{Source: key.ns + "/" + key.name + "/" + key.system, Versions: make([]versionItem, 0, len(vs))}}}
+		size := int64(cap(vs)) * versionSize
+		for _, v := range vs {
+			doc.Modules[0].Versions = append(doc.Modules[0].Versions, versionItem{Version: v.Version})
+			size += int64(len(v.Namespace) + len(v.Name) + len(v.System) + len(v.Version) + len(v.ArchiveDigest) + len(v.ArchiveFormat) +
+				len(v.Description) + len(v.Origin) + len(v.Metadata))
+		}
+		body, err := json.Marshal(doc)
+		if err != nil {
+			return respcache.Rendered[*module]{}, registry.Wrap(registry.Internal, err, "encoding the versions document")
+		}
+		return respcache.Rendered[*module]{Body: body, Value: &module{versions: vs}, Size: size}, nil
+	}
 }
 
 // The versions document: only modules[0].versions[].version is read by
@@ -396,20 +390,20 @@ func (s *Service) serveVersions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h := w.Header()
-	h["Etag"] = e.etag
+	h["Etag"] = e.ETag
 	h["Cache-Control"] = noCache
 	if private {
 		h["Cache-Control"] = privateNoCache
 	}
-	if inm := r.Header["If-None-Match"]; len(inm) > 0 && httpjson.MatchETag(inm[0], e.etag[0]) {
+	if inm := r.Header["If-None-Match"]; len(inm) > 0 && httpjson.MatchETag(inm[0], e.ETag[0]) {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
 	h["Content-Type"] = contentTypeJSON
-	h["Content-Length"] = e.length
+	h["Content-Length"] = e.Length
 	w.WriteHeader(http.StatusOK)
 	if r.Method != http.MethodHead {
-		_, _ = w.Write(e.body)
+		_, _ = w.Write(e.Body)
 	}
 }
 
@@ -421,7 +415,7 @@ func (s *Service) serveDownload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ver := r.PathValue("version")
-	v, ok := e.version(ver)
+	v, ok := e.Value.version(ver)
 	if !ok {
 		s.writeError(w, r, registry.Errorf(registry.NotFound, "module %s/%s/%s has no version %q", key.ns, key.name, key.system, ver))
 		return
@@ -433,10 +427,10 @@ func (s *Service) serveDownload(w http.ResponseWriter, r *http.Request) {
 		signer = s.private
 	}
 	exp := signer.Expiry().Unix()
-	loc, ok := e.urls.Load(ver)
+	loc, ok := e.Value.urls.Load(ver)
 	if l, _ := loc.(signedLocation); !ok || l.expiry != exp || l.private != private {
 		loc = signedLocation{expiry: exp, private: private, header: []string{s.base + signer.Path(v.ArchiveDigest, modarchive.Filename(v))}}
-		e.urls.Store(ver, loc)
+		e.Value.urls.Store(ver, loc)
 	}
 	h := w.Header()
 	h["X-Terraform-Get"] = loc.(signedLocation).header
@@ -461,12 +455,12 @@ func (s *Service) handler(fn httpjson.HandlerFunc) http.Handler {
 // latest returns the version "latest" means: the newest release, or the
 // newest pre-release when there is no release.
 func latest(e *entry) registry.ModuleVersion {
-	for _, v := range e.versions {
+	for _, v := range e.Value.versions {
 		if p, err := version.NewSemver(v.Version); err == nil && p.Prerelease() == "" {
 			return v
 		}
 	}
-	return e.versions[0]
+	return e.Value.versions[0]
 }
 
 // downloadLatest redirects to the download of the latest version, as the
@@ -498,7 +492,7 @@ func (s *Service) versionDetails(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	ver := r.PathValue("version")
-	if _, ok := e.version(ver); !ok {
+	if _, ok := e.Value.version(ver); !ok {
 		return registry.Errorf(registry.NotFound, "module %s/%s/%s has no version %q", key.ns, key.name, key.system, ver)
 	}
 	return s.writeDetails(w, r, e, ver, private)
@@ -547,7 +541,7 @@ func (s *Service) writeDetails(w http.ResponseWriter, r *http.Request, e *entry,
 	if private {
 		w.Header()["Cache-Control"] = privateNoCache
 	}
-	v0, _ := e.version(ver)
+	v0, _ := e.Value.version(ver)
 	v, err := s.idx.GetModuleVersion(r.Context(), v0.Namespace, v0.Name, v0.System, ver)
 	if err != nil {
 		return err
@@ -558,7 +552,7 @@ func (s *Service) writeDetails(w http.ResponseWriter, r *http.Request, e *entry,
 		Submodules:    []modarchive.ModuleInfo{},
 		Examples:      []modarchive.ModuleInfo{},
 		Providers:     []string{v.System},
-		Versions:      make([]string, 0, len(e.versions)),
+		Versions:      make([]string, 0, len(e.Value.versions)),
 	}
 	if len(v.Metadata) > 0 {
 		var md modarchive.Metadata
@@ -568,7 +562,7 @@ func (s *Service) writeDetails(w http.ResponseWriter, r *http.Request, e *entry,
 			doc.Root, doc.Submodules, doc.Examples = md.Root, nonNil(md.Submodules), nonNil(md.Examples)
 		}
 	}
-	for _, mv := range e.versions {
+	for _, mv := range e.Value.versions {
 		doc.Versions = append(doc.Versions, mv.Version)
 	}
 	return httpjson.Write(w, http.StatusOK, doc)
