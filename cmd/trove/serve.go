@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -19,6 +20,7 @@ import (
 	"trove.dev/trove/internal/api"
 	"trove.dev/trove/internal/auth"
 	"trove.dev/trove/internal/config"
+	"trove.dev/trove/internal/flock"
 	"trove.dev/trove/internal/modules"
 	"trove.dev/trove/internal/protocol/login"
 	"trove.dev/trove/internal/protocol/providers"
@@ -44,6 +46,19 @@ const urlSigningKeyName = "url-signing-key"
 func runServer(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) error {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("creating the data directory: %w", err)
+	}
+	// Start-up removes the unfinished uploads staged in the data
+	// directory's tmp/ (a crash's leftovers), which is only right while no
+	// other server stages there: one trove serve per data directory. The
+	// kernel releases the lock when the process ends, kill -9 included.
+	lock, err := flock.TryLock(filepath.Join(cfg.DataDir, "serve.lock"))
+	switch {
+	case errors.Is(err, flock.ErrLocked):
+		return fmt.Errorf("another trove serve uses the data directory %s: give every server its own --data-dir (replicas share PostgreSQL and S3, never a data directory)", cfg.DataDir)
+	case err == nil:
+		defer lock.Close()
+	case !errors.Is(err, flock.ErrUnsupported):
+		return fmt.Errorf("locking the data directory %s: %w", cfg.DataDir, err)
 	}
 	logOut := newFlushingWriter(stderr, 100*time.Millisecond)
 	defer logOut.Close()

@@ -1,12 +1,14 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -293,4 +295,32 @@ func blobTempFiles(t *testing.T, blobDir string) []string {
 		t.Fatal(err)
 	}
 	return names
+}
+
+// TestOneServerPerDataDirectory starts a second `trove serve` on the data
+// directory of a running one: it must refuse to start, since start-up
+// removes the uploads staged in that directory, which would be the first
+// server's uploads in flight. Once the first is killed, a server starts.
+func TestOneServerPerDataDirectory(t *testing.T) {
+	dataDir := filepath.Join(t.TempDir(), "data")
+	srv := startTrove(t, dataDir)
+
+	ctx, cancel := context.WithTimeout(t.Context(), commandTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, troveBin, "serve", "--data-dir", dataDir, "--listen", fmt.Sprintf("localhost:%d", freePort(t)))
+	cmd.Env = baseEnv(t.TempDir())
+	out, err := cmd.CombinedOutput()
+	want := "another trove serve uses the data directory " + dataDir
+	if err == nil || !strings.Contains(string(out), want) {
+		t.Errorf("a second trove serve on the same data directory: %v\n%s\nwant a refusal saying %q", err, out, want)
+	}
+	if r := srv.get(t, "/healthz"); r.Status != http.StatusOK {
+		t.Errorf("the first server after the second one's attempt: /healthz %d", r.Status)
+	}
+
+	srv.kill()
+	again := startTrove(t, dataDir)
+	if r := again.get(t, "/healthz"); r.Status != http.StatusOK {
+		t.Errorf("a server on the data directory of a killed one: /healthz %d", r.Status)
+	}
 }
