@@ -118,7 +118,9 @@ func TestPublishRejects(t *testing.T) {
 			},
 		},
 		{
-			name: "zip listed in SHA256SUMS missing from the folder", version: "2.0.10", want: "not uploaded",
+			// trove publish finds it before uploading; the server's own
+			// refusal ("not uploaded") answers the direct POST.
+			name: "zip listed in SHA256SUMS missing from the folder", version: "2.0.10", want: "which is missing from", status: http.StatusBadRequest,
 			make: func(t *testing.T, spec releaseSpec) *dist {
 				d := packageRelease(t, key, spec)
 				if err := os.Remove(d.path(d.zipName(otherPlatform))); err != nil {
