@@ -37,7 +37,7 @@ func adminTokenCommand() *command {
 	return &command{
 		name: "admin token", args: "[--description TEXT] [--expires DURATION] [FLAGS]",
 		summary: "Create a global admin token directly in the index, offline, and print it once: " +
-			"the way back in when no admin token is left (reads the index flags of serve; works while the server runs).",
+			"the way back in when no admin token is left (reads the index flags of serve and accepts its others; works while the server runs).",
 		examples: []string{
 			"trove admin token --data-dir /var/lib/trove --description 'recovery, ticket 1234' --expires 24h",
 			"TROVE_INDEX_BACKEND=postgres TROVE_POSTGRES_DSN='postgres://trove:PASSWORD@db:5432/trove?sslmode=verify-full' trove admin token",
@@ -45,8 +45,17 @@ func adminTokenCommand() *command {
 		},
 		raw: adminToken,
 		rawFlags: func() *flag.FlagSet {
+			// Every flag of serve is accepted (the server's command line or
+			// settings file works as is); help lists those that matter.
 			var cfg config.Config
-			fs := cfg.FlagSet("admin token")
+			all := cfg.FlagSet("admin token")
+			fs := flag.NewFlagSet("admin token", flag.ContinueOnError)
+			all.VisitAll(func(f *flag.Flag) {
+				if indexFlag(f.Name) {
+					fs.Var(f.Value, f.Name, f.Usage)
+					fs.Lookup(f.Name).DefValue = f.DefValue
+				}
+			})
 			(&adminTokenFlags{}).define(fs)
 			return fs
 		},
@@ -57,6 +66,16 @@ func adminTokenCommand() *command {
 			return config.EnvVar(name)
 		},
 	}
+}
+
+// indexFlag reports whether the serve flag called name selects or
+// configures the index (or where the settings come from).
+func indexFlag(name string) bool {
+	switch name {
+	case config.FlagConfig, "data-dir", "index-backend", "sqlite-path":
+		return true
+	}
+	return name == "postgres-dsn" // the command uses a pool of its own size
 }
 
 // adminToken opens the index that the configuration of trove serve

@@ -10,6 +10,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	svchost "github.com/hashicorp/terraform-svchost"
+
 	"trove.dev/trove/internal/client"
 )
 
@@ -94,8 +96,8 @@ func (c *cli) client() (*client.Client, error) {
 	case token != "":
 		c.tokenSource = "TROVE_TOKEN"
 	default:
-		// Neither given: the token `trove login` or `terraform login`
-		// stored for the host, if any.
+		// Neither given: the token Terraform uses for the host, which
+		// `trove login` or `terraform login` stored, if any.
 		t, source, err := c.storedToken(addr)
 		if err != nil {
 			return nil, err
@@ -130,17 +132,21 @@ func (c *cli) serverAddr() string {
 	return defaultAddr
 }
 
-// storedToken returns the token the credentials file holds for the host
-// of addr and a description of where it came from, or "" and "" if it
-// holds none.
+// storedToken returns the token Terraform would use for the host of addr
+// (its TF_TOKEN_<host> variable, else the credentials file) and a
+// description of where it came from, or "" and "" if there is none.
 func (c *cli) storedToken(addr string) (token, source string, err error) {
-	path, err := credentialsPath(c.getenv)
-	if err != nil {
-		return "", "", nil // no file to look in
-	}
 	host, err := credentialsHost(addr)
 	if err != nil {
 		return "", "", nil // client.New explains a bad address
+	}
+	// Terraform's own order: its TF_TOKEN_<host> variable first.
+	if name := tfTokenVar(host); c.getenv(name) != "" {
+		return c.getenv(name), name, nil
+	}
+	path, err := credentialsPath(c.getenv)
+	if err != nil {
+		return "", "", nil // no file to look in
 	}
 	doc, err := readCredentials(path)
 	if err != nil {
@@ -150,6 +156,14 @@ func (c *cli) storedToken(addr string) (token, source string, err error) {
 		return "", "", nil
 	}
 	return token, fmt.Sprintf("%s (host %s, written by trove login or terraform login)", path, host.ForDisplay()), nil
+}
+
+// tfTokenVar returns the TF_TOKEN_ variable that Terraform and OpenTofu
+// read the token of host from: "-" written "__" and "." written "_"
+// (registry.my-corp.example gives TF_TOKEN_registry_my__corp_example).
+func tfTokenVar(host svchost.Hostname) string {
+	h := strings.ReplaceAll(host.ForDisplay(), "-", "__")
+	return "TF_TOKEN_" + strings.ReplaceAll(h, ".", "_")
 }
 
 // explain adds to an error of the server that refused the credentials

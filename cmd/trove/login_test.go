@@ -169,7 +169,16 @@ func TestLoginStoresTokenForEveryCommand(t *testing.T) {
 	if r := runTrove(t, user, "", "namespace", "list"); r.code != exitOK || !strings.Contains(r.stdout, "acme") {
 		t.Errorf("namespace list with the stored token: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
-	// TROVE_TOKEN wins over the file; a refused one is named as the source.
+	// Terraform's TF_TOKEN_<host> variable wins over the file, as in
+	// Terraform (a host with a port can only be passed literally, through
+	// a process environment).
+	tfVar := "TF_TOKEN_" + strings.ReplaceAll(s.Host, ".", "_")
+	user[tfVar] = "trove_notavalidtoken"
+	if r := runTrove(t, user, "", "namespace", "list"); r.code != exitError || !strings.Contains(r.stderr, "came from "+tfVar) {
+		t.Errorf("namespace list with a bad %s: exit %d, stderr %q", tfVar, r.code, r.stderr)
+	}
+	delete(user, tfVar)
+	// TROVE_TOKEN wins over both; a refused one is named as the source.
 	user["TROVE_TOKEN"] = "trove_notavalidtoken"
 	if r := runTrove(t, user, "", "namespace", "list"); r.code != exitError || !strings.Contains(r.stderr, "came from TROVE_TOKEN") {
 		t.Errorf("namespace list with a bad TROVE_TOKEN: exit %d, stderr %q", r.code, r.stderr)
@@ -247,5 +256,18 @@ func TestLoginWithoutLoginService(t *testing.T) {
 	r := runTrove(t, map[string]string{"HOME": t.TempDir(), "TROVE_CA_FILE": caFile}, "", "login", srv.URL)
 	if r.code != exitError || !strings.Contains(r.stderr, "offers no login") {
 		t.Errorf("login to a registry without login.v1: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+func TestCredentialsHostAndVariable(t *testing.T) {
+	for addr, want := range map[string][2]string{
+		"https://Registry.My-Corp.Example:443": {"registry.my-corp.example", "TF_TOKEN_registry_my__corp_example"},
+		"localhost:8443":                       {"localhost:8443", "TF_TOKEN_localhost:8443"},
+		"https://registry.internal/":           {"registry.internal", "TF_TOKEN_registry_internal"},
+	} {
+		h, err := credentialsHost(addr)
+		if err != nil || h.ForDisplay() != want[0] || tfTokenVar(h) != want[1] {
+			t.Errorf("credentialsHost(%q) = %q (%s), %v; want %q (%s)", addr, h.ForDisplay(), tfTokenVar(h), err, want[0], want[1])
+		}
 	}
 }
