@@ -2,7 +2,7 @@
 // on loopback and prints a Markdown table (see internal/loadtest and
 // docs/benchmarks.md). Run it from the module root:
 //
-//	go run ./cmd/trove-loadtest [-conns 32] [-stream-conns 4] [-duration 5s] [-warmup 1s]
+//	go run ./cmd/trove-loadtest [-conns 32] [-mix-docs 300] [-mix-duration 65s] [-single] [-stream-conns 4] [-duration 5s] [-warmup 1s]
 //	go run ./cmd/trove-loadtest -backend postgres-s3   # PostgreSQL and S3, see docs/benchmarks.md
 //
 // `trove-loadtest baseline -config FILE` is the baseline server the run
@@ -88,6 +88,11 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.StringVar(&opt.ModuleDir, "module", opt.ModuleDir, "`directory` of the Trove module to build trove from")
 	fs.StringVar(&opt.TroveLogLevel, "trove-log-level", opt.TroveLogLevel, "--log-level of trove serve (info logs every request, as in production)")
 	fs.IntVar(&opt.Spec.TotalVersions, "versions", opt.Spec.TotalVersions, "provider versions in the seeded index")
+	fs.IntVar(&opt.MixDocs, "mix-docs", opt.MixDocs, "distinct documents per realistic-mix row, drawn at random per request")
+	fs.DurationVar(&opt.MixDuration, "mix-duration", opt.MixDuration, "measured `duration` of each realistic-mix row per server (longer than twice the cache maximum age of "+loadtest.CacheMaxAge.String()+" to see documents rendered again)")
+	fs.IntVar(&opt.MixRounds, "mix-rounds", opt.MixRounds, "rounds of each realistic-mix row")
+	fs.BoolVar(&opt.Single, "single", opt.Single, "also measure one document per endpoint in a hot loop (-duration, -rounds), as the harness did before the realistic mix")
+	fs.IntVar(&opt.FillDocs, "fill-docs", opt.FillDocs, "download documents a mirror-like sweep asks for to fill the cache before Trove's memory is read (0: none)")
 	fs.StringVar(&opt.StageDir, "stage-dir", opt.StageDir, "`directory` (best a memory file system) to build the index in before copying it; empty: build in place")
 	fs.StringVar(&opt.Backend, "backend", loadtest.BackendEmbedded, "storage of Trove: "+loadtest.BackendEmbedded+" (SQLite and files) or "+loadtest.BackendPostgresS3+
 		" (PostgreSQL and S3 on the servers named by "+loadtest.EnvPostgresDSN+" and "+loadtest.EnvS3Endpoint+"; default -versions 10000)")

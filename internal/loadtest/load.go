@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"sync"
@@ -129,6 +130,7 @@ func load(ctx context.Context, url string, opt LoadOptions) (Result, *Histogram,
 	}
 	res.P50 = hist.Percentile(50)
 	res.P99 = hist.Percentile(99)
+	res.Max = hist.Max()
 	return res, hist, nil
 }
 
@@ -309,3 +311,24 @@ func (c *URLCycle) Repeats() int64 { return max(0, c.Issued()-int64(len(c.urls))
 
 // Len returns the number of distinct URLs.
 func (c *URLCycle) Len() int { return len(c.urls) }
+
+// URLMix hands out URLs drawn at random from a list, one per call of
+// Next, for LoadOptions.NextURL: a realistic mix of documents rather than
+// one document in a hot loop. It is safe for concurrent use.
+type URLMix struct {
+	urls []string
+}
+
+// NewURLMix returns a mix of urls, which must not be empty.
+func NewURLMix(urls []string) (*URLMix, error) {
+	if len(urls) == 0 {
+		return nil, registry.Errorf(registry.Invalid, "a URL mix needs at least one URL")
+	}
+	return &URLMix{urls: urls}, nil
+}
+
+// Next returns a URL of the mix, each with the same probability.
+func (m *URLMix) Next() string { return m.urls[rand.IntN(len(m.urls))] }
+
+// Len returns the number of distinct URLs.
+func (m *URLMix) Len() int { return len(m.urls) }

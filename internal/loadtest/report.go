@@ -21,6 +21,7 @@ type Result struct {
 	Bytes    int64         // response body bytes read in the measured window
 	Elapsed  time.Duration // length of the measured window
 	P50, P99 time.Duration // latency percentiles of the successful requests
+	Max      time.Duration // the slowest successful request
 	// CPU is the CPU time the server used in the window (0: not measured).
 	CPU time.Duration
 	// BackendCPU is the CPU time the storage servers behind it (PostgreSQL,
@@ -57,6 +58,7 @@ func (r *Result) add(o Result) {
 	r.Elapsed += o.Elapsed
 	r.CPU += o.CPU
 	r.BackendCPU += o.BackendCPU
+	r.Max = max(r.Max, o.Max)
 	if r.FirstError == "" {
 		r.FirstError = o.FirstError
 	}
@@ -100,6 +102,10 @@ type Row struct {
 	// Backend names the storage servers whose CPU Trove.BackendCPU holds,
 	// e.g. "PostgreSQL"; empty when there are none to measure.
 	Backend string
+	// Latency marks a row whose latency goals are checked (the JSON
+	// documents): p99 within Goals.MaxP99Factor of the baseline's and no
+	// request above Goals.MaxLatency.
+	Latency bool
 	// Notes say how the row was measured where the table cannot.
 	Notes []string
 }
@@ -144,11 +150,16 @@ type RSS struct {
 type Goals struct {
 	MinRatio float64 // Trove throughput / baseline throughput, per endpoint
 	MaxRSS   int64   // bytes of VmRSS
+	// MaxP99Factor bounds Trove's p99 latency as a multiple of the
+	// baseline's, and MaxLatency its slowest request, on rows with Latency.
+	MaxP99Factor float64
+	MaxLatency   time.Duration
 }
 
 // DefaultGoals are Trove's performance targets: at least 90% of a static
-// file server's throughput and less than 100 MiB resident.
-var DefaultGoals = Goals{MinRatio: 0.90, MaxRSS: 100 << 20}
+// file server's throughput, on the JSON documents a p99 latency within 2x
+// of its and no request above 50 ms, and less than 100 MiB resident.
+var DefaultGoals = Goals{MinRatio: 0.90, MaxRSS: 100 << 20, MaxP99Factor: 2, MaxLatency: 50 * time.Millisecond}
 
 // Report is everything a run prints.
 type Report struct {
@@ -157,7 +168,10 @@ type Report struct {
 	Index string // what the index held, e.g. "100,000 versions"
 	// Setup describes how the numbers were taken (printed under the table).
 	Setup string
-	Goals Goals
+	// Memory says when RSS was read (e.g. after a sweep that filled the
+	// document cache), printed after it.
+	Memory string
+	Goals  Goals
 }
 
 // RenderMarkdown writes the report as a Markdown table followed by the
@@ -170,29 +184,30 @@ func RenderMarkdown(w io.Writer, r Report) error {
 		backend = backend || row.Backend != ""
 	}
 	var b strings.Builder
-	b.WriteString("| endpoint | conns | Trove req/s | baseline req/s | ratio | Trove p99 | baseline p99 | Trove p50 | baseline p50 | Trove MiB/s | baseline MiB/s | Trove CPU/req | baseline CPU/req |")
+	b.WriteString("| endpoint | conns | Trove req/s | baseline req/s | ratio | Trove p99 | baseline p99 | Trove max | baseline max | Trove p50 | baseline p50 | Trove MiB/s | baseline MiB/s | Trove CPU/req | baseline CPU/req |")
 	if backend {
 		b.WriteString(" storage CPU/req behind Trove |")
 	}
 	b.WriteString(" errors (Trove/baseline) |\n")
-	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
 	if backend {
 		b.WriteString("--:|")
 	}
 	b.WriteString("\n")
 	for _, row := range r.Rows {
 		if row.Skipped != "" {
-			dashes := "- | - | - | - | - | - | - | - | - | - | - |"
+			dashes := "- | - | - | - | - | - | - | - | - | - | - | - | - |"
 			if backend {
 				dashes += " - |"
 			}
 			fmt.Fprintf(&b, "| %s | %d | %s skipped: %s |\n", cell(row.label()), row.Conns, dashes, cell(row.Skipped))
 			continue
 		}
-		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |",
+		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |",
 			cell(row.label()), row.Conns,
 			formatRate(row.Trove.ReqPerSec()), formatRate(row.Baseline.ReqPerSec()),
 			formatRatio(row), formatLatency(row.Trove.P99), formatLatency(row.Baseline.P99),
+			formatLatency(row.Trove.Max), formatLatency(row.Baseline.Max),
 			formatLatency(row.Trove.P50), formatLatency(row.Baseline.P50),
 			formatRate(row.Trove.MiBPerSec()), formatRate(row.Baseline.MiBPerSec()),
 			formatCPU(row.Trove.CPUPerRequest()), formatCPU(row.Baseline.CPUPerRequest()))
@@ -211,6 +226,9 @@ func RenderMarkdown(w io.Writer, r Report) error {
 	b.WriteString("\n")
 	if r.RSS != nil {
 		fmt.Fprintf(&b, "Trove memory after the run: VmRSS %s, VmHWM %s", formatMiB(r.RSS.Current), formatMiB(r.RSS.Peak))
+		if r.Memory != "" {
+			fmt.Fprintf(&b, ", %s", r.Memory)
+		}
 	} else {
 		b.WriteString("Trove memory after the run: not available")
 	}
@@ -233,6 +251,14 @@ func RenderMarkdown(w io.Writer, r Report) error {
 		}
 		fmt.Fprintf(&b, "- %s: Trove at %.0f%% of %s's %s (goal >= %.0f%%): %s\n",
 			row.label(), 100*row.Ratio(), row.reference(), unit, 100*r.Goals.MinRatio, verdict(row.Ratio() >= r.Goals.MinRatio && row.Trove.Errors == 0))
+		if row.Latency && r.Goals.MaxP99Factor > 0 {
+			fmt.Fprintf(&b, "  p99 %s against %s's %s (goal <= %gx): %s\n", formatLatency(row.Trove.P99), row.reference(), formatLatency(row.Baseline.P99),
+				r.Goals.MaxP99Factor, verdict(float64(row.Trove.P99) <= r.Goals.MaxP99Factor*float64(row.Baseline.P99)))
+		}
+		if row.Latency && r.Goals.MaxLatency > 0 {
+			fmt.Fprintf(&b, "  slowest request %s, %s's %s (goal <= %s): %s\n", formatLatency(row.Trove.Max), row.reference(), formatLatency(row.Baseline.Max),
+				formatLatency(r.Goals.MaxLatency), verdict(row.Trove.Max <= r.Goals.MaxLatency))
+		}
 		if t, bl := row.Trove.CPUPerRequest(), row.Baseline.CPUPerRequest(); t > 0 && bl > 0 {
 			name := "baseline"
 			if row.Reference != "" {

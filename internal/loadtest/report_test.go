@@ -12,9 +12,16 @@ func TestRenderMarkdown(t *testing.T) {
 			{
 				Endpoint: "versions acme/small",
 				Conns:    32,
-				Trove:    Result{Requests: 45000, Elapsed: 5 * time.Second, Bytes: 45000 * 100, P50: 600 * time.Microsecond, P99: 2500 * time.Microsecond, CPU: 45000 * 41 * time.Microsecond},
-				Baseline: Result{Requests: 50000, Elapsed: 5 * time.Second, Bytes: 50000 * 100, P50: 500 * time.Microsecond, P99: 12345 * time.Microsecond, CPU: 50000 * 20500 * time.Nanosecond},
-				Rounds:   3, RatioMin: 0.85, RatioMax: 0.951,
+				Trove:    Result{Requests: 45000, Elapsed: 5 * time.Second, Bytes: 45000 * 100, P50: 600 * time.Microsecond, P99: 2500 * time.Microsecond, Max: 51 * time.Millisecond, CPU: 45000 * 41 * time.Microsecond},
+				Baseline: Result{Requests: 50000, Elapsed: 5 * time.Second, Bytes: 50000 * 100, P50: 500 * time.Microsecond, P99: 12345 * time.Microsecond, Max: 20 * time.Millisecond, CPU: 50000 * 20500 * time.Nanosecond},
+				Rounds:   3, RatioMin: 0.85, RatioMax: 0.951, Latency: true,
+			},
+			{
+				Endpoint: "versions, mix",
+				Conns:    32,
+				Trove:    Result{Requests: 45000, Elapsed: 5 * time.Second, P50: 600 * time.Microsecond, P99: 4 * time.Millisecond, Max: 50 * time.Millisecond},
+				Baseline: Result{Requests: 45000, Elapsed: 5 * time.Second, P50: 500 * time.Microsecond, P99: 1999 * time.Microsecond, Max: 9 * time.Millisecond},
+				Latency:  true,
 			},
 			{
 				Endpoint: "archive 50 MiB | TLS",
@@ -36,14 +43,19 @@ func TestRenderMarkdown(t *testing.T) {
 	}
 	out := b.String()
 	for _, want := range []string{
-		"| endpoint | conns | Trove req/s | baseline req/s | ratio | Trove p99 | baseline p99 | Trove p50 | baseline p50 | Trove MiB/s | baseline MiB/s | Trove CPU/req | baseline CPU/req | errors (Trove/baseline) |",
-		"| versions acme/small | 32 | 9000 | 10000 | 0.90 (0.85-0.95) | 2.50 ms | 12.3 ms | 0.60 ms | 0.50 ms | 0.86 | 0.95 | 41.0 µs | 20.5 µs | 0/0 |",
-		`| archive 50 MiB \| TLS | 4 | 8.00 | 10.0 | 0.80 | 600 ms | 500 ms | 450 ms | 400 ms | 80.0 | 100 | - | - | 1/0 |`,
-		"| archive 50 MiB, plain HTTP | 4 | - | - | - | - | - | - | - | - | - | - | - | skipped: no --insecure-http |",
+		"| endpoint | conns | Trove req/s | baseline req/s | ratio | Trove p99 | baseline p99 | Trove max | baseline max | Trove p50 | baseline p50 | Trove MiB/s | baseline MiB/s | Trove CPU/req | baseline CPU/req | errors (Trove/baseline) |",
+		"| versions acme/small | 32 | 9000 | 10000 | 0.90 (0.85-0.95) | 2.50 ms | 12.3 ms | 51.0 ms | 20.0 ms | 0.60 ms | 0.50 ms | 0.86 | 0.95 | 41.0 µs | 20.5 µs | 0/0 |",
+		`| archive 50 MiB \| TLS | 4 | 8.00 | 10.0 | 0.80 | 600 ms | 500 ms | - | - | 450 ms | 400 ms | 80.0 | 100 | - | - | 1/0 |`,
+		"| archive 50 MiB, plain HTTP | 4 | - | - | - | - | - | - | - | - | - | - | - | - | - | skipped: no --insecure-http |",
 		"  (server CPU per request: Trove 41.0 µs, baseline 20.5 µs, 2.00x)",
 		"Trove memory after the run: VmRSS 50.0 MiB, VmHWM 120.0 MiB (index: 100,000 versions).",
 		"Setup: 3 rounds.",
 		"- versions acme/small: Trove at 90% of the baseline's requests/s (goal >= 90%): met",
+		"  p99 2.50 ms against the baseline's 12.3 ms (goal <= 2x): met",
+		"  slowest request 51.0 ms, the baseline's 20.0 ms (goal <= 50.0 ms): MISSED",
+		"- versions, mix: Trove at 100% of the baseline's requests/s (goal >= 90%): met",
+		"  p99 4.00 ms against the baseline's 2.00 ms (goal <= 2x): MISSED",
+		"  slowest request 50.0 ms, the baseline's 9.00 ms (goal <= 50.0 ms): met",
 		"- archive 50 MiB | TLS: Trove at 80% of the baseline's MiB/s (goal >= 90%): MISSED",
 		"- archive 50 MiB, plain HTTP: not measured (no --insecure-http)",
 		"- resident memory: VmRSS 50.0 MiB (goal < 100.0 MiB): met",
@@ -178,11 +190,11 @@ func TestRenderMarkdownReferencesAndStorage(t *testing.T) {
 	}
 	out := b.String()
 	for _, want := range []string{
-		"| endpoint | conns | Trove req/s | baseline req/s | ratio | Trove p99 | baseline p99 | Trove p50 | baseline p50 | Trove MiB/s | baseline MiB/s | Trove CPU/req | baseline CPU/req | storage CPU/req behind Trove | errors (Trove/baseline) |",
-		"|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
-		"| download, cold | 32 | 6000 | 24000 | 0.25 | 12.0 ms | 5.00 ms | 4.00 ms | 1.00 ms | 0.57 | 2.29 | 120.0 µs | 30.0 µs | 95.0 µs (PostgreSQL) | 0/0 |",
-		"| archive, redirect vs direct S3 GET | 4 | 10.0 | 10.0 | 1.00 | 90.0 ms | 89.0 ms | 60.0 ms | 58.0 ms | 100 | 100 | - | - | - | 0/0 |",
-		"| archive, proxy | 4 | - | - | - | - | - | - | - | - | - | - | - | - | skipped: no S3 |",
+		"| endpoint | conns | Trove req/s | baseline req/s | ratio | Trove p99 | baseline p99 | Trove max | baseline max | Trove p50 | baseline p50 | Trove MiB/s | baseline MiB/s | Trove CPU/req | baseline CPU/req | storage CPU/req behind Trove | errors (Trove/baseline) |",
+		"|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
+		"| download, cold | 32 | 6000 | 24000 | 0.25 | 12.0 ms | 5.00 ms | - | - | 4.00 ms | 1.00 ms | 0.57 | 2.29 | 120.0 µs | 30.0 µs | 95.0 µs (PostgreSQL) | 0/0 |",
+		"| archive, redirect vs direct S3 GET | 4 | 10.0 | 10.0 | 1.00 | 90.0 ms | 89.0 ms | - | - | 60.0 ms | 58.0 ms | 100 | 100 | - | - | - | 0/0 |",
+		"| archive, proxy | 4 | - | - | - | - | - | - | - | - | - | - | - | - | - | - | skipped: no S3 |",
 		"- download, cold: Trove at 25% of the baseline's requests/s (goal >= 90%): MISSED",
 		"  (PostgreSQL behind Trove: 95.0 µs CPU per request)",
 		"  (restarted before each round)",

@@ -46,6 +46,10 @@ func TestRunAgainstRealTrove(t *testing.T) {
 	opt.Spec.Providers = []ProviderSpec{{Type: "small", Versions: 30}, {Type: "large", Versions: 120}}
 	opt.Spec.TotalVersions = 400
 	opt.Spec.ArchiveBytes = 2 << 20
+	opt.Spec.Modules = opt.Spec.Modules[:6]
+	opt.MixDocs, opt.MixDuration, opt.MixRounds = 5, 300*time.Millisecond, 1
+	opt.Single = true
+	opt.FillDocs = 200
 	var progress strings.Builder
 	opt.Progress = &progress
 
@@ -54,14 +58,19 @@ func TestRunAgainstRealTrove(t *testing.T) {
 		t.Fatalf("Run: %v\nprogress:\n%s", err, progress.String())
 	}
 	wantRows := []string{
-		"versions acme/small (30 versions)",
-		"versions acme/large (120 versions)",
-		"download acme/small 0.2.9 linux_amd64",
-		"module versions acme/network/aws (30 versions)",
-		"module download acme/network/aws 0.2.9",
+		"versions, mix of 4 providers (30 to 200 versions)",
+		"download, mix of 5 documents (random provider, version and platform)",
+		"module versions, mix of 5 modules",
+		"module download, mix of 5 module versions",
+		"one document (hot loop): versions acme/small (30 versions)",
+		"one document (hot loop): versions acme/large (120 versions)",
+		"one document (hot loop): download acme/small 0.2.9 linux_amd64",
+		"one document (hot loop): module versions acme/network/aws (30 versions)",
+		"one document (hot loop): module download acme/network/aws 0.2.9",
 		"archive 2.0 MiB, HTTPS",
 		"archive 2.0 MiB, plain HTTP",
 	}
+	wantRounds := []int{1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2}
 	if len(report.Rows) != len(wantRows) {
 		t.Fatalf("got %d rows, want %d: %+v", len(report.Rows), len(wantRows), report.Rows)
 	}
@@ -78,14 +87,23 @@ func TestRunAgainstRealTrove(t *testing.T) {
 				t.Errorf("%s on %s: %d requests, %d errors (first: %s), CPU %v", row.Endpoint, name, res.Requests, res.Errors, res.FirstError, res.CPU)
 			}
 		}
-		if row.Rounds != 2 || row.RatioMin > row.RatioMax {
+		if res := row.Trove; res.Max < res.P99 || res.P99 < res.P50 {
+			t.Errorf("%s: Trove p50 %v, p99 %v, max %v", row.Endpoint, res.P50, res.P99, res.Max)
+		}
+		if row.Latency != !row.Stream {
+			t.Errorf("%s: latency goals %v", row.Endpoint, row.Latency)
+		}
+		if row.Rounds != wantRounds[i] || row.RatioMin > row.RatioMax {
 			t.Errorf("%s: rounds %d, ratio range %v-%v", row.Endpoint, row.Rounds, row.RatioMin, row.RatioMax)
 		}
 	}
 	if report.RSS == nil || report.RSS.Current <= 0 || report.RSS.Peak < report.RSS.Current {
 		t.Errorf("RSS %+v", report.RSS)
 	}
-	if report.Index != "400 versions of 4 providers, 1,600 packages" {
+	if !strings.Contains(report.Memory, "asked for 200 download documents") {
+		t.Errorf("Memory = %q, want it read after the sweep", report.Memory)
+	}
+	if report.Index != "400 versions of 4 providers, 1,600 packages, 80 module versions of 6 modules" {
 		t.Errorf("Index = %q", report.Index)
 	}
 }

@@ -705,27 +705,12 @@ func (s *scaleOut) measureColdVersions(ctx context.Context, bl *baseline, median
 // cacheNote reads from Trove's /metrics what its document cache and Go
 // heap hold, for the memory the cold downloads leave behind.
 func (s *scaleOut) cacheNote(ctx context.Context) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.origin+"/metrics", nil)
-	resp, err := s.client.Do(req)
+	entries, bytes, heap, nextGC, err := cacheFigures(ctx, s.client, s.origin)
 	if err != nil {
 		return "", err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("GET /metrics answered %s", resp.Status)
-	}
-	const entries, bytes, heap, nextGC = "trove_providers_cache_entries", "trove_providers_cache_bytes", "go_memstats_heap_inuse_bytes", "go_memstats_next_gc_bytes"
-	v, err := ParseMetricValues(io.LimitReader(resp.Body, 16<<20), entries, bytes, heap, nextGC)
-	if err != nil {
-		return "", err
-	}
-	if len(v) != 4 {
-		return "", fmt.Errorf("/metrics lacks some of %s, %s, %s, %s", entries, bytes, heap, nextGC)
 	}
 	return fmt.Sprintf("after the last cold round Trove's document cache held %s documents accounted as %s (its default limit is %s); Go heap in use %s, next GC at %s",
-		thousands(int(v[entries])), formatMiB(int64(v[bytes])), formatMiB(providers.DefaultCacheBytes), formatMiB(int64(v[heap])), formatMiB(int64(v[nextGC]))), nil
+		thousands(int(entries)), formatMiB(bytes), formatMiB(providers.DefaultCacheBytes), formatMiB(heap), formatMiB(nextGC)), nil
 }
 
 // archiveURL fetches the archive's download document from the running

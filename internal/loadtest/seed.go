@@ -73,9 +73,15 @@ type Spec struct {
 
 // DefaultSpec is the index the load test runs against: acme/small with
 // 30 versions, acme/large with 2,000, filler providers of 200 versions up
-// to 100,000 versions in total, each on four platforms, and a 50 MiB
-// archive for linux_amd64 of acme/small's newest version.
+// to 100,000 versions in total, each on four platforms, a 50 MiB archive
+// for linux_amd64 of acme/small's newest version, and modules:
+// acme/network/aws with 30 versions and DefaultFillerModules more of 10
+// versions each (m001/aws, m002/aws, ...), for the realistic mix.
 func DefaultSpec() Spec {
+	mods := []ModuleSpec{{Name: "network", System: "aws", Versions: 30}}
+	for i := 1; i <= DefaultFillerModules; i++ {
+		mods = append(mods, ModuleSpec{Name: fmt.Sprintf("m%03d", i), System: "aws", Versions: 10})
+	}
 	return Spec{
 		Namespace:       "acme",
 		Providers:       []ProviderSpec{{Type: "small", Versions: 30}, {Type: "large", Versions: 2000}},
@@ -86,9 +92,13 @@ func DefaultSpec() Spec {
 		ArchivePlatform: OSArch{"linux", "amd64"},
 		ArchiveBytes:    50 << 20,
 		Workers:         4,
-		Modules:         []ModuleSpec{{Name: "network", System: "aws", Versions: 30}},
+		Modules:         mods,
 	}
 }
+
+// DefaultFillerModules is the number of modules DefaultSpec seeds besides
+// acme/network/aws.
+const DefaultFillerModules = 299
 
 // Archive is the one real package blob of a seeded index.
 type Archive struct {

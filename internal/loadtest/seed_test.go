@@ -94,6 +94,10 @@ func TestSeedSmallIndex(t *testing.T) {
 	spec.FillerVersions = 4
 	spec.Platforms = spec.Platforms[:2]
 	spec.ArchiveBytes = 10_000
+	if len(spec.Modules) != 1+DefaultFillerModules || spec.Modules[1] != (ModuleSpec{Name: "m001", System: "aws", Versions: 10}) {
+		t.Fatalf("DefaultSpec modules: %d, second %+v", len(spec.Modules), spec.Modules[1])
+	}
+	spec.Modules = spec.Modules[:2]
 	archiveFile := filepath.Join(dir, "archive.zip")
 
 	got, err := Seed(ctx, idx, blobs, spec, archiveFile)
@@ -154,8 +158,11 @@ func TestSeedSmallIndex(t *testing.T) {
 		t.Errorf("namespace keys %v (err %v), want the one key %s", keys, err, v.SigningKey.KeyID)
 	}
 
-	if got.ModuleVersions != 30 {
-		t.Errorf("seeded %d module versions, want 30", got.ModuleVersions)
+	if got.ModuleVersions != 40 {
+		t.Errorf("seeded %d module versions, want 40", got.ModuleVersions)
+	}
+	if mvs, err := idx.ListModuleVersions(ctx, "acme", "m001", "aws"); err != nil || len(mvs) != 10 {
+		t.Errorf("module acme/m001/aws has %d versions (%v), want 10", len(mvs), err)
 	}
 	mvs, err := idx.ListModuleVersions(ctx, "acme", "network", "aws")
 	if err != nil || len(mvs) != 30 {

@@ -1,0 +1,269 @@
+package loadtest
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"time"
+
+	"trove.dev/trove/internal/protocol/providers"
+	"trove.dev/trove/internal/registry"
+)
+
+// CacheMaxAge is the maximum age of Trove's document caches, which trove
+// serve does not let a flag change (providers.DefaultMaxAge; modules.v1
+// has the same). A realistic-mix window longer than twice it sees every
+// cached document re-rendered at least once.
+const CacheMaxAge = providers.DefaultMaxAge
+
+// mixSet is the documents of one realistic-mix row.
+type mixSet struct {
+	name string
+	docs []document
+}
+
+// mixPicks chooses the documents of the four realistic-mix rows: up to n
+// distinct ones per endpoint, from the seeded index (paths only).
+func mixPicks(spec Spec, n int) ([]mixSet, error) {
+	provs, err := spec.plan()
+	if err != nil {
+		return nil, err
+	}
+	ns := spec.Namespace
+	rng := rand.New(rand.NewPCG(1, 2)) // the same picks in every run
+	var sets []mixSet
+
+	versions := mixSet{}
+	fewest, most := -1, 0
+	for _, p := range provs[:min(n, len(provs))] {
+		versions.docs = append(versions.docs, document{path: "/v1/providers/" + ns + "/" + p.Type + "/versions"})
+		if fewest < 0 || p.Versions < fewest {
+			fewest = p.Versions
+		}
+		most = max(most, p.Versions)
+	}
+	versions.name = fmt.Sprintf("versions, mix of %s providers (%s to %s versions)", thousands(len(versions.docs)), thousands(fewest), thousands(most))
+	sets = append(sets, versions)
+
+	total := 0
+	for _, p := range provs {
+		total += p.Versions * len(spec.Platforms)
+	}
+	downloads := mixSet{}
+	seen := map[string]bool{}
+	for len(downloads.docs) < min(n, total) {
+		p := provs[rng.IntN(len(provs))]
+		pl := spec.Platforms[rng.IntN(len(spec.Platforms))]
+		path := downloadPath(ns, Archive{Type: p.Type, Version: VersionAt(rng.IntN(p.Versions)), OSArch: pl})
+		if !seen[path] {
+			seen[path] = true
+			downloads.docs = append(downloads.docs, document{path: path})
+		}
+	}
+	downloads.name = fmt.Sprintf("download, mix of %s documents (random provider, version and platform)", thousands(len(downloads.docs)))
+	sets = append(sets, downloads)
+
+	if len(spec.Modules) == 0 {
+		return sets, nil
+	}
+	mods := mixSet{}
+	for _, m := range spec.Modules[:min(n, len(spec.Modules))] {
+		mods.docs = append(mods.docs, document{path: "/v1/modules/" + ns + "/" + m.Name + "/" + m.System + "/versions"})
+	}
+	mods.name = fmt.Sprintf("module versions, mix of %s modules", thousands(len(mods.docs)))
+	total = 0
+	for _, m := range spec.Modules {
+		total += m.Versions
+	}
+	modDownloads := mixSet{}
+	clear(seen)
+	for len(modDownloads.docs) < min(n, total) {
+		m := spec.Modules[rng.IntN(len(spec.Modules))]
+		path := "/v1/modules/" + ns + "/" + m.Name + "/" + m.System + "/" + VersionAt(rng.IntN(m.Versions)) + "/download"
+		if !seen[path] {
+			seen[path] = true
+			// A location marks a module download; fetchMix replaces it.
+			modDownloads.docs = append(modDownloads.docs, document{path: path, location: "pending"})
+		}
+	}
+	modDownloads.name = fmt.Sprintf("module download, mix of %s module versions", thousands(len(modDownloads.docs)))
+	return append(sets, mods, modDownloads), nil
+}
+
+// fetchMix fetches from Trove, with a few concurrent requests, the bodies
+// (and module download locations) the baseline replays for every
+// document of sets. Fetching also fills Trove's caches, so the rows start
+// in the steady state of a registry in use.
+func fetchMix(ctx context.Context, client *http.Client, origin string, sets []mixSet) error {
+	type job struct{ set, doc int }
+	jobs := make(chan job)
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error
+	)
+	for range 8 {
+		wg.Go(func() {
+			for j := range jobs {
+				d := &sets[j.set].docs[j.doc]
+				var err error
+				if d.location != "" {
+					d.location, err = fetchLocation(ctx, client, origin+d.path)
+				} else {
+					d.body, err = fetch(ctx, client, origin+d.path)
+				}
+				if err != nil {
+					mu.Lock()
+					firstErr = cmpErr(firstErr, err)
+					mu.Unlock()
+				}
+			}
+		})
+	}
+feed:
+	for i := range sets {
+		for j := range sets[i].docs {
+			select {
+			case jobs <- job{i, j}:
+			case <-ctx.Done():
+				break feed
+			}
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	if firstErr != nil {
+		return firstErr
+	}
+	if err := ctx.Err(); err != nil {
+		return registry.Wrap(registry.Unavailable, err, "fetching the documents of the mix")
+	}
+	return nil
+}
+
+func cmpErr(first, err error) error {
+	if first != nil {
+		return first
+	}
+	return err
+}
+
+// mixURLs returns the URLs of set's documents under origin.
+func mixURLs(origin string, set mixSet) []string {
+	urls := make([]string, len(set.docs))
+	for i, d := range set.docs {
+		urls[i] = origin + d.path
+	}
+	return urls
+}
+
+// mixNote says how a realistic-mix row was measured.
+func mixNote(set mixSet, duration time.Duration) string {
+	note := fmt.Sprintf("each request asked for one of %s documents drawn at random; the baseline answers each URL with the bytes Trove gave for it; a window of %s per server, %.1f times Trove's cache maximum age of %s",
+		thousands(len(set.docs)), duration, duration.Seconds()/CacheMaxAge.Seconds(), CacheMaxAge)
+	if duration <= 2*CacheMaxAge {
+		note += ": shorter than twice the maximum age, so the periodic re-render of cached documents may not show"
+	}
+	return note
+}
+
+// fillPaths returns up to n download document paths of the seeded index
+// that a `terraform providers mirror` of every platform asks for: every
+// platform of every version, provider after provider, from the last
+// provider of the plan backwards (away from the documents of the mix).
+func fillPaths(spec Spec, n int) ([]string, error) {
+	provs, err := spec.plan()
+	if err != nil {
+		return nil, err
+	}
+	var paths []string
+	for i := len(provs) - 1; i >= 0 && len(paths) < n; i-- {
+		p := provs[i]
+		for v := 0; v < p.Versions && len(paths) < n; v++ {
+			for _, pl := range spec.Platforms {
+				if len(paths) < n {
+					paths = append(paths, downloadPath(spec.Namespace, Archive{Type: p.Type, Version: VersionAt(v), OSArch: pl}))
+				}
+			}
+		}
+	}
+	return paths, nil
+}
+
+// sweep asks for every path once, from conns concurrent requests, as a
+// mirror does, and returns how many answers were not 200.
+func sweep(ctx context.Context, client *http.Client, origin string, paths []string, conns int) (failed int, err error) {
+	jobs := make(chan string)
+	var (
+		wg  sync.WaitGroup
+		bad int
+		mu  sync.Mutex
+	)
+	for range conns {
+		wg.Go(func() {
+			for p := range jobs {
+				if !get200(ctx, client, origin+p) {
+					mu.Lock()
+					bad++
+					mu.Unlock()
+				}
+			}
+		})
+	}
+feed:
+	for _, p := range paths {
+		select {
+		case jobs <- p:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return bad, registry.Wrap(registry.Unavailable, err, "filling the cache")
+	}
+	return bad, nil
+}
+
+func get200(ctx context.Context, client *http.Client, url string) bool {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	resp, err := client.Do(req)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	_, err = io.Copy(io.Discard, resp.Body)
+	return err == nil && resp.StatusCode == http.StatusOK
+}
+
+// cacheFigures reads from Trove's /metrics what its document cache and
+// Go heap hold: the number of cached providers.v1 documents, their
+// accounted bytes, the heap in use and the next GC target.
+func cacheFigures(ctx context.Context, client *http.Client, origin string) (entries, bytes, heap, nextGC int64, err error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, origin+"/metrics", nil)
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, 0, 0, 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, 0, 0, 0, fmt.Errorf("GET /metrics answered %s", resp.Status)
+	}
+	const e, b, h, g = "trove_providers_cache_entries", "trove_providers_cache_bytes", "go_memstats_heap_inuse_bytes", "go_memstats_next_gc_bytes"
+	v, err := ParseMetricValues(io.LimitReader(resp.Body, 16<<20), e, b, h, g)
+	if err != nil {
+		return 0, 0, 0, 0, err
+	}
+	if len(v) != 4 {
+		return 0, 0, 0, 0, fmt.Errorf("/metrics lacks some of %s, %s, %s, %s", e, b, h, g)
+	}
+	return int64(v[e]), int64(v[b]), int64(v[h]), int64(v[g]), nil
+}

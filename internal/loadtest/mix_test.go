@@ -1,0 +1,114 @@
+package loadtest
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestURLMixDrawsEveryURL(t *testing.T) {
+	if _, err := NewURLMix(nil); err == nil {
+		t.Fatal("an empty mix was accepted")
+	}
+	urls := []string{"a", "b", "c"}
+	m, err := NewURLMix(urls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for range 3000 {
+		seen[m.Next()]++
+	}
+	for _, u := range urls {
+		if seen[u] < 500 { // expected 1,000 each; this bound fails with odds far below 1e-30
+			t.Errorf("%s drawn %d times of 3,000", u, seen[u])
+		}
+	}
+	if len(seen) != 3 || m.Len() != 3 {
+		t.Errorf("drew %v", seen)
+	}
+}
+
+func TestMixPicks(t *testing.T) {
+	spec := DefaultSpec()
+	sets, err := mixPicks(spec, 300)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"versions, mix of 300 providers (30 to 2,000 versions)",
+		"download, mix of 300 documents (random provider, version and platform)",
+		"module versions, mix of 300 modules",
+		"module download, mix of 300 module versions",
+	}
+	if len(sets) != len(want) {
+		t.Fatalf("%d sets", len(sets))
+	}
+	for i, set := range sets {
+		if set.name != want[i] {
+			t.Errorf("set %d is %q, want %q", i, set.name, want[i])
+		}
+		distinct := map[string]bool{}
+		for _, d := range set.docs {
+			distinct[d.path] = true
+		}
+		if len(distinct) != 300 {
+			t.Errorf("%s: %d distinct paths", set.name, len(distinct))
+		}
+	}
+	if d := sets[1].docs[0].path; !strings.HasPrefix(d, "/v1/providers/acme/") || !strings.Contains(d, "/download/") {
+		t.Errorf("download path %q", d)
+	}
+	if d := sets[3].docs[0]; !strings.HasSuffix(d.path, "/download") || d.location == "" {
+		t.Errorf("module download %+v is not marked as one", d)
+	}
+	again, _ := mixPicks(spec, 300)
+	if again[1].docs[7].path != sets[1].docs[7].path {
+		t.Errorf("the picks differ between runs")
+	}
+	// A small index gives what it has.
+	spec.Modules = spec.Modules[:2]
+	small, err := mixPicks(spec, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(small[2].docs); n != 2 {
+		t.Errorf("%d module versions documents from 2 modules", n)
+	}
+	if n := len(small[3].docs); n != 40 {
+		t.Errorf("%d module downloads from 40 versions", n)
+	}
+}
+
+func TestFillPaths(t *testing.T) {
+	spec := DefaultSpec()
+	paths, err := fillPaths(spec, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{ // every platform of a version, then the next version, from the last provider
+		"/v1/providers/acme/p00490/0.0.0/download/linux/amd64",
+		"/v1/providers/acme/p00490/0.0.0/download/linux/arm64",
+		"/v1/providers/acme/p00490/0.0.0/download/darwin/amd64",
+		"/v1/providers/acme/p00490/0.0.0/download/darwin/arm64",
+		"/v1/providers/acme/p00490/0.0.1/download/linux/amd64",
+	}
+	if len(paths) != 10 {
+		t.Fatalf("%d paths", len(paths))
+	}
+	for i, w := range want {
+		if paths[i] != w {
+			t.Errorf("path %d is %s, want %s", i, paths[i], w)
+		}
+	}
+}
+
+func TestMixNote(t *testing.T) {
+	set := mixSet{docs: make([]document, 300)}
+	if n := mixNote(set, 65*time.Second); strings.Contains(n, "shorter") || !strings.Contains(n, "one of 300 documents") {
+		t.Errorf("65 s: %s", n)
+	}
+	if n := mixNote(set, 5*time.Second); !strings.Contains(n, "shorter than twice the maximum age") {
+		t.Errorf("5 s: %s", n)
+	}
+}
