@@ -373,7 +373,11 @@ func (pub *publication) stageZip(name string, r io.Reader) error {
 	if want := pub.listed[name]; got != want {
 		return registry.Errorf(registry.Invalid, "%s has checksum %s but SHA256SUMS lists %s: the archive was changed after SHA256SUMS was made, or corrupted in transit", name, got, want)
 	}
-	if err := release.CheckZip(f, n, pub.v.Type, pub.p.opt.ZipLimits); err != nil {
+	pkg, perr := release.ParsePackageFilename(name)
+	if perr != nil {
+		return perr
+	}
+	if err := release.CheckZip(f, n, pub.v.Type, pkg.OS, pub.p.opt.ZipLimits); err != nil {
 		return err
 	}
 	if err := f.Sync(); err != nil {

@@ -347,14 +347,14 @@ func checkPacked(dir string, spec PackSpec, sums []byte) error {
 		if _, err := ParsePackageFilename(name); err != nil {
 			return fmt.Errorf("the package written is misnamed: %w", err)
 		}
-		if err := checkZipFile(filepath.Join(dir, name), spec.Type); err != nil {
+		if err := checkZipFile(filepath.Join(dir, name), spec.Type, e.OS); err != nil {
 			return fmt.Errorf("the package written for %s_%s does not pass the registry's checks: %w", e.OS, e.Arch, err)
 		}
 	}
 	return nil
 }
 
-func checkZipFile(path, typ string) error {
+func checkZipFile(path, typ, goos string) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -364,7 +364,7 @@ func checkZipFile(path, typ string) error {
 	if err != nil {
 		return err
 	}
-	return CheckZip(f, fi.Size(), typ, DefaultLimits)
+	return CheckZip(f, fi.Size(), typ, goos, DefaultLimits)
 }
 
 type countingWriter struct {

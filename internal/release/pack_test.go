@@ -152,7 +152,7 @@ func TestPackLayout(t *testing.T) {
 		if _, err := release.ParsePackageFilename(name); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
-		if err := release.CheckZip(bytes.NewReader(data), int64(len(data)), "example", release.DefaultLimits); err != nil {
+		if err := release.CheckZip(bytes.NewReader(data), int64(len(data)), "example", "linux", release.DefaultLimits); err != nil {
 			t.Errorf("CheckZip(%s): %v", name, err)
 		}
 		zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))

@@ -28,10 +28,12 @@ var DefaultLimits = Limits{MaxEntries: 1000, MaxUnpackedBytes: 1 << 30}
 // holds the provider executable, a regular file named
 // terraform-provider-<providerType> optionally followed by "_..." or "."
 // (goreleaser writes terraform-provider-<type>_v<version>, plus ".exe" on
-// Windows). Every file is decompressed to check its CRC-32, counting the
-// bytes actually produced, so a zip bomb whose headers understate its size
-// is refused too.
-func CheckZip(r io.ReaderAt, size int64, providerType string, lim Limits) error {
+// Windows). Except for goos "windows", the executable must carry an execute
+// permission: the clients unpack it with the mode the zip records and
+// could not run it otherwise. Every file is decompressed to check its
+// CRC-32, counting the bytes actually produced, so a zip bomb whose headers
+// understate its size is refused too.
+func CheckZip(r io.ReaderAt, size int64, providerType, goos string, lim Limits) error {
 	if lim.MaxEntries <= 0 {
 		lim.MaxEntries = DefaultLimits.MaxEntries
 	}
@@ -106,6 +108,10 @@ func CheckZip(r io.ReaderAt, size int64, providerType string, lim Limits) error 
 			}
 		case isDir || !mode.IsRegular():
 			notFile = name
+		case goos != "windows" && mode.Perm()&0o111 == 0:
+			return registry.Errorf(registry.Invalid, "the provider executable %s has no execute permission in the zip (mode %s): "+
+				"Terraform and OpenTofu unpack it with that mode and cannot run it; "+
+				"chmod +x it before zipping (zip made on Windows record none), or package with goreleaser or trove provider package", name, mode.Perm())
 		default:
 			found = true
 		}

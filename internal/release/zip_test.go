@@ -25,6 +25,12 @@ type entry struct {
 
 func file(name, body string) entry { return entry{name: name, body: body} }
 
+// executableHeader gives a raw header the mode of an executable.
+func executableHeader(h *zip.FileHeader) *zip.FileHeader {
+	h.SetMode(0o755)
+	return h
+}
+
 func buildZip(t testing.TB, entries ...entry) []byte {
 	t.Helper()
 	var buf bytes.Buffer
@@ -108,13 +114,13 @@ func TestCheckZip(t *testing.T) {
 		"empty executable":       {file(exe, "")},
 		"at the entry limit":     {file(exe, bin), file("1", ""), file("2", ""), file("3", ""), file("4", ""), file("5", ""), file("6", ""), file("7", ""), file("8", ""), file("9", "")},
 		"exactly the size limit": {file(exe, strings.Repeat("x", 1<<20))},
-		"stored, not deflated": {{body: bin, raw: &zip.FileHeader{Name: exe, Method: zip.Store, CRC32: crc32.ChecksumIEEE([]byte(bin)),
-			CompressedSize64: uint64(len(bin)), UncompressedSize64: uint64(len(bin))}}},
+		"stored, not deflated": {{body: bin, raw: executableHeader(&zip.FileHeader{Name: exe, Method: zip.Store, CRC32: crc32.ChecksumIEEE([]byte(bin)),
+			CompressedSize64: uint64(len(bin)), UncompressedSize64: uint64(len(bin))})}},
 	}
 	for name, entries := range valid {
 		t.Run(name, func(t *testing.T) {
 			data := buildZip(t, entries...)
-			if err := release.CheckZip(bytes.NewReader(data), int64(len(data)), "example", lim); err != nil {
+			if err := release.CheckZip(bytes.NewReader(data), int64(len(data)), "example", "linux", lim); err != nil {
 				t.Fatalf("CheckZip: %v", err)
 			}
 		})
@@ -125,8 +131,8 @@ func TestCheckZip(t *testing.T) {
 		if method == zip.Deflate {
 			stored = string(deflate(t, []byte(body)))
 		}
-		return entry{body: stored, raw: &zip.FileHeader{Name: name, Method: method, CRC32: crc,
-			CompressedSize64: uint64(len(stored)), UncompressedSize64: uint64(len(body))}}
+		return entry{body: stored, raw: executableHeader(&zip.FileHeader{Name: name, Method: method, CRC32: crc,
+			CompressedSize64: uint64(len(stored)), UncompressedSize64: uint64(len(body))})}
 	}
 	valid1 := buildZip(t, file(exe, bin))
 
@@ -166,22 +172,31 @@ func TestCheckZip(t *testing.T) {
 		"bad crc":                {buildZip(t, withCRC(exe, bin, crc32.ChecksumIEEE([]byte(bin))+1, zip.Deflate)), registry.Invalid, "does not match its CRC-32"},
 		"bad crc, stored":        {buildZip(t, withCRC(exe, bin, 12345, zip.Store)), registry.Invalid, "does not match its CRC-32"},
 		"unknown method":         {buildZip(t, withCRC(exe, bin, crc32.ChecksumIEEE([]byte(bin)), 99)), registry.Invalid, "compression method 99"},
-		"corrupt deflate":        {buildZip(t, entry{body: "\xff\xff\xff\xff garbage", raw: &zip.FileHeader{Name: exe, Method: zip.Deflate, CRC32: 1, CompressedSize64: 13, UncompressedSize64: 100}}), registry.Invalid, "is corrupt (flate"},
-		"short content":          {buildZip(t, entry{body: "abc", raw: &zip.FileHeader{Name: exe, Method: zip.Store, CRC32: crc32.ChecksumIEEE([]byte("abc")), CompressedSize64: 3, UncompressedSize64: 5}}), registry.Invalid, "fewer bytes than its header declares"},
+		"corrupt deflate":        {buildZip(t, entry{body: "\xff\xff\xff\xff garbage", raw: executableHeader(&zip.FileHeader{Name: exe, Method: zip.Deflate, CRC32: 1, CompressedSize64: 13, UncompressedSize64: 100})}), registry.Invalid, "is corrupt (flate"},
+		"not executable":         {buildZip(t, entry{name: exe, body: bin, mode: 0o644}), registry.Invalid, "has no execute permission in the zip (mode -rw-r--r--)"},
+		"zipped on Windows":      {buildZip(t, entry{body: bin, raw: &zip.FileHeader{Name: exe, Method: zip.Store, CRC32: crc32.ChecksumIEEE([]byte(bin)), CompressedSize64: uint64(len(bin)), UncompressedSize64: uint64(len(bin))}}), registry.Invalid, "has no execute permission"},
+		"short content":          {buildZip(t, entry{body: "abc", raw: executableHeader(&zip.FileHeader{Name: exe, Method: zip.Store, CRC32: crc32.ChecksumIEEE([]byte("abc")), CompressedSize64: 3, UncompressedSize64: 5})}), registry.Invalid, "fewer bytes than its header declares"},
 	}
 	for name, tc := range invalid {
 		t.Run(name, func(t *testing.T) {
-			err := release.CheckZip(bytes.NewReader(tc.data), int64(len(tc.data)), "example", lim)
+			err := release.CheckZip(bytes.NewReader(tc.data), int64(len(tc.data)), "example", "linux", lim)
 			wantErr(t, err, tc.kind, tc.want)
 		})
 	}
 
+	t.Run("windows needs no execute permission", func(t *testing.T) {
+		data := buildZip(t, entry{name: exe + ".exe", body: bin, mode: 0o644})
+		if err := release.CheckZip(bytes.NewReader(data), int64(len(data)), "example", "windows", lim); err != nil {
+			t.Fatalf("CheckZip of a windows package without execute permission: %v", err)
+		}
+	})
+
 	t.Run("zero limits mean the defaults", func(t *testing.T) {
 		data := buildZip(t, file(exe, strings.Repeat("x", 2<<20)))
-		if err := release.CheckZip(bytes.NewReader(data), int64(len(data)), "example", release.Limits{}); err != nil {
+		if err := release.CheckZip(bytes.NewReader(data), int64(len(data)), "example", "linux", release.Limits{}); err != nil {
 			t.Fatalf("CheckZip with zero limits: %v", err)
 		}
-		err := release.CheckZip(bytes.NewReader(data), int64(len(data)), "example", lim)
+		err := release.CheckZip(bytes.NewReader(data), int64(len(data)), "example", "linux", lim)
 		wantErr(t, err, registry.TooLarge, "more than the limit")
 	})
 }
@@ -202,7 +217,7 @@ func FuzzCheckZip(f *testing.F) {
 	}
 	lim := release.Limits{MaxEntries: 50, MaxUnpackedBytes: 1 << 20}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		err := release.CheckZip(bytes.NewReader(data), int64(len(data)), "example", lim)
+		err := release.CheckZip(bytes.NewReader(data), int64(len(data)), "example", "linux", lim)
 		if err != nil {
 			if k := registry.KindOf(err); k != registry.Invalid && k != registry.TooLarge {
 				t.Fatalf("error of kind %v: %v", k, err)

@@ -75,7 +75,7 @@ func TestBuildPassesTheReleaseChecks(t *testing.T) {
 			}
 			for _, p := range tc.spec.Platforms {
 				data := r.ByName(r.ZipName(p))
-				if err := release.CheckZip(bytes.NewReader(data), int64(len(data)), tc.spec.Type, release.Limits{MaxEntries: 10, MaxUnpackedBytes: 1 << 20}); err != nil {
+				if err := release.CheckZip(bytes.NewReader(data), int64(len(data)), tc.spec.Type, "linux", release.Limits{MaxEntries: 10, MaxUnpackedBytes: 1 << 20}); err != nil {
 					t.Errorf("zip of %s: %v", p, err)
 				}
 			}
