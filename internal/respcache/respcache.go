@@ -34,7 +34,11 @@
 //   - Revalidate is for a request that serves a Stale entry: the request
 //     does not wait, and at most one background render per key runs
 //     however many requests call it (and none while a Load of the key
-//     renders). When the render succeeds its entry replaces the stale one.
+//     renders), and at most MaxRefreshes background renders run at once
+//     in the whole cache: a stale hit that finds them all busy starts
+//     none (a later hit will), so a burst of entries going stale together
+//     cannot take every CPU from the requests. When the render succeeds its
+//     entry replaces the stale one.
 //     When it fails, the error is logged and the stale entry stays, to be
 //     served until it expires; no new background render of it starts for
 //     RetryAfter. An error for which Options.Drop reports true (the
@@ -64,6 +68,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -98,6 +103,9 @@ type Options struct {
 	// RetryAfter is how long after a failed background render of a stale
 	// entry the next one may start (default MaxAge/8).
 	RetryAfter time.Duration
+	// MaxRefreshes bounds the background renders running at once
+	// (default half of GOMAXPROCS, at least 1).
+	MaxRefreshes int
 	// RenderTimeout bounds one render (default DefaultRenderTimeout).
 	RenderTimeout time.Duration
 	// Drop reports whether a render error means the document is gone, so
@@ -192,6 +200,8 @@ type Cache[O, D comparable, V any] struct {
 	bytes   int64
 	gen     uint64 // incremented by every invalidation
 	flights map[flightKey[O, D]]*flight[V]
+	// refreshes holds a token per background render running.
+	refreshes chan struct{}
 }
 
 // New returns an empty Cache.
@@ -201,6 +211,9 @@ func New[O, D comparable, V any](opt Options) *Cache[O, D, V] {
 	}
 	if opt.RetryAfter <= 0 {
 		opt.RetryAfter = opt.MaxAge / 8
+	}
+	if opt.MaxRefreshes <= 0 {
+		opt.MaxRefreshes = max(1, runtime.GOMAXPROCS(0)/2)
 	}
 	if opt.RenderTimeout <= 0 {
 		opt.RenderTimeout = DefaultRenderTimeout
@@ -212,9 +225,10 @@ func New[O, D comparable, V any](opt Options) *Cache[O, D, V] {
 		opt.Log = slog.New(slog.DiscardHandler)
 	}
 	return &Cache[O, D, V]{
-		opt:     opt,
-		owners:  make(map[O]map[D]*Entry[V]),
-		flights: make(map[flightKey[O, D]]*flight[V]),
+		opt:       opt,
+		owners:    make(map[O]map[D]*Entry[V]),
+		flights:   make(map[flightKey[O, D]]*flight[V]),
+		refreshes: make(chan struct{}, opt.MaxRefreshes),
 	}
 }
 
@@ -295,6 +309,12 @@ func (c *Cache[O, D, V]) Revalidate(o O, d D, e *Entry[V], render RenderFunc[V])
 		c.mu.Unlock()
 		return
 	}
+	select {
+	case c.refreshes <- struct{}{}: // released by run
+	default:
+		c.mu.Unlock()
+		return
+	}
 	f := &flight[V]{done: make(chan struct{})}
 	c.flights[key] = f
 	c.mu.Unlock()
@@ -331,6 +351,9 @@ func (c *Cache[O, D, V]) run(ctx context.Context, key flightKey[O, D], f *flight
 		c.opt.Log.Warn("refreshing a cached document failed; serving the stale one until it expires",
 			"cache", c.opt.Name, "owner", fmt.Sprint(key.owner), "document", fmt.Sprint(key.doc),
 			"expires", time.Unix(0, stale.expiresAt).UTC(), "err", err)
+	}
+	if stale != nil {
+		<-c.refreshes
 	}
 	close(f.done)
 }

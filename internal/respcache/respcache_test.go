@@ -339,6 +339,39 @@ func TestStaleServedWhileOneRefreshRuns(t *testing.T) {
 	}
 }
 
+// TestMaxRefreshes: at most MaxRefreshes background renders run at once;
+// a stale hit that finds them busy starts none, a later one does.
+func TestMaxRefreshes(t *testing.T) {
+	c, clk, _ := newTest(t, func(o *Options) { o.MaxRefreshes = 2 })
+	var calls atomic.Int64
+	var stale []*Entry[int]
+	for i := range 3 {
+		stale = append(stale, mustLoad(t, c, fmt.Sprint(i), "d", nil, body("old", &calls)))
+	}
+	clk.Add(maxAge * 3 / 4)
+	g := newGate("new")
+	for i, e := range stale {
+		c.Revalidate(fmt.Sprint(i), "d", e, g.render)
+	}
+	<-g.started
+	<-g.started
+	if s := c.Stats(); s.Renders != 2 {
+		t.Fatalf("%d background renders at once, limit 2", s.Renders)
+	}
+	g.release <- nil
+	g.release <- nil
+	settle(c)
+	c.Revalidate("2", "d", stale[2], g.render) // a later hit of the one left out
+	<-g.started
+	g.release <- nil
+	settle(c)
+	for i := range 3 {
+		if e := c.Lookup(fmt.Sprint(i), "d"); string(e.Body) != "new" {
+			t.Fatalf("entry %d not refreshed", i)
+		}
+	}
+}
+
 // TestRevalidateNotWhileLoadRenders: no background render starts while a
 // Load of the same key renders.
 func TestRevalidateNotWhileLoadRenders(t *testing.T) {
