@@ -36,8 +36,8 @@ func (f *adminTokenFlags) define(fs *flag.FlagSet) {
 func adminTokenCommand() *command {
 	return &command{
 		name: "admin token", args: "[--description TEXT] [--expires DURATION] [FLAGS]",
-		summary: "Create a global admin token directly in the index, offline, and print it once: " +
-			"the way back in when no admin token is left (reads the index flags of serve and accepts its others; works while the server runs).",
+		summary: "Create a global admin token directly in the index and print it once, to recover admin access " +
+			"(reads the index flags of serve; works while the server runs).",
 		examples: []string{
 			"trove admin token --data-dir /var/lib/trove --description 'recovery, ticket 1234' --expires 24h",
 			"TROVE_INDEX_BACKEND=postgres TROVE_POSTGRES_DSN='postgres://trove:PASSWORD@db:5432/trove?sslmode=verify-full' trove admin token",

@@ -24,8 +24,7 @@ const defaultLoginTimeout = 10 * time.Minute
 func loginCommand() *command {
 	return &command{
 		name: "login", args: "[HOST] [--timeout DURATION]", maxArgs: 1, client: true,
-		summary: "Log in with your user name and password in a browser (login.v1, as terraform login) and store the token " +
-			"in Terraform's credentials file, which terraform, tofu and trove then use for HOST.",
+		summary: "Log in through a browser (as terraform login does) and store the token where terraform, tofu and trove find it.",
 		examples: []string{
 			"trove login registry.internal",
 			"trove login          # the host of --addr or TROVE_ADDR",

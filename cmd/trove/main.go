@@ -19,6 +19,7 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+	"time"
 
 	"trove.dev/trove/internal/config"
 )
@@ -353,8 +354,16 @@ func printFlags(w io.Writer, fs *flag.FlagSet, envOf func(string) string) {
 			line += " " + arg
 		}
 		fmt.Fprintln(w, line)
-		if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "0s" && f.DefValue != "false" {
-			usage += " (default " + f.DefValue + ")"
+		def := f.DefValue
+		if g, ok := f.Value.(flag.Getter); ok {
+			if _, isDuration := g.Get().(time.Duration); isDuration {
+				if d, err := time.ParseDuration(def); err == nil {
+					def = config.ShortDuration(d) // 10m, as the docs write it, not 10m0s
+				}
+			}
+		}
+		if def != "" && def != "0" && def != "0s" && def != "false" {
+			usage += " (default " + def + ")"
 		}
 		if envOf != nil {
 			if name := envOf(f.Name); name != "" {
