@@ -101,3 +101,27 @@ func TestVersionFlag(t *testing.T) {
 		t.Errorf("--version = %d %q, version = %q", a.code, a.stdout, b.stdout)
 	}
 }
+
+// TestHelpDefaults: defaults are printed as the documentation writes them.
+func TestHelpDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []string
+		not  []string
+	}{
+		{[]string{"serve", "--help"}, []string{"(default info)", "(default 15m)", "(default 720h)"}, []string{"INFO", "0s)"}},
+		{[]string{"login", "--help"}, []string{"(default 10m)"}, []string{"10m0s"}},
+	} {
+		r := runTrove(t, nil, "", tc.args...)
+		for _, w := range tc.want {
+			if !strings.Contains(r.stdout, w) {
+				t.Errorf("trove %v lacks %q", tc.args, w)
+			}
+		}
+		for _, n := range tc.not {
+			if strings.Contains(r.stdout, n) {
+				t.Errorf("trove %v prints %q", tc.args, n)
+			}
+		}
+	}
+}
