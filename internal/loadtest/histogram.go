@@ -61,6 +61,16 @@ func (h *Histogram) Max() time.Duration {
 	return h.samples[len(h.samples)-1]
 }
 
+// Above returns how many samples are longer than d.
+func (h *Histogram) Above(d time.Duration) int {
+	h.sort()
+	i, found := slices.BinarySearch(h.samples, d)
+	for found && i < len(h.samples) && h.samples[i] == d {
+		i++
+	}
+	return len(h.samples) - i
+}
+
 // Mean returns the arithmetic mean of the samples, or 0 when empty.
 func (h *Histogram) Mean() time.Duration {
 	if len(h.samples) == 0 {

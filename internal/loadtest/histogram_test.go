@@ -88,3 +88,18 @@ func TestHistogramMergeAfterSort(t *testing.T) {
 		t.Errorf("max after merge = %v, want 40", got)
 	}
 }
+
+func TestHistogramAbove(t *testing.T) {
+	var h Histogram
+	for _, ms := range []int{5, 50, 50, 51, 200, 1} {
+		h.Record(time.Duration(ms) * time.Millisecond)
+	}
+	for d, want := range map[time.Duration]int{50 * time.Millisecond: 2, 0: 6, time.Second: 0, 49 * time.Millisecond: 4} {
+		if got := h.Above(d); got != want {
+			t.Errorf("Above(%s) = %d, want %d", d, got, want)
+		}
+	}
+	if (&Histogram{}).Above(0) != 0 {
+		t.Error("empty histogram")
+	}
+}

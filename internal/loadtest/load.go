@@ -131,6 +131,7 @@ func load(ctx context.Context, url string, opt LoadOptions) (Result, *Histogram,
 	res.P50 = hist.Percentile(50)
 	res.P99 = hist.Percentile(99)
 	res.Max = hist.Max()
+	res.Slow = hist.Above(SlowLatency)
 	return res, hist, nil
 }
 

@@ -22,6 +22,8 @@ type Result struct {
 	Elapsed  time.Duration // length of the measured window
 	P50, P99 time.Duration // latency percentiles of the successful requests
 	Max      time.Duration // the slowest successful request
+	// Slow counts the successful requests slower than SlowLatency.
+	Slow int
 	// CPU is the CPU time the server used in the window (0: not measured).
 	CPU time.Duration
 	// BackendCPU is the CPU time the storage servers behind it (PostgreSQL,
@@ -59,6 +61,7 @@ func (r *Result) add(o Result) {
 	r.CPU += o.CPU
 	r.BackendCPU += o.BackendCPU
 	r.Max = max(r.Max, o.Max)
+	r.Slow += o.Slow
 	if r.FirstError == "" {
 		r.FirstError = o.FirstError
 	}
@@ -156,10 +159,15 @@ type Goals struct {
 	MaxLatency   time.Duration
 }
 
+// SlowLatency is the latency above which Result.Slow counts a request:
+// DefaultGoals.MaxLatency, so that a row shows whether its slowest
+// requests were a few (the machine) or many (a stall).
+const SlowLatency = 50 * time.Millisecond
+
 // DefaultGoals are Trove's performance targets: at least 90% of a static
 // file server's throughput, on the JSON documents a p99 latency within 2x
 // of its and no request above 50 ms, and less than 100 MiB resident.
-var DefaultGoals = Goals{MinRatio: 0.90, MaxRSS: 100 << 20, MaxP99Factor: 2, MaxLatency: 50 * time.Millisecond}
+var DefaultGoals = Goals{MinRatio: 0.90, MaxRSS: 100 << 20, MaxP99Factor: 2, MaxLatency: SlowLatency}
 
 // Report is everything a run prints.
 type Report struct {
@@ -258,6 +266,8 @@ func RenderMarkdown(w io.Writer, r Report) error {
 		if row.Latency && r.Goals.MaxLatency > 0 {
 			fmt.Fprintf(&b, "  slowest request %s, %s's %s (goal <= %s): %s\n", formatLatency(row.Trove.Max), row.reference(), formatLatency(row.Baseline.Max),
 				formatLatency(r.Goals.MaxLatency), verdict(row.Trove.Max <= r.Goals.MaxLatency))
+			fmt.Fprintf(&b, "  requests over %s: Trove %s of %s, %s %s of %s\n", formatLatency(SlowLatency),
+				thousands(row.Trove.Slow), thousands(row.Trove.Requests), row.reference(), thousands(row.Baseline.Slow), thousands(row.Baseline.Requests))
 		}
 		if t, bl := row.Trove.CPUPerRequest(), row.Baseline.CPUPerRequest(); t > 0 && bl > 0 {
 			name := "baseline"

@@ -53,6 +53,7 @@ func TestRenderMarkdown(t *testing.T) {
 		"- versions acme/small: Trove at 90% of the baseline's requests/s (goal >= 90%): met",
 		"  p99 2.50 ms against the baseline's 12.3 ms (goal <= 2x): met",
 		"  slowest request 51.0 ms, the baseline's 20.0 ms (goal <= 50.0 ms): MISSED",
+		"  requests over 50.0 ms: Trove 0 of 45,000, the baseline 0 of 50,000",
 		"- versions, mix: Trove at 100% of the baseline's requests/s (goal >= 90%): met",
 		"  p99 4.00 ms against the baseline's 2.00 ms (goal <= 2x): MISSED",
 		"  slowest request 50.0 ms, the baseline's 9.00 ms (goal <= 50.0 ms): met",

@@ -630,8 +630,8 @@ func (r *runner) measure(ctx context.Context, m measurement) error {
 			this[i] = res
 			totals[i].add(res)
 			hists[i].Merge(hist)
-			line := fmt.Sprintf("  %s req/s, %s MiB/s, p50 %s, p99 %s, max %s, CPU/req %s, %d errors", formatRate(res.ReqPerSec()), formatRate(res.MiBPerSec()),
-				formatLatency(res.P50), formatLatency(res.P99), formatLatency(res.Max), formatCPU(res.CPUPerRequest()), res.Errors)
+			line := fmt.Sprintf("  %s req/s, %s MiB/s, p50 %s, p99 %s, max %s (%d over %s), CPU/req %s, %d errors", formatRate(res.ReqPerSec()), formatRate(res.MiBPerSec()),
+				formatLatency(res.P50), formatLatency(res.P99), formatLatency(res.Max), res.Slow, formatLatency(SlowLatency), formatCPU(res.CPUPerRequest()), res.Errors)
 			if s := res.BackendCPUPerRequest(); s > 0 {
 				line += fmt.Sprintf(", %s CPU/req %s", m.backend, formatCPU(s))
 			}
@@ -654,6 +654,7 @@ func (r *runner) measure(ctx context.Context, m measurement) error {
 		totals[i].P50 = hists[i].Percentile(50)
 		totals[i].P99 = hists[i].Percentile(99)
 		totals[i].Max = hists[i].Max()
+		totals[i].Slow = hists[i].Above(SlowLatency)
 	}
 	notes := append([]string(nil), m.notes...)
 	if firstRequests != nil {
