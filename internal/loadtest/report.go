@@ -147,6 +147,10 @@ func (r Row) Ratio() float64 {
 type RSS struct {
 	Current int64 // VmRSS, bytes
 	Peak    int64 // VmHWM, bytes
+	// Anon and File split VmRSS into anonymous memory (the Go heap, stacks,
+	// SQLite's caches) and mapped files (the executable); 0 when the kernel
+	// does not report them.
+	Anon, File int64
 }
 
 // Goals are the targets the report checks.
@@ -234,6 +238,9 @@ func RenderMarkdown(w io.Writer, r Report) error {
 	b.WriteString("\n")
 	if r.RSS != nil {
 		fmt.Fprintf(&b, "Trove memory after the run: VmRSS %s, VmHWM %s", formatMiB(r.RSS.Current), formatMiB(r.RSS.Peak))
+		if r.RSS.Anon > 0 || r.RSS.File > 0 {
+			fmt.Fprintf(&b, " (VmRSS: %s anonymous, %s files)", formatMiB(r.RSS.Anon), formatMiB(r.RSS.File))
+		}
 		if r.Memory != "" {
 			fmt.Fprintf(&b, ", %s", r.Memory)
 		}
@@ -414,14 +421,15 @@ func ReadRSS(pid int) (RSS, error) {
 }
 
 // ParseProcStatus reads VmRSS and VmHWM from the text of a
-// /proc/<pid>/status file. Both must be present, in kB.
+// /proc/<pid>/status file, and RssAnon and RssFile if present. VmRSS and
+// VmHWM must be present; all are in kB.
 func ParseProcStatus(r io.Reader) (RSS, error) {
 	var rss RSS
 	var seenRSS, seenHWM bool
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		name, value, ok := strings.Cut(sc.Text(), ":")
-		if !ok || (name != "VmRSS" && name != "VmHWM") {
+		if !ok || (name != "VmRSS" && name != "VmHWM" && name != "RssAnon" && name != "RssFile") {
 			continue
 		}
 		fields := strings.Fields(value)
@@ -432,10 +440,15 @@ func ParseProcStatus(r io.Reader) (RSS, error) {
 		if err != nil || kb < 0 || kb > 1<<40 {
 			return RSS{}, registry.Errorf(registry.Invalid, "unexpected %s value in /proc status: %q", name, fields[0])
 		}
-		if name == "VmRSS" {
+		switch name {
+		case "VmRSS":
 			rss.Current, seenRSS = kb<<10, true
-		} else {
+		case "VmHWM":
 			rss.Peak, seenHWM = kb<<10, true
+		case "RssAnon":
+			rss.Anon = kb << 10
+		case "RssFile":
+			rss.File = kb << 10
 		}
 	}
 	if err := sc.Err(); err != nil {
