@@ -188,6 +188,26 @@ func (tf *terraformCLI) home() string {
 
 var authorizeURL = regexp.MustCompile(`https://\S+/oauth/authorize\?\S+`)
 
+// watchAuthorizeURL copies what a login command prints from r into
+// output and sends the first authorization URL in it on the channel, which
+// is closed when r ends.
+func watchAuthorizeURL(r io.Reader, output *bytes.Buffer) <-chan string {
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(io.TeeReader(r, output))
+		for sc.Scan() {
+			if u := authorizeURL.FindString(sc.Text()); u != "" {
+				select {
+				case found <- u:
+				default:
+				}
+			}
+		}
+		close(found)
+	}()
+	return found
+}
+
 // terraformLogin runs `terraform login <host>`, answers its prompt, and
 // plays the browser: it opens the authorization URL terraform prints,
 // submits the login form with the user's credentials and the form's CSRF
@@ -230,19 +250,7 @@ func terraformLogin(t *testing.T, s *troveServer, tf *terraformCLI, user, passwo
 		t.Fatal(err)
 	}
 	var output bytes.Buffer
-	found := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(io.TeeReader(stdout, &output))
-		for sc.Scan() {
-			if u := authorizeURL.FindString(sc.Text()); u != "" {
-				select {
-				case found <- u:
-				default:
-				}
-			}
-		}
-		close(found)
-	}()
+	found := watchAuthorizeURL(stdout, &output)
 	var authz string
 	select {
 	case authz = <-found:

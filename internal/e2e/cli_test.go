@@ -1,10 +1,8 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"io"
 	"net/http"
 	"net/url"
 	"os/exec"
@@ -116,20 +114,7 @@ func troveLogin(t *testing.T, srv *troveServer, home, user, password string) {
 		t.Fatal(err)
 	}
 	var output bytes.Buffer
-	found := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(io.TeeReader(stderr, &output))
-		for sc.Scan() {
-			if u := authorizeURL.FindString(sc.Text()); u != "" {
-				select {
-				case found <- u:
-				default:
-				}
-			}
-		}
-		close(found)
-	}()
-	authz, ok := <-found
+	authz, ok := <-watchAuthorizeURL(stderr, &output)
 	if !ok {
 		_ = cmd.Wait()
 		t.Fatalf("trove login printed no authorization URL:\n%s", output.String())

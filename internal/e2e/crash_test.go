@@ -430,23 +430,9 @@ func parseSums(t *testing.T, sums []byte) map[string]string {
 	return m
 }
 
-// blobTemps lists the files in the blob store's temporary directory and
-// its per-process directories, but for their lock files.
+// blobTemps lists the files in the blob store's temporary directory of
+// dataDir (see blobTempFiles).
 func blobTemps(t *testing.T, dataDir string) []string {
 	t.Helper()
-	tmp := filepath.Join(dataDir, "blobs", "tmp")
-	var names []string
-	err := filepath.WalkDir(tmp, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if rel, _ := filepath.Rel(tmp, path); !d.IsDir() && !(d.Name() == "lock" && strings.HasPrefix(rel, "proc-")) {
-			names = append(names, rel)
-		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		t.Fatal(err)
-	}
-	return names
+	return blobTempFiles(t, filepath.Join(dataDir, "blobs"))
 }
