@@ -30,6 +30,7 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -43,10 +44,13 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
 
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/store"
+	"trove.dev/trove/internal/store/sqlstore"
 )
 
 // Defaults of the options.
@@ -61,12 +65,12 @@ const (
 	DefaultMaxConns = 10
 )
 
-// writeRetries is how many times a write transaction is retried after a
-// serialization failure or deadlock.
-const writeRetries = 3
-
-// Index is a store.Index on PostgreSQL. It is safe for concurrent use.
+// Index is a store.Index on PostgreSQL: sqlstore with the PostgreSQL
+// dialect over pgx's database/sql adapter on pool, which also serves the
+// migrations and the LISTEN connection of WatchChanges. It is safe for
+// concurrent use.
 type Index struct {
+	*sqlstore.Index
 	pool     *pgxpool.Pool
 	listen   *pgx.ConnConfig // for the LISTEN connection of WatchChanges
 	timeout  time.Duration
@@ -163,6 +167,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Index, error) {
 	}
 	closing, cancel := context.WithCancel(context.Background())
 	x := &Index{
+		Index:   sqlstore.New(stdlib.OpenDBFromPool(pool), dialect{}, sqlstore.Options{Timeout: o.timeout}),
 		pool:    pool,
 		listen:  cfg.ConnConfig.Copy(),
 		timeout: o.timeout,
@@ -267,10 +272,10 @@ func (x *Index) connect(ctx context.Context) error {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		switch {
-		case pgErr.Code == "28P01" || pgErr.Code == "28000":
+		case pgErr.Code == codeInvalidPassword || pgErr.Code == codeInvalidAuthorization:
 			return registry.Errorf(registry.Invalid,
 				"PostgreSQL at %s refused the credentials: check the user and password in the DSN (--postgres-dsn / TROVE_POSTGRES_DSN) and the server's pg_hba.conf: %s", x.target, detail)
-		case pgErr.Code == "3D000":
+		case pgErr.Code == codeInvalidCatalogName:
 			return registry.Errorf(registry.Invalid,
 				"database %q does not exist on PostgreSQL at %s: create it (CREATE DATABASE ...) or fix the database name in the DSN: %s", x.listen.Database, x.target, detail)
 		}
@@ -279,18 +284,12 @@ func (x *Index) connect(ctx context.Context) error {
 		"cannot reach PostgreSQL at %s: check that it runs and that the DSN's host, port and sslmode are right: %s", x.target, detail)
 }
 
-// Ping reports whether the database answers a query.
-func (x *Index) Ping(ctx context.Context) error {
-	ctx, cancel := x.opContext(ctx)
-	defer cancel()
-	var one int
-	return x.fail(x.pool.QueryRow(ctx, `SELECT 1`).Scan(&one), "pinging the index")
-}
-
-// Close closes the pool and stops WatchChanges. Later calls do nothing.
+// Close closes the database and stops WatchChanges. Later calls do
+// nothing.
 func (x *Index) Close() error {
 	x.closeErr.Do(func() {
 		x.close()
+		x.Index.Close()
 		x.pool.Close()
 	})
 	return nil
@@ -301,73 +300,113 @@ func (x *Index) opContext(ctx context.Context) (context.Context, context.CancelF
 	return context.WithTimeout(ctx, x.timeout)
 }
 
-// write runs fn in a transaction and commits it if fn succeeds, retrying
-// the whole transaction after a serialization failure or deadlock.
-func (x *Index) write(ctx context.Context, what string, fn func(ctx context.Context, tx pgx.Tx) error) error {
-	ctx, cancel := x.opContext(ctx)
-	defer cancel()
-	var err error
-	for attempt := 0; ; attempt++ {
-		err = pgx.BeginTxFunc(ctx, x.pool, pgx.TxOptions{}, func(tx pgx.Tx) error { return fn(ctx, tx) })
-		if attempt >= writeRetries || !retryable(err) {
-			break
-		}
-	}
-	return x.fail(err, what)
-}
-
-// retryable reports whether a transaction failed only because it ran
-// concurrently with another and may succeed when run again.
-func retryable(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && (pgErr.Code == "40001" || pgErr.Code == "40P01")
-}
-
-// fail classifies err as a *registry.Error (see classify); once the index
-// is closed, failures are Unavailable.
+// fail classifies err as a *registry.Error (see sqlstore.Classify); once
+// the index is closed, failures are Unavailable.
 func (x *Index) fail(err error, what string) error {
 	var re *registry.Error
 	if err != nil && !errors.As(err, &re) && x.closing.Err() != nil {
 		return registry.Wrap(registry.Unavailable, err, what+": the index is closed")
 	}
-	return classify(err, what)
+	return sqlstore.Classify(dialect{}, err, what)
 }
 
-// classify turns err into a *registry.Error, keeping the kind of one that
-// is classified already. what describes the failed operation.
-func classify(err error, what string) error {
-	if err == nil {
-		return nil
+// SQLSTATE codes the index tells apart (PostgreSQL's Appendix A).
+const (
+	codeUniqueViolation      = "23505"
+	codeForeignKeyViolation  = "23503"
+	codeUndefinedTable       = "42P01"
+	codeUndefinedColumn      = "42703"
+	codeSerializationFailure = "40001"
+	codeDeadlockDetected     = "40P01"
+	codeInvalidPassword      = "28P01"
+	codeInvalidAuthorization = "28000"
+	codeInvalidCatalogName   = "3D000" // the database does not exist
+	codeReadOnlyTransaction  = "25006" // a standby or a read-only server
+	// Classes of codes.
+	classConnection    = "08" // connection_exception
+	classResources     = "53" // insufficient_resources (too many connections, disk full)
+	classOperator      = "57" // operator_intervention (shutdown, query canceled)
+	classAuthorization = "28" // invalid_authorization_specification
+	classRollback      = "40" // transaction_rollback
+)
+
+// dialect is PostgreSQL's sqlstore.Dialect: writers run concurrently in
+// READ COMMITTED transactions and lock the rows they change next; times
+// are timestamptz; lists are text[].
+type dialect struct{}
+
+func (dialect) Rebind(query string) string { return query }
+
+func (dialect) Time(t time.Time) any { return t.UTC().Truncate(time.Microsecond) }
+
+func (dialect) Strings(s []string) any {
+	if s == nil {
+		return []string{}
 	}
-	var re *registry.Error
-	if errors.As(err, &re) {
+	return s
+}
+
+func (dialect) ScanStrings(dst *[]string) any { return textArray{dst} }
+
+func (dialect) ArrayOf(column, rest string) string {
+	return `ARRAY(SELECT ` + column + ` ` + rest + `)`
+}
+
+// Contains uses strpos, which has no wildcards; lower() under the "C"
+// collation folds only ASCII letters.
+func (dialect) Contains(haystack, needle string) string {
+	return `strpos(lower(` + haystack + ` COLLATE "C"), lower(` + needle + ` COLLATE "C")) > 0`
+}
+
+func (dialect) ForUpdate() string { return " FOR UPDATE" }
+
+// LockTx takes a transaction-level advisory lock.
+func (dialect) LockTx(ctx context.Context, tx *sql.Tx, key int64) error {
+	_, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, key)
+	return err
+}
+
+// Notify sends c on changeChannel, delivered when tx commits.
+func (dialect) Notify(ctx context.Context, tx *sql.Tx, c store.Change) error {
+	note, err := notification(c)
+	if err != nil {
 		return err
 	}
+	_, err = tx.ExecContext(ctx, `SELECT pg_notify($1, $2)`, changeChannel, note)
+	return err
+}
+
+// ReadTx is a read-only REPEATABLE READ transaction: one snapshot.
+func (dialect) ReadTx() *sql.TxOptions {
+	return &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}
+}
+
+// Classify reads the SQLSTATE of a PostgreSQL error, and tells a database
+// that cannot be reached from a failed statement.
+func (dialect) Classify(err error) (sqlstore.Failure, string) {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		code := pgErr.Code
 		switch {
-		case code == "23505": // unique_violation
-			return registry.Wrap(registry.Conflict, err, what+": it exists already")
-		case code == "23503": // foreign_key_violation
-			return registry.Wrap(registry.NotFound, err, what+": a record it refers to does not exist")
-		case code == "42P01" || code == "42703": // undefined_table, undefined_column
-			return registry.Wrap(registry.Internal, err, what+": the index schema is missing or outdated (run trove migrate)")
-		case strings.HasPrefix(code, "08"), // connection_exception
-			strings.HasPrefix(code, "53"), // insufficient_resources (too many connections, disk full)
-			strings.HasPrefix(code, "57"), // operator_intervention (shutdown, query canceled)
-			strings.HasPrefix(code, "28"), // invalid_authorization_specification
-			strings.HasPrefix(code, "40"), // transaction_rollback (serialization failure, deadlock)
-			code == "3D000",               // invalid_catalog_name: the database is gone
-			code == "25006":               // read_only_sql_transaction: a standby or a read-only server
-			return registry.Wrap(registry.Unavailable, err, what+": PostgreSQL refused it")
+		case code == codeUniqueViolation:
+			return sqlstore.FailUnique, ""
+		case code == codeForeignKeyViolation:
+			return sqlstore.FailForeignKey, ""
+		case code == codeSerializationFailure || code == codeDeadlockDetected:
+			return sqlstore.FailRetry, "PostgreSQL refused it"
+		case code == codeUndefinedTable || code == codeUndefinedColumn:
+			return sqlstore.FailSchema, "the index schema is missing or outdated (run trove migrate)"
+		case strings.HasPrefix(code, classConnection), strings.HasPrefix(code, classResources),
+			strings.HasPrefix(code, classOperator), strings.HasPrefix(code, classAuthorization),
+			strings.HasPrefix(code, classRollback), code == codeInvalidCatalogName, code == codeReadOnlyTransaction:
+			return sqlstore.FailUnavailable, "PostgreSQL refused it"
 		}
-		return registry.Wrap(registry.Internal, err, what)
+		return sqlstore.FailOther, ""
 	}
 	if connectionFailure(err) {
-		return registry.Wrap(registry.Unavailable, err, what+": PostgreSQL is not reachable")
+		return sqlstore.FailUnavailable, "PostgreSQL is not reachable"
 	}
-	return registry.Wrap(registry.Internal, err, what)
+	return sqlstore.FailOther, ""
 }
 
 // connectionFailure reports whether err means the database could not be
@@ -375,70 +414,24 @@ func classify(err error, what string) error {
 func connectionFailure(err error) bool {
 	var connectErr *pgconn.ConnectError
 	var netErr net.Error
-	switch {
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled),
-		errors.As(err, &connectErr), errors.As(err, &netErr),
-		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed),
-		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
-		pgconn.Timeout(err), pgconn.SafeToRetry(err):
-		return true
-	}
-	// pgx reports a pool or connection closed under it with plain errors.
-	msg := err.Error()
-	return strings.Contains(msg, "conn closed") || strings.Contains(msg, "closed pool") ||
-		strings.Contains(msg, "conn busy") || strings.Contains(msg, "failed to deallocate cached statement")
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
+		errors.As(err, &connectErr) || errors.As(err, &netErr) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		pgconn.Timeout(err) || pgconn.SafeToRetry(err)
 }
 
-// checkTime refuses times outside the years 1 to 9999 (as the SQLite index
-// does) and drops what is finer than PostgreSQL's microseconds.
-func checkTime(t time.Time, field string) (time.Time, error) {
-	if y := t.UTC().Year(); y < 1 || y > 9999 {
-		return time.Time{}, registry.Errorf(registry.Invalid, "%s %s is out of range", field, t.UTC().Format(time.RFC3339))
-	}
-	return t.UTC().Truncate(time.Microsecond), nil
-}
+// textArray scans a text[] column, which the database/sql adapter returns
+// in PostgreSQL's text format.
+type textArray struct{ dst *[]string }
 
-// optTime encodes an optional time: the zero time is NULL.
-func optTime(t time.Time, field string) (*time.Time, error) {
-	if t.IsZero() {
-		return nil, nil
-	}
-	v, err := checkTime(t, field)
-	if err != nil {
-		return nil, err
-	}
-	return &v, nil
-}
+// typeMaps holds pgtype.Maps, which are not safe for concurrent use.
+var typeMaps = sync.Pool{New: func() any { return pgtype.NewMap() }}
 
-// fromOptTime decodes an optional time.
-func fromOptTime(t *time.Time) time.Time {
-	if t == nil {
-		return time.Time{}
-	}
-	return t.UTC()
-}
-
-// nonNil returns s, or an empty slice for nil, so that it encodes as an
-// empty array rather than NULL.
-func nonNil[T any](s []T) []T {
-	if s == nil {
-		return []T{}
-	}
-	return s
-}
-
-// namespaceExists fails with NotFound unless namespace exists.
-func namespaceExists(ctx context.Context, q querier, namespace string) error {
-	var ok bool
-	err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM namespaces WHERE name = $1)`, namespace).Scan(&ok)
-	if err == nil && !ok {
-		err = notFoundNamespace(namespace)
-	}
-	return err
-}
-
-func notFoundNamespace(namespace string) error {
-	return registry.Errorf(registry.NotFound, "namespace %q not found", namespace)
+func (a textArray) Scan(src any) error {
+	m := typeMaps.Get().(*pgtype.Map)
+	defer typeMaps.Put(m)
+	return m.SQLScanner(a.dst).Scan(src)
 }
 
 // querier is what the pool and a transaction share.
@@ -453,15 +446,6 @@ func pgCode(err error) string {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		return pgErr.Code
-	}
-	return ""
-}
-
-// constraintOf returns the name of the constraint err violated, or "".
-func constraintOf(err error) string {
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		return pgErr.ConstraintName
 	}
 	return ""
 }

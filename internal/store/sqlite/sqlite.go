@@ -21,15 +21,15 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	sqlite "modernc.org/sqlite"
@@ -37,22 +37,27 @@ import (
 
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/store"
+	"trove.dev/trove/internal/store/sqlstore"
 )
 
 // busyTimeout is how long a statement waits for a lock held by another
 // process before failing with Unavailable.
 const busyTimeout = 10 * time.Second
 
-// Index is a store.Index on a SQLite file. It is safe for concurrent use.
+// Index is a store.Index on a SQLite file, implemented by sqlstore with
+// the SQLite dialect. It is its own store.ChangeFeed: this process is the
+// only writer of the file, and reports the changes it commits. It is safe
+// for concurrent use.
 type Index struct {
-	w      *sql.DB // one connection: every write
-	r      *sql.DB // query-only connections: every read
-	closed atomic.Bool
-	once   sync.Once
-	err    error
+	*sqlstore.Index
+	w *sql.DB // one connection: every write
+	r *sql.DB // query-only connections: every read
 }
 
-var _ store.Index = (*Index)(nil)
+var (
+	_ store.Index      = (*Index)(nil)
+	_ store.ChangeFeed = (*Index)(nil)
+)
 
 // Open opens the index in the file at path, creating the file (mode 0600:
 // it holds server secrets) and its directory if needed, and brings its
@@ -98,7 +103,7 @@ func Open(ctx context.Context, path string) (*Index, error) {
 	n := max(4, runtime.GOMAXPROCS(0))
 	r.SetMaxOpenConns(n)
 	r.SetMaxIdleConns(n)
-	x := &Index{w: w, r: r}
+	x := &Index{Index: sqlstore.New(w, dialect{}, sqlstore.Options{Reader: r, Feed: true}), w: w, r: r}
 	if err := x.Ping(ctx); err != nil {
 		x.Close()
 		return nil, err
@@ -118,143 +123,81 @@ func dsn(path, txlock string, pragmas ...string) string {
 	return u.String()
 }
 
-// Ping reports whether the database answers a query.
-func (x *Index) Ping(ctx context.Context) error {
-	var one int
-	if err := x.r.QueryRowContext(ctx, "SELECT 1").Scan(&one); err != nil {
-		return x.fail(err, "pinging the index")
+// dialect is SQLite's sqlstore.Dialect. One connection writes, and each
+// write transaction begins IMMEDIATE (see the DSN), so a transaction needs
+// no row locks; times are Unix microseconds; lists are JSON arrays.
+type dialect struct{}
+
+var numbered = regexp.MustCompile(`\$([0-9]+)`)
+
+// Rebind turns $N into SQLite's ?N.
+func (dialect) Rebind(query string) string { return numbered.ReplaceAllString(query, "?$1") }
+
+func (dialect) Time(t time.Time) any { return t.UnixMicro() }
+
+func (dialect) Strings(s []string) any {
+	if s == nil {
+		s = []string{}
 	}
-	return nil
+	b, _ := json.Marshal(s) // a []string always encodes
+	return string(b)
 }
 
-// Close closes the database. Later calls return the first call's result.
-func (x *Index) Close() error {
-	x.once.Do(func() {
-		x.closed.Store(true)
-		x.err = errors.Join(x.r.Close(), x.w.Close())
-	})
-	return x.err
+func (dialect) ScanStrings(dst *[]string) any { return jsonStrings{dst} }
+
+func (dialect) ArrayOf(column, rest string) string {
+	return `(SELECT json_group_array(` + column + `) ` + rest + `)`
 }
 
-// write runs fn in a write transaction and commits it if fn succeeds.
-func (x *Index) write(ctx context.Context, what string, fn func(tx *sql.Tx) error) error {
-	tx, err := x.w.BeginTx(ctx, nil)
-	if err != nil {
-		return x.fail(err, what)
-	}
-	defer tx.Rollback()
-	if err := fn(tx); err != nil {
-		return x.fail(err, what)
-	}
-	if err := tx.Commit(); err != nil {
-		return x.fail(err, what)
-	}
-	return nil
+func (dialect) Contains(haystack, needle string) string {
+	return `instr(lower(` + haystack + `), lower(` + needle + `)) > 0`
 }
 
-// read runs fn in a read-only transaction: a consistent snapshot.
-func (x *Index) read(ctx context.Context, what string, fn func(tx *sql.Tx) error) error {
-	tx, err := x.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return x.fail(err, what)
-	}
-	defer tx.Rollback()
-	return x.fail(fn(tx), what)
-}
+func (dialect) ForUpdate() string { return "" }
 
-// fail classifies err as a *registry.Error (see classify); once the index
-// is closed, failures are Unavailable.
-func (x *Index) fail(err error, what string) error {
-	var re *registry.Error
-	if err != nil && !errors.As(err, &re) && x.closed.Load() {
-		return registry.Wrap(registry.Unavailable, err, what+": the index is closed")
-	}
-	return classify(err, what)
-}
+func (dialect) LockTx(context.Context, *sql.Tx, int64) error { return nil }
 
-// classify turns err into a *registry.Error, keeping the kind of one that
-// is classified already. what describes the failed operation.
-func classify(err error, what string) error {
-	if err == nil {
-		return nil
-	}
-	var re *registry.Error
-	switch {
-	case errors.As(err, &re):
-		return err
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded), errors.Is(err, sql.ErrConnDone):
-		return registry.Wrap(registry.Unavailable, err, what)
-	case isUnique(err):
-		return registry.Wrap(registry.Conflict, err, what+": it exists already")
-	}
+func (dialect) Notify(context.Context, *sql.Tx, store.Change) error { return nil }
+
+func (dialect) ReadTx() *sql.TxOptions { return &sql.TxOptions{ReadOnly: true} }
+
+// Classify reads SQLite's result codes.
+func (dialect) Classify(err error) (sqlstore.Failure, string) {
 	var se *sqlite.Error
-	if errors.As(err, &se) {
-		switch se.Code() & 0xff {
-		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
-			return registry.Wrap(registry.Unavailable, err, what+": the index is locked by another process")
-		case sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_FULL, sqlite3.SQLITE_READONLY:
-			return registry.Wrap(registry.Unavailable, err, what+": the index file cannot be read or written")
-		}
+	if !errors.As(err, &se) {
+		return sqlstore.FailOther, ""
 	}
-	return registry.Wrap(registry.Internal, err, what)
-}
-
-// isUnique reports whether err is a violated primary key or unique index.
-func isUnique(err error) bool {
-	var se *sqlite.Error
-	return errors.As(err, &se) &&
-		(se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE || se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY)
-}
-
-// micros encodes a time; times outside the years 1 to 9999 are refused.
-func micros(t time.Time, field string) (int64, error) {
-	if y := t.UTC().Year(); y < 1 || y > 9999 {
-		return 0, registry.Errorf(registry.Invalid, "%s %s is out of range", field, t.UTC().Format(time.RFC3339))
+	switch se.Code() {
+	case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
+		return sqlstore.FailUnique, ""
+	case sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY:
+		return sqlstore.FailForeignKey, ""
 	}
-	return t.UnixMicro(), nil
-}
-
-// optMicros encodes an optional time: the zero time is NULL.
-func optMicros(t time.Time, field string) (sql.NullInt64, error) {
-	if t.IsZero() {
-		return sql.NullInt64{}, nil
+	switch se.Code() & 0xff {
+	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+		return sqlstore.FailUnavailable, "the index is locked by another process"
+	case sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_FULL, sqlite3.SQLITE_READONLY:
+		return sqlstore.FailUnavailable, "the index file cannot be read or written"
 	}
-	v, err := micros(t, field)
-	return sql.NullInt64{Int64: v, Valid: err == nil}, err
+	return sqlstore.FailOther, ""
 }
 
-// fromMicros decodes a time.
-func fromMicros(v int64) time.Time { return time.UnixMicro(v).UTC() }
+// jsonStrings scans a JSON array of strings.
+type jsonStrings struct{ dst *[]string }
 
-// fromOptMicros decodes an optional time.
-func fromOptMicros(v sql.NullInt64) time.Time {
-	if !v.Valid {
-		return time.Time{}
+func (j jsonStrings) Scan(src any) error {
+	var b []byte
+	switch v := src.(type) {
+	case string:
+		b = []byte(v)
+	case []byte:
+		b = v
+	default:
+		return registry.Errorf(registry.Internal, "a list column holds a %T", src)
 	}
-	return fromMicros(v.Int64)
+	*j.dst = nil
+	return json.Unmarshal(b, j.dst)
 }
 
-// exists runs a "SELECT EXISTS (...)" query.
-func exists(ctx context.Context, tx *sql.Tx, query string, args ...any) (bool, error) {
-	var ok bool
-	err := tx.QueryRowContext(ctx, query, args...).Scan(&ok)
-	return ok, err
-}
-
-// namespaceExists fails with NotFound unless namespace exists.
-func namespaceExists(ctx context.Context, tx *sql.Tx, namespace string) error {
-	ok, err := exists(ctx, tx, `SELECT EXISTS (SELECT 1 FROM namespaces WHERE name = ?)`, namespace)
-	if err == nil && !ok {
-		err = registry.Errorf(registry.NotFound, "namespace %q not found", namespace)
-	}
-	return err
-}
-
-// rowsAffected fails with notFound if res changed no row.
-func rowsAffected(res sql.Result, notFound error) error {
-	n, err := res.RowsAffected()
-	if err == nil && n == 0 {
-		return notFound
-	}
-	return err
-}
+// classify turns err into a *registry.Error (see sqlstore.Classify).
+func classify(err error, what string) error { return sqlstore.Classify(dialect{}, err, what) }

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -307,10 +306,12 @@ func TestManyVersions(t *testing.T) {
 // TestQueryPlansUseIndexes checks that no read or write path scans a
 // whole table that grows with the number of versions or tokens.
 func TestQueryPlansUseIndexes(t *testing.T) {
+	// as sqlstore reads them
+	const versionColumns = `v.id, v.version, v.protocols, v.shasums_digest, v.shasums_signature_digest, v.published_at`
 	x := open(t, filepath.Join(t.TempDir(), "index.db"))
 	queries := map[string]string{
 		"version exists": `SELECT EXISTS (SELECT 1 FROM provider_versions WHERE namespace = 'a' AND type = 'b' AND version = 'c')`,
-		"get version": `SELECT ` + versionColumns + `, ` + keyColumns + `
+		"get version": `SELECT ` + versionColumns + `, k.key_namespace, k.key_id, k.fingerprint, k.ascii_armor, k.created_at, k.expires_at
 			FROM provider_versions v JOIN signing_key_snapshots k ON k.id = v.signing_key_snapshot
 			WHERE v.namespace = 'a' AND v.type = 'b' AND v.version = 'c'`,
 		"version platforms": `SELECT os, arch, filename, sha256, size FROM provider_platforms WHERE version_id = 1 ORDER BY os, arch`,
@@ -375,26 +376,15 @@ func testVersion(ns, typ, ver string, k int, published time.Time) registry.Provi
 }
 
 // seed stores versions 0.0.0 to n-1.0.0 of a provider, each with the given
-// number of platforms, signed round-robin by keys keys, in one transaction
-// through the same code as CreateProviderVersion.
+// number of platforms, signed round-robin by keys keys.
 func seed(t testing.TB, x *Index, ns, typ string, n, platforms, keys int, published time.Time) {
 	t.Helper()
-	err := x.write(context.Background(), "seeding", func(tx *sql.Tx) error {
-		for i := range n {
-			v := testVersion(ns, typ, fmt.Sprintf("%d.0.0", i), i%keys, published.Add(time.Duration(i)*time.Second))
-			v.Platforms = v.Platforms[:platforms]
-			in, err := encodeVersion(v)
-			if err != nil {
-				return err
-			}
-			if err := createVersion(context.Background(), tx, v, in); err != nil {
-				return err
-			}
+	for i := range n {
+		v := testVersion(ns, typ, fmt.Sprintf("%d.0.0", i), i%keys, published.Add(time.Duration(i)*time.Second))
+		v.Platforms = v.Platforms[:platforms]
+		if err := x.CreateProviderVersion(t.Context(), v); err != nil {
+			t.Fatalf("seeding %d versions of %s/%s: %v", n, ns, typ, err)
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatalf("seeding %d versions of %s/%s: %v", n, ns, typ, err)
 	}
 }
 
@@ -406,26 +396,16 @@ func benchIndex(b *testing.B) *Index {
 	if err := x.CreateNamespace(b.Context(), registry.Namespace{Name: "acme", CreatedAt: now}); err != nil {
 		b.Fatal(err)
 	}
-	err := x.write(b.Context(), "seeding", func(tx *sql.Tx) error {
-		for i := range 2000 {
-			v := testVersion("acme", "cloud", fmt.Sprintf("%d.%d.%d", i/100, i/10%10, i%10), i%3, now)
-			for _, osArch := range [][2]string{{"linux", "arm64"}, {"darwin", "amd64"}, {"freebsd", "amd64"}} {
-				p := v.Platforms[0]
-				p.OS, p.Arch = osArch[0], osArch[1]
-				v.Platforms = append(v.Platforms, p)
-			}
-			in, err := encodeVersion(v)
-			if err != nil {
-				return err
-			}
-			if err := createVersion(b.Context(), tx, v, in); err != nil {
-				return err
-			}
+	for i := range 2000 {
+		v := testVersion("acme", "cloud", fmt.Sprintf("%d.%d.%d", i/100, i/10%10, i%10), i%3, now)
+		for _, osArch := range [][2]string{{"linux", "arm64"}, {"darwin", "amd64"}, {"freebsd", "amd64"}} {
+			p := v.Platforms[0]
+			p.OS, p.Arch = osArch[0], osArch[1]
+			v.Platforms = append(v.Platforms, p)
 		}
-		return nil
-	})
-	if err != nil {
-		b.Fatal(err)
+		if err := x.CreateProviderVersion(b.Context(), v); err != nil {
+			b.Fatal(err)
+		}
 	}
 	return x
 }

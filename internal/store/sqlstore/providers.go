@@ -1,0 +1,289 @@
+package sqlstore
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/store"
+)
+
+// CreateProviderVersion stores v with its platforms in one transaction.
+// NotFound without the namespace; Conflict if the version exists. The
+// provider's summary row is created if missing and locked first, so
+// concurrent creates of one provider run one after the other and exactly
+// one of two creates of the same version succeeds.
+func (x *Index) CreateProviderVersion(ctx context.Context, v registry.ProviderVersion) error {
+	semver, err := registry.ParseVersion(v.Version)
+	if err != nil {
+		return err
+	}
+	if err := registry.CheckPlatforms(v); err != nil {
+		return err
+	}
+	published, err := x.time(v.PublishedAt, "publication time")
+	if err != nil {
+		return err
+	}
+	k := v.SigningKey
+	keyCreated, err := x.time(k.CreatedAt, "key creation time")
+	if err != nil {
+		return err
+	}
+	keyExpires, err := x.optTime(k.ExpiresAt, "key expiry")
+	if err != nil {
+		return err
+	}
+	digest := registry.KeySnapshotDigest(v.Namespace, k)
+	what := fmt.Sprintf("storing provider %s/%s version %s", v.Namespace, v.Type, v.Version)
+	change := store.Change{Kind: store.ChangeProvider, Namespace: v.Namespace, Name: v.Type}
+	return x.writeChange(ctx, what, &change, func(ctx context.Context, t tx) error {
+		// The first version of a provider creates its row (the foreign key
+		// checks the namespace); every create then locks it.
+		_, err := t.exec(ctx, `INSERT INTO providers (namespace, type, version_count, latest_version, updated_at)
+			VALUES ($1, $2, 0, '', $3) ON CONFLICT (namespace, type) DO NOTHING`, v.Namespace, v.Type, published)
+		if x.is(err, FailForeignKey) {
+			return notFoundNamespace(v.Namespace)
+		}
+		if err != nil {
+			return err
+		}
+		var count int
+		var latest string
+		var updated time.Time
+		if err := t.row(ctx, `SELECT version_count, latest_version, updated_at FROM providers
+			WHERE namespace = $1 AND type = $2`+x.d.ForUpdate(), v.Namespace, v.Type).Scan(&count, &latest, at(&updated)); err != nil {
+			return err
+		}
+
+		// A version with the same precedence (equal but for build
+		// metadata) is taken too: the clients could not tell the two apart.
+		// The lock above makes this check and the insert one step.
+		core := registry.VersionPrecedence(v.Version)
+		var existing string
+		err = t.row(ctx, `SELECT version FROM provider_versions WHERE namespace = $1 AND type = $2
+			AND (version = $3 OR substr(version, 1, $4) = $5) LIMIT 1`,
+			v.Namespace, v.Type, core, len(core)+1, core+"+").Scan(&existing)
+		switch {
+		case err == nil:
+			return registry.PrecedenceConflict(fmt.Sprintf("provider %s/%s", v.Namespace, v.Type), v.Version, existing)
+		case !errors.Is(err, sql.ErrNoRows):
+			return err
+		}
+
+		var keyID int64
+		err = t.row(ctx, `INSERT INTO signing_key_snapshots
+			(digest, namespace, key_namespace, key_id, fingerprint, ascii_armor, created_at, expires_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (digest) DO NOTHING RETURNING id`,
+			digest, v.Namespace, k.Namespace, k.KeyID, k.Fingerprint, k.ASCIIArmor, keyCreated, keyExpires).Scan(&keyID)
+		if errors.Is(err, sql.ErrNoRows) {
+			err = t.row(ctx, `SELECT id FROM signing_key_snapshots WHERE digest = $1`, digest).Scan(&keyID)
+		}
+		if err != nil {
+			return err
+		}
+
+		var id int64
+		err = t.row(ctx, `INSERT INTO provider_versions
+			(namespace, type, version, protocols, shasums_digest, shasums_signature_digest, signing_key_snapshot, published_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`,
+			v.Namespace, v.Type, v.Version, x.d.Strings(v.Protocols), v.SHASumsDigest, v.SHASumsSignatureDigest, keyID, published).Scan(&id)
+		if x.is(err, FailUnique) {
+			return registry.Errorf(registry.Conflict, "provider %s/%s version %s exists already; published versions are immutable",
+				v.Namespace, v.Type, v.Version)
+		}
+		if err != nil {
+			return err
+		}
+		if len(v.Platforms) > 0 {
+			stmt, err := t.PrepareContext(ctx, x.d.Rebind(`INSERT INTO provider_platforms (version_id, os, arch, filename, sha256, size)
+				VALUES ($1, $2, $3, $4, $5, $6)`))
+			if err != nil {
+				return err
+			}
+			defer stmt.Close()
+			for _, p := range v.Platforms {
+				if _, err := stmt.ExecContext(ctx, id, p.OS, p.Arch, p.Filename, p.SHA256, p.Size); err != nil {
+					return err
+				}
+			}
+		}
+
+		if registry.NewerLatestProvider(semver, latest) {
+			latest = v.Version
+		}
+		if count == 0 || v.PublishedAt.After(updated) {
+			updated = v.PublishedAt
+		}
+		_, err = t.exec(ctx, `UPDATE providers SET version_count = $1, latest_version = $2, updated_at = $3
+			WHERE namespace = $4 AND type = $5`, count+1, latest, x.d.Time(updated), v.Namespace, v.Type)
+		return err
+	})
+}
+
+// versionColumns are the columns versionRow receives, in its order.
+const versionColumns = `v.id, v.version, v.protocols, v.shasums_digest, v.shasums_signature_digest, v.published_at`
+
+// keyColumns are the columns keyRow receives, in its order.
+const keyColumns = `k.key_namespace, k.key_id, k.fingerprint, k.ascii_armor, k.created_at, k.expires_at`
+
+// versionRow receives the versionColumns of one row.
+type versionRow struct {
+	id int64
+	v  registry.ProviderVersion
+}
+
+func (r *versionRow) targets(d Dialect) []any {
+	return []any{&r.id, &r.v.Version, d.ScanStrings(&r.v.Protocols), &r.v.SHASumsDigest, &r.v.SHASumsSignatureDigest, at(&r.v.PublishedAt)}
+}
+
+func (r *versionRow) decode(namespace, typ string) registry.ProviderVersion {
+	v := r.v
+	v.Namespace, v.Type = namespace, typ
+	return v
+}
+
+// keyTargets returns the scan destinations of the keyColumns.
+func keyTargets(k *registry.SigningKey) []any {
+	return []any{&k.Namespace, &k.KeyID, &k.Fingerprint, &k.ASCIIArmor, at(&k.CreatedAt), at(&k.ExpiresAt)}
+}
+
+// scanPlatform scans os, arch, filename, sha256 and size.
+func scanPlatform(s scanner, extra ...any) (registry.Platform, error) {
+	var p registry.Platform
+	err := s.Scan(append(extra, &p.OS, &p.Arch, &p.Filename, &p.SHA256, &p.Size)...)
+	return p, err
+}
+
+// GetProviderVersion returns one version with its platforms, or NotFound.
+func (x *Index) GetProviderVersion(ctx context.Context, namespace, typ, ver string) (registry.ProviderVersion, error) {
+	var v registry.ProviderVersion
+	err := x.read(ctx, fmt.Sprintf("reading provider %s/%s version %s", namespace, typ, ver), func(ctx context.Context, t tx) error {
+		var vr versionRow
+		var k registry.SigningKey
+		err := t.row(ctx, `SELECT `+versionColumns+`, `+keyColumns+`
+			FROM provider_versions v JOIN signing_key_snapshots k ON k.id = v.signing_key_snapshot
+			WHERE v.namespace = $1 AND v.type = $2 AND v.version = $3`, namespace, typ, ver).
+			Scan(append(vr.targets(x.d), keyTargets(&k)...)...)
+		if errors.Is(err, sql.ErrNoRows) {
+			return registry.Errorf(registry.NotFound, "provider %s/%s has no version %s", namespace, typ, ver)
+		}
+		if err != nil {
+			return err
+		}
+		v = vr.decode(namespace, typ)
+		v.SigningKey = k
+		rows, err := t.query(ctx, `SELECT os, arch, filename, sha256, size FROM provider_platforms
+			WHERE version_id = $1 ORDER BY os, arch`, vr.id)
+		v.Platforms, err = collect(rows, err, func(s scanner) (registry.Platform, error) { return scanPlatform(s) })
+		return err
+	})
+	if err != nil {
+		return registry.ProviderVersion{}, err
+	}
+	return v, nil
+}
+
+// ListProviderVersions returns every version of a provider with its
+// platforms, or NotFound if it has none. It reads versions, platforms and
+// key snapshots in three queries of one snapshot, each signing key once.
+func (x *Index) ListProviderVersions(ctx context.Context, namespace, typ string) ([]registry.ProviderVersion, error) {
+	var out []registry.ProviderVersion
+	err := x.read(ctx, fmt.Sprintf("listing the versions of provider %s/%s", namespace, typ), func(ctx context.Context, t tx) error {
+		index := map[int64]int{}   // version id -> position in out
+		keyOf := map[int64][]int{} // snapshot id -> positions in out
+		rows, err := t.query(ctx, `SELECT `+versionColumns+`, v.signing_key_snapshot
+			FROM provider_versions v WHERE v.namespace = $1 AND v.type = $2`, namespace, typ)
+		if _, err := collect(rows, err, func(s scanner) (struct{}, error) {
+			var vr versionRow
+			var snapshot int64
+			if err := s.Scan(append(vr.targets(x.d), &snapshot)...); err != nil {
+				return struct{}{}, err
+			}
+			index[vr.id] = len(out)
+			keyOf[snapshot] = append(keyOf[snapshot], len(out))
+			out = append(out, vr.decode(namespace, typ))
+			return struct{}{}, nil
+		}); err != nil {
+			return err
+		}
+		if len(out) == 0 {
+			return registry.Errorf(registry.NotFound, "provider %s/%s has no versions", namespace, typ)
+		}
+
+		rows, err = t.query(ctx, `SELECT p.version_id, p.os, p.arch, p.filename, p.sha256, p.size
+			FROM provider_versions v JOIN provider_platforms p ON p.version_id = v.id
+			WHERE v.namespace = $1 AND v.type = $2`, namespace, typ)
+		if _, err := collect(rows, err, func(s scanner) (struct{}, error) {
+			var id int64
+			p, err := scanPlatform(s, &id)
+			if i, ok := index[id]; ok && err == nil {
+				out[i].Platforms = append(out[i].Platforms, p)
+			}
+			return struct{}{}, err
+		}); err != nil {
+			return err
+		}
+		for i := range out { // in the order of GetProviderVersion
+			slices.SortFunc(out[i].Platforms, func(a, b registry.Platform) int {
+				return cmp.Or(strings.Compare(a.OS, b.OS), strings.Compare(a.Arch, b.Arch))
+			})
+		}
+
+		rows, err = t.query(ctx, `SELECT k.id, `+keyColumns+` FROM signing_key_snapshots k
+			WHERE k.id IN (SELECT signing_key_snapshot FROM provider_versions WHERE namespace = $1 AND type = $2)`, namespace, typ)
+		_, err = collect(rows, err, func(s scanner) (struct{}, error) {
+			var id int64
+			var k registry.SigningKey
+			err := s.Scan(append([]any{&id}, keyTargets(&k)...)...)
+			for _, i := range keyOf[id] {
+				out[i].SigningKey = k
+			}
+			return struct{}{}, err
+		})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ListProviders returns the providers of a namespace ordered by type, in
+// one statement: a namespace without providers yields one row of NULLs.
+func (x *Index) ListProviders(ctx context.Context, namespace string) ([]registry.Provider, error) {
+	ctx, cancel := x.op(ctx)
+	defer cancel()
+	rows, err := x.query(ctx, `SELECT p.type, p.version_count, p.latest_version, p.updated_at
+		FROM namespaces n LEFT JOIN providers p ON p.namespace = n.name
+		WHERE n.name = $1 ORDER BY p.type`, namespace)
+	found := false
+	ps, err := collect(rows, err, func(s scanner) (registry.Provider, error) {
+		found = true
+		p := registry.Provider{Namespace: namespace}
+		var typ, latest sql.NullString
+		var count sql.NullInt64
+		err := s.Scan(&typ, &count, &latest, at(&p.UpdatedAt))
+		p.Type, p.VersionCount, p.LatestVersion = typ.String, int(count.Int64), latest.String
+		return p, err
+	})
+	if err != nil {
+		return nil, x.fail(err, "listing the providers of namespace "+namespace)
+	}
+	if !found {
+		return nil, notFoundNamespace(namespace)
+	}
+	var out []registry.Provider
+	for _, p := range ps {
+		if p.Type != "" {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
