@@ -52,8 +52,10 @@ type ErrorBody struct {
 	Errors []string `json:"errors"`
 }
 
-// WriteError writes err as {"errors": [message]} with the status of its
-// kind. Internal errors are logged with their cause and shown generically.
+// WriteError writes err as {"errors": [registry.Message(err)]} with the
+// status of its kind. Internal and unavailable errors are logged with
+// their whole chain, others when the answer leaves out a cause; internal
+// errors are answered generically.
 func WriteError(log *slog.Logger, w http.ResponseWriter, r *http.Request, err error) {
 	kind := registry.KindOf(err)
 	var maxErr *http.MaxBytesError
@@ -62,8 +64,14 @@ func WriteError(log *slog.Logger, w http.ResponseWriter, r *http.Request, err er
 		err = registry.Errorf(registry.TooLarge, "request body exceeds the limit of %d bytes", maxErr.Limit)
 	}
 	status := Status(kind)
-	if kind == registry.Internal || kind == registry.Unavailable {
+	// The answer carries registry.Message, never a cause's own text (a
+	// driver's or an SDK's may name hosts, queries or files): the log has
+	// the whole chain.
+	switch {
+	case kind == registry.Internal || kind == registry.Unavailable:
 		log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
+	case registry.HidesCause(err):
+		log.InfoContext(r.Context(), "request refused", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
 	}
 	if kind == registry.Unauthenticated {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="trove"`)

@@ -400,7 +400,8 @@ func stage(a archive, want map[string][]string, dir string) error {
 		defer rc.Close()
 		data, err := io.ReadAll(io.LimitReader(rc, limit+1))
 		if err != nil {
-			return registry.Wrap(registry.Invalid, err, "reading archive entry "+name)
+			// A decompressor's text is about the upload, safe to answer.
+			return registry.Errorf(registry.Invalid, "reading archive entry %s: %s", name, err)
 		}
 		if int64(len(data)) > limit {
 			if limit < budget { // a README: keep its head only

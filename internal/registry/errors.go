@@ -69,12 +69,61 @@ func KindOf(err error) Kind {
 // IsKind reports whether err is classified as kind.
 func IsKind(err error, kind Kind) bool { return err != nil && KindOf(err) == kind }
 
-// Message returns the user-facing text of err: its message for classified
-// errors, and a generic text for internal ones.
+// kindMessages are the answers of errors whose own message is empty or
+// must not be shown.
+var kindMessages = map[Kind]string{
+	Internal: "internal error", Invalid: "invalid request", NotFound: "not found", Conflict: "conflict",
+	Unauthenticated: "authentication required", Forbidden: "forbidden", TooLarge: "request too large",
+	Unavailable: "a backend is unavailable",
+}
+
+// Message returns the user-facing text of err: the message of its first
+// *Error, followed by those of the *Errors that error wraps in turn, and
+// a generic text for internal errors. The text of a cause that is not an
+// *Error (a database driver's, an SDK's, an operating system's) is never
+// part of it: it may name hosts, queries or paths, so the edges log it
+// (Error returns the whole chain) and answer with this. Code that wants a
+// cause's text shown puts it into the message (Errorf).
 func Message(err error) string {
 	var e *Error
-	if errors.As(err, &e) && e.Kind != Internal {
-		return e.Error()
+	if !errors.As(err, &e) || e.Kind == Internal {
+		return kindMessages[Internal]
 	}
-	return "internal error"
+	msg := e.Message
+	for inner := e; ; {
+		var next *Error
+		if inner.Err == nil || !errors.As(inner.Err, &next) {
+			break
+		}
+		if next.Message != "" {
+			if msg != "" {
+				msg += ": "
+			}
+			msg += next.Message
+		}
+		inner = next
+	}
+	if msg == "" {
+		return kindMessages[e.Kind]
+	}
+	return msg
+}
+
+// HidesCause reports whether Message(err) leaves out text of err's chain
+// (a cause that is not an *Error): then the edges should log err.
+func HidesCause(err error) bool {
+	var e *Error
+	if !errors.As(err, &e) {
+		return true
+	}
+	for {
+		if e.Err == nil {
+			return false
+		}
+		var next *Error
+		if !errors.As(e.Err, &next) || next != e.Err {
+			return true
+		}
+		e = next
+	}
 }
