@@ -4,15 +4,12 @@ import (
 	"context"
 	"embed"
 	"fmt"
-	"io/fs"
-	"regexp"
-	"slices"
-	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/store/sqlstore"
 )
 
 //go:embed migrations/*.sql
@@ -26,42 +23,9 @@ const migrationLock int64 = 0x74726f76652e6d69
 // migrationTimeout bounds applying all migrations.
 const migrationTimeout = 10 * time.Minute
 
-// migration is one schema step: migrations/<version>_<name>.sql.
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-var migrationName = regexp.MustCompile(`^([0-9]{4})_([a-z0-9_]+)\.sql$`)
-
-// loadMigrations returns the embedded migrations in order. Their versions
-// must run 1, 2, 3, ... without gaps.
-func loadMigrations() ([]migration, error) {
-	entries, err := fs.ReadDir(migrationFS, "migrations")
-	if err != nil {
-		return nil, err
-	}
-	var ms []migration
-	for _, e := range entries {
-		m := migrationName.FindStringSubmatch(e.Name())
-		if m == nil {
-			return nil, fmt.Errorf("migration file %s is not named NNNN_name.sql", e.Name())
-		}
-		body, err := migrationFS.ReadFile("migrations/" + e.Name())
-		if err != nil {
-			return nil, err
-		}
-		v, _ := strconv.Atoi(m[1])
-		ms = append(ms, migration{version: v, name: m[2], sql: string(body)})
-	}
-	slices.SortFunc(ms, func(a, b migration) int { return a.version - b.version })
-	for i, m := range ms {
-		if m.version != i+1 {
-			return nil, fmt.Errorf("migration %04d_%s: want version %d (versions run 1, 2, 3, ...)", m.version, m.name, i+1)
-		}
-	}
-	return ms, nil
+// loadMigrations returns the embedded migrations in order.
+func loadMigrations() ([]sqlstore.Migration, error) {
+	return sqlstore.LoadMigrations(migrationFS, "migrations")
 }
 
 // SchemaVersion is the schema version this build of Trove needs: the
@@ -159,19 +123,19 @@ func (x *Index) migrate(ctx context.Context) (err error) {
 		return compareSchema(current, len(ms))
 	}
 	for _, m := range ms[current:] {
-		what := fmt.Sprintf("applying index migration %04d_%s", m.version, m.name)
+		what := fmt.Sprintf("applying index migration %04d_%s", m.Version, m.Name)
 		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, m.sql); err != nil {
+			if _, err := tx.Exec(ctx, m.SQL); err != nil {
 				return err
 			}
 			_, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)`,
-				m.version, m.name, time.Now().UTC())
+				m.Version, m.Name, time.Now().UTC())
 			return err
 		})
 		if err != nil {
 			return x.fail(err, what)
 		}
-		x.log.Info("applied index migration", "version", m.version, "name", m.name)
+		x.log.Info("applied index migration", "version", m.Version, "name", m.Name)
 	}
 	return nil
 }

@@ -60,7 +60,7 @@ func migratedUntil(t *testing.T, path, stop string) *sql.DB {
 	}
 	found := false
 	for _, m := range ms {
-		if m.name == stop {
+		if m.Name == stop {
 			found = true
 			break
 		}
