@@ -20,7 +20,7 @@
 //     assigned to response headers as they are.
 //   - Freshness is measured from the moment the render that produced an
 //     entry started (Options.Now). An entry is Fresh for at least
-//     MaxAge/2 and at most 3/4 of MaxAge (a per-entry random point in
+//     3/4 of MaxAge and at most 7/8 of it (a per-entry random point in
 //     between, so that entries stored together do not all go stale
 //     together); then it is Stale until MaxAge has passed; from then on it
 //     is Expired and is never served again. State tells which.
@@ -375,7 +375,7 @@ func (c *Cache[O, D, V]) render(ctx context.Context, fn RenderFunc[V]) (r Render
 func (c *Cache[O, D, V]) newEntry(r Rendered[V], start int64) *Entry[V] {
 	sum := sha256.Sum256(r.Body)
 	maxAge := int64(c.opt.MaxAge)
-	fresh := maxAge/2 + rand.Int64N(maxAge/4+1)
+	fresh := maxAge*3/4 + rand.Int64N(maxAge/8+1)
 	return &Entry[V]{
 		Body:      r.Body,
 		ETag:      []string{`"` + base64.RawURLEncoding.EncodeToString(sum[:18]) + `"`},
@@ -383,7 +383,7 @@ func (c *Cache[O, D, V]) newEntry(r Rendered[V], start int64) *Entry[V] {
 		Value:     r.Value,
 		size:      int64(len(r.Body)) + max(r.Size, 0) + EntryOverhead,
 		rendered:  start,
-		staleAt:   start + min(fresh, maxAge*3/4),
+		staleAt:   start + min(fresh, maxAge*7/8),
 		expiresAt: start + maxAge,
 	}
 }

@@ -170,11 +170,11 @@ func TestFreshStaleExpired(t *testing.T) {
 			clk.t = start.Add(d)
 			return c.State(e)
 		}
-		if s := at(maxAge/2 - 1); s != Fresh {
-			t.Fatalf("entry %d at MaxAge/2-1ns: %s, want fresh", i, s)
+		if s := at(maxAge*3/4 - 1); s != Fresh {
+			t.Fatalf("entry %d at 3/4 MaxAge-1ns: %s, want fresh", i, s)
 		}
-		if s := at(maxAge * 3 / 4); s != Stale {
-			t.Fatalf("entry %d at 3/4 MaxAge: %s, want stale", i, s)
+		if s := at(maxAge * 7 / 8); s != Stale {
+			t.Fatalf("entry %d at 7/8 MaxAge: %s, want stale", i, s)
 		}
 		if s := at(maxAge - 1); s != Stale {
 			t.Fatalf("entry %d at MaxAge-1ns: %s, want stale", i, s)
@@ -308,7 +308,7 @@ func TestStaleServedWhileOneRefreshRuns(t *testing.T) {
 	c, clk, _ := newTest(t, nil)
 	var calls atomic.Int64
 	old := mustLoad(t, c, "o", "d", nil, body("old", &calls))
-	clk.Add(maxAge * 3 / 4)
+	clk.Add(maxAge * 7 / 8)
 	g := newGate("new")
 	for range 10 {
 		e := c.Lookup("o", "d")
@@ -348,7 +348,7 @@ func TestMaxRefreshes(t *testing.T) {
 	for i := range 3 {
 		stale = append(stale, mustLoad(t, c, fmt.Sprint(i), "d", nil, body("old", &calls)))
 	}
-	clk.Add(maxAge * 3 / 4)
+	clk.Add(maxAge * 7 / 8)
 	g := newGate("new")
 	for i, e := range stale {
 		c.Revalidate(fmt.Sprint(i), "d", e, g.render)
@@ -378,7 +378,7 @@ func TestRevalidateNotWhileLoadRenders(t *testing.T) {
 	c, clk, _ := newTest(t, nil)
 	var calls atomic.Int64
 	old := mustLoad(t, c, "o", "d", nil, body("old", &calls))
-	clk.Add(maxAge * 3 / 4)
+	clk.Add(maxAge * 7 / 8)
 	g := newGate("new")
 	go func() { _, _ = c.Load(context.Background(), "o", "d", old, g.render) }()
 	<-g.started
@@ -391,10 +391,10 @@ func TestRevalidateNotWhileLoadRenders(t *testing.T) {
 }
 
 func TestRefreshErrorKeepsStaleEntryAndLogs(t *testing.T) {
-	c, clk, logs := newTest(t, func(o *Options) { o.RetryAfter = 5 * time.Second })
+	c, clk, logs := newTest(t, func(o *Options) { o.RetryAfter = 2 * time.Second })
 	var calls atomic.Int64
 	old := mustLoad(t, c, "acme/widget", "versions", nil, body("old", &calls))
-	clk.Add(maxAge * 3 / 4)
+	clk.Add(maxAge * 7 / 8)
 	g := newGate("new")
 	c.Revalidate("acme/widget", "versions", old, g.render)
 	<-g.started
@@ -412,13 +412,13 @@ func TestRefreshErrorKeepsStaleEntryAndLogs(t *testing.T) {
 		t.Fatalf("a refresh started again right after a failure")
 	}
 	// ...one after it.
-	clk.Add(5 * time.Second)
+	clk.Add(2 * time.Second)
 	c.Revalidate("acme/widget", "versions", old, g.render)
 	<-g.started
 	g.release <- errors.New("still unreachable")
 	settle(c)
 	// Bounded: never served past MaxAge.
-	clk.Add(maxAge / 4)
+	clk.Add(maxAge / 8)
 	if e := c.Lookup("acme/widget", "versions"); c.State(e) != Expired {
 		t.Fatalf("a stale entry is %s at MaxAge", c.State(e))
 	}
@@ -433,7 +433,7 @@ func TestRefreshDropErrorRemovesEntry(t *testing.T) {
 	c, clk, _ := newTest(t, func(o *Options) { o.Drop = func(err error) bool { return errors.Is(err, errGone) } })
 	var calls atomic.Int64
 	old := mustLoad(t, c, "o", "d", nil, body("old", &calls))
-	clk.Add(maxAge * 3 / 4)
+	clk.Add(maxAge * 7 / 8)
 	c.Revalidate("o", "d", old, func(context.Context) (Rendered[int], error) { return Rendered[int]{}, errGone })
 	settle(c)
 	if c.Lookup("o", "d") != nil {
@@ -452,7 +452,7 @@ func TestRenderPanicIsAnError(t *testing.T) {
 	}
 	var calls atomic.Int64
 	old := mustLoad(t, c, "o", "d", nil, body("old", &calls))
-	clk.Add(maxAge * 3 / 4)
+	clk.Add(maxAge * 7 / 8)
 	c.Revalidate("o", "d", old, func(context.Context) (Rendered[int], error) { panic("boom") }) // must not crash the process
 	settle(c)
 	if c.Lookup("o", "d") != old {
@@ -503,7 +503,7 @@ func TestInvalidateDuringBackgroundRefresh(t *testing.T) {
 	c, clk, _ := newTest(t, nil)
 	var calls atomic.Int64
 	old := mustLoad(t, c, "o", "d", nil, body("old", &calls))
-	clk.Add(maxAge * 3 / 4)
+	clk.Add(maxAge * 7 / 8)
 	g := newGate("refreshed")
 	c.Revalidate("o", "d", old, g.render)
 	<-g.started
@@ -544,27 +544,41 @@ func TestByteBudgetWithClock(t *testing.T) {
 			return Rendered[int]{Body: make([]byte, 100), Size: size}, nil
 		}
 	}
-	// Fill, then one store more: that sweep clears every mark.
+	// Fill, then one store more: that sweep finds every entry marked (as
+	// stored), clears every mark and evicts one in its second pass.
 	for i := range 9 {
 		mustLoad(t, c, fmt.Sprint("cold", i), "d", nil, render(0))
 	}
-	hot := mustLoad(t, c, "hot", "d", nil, render(0))
-	for i := range 50 {
-		c.Lookup("hot", "d") // used since the previous sweep: spared by the next
-		mustLoad(t, c, fmt.Sprint("new", i), "d", nil, render(0))
-		if s := c.Stats(); s.Bytes > limit || s.Entries != 8 {
-			t.Fatalf("after %d stores: %+v, limit %d bytes", i, s, limit)
-		}
-		if c.Lookup("hot", "d") != hot {
-			t.Fatalf("store %d: CLOCK evicted the entry used since the previous sweep", i)
+	var hot *Entry[int]
+	var hotKey string
+	for i := range 8 { // use one of the survivors: the only mark besides cold8's
+		if hot = c.Lookup(fmt.Sprint("cold", i), "d"); hot != nil {
+			hotKey = fmt.Sprint("cold", i)
+			break
 		}
 	}
-	// Without lookups it goes in time.
-	for i := range 20 {
-		mustLoad(t, c, fmt.Sprint("later", i), "d", nil, render(0))
+	mustLoad(t, c, "new", "d", nil, render(0)) // its sweep spares hot and cold8, evicts another
+	if s := c.Stats(); s.Bytes > limit || s.Entries != 8 {
+		t.Fatalf("after the stores: %+v, limit %d bytes", s, limit)
 	}
-	if c.Lookup("hot", "d") != nil {
-		t.Fatalf("an entry never used again was never evicted")
+	if c.Lookup(hotKey, "d") != hot {
+		t.Fatalf("CLOCK evicted the entry used since the previous sweep")
+	}
+	// Again and again from a state where only hot is marked (without the
+	// marks, each store would evict it with odds 1 in 8).
+	for i := range 40 {
+		c.mu.Lock()
+		for _, docs := range c.owners {
+			for _, e := range docs {
+				e.used.Store(false)
+			}
+		}
+		c.mu.Unlock()
+		c.Lookup(hotKey, "d")
+		mustLoad(t, c, fmt.Sprint("next", i), "d", nil, render(0))
+		if c.Lookup(hotKey, "d") != hot || c.Stats().Entries != 8 {
+			t.Fatalf("store %d: CLOCK evicted the entry used since the previous sweep (%+v)", i, c.Stats())
+		}
 	}
 	// Size counts: an entry with a large Value takes the room of several.
 	mustLoad(t, c, "heavy", "d", nil, render(3*per))

@@ -17,7 +17,7 @@
 // so a repeated request does not touch the index. Publish and delete call
 // Invalidate; entries are also read again within a maximum age so that
 // changes made through other replicas sharing the index show up within
-// that age: from half that age on, a request is answered from the cached
+// that age: from 3/4 of that age on, a request is answered from the cached
 // entry while one background read replaces it (stale-while-revalidate).
 //
 // Access control, as for providers.v1: with WithGuard, every request
@@ -140,7 +140,7 @@ type Option func(*Service)
 
 // WithMaxAge sets how long a module's cached versions are served at most
 // before they are read again from the index (DefaultMaxAge if d <= 0);
-// from half of it on, they are read again in the background while served.
+// from 3/4 of it on, they are read again in the background while served.
 func WithMaxAge(d time.Duration) Option {
 	return func(s *Service) {
 		if d > 0 {

@@ -115,14 +115,14 @@ func (f *staleFixture) passThrough() {
 
 const versionsPath = "/v1/modules/acme/network/aws/versions"
 
-// TestStaleServedWhileOneRefreshRuns: past half the maximum age, the
+// TestStaleServedWhileOneRefreshRuns: past 7/8 of the maximum age, the
 // versions document and the download answer come from the cached entry
 // at once while one background read of the index replaces it.
 func TestStaleServedWhileOneRefreshRuns(t *testing.T) {
 	f := newStaleFixture(t)
 	first := f.get(versionsPath)
 	f.publish(t, "1.1.0") // through another replica: no invalidation here
-	f.clock.Add(45 * time.Second)
+	f.clock.Add(55 * time.Second)
 	reads := f.idx.reads.Load()
 	f.idx.hold = make(chan chan struct{})
 	for i := range 5 {
@@ -161,7 +161,7 @@ func TestInvalidateDuringRender(t *testing.T) {
 			f := newStaleFixture(t)
 			if stale {
 				f.get(versionsPath)
-				f.clock.Add(45 * time.Second)
+				f.clock.Add(55 * time.Second)
 			}
 			f.idx.hold = make(chan chan struct{})
 			done := make(chan int)

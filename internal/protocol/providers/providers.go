@@ -7,7 +7,7 @@
 // write. A publish calls Invalidate, which makes the new version visible
 // at once on this replica; entries are also rendered again within a
 // maximum age so that publishes through other replicas sharing the index
-// show up within that age: from half that age on, a request is answered
+// show up within that age: from 3/4 of that age on, a request is answered
 // with the cached document while one background render replaces it
 // (stale-while-revalidate), so requests do not wait for renders of
 // documents that are in use. Download documents embed signed URLs: an
@@ -111,7 +111,7 @@ func WithCacheBytes(n int64) Option {
 }
 
 // WithMaxAge sets how long a rendered document is served at most before
-// it is rendered again from the index (DefaultMaxAge if d <= 0); from half
+// it is rendered again from the index (DefaultMaxAge if d <= 0); from 3/4
 // of it on, it is rendered again in the background while it is served.
 func WithMaxAge(d time.Duration) Option {
 	return func(s *Service) {

@@ -31,7 +31,7 @@ func passThrough(idx *countingIndex) {
 	}()
 }
 
-// TestStaleServedWhileOneRefreshRuns: past half the maximum age, requests
+// TestStaleServedWhileOneRefreshRuns: past 7/8 of the maximum age, requests
 // get the cached document at once while one background render reads the
 // index; its result then replaces the document.
 func TestStaleServedWhileOneRefreshRuns(t *testing.T) {
@@ -40,7 +40,7 @@ func TestStaleServedWhileOneRefreshRuns(t *testing.T) {
 	path := "/v1/providers/acme/widget/versions"
 	first := f.do(t, http.MethodGet, path)
 	idx.put(t, version("1.1.0", "linux_amd64")) // published through another replica
-	f.clock.Add(45 * time.Second)               // 3/4 of the maximum age: stale
+	f.clock.Add(55 * time.Second)               // past 7/8 of the maximum age: stale
 	reads := idx.reads.Load()
 	idx.hold = make(chan chan struct{})
 
@@ -73,7 +73,7 @@ func TestInvalidateDuringRefresh(t *testing.T) {
 	f := newFixture(t, idx, WithMaxAge(time.Minute))
 	path := "/v1/providers/acme/widget/versions"
 	f.do(t, http.MethodGet, path)
-	f.clock.Add(45 * time.Second)
+	f.clock.Add(55 * time.Second)
 	idx.hold = make(chan chan struct{})
 	if r := f.do(t, http.MethodGet, path); r.status != http.StatusOK {
 		t.Fatalf("stale request: %d", r.status)
