@@ -43,6 +43,9 @@
 //     served until it expires; no new background render of it starts for
 //     RetryAfter. An error for which Options.Drop reports true (the
 //     document no longer exists) removes the entry instead.
+//   - The cache keeps the keys given to Load and Revalidate (a stored
+//     string key may be replaced by the one of a later store): pass keys
+//     that do not point into request memory. Lookup keeps nothing.
 //   - Renders run detached from the requests that started them (a
 //     request's cancellation does not cancel them), bounded by
 //     RenderTimeout. A render that panics counts as a failed render.

@@ -228,7 +228,8 @@ func (s *Service) serveVersions(w http.ResponseWriter, r *http.Request) {
 	}
 	switch s.cache.State(e) {
 	case respcache.Stale:
-		s.cache.Revalidate(pk, docKey{}, e, s.versionsRenderer(pk.clone()))
+		ck := pk.clone() // the cache keeps the key: never the request's memory
+		s.cache.Revalidate(ck, docKey{}, e, s.versionsRenderer(ck))
 		fallthrough
 	case respcache.Fresh:
 		writeEntry(w, r, e, private)
@@ -273,7 +274,8 @@ func (s *Service) serveDownload(w http.ResponseWriter, r *http.Request) {
 	}
 	switch st {
 	case respcache.Stale:
-		s.cache.Revalidate(pk, dk, e, s.downloadRenderer(pk.clone(), dk.clone(), signer, private))
+		ck, cd := pk.clone(), dk.clone()
+		s.cache.Revalidate(ck, cd, e, s.downloadRenderer(ck, cd, signer, private))
 		fallthrough
 	case respcache.Fresh:
 		writeEntry(w, r, e, private)
