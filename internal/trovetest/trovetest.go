@@ -1,34 +1,26 @@
 // Package trovetest starts a real Trove server in-process for the tests of
-// other packages: SQLite index and filesystem blobs in a temporary
-// directory, the real handlers, HTTPS with a self-signed certificate, and
-// a first admin token.
+// other packages: built by app.New as `trove serve` builds it, with the
+// SQLite index and filesystem blobs in a temporary directory, HTTPS with
+// a self-signed certificate, and a first admin token.
 package trovetest
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"trove.dev/trove/internal/api"
-	"trove.dev/trove/internal/auth"
-	"trove.dev/trove/internal/modules"
+	"trove.dev/trove/internal/app"
+	"trove.dev/trove/internal/config"
 	"trove.dev/trove/internal/protocol/login"
-	"trove.dev/trove/internal/publish"
-	"trove.dev/trove/internal/server"
 	"trove.dev/trove/internal/signedurl"
 	"trove.dev/trove/internal/signing"
 	"trove.dev/trove/internal/store"
-	"trove.dev/trove/internal/store/fsblob"
-	"trove.dev/trove/internal/store/sqlite"
 )
 
 // Server is a running in-process Trove.
@@ -53,106 +45,76 @@ type Server struct {
 
 // Options tunes a test server.
 type Options struct {
-	// DownloadURLTTL is the lifetime of signed file URLs (default 15m).
+	// DownloadURLTTL is the lifetime of signed file URLs (0: the
+	// default of trove serve, 15m).
 	DownloadURLTTL time.Duration
-	// MaxZipBytes bounds each archive (default 1 GiB).
+	// MaxZipBytes bounds each archive (0: the default, 1 GiB).
 	MaxZipBytes int64
 	// PrivateDownloadURLTTL is the lifetime of the file URLs of private
-	// namespaces (default 5m).
+	// namespaces (0: the default, 5m).
 	PrivateDownloadURLTTL time.Duration
-	// Login adjusts login.v1 (Index is filled in).
+	// Login adjusts login.v1 (Index and Authenticator are filled in).
 	Login login.Options
 }
 
-// Start starts a Trove for the duration of the test.
+// Start starts a Trove for the duration of the test, built by app.New
+// like `trove serve` from the configuration `trove serve --data-dir
+// <temporary directory> --listen 127.0.0.1:<free port>` would have,
+// adjusted by opts.
 func Start(t testing.TB, opts ...Options) *Server {
 	t.Helper()
 	var opt Options
 	if len(opts) > 0 {
 		opt = opts[0]
 	}
-	if opt.DownloadURLTTL == 0 {
-		opt.DownloadURLTTL = 15 * time.Minute
-	}
-	if opt.PrivateDownloadURLTTL == 0 {
-		opt.PrivateDownloadURLTTL = 5 * time.Minute
-	}
-	ctx, cancel := context.WithCancel(context.Background())
 	dir := t.TempDir()
-	idx, err := sqlite.Open(ctx, filepath.Join(dir, "trove.db"))
-	if err != nil {
-		t.Fatalf("trovetest: open index: %v", err)
-	}
-	blobs, err := fsblob.Open(filepath.Join(dir, "blobs"))
-	if err != nil {
-		t.Fatalf("trovetest: open blobs: %v", err)
-	}
-	key, err := idx.Secret(ctx, "url-signing-key", func() ([]byte, error) {
-		b := make([]byte, 32)
-		_, err := rand.Read(b)
-		return b, err
-	})
-	if err != nil {
-		t.Fatalf("trovetest: signing key: %v", err)
-	}
-	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	host := ln.Addr().String()
-	public, _ := url.Parse("https://" + host)
-	signer := signedurl.New(key, opt.DownloadURLTTL)
-	privateSigner := signedurl.New(key, opt.PrivateDownloadURLTTL)
-	authn := auth.NewAuthenticator(idx)
-	access := auth.NewAccess(authn, idx)
-	opt.Login.Index = idx
-	opt.Login.Authenticator = authn
-	if opt.Login.Logger == nil {
-		opt.Login.Logger = log
-	}
-	loginSvc, err := login.New(ctx, opt.Login)
+	noEnv := func(string) string { return "" }
+	cfg, err := config.Load([]string{"--data-dir", dir, "--listen", host, "--public-url", "https://" + host}, noEnv)
 	if err != nil {
-		t.Fatalf("trovetest: login: %v", err)
+		ln.Close()
+		t.Fatalf("trovetest: configuration: %v", err)
 	}
-
-	var srv *server.Server
-	secret := signing.SecretFile{Path: filepath.Join(dir, "signing-secret"), Create: true}
-	managed := signing.NewManaged(signing.ManagedOptions{Keys: idx, Secret: secret})
-	pub := publish.New(publish.Options{
-		Index: idx, Blobs: blobs, TempDir: filepath.Join(dir, "tmp"), MaxZipBytes: opt.MaxZipBytes, Logger: log,
-		OnPublish: func(ns, typ string) { srv.InvalidateProvider(ns, typ) }, Managed: managed,
-	})
-	mods := modules.NewPublisher(modules.Options{
-		Index: idx, Blobs: blobs, TempDir: filepath.Join(dir, "tmp"), MaxArchiveBytes: opt.MaxZipBytes, Logger: log,
-		OnChange: func(ns, name, system string) { srv.InvalidateModule(ns, name, system) },
-	})
-	apiHandler := api.New(api.Options{Index: idx, Publisher: pub, Modules: mods, Auth: authn, Access: access, Logger: log, Managed: managed})
-	srv, err = server.New(server.Options{Index: idx, Blobs: blobs, Signer: signer, PublicURL: public, API: apiHandler, Logger: log,
-		Access: access, PrivateSigner: privateSigner, Login: loginSvc})
-	if err != nil {
-		t.Fatalf("trovetest: server: %v", err)
+	if opt.DownloadURLTTL != 0 {
+		cfg.DownloadURLTTL = opt.DownloadURLTTL
 	}
-	tlsFiles, err := server.EnsureSelfSigned(filepath.Join(dir, "tls"), []string{"localhost", "127.0.0.1"})
-	if err != nil {
-		t.Fatalf("trovetest: tls: %v", err)
+	if opt.PrivateDownloadURLTTL != 0 {
+		cfg.Access.PrivateDownloadURLTTL = opt.PrivateDownloadURLTTL
 	}
-	admin, err := auth.Bootstrap(ctx, idx, time.Now())
+	if opt.MaxZipBytes > 0 {
+		cfg.Limits.MaxZipBytes = opt.MaxZipBytes
+	}
+	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	ctx, cancel := context.WithCancel(context.Background())
+	a, err := app.New(ctx, cfg, app.Options{Logger: log, Listener: ln, Login: opt.Login})
 	if err != nil {
-		t.Fatalf("trovetest: bootstrap: %v", err)
+		cancel()
+		t.Fatalf("trovetest: %v", err)
+	}
+	admin, err := a.Bootstrap(ctx)
+	if err != nil {
+		cancel()
+		a.Close()
+		t.Fatalf("trovetest: %v", err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln, &tlsFiles) }()
+	go func() { done <- a.Serve(ctx) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("trovetest: serve: %v", err)
 		}
-		idx.Close()
+		if err := a.Close(); err != nil {
+			t.Errorf("trovetest: close: %v", err)
+		}
 	})
 
-	s := &Server{URL: public.String(), Host: host, AdminToken: admin, CAFile: tlsFiles.CAFile, DataDir: dir,
-		Index: idx, Blobs: blobs, Signer: signer, PrivateSigner: privateSigner, SigningSecret: secret}
+	s := &Server{URL: cfg.PublicURL, Host: host, AdminToken: admin, CAFile: a.CAFile(), DataDir: dir,
+		Index: a.Index, Blobs: a.Blobs, Signer: a.Signer, PrivateSigner: a.PrivateSigner, SigningSecret: a.SigningSecret}
 	s.client = &http.Client{Transport: &http.Transport{TLSClientConfig: s.TLSConfig(t)}, Timeout: time.Minute}
 	return s
 }

@@ -1,0 +1,419 @@
+// Package app builds a running Trove from a configuration: it is the one
+// place the packages are wired together, used by `trove serve`, by
+// internal/trovetest (a Trove in-process for tests) and so by every harness
+// that starts a server.
+//
+// Contract of New: it creates the data directory and takes its lock
+// (serve.lock: one server per data directory), opens the index and the
+// blob store that cfg selects, loads or creates the URL-signing key,
+// checks the signing secret, removes the unfinished uploads a crash left
+// in the data directory's tmp/, builds the publishers, the management API,
+// the login service and the server with its response caches, prepares TLS
+// (cfg's certificate, checked now, or a self-signed one in DataDir/tls)
+// and listens. Nothing runs in the background until Serve: Serve serves
+// on the listener and follows the index's change feed (store.ChangeFeed,
+// when the index has one) until its context ends. The caller owns the
+// App and must Close it (after Serve returned) to close the listener, the
+// stores and the lock; New closes what it opened when it fails.
+//
+// The first admin token is created by Bootstrap, which the caller runs
+// after whatever may still fail before serving (`trove serve` writes its
+// CLI configuration first), so that no stored token is lost unseen.
+package app
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	"trove.dev/trove/internal/api"
+	"trove.dev/trove/internal/auth"
+	"trove.dev/trove/internal/config"
+	"trove.dev/trove/internal/flock"
+	"trove.dev/trove/internal/modules"
+	"trove.dev/trove/internal/protocol/login"
+	"trove.dev/trove/internal/protocol/providers"
+	"trove.dev/trove/internal/publish"
+	"trove.dev/trove/internal/release"
+	"trove.dev/trove/internal/server"
+	"trove.dev/trove/internal/signedurl"
+	"trove.dev/trove/internal/signing"
+	"trove.dev/trove/internal/store"
+	"trove.dev/trove/internal/store/fsblob"
+	"trove.dev/trove/internal/store/postgres"
+	"trove.dev/trove/internal/store/s3blob"
+	"trove.dev/trove/internal/store/sqlite"
+)
+
+// URLSigningKeyName is the name of the shared secret that signs download
+// URLs; every replica sharing the index uses the same one.
+const URLSigningKeyName = "url-signing-key"
+
+// Options tune what New builds beyond what the configuration says.
+type Options struct {
+	// Logger receives the server's log; nil discards it.
+	Logger *slog.Logger
+	// Listener, if not nil, is served instead of a new listener on
+	// cfg.Listen (for a caller that needs the address before it knows the
+	// public URL). The App owns it from New on, also when New fails.
+	Listener net.Listener
+	// CertHosts are the names of the self-signed certificate made when cfg
+	// names none and serves HTTPS; nil means the public URL's host,
+	// localhost and 127.0.0.1.
+	CertHosts []string
+	// Login tunes login.v1. New fills in Index and Authenticator, and
+	// Logger and TokenTTL (cfg.Access.LoginTokenTTL) when they are zero.
+	Login login.Options
+}
+
+// App is a Trove built by New: what it opened, the server, and the
+// listener it serves on.
+type App struct {
+	// Config is the configuration the App was built from.
+	Config config.Config
+	Index  store.Index
+	Blobs  store.Blobs
+	// Signer signs download URLs; PrivateSigner those of private
+	// namespaces (same key, shorter lifetime).
+	Signer, PrivateSigner *signedurl.Signer
+	// SigningSecret encrypts the registry-managed signing keys.
+	SigningSecret signing.SecretFile
+	Server        *server.Server
+	// TLS names the certificate Serve uses; nil for plain HTTP.
+	TLS      *server.TLSFiles
+	Listener net.Listener
+
+	log     *slog.Logger
+	closers []func() error // in the order they were opened
+}
+
+// New builds a Trove as cfg (validated by config.Load) says; see the
+// package comment for what it opens, starts and leaves to the caller.
+func New(ctx context.Context, cfg config.Config, opt Options) (_ *App, err error) {
+	a := &App{Config: cfg, log: opt.Logger}
+	if a.log == nil {
+		a.log = slog.New(slog.DiscardHandler)
+	}
+	if opt.Listener != nil {
+		a.Listener = opt.Listener
+		a.onClose(opt.Listener.Close)
+	}
+	defer func() {
+		if err != nil {
+			a.Close()
+		}
+	}()
+	if err := a.lockDataDir(); err != nil {
+		return nil, err
+	}
+	if a.Index, err = OpenIndex(ctx, cfg, a.log); err != nil {
+		return nil, err
+	}
+	a.onClose(a.Index.Close)
+	if a.Blobs, err = OpenBlobs(ctx, cfg, a.log); err != nil {
+		return nil, err
+	}
+	if c, ok := a.Blobs.(io.Closer); ok {
+		a.onClose(c.Close)
+	}
+	if a.Server, err = a.build(ctx, opt); err != nil {
+		return nil, err
+	}
+	if err := a.prepareTLS(opt.CertHosts); err != nil {
+		return nil, err
+	}
+	if a.Listener == nil {
+		// Listen before the first admin token is created (Bootstrap), so
+		// that a busy port cannot lose a token that was stored but never
+		// shown.
+		if a.Listener, err = net.Listen("tcp", cfg.Listen); err != nil {
+			return nil, err
+		}
+		a.onClose(a.Listener.Close)
+	}
+	return a, nil
+}
+
+// lockDataDir creates the data directory and locks it. Start-up removes
+// the unfinished uploads staged in the data directory's tmp/ (a crash's
+// leftovers), which is only right while no other server stages there:
+// one trove serve per data directory. The kernel releases the lock when
+// the process ends, kill -9 included.
+func (a *App) lockDataDir() error {
+	dir := a.Config.DataDir
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("creating the data directory: %w", err)
+	}
+	lock, err := flock.TryLock(filepath.Join(dir, "serve.lock"))
+	switch {
+	case errors.Is(err, flock.ErrLocked):
+		return fmt.Errorf("another trove serve uses the data directory %s: give every server its own --data-dir (replicas share PostgreSQL and S3, never a data directory)", dir)
+	case err == nil:
+		a.onClose(lock.Close)
+	case !errors.Is(err, flock.ErrUnsupported):
+		return fmt.Errorf("locking the data directory %s: %w", dir, err)
+	}
+	return nil
+}
+
+// build wires the handlers and returns the server. The publishers report
+// the changes they commit to the server's caches through a localChanges,
+// which the server joins once it exists (its API needs the publishers);
+// nothing is served before that.
+func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
+	cfg, idx, log := a.Config, a.Index, a.log
+	key, err := idx.Secret(ctx, URLSigningKeyName, func() ([]byte, error) {
+		b := make([]byte, 32)
+		_, err := rand.Read(b)
+		return b, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("loading the URL-signing key: %w", err)
+	}
+	a.Signer = signedurl.New(key, cfg.DownloadURLTTL)
+	a.PrivateSigner = signedurl.New(key, cfg.Access.PrivateDownloadURLTTL)
+	authn := auth.NewAuthenticator(idx)
+	access := auth.NewAccess(authn, idx)
+	lopt := opt.Login
+	lopt.Index, lopt.Authenticator = idx, authn
+	if lopt.Logger == nil {
+		lopt.Logger = log
+	}
+	if lopt.TokenTTL == 0 {
+		lopt.TokenTTL = cfg.Access.LoginTokenTTL
+	}
+	loginSvc, err := login.New(ctx, lopt)
+	if err != nil {
+		return nil, fmt.Errorf("setting up login: %w", err)
+	}
+	public, err := url.Parse(cfg.PublicURL)
+	if err != nil {
+		return nil, err // config.Validate has checked it
+	}
+
+	tempDir := filepath.Join(cfg.DataDir, "tmp")
+	if err := os.MkdirAll(tempDir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating the upload staging directory: %w", err)
+	}
+	// The secret is read now, so that a wrong file fails the start, not
+	// the first publish; the embedded default is created on first use.
+	a.SigningSecret = signing.SecretFile{Path: cfg.Signing.SecretFile, Create: cfg.Signing.CreateSecret}
+	if err := a.SigningSecret.Check(); err != nil {
+		return nil, err
+	}
+	managed := signing.NewManaged(signing.ManagedOptions{Keys: idx, Secret: a.SigningSecret})
+	changes := &localChanges{}
+	pub := publish.New(publish.Options{
+		Index:       idx,
+		Blobs:       a.Blobs,
+		TempDir:     tempDir,
+		MaxZipBytes: cfg.Limits.MaxZipBytes,
+		ZipLimits:   release.Limits{MaxEntries: cfg.Limits.MaxZipEntries, MaxUnpackedBytes: cfg.Limits.MaxUnpackedBytes},
+		OnPublish:   changes.provider,
+		Managed:     managed,
+		Logger:      log,
+	})
+	if err := pub.RemoveStaleUploads(); err != nil {
+		return nil, fmt.Errorf("removing unfinished uploads from %s: %w", tempDir, err)
+	}
+	mods := modules.NewPublisher(modules.Options{
+		Index:           idx,
+		Blobs:           a.Blobs,
+		TempDir:         tempDir,
+		MaxArchiveBytes: cfg.Limits.MaxZipBytes,
+		Limits:          modules.Limits{MaxEntries: cfg.Limits.MaxZipEntries, MaxUnpackedBytes: cfg.Limits.MaxUnpackedBytes},
+		OnChange:        changes.module,
+		Logger:          log,
+	})
+	if err := mods.RemoveStaleUploads(); err != nil {
+		return nil, fmt.Errorf("removing unfinished module uploads from %s: %w", tempDir, err)
+	}
+	apiHandler := api.New(api.Options{
+		Index:          idx,
+		Publisher:      pub,
+		Modules:        mods,
+		Auth:           authn,
+		Access:         access,
+		Managed:        managed,
+		Logger:         log,
+		MaxUploadBytes: cfg.Limits.MaxUploadBytes,
+	})
+	srv, err := server.New(server.Options{
+		Index: idx, Blobs: a.Blobs, Signer: a.Signer, PublicURL: public, API: apiHandler, Logger: log,
+		RedirectDownloads: RedirectDownloads(cfg),
+		Access:            access, PrivateSigner: a.PrivateSigner, Login: loginSvc,
+		ProviderOptions: []providers.Option{providers.WithCacheBytes(cfg.CacheBytes)},
+	})
+	if err != nil {
+		return nil, err
+	}
+	changes.cache = srv
+	return srv, nil
+}
+
+// caches is what localChanges reports to: the response caches of a
+// *server.Server.
+type caches interface {
+	InvalidateProvider(namespace, typ string)
+	InvalidateModule(namespace, name, system string)
+}
+
+// localChanges hands the changes the publishers of this process commit to
+// its server's response caches, at once: a client that publishes and then
+// reads through the same replica sees its version. When the index has a
+// change feed (store.ChangeFeed), the server also follows it while it
+// serves (server.Serve), for the changes of other replicas; the feed's
+// report of this process's own change then drops the entries a second
+// time, which costs one render.
+type localChanges struct {
+	cache caches // set once the server is built, before anything is served
+}
+
+func (c *localChanges) provider(namespace, typ string) {
+	if c.cache != nil {
+		c.cache.InvalidateProvider(namespace, typ)
+	}
+}
+
+func (c *localChanges) module(namespace, name, system string) {
+	if c.cache != nil {
+		c.cache.InvalidateModule(namespace, name, system)
+	}
+}
+
+// prepareTLS picks the certificate: none for plain HTTP, cfg's (checked
+// now rather than after the first admin token has been created and
+// printed), or a self-signed one in DataDir/tls for hosts.
+func (a *App) prepareTLS(hosts []string) error {
+	cfg := a.Config
+	switch {
+	case cfg.InsecureHTTP:
+	case cfg.TLSCert != "":
+		if _, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey); err != nil {
+			return fmt.Errorf("loading --tls-cert/--tls-key: %w", err)
+		}
+		a.TLS = &server.TLSFiles{CertFile: cfg.TLSCert, KeyFile: cfg.TLSKey}
+	default:
+		if hosts == nil {
+			hosts = []string{"localhost", "127.0.0.1"}
+			if u, err := url.Parse(cfg.PublicURL); err == nil && u.Hostname() != "localhost" && u.Hostname() != "127.0.0.1" {
+				hosts = append([]string{u.Hostname()}, hosts...)
+			}
+		}
+		files, err := server.EnsureSelfSigned(filepath.Join(cfg.DataDir, "tls"), hosts)
+		if err != nil {
+			return fmt.Errorf("creating the self-signed certificate: %w", err)
+		}
+		a.TLS = &files
+	}
+	return nil
+}
+
+// CAFile is the certificate clients should trust: the self-signed CA, ""
+// for a certificate of cfg or plain HTTP.
+func (a *App) CAFile() string {
+	if a.TLS == nil {
+		return ""
+	}
+	return a.TLS.CAFile
+}
+
+// Handler returns every route of the server with its middleware.
+func (a *App) Handler() http.Handler { return a.Server.Handler() }
+
+// Bootstrap creates the first admin token if the index has no admin yet
+// and returns it, "" otherwise (auth.Bootstrap).
+func (a *App) Bootstrap(ctx context.Context) (string, error) {
+	admin, err := auth.Bootstrap(ctx, a.Index, time.Now())
+	if err != nil {
+		return "", fmt.Errorf("creating the first admin token: %w", err)
+	}
+	return admin, nil
+}
+
+// Serve serves on the listener until ctx ends, following the index's
+// change feed meanwhile, then shuts down gracefully (server.Serve). It
+// returns nil after a shutdown caused by ctx. Call Close afterwards.
+func (a *App) Serve(ctx context.Context) error {
+	return a.Server.Serve(ctx, a.Listener, a.TLS)
+}
+
+// Close closes what New opened, newest first: the listener, the blob
+// store, the index and the data directory's lock. Call it once, after
+// Serve returned.
+func (a *App) Close() error {
+	var errs []error
+	for i := len(a.closers) - 1; i >= 0; i-- {
+		if err := a.closers[i](); err != nil && !errors.Is(err, net.ErrClosed) {
+			errs = append(errs, err)
+		}
+	}
+	a.closers = nil
+	return errors.Join(errs...)
+}
+
+func (a *App) onClose(fn func() error) { a.closers = append(a.closers, fn) }
+
+// OpenIndex opens the metadata backend that cfg selects.
+func OpenIndex(ctx context.Context, cfg config.Config, log *slog.Logger) (store.Index, error) {
+	switch cfg.Index.Backend {
+	case config.IndexPostgres:
+		pg := cfg.Index.Postgres
+		idx, err := postgres.Open(ctx, pg.DSN, postgres.WithMaxConns(pg.MaxConns),
+			postgres.WithMigrations(pg.MigrateOnStart), postgres.WithLogger(log))
+		if err != nil {
+			return nil, fmt.Errorf("opening the PostgreSQL index: %w", err)
+		}
+		return idx, nil
+	case config.IndexSQLite:
+		idx, err := sqlite.Open(ctx, cfg.Index.SQLite.Path)
+		if err != nil {
+			return nil, fmt.Errorf("opening the SQLite index %s: %w", cfg.Index.SQLite.Path, err)
+		}
+		return idx, nil
+	default:
+		return nil, fmt.Errorf("unknown index backend %q", cfg.Index.Backend)
+	}
+}
+
+// OpenBlobs opens the blob backend that cfg selects; log hears what
+// opening cleans up (multipart uploads that crashed processes left).
+func OpenBlobs(ctx context.Context, cfg config.Config, log *slog.Logger) (store.Blobs, error) {
+	switch cfg.Blobs.Backend {
+	case config.BlobsFS:
+		b, err := fsblob.Open(cfg.Blobs.FS.Dir)
+		if err != nil {
+			return nil, fmt.Errorf("opening the blob directory %s: %w", cfg.Blobs.FS.Dir, err)
+		}
+		return b, nil
+	case config.BlobsS3:
+		s := cfg.Blobs.S3
+		b, err := s3blob.Open(ctx, s3blob.Options{
+			Endpoint: s.Endpoint, Region: s.Region, Bucket: s.Bucket, Prefix: s.Prefix, PathStyle: s.PathStyle,
+			AccessKey: s.AccessKey, SecretKey: s.SecretKey, Logger: log,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("opening the S3 blob store: %w", err)
+		}
+		return b, nil
+	default:
+		return nil, fmt.Errorf("unknown blob backend %q", cfg.Blobs.Backend)
+	}
+}
+
+// RedirectDownloads reports whether verified file downloads are answered
+// with a redirect to the blob store (which must be able to presign URLs)
+// rather than streamed through Trove.
+func RedirectDownloads(cfg config.Config) bool {
+	return cfg.Blobs.Backend == config.BlobsS3 && cfg.Blobs.S3.DownloadMode == config.DownloadRedirect
+}
