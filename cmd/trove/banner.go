@@ -22,8 +22,15 @@ import (
 const localHostName = "trove.localhost"
 
 // cliConfigFile is the CLI configuration serve writes into the data
-// directory for localHostName.
-const cliConfigFile = "terraform.rc"
+// directory for localHostName. Copied into the CLI configuration directory
+// (~/.terraform.d), Terraform and OpenTofu read it beside
+// credentials.tfrc.json, so `terraform login` tokens keep working; a file
+// named by TF_CLI_CONFIG_FILE would make them ignore that directory.
+const cliConfigFile = localHostName + ".tfrc"
+
+// cliConfigDir is the CLI configuration directory of Terraform and
+// OpenTofu on Linux and macOS, as the banner tells a shell to write it.
+const cliConfigDir = "~/.terraform.d"
 
 // needsLocalHostName reports whether the public URL's host cannot be a
 // module host by itself.
@@ -43,8 +50,8 @@ func needsLocalHostName(publicURL string) bool {
 func writeCLIConfig(dataDir string, services map[string]any) (string, error) {
 	path := filepath.Join(dataDir, cliConfigFile)
 	body := "# Written by trove serve at every start: Terraform and OpenTofu reach this\n" +
-		"# Trove as " + localHostName + " (export TF_CLI_CONFIG_FILE=" + path + ",\n" +
-		"# or copy the block into your own CLI configuration).\n" +
+		"# Trove as " + localHostName + ". Copy this file into " + cliConfigDir + "/ (or the block\n" +
+		"# into the file TF_CLI_CONFIG_FILE names, if that is set).\n" +
 		discovery.HostBlock(localHostName, services)
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, []byte(body), 0o644); err != nil {
@@ -80,7 +87,8 @@ func certHosts(cfg config.Config) []string {
 	return hosts
 }
 
-// printBanner prints the start-up lines on stdout. Tests parse the
+// printBanner prints the start-up lines on stdout: what happens, and
+// indented below it the shell command a user pastes. Tests parse the
 // "export SSL_CERT_FILE=" and "export TROVE_TOKEN=" lines; an
 // "export TROVE_ADDR=" line points the CLI at a server that is not at
 // defaultAddr.
@@ -102,7 +110,8 @@ func printBanner(w io.Writer, cfg config.Config, addr net.Addr, caFile, cliConfi
 		fmt.Fprintf(w, "To trust its self-signed certificate:\n  export SSL_CERT_FILE=%s\n", caFile)
 	}
 	if cliConfig != "" {
-		fmt.Fprintf(w, "Terraform and OpenTofu reach this server as %s (sources like %s/<namespace>/<name>):\n  export TF_CLI_CONFIG_FILE=%s\n", localHostName, localHostName, cliConfig)
+		fmt.Fprintf(w, "Terraform and OpenTofu reach this server as %s (sources like %s/<namespace>/<name>) with its host block:\n  mkdir -p %s && cp %s %s/\n",
+			localHostName, localHostName, cliConfigDir, cliConfig, cliConfigDir)
 	}
 	if adminToken != "" {
 		fmt.Fprintf(w, "First admin token (shown once; only its hash is stored):\n  export TROVE_TOKEN=%s\n", adminToken)

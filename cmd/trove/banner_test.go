@@ -21,13 +21,13 @@ func TestPrintBanner(t *testing.T) {
 		caFile, cliConfig, token string
 		want                     string
 	}{
-		{"first start, self-signed", cfg, "/data/tls/ca.pem", "/data/terraform.rc", "trove_abc",
+		{"first start, self-signed", cfg, "/data/tls/ca.pem", "/data/trove.localhost.tfrc", "trove_abc",
 			"Trove listening on https://localhost:8443\n" +
 				"Data directory: /data\n" +
 				"To trust its self-signed certificate:\n" +
 				"  export SSL_CERT_FILE=/data/tls/ca.pem\n" +
-				"Terraform and OpenTofu reach this server as trove.localhost (sources like trove.localhost/<namespace>/<name>):\n" +
-				"  export TF_CLI_CONFIG_FILE=/data/terraform.rc\n" +
+				"Terraform and OpenTofu reach this server as trove.localhost (sources like trove.localhost/<namespace>/<name>) with its host block:\n" +
+				"  mkdir -p ~/.terraform.d && cp /data/trove.localhost.tfrc ~/.terraform.d/\n" +
 				"First admin token (shown once; only its hash is stored):\n" +
 				"  export TROVE_TOKEN=trove_abc\n"},
 		{"later start, own certificate", cfg, "", "", "",

@@ -77,7 +77,7 @@ func testPrivateInstalls(t *testing.T, srv *troveServer, client string, key *sig
 		if err := os.MkdirAll(filepath.Join(home, ".terraform.d"), 0o700); err != nil {
 			t.Fatal(err)
 		}
-		terraformLogin(t, srv, tf, "alice", loginPassword)
+		terraformLogin(t, srv, tf, srv.Host, "alice", loginPassword)
 
 		raw, err := os.ReadFile(filepath.Join(home, ".terraform.d", "credentials.tfrc.json"))
 		if err != nil {
@@ -208,12 +208,12 @@ func watchAuthorizeURL(r io.Reader, output *bytes.Buffer) <-chan string {
 	return found
 }
 
-// terraformLogin runs `terraform login <host>`, answers its prompt, and
+// terraformLogin runs `terraform login <host>` (or tofu's), answers its prompt, and
 // plays the browser: it opens the authorization URL terraform prints,
 // submits the login form with the user's credentials and the form's CSRF
 // token and cookie, and follows the redirect to terraform's local
 // listener, which completes the login.
-func terraformLogin(t *testing.T, s *troveServer, tf *terraformCLI, user, password string) {
+func terraformLogin(t *testing.T, s *troveServer, tf *terraformCLI, host, user, password string) {
 	t.Helper()
 	// A browser that records the URL instead of opening it, first on the
 	// PATH, so that no real browser is ever started.
@@ -236,7 +236,7 @@ func terraformLogin(t *testing.T, s *troveServer, tf *terraformCLI, user, passwo
 
 	ctx, cancel := context.WithTimeout(t.Context(), terraformTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, tf.bin, "login", s.Host)
+	cmd := exec.CommandContext(ctx, tf.bin, "login", host)
 	cmd.Env = env
 	cmd.Dir = t.TempDir()
 	cmd.Stdin = strings.NewReader("yes\n")

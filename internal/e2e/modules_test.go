@@ -15,29 +15,45 @@ import (
 // moduleHost is the dotted host name of module sources in these tests.
 // Module source hosts must contain a dot ("localhost:PORT/acme/x/y" reads
 // as a namespace), and nothing resolves trove.localhost: the CLI
-// configuration that `trove serve` writes into its data directory (and
-// prints as "export TF_CLI_CONFIG_FILE=...") maps it to the server's
+// configuration file that `trove serve` writes into its data directory
+// (and tells users to copy into ~/.terraform.d) maps it to the server's
 // absolute service URLs with a host block, which replaces service
 // discovery for that name.
 const moduleHost = "trove.localhost"
 
-// addModuleHost appends the CLI configuration `trove serve` wrote for
-// moduleHost to the CLI configuration of tf, as a user with a CLI
-// configuration of their own would.
-func addModuleHost(t *testing.T, tf *terraformCLI, s *troveServer) {
+// hostBlockFile returns the CLI configuration file for moduleHost that the
+// banner of s tells users to copy ("mkdir -p ~/.terraform.d && cp FILE
+// ~/.terraform.d/").
+func (s *troveServer) hostBlockFile(t *testing.T) string {
 	t.Helper()
+	const prefix = "mkdir -p ~/.terraform.d && cp "
 	ctx, cancel := context.WithTimeout(t.Context(), startTimeout)
 	defer cancel()
-	line, ok := s.stdout.wait(ctx, "export TF_CLI_CONFIG_FILE=")
+	line, ok := s.stdout.wait(ctx, prefix)
 	if !ok {
-		t.Fatalf("trove serve printed no export TF_CLI_CONFIG_FILE= line:\n%s", s.stdout)
+		t.Fatalf("trove serve printed no %q line:\n%s", prefix, s.stdout)
 	}
-	block, err := os.ReadFile(strings.TrimPrefix(line, "export TF_CLI_CONFIG_FILE="))
+	file, dest, ok := strings.Cut(strings.TrimPrefix(line, prefix), " ")
+	if !ok || dest != "~/.terraform.d/" {
+		t.Fatalf("trove serve printed %q, want %sFILE ~/.terraform.d/", line, prefix)
+	}
+	block, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(block), fmt.Sprintf("host %q", moduleHost)) {
 		t.Fatalf("the CLI configuration trove serve wrote has no host block for %s:\n%s", moduleHost, block)
+	}
+	return file
+}
+
+// addModuleHost appends the CLI configuration `trove serve` wrote for
+// moduleHost to the CLI configuration file of tf.
+func addModuleHost(t *testing.T, tf *terraformCLI, s *troveServer) {
+	t.Helper()
+	block, err := os.ReadFile(s.hostBlockFile(t))
+	if err != nil {
+		t.Fatal(err)
 	}
 	appendCLIConfig(t, tf, string(block))
 }

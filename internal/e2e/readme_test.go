@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -31,7 +32,8 @@ import (
 //
 // The one liberty taken: the server is started on a free port with
 // --listen and --public-url (the README says what that changes: it prints
-// an extra export line, which is pasted like the others).
+// an extra export line, which is pasted like the others). The banner's
+// indented lines are pasted into the second shell, as the README says.
 
 var walkthroughDirective = regexp.MustCompile(`^<!-- walkthrough: (server|skip|file \S+|expect .+) -->$`)
 
@@ -255,20 +257,30 @@ func (w *walkthrough) startServer(where, body string) {
 		log, _ := os.ReadFile(logFile)
 		w.t.Fatalf("%s: %s printed no 'Trove listening on %s':\n%s\n%s", where, line, addr, banner, log)
 	}
-	var exports []string
-	for _, prefix := range []string{"export TROVE_ADDR=", "export SSL_CERT_FILE=", "export TF_CLI_CONFIG_FILE="} {
-		l, ok := banner.wait(ctx, prefix)
-		if !ok {
-			w.t.Fatalf("%s: the banner lacks %q:\n%s", where, prefix, banner)
+	// The banner is complete when the server logs that it started.
+	for {
+		log, _ := os.ReadFile(logFile)
+		if strings.Contains(string(log), "trove started") {
+			break
 		}
-		exports = append(exports, l)
+		select {
+		case <-ctx.Done():
+			w.t.Fatalf("%s: trove serve did not log 'trove started':\n%s\n%s", where, banner, log)
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
-	// The first admin token line, if any, is pasted too.
-	short, cancelShort := context.WithTimeout(ctx, time.Second)
-	if l, ok := banner.wait(short, "export TROVE_TOKEN="); ok {
-		exports = append(exports, l)
+	// Paste the banner's indented lines: the commands it gives.
+	var exports []string
+	for _, l := range strings.Split(banner.String(), "\n") {
+		if strings.HasPrefix(l, "  ") {
+			exports = append(exports, strings.TrimSpace(l))
+		}
 	}
-	cancelShort()
+	for _, want := range []string{"export TROVE_ADDR=", "export SSL_CERT_FILE=", "mkdir -p ~/.terraform.d && cp "} {
+		if !slices.ContainsFunc(exports, func(l string) bool { return strings.HasPrefix(l, want) }) {
+			w.t.Fatalf("%s: the banner lacks a line %q...:\n%s", where, want, banner)
+		}
+	}
 	// The server listens before it prints the banner: commands that run
 	// at once wait in the listen queue at worst.
 	w.shell(where+" (pasting the banner's export lines)", strings.Join(exports, "\n"))
