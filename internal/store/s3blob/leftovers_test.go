@@ -2,6 +2,7 @@ package s3blob_test
 
 import (
 	"bytes"
+	"context"
 	"slices"
 	"strings"
 	"testing"
@@ -84,4 +85,42 @@ func TestAbortStaleUploads(t *testing.T) {
 	if n, err := s.AbortStaleUploads(ctx, time.Now().Add(time.Minute)); err != nil || n != 0 {
 		t.Fatalf("AbortStaleUploads again = %d, %v; want nothing left to abort", n, err)
 	}
+}
+
+// TestSweepStaleUploads: a replica that runs on reclaims the uploads a
+// crash leaves once they are old enough, with no restart.
+func TestSweepStaleUploads(t *testing.T) {
+	opt := s3test.NewBucket(t)
+	client := s3test.Client(opt)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	// Every upload counts as stale at once for this store.
+	s := open(t, s3blob.WithStaleUploadAge(opt, -time.Minute))
+
+	d := digestOf([]byte("left by a crash"))
+	key := "sha256/" + d[:2] + "/" + d
+	if _, err := client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: &opt.Bucket, Key: &key}); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		s.SweepStaleUploads(ctx, 20*time.Millisecond)
+		close(done)
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		out, err := client.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: &opt.Bucket})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out.Uploads) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the sweeper left %d uploads", len(out.Uploads))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	<-done // it stops with its context
 }

@@ -165,6 +165,9 @@ type Store struct {
 	// tests lower them.
 	multipartThreshold int64
 	partSize           int64
+
+	log            *slog.Logger
+	staleUploadAge time.Duration // StaleUploadAge unless a test changes it
 }
 
 var (
@@ -233,6 +236,7 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 		bucket:             opt.Bucket,
 		prefix:             prefix,
 		endpoint:           opt.Endpoint,
+		log:                opt.logger(),
 		multipartThreshold: DefaultMultipartThreshold,
 		partSize:           DefaultPartSize,
 	}
@@ -249,6 +253,7 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 	if opt.staleUploadAge != 0 {
 		staleAge = opt.staleUploadAge
 	}
+	s.staleUploadAge = staleAge
 	if n, err := s.AbortStaleUploads(ctx, time.Now().Add(-staleAge)); err != nil {
 		opt.logger().Warn("could not abort the multipart uploads that crashed Trove processes left in the S3 bucket; a lifecycle rule (AbortIncompleteMultipartUpload) reclaims them",
 			"bucket", s.bucket, "prefix", s.prefix, "error", err.Error())
@@ -298,6 +303,40 @@ func (s *Store) AbortStaleUploads(ctx context.Context, cutoff time.Time) (int, e
 		in.KeyMarker, in.UploadIdMarker = page.NextKeyMarker, page.NextUploadIdMarker
 	}
 	return aborted, nil
+}
+
+// StaleUploadSweepInterval is how often SweepStaleUploads looks for
+// multipart uploads older than StaleUploadAge.
+const StaleUploadSweepInterval = 15 * time.Minute
+
+// SweepStaleUploads runs AbortStaleUploads every interval (at most
+// StaleUploadSweepInterval if interval is not positive) with the cutoff
+// StaleUploadAge ago, until ctx is done, so that the uploads a crashed
+// replica left are reclaimed within StaleUploadAge plus one interval even
+// when no replica restarts. Failures are logged and retried at the next
+// interval.
+func (s *Store) SweepStaleUploads(ctx context.Context, interval time.Duration) {
+	if interval <= 0 {
+		interval = StaleUploadSweepInterval
+	}
+	staleAge := s.staleUploadAge
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		n, err := s.AbortStaleUploads(ctx, time.Now().Add(-staleAge))
+		switch {
+		case err != nil && ctx.Err() == nil:
+			s.log.Warn("could not abort stale multipart uploads in the S3 bucket; retrying later",
+				"bucket", s.bucket, "prefix", s.prefix, "error", err.Error())
+		case n > 0:
+			s.log.Info("aborted stale multipart uploads", "bucket", s.bucket, "prefix", s.prefix, "uploads", n, "older_than", staleAge.String())
+		}
+	}
 }
 
 // backoff is the pause before retry attempt (1, 2, ...): full jitter
