@@ -456,6 +456,15 @@ func (r *runner) measureAll(ctx context.Context, troveBin string) (RSS, string, 
 			}
 		}
 	}
+	// The signed URL fetched at the start may have expired during the rows
+	// above (they take minutes): ask for the download document again.
+	body, err := fetch(ctx, client, origin+downloadPath(r.seeded.Namespace, r.seeded.Archive))
+	if err != nil {
+		return RSS{}, "", err
+	}
+	if archiveURL, err = downloadURL(body, origin); err != nil {
+		return RSS{}, "", err
+	}
 	archiveName := "archive " + formatMiB(r.seeded.Archive.Size)
 	archive := endpoint{name: archiveName + ", HTTPS", conns: r.opt.StreamConns, stream: true, tls: tlsCfg,
 		trove: archiveURL.String(), baseline: "https://" + bl.tlsAddr + archiveURL.RequestURI()}
