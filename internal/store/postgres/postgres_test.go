@@ -216,78 +216,13 @@ func next(t *testing.T, ch <-chan store.Change, within time.Duration) store.Chan
 	}
 }
 
-func TestWatchChangesAcrossIndexes(t *testing.T) {
-	dsn := pgtest.NewDatabase(t)
-	reader, writer := open(t, dsn), open(t, dsn)
-	ctx := t.Context()
-	ch := watch(t, reader)
-	if c := next(t, ch, 10*time.Second); c.Kind != store.ChangeAll {
-		t.Fatalf("first change = %+v, want ChangeAll when listening starts", c)
-	}
-
-	now := time.Now()
-	if err := writer.CreateNamespace(ctx, registry.Namespace{Name: "acme", CreatedAt: now}); err != nil {
-		t.Fatal(err)
-	}
-	v := registry.ProviderVersion{Namespace: "acme", Type: "cloud", Version: "1.0.0", Protocols: []string{"5.0"},
-		SigningKey: registry.SigningKey{Namespace: "acme", KeyID: "ABCDEF0123456789", CreatedAt: now}, PublishedAt: now}
-	if err := writer.CreateProviderVersion(ctx, v); err != nil {
-		t.Fatal(err)
-	}
-	// A refused create commits nothing and notifies nothing.
-	if err := writer.CreateProviderVersion(ctx, v); !registry.IsKind(err, registry.Conflict) {
-		t.Fatalf("second create: %v, want Conflict", err)
-	}
-	m := registry.ModuleVersion{Namespace: "acme", Name: "network", System: "aws", Version: "0.1.0",
-		ArchiveDigest: strings.Repeat("a", 64), ArchiveFormat: "tar.gz", PublishedAt: now}
-	if err := writer.CreateModuleVersion(ctx, m); err != nil {
-		t.Fatal(err)
-	}
-	if err := writer.DeleteModuleVersion(ctx, "acme", "network", "aws", "0.1.0"); err != nil {
-		t.Fatal(err)
-	}
-	want := []store.Change{
-		{Kind: store.ChangeProvider, Namespace: "acme", Name: "cloud"},
-		{Kind: store.ChangeModule, Namespace: "acme", Name: "network", System: "aws"},
-		{Kind: store.ChangeModule, Namespace: "acme", Name: "network", System: "aws"},
-	}
-	for i, w := range want {
-		if c := next(t, ch, 10*time.Second); c != w {
-			t.Errorf("change %d = %+v, want %+v", i, c, w)
-		}
-	}
-	select {
-	case c := <-ch:
-		t.Errorf("unexpected change %+v", c)
-	case <-time.After(200 * time.Millisecond):
-	}
-}
-
-func TestWatchChangesStopsWhenIndexCloses(t *testing.T) {
-	x, err := Open(t.Context(), pgtest.NewDatabase(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	listening := make(chan struct{}, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- x.WatchChanges(context.Background(), func(store.Change) {
-			select {
-			case listening <- struct{}{}:
-			default:
-			}
-		})
-	}()
-	<-listening
-	x.Close()
-	select {
-	case err := <-done:
-		if !registry.IsKind(err, registry.Unavailable) {
-			t.Errorf("WatchChanges after Close returned %v, want Unavailable", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("WatchChanges did not return after Close")
-	}
+// TestChangeFeed watches one index while another on the same database
+// writes: the notifications cross processes.
+func TestChangeFeed(t *testing.T) {
+	storetest.TestChangeFeed(t, func(t *testing.T) (store.Index, store.ChangeFeed) {
+		dsn := pgtest.NewDatabase(t)
+		return open(t, dsn), open(t, dsn)
+	})
 }
 
 // TestRestart stops the database under an open index and a change feed,

@@ -429,3 +429,10 @@ func BenchmarkGetProviderVersion(b *testing.B) {
 		}
 	}
 }
+
+func TestChangeFeed(t *testing.T) {
+	storetest.TestChangeFeed(t, func(t *testing.T) (store.Index, store.ChangeFeed) {
+		x := open(t, filepath.Join(t.TempDir(), "index.db"))
+		return x, x
+	})
+}
