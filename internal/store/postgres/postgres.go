@@ -1,5 +1,8 @@
 // Package postgres is Trove's scale-out metadata index: store.Index on
 // PostgreSQL through pgx, for several Trove replicas sharing one database.
+// The index itself is sqlstore's, run with this package's dialect over
+// pgx's database/sql adapter; this package opens the pool, applies the
+// migrations and runs the change feed.
 //
 // Schema: the numbered SQL files in migrations/ mirror the SQLite index's
 // tables (PostgreSQL types: timestamptz, text[], bytea; names COLLATE "C"
@@ -13,8 +16,8 @@
 // enforced by constraints (a unique violation is Conflict), and the
 // providers summary row serializes concurrent publishes of one provider.
 // Transactions that fail with a serialization failure or deadlock are
-// retried. Reads are single statements (or statements whose rows are
-// immutable once visible), so they need no transaction.
+// retried. Reads are single statements, or run in a read-only REPEATABLE
+// READ transaction when they take several (one snapshot).
 //
 // Changes: every transaction that adds or removes a provider or module
 // version sends a notification on the channel trove_changes as part of

@@ -1,5 +1,7 @@
 // Package sqlite is Trove's embedded metadata index: store.Index on one
-// SQLite file, through modernc.org/sqlite (pure Go, no cgo).
+// SQLite file, through modernc.org/sqlite (pure Go, no cgo). The index
+// itself is sqlstore's, run with this package's dialect; this package
+// opens the file and applies the migrations.
 //
 // Schema: the numbered SQL files in migrations/ are applied in order by
 // Open and recorded in the schema_migrations table; a file never changes
@@ -16,6 +18,12 @@
 // Encoding: times are UTC Unix microseconds, NULL for an optional time
 // that is zero; scopes and protocols are JSON arrays. Commits are fully
 // synchronous: a version reported as published survives a power loss.
+//
+// Changes: the index is its own store.ChangeFeed, reporting the provider
+// and module changes this process commits, in commit order, as the
+// PostgreSQL index reports those of every replica. Another process
+// writing the same file (a second `trove` on one data directory, which is
+// not supported) is not seen.
 package sqlite
 
 import (
