@@ -66,7 +66,7 @@ func TestTokenSetSeenByPreviousRelease(t *testing.T) {
 	if err := x.pool.QueryRow(ctx, `SELECT namespace FROM tokens WHERE id = 'tok-ab'`).Scan(&first); err != nil || first != "acme" {
 		t.Errorf("tokens.namespace of a token bound to beta, acme = %q, %v; want acme", first, err)
 	}
-	if _, err := x.pool.Exec(ctx, `DELETE FROM namespaces WHERE name = 'gamma'`); pgCode(err) != "23503" {
+	if _, err := x.pool.Exec(ctx, `DELETE FROM namespaces WHERE name = 'gamma'`); pgCode(err) != codeForeignKeyViolation {
 		t.Errorf("a plain delete of gamma, the second namespace of tok-bg: %v, want a foreign key violation", err)
 	}
 	if _, err := x.pool.Exec(ctx, `DELETE FROM namespaces WHERE name = 'acme'`); err != nil {
