@@ -16,8 +16,8 @@
 // enforced by constraints (a unique violation is Conflict), and the
 // providers summary row serializes concurrent publishes of one provider.
 // Transactions that fail with a serialization failure or deadlock are
-// retried. Reads are single statements, or run in a read-only REPEATABLE
-// READ transaction when they take several (one snapshot).
+// retried. Reads are single statements (or statements whose rows are
+// immutable once visible), so they need no transaction.
 //
 // Changes: every transaction that adds or removes a provider or module
 // version sends a notification on the channel trove_changes as part of
@@ -377,11 +377,6 @@ func (dialect) Notify(ctx context.Context, tx *sql.Tx, c store.Change) error {
 	}
 	_, err = tx.ExecContext(ctx, `SELECT pg_notify($1, $2)`, changeChannel, note)
 	return err
-}
-
-// ReadTx is a read-only REPEATABLE READ transaction: one snapshot.
-func (dialect) ReadTx() *sql.TxOptions {
-	return &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}
 }
 
 // Classify reads the SQLSTATE of a PostgreSQL error, and tells a database

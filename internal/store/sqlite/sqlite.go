@@ -13,7 +13,8 @@
 // rather than fail with SQLITE_BUSY, and each write transaction begins
 // IMMEDIATE, taking the write lock up front (busy_timeout covers other
 // processes on the same file). Reads use a separate pool of query-only
-// connections; a read transaction sees one consistent snapshot.
+// connections; every read is one statement (or statements on rows that are
+// immutable once visible), which sees one consistent snapshot.
 //
 // Encoding: times are UTC Unix microseconds, NULL for an optional time
 // that is zero; scopes and protocols are JSON arrays. Commits are fully
@@ -166,8 +167,6 @@ func (dialect) ForUpdate() string { return "" }
 func (dialect) LockTx(context.Context, *sql.Tx, int64) error { return nil }
 
 func (dialect) Notify(context.Context, *sql.Tx, store.Change) error { return nil }
-
-func (dialect) ReadTx() *sql.TxOptions { return &sql.TxOptions{ReadOnly: true} }
 
 // Classify reads SQLite's result codes.
 func (dialect) Classify(err error) (sqlstore.Failure, string) {

@@ -101,17 +101,19 @@ func (x *Index) CreateProviderVersion(ctx context.Context, v registry.ProviderVe
 		if err != nil {
 			return err
 		}
-		if len(v.Platforms) > 0 {
-			stmt, err := t.PrepareContext(ctx, x.d.Rebind(`INSERT INTO provider_platforms (version_id, os, arch, filename, sha256, size)
-				VALUES ($1, $2, $3, $4, $5, $6)`))
-			if err != nil {
-				return err
+		// A few statements of many rows each, within both backends'
+		// limits on the number of parameters.
+		for chunk := range slices.Chunk(v.Platforms, platformsPerInsert) {
+			values, args := make([]string, len(chunk)), make([]any, 0, 1+5*len(chunk))
+			args = append(args, id)
+			for i, p := range chunk {
+				n := len(args)
+				values[i] = fmt.Sprintf("($1, $%d, $%d, $%d, $%d, $%d)", n+1, n+2, n+3, n+4, n+5)
+				args = append(args, p.OS, p.Arch, p.Filename, p.SHA256, p.Size)
 			}
-			defer stmt.Close()
-			for _, p := range v.Platforms {
-				if _, err := stmt.ExecContext(ctx, id, p.OS, p.Arch, p.Filename, p.SHA256, p.Size); err != nil {
-					return err
-				}
+			if _, err := t.exec(ctx, `INSERT INTO provider_platforms (version_id, os, arch, filename, sha256, size) VALUES `+
+				strings.Join(values, ", "), args...); err != nil {
+				return err
 			}
 		}
 
@@ -126,6 +128,9 @@ func (x *Index) CreateProviderVersion(ctx context.Context, v registry.ProviderVe
 		return err
 	})
 }
+
+// platformsPerInsert is how many platforms one INSERT stores.
+const platformsPerInsert = 100
 
 // versionColumns are the columns versionRow receives, in its order.
 const versionColumns = `v.id, v.version, v.protocols, v.shasums_digest, v.shasums_signature_digest, v.published_at`
@@ -154,103 +159,126 @@ func keyTargets(k *registry.SigningKey) []any {
 	return []any{&k.Namespace, &k.KeyID, &k.Fingerprint, &k.ASCIIArmor, at(&k.CreatedAt), at(&k.ExpiresAt)}
 }
 
-// scanPlatform scans os, arch, filename, sha256 and size.
-func scanPlatform(s scanner, extra ...any) (registry.Platform, error) {
-	var p registry.Platform
-	err := s.Scan(append(extra, &p.OS, &p.Arch, &p.Filename, &p.SHA256, &p.Size)...)
-	return p, err
+// platformColumns are the columns of a version's platforms, NULL for a
+// version without platforms (they are LEFT JOINed as p).
+const platformColumns = `p.os, p.arch, p.filename, p.sha256, p.size`
+
+// platformRow receives the platformColumns of one row.
+type platformRow struct {
+	os, arch, filename, sha256 sql.NullString
+	size                       sql.NullInt64
 }
 
-// GetProviderVersion returns one version with its platforms, or NotFound.
+func (r *platformRow) targets() []any {
+	return []any{&r.os, &r.arch, &r.filename, &r.sha256, &r.size}
+}
+
+// addTo appends the platform, if the row has one, to v.
+func (r *platformRow) addTo(v *registry.ProviderVersion) {
+	if r.os.Valid {
+		v.Platforms = append(v.Platforms, registry.Platform{
+			OS: r.os.String, Arch: r.arch.String, Filename: r.filename.String, SHA256: r.sha256.String, Size: r.size.Int64,
+		})
+	}
+}
+
+// sortPlatforms orders platforms by OS, then architecture.
+func sortPlatforms(ps []registry.Platform) {
+	slices.SortFunc(ps, func(a, b registry.Platform) int {
+		return cmp.Or(strings.Compare(a.OS, b.OS), strings.Compare(a.Arch, b.Arch))
+	})
+}
+
+// GetProviderVersion returns one version with its platforms, or NotFound,
+// in one statement: a row per platform.
 func (x *Index) GetProviderVersion(ctx context.Context, namespace, typ, ver string) (registry.ProviderVersion, error) {
+	ctx, cancel := x.op(ctx)
+	defer cancel()
+	rows, err := x.query(ctx, `SELECT `+versionColumns+`, `+keyColumns+`, `+platformColumns+`
+		FROM provider_versions v JOIN signing_key_snapshots k ON k.id = v.signing_key_snapshot
+		LEFT JOIN provider_platforms p ON p.version_id = v.id
+		WHERE v.namespace = $1 AND v.type = $2 AND v.version = $3`, namespace, typ, ver)
 	var v registry.ProviderVersion
-	err := x.read(ctx, fmt.Sprintf("reading provider %s/%s version %s", namespace, typ, ver), func(ctx context.Context, t tx) error {
+	found := false
+	_, err = collect(rows, err, func(s scanner) (struct{}, error) {
 		var vr versionRow
-		var k registry.SigningKey
-		err := t.row(ctx, `SELECT `+versionColumns+`, `+keyColumns+`
-			FROM provider_versions v JOIN signing_key_snapshots k ON k.id = v.signing_key_snapshot
-			WHERE v.namespace = $1 AND v.type = $2 AND v.version = $3`, namespace, typ, ver).
-			Scan(append(vr.targets(x.d), keyTargets(&k)...)...)
-		if errors.Is(err, sql.ErrNoRows) {
-			return registry.Errorf(registry.NotFound, "provider %s/%s has no version %s", namespace, typ, ver)
+		var pr platformRow
+		if err := s.Scan(append(append(vr.targets(x.d), keyTargets(&v.SigningKey)...), pr.targets()...)...); err != nil {
+			return struct{}{}, err
 		}
-		if err != nil {
-			return err
+		if !found {
+			found, v.Platforms = true, nil
+			key := v.SigningKey
+			v = vr.decode(namespace, typ)
+			v.SigningKey = key
 		}
-		v = vr.decode(namespace, typ)
-		v.SigningKey = k
-		rows, err := t.query(ctx, `SELECT os, arch, filename, sha256, size FROM provider_platforms
-			WHERE version_id = $1 ORDER BY os, arch`, vr.id)
-		v.Platforms, err = collect(rows, err, func(s scanner) (registry.Platform, error) { return scanPlatform(s) })
-		return err
+		pr.addTo(&v)
+		return struct{}{}, nil
 	})
 	if err != nil {
-		return registry.ProviderVersion{}, err
+		return registry.ProviderVersion{}, x.fail(err, fmt.Sprintf("reading provider %s/%s version %s", namespace, typ, ver))
 	}
+	if !found {
+		return registry.ProviderVersion{}, registry.Errorf(registry.NotFound, "provider %s/%s has no version %s", namespace, typ, ver)
+	}
+	sortPlatforms(v.Platforms)
 	return v, nil
 }
 
 // ListProviderVersions returns every version of a provider with its
-// platforms, or NotFound if it has none. It reads versions, platforms and
-// key snapshots in three queries of one snapshot, each signing key once.
+// platforms, or NotFound if it has none: versions and platforms in one
+// statement, then the signing keys, each once. The two need not share a
+// snapshot: a version is immutable, and a key snapshot row outlives every
+// version that refers to it.
 func (x *Index) ListProviderVersions(ctx context.Context, namespace, typ string) ([]registry.ProviderVersion, error) {
+	ctx, cancel := x.op(ctx)
+	defer cancel()
+	what := fmt.Sprintf("listing the versions of provider %s/%s", namespace, typ)
 	var out []registry.ProviderVersion
-	err := x.read(ctx, fmt.Sprintf("listing the versions of provider %s/%s", namespace, typ), func(ctx context.Context, t tx) error {
-		index := map[int64]int{}   // version id -> position in out
-		keyOf := map[int64][]int{} // snapshot id -> positions in out
-		rows, err := t.query(ctx, `SELECT `+versionColumns+`, v.signing_key_snapshot
-			FROM provider_versions v WHERE v.namespace = $1 AND v.type = $2`, namespace, typ)
-		if _, err := collect(rows, err, func(s scanner) (struct{}, error) {
-			var vr versionRow
-			var snapshot int64
-			if err := s.Scan(append(vr.targets(x.d), &snapshot)...); err != nil {
-				return struct{}{}, err
-			}
-			index[vr.id] = len(out)
-			keyOf[snapshot] = append(keyOf[snapshot], len(out))
+	index := map[int64]int{}   // version id -> position in out
+	keyOf := map[int64][]int{} // snapshot id -> positions in out
+	rows, err := x.query(ctx, `SELECT `+versionColumns+`, v.signing_key_snapshot, `+platformColumns+`
+		FROM provider_versions v LEFT JOIN provider_platforms p ON p.version_id = v.id
+		WHERE v.namespace = $1 AND v.type = $2`, namespace, typ)
+	_, err = collect(rows, err, func(s scanner) (struct{}, error) {
+		var vr versionRow
+		var snapshot int64
+		var pr platformRow
+		if err := s.Scan(append(append(vr.targets(x.d), &snapshot), pr.targets()...)...); err != nil {
+			return struct{}{}, err
+		}
+		i, ok := index[vr.id]
+		if !ok {
+			i = len(out)
+			index[vr.id] = i
+			keyOf[snapshot] = append(keyOf[snapshot], i)
 			out = append(out, vr.decode(namespace, typ))
-			return struct{}{}, nil
-		}); err != nil {
-			return err
 		}
-		if len(out) == 0 {
-			return registry.Errorf(registry.NotFound, "provider %s/%s has no versions", namespace, typ)
-		}
-
-		rows, err = t.query(ctx, `SELECT p.version_id, p.os, p.arch, p.filename, p.sha256, p.size
-			FROM provider_versions v JOIN provider_platforms p ON p.version_id = v.id
-			WHERE v.namespace = $1 AND v.type = $2`, namespace, typ)
-		if _, err := collect(rows, err, func(s scanner) (struct{}, error) {
-			var id int64
-			p, err := scanPlatform(s, &id)
-			if i, ok := index[id]; ok && err == nil {
-				out[i].Platforms = append(out[i].Platforms, p)
-			}
-			return struct{}{}, err
-		}); err != nil {
-			return err
-		}
-		for i := range out { // in the order of GetProviderVersion
-			slices.SortFunc(out[i].Platforms, func(a, b registry.Platform) int {
-				return cmp.Or(strings.Compare(a.OS, b.OS), strings.Compare(a.Arch, b.Arch))
-			})
-		}
-
-		rows, err = t.query(ctx, `SELECT k.id, `+keyColumns+` FROM signing_key_snapshots k
-			WHERE k.id IN (SELECT signing_key_snapshot FROM provider_versions WHERE namespace = $1 AND type = $2)`, namespace, typ)
-		_, err = collect(rows, err, func(s scanner) (struct{}, error) {
-			var id int64
-			var k registry.SigningKey
-			err := s.Scan(append([]any{&id}, keyTargets(&k)...)...)
-			for _, i := range keyOf[id] {
-				out[i].SigningKey = k
-			}
-			return struct{}{}, err
-		})
-		return err
+		pr.addTo(&out[i])
+		return struct{}{}, nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, x.fail(err, what)
+	}
+	if len(out) == 0 {
+		return nil, registry.Errorf(registry.NotFound, "provider %s/%s has no versions", namespace, typ)
+	}
+	for i := range out { // in the order of GetProviderVersion
+		sortPlatforms(out[i].Platforms)
+	}
+	rows, err = x.query(ctx, `SELECT k.id, `+keyColumns+` FROM signing_key_snapshots k
+		WHERE k.id IN (SELECT signing_key_snapshot FROM provider_versions WHERE namespace = $1 AND type = $2)`, namespace, typ)
+	_, err = collect(rows, err, func(s scanner) (struct{}, error) {
+		var id int64
+		var k registry.SigningKey
+		err := s.Scan(append([]any{&id}, keyTargets(&k)...)...)
+		for _, i := range keyOf[id] {
+			out[i].SigningKey = k
+		}
+		return struct{}{}, err
+	})
+	if err != nil {
+		return nil, x.fail(err, what)
 	}
 	return out, nil
 }

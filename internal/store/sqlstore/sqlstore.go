@@ -81,9 +81,6 @@ type Dialect interface {
 	// part of tx (delivered only if it commits); a no-op for a database
 	// only this process uses.
 	Notify(ctx context.Context, tx *sql.Tx, c store.Change) error
-	// ReadTx returns the options of a read transaction that sees one
-	// consistent snapshot.
-	ReadTx() *sql.TxOptions
 	// Classify says what a backend error means, with a few words for the
 	// message when it is FailUnavailable or FailSchema.
 	Classify(err error) (Failure, string)
@@ -254,18 +251,6 @@ func (x *Index) writeOnce(ctx context.Context, c *store.Change, fn func(ctx cont
 	}
 	x.feed.publish(*c)
 	return nil
-}
-
-// read runs fn in a read-only transaction that sees one snapshot.
-func (x *Index) read(ctx context.Context, what string, fn func(ctx context.Context, t tx) error) error {
-	ctx, cancel := x.op(ctx)
-	defer cancel()
-	sqlTx, err := x.r.BeginTx(ctx, x.d.ReadTx())
-	if err != nil {
-		return x.fail(err, what)
-	}
-	defer sqlTx.Rollback()
-	return x.fail(fn(ctx, tx{sqlTx, x.d}), what)
 }
 
 // fail classifies err as a *registry.Error (see Classify); once the index

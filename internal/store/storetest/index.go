@@ -490,6 +490,24 @@ func testProviders(t *testing.T, newIndex func(*testing.T) store.Index) {
 		mustOK(t, err, "GetProviderVersion")
 		checkEqual(t, "GetProviderVersion", got, v, normVersion)
 	})
+	t.Run("ManyPlatforms", func(t *testing.T) {
+		x, ctx := newIndex(t), t.Context()
+		createNamespaces(t, x, "acme")
+		v := testVersion("acme", "cloud", "1.0.0", testKey("acme", 1), t0)
+		v.Platforms = nil
+		for i := range 7000 { // more parameters than SQLite binds in one statement
+			os := fmt.Sprintf("os%04d", i)
+			v.Platforms = append(v.Platforms, registry.Platform{OS: os, Arch: "amd64", Filename: os + ".zip",
+				SHA256: digestOf(os), Size: int64(i)})
+		}
+		mustOK(t, x.CreateProviderVersion(ctx, v), "CreateProviderVersion")
+		got, err := x.GetProviderVersion(ctx, "acme", "cloud", "1.0.0")
+		mustOK(t, err, "GetProviderVersion")
+		checkEqual(t, "GetProviderVersion", got, v, normVersion)
+		list, err := x.ListProviderVersions(ctx, "acme", "cloud")
+		mustOK(t, err, "ListProviderVersions")
+		checkList(t, "ListProviderVersions", list, []registry.ProviderVersion{v}, normVersion)
+	})
 	t.Run("DuplicateConflicts", func(t *testing.T) {
 		x, ctx := newIndex(t), t.Context()
 		createNamespaces(t, x, "acme")
