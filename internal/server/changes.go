@@ -6,11 +6,12 @@ import (
 	"trove.dev/trove/internal/store"
 )
 
-// followChanges keeps the cached protocol responses in step with changes
-// committed through other replicas sharing the index, until ctx ends. It
-// does nothing when the index has no change feed (an embedded index has
-// a single writer: this process, which invalidates on publish itself);
-// responses are then also rendered again after their maximum age.
+// followChanges keeps the cached protocol responses in step with the
+// changes committed to the index, until ctx ends: PostgreSQL's feed
+// carries every replica's commits (LISTEN/NOTIFY), SQLite's this
+// process's own, so both invalidate through this one path. It does nothing
+// for an index without a change feed; responses are then rendered again
+// after their maximum age.
 func (s *Server) followChanges(ctx context.Context) {
 	feed, ok := s.opt.Index.(store.ChangeFeed)
 	if !ok {
