@@ -7,6 +7,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -184,6 +185,81 @@ func TestLongValuesAreNotEchoed(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusBadRequest || len(data) > 500 {
 			t.Fatalf("status %d, %d bytes of answer: %.200s", resp.StatusCode, len(data), data)
+		}
+	}
+}
+
+// TestTextFields sends every free-text field with a newline, an escape
+// sequence and a C1 control character: each is refused with 400 and
+// registry.CheckText's message, and nothing is stored.
+func TestTextFields(t *testing.T) {
+	s := trovetest.Start(t)
+	ctx := context.Background()
+	if err := s.Index.CreateNamespace(ctx, registry.Namespace{Name: "acme", Description: "before", CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	type textCase struct {
+		name    string
+		limit   registry.Limit
+		request func(v string) (method, path, body string)
+	}
+	cases := []textCase{
+		{"namespace description (create)", registry.DescriptionLimit, func(v string) (string, string, string) {
+			return "POST", "/api/v1/namespaces", `{"name": "texted", "description": ` + quoted(v) + `}`
+		}},
+		{"namespace description (update)", registry.DescriptionLimit, func(v string) (string, string, string) {
+			return "PATCH", "/api/v1/namespaces/acme", `{"description": ` + quoted(v) + `}`
+		}},
+		{"token description", registry.DescriptionLimit, func(v string) (string, string, string) {
+			return "POST", "/api/v1/tokens", `{"description": ` + quoted(v) + `, "scopes": ["read"], "namespaces": ["acme"]}`
+		}},
+		{"module origin (query)", registry.OriginLimit, func(v string) (string, string, string) {
+			return "POST", "/api/v1/namespaces/acme/modules/net/aws/versions/1.0.0?origin=" + url.QueryEscape(v), ""
+		}},
+	}
+	for _, tc := range cases {
+		for _, v := range []string{"two\nlines", "red \x1b[31mtext", "c1 \u009b text", "tab\there"} {
+			t.Run(tc.name, func(t *testing.T) {
+				method, path, body := tc.request(v)
+				req, _ := http.NewRequest(method, s.URL+path, strings.NewReader(body))
+				req.Header.Set("Authorization", "Bearer "+s.AdminToken)
+				req.Header.Set("Content-Type", "application/json")
+				resp, err := s.HTTPClient().Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer resp.Body.Close()
+				var doc struct {
+					Errors []string `json:"errors"`
+				}
+				_ = json.NewDecoder(resp.Body).Decode(&doc)
+				wantErr := tc.limit.CheckText(v)
+				if wantErr == nil {
+					t.Fatalf("registry.CheckText accepts %q", v)
+				}
+				want := wantErr.Error()
+				if resp.StatusCode != http.StatusBadRequest || strings.Join(doc.Errors, "; ") != want {
+					t.Fatalf("%q: status %d, %q; want 400, %q", v, resp.StatusCode, doc.Errors, want)
+				}
+			})
+		}
+	}
+	nss, err := s.Index.ListNamespaces(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range nss {
+		if ns.Name == "texted" || ns.Description != "before" {
+			t.Errorf("stored namespace %q with description %q", ns.Name, ns.Description)
+		}
+	}
+	toks, err := s.Index.(store.Tokens).ListTokens(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tok := range toks {
+		if strings.ContainsFunc(tok.Description, registry.IsControl) {
+			t.Errorf("stored token %s with description %q", tok.ID, tok.Description)
 		}
 	}
 }

@@ -43,6 +43,11 @@ var queryLimits = map[string]registry.Limit{
 	"action":    registry.AuditActionLimit,
 }
 
+// textParams are the query parameters that carry free text to be stored
+// (the origin of a module version): they get registry.CheckText, one line
+// of UTF-8 without control characters, not only the length limit.
+var textParams = map[string]bool{ModuleOriginParam: true}
+
 // CheckPathValue checks the value of the route placeholder {name} against
 // its limit.
 func CheckPathValue(name, value string) error {
@@ -54,7 +59,8 @@ func CheckPathValue(name, value string) error {
 }
 
 // CheckQuery checks every value of the query parameters q against the
-// limit of its parameter, in the order of the parameter names.
+// limit of its parameter (and the free text of textParams against
+// registry.CheckText), in the order of the parameter names.
 func CheckQuery(q url.Values) error {
 	names := make([]string, 0, len(q))
 	for name := range q {
@@ -66,8 +72,12 @@ func CheckQuery(q url.Values) error {
 		if !ok {
 			l = registry.Limit{Field: "query parameter " + name, Max: otherLimit}
 		}
+		check := l.Check
+		if textParams[name] {
+			check = l.CheckText
+		}
 		for _, v := range q[name] {
-			if err := l.Check(v); err != nil {
+			if err := check(v); err != nil {
 				return err
 			}
 		}
@@ -85,20 +95,23 @@ func firstError(errs ...error) error {
 	return nil
 }
 
-// Validate checks the limits of the request's fields.
+// Validate checks the limits of the request's fields, and its description
+// with registry.CheckText.
 func (r CreateNamespaceRequest) Validate() error {
-	return firstError(registry.NamespaceLimit.Check(r.Name), registry.DescriptionLimit.Check(r.Description))
+	return firstError(registry.NamespaceLimit.Check(r.Name), registry.DescriptionLimit.CheckText(r.Description))
 }
 
-// Validate checks the limits of the request's fields.
+// Validate checks the limits of the request's fields, and its description
+// with registry.CheckText.
 func (r UpdateNamespaceRequest) Validate() error {
 	if r.Description == nil {
 		return nil
 	}
-	return registry.DescriptionLimit.Check(*r.Description)
+	return registry.DescriptionLimit.CheckText(*r.Description)
 }
 
-// Validate checks the limits of the request's fields.
+// Validate checks the limits of the request's fields, and its description
+// with registry.CheckText.
 func (r CreateTokenRequest) Validate() error {
 	if len(r.Namespaces) > registry.MaxTokenNamespaces {
 		return registry.Errorf(registry.Invalid, "a token is bound to at most %d namespaces, not %d: make it global, or use several tokens",
@@ -110,7 +123,7 @@ func (r CreateTokenRequest) Validate() error {
 		}
 	}
 	return firstError(registry.NamespaceLimit.Check(r.Namespace), registry.UserNameLimit.Check(r.User),
-		registry.DescriptionLimit.Check(r.Description))
+		registry.DescriptionLimit.CheckText(r.Description))
 }
 
 // Validate checks the limits of the request's fields. Its messages never

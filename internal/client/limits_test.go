@@ -157,3 +157,67 @@ func TestFieldLimitsBeforeSending(t *testing.T) {
 		})
 	}
 }
+
+// TestTextBeforeSending calls every method that sends free text with a
+// newline, an escape sequence and invalid UTF-8: each fails with the
+// server's message (registry.CheckText, as internal/api's TestTextFields
+// checks the server to answer) without any request.
+func TestTextBeforeSending(t *testing.T) {
+	var requests atomic.Int64
+	ts := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = w.Write([]byte(`{"errors":["not found"]}`))
+	}))
+	t.Cleanup(ts.Close)
+	c, err := New(ts.URL, testToken, WithHTTPClient(ts.Client()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	cases := []struct {
+		name  string
+		limit registry.Limit
+		call  func(v string) error
+	}{
+		{"CreateNamespace description", registry.DescriptionLimit, func(v string) error {
+			_, err := c.CreateNamespace(ctx, apispec.CreateNamespaceRequest{Name: "acme", Description: v})
+			return err
+		}},
+		{"UpdateNamespace description", registry.DescriptionLimit, func(v string) error {
+			_, err := c.UpdateNamespace(ctx, "acme", apispec.UpdateNamespaceRequest{Description: &v})
+			return err
+		}},
+		{"CreateToken description", registry.DescriptionLimit, func(v string) error {
+			_, err := c.CreateToken(ctx, apispec.CreateTokenRequest{Description: v, Scopes: []string{"read"}})
+			return err
+		}},
+		{"PublishModule origin", registry.OriginLimit, func(v string) error {
+			_, err := c.PublishModule(ctx, ModuleUpload{Namespace: "acme", Name: "net", System: "aws", Version: "1.0.0",
+				Archive: strings.NewReader("archive"), Origin: v})
+			return err
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, v := range []string{"two\nlines", "red \x1b[31mtext", "c1 \u009b", "bad \xff utf-8"} {
+				before := requests.Load()
+				err := tc.call(v)
+				want := tc.limit.CheckText(v)
+				if want == nil {
+					t.Fatalf("registry.CheckText accepts %q", v)
+				}
+				if err == nil || err.Error() != want.Error() || !registry.IsKind(err, registry.Invalid) {
+					t.Fatalf("%q: error %v, want %v", v, err, want)
+				}
+				if n := requests.Load() - before; n != 0 {
+					t.Fatalf("%q: %d requests sent, want none", v, n)
+				}
+			}
+			if err := tc.call("one line, Zürich"); !IsNotFound(err) {
+				t.Fatalf("valid text: %v, want the server's 404", err)
+			}
+		})
+	}
+}

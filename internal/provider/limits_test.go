@@ -36,6 +36,10 @@ var attributeLimits = map[string]registry.Limit{
 	"data.trove_module.system":         registry.ModuleSystemLimit,
 }
 
+// textAttributes are the free-text arguments, which registry.CheckText
+// also checks: UTF-8, one line, no control characters.
+var textAttributes = []string{"trove_namespace.description", "trove_token.description"}
+
 // boundedOtherwise are the string arguments without a length limit of
 // their own, and why that is enough.
 var boundedOtherwise = map[string]string{
@@ -114,6 +118,19 @@ func TestSchemaLimits(t *testing.T) {
 			t.Errorf("%s one byte over its limit: %v, want %q", name, errs, want)
 		}
 	}
+	for _, name := range textAttributes {
+		limit := attributeLimits[name]
+		for _, v := range []string{"two\nlines", "red \x1b[31mtext", "c1 \u009b", "bad \xff utf-8"} {
+			_, errs := args[name].ValidateFunc(v, "attr")
+			wantErr := limit.CheckText(v)
+			if wantErr == nil {
+				t.Fatalf("registry.CheckText accepts %q", v)
+			}
+			if want := "attr: " + wantErr.Error(); len(errs) != 1 || errs[0].Error() != want {
+				t.Errorf("%s = %q: %v, want %q", name, v, errs, want)
+			}
+		}
+	}
 	for name := range attributeLimits {
 		if _, ok := args[name]; !ok {
 			t.Errorf("attributeLimits names %s, which is no string argument", name)
@@ -182,6 +199,17 @@ data "trove_namespace" "test" {
 			Config:      e.config(config(args[0], args[1], args[2], args[3], args[4], args[5], args[6])),
 			PlanOnly:    true,
 			ExpectError: regexp.MustCompile(wrapped(msg).String()),
+		})
+	}
+	// Free text with a newline or a tab, refused at plan like the API
+	// refuses it.
+	for _, i := range []int{1, 4} { // the namespace's and the token's description
+		args := atLimit()
+		args[i] = "two\nlines\tand a tab"
+		steps = append(steps, resource.TestStep{
+			Config:      e.config(config(args[0], args[1], args[2], args[3], args[4], args[5], args[6])),
+			PlanOnly:    true,
+			ExpectError: regexp.MustCompile(wrapped(registry.DescriptionLimit.CheckText("two\nlines").Error()).String()),
 		})
 	}
 	args := atLimit()

@@ -134,8 +134,9 @@ var validatePassword = keywordValidator(func(s string) error {
 })
 
 // validateDescription is a schema.SchemaValidateFunc that bounds a
-// description as the API does (registry.MaxDescriptionLength).
-var validateDescription = keywordValidator(registry.DescriptionLimit.Check)
+// description as the API does (registry.CheckText: its length limit,
+// UTF-8, no control characters).
+var validateDescription = keywordValidator(registry.DescriptionLimit.CheckText)
 
 // validateRFC3339 is a schema.SchemaValidateDiagFunc for a time stamp such
 // as 2030-01-02T15:04:05Z. Whether it lies in the future is for the server

@@ -1,6 +1,10 @@
 package registry
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
 
 // Limits on the names and the free text a request can carry, defined once
 // here. The management API enforces them before it stores anything (400
@@ -58,6 +62,10 @@ type Limit struct {
 // Check returns CheckLength(l.Field, value, l.Max).
 func (l Limit) Check(value string) error { return CheckLength(l.Field, value, l.Max) }
 
+// CheckText returns CheckText(l.Field, value, l.Max): the check of a free
+// text field such as a description.
+func (l Limit) CheckText(value string) error { return CheckText(l.Field, value, l.Max) }
+
 // The limits of the fields a request can carry, each with the name its
 // messages use. The Parse functions of this package check the names, the
 // API and the client (internal/apispec) the rest.
@@ -88,6 +96,30 @@ func CheckLength(field, value string, max int) error {
 	}
 	return nil
 }
+
+// CheckText is the one check of a free-text field (a description, an
+// origin): at most max bytes (CheckLength), valid UTF-8, and one line
+// without control characters: no C0 control (newline and tab included),
+// no DEL and no C1 control, which a terminal listing the text would
+// interpret. The API, the client, the provider and the CLI apply it, so
+// all refuse the same text with the same message.
+func CheckText(field, value string, max int) error {
+	if err := CheckLength(field, value, max); err != nil {
+		return err
+	}
+	if !utf8.ValidString(value) {
+		return &Error{Kind: Invalid, Message: field + " is not valid UTF-8: write it as UTF-8 text"}
+	}
+	if i := strings.IndexFunc(value, IsControl); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(value[i:])
+		return &Error{Kind: Invalid, Message: fmt.Sprintf("%s contains the control character %U at byte %d: write it as one line of text, without newlines, tabs or escape sequences", field, r, i)}
+	}
+	return nil
+}
+
+// IsControl reports whether r is a C0 control character (newline and tab
+// included), DEL or a C1 control character.
+func IsControl(r rune) bool { return r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 }
 
 // maxQuoted bounds how much of a refused value an error message repeats.
 const maxQuoted = 64

@@ -56,3 +56,36 @@ func TestKeywordsAreNotEchoedInFull(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckText checks the one rule of free-text fields: length, UTF-8,
+// and no control characters.
+func TestCheckText(t *testing.T) {
+	tests := []struct {
+		value string
+		want  string // "" for valid
+	}{
+		{"", ""},
+		{"CI token for the acme pipeline", ""},
+		{"Zürich, 東京 — ok", ""},
+		{strings.Repeat("a", MaxDescriptionLength), ""},
+		{strings.Repeat("a", MaxDescriptionLength+1), "description is too long: 1025 bytes, the limit is 1024"},
+		{"two\nlines", "description contains the control character U+000A at byte 3"},
+		{"tab\there", "control character U+0009"},
+		{"esc \x1b[31mred", "control character U+001B"},
+		{"del \x7f", "control character U+007F"},
+		{"c1 \u009b", "control character U+009B"},
+		{"bad \xff utf-8", "description is not valid UTF-8"},
+	}
+	for _, tt := range tests {
+		err := DescriptionLimit.CheckText(tt.value)
+		if tt.want == "" {
+			if err != nil {
+				t.Errorf("%q: %v", tt.value, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tt.want) || !IsKind(err, Invalid) || len(err.Error()) > 200 {
+			t.Errorf("%.20q: %v, want %q", tt.value, err, tt.want)
+		}
+	}
+}
