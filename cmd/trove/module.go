@@ -73,7 +73,7 @@ func modulePublish() *command {
 						return err
 					}
 					up.Version, up.Origin = g.Version, g.Origin()
-					source = func(w io.Writer) (modules.PackStats, error) { return modules.PackFiles(w, *repo, g.Files) }
+					source = func(w io.Writer) (modules.PackStats, error) { return modules.PackArchiveFiles(w, *repo, g.Files) }
 					what = fmt.Sprintf("tag %s of %s", g.Tag, *repo)
 				case len(args) < 2:
 					return usagef("missing VERSION (or use --git-tag to take it from the Git tag at HEAD)")
@@ -93,7 +93,7 @@ func modulePublish() *command {
 					if !fi.IsDir() {
 						return publishArchiveFile(ctx, cl, up, path, *origin)
 					}
-					source = func(w io.Writer) (modules.PackStats, error) { return modules.Pack(w, path) }
+					source = func(w io.Writer) (modules.PackStats, error) { return modules.PackArchive(w, path) }
 					what = path
 				}
 				if *origin != "" {

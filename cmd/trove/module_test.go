@@ -54,7 +54,7 @@ func TestModuleCommandsAgainstTrove(t *testing.T) {
 	writeModule(t, dir, map[string]string{".terraform/modules/x.tf": "cached", "terraform.tfstate": "{}"})
 	out := ok("module", "publish", "acme/labels/null", "1.0.0", dir)
 	var packed bytes.Buffer
-	if _, err := modules.Pack(&packed, dir); err != nil {
+	if _, err := modules.PackArchive(&packed, dir); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasPrefix(out, "Published acme/labels/null 1.0.0 (tar.gz, ") || !strings.Contains(out, sha256Hex(packed.Bytes())) {

@@ -424,9 +424,9 @@ func (h *handler) createToken(w http.ResponseWriter, r *http.Request) error {
 		return registry.Errorf(registry.Invalid, "a token needs at least one scope: read, publish or admin")
 	}
 	for _, s := range req.Scopes {
-		scope := registry.Scope(s)
-		if scope != registry.ScopeRead && scope != registry.ScopePublish && scope != registry.ScopeAdmin {
-			return registry.Errorf(registry.Invalid, "unknown scope %.64q: use read, publish or admin", s)
+		scope, err := registry.ParseScope(s)
+		if err != nil {
+			return err
 		}
 		if !slices.Contains(t.Scopes, scope) {
 			t.Scopes = append(t.Scopes, scope)
@@ -712,7 +712,7 @@ func (h *handler) getProvider(w http.ResponseWriter, r *http.Request) error {
 		}
 		return err
 	}
-	registry.SortNewestFirst(versions)
+	registry.SortNewestFirst(versions, func(v registry.ProviderVersion) string { return v.Version })
 	out := apispec.ProviderDetail{Namespace: ns, Type: typ, Versions: make([]apispec.ProviderVersion, 0, len(versions))}
 	for _, v := range versions {
 		out.Versions = append(out.Versions, VersionDoc(v))

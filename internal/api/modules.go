@@ -86,7 +86,7 @@ func (h *handler) getModule(w http.ResponseWriter, r *http.Request) error {
 		}
 		return err
 	}
-	modules.SortNewestFirst(versions)
+	registry.SortNewestFirst(versions, func(v registry.ModuleVersion) string { return v.Version })
 	out := apispec.ModuleDetail{Namespace: ns, Name: name, System: system, Versions: make([]apispec.ModuleVersion, 0, len(versions))}
 	for _, v := range versions {
 		out.Versions = append(out.Versions, ModuleVersionDoc(v))

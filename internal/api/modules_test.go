@@ -36,7 +36,7 @@ func moduleArchive(t *testing.T, files map[string]string) []byte {
 		}
 	}
 	var buf bytes.Buffer
-	if _, err := modules.Pack(&buf, dir); err != nil {
+	if _, err := modules.PackArchive(&buf, dir); err != nil {
 		t.Fatal(err)
 	}
 	return buf.Bytes()

@@ -31,7 +31,7 @@ func TestModulesAgainstTrove(t *testing.T) {
 		t.Fatal(err)
 	}
 	var archive bytes.Buffer
-	if _, err := modules.Pack(&archive, dir); err != nil {
+	if _, err := modules.PackArchive(&archive, dir); err != nil {
 		t.Fatal(err)
 	}
 

@@ -45,11 +45,11 @@ func (a Access) validate() []error {
 	var errs []error
 	if a.PrivateDownloadURLTTL < MinDownloadURLTTL || a.PrivateDownloadURLTTL > MaxPrivateDownloadURLTTL {
 		errs = append(errs, registry.Errorf(registry.Invalid, "--private-download-url-ttl must be between %s and %s, got %s",
-			MinDownloadURLTTL, MaxPrivateDownloadURLTTL, a.PrivateDownloadURLTTL))
+			ShortDuration(MinDownloadURLTTL), ShortDuration(MaxPrivateDownloadURLTTL), ShortDuration(a.PrivateDownloadURLTTL)))
 	}
 	if a.LoginTokenTTL < MinLoginTokenTTL || a.LoginTokenTTL > MaxLoginTokenTTL {
 		errs = append(errs, registry.Errorf(registry.Invalid, "--login-token-ttl must be between %s and %s, got %s",
-			MinLoginTokenTTL, MaxLoginTokenTTL, a.LoginTokenTTL))
+			ShortDuration(MinLoginTokenTTL), ShortDuration(MaxLoginTokenTTL), ShortDuration(a.LoginTokenTTL)))
 	}
 	return errs
 }

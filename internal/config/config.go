@@ -268,7 +268,7 @@ func parseArgs(fs *flag.FlagSet, args []string) error {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
-		return registry.Errorf(registry.Invalid, "%s", err)
+		return registry.Errorf(registry.Invalid, "%s", FlagErrorMessage(fs, err))
 	}
 	if fs.NArg() > 0 {
 		return registry.Errorf(registry.Invalid, "unexpected argument %q: trove serve takes only flags", fs.Arg(0))
@@ -384,7 +384,7 @@ func (c Config) Validate() error {
 		bad("--insecure-http serves plain HTTP and cannot be combined with --tls-cert/--tls-key")
 	}
 	if c.DownloadURLTTL < MinDownloadURLTTL || c.DownloadURLTTL > MaxDownloadURLTTL {
-		bad("--download-url-ttl must be between %s and %s, got %s", MinDownloadURLTTL, MaxDownloadURLTTL, c.DownloadURLTTL)
+		bad("--download-url-ttl must be between %s and %s, got %s", ShortDuration(MinDownloadURLTTL), ShortDuration(MaxDownloadURLTTL), ShortDuration(c.DownloadURLTTL))
 	}
 	errs = append(errs, c.Access.validate()...)
 	errs = append(errs, c.Signing.validate()...)

@@ -19,7 +19,7 @@ import (
 	"trove.dev/trove/internal/registry"
 )
 
-// Bounds of what Check copies into the staging directory for Inspect.
+// Bounds of what CheckArchive copies into the staging directory for Inspect.
 const (
 	// maxStageBytes bounds the configuration files and READMEs staged for
 	// metadata extraction together.
@@ -71,7 +71,7 @@ type archive interface {
 	walk(fn func(it item) error) error
 }
 
-// Check checks the module archive of size bytes in r, a .tar.gz or a .zip
+// CheckArchive checks the module archive of size bytes in r, a .tar.gz or a .zip
 // recognised by its first bytes, within lim (a zero field takes
 // DefaultLimits' value), and returns its format (FormatTarGz or FormatZip).
 //
@@ -84,10 +84,10 @@ type archive interface {
 // count and unpacked size are enforced while reading, so a compression
 // bomb is refused as soon as it exceeds them.
 //
-// Check then copies the files Inspect reads (configuration files and
+// CheckArchive then copies the files Inspect reads (configuration files and
 // README.md of the root, of modules/* and of examples/*) into stageDir, an
 // existing empty directory, under their validated names.
-func Check(r io.ReaderAt, size int64, lim Limits, stageDir string) (format string, err error) {
+func CheckArchive(r io.ReaderAt, size int64, lim Limits, stageDir string) (format string, err error) {
 	lim = lim.withDefaults()
 	head := make([]byte, 4)
 	n, _ := r.ReadAt(head, 0)

@@ -87,7 +87,7 @@ func zipOf(t *testing.T, entries ...tent) []byte {
 func check(t *testing.T, archive []byte, lim Limits) (string, string, error) {
 	t.Helper()
 	dir := t.TempDir()
-	format, err := Check(bytes.NewReader(archive), int64(len(archive)), lim, dir)
+	format, err := CheckArchive(bytes.NewReader(archive), int64(len(archive)), lim, dir)
 	return format, dir, err
 }
 
@@ -109,7 +109,7 @@ func TestCheckAccepts(t *testing.T) {
 		t.Run(format, func(t *testing.T) {
 			got, dir, err := check(t, archive, Limits{})
 			if err != nil {
-				t.Fatalf("Check: %v", err)
+				t.Fatalf("CheckArchive: %v", err)
 			}
 			if got != format {
 				t.Errorf("format = %q, want %q", got, format)
@@ -177,10 +177,10 @@ func TestCheckRefuses(t *testing.T) {
 				}
 				_, dir, err := check(t, archive, tt.lim)
 				if !registry.IsKind(err, tt.kind) {
-					t.Fatalf("Check error = %v (kind %v), want kind %v", err, registry.KindOf(err), tt.kind)
+					t.Fatalf("CheckArchive error = %v (kind %v), want kind %v", err, registry.KindOf(err), tt.kind)
 				}
 				if !strings.Contains(err.Error(), tt.msg) {
-					t.Errorf("Check error = %q, want it to mention %q", err, tt.msg)
+					t.Errorf("CheckArchive error = %q, want it to mention %q", err, tt.msg)
 				}
 				if left, _ := os.ReadDir(dir); len(left) > 0 {
 					// Nothing is staged before the whole archive passed.
@@ -211,7 +211,7 @@ func TestCheckRefusesTarOnly(t *testing.T) {
 			}
 			_, _, err := check(t, archive, Limits{})
 			if !registry.IsKind(err, registry.Invalid) || !strings.Contains(err.Error(), tt.msg) {
-				t.Fatalf("Check error = %v, want an Invalid error mentioning %q", err, tt.msg)
+				t.Fatalf("CheckArchive error = %v, want an Invalid error mentioning %q", err, tt.msg)
 			}
 		})
 	}
@@ -278,7 +278,7 @@ func TestCheckRefusesBombs(t *testing.T) {
 	zw.Write(plain.Bytes())
 	zw.Close()
 	if _, _, err := check(t, bomb.Bytes(), Limits{MaxUnpackedBytes: 1 << 20}); !registry.IsKind(err, registry.TooLarge) {
-		t.Errorf("trailing gzip bomb: Check error = %v, want TooLarge", err)
+		t.Errorf("trailing gzip bomb: CheckArchive error = %v, want TooLarge", err)
 	}
 
 	// A zip whose header understates an entry's size.
@@ -288,7 +288,7 @@ func TestCheckRefusesBombs(t *testing.T) {
 	f.Write([]byte(mainTF))
 	w.Close()
 	if _, _, err := check(t, zbuf.Bytes(), Limits{}); !registry.IsKind(err, registry.Invalid) && !registry.IsKind(err, registry.TooLarge) {
-		t.Errorf("zip with a lying header: Check error = %v, want it refused", err)
+		t.Errorf("zip with a lying header: CheckArchive error = %v, want it refused", err)
 	}
 }
 
@@ -299,7 +299,7 @@ func TestCheckRefusesHugeZipDirectory(t *testing.T) {
 	}
 	_, _, err := check(t, zipOf(t, entries...), Limits{MaxEntries: 10})
 	if !registry.IsKind(err, registry.TooLarge) || !strings.Contains(err.Error(), "more than 10 entries") {
-		t.Errorf("Check error = %v, want TooLarge before the entries are read", err)
+		t.Errorf("CheckArchive error = %v, want TooLarge before the entries are read", err)
 	}
 	if n, ok := zipEntryCount(bytes.NewReader(zipOf(t, entries...)), int64(len(zipOf(t, entries...)))); !ok || n != 51 {
 		t.Errorf("zipEntryCount = %d, %v; want 51", n, ok)
@@ -315,7 +315,7 @@ func TestCheckRefusesGarbage(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, _, err := check(t, data, Limits{}); !registry.IsKind(err, registry.Invalid) {
-				t.Errorf("Check error = %v, want Invalid", err)
+				t.Errorf("CheckArchive error = %v, want Invalid", err)
 			}
 		})
 	}

@@ -90,7 +90,7 @@ type Resource struct {
 	Type string `json:"type"`
 }
 
-// Inspect reads the module files Check staged in dir and returns their
+// Inspect reads the module files CheckArchive staged in dir and returns their
 // metadata. It reads nothing but dir, through an os.Root, so no name can
 // reach outside it. It refuses, before parsing any, configuration files
 // larger or more deeply nested than MaxConfigBytes and MaxConfigNesting

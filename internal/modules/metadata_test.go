@@ -96,12 +96,12 @@ func TestInspectRealisticModule(t *testing.T) {
 	dir := t.TempDir()
 	writeTree(t, dir, realisticModule)
 	var buf bytes.Buffer
-	if _, err := Pack(&buf, dir); err != nil {
+	if _, err := PackArchive(&buf, dir); err != nil {
 		t.Fatal(err)
 	}
 	_, stage, err := check(t, buf.Bytes(), Limits{})
 	if err != nil {
-		t.Fatalf("Check: %v", err)
+		t.Fatalf("CheckArchive: %v", err)
 	}
 	md, err := Inspect(stage)
 	if err != nil {

@@ -1,11 +1,12 @@
-// Package modules owns Terraform module archives: packing a directory into a
-// deterministic .tar.gz (Pack, PackFiles), checking an uploaded .tar.gz or
-// .zip before it is stored (Check), extracting the metadata people browse
-// (Inspect: README, inputs, outputs, required providers, submodules and
-// examples, read with terraform-config-inspect), and the publish and delete
-// transactions of module versions (Publisher).
+// Package modules owns Terraform module archives: packing a directory into
+// a deterministic .tar.gz (PackArchive, PackArchiveFiles), checking an
+// uploaded .tar.gz or .zip before it is stored (CheckArchive), extracting
+// the metadata people browse (Inspect: README, inputs, outputs, required
+// providers, submodules and examples, read with terraform-config-inspect),
+// and the publish and delete transactions of module versions (Publisher,
+// staging uploads with internal/staging).
 //
-// Archives are hostile input. Check never trusts an entry name: it refuses
+// Archives are hostile input. CheckArchive never trusts an entry name: it refuses
 // absolute paths, "..", links that leave the archive, special files and
 // duplicate names, bounds the entry count and the unpacked size while it
 // reads, and copies only the files metadata extraction needs into a fresh
@@ -13,10 +14,7 @@
 package modules
 
 import (
-	"slices"
 	"strings"
-
-	version "github.com/hashicorp/go-version"
 
 	"trove.dev/trove/internal/registry"
 )
@@ -63,26 +61,3 @@ func isConfigFile(base string) bool {
 
 // isReadme reports whether base names a module's README.md (any case).
 func isReadme(base string) bool { return strings.EqualFold(base, "README.md") }
-
-// SortNewestFirst orders module versions by descending semver precedence.
-// Versions that do not parse (none should be stored) sort last.
-func SortNewestFirst(vs []registry.ModuleVersion) {
-	parsed := make(map[string]*version.Version, len(vs))
-	for _, v := range vs {
-		if p, err := version.NewSemver(v.Version); err == nil {
-			parsed[v.Version] = p
-		}
-	}
-	slices.SortStableFunc(vs, func(a, b registry.ModuleVersion) int {
-		pa, pb := parsed[a.Version], parsed[b.Version]
-		switch {
-		case pa == nil && pb == nil:
-			return strings.Compare(a.Version, b.Version)
-		case pa == nil:
-			return 1
-		case pb == nil:
-			return -1
-		}
-		return pb.Compare(pa)
-	})
-}

@@ -16,7 +16,7 @@ import (
 	"trove.dev/trove/internal/registry"
 )
 
-// PackTime is the modification time of every entry Pack writes, so that
+// PackTime is the modification time of every entry PackArchive writes, so that
 // the archive does not depend on when files were touched. (Not the Unix
 // epoch: some tar programs warn about implausibly old time stamps.)
 var PackTime = time.Date(2000, time.January, 1, 0, 0, 0, 0, time.UTC)
@@ -27,11 +27,11 @@ type PackStats struct {
 	Bytes int64 // their total size
 }
 
-// excludedDirs are directories Pack leaves out wherever they are:
+// excludedDirs are directories PackArchive leaves out wherever they are:
 // version-control data and Terraform's working directory.
 var excludedDirs = []string{".git", ".hg", ".svn", ".terraform"}
 
-// Excluded reports whether Pack leaves out the file or directory at the
+// Excluded reports whether PackArchive leaves out the file or directory at the
 // slash-separated path rel: anything inside .git, .hg, .svn or .terraform,
 // Terraform state (*.tfstate and its backups and lock info, *.tfstate.*),
 // and the dependency lock file .terraform.lock.hcl, which Terraform reads
@@ -47,17 +47,17 @@ func Excluded(rel string) bool {
 	return base == ".terraform.lock.hcl" || strings.HasSuffix(base, ".tfstate") || strings.Contains(base, ".tfstate.")
 }
 
-// Pack writes the module in dir to w as a .tar.gz that depends only on the
+// PackArchive writes the module in dir to w as a .tar.gz that depends only on the
 // names, contents and executable bits of its files: entries sorted by
 // name, one fixed modification time (PackTime), owner 0, modes 0644, 0755
 // for executables and directories, and a gzip header without name or time.
 // The same tree packed by the same Trove version gives the same bytes.
 //
-// Pack leaves out what Excluded names. It follows symbolic links that
+// PackArchive leaves out what Excluded names. It follows symbolic links that
 // resolve inside dir, packing what they point to, and refuses links that
 // leave dir, loops and special files. The root must hold a configuration
 // file (*.tf or *.tf.json).
-func Pack(w io.Writer, dir string) (PackStats, error) {
+func PackArchive(w io.Writer, dir string) (PackStats, error) {
 	p, err := newPacker(dir)
 	if err != nil {
 		return PackStats{}, err
@@ -68,10 +68,10 @@ func Pack(w io.Writer, dir string) (PackStats, error) {
 	return p.write(w)
 }
 
-// PackFiles is Pack restricted to files, slash-separated paths relative to
+// PackArchiveFiles is PackArchive restricted to files, slash-separated paths relative to
 // dir such as `git ls-files` prints, and the directories that hold them.
 // Excluded paths are left out here too.
-func PackFiles(w io.Writer, dir string, files []string) (PackStats, error) {
+func PackArchiveFiles(w io.Writer, dir string, files []string) (PackStats, error) {
 	p, err := newPacker(dir)
 	if err != nil {
 		return PackStats{}, err

@@ -33,8 +33,8 @@ func writeTree(t *testing.T, dir string, files map[string]string) {
 func pack(t *testing.T, dir string) []byte {
 	t.Helper()
 	var buf bytes.Buffer
-	if _, err := Pack(&buf, dir); err != nil {
-		t.Fatalf("Pack: %v", err)
+	if _, err := PackArchive(&buf, dir); err != nil {
+		t.Fatalf("PackArchive: %v", err)
 	}
 	return buf.Bytes()
 }
@@ -133,7 +133,7 @@ func TestPackContents(t *testing.T) {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	stats, err := Pack(&buf, dir)
+	stats, err := PackArchive(&buf, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,9 +165,9 @@ func TestPackContents(t *testing.T) {
 	if gz.Name != "" || !gz.ModTime.IsZero() || gz.Comment != "" {
 		t.Errorf("gzip header has name %q, time %s, comment %q; want none", gz.Name, gz.ModTime, gz.Comment)
 	}
-	// What Pack writes, Check accepts.
+	// What PackArchive writes, CheckArchive accepts.
 	if _, _, err := check(t, buf.Bytes(), Limits{}); err != nil {
-		t.Errorf("Check of a packed module: %v", err)
+		t.Errorf("CheckArchive of a packed module: %v", err)
 	}
 }
 
@@ -179,7 +179,7 @@ func TestPackLinks(t *testing.T) {
 		must(t, os.MkdirAll(filepath.Join(dir, "modules"), 0o755))
 		must(t, os.Symlink("../shared", filepath.Join(dir, "modules", "common")))
 		var buf bytes.Buffer
-		if _, err := Pack(&buf, dir); err != nil {
+		if _, err := PackArchive(&buf, dir); err != nil {
 			t.Fatal(err)
 		}
 		got, _ := listTar(t, buf.Bytes())
@@ -211,9 +211,9 @@ func TestPackLinks(t *testing.T) {
 			dir := t.TempDir()
 			writeTree(t, dir, map[string]string{"main.tf": mainTF})
 			setup(t, dir)
-			_, err := Pack(io.Discard, dir)
+			_, err := PackArchive(io.Discard, dir)
 			if !registry.IsKind(err, registry.Invalid) {
-				t.Fatalf("Pack error = %v, want Invalid", err)
+				t.Fatalf("PackArchive error = %v, want Invalid", err)
 			}
 		})
 	}
@@ -222,28 +222,28 @@ func TestPackLinks(t *testing.T) {
 func TestPackRefusesWithoutRootConfig(t *testing.T) {
 	dir := t.TempDir()
 	writeTree(t, dir, map[string]string{"modules/x/main.tf": mainTF, "README.md": "hi"})
-	if _, err := Pack(io.Discard, dir); !registry.IsKind(err, registry.Invalid) || !strings.Contains(err.Error(), "no Terraform configuration file") {
-		t.Errorf("Pack error = %v, want an Invalid error about the missing configuration", err)
+	if _, err := PackArchive(io.Discard, dir); !registry.IsKind(err, registry.Invalid) || !strings.Contains(err.Error(), "no Terraform configuration file") {
+		t.Errorf("PackArchive error = %v, want an Invalid error about the missing configuration", err)
 	}
 }
 
-func TestPackFiles(t *testing.T) {
+func TestPackArchiveFiles(t *testing.T) {
 	dir := t.TempDir()
 	writeTree(t, dir, sampleTree)
 	writeTree(t, dir, map[string]string{"untracked.tf": "# not listed\n"})
 	var buf bytes.Buffer
-	_, err := PackFiles(&buf, dir, []string{"main.tf", "modules/subnet/main.tf", ".terraform.lock.hcl", "terraform.tfstate"})
+	_, err := PackArchiveFiles(&buf, dir, []string{"main.tf", "modules/subnet/main.tf", ".terraform.lock.hcl", "terraform.tfstate"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	got, _ := listTar(t, buf.Bytes())
 	want := []string{"main.tf rw-r--r-- 36", "modules/ rwxr-xr-x 0", "modules/subnet/ rwxr-xr-x 0", "modules/subnet/main.tf rw-r--r-- 36"}
 	if !slices.Equal(got, want) {
-		t.Errorf("PackFiles entries = %q, want %q", got, want)
+		t.Errorf("PackArchiveFiles entries = %q, want %q", got, want)
 	}
 	for _, bad := range []string{"../x", "/etc/passwd", "a/../main.tf", "./main.tf"} {
-		if _, err := PackFiles(io.Discard, dir, []string{"main.tf", bad}); !registry.IsKind(err, registry.Invalid) {
-			t.Errorf("PackFiles with %q: error = %v, want Invalid", bad, err)
+		if _, err := PackArchiveFiles(io.Discard, dir, []string{"main.tf", bad}); !registry.IsKind(err, registry.Invalid) {
+			t.Errorf("PackArchiveFiles with %q: error = %v, want Invalid", bad, err)
 		}
 	}
 }

@@ -2,15 +2,10 @@ package modules
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 	"unicode"
@@ -18,6 +13,7 @@ import (
 	tfaddr "github.com/hashicorp/terraform-registry-address"
 
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/staging"
 	"trove.dev/trove/internal/store"
 )
 
@@ -25,7 +21,7 @@ import (
 const MaxOriginBytes = registry.MaxOriginLength
 
 // stagePrefix starts the name of every file and directory a module
-// publish stages in TempDir.
+// publish stages in TempDir (see internal/staging).
 const stagePrefix = "module-"
 
 // Options configures a Publisher.
@@ -47,8 +43,9 @@ type Options struct {
 // Publisher publishes and deletes module versions. It is safe for
 // concurrent use.
 type Publisher struct {
-	opt Options
-	ins *inspector // shared by its publishes
+	opt   Options
+	stage staging.Dir
+	ins   *inspector // shared by its publishes
 }
 
 // NewPublisher returns a Publisher.
@@ -66,30 +63,13 @@ func NewPublisher(opt Options) *Publisher {
 	if opt.OnChange == nil {
 		opt.OnChange = func(string, string, string) {}
 	}
-	return &Publisher{opt: opt, ins: newInspector()}
+	return &Publisher{opt: opt, stage: staging.Dir{Path: opt.TempDir, Prefix: stagePrefix}, ins: newInspector()}
 }
 
 // RemoveStaleUploads deletes what publishes that never finished left in
 // TempDir, such as those of a process killed mid-upload. Call it at
 // start-up, before serving: a staging directory belongs to one process.
-func (p *Publisher) RemoveStaleUploads() error {
-	entries, err := os.ReadDir(p.opt.TempDir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	var errs []error
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), stagePrefix) {
-			if err := os.RemoveAll(filepath.Join(p.opt.TempDir, e.Name())); err != nil {
-				errs = append(errs, err)
-			}
-		}
-	}
-	return errors.Join(errs...)
-}
+func (p *Publisher) RemoveStaleUploads() error { return p.stage.RemoveStale() }
 
 // Upload is one module version to publish.
 type Upload struct {
@@ -101,15 +81,12 @@ type Upload struct {
 	Archive io.Reader
 }
 
-// Result reports the outcome of a publish.
-type Result struct {
-	Version registry.ModuleVersion
-	Created bool // false when the identical archive was already published
-	// Warnings are problems found in the configuration that did not stop
-	// the publish (terraform-config-inspect diagnostics, at most
-	// MaxDiagnostics and a count of the rest).
-	Warnings []string
-}
+// Result reports the outcome of a publish: Created is false when the
+// identical archive was already published; Warnings are problems found
+// in the configuration that did not stop the publish
+// (terraform-config-inspect diagnostics, at most MaxDiagnostics and a
+// count of the rest).
+type Result = registry.PublishResult[registry.ModuleVersion]
 
 // addressCheckHost is the registry host ParseAddress puts before a module
 // address to have the clients' parser check it; any dotted name would do.
@@ -158,7 +135,7 @@ func ParseStoredAddress(namespace, name, system, version string) (registry.Modul
 // Publish publishes a module version: it stages the archive while hashing
 // it, refuses a version that exists with other bytes (Conflict) and
 // answers an identical re-publish with Created false, checks the archive
-// (Check) and extracts its metadata (Inspect) from a staged copy, stores
+// (CheckArchive) and extracts its metadata (Inspect) from a staged copy, stores
 // the archive blob and then the version in one index write. Nothing is
 // stored unless every check passed; staged files are always removed.
 func (p *Publisher) Publish(ctx context.Context, up Upload) (Result, error) {
@@ -176,30 +153,22 @@ func (p *Publisher) Publish(ctx context.Context, up Upload) (Result, error) {
 		}
 		return Result{}, err
 	}
-	if err := os.MkdirAll(p.opt.TempDir, 0o700); err != nil {
-		return Result{}, err
-	}
-
 	// 1. Stage the archive, hashing it.
-	f, err := os.CreateTemp(p.opt.TempDir, stagePrefix+"*.archive")
+	f, err := p.stage.CreateFile("*.archive")
 	if err != nil {
 		return Result{}, err
 	}
 	archivePath := f.Name()
 	defer os.Remove(archivePath)
 	defer f.Close()
-	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(f, h), io.LimitReader(up.Archive, p.opt.MaxArchiveBytes+1))
+	n, digest, err := staging.Copy(f, up.Archive, p.opt.MaxArchiveBytes, "the module archive")
 	if err != nil {
 		return Result{}, err
-	}
-	if n > p.opt.MaxArchiveBytes {
-		return Result{}, registry.Errorf(registry.TooLarge, "the module archive is larger than the limit of %d bytes", p.opt.MaxArchiveBytes)
 	}
 	if n == 0 {
 		return Result{}, registry.Errorf(registry.Invalid, "the module archive is empty")
 	}
-	v.ArchiveDigest, v.ArchiveSize = hex.EncodeToString(h.Sum(nil)), n
+	v.ArchiveDigest, v.ArchiveSize = digest, n
 
 	// 2. An existing version: the same bytes are an idempotent retry,
 	// anything else is refused before any further work.
@@ -208,17 +177,20 @@ func (p *Publisher) Publish(ctx context.Context, up Upload) (Result, error) {
 	} else if !registry.IsKind(err, registry.NotFound) {
 		return Result{}, err
 	}
-	if err := p.checkPrecedence(ctx, v); err != nil {
+	if err := registry.CheckPrecedence(fmt.Sprintf("module %s/%s/%s", v.Namespace, v.Name, v.System), v.Version,
+		func() ([]registry.ModuleVersion, error) {
+			return p.opt.Index.ListModuleVersions(ctx, v.Namespace, v.Name, v.System)
+		}, moduleVersion); err != nil {
 		return Result{}, err
 	}
 
 	// 3. Check the archive and extract its metadata from a staged copy.
-	stageDir, err := os.MkdirTemp(p.opt.TempDir, stagePrefix+"*.d")
+	stageDir, err := p.stage.MkdirTemp("*.d")
 	if err != nil {
 		return Result{}, err
 	}
 	defer os.RemoveAll(stageDir)
-	if v.ArchiveFormat, err = Check(f, n, p.opt.Limits, stageDir); err != nil {
+	if v.ArchiveFormat, err = CheckArchive(f, n, p.opt.Limits, stageDir); err != nil {
 		return Result{}, err
 	}
 	md, err := p.ins.inspect(ctx, stageDir)
@@ -234,23 +206,15 @@ func (p *Publisher) Publish(ctx context.Context, up Upload) (Result, error) {
 	}
 
 	// 4. The blob, then the version in one index write.
-	if err := p.putArchive(ctx, f, archivePath, v); err != nil {
+	if err := staging.Store(ctx, p.opt.Blobs, v.ArchiveDigest, v.ArchiveSize, archivePath); err != nil {
 		return Result{}, err
 	}
 	v.PublishedAt = p.opt.Now().UTC()
 	err = p.opt.Index.CreateModuleVersion(ctx, v)
 	if registry.IsKind(err, registry.Conflict) {
-		// Lost a race with a concurrent publish of the same version, or
-		// the version equals a stored one but for build metadata (then
-		// there is no version of this exact name, and the conflict stands).
-		existing, gerr := p.opt.Index.GetModuleVersion(ctx, v.Namespace, v.Name, v.System, v.Version)
-		if registry.IsKind(gerr, registry.NotFound) {
-			return Result{}, err
-		}
-		if gerr != nil {
-			return Result{}, gerr
-		}
-		return existingVersion(existing, v)
+		return registry.ResolveCreateConflict(err, func() (registry.ModuleVersion, error) {
+			return p.opt.Index.GetModuleVersion(ctx, v.Namespace, v.Name, v.System, v.Version)
+		}, func(existing registry.ModuleVersion) (Result, error) { return existingVersion(existing, v) })
 	}
 	if err != nil {
 		return Result{}, err
@@ -259,18 +223,6 @@ func (p *Publisher) Publish(ctx context.Context, up Upload) (Result, error) {
 	p.opt.Logger.InfoContext(ctx, "published module version", "namespace", v.Namespace, "name", v.Name, "system", v.System,
 		"version", v.Version, "format", v.ArchiveFormat, "size", v.ArchiveSize, "digest", v.ArchiveDigest)
 	return Result{Version: v, Created: true, Warnings: md.Diagnostics}, nil
-}
-
-// putArchive stores the staged archive as a blob, moving the file when the
-// blob store can take it.
-func (p *Publisher) putArchive(ctx context.Context, f *os.File, path string, v registry.ModuleVersion) error {
-	if fp, ok := p.opt.Blobs.(store.FilePutter); ok {
-		return fp.PutFile(ctx, v.ArchiveDigest, v.ArchiveSize, path)
-	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return err
-	}
-	return p.opt.Blobs.Put(ctx, v.ArchiveDigest, v.ArchiveSize, f)
 }
 
 // existingVersion decides between an idempotent retry and a conflict.
@@ -317,19 +269,4 @@ func (p *Publisher) Delete(ctx context.Context, namespace, name, system, version
 	return existing, nil
 }
 
-// checkPrecedence refuses, before the archive is stored, a version equal to
-// a stored one but for build metadata. The index checks it again in the
-// transaction that creates the version.
-func (p *Publisher) checkPrecedence(ctx context.Context, v registry.ModuleVersion) error {
-	stored, err := p.opt.Index.ListModuleVersions(ctx, v.Namespace, v.Name, v.System)
-	if registry.IsKind(err, registry.NotFound) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if existing, ok := registry.SamePrecedence(v.Version, stored, func(s registry.ModuleVersion) string { return s.Version }); ok {
-		return registry.PrecedenceConflict(fmt.Sprintf("module %s/%s/%s", v.Namespace, v.Name, v.System), v.Version, existing)
-	}
-	return nil
-}
+func moduleVersion(v registry.ModuleVersion) string { return v.Version }

@@ -20,8 +20,15 @@ import (
 // and data sources. They hold the rules Terraform applies before any API
 // call; the server checks everything again.
 
-// scopes are the token scopes the API knows, weakest first.
-var scopes = []string{string(registry.ScopeRead), string(registry.ScopePublish), string(registry.ScopeAdmin)}
+// scopes are the token scopes the API knows (registry.Scopes), weakest
+// first, for messages.
+var scopes = func() []string {
+	out := make([]string, len(registry.Scopes))
+	for i, s := range registry.Scopes {
+		out[i] = string(s)
+	}
+	return out
+}()
 
 // validateNamespaceName is a schema.SchemaValidateFunc that applies the
 // provider address rules Trove names namespaces by.
@@ -79,10 +86,8 @@ func validateScope(v any, key string) (warnings []string, errs []error) {
 	if !ok {
 		return nil, []error{fmt.Errorf("expected %s to be a string", key)}
 	}
-	for _, known := range scopes {
-		if s == known {
-			return nil, nil
-		}
+	if _, err := registry.ParseScope(s); err == nil {
+		return nil, nil
 	}
 	return nil, []error{fmt.Errorf("unknown scope %q: use %s", s, strings.Join(scopes, ", "))}
 }

@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -25,6 +24,7 @@ import (
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/release"
 	"trove.dev/trove/internal/signing"
+	"trove.dev/trove/internal/staging"
 	"trove.dev/trove/internal/store"
 )
 
@@ -58,7 +58,8 @@ type Options struct {
 
 // Publisher publishes provider releases. It is safe for concurrent use.
 type Publisher struct {
-	opt Options
+	opt   Options
+	stage staging.Dir
 }
 
 // New returns a Publisher.
@@ -78,32 +79,16 @@ func New(opt Options) *Publisher {
 	if opt.OnPublish == nil {
 		opt.OnPublish = func(string, string) {}
 	}
-	return &Publisher{opt: opt}
+	return &Publisher{opt: opt, stage: staging.Dir{Path: opt.TempDir, Prefix: stagePrefix}}
 }
 
 // RemoveStaleUploads deletes archives staged by publishes that never
 // finished, such as those of a process killed mid-upload. Call it at
 // start-up, before serving: a staging directory belongs to one process.
-func (p *Publisher) RemoveStaleUploads() error {
-	entries, err := os.ReadDir(p.opt.TempDir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	var errs []error
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), stagePrefix) {
-			if err := os.Remove(filepath.Join(p.opt.TempDir, e.Name())); err != nil {
-				errs = append(errs, err)
-			}
-		}
-	}
-	return errors.Join(errs...)
-}
+func (p *Publisher) RemoveStaleUploads() error { return p.stage.RemoveStale() }
 
-// stagePrefix starts the name of every staged archive in TempDir.
+// stagePrefix starts the name of every staged archive in TempDir (see
+// internal/staging).
 const stagePrefix = "publish-"
 
 // FileSource yields the files of a release in upload order. Next returns
@@ -113,11 +98,9 @@ type FileSource interface {
 	Next() (name string, content io.Reader, err error)
 }
 
-// Result reports the outcome of a publish.
-type Result struct {
-	Version registry.ProviderVersion
-	Created bool // false when the identical release was already published
-}
+// Result reports the outcome of a publish: Created is false when the
+// identical release was already published.
+type Result = registry.PublishResult[registry.ProviderVersion]
 
 // PublishProvider publishes version of namespace/typ from src, whose files
 // must come in this order: terraform-provider-<type>_<version>_SHA256SUMS,
@@ -229,7 +212,10 @@ func (pub *publication) run(src FileSource) (Result, error) {
 	} else if !registry.IsKind(err, registry.NotFound) {
 		return Result{}, err
 	}
-	if err := pub.checkPrecedence(); err != nil {
+	if err := registry.CheckPrecedence(fmt.Sprintf("provider %s/%s", v.Namespace, v.Type), v.Version,
+		func() ([]registry.ProviderVersion, error) {
+			return pub.p.opt.Index.ListProviderVersions(pub.ctx, v.Namespace, v.Type)
+		}, providerVersion); err != nil {
 		return Result{}, err
 	}
 
@@ -350,26 +336,17 @@ func (pub *publication) stageZip(name string, r io.Reader) error {
 	if _, dup := pub.staged[name]; dup {
 		return registry.Errorf(registry.Invalid, "%s was sent twice", name)
 	}
-	if err := os.MkdirAll(pub.p.opt.TempDir, 0o700); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(pub.p.opt.TempDir, stagePrefix+"*.zip")
+	f, err := pub.p.stage.CreateFile("*.zip")
 	if err != nil {
 		return err
 	}
 	pub.staged[name] = stagedFile{path: f.Name()}
 	defer f.Close()
 
-	h := sha256.New()
-	limit := pub.p.opt.MaxZipBytes
-	n, err := io.Copy(io.MultiWriter(f, h), io.LimitReader(r, limit+1))
+	n, got, err := staging.Copy(f, r, pub.p.opt.MaxZipBytes, name)
 	if err != nil {
 		return err
 	}
-	if n > limit {
-		return registry.Errorf(registry.TooLarge, "%s is larger than the limit of %d bytes", name, limit)
-	}
-	got := hex.EncodeToString(h.Sum(nil))
 	if want := pub.listed[name]; got != want {
 		return registry.Errorf(registry.Invalid, "%s has checksum %s but SHA256SUMS lists %s: the archive was changed after SHA256SUMS was made, or corrupted in transit", name, got, want)
 	}
@@ -412,17 +389,9 @@ func (pub *publication) commit() (Result, error) {
 	v.PublishedAt = pub.p.opt.Now().UTC()
 	err := pub.p.opt.Index.CreateProviderVersion(ctx, *v)
 	if registry.IsKind(err, registry.Conflict) {
-		// Lost a race with a concurrent publish of the same version, or
-		// the version equals a stored one but for build metadata (then
-		// there is no version of this exact name, and the conflict stands).
-		existing, gerr := pub.p.opt.Index.GetProviderVersion(ctx, v.Namespace, v.Type, v.Version)
-		if registry.IsKind(gerr, registry.NotFound) {
-			return Result{}, err
-		}
-		if gerr != nil {
-			return Result{}, gerr
-		}
-		return pub.existing(existing)
+		return registry.ResolveCreateConflict(err, func() (registry.ProviderVersion, error) {
+			return pub.p.opt.Index.GetProviderVersion(ctx, v.Namespace, v.Type, v.Version)
+		}, pub.existing)
 	}
 	if err != nil {
 		return Result{}, err
@@ -435,38 +404,10 @@ func (pub *publication) commit() (Result, error) {
 
 func (pub *publication) putStaged(pl registry.Platform) error {
 	sf := pub.staged[pl.Filename]
-	if fp, ok := pub.p.opt.Blobs.(store.FilePutter); ok {
-		if err := fp.PutFile(pub.ctx, pl.SHA256, sf.size, sf.path); err != nil {
-			return err
-		}
-		delete(pub.staged, pl.Filename)
-		return nil
-	}
-	f, err := os.Open(sf.path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return pub.p.opt.Blobs.Put(pub.ctx, pl.SHA256, sf.size, f)
+	return staging.Store(pub.ctx, pub.p.opt.Blobs, pl.SHA256, sf.size, sf.path)
 }
 
-// checkPrecedence refuses, before any archive is stored, a version equal to
-// a stored one but for build metadata. The index checks it again in the
-// transaction that creates the version.
-func (pub *publication) checkPrecedence() error {
-	v := pub.v
-	stored, err := pub.p.opt.Index.ListProviderVersions(pub.ctx, v.Namespace, v.Type)
-	if registry.IsKind(err, registry.NotFound) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if existing, ok := registry.SamePrecedence(v.Version, stored, func(s registry.ProviderVersion) string { return s.Version }); ok {
-		return registry.PrecedenceConflict(fmt.Sprintf("provider %s/%s", v.Namespace, v.Type), v.Version, existing)
-	}
-	return nil
-}
+func providerVersion(v registry.ProviderVersion) string { return v.Version }
 
 // existing decides between an idempotent retry and a conflict.
 func (pub *publication) existing(existing registry.ProviderVersion) (Result, error) {

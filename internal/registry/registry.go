@@ -105,6 +105,17 @@ const (
 	ScopeAdmin   Scope = "admin"
 )
 
+// Scopes are the scopes a token can carry, weakest first.
+var Scopes = []Scope{ScopeRead, ScopePublish, ScopeAdmin}
+
+// ParseScope returns the scope named s: read, publish or admin, exactly.
+func ParseScope(s string) (Scope, error) {
+	if scope := Scope(s); slices.Contains(Scopes, scope) {
+		return scope, nil
+	}
+	return "", Errorf(Invalid, "unknown scope %.64q: use read, publish or admin", s)
+}
+
 // Includes reports whether holding s grants want.
 func (s Scope) Includes(want Scope) bool {
 	rank := map[Scope]int{ScopeRead: 1, ScopePublish: 2, ScopeAdmin: 3}

@@ -60,7 +60,7 @@ func TestParseNames(t *testing.T) {
 
 func TestSortNewestFirst(t *testing.T) {
 	vs := []ProviderVersion{{Version: "1.2.0"}, {Version: "1.10.0"}, {Version: "1.10.0-beta"}, {Version: "0.9.9"}, {Version: "2.0.0"}}
-	SortNewestFirst(vs)
+	SortNewestFirst(vs, func(v ProviderVersion) string { return v.Version })
 	want := []string{"2.0.0", "1.10.0", "1.10.0-beta", "1.2.0", "0.9.9"}
 	for i, v := range vs {
 		if v.Version != want[i] {

@@ -138,20 +138,22 @@ func ValidatePlatform(os, arch string) error {
 	return nil
 }
 
-// SortNewestFirst orders provider versions by descending semver
-// precedence. Versions that do not parse (none should be stored) sort last.
-func SortNewestFirst(vs []ProviderVersion) {
+// SortNewestFirst orders vs, provider or module versions, by descending
+// semver precedence of the version that versionOf reads from each element.
+// Versions that do not parse (none should be stored) sort last, by name.
+func SortNewestFirst[T any](vs []T, versionOf func(T) string) {
 	parsed := make(map[string]*version.Version, len(vs))
 	for _, v := range vs {
-		if p, err := version.NewSemver(v.Version); err == nil {
-			parsed[v.Version] = p
+		if p, err := version.NewSemver(versionOf(v)); err == nil {
+			parsed[versionOf(v)] = p
 		}
 	}
-	slices.SortStableFunc(vs, func(a, b ProviderVersion) int {
-		pa, pb := parsed[a.Version], parsed[b.Version]
+	slices.SortStableFunc(vs, func(a, b T) int {
+		va, vb := versionOf(a), versionOf(b)
+		pa, pb := parsed[va], parsed[vb]
 		switch {
 		case pa == nil && pb == nil:
-			return strings.Compare(a.Version, b.Version)
+			return strings.Compare(va, vb)
 		case pa == nil:
 			return 1
 		case pb == nil:
@@ -159,4 +161,19 @@ func SortNewestFirst(vs []ProviderVersion) {
 		}
 		return pb.Compare(pa)
 	})
+}
+
+// CheckDigest accepts a SHA-256 digest as Trove names blobs and writes
+// them in SHA256SUMS: exactly 64 lower-case hex digits, so that a digest
+// can never name a path outside a blob store.
+func CheckDigest(digest string) error {
+	if len(digest) != 64 {
+		return Errorf(Invalid, "invalid blob digest %.80q: want 64 lower-case hex digits of a SHA-256", digest)
+	}
+	for i := range len(digest) {
+		if c := digest[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return Errorf(Invalid, "invalid blob digest %.80q: want 64 lower-case hex digits of a SHA-256", digest)
+		}
+	}
+	return nil
 }

@@ -77,7 +77,7 @@ func parseSumLine(line string) (Sum, error) {
 		return Sum{}, fmt.Errorf("blank line; the clients may crash on one: remove it")
 	case strings.HasSuffix(line, "\r"):
 		return Sum{}, fmt.Errorf("ends with CR LF; use Unix line ends (\\n)")
-	case len(line) < 64 || !isHex(line[:64]):
+	case len(line) < 64 || registry.CheckDigest(strings.ToLower(line[:64])) != nil:
 		return Sum{}, fmt.Errorf("does not start with a 64-digit SHA-256 digest; %s", sumLineShape)
 	case strings.ToLower(line[:64]) != line[:64]:
 		return Sum{}, fmt.Errorf("digest is in upper-case hex; the clients compare lower-case digests: %s", sumLineShape)
@@ -115,16 +115,6 @@ func checkSumFilename(name string) error {
 		}
 	}
 	return nil
-}
-
-func isHex(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
-			return false
-		}
-	}
-	return true
 }
 
 // PackageName is the parsed name of a provider package archive.

@@ -69,7 +69,7 @@ func (s *Signer) Verify(path string, query url.Values) (digest, filename string,
 		return "", "", registry.Errorf(registry.NotFound, "not found")
 	}
 	digest, filename, ok = strings.Cut(rest, "/")
-	if !ok || !isDigest(digest) || filename == "" || strings.Contains(filename, "/") {
+	if !ok || registry.CheckDigest(digest) != nil || filename == "" || strings.Contains(filename, "/") {
 		return "", "", registry.Errorf(registry.NotFound, "not found")
 	}
 	exp, err := strconv.ParseInt(query.Get("expires"), 10, 64)
@@ -90,17 +90,4 @@ func (s *Signer) mac(digest, filename string, exp int64) string {
 	m := hmac.New(sha256.New, s.key)
 	m.Write([]byte("trove-file-v1\n" + digest + "\n" + filename + "\n" + strconv.FormatInt(exp, 10)))
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
-}
-
-func isDigest(s string) bool {
-	if len(s) != 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return true
 }

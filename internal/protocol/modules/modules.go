@@ -353,7 +353,7 @@ func (s *Service) renderer(key modKey) respcache.RenderFunc[*module] {
 		if err != nil {
 			return respcache.Rendered[*module]{}, err
 		}
-		modarchive.SortNewestFirst(vs)
+		registry.SortNewestFirst(vs, func(v registry.ModuleVersion) string { return v.Version })
 		doc := versionsDoc{Modules: []versionsModule{{Source: key.ns + "/" + key.name + "/" + key.system, Versions: make([]versionItem, 0, len(vs))}}}
 		size := int64(cap(vs)) * versionSize
 		for _, v := range vs {

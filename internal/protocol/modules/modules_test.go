@@ -131,7 +131,7 @@ func (e *env) publish(t *testing.T, address, version string, files map[string]st
 		}
 	}
 	var buf bytes.Buffer
-	if _, err := modules.Pack(&buf, dir); err != nil {
+	if _, err := modules.PackArchive(&buf, dir); err != nil {
 		t.Fatal(err)
 	}
 	parts := strings.Split(address, "/")

@@ -462,7 +462,7 @@ type (
 // platforms sorted, so that equal contents give equal bytes (and ETags).
 func renderVersions(vs []registry.ProviderVersion) ([]byte, error) {
 	vs = slices.Clone(vs)
-	registry.SortNewestFirst(vs)
+	registry.SortNewestFirst(vs, func(v registry.ProviderVersion) string { return v.Version })
 	doc := versionsDoc{Versions: make([]versionDoc, 0, len(vs))}
 	for _, v := range vs {
 		d := versionDoc{Version: v.Version, Protocols: nonNil(v.Protocols), Platforms: make([]platformDoc, 0, len(v.Platforms))}
