@@ -48,12 +48,25 @@ var queryLimits = map[string]registry.Limit{
 // of UTF-8 without control characters, not only the length limit.
 var textParams = map[string]bool{ModuleOriginParam: true}
 
+// pathGrammars are the placeholders whose values the server only looks up
+// (token and key IDs): their grammar is checked with the limit, so that
+// neither the client nor the server takes "../namespaces/acme" for an ID.
+// Names have their grammar checked by the handlers' Parse functions.
+var pathGrammars = map[string]func(string) (string, error){
+	"id":     registry.ParseTokenID,
+	"key_id": registry.ParseKeyID,
+}
+
 // CheckPathValue checks the value of the route placeholder {name} against
-// its limit.
+// its limit, and token and key IDs against their grammar.
 func CheckPathValue(name, value string) error {
 	l, ok := pathLimits[name]
 	if !ok {
 		l = registry.Limit{Field: strings.ReplaceAll(name, "_", " "), Max: otherLimit}
+	}
+	if parse := pathGrammars[name]; parse != nil {
+		_, err := parse(value)
+		return err
 	}
 	return l.Check(value)
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"trove.dev/trove/internal/apispec"
+	"trove.dev/trove/internal/registry"
 )
 
 const testToken = "trove_testtoken"
@@ -183,11 +184,36 @@ func jsonEqual(t *testing.T, a, b string) bool {
 
 func TestPathParametersAreEscaped(t *testing.T) {
 	c, rec := newServer(t, 200, keyJSON)
-	if _, err := c.GetSigningKey(context.Background(), "a/b", "c d?e#f"); err != nil {
+	if _, err := c.GetSigningKey(context.Background(), "a/b c?d#e", "ABCDEF0123456789"); err != nil {
 		t.Fatal(err)
 	}
-	if want := "/api/v1/namespaces/a%2Fb/keys/c%20d%3Fe%23f"; rec.path != want {
+	if want := "/api/v1/namespaces/a%2Fb%20c%3Fd%23e/keys/ABCDEF0123456789"; rec.path != want {
 		t.Errorf("path = %s, want %s", rec.path, want)
+	}
+}
+
+// TestIDsAreChecked: token and key IDs that are not IDs (a path, above
+// all) are refused with the server's message before any request.
+func TestIDsAreChecked(t *testing.T) {
+	c, rec := newServer(t, 204, "")
+	ctx := context.Background()
+	for _, tc := range []struct {
+		call func() error
+		want string
+	}{
+		{func() error { return c.RevokeToken(ctx, "../namespaces/acme") }, `invalid token ID "../namespaces/acme": want the ID that trove token list shows`},
+		{func() error { _, err := c.GetToken(ctx, "tok_1/../x"); return err }, "invalid token ID"},
+		{func() error { _, err := c.ExpireToken(ctx, "tok 1", time.Now()); return err }, "invalid token ID"},
+		{func() error { return c.DeleteSigningKey(ctx, "acme", "../../x") }, `invalid key ID "../../x": want the 16 hex digits that trove key list shows`},
+		{func() error { _, err := c.GetSigningKey(ctx, "acme", "3AA5C34371567BDZ"); return err }, "invalid key ID"},
+	} {
+		err := tc.call()
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !registry.IsKind(err, registry.Invalid) {
+			t.Errorf("error %v, want %q", err, tc.want)
+		}
+	}
+	if rec.method != "" {
+		t.Errorf("a request was sent: %+v", rec)
 	}
 }
 
