@@ -45,7 +45,7 @@ func TestAccessCommands(t *testing.T) {
 	}
 	ok(admin, "", "namespace", "update", "acme", "--visibility", "private")
 	fails(admin, "", exitUsage, "nothing to change", "namespace", "update", "acme")
-	fails(admin, "", exitError, "invalid visibility", "namespace", "update", "acme", "--visibility", "hidden")
+	fails(admin, "", exitUsage, "invalid visibility", "namespace", "update", "acme", "--visibility", "hidden")
 
 	// Users: the password comes from standard input only.
 	ok(admin, pw+"\n", "user", "create", "alice", "--password-stdin")

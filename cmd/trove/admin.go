@@ -95,8 +95,8 @@ func adminToken(ctx context.Context, e env, args []string) int {
 	if err != nil {
 		return report(e, c, usagef("%s", strings.ReplaceAll(err.Error(), "\n", "\n  ")))
 	}
-	if strings.ContainsFunc(f.description, isControl) {
-		return report(e, c, usagef("--description must not contain control characters"))
+	if err := registry.DescriptionLimit.CheckText(f.description); err != nil {
+		return report(e, c, usagef("--description: %s", registry.Message(err)))
 	}
 	if cfg.Index.Backend == config.IndexSQLite {
 		// A mistyped --data-dir would otherwise create an empty index

@@ -61,10 +61,12 @@ func TestAdminTokenUsage(t *testing.T) {
 		want string
 	}{
 		{[]string{"--expires", "-1h"}, "--expires must be positive"},
-		{[]string{"--expires", "soon"}, `invalid value "soon" for flag -expires`},
+		{[]string{"--expires", "soon"}, `--expires: want a duration such as 24h, 90m or 30s, got "soon"`},
 		{[]string{"now"}, `unexpected argument "now"`},
 		{[]string{"--index-backend", "postgres"}, "needs --postgres-dsn"},
-		{[]string{"--description", "a\x1b[2Jb"}, "control characters"},
+		{[]string{"--description", "a\x1b[2Jb"}, "--description: description contains the control character U+001B"},
+		{[]string{"--description", "two\nlines"}, "control character U+000A"},
+		{[]string{"--description", strings.Repeat("d", 2000)}, "--description: description is too long: 2000 bytes, the limit is 1024"},
 	} {
 		// (Usage errors come before the index is looked for.)
 		r := runTrove(t, map[string]string{"HOME": home}, "", append([]string{"admin", "token", "--data-dir", t.TempDir()}, tc.args...)...)

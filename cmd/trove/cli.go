@@ -43,13 +43,17 @@ func clientEnv(flagName string) string {
 	return ""
 }
 
-// defineFlags defines the client flags on fs. Their environment defaults
-// are applied in client, after parsing, so that help output never shows a
-// token.
-func (c *cli) defineFlags(fs *flag.FlagSet) {
+// defineFlags defines the client flags of cmd on fs: --addr and
+// --ca-file, and --token and --json unless cmd is connOnly. Their
+// environment defaults are applied in client, after parsing, so that help
+// output never shows a token.
+func (c *cli) defineFlags(fs *flag.FlagSet, cmd *command) {
 	fs.Var(trackedString{&c.addr, c, "addr"}, "addr", "`URL` of the Trove server (default "+defaultAddr+")")
-	fs.Var(trackedString{&c.token, c, "token"}, "token", "API `token`")
 	fs.Var(trackedString{&c.caFile, c, "ca-file"}, "ca-file", "PEM `file` of a certificate authority to trust (default: the system roots, which honour $SSL_CERT_FILE)")
+	if cmd.connOnly {
+		return
+	}
+	fs.Var(trackedString{&c.token, c, "token"}, "token", "API `token`")
 	fs.BoolVar(&c.jsonOut, "json", false, "print the API's JSON document instead of text")
 }
 

@@ -74,7 +74,7 @@ func commandFlags(c *command) []string {
 		fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
 		cl := &cli{}
 		if c.client {
-			cl.defineFlags(fs)
+			cl.defineFlags(fs, c)
 		}
 		c.setup(fs, cl)
 		sets = append(sets, fs)

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestCompletionBash(t *testing.T) {
@@ -77,21 +80,79 @@ func TestCompletionCoversEveryCommand(t *testing.T) {
 // and exits 2.
 func TestUsageErrorStyle(t *testing.T) {
 	home := t.TempDir()
+	check := func(t *testing.T, c *command, args []string, want string) {
+		t.Helper()
+		r := runTrove(t, map[string]string{"HOME": home}, "", args...)
+		prefix := "trove " + c.name + ": " + want
+		if r.code != exitUsage || !strings.HasPrefix(r.stderr, prefix) || !strings.Contains(r.stderr, "\n"+usageLine(c)+"\n") {
+			t.Errorf("trove %q: exit %d, stderr %q; want exit 2, %q and its usage", args, r.code, r.stderr, prefix)
+		}
+	}
+	// Mistakes other than flags.
 	for _, args := range [][]string{
 		{"serve", "--listen", "nope"},
 		{"migrate", "--log-format", "xml"},
 		{"admin", "token", "--expires", "-1s"},
 		{"namespace", "create"},
-		{"namespace", "create", "a", "--colour", "red"},
-		{"token", "create", "--expires-in", "30d", "--scope", "read"},
 		{"login", "a", "b"},
 		{"completion"},
 	} {
-		r := runTrove(t, map[string]string{"HOME": home}, "", args...)
 		c, _ := lookup(commands(), args)
-		if r.code != exitUsage || !strings.HasPrefix(r.stderr, "trove "+c.name+": ") || !strings.Contains(r.stderr, "\nUsage: trove "+c.name+" ") {
-			t.Errorf("trove %q: exit %d, stderr %q; want exit 2, \"trove %s: ...\" and its usage", args, r.code, r.stderr, c.name)
+		check(t, c, args, "")
+	}
+	// Values that are not what a flag wants, checked before any request.
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"token", "create", "--scope", "bogus"}, `--scope: unknown scope "bogus": use read, publish or admin`},
+		{[]string{"token", "create", "--scope", "read", "--description", "two\nlines"}, "--description: description contains the control character U+000A"},
+		{[]string{"namespace", "create", "foo", "--visibility", "secret"}, `--visibility: invalid visibility "secret": use public or private`},
+		{[]string{"namespace", "update", "foo", "--visibility", "secret"}, `--visibility: invalid visibility "secret"`},
+		{[]string{"namespace", "create", "foo", "--description", strings.Repeat("d", 2000)}, "--description: description is too long: 2000 bytes, the limit is 1024"},
+		{[]string{"member", "add", "acme", "alice", "--role", "boss"}, "--role: "},
+		{[]string{"provider", "package", "--binary", "linux_amd64=X", "--binary", "linux_amd64=X"}, "--binary: linux_amd64 is given twice"},
+		{[]string{"provider", "package", "--binary", "linux"}, "--binary: want OS_ARCH=FILE"},
+		{[]string{"provider", "package", "--binaries", "/nonexistent"}, "--binaries: /nonexistent does not exist"},
+	} {
+		c, _ := lookup(commands(), tc.args)
+		check(t, c, tc.args, tc.want)
+	}
+	// Every command: an unknown flag, and a bad value for each flag of a
+	// basic type.
+	for _, c := range commands() {
+		words := strings.Fields(c.name)
+		check(t, c, append(words, "--bogus"), "unknown flag --bogus\n")
+		var fs *flag.FlagSet
+		switch {
+		case c.rawFlags != nil:
+			fs = c.rawFlags()
+		case c.setup != nil:
+			fs = flag.NewFlagSet(c.name, flag.ContinueOnError)
+			cl := &cli{}
+			c.setup(fs, cl)
+			if c.client {
+				cl.defineFlags(fs, c)
+			}
 		}
+		fs.VisitAll(func(f *flag.Flag) {
+			g, ok := f.Value.(flag.Getter)
+			if !ok {
+				return
+			}
+			var want string
+			switch g.Get().(type) {
+			case time.Duration:
+				want = "a duration such as 24h"
+			case int, int64, uint, uint64:
+				want = "a whole number"
+			case bool:
+				want = "true or false"
+			default:
+				return
+			}
+			check(t, c, append(words, "--"+f.Name+"=abc"), "--"+f.Name+": want "+want)
+		})
 	}
 }
 
@@ -122,6 +183,47 @@ func TestHelpDefaults(t *testing.T) {
 			if strings.Contains(r.stdout, n) {
 				t.Errorf("trove %v prints %q", tc.args, n)
 			}
+		}
+	}
+}
+
+// TestSynopsisNamesEveryFlag checks that the usage line of every command
+// names each of its own flags (client flags are listed by --help).
+func TestSynopsisNamesEveryFlag(t *testing.T) {
+	for _, c := range commands() {
+		if c.setup == nil {
+			continue
+		}
+		fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
+		c.setup(fs, &cli{})
+		fs.VisitAll(func(f *flag.Flag) {
+			if !strings.Contains(c.args, "--"+f.Name) {
+				t.Errorf("trove %s: usage %q does not name --%s", c.name, c.args, f.Name)
+			}
+		})
+		if strings.HasSuffix(usageLine(c), " ") {
+			t.Errorf("trove %s: usage line %q ends in a space", c.name, usageLine(c))
+		}
+	}
+}
+
+// TestVersionFromBuildInfo checks the version of builds without ldflags.
+func TestVersionFromBuildInfo(t *testing.T) {
+	rev := []debug.BuildSetting{{Key: "vcs", Value: "git"}, {Key: "vcs.revision", Value: "0123456789abcdef0123456789abcdef01234567"}}
+	for _, tc := range []struct {
+		bi   debug.BuildInfo
+		want string
+	}{
+		{debug.BuildInfo{Main: debug.Module{Version: "v1.2.3"}}, "1.2.3"},
+		{debug.BuildInfo{Main: debug.Module{Version: "v0.0.0-20261125130000-0123456789ab"}}, "0.0.0-20261125130000-0123456789ab"},
+		{debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: rev}, "dev-0123456789ab"},
+		{debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: append(rev, debug.BuildSetting{Key: "vcs.modified", Value: "true"})}, "dev-0123456789ab-modified"},
+		{debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: append(rev, debug.BuildSetting{Key: "vcs.modified", Value: "false"})}, "dev-0123456789ab"},
+		{debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, "dev"},
+		{debug.BuildInfo{}, "dev"},
+	} {
+		if got := versionFromBuildInfo(&tc.bi); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.bi.Main, got, tc.want)
 		}
 	}
 }

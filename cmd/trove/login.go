@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	svchost "github.com/hashicorp/terraform-svchost"
+
 	"trove.dev/trove/internal/client"
 )
 
@@ -23,7 +25,7 @@ const defaultLoginTimeout = 10 * time.Minute
 
 func loginCommand() *command {
 	return &command{
-		name: "login", args: "[HOST] [--timeout DURATION]", maxArgs: 1, client: true,
+		name: "login", args: "[HOST] [--timeout DURATION]", maxArgs: 1, client: true, connOnly: true,
 		summary: "Log in through a browser (as terraform login does) and store the token where terraform, tofu and trove find it.",
 		examples: []string{
 			"trove login registry.internal",
@@ -46,6 +48,24 @@ func loginCommand() *command {
 	}
 }
 
+// unresolvedHost returns err with advice when it says that host does not
+// resolve, and err itself otherwise. trove.localhost never resolves: it
+// is the name Terraform and OpenTofu use for a local Trove through the
+// host block `trove serve` writes, not an address trove can reach.
+func unresolvedHost(host svchost.Hostname, err error) error {
+	var dnsErr *net.DNSError
+	if !errors.As(err, &dnsErr) || !dnsErr.IsNotFound {
+		return err
+	}
+	if host.String() == localHostName {
+		return fmt.Errorf("%s does not resolve: it is the name Terraform and OpenTofu use for a local Trove through the host block of "+
+			"their CLI configuration (%s), not an address trove can reach; run `trove login` without a host, "+
+			"which logs in to the server of --addr or TROVE_ADDR (default %s)", localHostName, cliConfigFile, defaultAddr)
+	}
+	return fmt.Errorf("%s does not resolve (%w): check the host name, or run `trove login` without a host, "+
+		"which logs in to the server of --addr or TROVE_ADDR (default %s)", host.ForDisplay(), err, defaultAddr)
+}
+
 // runLogin runs the authorization code flow with PKCE against the login.v1
 // service of the host of addr and stores the token it obtains.
 func runLogin(ctx context.Context, cl *cli, addr string, timeout time.Duration) error {
@@ -63,7 +83,7 @@ func runLogin(ctx context.Context, cl *cli, addr string, timeout time.Duration) 
 	}
 	svc, err := c.DiscoverLogin(ctx)
 	if err != nil {
-		return err
+		return unresolvedHost(host, err)
 	}
 	ln, port, err := listenLoopback(svc.MinPort, svc.MaxPort)
 	if err != nil {
@@ -208,7 +228,7 @@ func openBrowser(cl *cli, browser, url string) {
 
 func logoutCommand() *command {
 	return &command{
-		name: "logout", args: "[HOST] [--keep-token]", maxArgs: 1, client: true,
+		name: "logout", args: "[HOST] [--keep-token]", maxArgs: 1, client: true, connOnly: true,
 		summary:  "Revoke the token trove login or terraform login stored for HOST and remove it from the credentials file.",
 		examples: []string{"trove logout registry.internal", "trove logout   # the host of --addr or TROVE_ADDR"},
 		setup: func(fs *flag.FlagSet, cl *cli) func(context.Context, []string) error {

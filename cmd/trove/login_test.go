@@ -5,8 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
+	"fmt"
 	"html"
 	"io"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -16,6 +19,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	svchost "github.com/hashicorp/terraform-svchost"
 
 	"trove.dev/trove/internal/trovetest"
 )
@@ -268,6 +273,47 @@ func TestCredentialsHostAndVariable(t *testing.T) {
 		h, err := credentialsHost(addr)
 		if err != nil || h.ForDisplay() != want[0] || tfTokenVar(h) != want[1] {
 			t.Errorf("credentialsHost(%q) = %q (%s), %v; want %q (%s)", addr, h.ForDisplay(), tfTokenVar(h), err, want[0], want[1])
+		}
+	}
+}
+
+// TestLoginUnresolvedHost: a host that does not resolve, trove.localhost
+// above all, is answered with what to do instead.
+func TestLoginUnresolvedHost(t *testing.T) {
+	notFound := fmt.Errorf("discovery: %w", &net.DNSError{Err: "no such host", Name: "x", IsNotFound: true})
+	for _, tc := range []struct {
+		host string
+		err  error
+		want []string
+	}{
+		{"trove.localhost", notFound, []string{"trove.localhost does not resolve", "host block", "run `trove login` without a host", "TROVE_ADDR"}},
+		{"registry.example", notFound, []string{"registry.example does not resolve", "check the host name", "run `trove login` without a host"}},
+		{"trove.localhost", errors.New("connection refused"), []string{"connection refused"}},
+	} {
+		got := unresolvedHost(svchost.Hostname(tc.host), tc.err).Error()
+		for _, w := range tc.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%s, %v: %q lacks %q", tc.host, tc.err, got, w)
+			}
+		}
+	}
+}
+
+// TestLoginFlags: login and logout bring their own token and print text,
+// so they take neither --token nor --json.
+func TestLoginFlags(t *testing.T) {
+	for _, name := range []string{"login", "logout"} {
+		r := runTrove(t, nil, "", name, "--help")
+		for _, f := range []string{"--token", "--json"} {
+			if strings.Contains(r.stdout, f) {
+				t.Errorf("trove %s --help lists %s", name, f)
+			}
+			if r := runTrove(t, map[string]string{"HOME": t.TempDir()}, "", name, f+"=x"); r.code != exitUsage || !strings.Contains(r.stderr, "unknown flag "+f) {
+				t.Errorf("trove %s %s=x: exit %d %q, want unknown flag", name, f, r.code, r.stderr)
+			}
+		}
+		if r := runTrove(t, nil, "", name, "--help"); !strings.Contains(r.stdout, "--addr") || !strings.Contains(r.stdout, "--ca-file") {
+			t.Errorf("trove %s --help lacks --addr or --ca-file:\n%s", name, r.stdout)
 		}
 	}
 }

@@ -69,6 +69,9 @@ type command struct {
 	minArgs  int // positional arguments
 	maxArgs  int
 	client   bool // takes --addr, --token, --ca-file and --json
+	// connOnly limits the client flags to --addr and --ca-file, for the
+	// commands that bring their own token (login, logout).
+	connOnly bool
 
 	// setup defines the command's flags on fs and returns the function
 	// that runs it with the positional arguments.
@@ -140,6 +143,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	c, rest := lookup(cmds, args)
 	if c == nil {
 		group := groupOf(cmds, args[0])
+		if len(group) == 0 && strings.HasPrefix(args[0], "-") {
+			fmt.Fprintf(stderr, "trove: flags go after the command: %s\nRun 'trove help' for the list of commands.\n", flagsFirst(cmds, args))
+			return exitUsage
+		}
 		if len(group) == 0 {
 			fmt.Fprintf(stderr, "trove: unknown command %q\nRun 'trove help' for the list of commands.\n", args[0])
 			return exitUsage
@@ -158,6 +165,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return c.raw(ctx, e, rest)
 	}
 	return runCommand(ctx, e, c, rest)
+}
+
+// flagsFirst answers a command line that starts with flags: the same line
+// with the flags after the command ("trove namespace list --addr X"), or
+// the general form when no command follows the flags.
+func flagsFirst(cmds []*command, args []string) string {
+	for i := 1; i < len(args); i++ {
+		if c, rest := lookup(cmds, args[i:]); c != nil {
+			line := append(append([]string{"trove", c.name}, rest...), args[:i]...)
+			return strings.Join(line, " ")
+		}
+	}
+	return "trove COMMAND [ARGS] [FLAGS]"
 }
 
 // lookup finds the command named by the first one or two arguments and
@@ -189,7 +209,7 @@ func runCommand(ctx context.Context, e env, c *command, args []string) int {
 	fs.Usage = func() {}
 	cl := &cli{env: e}
 	if c.client {
-		cl.defineFlags(fs)
+		cl.defineFlags(fs, c)
 	}
 	runFn := c.setup(fs, cl)
 	positional, err := parseInterspersed(fs, args)
@@ -218,7 +238,7 @@ func report(e env, c *command, err error) int {
 	}
 	var ue *usageError
 	if errors.As(err, &ue) || isFlagError(err) {
-		fmt.Fprintf(e.stderr, "trove %s: %s\nUsage: trove %s %s\nRun 'trove %s --help' for details.\n", c.name, err, c.name, c.args, c.name)
+		fmt.Fprintf(e.stderr, "trove %s: %s\n%s\nRun 'trove %s --help' for details.\n", c.name, err, usageLine(c), c.name)
 		return exitUsage
 	}
 	fmt.Fprintf(e.stderr, "trove: %s%s\n", printable(err.Error()), hint(err))
@@ -239,7 +259,9 @@ func printable(s string) string {
 // isControl reports whether r is a C0 or C1 control character.
 func isControl(r rune) bool { return r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 }
 
-// flagError marks errors from the flag package, which are usage errors.
+// flagError marks errors from the flag package, which are usage errors,
+// rewritten in the style of the other usage errors (see
+// config.FlagErrorMessage).
 type flagError struct{ err error }
 
 func (e *flagError) Error() string { return e.err.Error() }
@@ -271,7 +293,7 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 			if errors.Is(err, flag.ErrHelp) {
 				return nil, err
 			}
-			return nil, &flagError{err}
+			return nil, &flagError{errors.New(config.FlagErrorMessage(fs, err))}
 		}
 		rest := fs.Args()
 		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
@@ -307,8 +329,14 @@ func printGroup(w io.Writer, name string, group []*command) {
 	fmt.Fprintf(w, "\nRun 'trove %s SUBCOMMAND --help' for details.\n", name)
 }
 
+// usageLine returns "Usage: trove NAME ARGS", without a trailing space
+// for a command without arguments.
+func usageLine(c *command) string {
+	return strings.TrimRight("Usage: trove "+c.name+" "+c.args, " ")
+}
+
 func printHelp(w io.Writer, c *command) {
-	fmt.Fprintf(w, "Usage: trove %s %s\n\n%s\n", c.name, c.args, c.summary)
+	fmt.Fprintf(w, "%s\n\n%s\n", usageLine(c), c.summary)
 	if c.setup != nil {
 		fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
 		c.setup(fs, &cli{})
@@ -318,7 +346,7 @@ func printHelp(w io.Writer, c *command) {
 		}
 		if c.client {
 			cfs := flag.NewFlagSet(c.name, flag.ContinueOnError)
-			(&cli{}).defineFlags(cfs)
+			(&cli{}).defineFlags(cfs, c)
 			fmt.Fprintln(w, "\nClient flags:")
 			printFlags(w, cfs, clientEnv)
 		}
@@ -428,14 +456,47 @@ func versionCommand() *command {
 	}
 }
 
-// buildVersion returns the version set at link time, else the module
-// version recorded by the go tool, else "dev".
+// buildVersion returns the version set at link time (-ldflags "-X
+// main.version=1.2.3"), else the one the go tool recorded (see
+// versionFromBuildInfo).
 func buildVersion() string {
 	if version != "" {
 		return version
 	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return strings.TrimPrefix(bi.Main.Version, "v")
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "dev"
 	}
-	return "dev"
+	return versionFromBuildInfo(bi)
+}
+
+// versionFromBuildInfo returns the version of a build without ldflags:
+// the main module's version for `go install trove.dev/trove/cmd/trove@v1.2.3`
+// ("1.2.3"), else, for a build in a checkout, "dev-" followed by the
+// commit (12 hex digits) and "-modified" when the tree had changes
+// ("dev-0123456789ab-modified"), else "dev".
+func versionFromBuildInfo(bi *debug.BuildInfo) string {
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		return strings.TrimPrefix(v, "v")
+	}
+	var revision string
+	var modified bool
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			revision = s.Value
+		case "vcs.modified":
+			modified = s.Value == "true"
+		}
+	}
+	if revision == "" {
+		return "dev"
+	}
+	if len(revision) > 12 {
+		revision = revision[:12]
+	}
+	if modified {
+		revision += "-modified"
+	}
+	return "dev-" + revision
 }

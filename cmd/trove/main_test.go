@@ -45,23 +45,26 @@ func TestUsageErrors(t *testing.T) {
 	}{
 		{nil, "Usage: trove COMMAND"},
 		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
+		{[]string{"--addr", "X", "namespace", "list"}, "trove: flags go after the command: trove namespace list --addr X\n"},
+		{[]string{"--json", "token", "revoke", "tok_1"}, "trove: flags go after the command: trove token revoke tok_1 --json\n"},
+		{[]string{"--addr", "X"}, "trove: flags go after the command: trove COMMAND [ARGS] [FLAGS]\n"},
 		{[]string{"help", "frobnicate"}, `unknown command "frobnicate"`},
 		{[]string{"namespace"}, "Usage: trove namespace SUBCOMMAND"},
 		{[]string{"namespace", "rename"}, `unknown subcommand "rename"`},
 		{[]string{"namespace", "create"}, "missing arguments: want NAME"},
 		{[]string{"namespace", "create", "a", "b"}, `unexpected argument "b"`},
-		{[]string{"namespace", "create", "a", "--colour", "red"}, "flag provided but not defined: -colour"},
-		{[]string{"namespace", "create", "a", "--description"}, "flag needs an argument"},
+		{[]string{"namespace", "create", "a", "--colour", "red"}, "trove namespace create: unknown flag --colour"},
+		{[]string{"namespace", "create", "a", "--description"}, "--description needs a value"},
 		{[]string{"namespace", "list", "extra"}, `unexpected argument "extra"`},
 		{[]string{"key", "add", "acme"}, "--file is required"},
 		{[]string{"key", "remove", "acme"}, "missing arguments: want NAMESPACE KEY_ID"},
 		{[]string{"token", "create"}, "--scope is required"},
 		{[]string{"token", "create", "--scope", " , "}, "--scope is required"},
-		{[]string{"token", "create", "--scope", "read", "--expires-in", "30d"}, "invalid value \"30d\" for flag -expires-in"},
+		{[]string{"token", "create", "--scope", "read", "--expires-in", "30d"}, "--expires-in: want a duration such as 24h, 90m or 30s, got \"30d\""},
 		{[]string{"token", "create", "--scope", "read", "--expires-in", "-1h"}, "--expires-in must be positive"},
 		{[]string{"token", "revoke"}, "missing arguments: want ID"},
 		{[]string{"publish", "dist"}, "--namespace is required"},
-		{[]string{"publish", "--namespace", "acme"}, "missing arguments: want --namespace NS DIR"},
+		{[]string{"publish", "--namespace", "acme"}, "missing arguments: want --namespace NS [--manifest FILE] DIR"},
 		{[]string{"provider", "show", "acme"}, "want NAMESPACE/TYPE"},
 		{[]string{"provider", "show", "acme/foo/bar"}, "want NAMESPACE/TYPE"},
 		{[]string{"provider", "show", "/foo"}, "want NAMESPACE/TYPE"},
@@ -107,7 +110,7 @@ func TestHelp(t *testing.T) {
 				if _, examples, _ := strings.Cut(r.stdout, "Examples:\n"); !strings.Contains(examples, "trove "+c.name) {
 					t.Errorf("no example runs trove %s:\n%s", c.name, r.stdout)
 				}
-				if c.client && !strings.Contains(r.stdout, "[$TROVE_TOKEN]") {
+				if c.client && !strings.Contains(r.stdout, "[$TROVE_ADDR]") || c.client && !c.connOnly && !strings.Contains(r.stdout, "[$TROVE_TOKEN]") {
 					t.Errorf("help of a client command does not list the client flags:\n%s", r.stdout)
 				}
 			})

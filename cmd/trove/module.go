@@ -39,7 +39,7 @@ func checkModuleUpload(up client.ModuleUpload) error {
 
 func modulePublish() *command {
 	return &command{
-		name: "module publish", args: "NAMESPACE/NAME/SYSTEM (VERSION [DIR|ARCHIVE] | --git-tag [--repo DIR])",
+		name: "module publish", args: "NAMESPACE/NAME/SYSTEM (VERSION [DIR|ARCHIVE] | --git-tag [--repo DIR]) [--origin TEXT]",
 		minArgs: 1, maxArgs: 3, client: true,
 		summary: "Publish a module version from a directory, a .tar.gz/.zip, or the Git tag at HEAD (needs publish on the namespace).",
 		examples: []string{
@@ -208,7 +208,7 @@ func printPublished(cl *cli, res apispec.ModulePublishResult) error {
 
 func moduleList() *command {
 	return &command{
-		name: "module list", args: "NAMESPACE [--query TEXT] [--system SYSTEM]", minArgs: 1, maxArgs: 1, client: true,
+		name: "module list", args: "NAMESPACE [--query TEXT] [--system SYSTEM] [--limit N] [--offset N]", minArgs: 1, maxArgs: 1, client: true,
 		summary:  "List the modules of a namespace.",
 		examples: []string{"trove module list acme", "trove module list acme --system aws --query network"},
 		setup: func(fs *flag.FlagSet, cl *cli) func(context.Context, []string) error {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"trove.dev/trove/internal/apispec"
+	"trove.dev/trove/internal/registry"
 )
 
 func namespaceCreate() *command {
@@ -17,14 +18,18 @@ func namespaceCreate() *command {
 			`trove namespace create community --visibility public`,
 		},
 		setup: func(fs *flag.FlagSet, cl *cli) func(context.Context, []string) error {
-			description := fs.String("description", "", "`text` saying what the namespace is for")
-			visibility := fs.String("visibility", "", "who may read the namespace: private (tokens allowed to read it; the default) or public (anyone, without credentials)")
+			description, _ := textFlag(fs, "description", "`text` saying what the namespace is for", registry.DescriptionLimit)
+			var visibility string
+			fs.Func("visibility", "who may read the namespace: private (tokens allowed to read it; the default) or public (anyone, without credentials)", func(v string) error {
+				visibility = v
+				return checkKeyword(registry.ParseVisibility, v)
+			})
 			return func(ctx context.Context, args []string) error {
 				c, err := cl.client()
 				if err != nil {
 					return err
 				}
-				ns, err := c.CreateNamespace(ctx, apispec.CreateNamespaceRequest{Name: args[0], Description: *description, Visibility: *visibility})
+				ns, err := c.CreateNamespace(ctx, apispec.CreateNamespaceRequest{Name: args[0], Description: *description, Visibility: visibility})
 				if err != nil {
 					return err
 				}
@@ -145,9 +150,15 @@ func namespaceUpdate() *command {
 		},
 		setup: func(fs *flag.FlagSet, cl *cli) func(context.Context, []string) error {
 			var req apispec.UpdateNamespaceRequest
-			fs.Func("visibility", "new `visibility`: private or public", func(v string) error { req.Visibility = &v; return nil })
-			fs.Func("description", "new description `text`", func(v string) error { req.Description = &v; return nil })
+			fs.Func("visibility", "new `visibility`: private or public", func(v string) error {
+				req.Visibility = &v
+				return checkKeyword(registry.ParseVisibility, v)
+			})
+			description, descriptionSet := textFlag(fs, "description", "new description `text`", registry.DescriptionLimit)
 			return func(ctx context.Context, args []string) error {
+				if *descriptionSet {
+					req.Description = description
+				}
 				if req.Visibility == nil && req.Description == nil {
 					return usagef("nothing to change: pass --visibility or --description")
 				}

@@ -26,7 +26,7 @@ const maxSigningKeyFileBytes = signing.MaxPrivateKeyBytes
 func providerPackage() *command {
 	return &command{
 		name: "provider package",
-		args: "--version VERSION (--binary OS_ARCH=FILE ... | --binaries DIR) (--key-file FILE | --gpg-key ID | --unsigned)",
+		args: "--version VERSION (--binary OS_ARCH=FILE ... | --binaries DIR) (--key-file FILE | --gpg-key ID | --unsigned) [--type TYPE] [--protocols VERSIONS | --manifest FILE] [--out DIR] [--clean]",
 		summary: "Package go build's provider executables as a signed release in goreleaser's layout, " +
 			"ready for trove publish (no goreleaser needed).",
 		examples: []string{
@@ -42,7 +42,11 @@ func providerPackage() *command {
 			version := fs.String("version", "", "release `version`, canonical semver without \"v\" (1.2.3, 1.2.3-rc.1)")
 			typ := fs.String("type", "", "provider `type` (default: from the executables' names, terraform-provider-<type>)")
 			fs.Var(&binaries, "binary", "the executable go build wrote for one platform, as `OS_ARCH=FILE` (linux_amd64=build/terraform-provider-example); repeat per platform")
-			dir := fs.String("binaries", "", "`directory` with one folder per platform named <os>_<arch>, each holding the executable (go build -o DIR/<os>_<arch>/ .)")
+			dir := new(string)
+			fs.Func("binaries", "`directory` with one folder per platform named <os>_<arch>, each holding the executable (go build -o DIR/<os>_<arch>/ .)", func(v string) error {
+				*dir = v
+				return checkDir(v)
+			})
 			protocols := fs.String("protocols", "", "plugin protocol `versions`, comma-separated, e.g. 6.0 "+
 				"(default: those of ./"+projectManifest+" when it exists, else 5.0)")
 			manifest := fs.String("manifest", "", "the provider's "+projectManifest+" `file` (default: ./"+projectManifest+" when it exists)")
@@ -130,6 +134,11 @@ func (b *binaryFlags) Set(s string) error {
 	goos, goarch, ok2 := strings.Cut(platform, "_")
 	if !ok || !ok2 || path == "" || goos == "" || goarch == "" {
 		return fmt.Errorf("want OS_ARCH=FILE, e.g. linux_amd64=build/terraform-provider-example, got %q", s)
+	}
+	for _, e := range *b {
+		if e.OS == goos && e.Arch == goarch {
+			return fmt.Errorf("%s is given twice (%s and %s): give one executable per platform", platform, e.Path, path)
+		}
 	}
 	*b = append(*b, release.Executable{OS: goos, Arch: goarch, Path: path})
 	return nil

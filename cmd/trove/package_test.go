@@ -170,7 +170,7 @@ func TestProviderPackageRefusesExecutables(t *testing.T) {
 			exe("linux_arm64") + " (given for linux_amd64) is an executable for linux_arm64, not linux_amd64; build it with GOOS=linux GOARCH=amd64 go build"},
 		{"windows named linux", []string{"--binary", "linux_amd64=" + exe("windows_amd64") + ".exe"}, "is a Windows executable (windows_amd64), not a linux_amd64 one"},
 		{"unknown platform", []string{"--binary", "linux_x86_64=" + exe("linux_amd64")}, "unknown platform linux_x86_64: Go calls it linux_amd64"},
-		{"duplicate platform", []string{"--binary", "linux_amd64=" + exe("linux_amd64"), "--binary", "linux_amd64=" + exe("linux_amd64")}, "platform linux_amd64 is given twice"},
+		// A platform given twice is a usage error (TestUsageErrorStyle).
 		{"missing file", []string{"--binary", "linux_amd64=" + exe("darwin_arm64")}, "no such file"},
 	}
 	for _, tt := range tests {

@@ -19,7 +19,7 @@ import (
 
 func publishCommand() *command {
 	return &command{
-		name: "publish", args: "--namespace NS DIR", minArgs: 1, maxArgs: 1, client: true,
+		name: "publish", args: "--namespace NS [--manifest FILE] DIR", minArgs: 1, maxArgs: 1, client: true,
 		summary: "Publish the provider release in a goreleaser dist directory (needs publish on the namespace).",
 		examples: []string{
 			"trove publish --namespace acme ./dist",
@@ -183,7 +183,7 @@ func findRelease(dir, manifest string) (distRelease, error) {
 	if zips == 0 {
 		return distRelease{}, fmt.Errorf("no %s*.zip packages in %s", base, dir)
 	}
-	if err := checkListedZips(dir, sumsName, base, listed, rel.files); err != nil {
+	if err := checkListed(dir, sumsName, base, listed, rel.files); err != nil {
 		return distRelease{}, err
 	}
 	return rel, nil
@@ -222,26 +222,37 @@ func checkSignatureFile(path string) error {
 	return nil
 }
 
-// checkListedZips checks the release's zips against SHA256SUMS before any
-// byte is sent: every zip of the release that SHA256SUMS lists must be in
-// the upload, every zip in the upload must be listed with its digest, and
-// its name must be a valid package name of this type and version.
-func checkListedZips(dir, sumsName, base string, sums []release.Sum, files []distFile) error {
+// checkListed checks the release's zips and its manifest against
+// SHA256SUMS before any byte is sent, as the server would: every zip of
+// the release that SHA256SUMS lists must be in the upload, every zip and
+// the manifest in the upload must be listed with the digest of their
+// bytes, and a zip's name must be a valid package name of this type and
+// version.
+func checkListed(dir, sumsName, base string, sums []release.Sum, files []distFile) error {
 	listed := make(map[string]string, len(sums))
 	for _, s := range sums {
 		listed[s.Filename] = s.Digest
 	}
+	manifestName := base + "manifest.json"
 	uploading := make(map[string]bool, len(files))
 	for _, f := range files {
 		uploading[f.name] = true
-		if !strings.HasSuffix(f.name, ".zip") {
+		isManifest := f.name == manifestName
+		if !strings.HasSuffix(f.name, ".zip") && !isManifest {
 			continue
 		}
-		if _, err := release.ParsePackageFilename(f.name); err != nil {
-			return fmt.Errorf("%s: %s", filepath.Join(dir, f.name), registry.Message(err))
+		if !isManifest {
+			if _, err := release.ParsePackageFilename(f.name); err != nil {
+				return fmt.Errorf("%s: %s", filepath.Join(dir, f.name), registry.Message(err))
+			}
 		}
 		want, ok := listed[f.name]
-		if !ok {
+		switch {
+		case !ok && isManifest:
+			return fmt.Errorf("%s is not listed in %s, and the server accepts only a manifest that SHA256SUMS covers: "+
+				"rebuild the release so that the checksum step includes it, or remove it from %s to publish without a manifest",
+				f.path, sumsName, dir)
+		case !ok:
 			return fmt.Errorf("%s is not listed in %s: it is not part of this build; remove it or rebuild the release", f.name, sumsName)
 		}
 		got, err := fileSHA256(f.path)

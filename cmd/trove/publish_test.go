@@ -51,6 +51,12 @@ func TestPublishChecksBeforeUpload(t *testing.T) {
 		{"manifest listed but missing", []string{sums, sig, linux, "terraform-provider-foo_1.0.0_manifest.json"}, func(t *testing.T, dir string) {
 			os.Remove(filepath.Join(dir, "terraform-provider-foo_1.0.0_manifest.json"))
 		}, "or pass --manifest FILE"},
+		{"manifest in dist not listed", []string{sums, sig, linux}, func(t *testing.T, dir string) {
+			write(t, dir, "terraform-provider-foo_1.0.0_manifest.json", `{"version": 1, "metadata": {"protocol_versions": ["6.0"]}}`)
+		}, "terraform-provider-foo_1.0.0_manifest.json is not listed in " + sums + ", and the server accepts only a manifest that SHA256SUMS covers"},
+		{"manifest in dist changed", []string{sums, sig, linux, "terraform-provider-foo_1.0.0_manifest.json"}, func(t *testing.T, dir string) {
+			write(t, dir, "terraform-provider-foo_1.0.0_manifest.json", `{"version": 1, "metadata": {"protocol_versions": ["5.0"]}}`)
+		}, "terraform-provider-foo_1.0.0_manifest.json has checksum"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

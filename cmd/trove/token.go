@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"trove.dev/trove/internal/apispec"
 	"trove.dev/trove/internal/client"
+	"trove.dev/trove/internal/registry"
 )
 
 func tokenCreate() *command {
@@ -25,11 +27,19 @@ func tokenCreate() *command {
 			var namespaces listFlag
 			fs.Var(&namespaces, "namespace", "`namespace` the token is bound to; repeat it, or separate names with commas, to bind it to several (default: a global token, global admins only)")
 			user := fs.String("user", "", "make a personal token of this `user`: it carries the user's rights, narrowed by --scope, --namespace and --expires-in (global admins for anyone, users for themselves)")
-			scope := fs.String("scope", "", "comma-separated `scopes`: read, publish, admin (admin implies publish, publish implies read)")
-			description := fs.String("description", "", "`text` saying what the token is for")
+			var scopes []string
+			fs.Func("scope", "comma-separated `scopes`: read, publish, admin (admin implies publish, publish implies read)", func(v string) error {
+				for _, s := range splitList(v) {
+					if _, err := registry.ParseScope(s); err != nil {
+						return errors.New(registry.Message(err))
+					}
+					scopes = append(scopes, s)
+				}
+				return nil
+			})
+			description, _ := textFlag(fs, "description", "`text` saying what the token is for", registry.DescriptionLimit)
 			expiresIn := fs.Duration("expires-in", 0, "lifetime of the token, e.g. 720h (default: never expires)")
 			return func(ctx context.Context, args []string) error {
-				scopes := splitList(*scope)
 				if len(scopes) == 0 {
 					return usagef("--scope is required, e.g. --scope publish")
 				}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"trove.dev/trove/internal/apispec"
+	"trove.dev/trove/internal/registry"
 )
 
 // readPasswords reads n passwords from r, one per line (a trailing "\r"
@@ -286,7 +287,11 @@ func memberAdd() *command {
 			"trove member add acme bob --role reader",
 		},
 		setup: func(fs *flag.FlagSet, cl *cli) func(context.Context, []string) error {
-			role := fs.String("role", "", "`role`: reader (read), publisher (read and publish) or admin (also keys, tokens and members)")
+			role := new(string)
+			fs.Func("role", "`role`: reader (read), publisher (read and publish) or admin (also keys, tokens and members)", func(v string) error {
+				*role = v
+				return checkKeyword(registry.ParseRole, v)
+			})
 			return func(ctx context.Context, args []string) error {
 				if *role == "" {
 					return usagef("--role is required: reader, publisher or admin")
