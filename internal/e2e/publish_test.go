@@ -130,6 +130,34 @@ func TestPublishRejects(t *testing.T) {
 			},
 		},
 		{
+			// trove publish finds both manifest cases before uploading
+			// (its own message); TestOnlySignedFilesAreServed checks
+			// the server's refusal.
+			name: "manifest in the folder not listed in SHA256SUMS", version: "2.0.13",
+			want: "_manifest.json is not listed in terraform-provider-example_2.0.13_SHA256SUMS, and the server accepts only a manifest that SHA256SUMS covers",
+			make: func(t *testing.T, spec releaseSpec) *dist {
+				d := packageRelease(t, key, spec)
+				edit(d, t, func(s string) string {
+					var kept []string
+					for line := range strings.Lines(s) {
+						if !strings.HasSuffix(strings.TrimSuffix(line, "\n"), "  "+d.manifestName()) {
+							kept = append(kept, line)
+						}
+					}
+					return strings.Join(kept, "")
+				})
+				return d
+			},
+		},
+		{
+			name: "manifest changed after SHA256SUMS", version: "2.0.14", want: "_manifest.json has checksum",
+			make: func(t *testing.T, spec releaseSpec) *dist {
+				d := packageRelease(t, key, spec)
+				writeFile(t, d.Dir, d.manifestName(), []byte(`{"version":1,"metadata":{"protocol_versions":["6.0","5.0"]}}`))
+				return d
+			},
+		},
+		{
 			name: "other bytes for a published version", version: "1.0.0", want: "already published with different content", status: http.StatusConflict,
 			make: func(t *testing.T, spec releaseSpec) *dist {
 				spec.Modified = fixedZipTime.Add(time.Hour)
