@@ -90,7 +90,7 @@ func adminToken(ctx context.Context, e env, args []string) int {
 		return exitOK
 	}
 	if err == nil && f.expires < 0 {
-		err = fmt.Errorf("--expires must be positive, got %s", f.expires)
+		err = fmt.Errorf("--expires must be positive, got %s", config.ShortDuration(f.expires))
 	}
 	if err != nil {
 		return report(e, c, usagef("%s", strings.ReplaceAll(err.Error(), "\n", "\n  ")))

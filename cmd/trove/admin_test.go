@@ -60,7 +60,7 @@ func TestAdminTokenUsage(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--expires", "-1h"}, "--expires must be positive"},
+		{[]string{"--expires", "-1h"}, "--expires must be positive, got -1h\n"},
 		{[]string{"--expires", "soon"}, `--expires: want a duration such as 24h, 90m or 30s, got "soon"`},
 		{[]string{"now"}, `unexpected argument "now"`},
 		{[]string{"--index-backend", "postgres"}, "needs --postgres-dsn"},

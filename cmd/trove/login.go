@@ -18,6 +18,7 @@ import (
 	svchost "github.com/hashicorp/terraform-svchost"
 
 	"trove.dev/trove/internal/client"
+	"trove.dev/trove/internal/config"
 )
 
 // defaultLoginTimeout bounds the wait for the browser.
@@ -40,7 +41,7 @@ func loginCommand() *command {
 					addr = args[0]
 				}
 				if *timeout <= 0 {
-					return usagef("--timeout must be positive, got %s", *timeout)
+					return usagef("--timeout must be positive, got %s", config.ShortDuration(*timeout))
 				}
 				return runLogin(ctx, cl, addr, *timeout)
 			}
@@ -114,7 +115,7 @@ func runLogin(ctx context.Context, cl *cli, addr string, timeout time.Duration) 
 		if ctx.Err() != nil {
 			return errors.New("login cancelled")
 		}
-		return fmt.Errorf("no login within %s: run trove login again (--timeout sets the wait)", timeout)
+		return fmt.Errorf("no login within %s: run trove login again (--timeout sets the wait)", config.ShortDuration(timeout))
 	}
 	if res.err != nil {
 		return res.err

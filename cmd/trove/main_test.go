@@ -61,7 +61,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"token", "create"}, "--scope is required"},
 		{[]string{"token", "create", "--scope", " , "}, "--scope is required"},
 		{[]string{"token", "create", "--scope", "read", "--expires-in", "30d"}, "--expires-in: want a duration such as 24h, 90m or 30s, got \"30d\""},
-		{[]string{"token", "create", "--scope", "read", "--expires-in", "-1h"}, "--expires-in must be positive"},
+		{[]string{"token", "create", "--scope", "read", "--expires-in", "-1h"}, "--expires-in must be positive, got -1h\n"},
 		{[]string{"token", "revoke"}, "missing arguments: want ID"},
 		{[]string{"publish", "dist"}, "--namespace is required"},
 		{[]string{"publish", "--namespace", "acme"}, "missing arguments: want --namespace NS [--manifest FILE] DIR"},

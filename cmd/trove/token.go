@@ -10,6 +10,7 @@ import (
 
 	"trove.dev/trove/internal/apispec"
 	"trove.dev/trove/internal/client"
+	"trove.dev/trove/internal/config"
 	"trove.dev/trove/internal/registry"
 )
 
@@ -44,7 +45,7 @@ func tokenCreate() *command {
 					return usagef("--scope is required, e.g. --scope publish")
 				}
 				if *expiresIn < 0 {
-					return usagef("--expires-in must be positive, got %s", *expiresIn)
+					return usagef("--expires-in must be positive, got %s", config.ShortDuration(*expiresIn))
 				}
 				c, err := cl.client()
 				if err != nil {
@@ -202,7 +203,7 @@ func tokenExpire() *command {
 			in := fs.Duration("in", 0, "time from now until the token expires (default: now)")
 			return func(ctx context.Context, args []string) error {
 				if *in < 0 {
-					return usagef("--in must not be negative, got %s", *in)
+					return usagef("--in must not be negative, got %s", config.ShortDuration(*in))
 				}
 				c, err := cl.client()
 				if err != nil {
