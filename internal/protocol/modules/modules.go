@@ -321,7 +321,7 @@ func moduleNotFound(key modKey) error {
 // parseKey validates and normalizes a module's names.
 func parseKey(raw modKey) (modKey, error) {
 	notFound := func(err error) error {
-		return registry.Errorf(registry.NotFound, "module %s/%s/%s not found: %s", raw.ns, raw.name, raw.system, registry.Message(err))
+		return registry.Errorf(registry.NotFound, "module %s/%s/%s not found: %s", registry.Elide(raw.ns), registry.Elide(raw.name), registry.Elide(raw.system), registry.Message(err))
 	}
 	ns, err := registry.ParseNamespace(raw.ns)
 	if err != nil {
@@ -608,8 +608,8 @@ func (s *Service) search(w http.ResponseWriter, r *http.Request) error {
 	if q == "" {
 		return registry.Errorf(registry.Invalid, "search needs a query: /v1/modules/search?q=<text>")
 	}
-	if len(q) > 256 {
-		return registry.Errorf(registry.Invalid, "the search query is longer than 256 bytes")
+	if err := registry.SearchQueryLimit.Check(q); err != nil {
+		return err
 	}
 	return s.listing(w, r, r.URL.Query().Get("namespace"), q)
 }
@@ -626,7 +626,7 @@ func (s *Service) listing(w http.ResponseWriter, r *http.Request, namespace, que
 	}
 	if namespace != "" {
 		if f.Namespace, err = registry.ParseNamespace(namespace); err != nil {
-			return registry.Errorf(registry.NotFound, "namespace %q not found: %s", namespace, registry.Message(err))
+			return registry.Errorf(registry.NotFound, "namespace %q not found: %s", registry.Elide(namespace), registry.Message(err))
 		}
 	}
 	if p := params.Get("provider"); p != "" {

@@ -321,11 +321,11 @@ func (s *Service) writeError(w http.ResponseWriter, r *http.Request, err error) 
 func parseProvider(pk provKey) (provKey, error) {
 	ns, err := registry.ParseNamespace(pk.ns)
 	if err != nil {
-		return provKey{}, registry.Errorf(registry.NotFound, "provider %s/%s not found: %s", pk.ns, pk.typ, registry.Message(err))
+		return provKey{}, registry.Errorf(registry.NotFound, "provider %s/%s not found: %s", registry.Elide(pk.ns), registry.Elide(pk.typ), registry.Message(err))
 	}
 	typ, err := registry.ParseProviderType(pk.typ)
 	if err != nil {
-		return provKey{}, registry.Errorf(registry.NotFound, "provider %s/%s not found: %s", pk.ns, pk.typ, registry.Message(err))
+		return provKey{}, registry.Errorf(registry.NotFound, "provider %s/%s not found: %s", registry.Elide(pk.ns), registry.Elide(pk.typ), registry.Message(err))
 	}
 	return provKey{ns: ns, typ: typ}, nil
 }

@@ -339,6 +339,15 @@ func TestNotFound(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a huge name is not repeated whole", func(t *testing.T) {
+		huge := strings.Repeat("a", 10000)
+		for _, path := range []string{"/v1/providers/" + huge + "/widget/versions", "/v1/providers/acme/" + huge + "/versions"} {
+			resp := f.do(t, http.MethodGet, path)
+			if resp.status != http.StatusNotFound || len(resp.body) > 512 || !strings.Contains(string(resp.body), "aaa...") {
+				t.Errorf("GET %s...: status %d, %d bytes, want a 404 that elides the name: %.300s", path[:40], resp.status, len(resp.body), resp.body)
+			}
+		}
+	})
 	if n, _ := f.svc.CacheStats(); n != 0 {
 		t.Fatalf("%d entries cached after only 404s", n)
 	}
