@@ -11,8 +11,9 @@
 // the login service and the server with its response caches, prepares TLS
 // (cfg's certificate, checked now, or a self-signed one in DataDir/tls)
 // and listens. Nothing runs in the background until Serve: Serve serves
-// on the listener and follows the index's change feed (store.ChangeFeed,
-// when the index has one) until its context ends. The caller owns the
+// on the listener, follows the index's change feed (store.ChangeFeed,
+// when the index has one) and sweeps a blob store's stale staging (S3's
+// crashed multipart uploads) until its context ends. The caller owns the
 // App and must Close it (after Serve returned) to close the listener, the
 // stores and the lock; New closes what it opened when it fails.
 //
@@ -345,7 +346,23 @@ func (a *App) Bootstrap(ctx context.Context) (string, error) {
 // change feed meanwhile, then shuts down gracefully (server.Serve). It
 // returns nil after a shutdown caused by ctx. Call Close afterwards.
 func (a *App) Serve(ctx context.Context) error {
+	if sw, ok := a.Blobs.(stagingSweeper); ok {
+		sweepCtx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			sw.SweepStaleUploads(sweepCtx, 0)
+		}()
+		defer func() { stop(); <-done }()
+	}
 	return a.Server.Serve(ctx, a.Listener, a.TLS)
+}
+
+// stagingSweeper is a blob store whose staging (S3's multipart uploads)
+// a crashed replica can leave behind while others run on: Serve sweeps it
+// periodically (s3blob.Store.SweepStaleUploads).
+type stagingSweeper interface {
+	SweepStaleUploads(ctx context.Context, interval time.Duration)
 }
 
 // Close closes what New opened, newest first: the listener, the blob
