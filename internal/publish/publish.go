@@ -176,6 +176,16 @@ func (pub *publication) run(src FileSource) (Result, error) {
 	}
 	v.SHASumsDigest = digestOf(pub.sums)
 
+	// An existing version: the same SHA256SUMS is an idempotent retry,
+	// anything else is refused, both before the signature is judged (a
+	// retry after the key expired still succeeds: the stored version was
+	// verified when it was published) and before the archives are read.
+	if existing, err := pub.p.opt.Index.GetProviderVersion(pub.ctx, v.Namespace, v.Type, v.Version); err == nil {
+		return pub.existing(existing)
+	} else if !registry.IsKind(err, registry.NotFound) {
+		return Result{}, err
+	}
+
 	// 2. Its signature, verified before any archive byte is accepted;
 	// without one, the namespace's managed key signs (managed.go).
 	name, r, err = src.Next()
@@ -205,13 +215,6 @@ func (pub *publication) run(src FileSource) (Result, error) {
 	}
 	v.SHASumsSignatureDigest = digestOf(pub.sig)
 
-	// An existing version: the same SHA256SUMS is an idempotent retry,
-	// anything else is refused before the archives are read.
-	if existing, err := pub.p.opt.Index.GetProviderVersion(pub.ctx, v.Namespace, v.Type, v.Version); err == nil {
-		return pub.existing(existing)
-	} else if !registry.IsKind(err, registry.NotFound) {
-		return Result{}, err
-	}
 	if err := registry.CheckPrecedence(fmt.Sprintf("provider %s/%s", v.Namespace, v.Type), v.Version,
 		func() ([]registry.ProviderVersion, error) {
 			return pub.p.opt.Index.ListProviderVersions(pub.ctx, v.Namespace, v.Type)

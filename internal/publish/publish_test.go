@@ -315,6 +315,24 @@ func TestPublishRefuses(t *testing.T) {
 		e.assertNothingStored(t, "1.0.0")
 	})
 
+	t.Run("identical retry after the key expired", func(t *testing.T) {
+		// Published while the key was valid; the same release sent again
+		// after it expired is the idempotent retry it was, not a refusal.
+		e := newEnvWithKey(t, signingtest.NewKeyWith(t, "acme", signingtest.Options{Algorithm: signingtest.Ed25519, Lifetime: time.Hour}))
+		files := build(t, e.key, "1.0.0", "").Files
+		if res, err := e.publish(t, "1.0.0", files); err != nil || !res.Created {
+			t.Fatalf("first publish = %+v, %v", res, err)
+		}
+		e.pub = publish.New(publish.Options{Index: e.idx, Blobs: e.blobs, TempDir: e.tmp, Now: func() time.Time { return time.Now().Add(2 * time.Hour) }})
+		if res, err := e.publish(t, "1.0.0", files); err != nil || res.Created {
+			t.Fatalf("retry after the key expired = %+v, %v; want the unchanged success of a retry", res, err)
+		}
+		// Another release under the same version is still a conflict.
+		if _, err := e.publish(t, "1.0.0", build(t, e.key, "1.0.0", "other").Files); !registry.IsKind(err, registry.Conflict) {
+			t.Fatalf("other content after the key expired: %v, want a conflict", err)
+		}
+	})
+
 	t.Run("unknown namespace", func(t *testing.T) {
 		e := newEnv(t, nil)
 		_, err := e.pub.PublishProvider(context.Background(), "nobody", "example", "1.0.0", releasetest.NewSource(nil))
