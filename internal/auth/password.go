@@ -7,17 +7,16 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"unicode/utf8"
 
 	"golang.org/x/crypto/argon2"
 
 	"trove.dev/trove/internal/registry"
 )
 
-// Password rules: long enough to resist guessing within the login rate
-// limits, short enough that hashing is bounded.
+// Password rules (registry.CheckPassword): long enough to resist guessing
+// within the login rate limits, short enough that hashing is bounded.
 const (
-	MinPasswordLength = 10                         // characters
+	MinPasswordLength = registry.MinPasswordLength // characters
 	MaxPasswordBytes  = registry.MaxPasswordLength // bytes
 )
 
@@ -39,20 +38,9 @@ const (
 	maxArgonThreads = 16
 )
 
-// CheckPassword enforces the password rules on a new password.
-func CheckPassword(password string) error {
-	switch {
-	case len(password) > MaxPasswordBytes:
-		return registry.Errorf(registry.Invalid, "the password is longer than %d bytes", MaxPasswordBytes)
-	case !utf8.ValidString(password):
-		return registry.Errorf(registry.Invalid, "the password is not valid UTF-8")
-	case utf8.RuneCountInString(password) < MinPasswordLength:
-		return registry.Errorf(registry.Invalid, "the password is shorter than %d characters", MinPasswordLength)
-	case strings.TrimSpace(password) != password:
-		return registry.Errorf(registry.Invalid, "the password starts or ends with white space (a copy-and-paste mistake?)")
-	}
-	return nil
-}
+// CheckPassword enforces the password rules on a new password
+// (registry.CheckPassword).
+func CheckPassword(password string) error { return registry.CheckPassword(password) }
 
 // HashPassword returns the argon2id hash of password in the PHC string
 // format: $argon2id$v=19$m=<KiB>,t=<passes>,p=<lanes>$<salt>$<hash>, with

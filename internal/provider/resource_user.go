@@ -8,7 +8,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-sdk/v2/helper/schema"
 
 	"trove.dev/trove/internal/apispec"
-	"trove.dev/trove/internal/auth"
 	"trove.dev/trove/internal/client"
 	"trove.dev/trove/internal/registry"
 )
@@ -45,7 +44,7 @@ func resourceUser() *schema.Resource {
 				Sensitive:    true,
 				ValidateFunc: validatePassword,
 				Description: fmt.Sprintf("Password for the login page: at least %d characters, at most %d bytes, no leading or ",
-					auth.MinPasswordLength, registry.MaxPasswordLength) +
+					registry.MinPasswordLength, registry.MaxPasswordLength) +
 					"trailing white space. Never read back from Trove; changing it sets the new password in place.",
 			},
 			"admin": {

@@ -12,7 +12,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-sdk/v2/diag"
 	"github.com/hashicorp/terraform-plugin-sdk/v2/helper/schema"
 
-	"trove.dev/trove/internal/auth"
 	"trove.dev/trove/internal/registry"
 )
 
@@ -135,7 +134,7 @@ var validatePassword = keywordValidator(func(s string) error {
 	if err := registry.PasswordLimit.Check(s); err != nil {
 		return err
 	}
-	return auth.CheckPassword(s)
+	return registry.CheckPassword(s)
 })
 
 // validateDescription is a schema.SchemaValidateFunc that bounds a
