@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"time"
 
-	"trove.dev/trove/internal/apispec"
-	"trove.dev/trove/internal/client"
+	"trove.dev/trove/apispec"
+	"trove.dev/trove/client"
 )
 
 // parseSince reads a --since/--until value: a duration back from now

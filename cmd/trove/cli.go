@@ -12,7 +12,7 @@ import (
 
 	svchost "github.com/hashicorp/terraform-svchost"
 
-	"trove.dev/trove/internal/client"
+	"trove.dev/trove/client"
 )
 
 // cli is the state of one client command: its process environment and the

@@ -9,7 +9,7 @@ import (
 	"os"
 	"strings"
 
-	"trove.dev/trove/internal/apispec"
+	"trove.dev/trove/apispec"
 )
 
 // maxKeyFileBytes bounds a public key file; real ones are a few KiB.

@@ -17,7 +17,7 @@ import (
 
 	svchost "github.com/hashicorp/terraform-svchost"
 
-	"trove.dev/trove/internal/client"
+	"trove.dev/trove/client"
 	"trove.dev/trove/internal/config"
 )
 

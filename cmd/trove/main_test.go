@@ -19,7 +19,7 @@ import (
 	"sync"
 	"testing"
 
-	"trove.dev/trove/internal/apispec"
+	"trove.dev/trove/apispec"
 	"trove.dev/trove/internal/signing/signingtest"
 )
 

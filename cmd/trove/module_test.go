@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"trove.dev/trove/internal/apispec"
+	"trove.dev/trove/apispec"
 	"trove.dev/trove/internal/modules"
 	"trove.dev/trove/internal/trovetest"
 )

@@ -5,7 +5,7 @@ import (
 	"flag"
 	"fmt"
 
-	"trove.dev/trove/internal/apispec"
+	"trove.dev/trove/apispec"
 	"trove.dev/trove/internal/registry"
 )
 

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"trove.dev/trove/internal/apispec"
+	"trove.dev/trove/apispec"
 )
 
 func providerList() *command {

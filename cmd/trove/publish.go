@@ -11,7 +11,7 @@ import (
 	"slices"
 	"strings"
 
-	"trove.dev/trove/internal/client"
+	"trove.dev/trove/client"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/release"
 	"trove.dev/trove/internal/signing"

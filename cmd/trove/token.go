@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"trove.dev/trove/internal/apispec"
-	"trove.dev/trove/internal/client"
+	"trove.dev/trove/apispec"
+	"trove.dev/trove/client"
 	"trove.dev/trove/internal/config"
 	"trove.dev/trove/internal/registry"
 )

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"trove.dev/trove/internal/apispec"
+	"trove.dev/trove/apispec"
 	"trove.dev/trove/internal/registry"
 )
 

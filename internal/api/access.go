@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"trove.dev/trove/internal/apispec"
+	"trove.dev/trove/apispec"
 	"trove.dev/trove/internal/audit"
 	"trove.dev/trove/internal/auth"
 	"trove.dev/trove/internal/httpjson"

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"trove.dev/trove/internal/apispec"
+	"trove.dev/trove/apispec"
 	"trove.dev/trove/internal/protocol/login"
 	"trove.dev/trove/internal/trovetest"
 )

@@ -1,6 +1,6 @@
 // Package api serves Trove's management API under /api/v1: namespaces,
 // signing keys, tokens, providers, modules and publishing. Routes and
-// documents are defined in internal/apispec; this package enforces who may
+// documents are defined in apispec; this package enforces who may
 // call them.
 package api
 
@@ -16,7 +16,7 @@ import (
 	"strings"
 	"time"
 
-	"trove.dev/trove/internal/apispec"
+	"trove.dev/trove/apispec"
 	"trove.dev/trove/internal/audit"
 	"trove.dev/trove/internal/auth"
 	"trove.dev/trove/internal/httpjson"

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"trove.dev/trove/internal/apispec"
+	"trove.dev/trove/apispec"
 	"trove.dev/trove/internal/auth"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/release/releasetest"

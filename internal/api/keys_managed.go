@@ -3,7 +3,7 @@ package api
 import (
 	"net/http"
 
-	"trove.dev/trove/internal/apispec"
+	"trove.dev/trove/apispec"
 	"trove.dev/trove/internal/httpjson"
 	"trove.dev/trove/internal/registry"
 )

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"trove.dev/trove/internal/apispec"
+	"trove.dev/trove/apispec"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/release/releasetest"
 	"trove.dev/trove/internal/signing"

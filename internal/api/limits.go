@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"strings"
 
-	"trove.dev/trove/internal/apispec"
+	"trove.dev/trove/apispec"
 	"trove.dev/trove/internal/httpjson"
 )
 

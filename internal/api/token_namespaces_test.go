@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"trove.dev/trove/internal/apispec"
+	"trove.dev/trove/apispec"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/store"
 )

@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"trove.dev/trove/internal/apispec"
+	"trove.dev/trove/apispec"
 )
 
 const (

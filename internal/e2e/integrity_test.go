@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"trove.dev/trove/internal/apispec"
+	"trove.dev/trove/apispec"
 	"trove.dev/trove/internal/signing/signingtest"
 )
 

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"trove.dev/trove/internal/apispec"
+	"trove.dev/trove/apispec"
 	"trove.dev/trove/internal/signing/signingtest"
 )
 

@@ -106,7 +106,7 @@ func WriteRaw(w http.ResponseWriter, status int, body []byte) {
 }
 
 // Validator is a request document that checks its own fields (the
-// requests of internal/apispec check their limits).
+// requests of apispec check their limits).
 type Validator interface {
 	Validate() error
 }

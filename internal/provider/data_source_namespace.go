@@ -6,7 +6,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-sdk/v2/diag"
 	"github.com/hashicorp/terraform-plugin-sdk/v2/helper/schema"
 
-	"trove.dev/trove/internal/client"
+	"trove.dev/trove/client"
 )
 
 func dataSourceNamespace() *schema.Resource {

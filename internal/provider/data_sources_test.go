@@ -10,8 +10,8 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 
-	"trove.dev/trove/internal/apispec"
-	"trove.dev/trove/internal/client"
+	"trove.dev/trove/apispec"
+	"trove.dev/trove/client"
 	"trove.dev/trove/internal/release/releasetest"
 	"trove.dev/trove/internal/signing/signingtest"
 )

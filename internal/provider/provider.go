@@ -3,7 +3,7 @@
 // memberships as code, and reads its namespaces and published providers and
 // modules. It is built with terraform-plugin-sdk/v2 helper/schema, like
 // HashiCorp's scaffolding: New returns the provider factory, and configure
-// turns the provider block into the internal/client.Client every resource
+// turns the provider block into the client.Client every resource
 // and data source calls.
 //
 // The main package is terraform-provider-trove/main.go; the examples and
@@ -23,7 +23,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-sdk/v2/diag"
 	"github.com/hashicorp/terraform-plugin-sdk/v2/helper/schema"
 
-	"trove.dev/trove/internal/client"
+	"trove.dev/trove/client"
 )
 
 // Environment variables the provider configuration falls back on; the trove

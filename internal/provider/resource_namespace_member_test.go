@@ -12,8 +12,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
-	"trove.dev/trove/internal/apispec"
-	"trove.dev/trove/internal/client"
+	"trove.dev/trove/apispec"
+	"trove.dev/trove/client"
 )
 
 const memberAddr = "trove_namespace_member.test"

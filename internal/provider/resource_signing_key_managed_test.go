@@ -9,7 +9,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 
-	"trove.dev/trove/internal/client"
+	"trove.dev/trove/client"
 	"trove.dev/trove/internal/signing/signingtest"
 )
 

@@ -13,7 +13,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
-	"trove.dev/trove/internal/client"
+	"trove.dev/trove/client"
 	"trove.dev/trove/internal/signing/signingtest"
 )
 

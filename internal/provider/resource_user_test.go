@@ -11,7 +11,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
-	"trove.dev/trove/internal/apispec"
+	"trove.dev/trove/apispec"
 	"trove.dev/trove/internal/auth"
 )
 

@@ -68,7 +68,7 @@ func (l Limit) CheckText(value string) error { return CheckText(l.Field, value, 
 
 // The limits of the fields a request can carry, each with the name its
 // messages use. The Parse functions of this package check the names, the
-// API and the client (internal/apispec) the rest.
+// API and the client (apispec) the rest.
 var (
 	NamespaceLimit    = Limit{"namespace name", MaxNamespaceLength}
 	ProviderTypeLimit = Limit{"provider type", MaxProviderTypeLength}

@@ -22,7 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"trove.dev/trove/internal/apispec"
+	"trove.dev/trove/apispec"
 	"trove.dev/trove/internal/auth"
 	"trove.dev/trove/internal/files"
 	"trove.dev/trove/internal/httpjson"

@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"trove.dev/trove/client"
 	"trove.dev/trove/internal/auth"
-	"trove.dev/trove/internal/client"
 	"trove.dev/trove/internal/modules"
 	protocol "trove.dev/trove/internal/protocol/modules"
 	"trove.dev/trove/internal/registry"

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"unicode"
 
-	"trove.dev/trove/internal/apispec"
+	"trove.dev/trove/apispec"
 	"trove.dev/trove/internal/registry"
 )
 

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"trove.dev/trove/internal/apispec"
+	"trove.dev/trove/apispec"
 )
 
 // CreateUser creates a user (global admins).

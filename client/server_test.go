@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"trove.dev/trove/internal/apispec"
-	"trove.dev/trove/internal/client"
+	"trove.dev/trove/apispec"
+	"trove.dev/trove/client"
 	"trove.dev/trove/internal/release/releasetest"
 	"trove.dev/trove/internal/signing/signingtest"
 	"trove.dev/trove/internal/trovetest"

@@ -18,7 +18,7 @@ import (
 	"strings"
 	"testing"
 
-	"trove.dev/trove/internal/apispec"
+	"trove.dev/trove/apispec"
 )
 
 // part is what the test server received of one multipart part.

@@ -7,7 +7,7 @@ import (
 	"net/url"
 	"strconv"
 
-	"trove.dev/trove/internal/apispec"
+	"trove.dev/trove/apispec"
 	"trove.dev/trove/internal/registry"
 )
 

@@ -1,6 +1,6 @@
 // Package apispec defines Trove's management API once: its routes and the
 // JSON documents it exchanges. The server (internal/api) and the Go client
-// (internal/client) both build on it, so they cannot drift apart.
+// (client) both build on it, so they cannot drift apart.
 //
 // Every route lives under Prefix and takes "Authorization: Bearer <token>".
 // Errors are {"errors": ["..."]} with a 4xx/5xx status.

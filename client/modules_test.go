@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"trove.dev/trove/internal/apispec"
-	"trove.dev/trove/internal/client"
+	"trove.dev/trove/apispec"
+	"trove.dev/trove/client"
 	"trove.dev/trove/internal/modules"
 	"trove.dev/trove/internal/trovetest"
 )

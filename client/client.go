@@ -1,6 +1,16 @@
 // Package client is the Go client of Trove's management API, as defined in
-// internal/apispec. The CLI, the Terraform provider and tests use it. One
-// method per route; publishing streams its files.
+// package apispec: the one the trove CLI and the Terraform provider use,
+// and the one to script Trove with from other Go programs. One method per
+// route; publishing streams its files. Requests are checked against the
+// API's limits before they are sent, and a refusal comes back as an error
+// that carries the server's message (see Error).
+//
+//	c, err := client.New("https://trove.example.com", os.Getenv("TROVE_TOKEN"))
+//	if err != nil { ... }
+//	ns, err := c.CreateNamespace(ctx, apispec.CreateNamespaceRequest{Name: "acme"})
+//
+// The package imports nothing of the server: a program that uses it links
+// only this package, apispec and the domain's validation rules.
 package client
 
 import (
@@ -19,7 +29,7 @@ import (
 	"strings"
 	"time"
 
-	"trove.dev/trove/internal/apispec"
+	"trove.dev/trove/apispec"
 	"trove.dev/trove/internal/registry"
 )
 
