@@ -138,10 +138,17 @@ func openIndexForCLI(ctx context.Context, cfg config.Config) (store.Index, error
 	return openIndex(ctx, cfg, slog.New(slog.DiscardHandler))
 }
 
+// adminTokenIndex is the part of the index `trove admin token` writes
+// to: the token and its audit event.
+type adminTokenIndex interface {
+	store.Tokens
+	store.AuditLog
+}
+
 // mintAdminToken creates a global admin token in idx and records it in
 // the audit log as done by localAdminActor on this host. auditErr is a
 // failure to record it, after the token was stored.
-func mintAdminToken(ctx context.Context, idx store.Index, f adminTokenFlags, now time.Time) (secret string, t registry.Token, auditErr, err error) {
+func mintAdminToken(ctx context.Context, idx adminTokenIndex, f adminTokenFlags, now time.Time) (secret string, t registry.Token, auditErr, err error) {
 	secret, hash, err := auth.NewToken()
 	if err != nil {
 		return "", registry.Token{}, nil, err

@@ -30,9 +30,24 @@ import (
 // maxJSONBody bounds every JSON request body (a signing key is the largest).
 const maxJSONBody = 256 << 10
 
+// Index is the part of the index the management API uses: everything
+// but server secrets, OAuth authorization codes (login.v1's) and the
+// backend's life cycle. A store.Index is one.
+type Index interface {
+	store.Namespaces
+	store.SigningKeys
+	store.Tokens
+	store.PersonalTokens
+	store.Users
+	store.Memberships
+	store.AuditLog
+	store.Providers
+	store.Modules
+}
+
 // Options configures the API handler.
 type Options struct {
-	Index     store.Index
+	Index     Index
 	Publisher *publish.Publisher
 	// Modules publishes and deletes module versions (module publishing
 	// answers an error when nil).

@@ -192,10 +192,18 @@ func VersionAt(i int) string {
 	return v
 }
 
+// SeedIndex is the part of the index Seed writes to. A store.Index is one.
+type SeedIndex interface {
+	store.Namespaces
+	store.SigningKeys
+	store.Providers
+	store.Modules
+}
+
 // Seed writes spec into idx and blobs, which must be empty, and writes a
 // copy of the archive to archiveFile. Versions go through the ordinary
 // store.Index API, one transaction each, from spec.Workers goroutines.
-func Seed(ctx context.Context, idx store.Index, blobs store.Blobs, spec Spec, archiveFile string) (Seeded, error) {
+func Seed(ctx context.Context, idx SeedIndex, blobs store.Blobs, spec Spec, archiveFile string) (Seeded, error) {
 	began := time.Now()
 	provs, err := spec.plan()
 	if err != nil {

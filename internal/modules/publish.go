@@ -24,9 +24,16 @@ const MaxOriginBytes = registry.MaxOriginLength
 // publish stages in TempDir (see internal/staging).
 const stagePrefix = "module-"
 
+// Index is the part of the index a Publisher uses: it checks the
+// namespace and stores and deletes module versions. A store.Index is one.
+type Index interface {
+	store.Namespaces
+	store.Modules
+}
+
 // Options configures a Publisher.
 type Options struct {
-	Index   store.Index
+	Index   Index
 	Blobs   store.Blobs
 	TempDir string // staging area; on the blob store's filesystem when possible
 

@@ -35,9 +35,18 @@ const (
 	maxManifestBytes  = 64 << 10
 )
 
+// Index is the part of the index a Publisher uses: it checks the
+// namespace, verifies signatures against the namespace's keys and stores
+// provider versions. A store.Index is one.
+type Index interface {
+	store.Namespaces
+	store.SigningKeys
+	store.Providers
+}
+
 // Options configures a Publisher.
 type Options struct {
-	Index   store.Index
+	Index   Index
 	Blobs   store.Blobs
 	TempDir string // staging area for archives; on the blob store's filesystem when possible
 

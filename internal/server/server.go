@@ -58,9 +58,20 @@ const (
 	maxHeaderBytes         = 64 << 10
 )
 
+// Index is the part of the index a Server uses: the protocol services
+// read provider and module versions, and the readiness check pings it.
+// The server follows its changes when it is also a store.ChangeFeed. A
+// store.Index is one.
+type Index interface {
+	store.Providers
+	store.Modules
+	// Ping reports whether the backend is reachable.
+	Ping(ctx context.Context) error
+}
+
 // Options configures a Server.
 type Options struct {
-	Index     store.Index
+	Index     Index
 	Blobs     store.Blobs
 	Signer    *signedurl.Signer
 	PublicURL *url.URL // the origin clients reach Trove at; signed URLs are made absolute with it

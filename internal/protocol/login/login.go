@@ -87,10 +87,22 @@ const csrfCookie = "__Host-trove-login"
 // maxFormBytes bounds a login or token request body.
 const maxFormBytes = 16 << 10
 
+// Index is the part of the index the login service uses: it checks
+// users, stores authorization codes and the tokens they are exchanged
+// for, records logins, and keeps its CSRF key among the server secrets.
+// A store.Index is one.
+type Index interface {
+	store.Users
+	store.AuthCodes
+	store.Tokens
+	store.AuditLog
+	store.Secrets
+}
+
 // Options configures the login service.
 type Options struct {
 	// Index stores users, authorization codes, tokens and the audit log.
-	Index store.Index
+	Index Index
 	// Audit records logins; nil records into Index's audit log.
 	Audit *audit.Recorder
 	// Authenticator, if set, forgets its cached token lookups when the
@@ -120,7 +132,6 @@ type Options struct {
 // Service serves login.v1. Create it with New.
 type Service struct {
 	opt      Options
-	acc      store.Access
 	key      []byte
 	attempts *auth.PasswordLimiter
 	slots    chan struct{}
@@ -132,12 +143,11 @@ func New(ctx context.Context, opt Options) (*Service, error) {
 	if opt.Index == nil {
 		return nil, registry.Errorf(registry.Invalid, "login: no index")
 	}
-	acc := opt.Index
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.DiscardHandler)
 	}
 	if opt.Audit == nil {
-		opt.Audit = audit.New(acc, opt.Logger)
+		opt.Audit = audit.New(opt.Index, opt.Logger)
 	}
 	if opt.ClientID == "" {
 		opt.ClientID = DefaultClientID
@@ -174,7 +184,7 @@ func New(ctx context.Context, opt Options) (*Service, error) {
 	if opt.Authenticator != nil {
 		opt.Authenticator.SetPasswordLimiter(attempts)
 	}
-	return &Service{opt: opt, acc: acc, key: key, attempts: attempts, slots: make(chan struct{}, opt.HashSlots)}, nil
+	return &Service{opt: opt, key: key, attempts: attempts, slots: make(chan struct{}, opt.HashSlots)}, nil
 }
 
 // Discovery returns the login.v1 value of the discovery document.
@@ -387,7 +397,7 @@ func (s *Service) submitForm(w http.ResponseWriter, r *http.Request) {
 		s.errorPage(w, r, http.StatusInternalServerError, "internal error")
 		return
 	}
-	err = s.acc.CreateAuthCode(r.Context(), registry.AuthCode{
+	err = s.opt.Index.CreateAuthCode(r.Context(), registry.AuthCode{
 		Hash: hashCode(code), ClientID: a.ClientID, RedirectURI: a.RedirectURI, Challenge: a.Challenge,
 		User: user.Name, Scopes: scopes, TokenID: tokenID, CreatedAt: now.UTC(), ExpiresAt: now.Add(s.opt.CodeTTL).UTC(),
 	})
@@ -397,7 +407,7 @@ func (s *Service) submitForm(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// Codes are redeemed within minutes; drop those long expired.
-	if _, err := s.acc.DeleteAuthCodes(r.Context(), now.Add(-time.Hour)); err != nil {
+	if _, err := s.opt.Index.DeleteAuthCodes(r.Context(), now.Add(-time.Hour)); err != nil {
 		s.opt.Logger.WarnContext(r.Context(), "login: deleting expired authorization codes failed", "err", err)
 	}
 	s.opt.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditLoginSuccess, Actor: "user:" + user.Name,
@@ -419,7 +429,7 @@ func (s *Service) verify(ctx context.Context, name, password string) (registry.U
 		auth.VerifyNoPassword(password)
 		return registry.User{}, "invalid user name"
 	}
-	u, err := s.acc.GetUser(ctx, norm)
+	u, err := s.opt.Index.GetUser(ctx, norm)
 	if err != nil {
 		auth.VerifyNoPassword(password)
 		if registry.IsKind(err, registry.NotFound) {
@@ -552,7 +562,7 @@ func (s *Service) exchange(w http.ResponseWriter, r *http.Request) (tokenRespons
 		return tokenResponse{}, &oauthError{status: http.StatusBadRequest, Code: "invalid_request", Description: "the code_verifier must be 43 to 128 characters of A-Z, a-z, 0-9, '-', '.', '_' and '~'"}
 	}
 	now := s.opt.Now()
-	c, err := s.acc.UseAuthCode(r.Context(), hashCode(code), now.UTC())
+	c, err := s.opt.Index.UseAuthCode(r.Context(), hashCode(code), now.UTC())
 	if registry.IsKind(err, registry.NotFound) {
 		return tokenResponse{}, grantError("the authorization code is not valid")
 	}
@@ -578,7 +588,7 @@ func (s *Service) exchange(w http.ResponseWriter, r *http.Request) (tokenRespons
 	if subtle.ConstantTimeCompare([]byte(base64.RawURLEncoding.EncodeToString(sum[:])), []byte(c.Challenge)) != 1 {
 		return tokenResponse{}, grantError("the code_verifier does not match the code_challenge")
 	}
-	u, err := s.acc.GetUser(r.Context(), c.User)
+	u, err := s.opt.Index.GetUser(r.Context(), c.User)
 	if err != nil && !registry.IsKind(err, registry.NotFound) {
 		return tokenResponse{}, err
 	}
