@@ -176,20 +176,6 @@ func removeLeftovers(tmp string, cutoff time.Time) error {
 	return nil
 }
 
-// checkDigest accepts exactly 64 lower-case hex digits, so that a digest
-// can never name a path outside the store.
-func checkDigest(digest string) error {
-	if len(digest) != 64 {
-		return registry.Errorf(registry.Invalid, "invalid blob digest %q: want 64 lower-case hex digits of a SHA-256", digest)
-	}
-	for i := range len(digest) {
-		if c := digest[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return registry.Errorf(registry.Invalid, "invalid blob digest %q: want 64 lower-case hex digits of a SHA-256", digest)
-		}
-	}
-	return nil
-}
-
 // path returns the file of a checked digest.
 func (s *Store) path(digest string) string {
 	return filepath.Join(s.blobs, digest[:2], digest)
@@ -198,7 +184,7 @@ func (s *Store) path(digest string) string {
 // Put stores the size bytes read from r under digest, after checking both.
 // If the blob exists already, Put returns nil without reading r.
 func (s *Store) Put(ctx context.Context, digest string, size int64, r io.Reader) error {
-	if err := checkDigest(digest); err != nil {
+	if err := registry.CheckDigest(digest); err != nil {
 		return err
 	}
 	if size < 0 {
@@ -336,7 +322,7 @@ func (s *Store) exists(digest string) bool {
 // (well under a second for 200 MiB) and the file is usually still in the
 // page cache.
 func (s *Store) PutFile(ctx context.Context, digest string, size int64, path string) error {
-	if err := checkDigest(digest); err != nil {
+	if err := registry.CheckDigest(digest); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
@@ -396,7 +382,7 @@ func removeSource(path string) error {
 
 // Open returns the blob for reading; its Content is the *os.File.
 func (s *Store) Open(ctx context.Context, digest string) (*store.Blob, error) {
-	if err := checkDigest(digest); err != nil {
+	if err := registry.CheckDigest(digest); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -419,7 +405,7 @@ func (s *Store) Open(ctx context.Context, digest string) (*store.Blob, error) {
 
 // Stat returns the blob's size.
 func (s *Store) Stat(ctx context.Context, digest string) (int64, error) {
-	if err := checkDigest(digest); err != nil {
+	if err := registry.CheckDigest(digest); err != nil {
 		return 0, err
 	}
 	info, err := os.Lstat(s.path(digest))
@@ -434,7 +420,7 @@ func (s *Store) Stat(ctx context.Context, digest string) (int64, error) {
 
 // Delete removes a blob; deleting an absent blob succeeds.
 func (s *Store) Delete(ctx context.Context, digest string) error {
-	if err := checkDigest(digest); err != nil {
+	if err := registry.CheckDigest(digest); err != nil {
 		return err
 	}
 	if err := os.Remove(s.path(digest)); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -463,7 +449,7 @@ func (s *Store) Walk(ctx context.Context, fn func(digest string, size int64) err
 		}
 		for _, e := range entries {
 			name := e.Name()
-			if !e.Type().IsRegular() || checkDigest(name) != nil || name[:2] != shard.Name() {
+			if !e.Type().IsRegular() || registry.CheckDigest(name) != nil || name[:2] != shard.Name() {
 				continue
 			}
 			info, err := e.Info()

@@ -288,7 +288,7 @@ func (s *Store) AbortStaleUploads(ctx context.Context, cutoff time.Time) (int, e
 		}
 		for _, u := range page.Uploads {
 			shard, digest, ok := strings.Cut(strings.TrimPrefix(aws.ToString(u.Key), dir), "/")
-			if !ok || checkDigest(digest) != nil || shard != digest[:2] || u.Initiated == nil || !u.Initiated.Before(cutoff) {
+			if !ok || registry.CheckDigest(digest) != nil || shard != digest[:2] || u.Initiated == nil || !u.Initiated.Before(cutoff) {
 				continue
 			}
 			_, err := s.client.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &s.bucket, Key: u.Key, UploadId: u.UploadId})
@@ -459,25 +459,11 @@ func (s *Store) key(digest string) string {
 	return s.prefix + blobsDirectory + digest[:2] + "/" + digest
 }
 
-// checkDigest accepts exactly 64 lower-case hex digits, so that a digest
-// can never name a key outside the store's prefix.
-func checkDigest(digest string) error {
-	if len(digest) != 64 {
-		return registry.Errorf(registry.Invalid, "invalid blob digest %q: want 64 lower-case hex digits of a SHA-256", digest)
-	}
-	for i := range len(digest) {
-		if c := digest[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return registry.Errorf(registry.Invalid, "invalid blob digest %q: want 64 lower-case hex digits of a SHA-256", digest)
-		}
-	}
-	return nil
-}
-
 // Put stores the size bytes read from r under digest, after checking both
 // (see the package comment). If the blob exists already, Put returns nil
 // without reading r. Put does not read r after it returns.
 func (s *Store) Put(ctx context.Context, digest string, size int64, r io.Reader) error {
-	if err := checkDigest(digest); err != nil {
+	if err := registry.CheckDigest(digest); err != nil {
 		return err
 	}
 	if size < 0 {
@@ -716,7 +702,7 @@ func readError(err error, digest string) error {
 // requests, so it is valid only as long as ctx is, and like an *os.File it
 // is not for concurrent use.
 func (s *Store) Open(ctx context.Context, digest string) (*store.Blob, error) {
-	if err := checkDigest(digest); err != nil {
+	if err := registry.CheckDigest(digest); err != nil {
 		return nil, err
 	}
 	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: aws.String(s.key(digest))})
@@ -818,7 +804,7 @@ func (o *object) Close() error {
 
 // Stat returns the blob's size.
 func (s *Store) Stat(ctx context.Context, digest string) (int64, error) {
-	if err := checkDigest(digest); err != nil {
+	if err := registry.CheckDigest(digest); err != nil {
 		return 0, err
 	}
 	out, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &s.bucket, Key: aws.String(s.key(digest))})
@@ -830,7 +816,7 @@ func (s *Store) Stat(ctx context.Context, digest string) (int64, error) {
 
 // Delete removes a blob; deleting an absent blob succeeds.
 func (s *Store) Delete(ctx context.Context, digest string) error {
-	if err := checkDigest(digest); err != nil {
+	if err := registry.CheckDigest(digest); err != nil {
 		return err
 	}
 	_, err := s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &s.bucket, Key: aws.String(s.key(digest))})
@@ -856,7 +842,7 @@ func (s *Store) Walk(ctx context.Context, fn func(digest string, size int64) err
 		}
 		for _, obj := range page.Contents {
 			shard, digest, ok := strings.Cut(strings.TrimPrefix(aws.ToString(obj.Key), dir), "/")
-			if !ok || checkDigest(digest) != nil || shard != digest[:2] {
+			if !ok || registry.CheckDigest(digest) != nil || shard != digest[:2] {
 				continue
 			}
 			if err := fn(digest, aws.ToInt64(obj.Size)); err != nil {
@@ -874,7 +860,7 @@ func (s *Store) Walk(ctx context.Context, fn func(digest string, size int64) err
 // temporary credentials (a role) the URL stops working when they expire,
 // which may be before ttl.
 func (s *Store) PresignGet(ctx context.Context, digest, filename string, ttl time.Duration) (string, error) {
-	if err := checkDigest(digest); err != nil {
+	if err := registry.CheckDigest(digest); err != nil {
 		return "", err
 	}
 	if ttl <= 0 {
