@@ -72,7 +72,8 @@ type PersonalTokens interface {
 // AuthCodes stores OAuth 2.0 authorization codes by the hash of the code.
 type AuthCodes interface {
 	// CreateAuthCode stores c. Conflict if its Hash is taken; NotFound if
-	// its user does not exist.
+	// its user does not exist; Invalid if one of c.Scopes is not a
+	// registry scope (registry.ParseScope).
 	CreateAuthCode(ctx context.Context, c registry.AuthCode) error
 	// UseAuthCode marks the code with that hash as used at time at and
 	// returns it as it was before, atomically: of two concurrent calls

@@ -86,7 +86,8 @@ type SigningKeys interface {
 type Tokens interface {
 	// CreateToken stores t with its namespace binding, atomically.
 	// Conflict if its ID or Hash is taken; NotFound if one of
-	// t.Namespaces does not exist.
+	// t.Namespaces does not exist; Invalid if one of t.Scopes is not a
+	// registry scope (registry.ParseScope).
 	CreateToken(ctx context.Context, t registry.Token) error
 	// TokenByHash returns the token whose Hash equals hash, revoked and
 	// expired ones included, or NotFound.

@@ -149,13 +149,17 @@ func (x *Index) CreateAuthCode(ctx context.Context, c registry.AuthCode) error {
 	if err != nil {
 		return err
 	}
+	scopes, err := scopeStrings(c.Scopes)
+	if err != nil {
+		return err
+	}
 	return x.write(ctx, "storing an authorization code", func(ctx context.Context, t tx) error {
 		if err := userExists(ctx, t, c.User); err != nil {
 			return err
 		}
 		_, err := t.exec(ctx, `INSERT INTO auth_codes (hash, client_id, redirect_uri, challenge, user_name, scopes, token_id, created_at, expires_at, used_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-			c.Hash, c.ClientID, c.RedirectURI, c.Challenge, c.User, x.d.Strings(scopeStrings(c.Scopes)), c.TokenID, created, expires, used)
+			c.Hash, c.ClientID, c.RedirectURI, c.Challenge, c.User, x.d.Strings(scopes), c.TokenID, created, expires, used)
 		if x.is(err, FailUnique) {
 			return registry.Errorf(registry.Conflict, "an authorization code with the same hash exists already")
 		}

@@ -87,7 +87,11 @@ func (x *Index) tokenArgs(t registry.Token) ([]any, error) {
 	if t.User != "" {
 		user = sql.NullString{String: t.User, Valid: true}
 	}
-	return []any{t.ID, t.Hash, ns, user, x.d.Strings(scopeStrings(t.Scopes)), t.Description, created, expires, revoked}, nil
+	scopes, err := scopeStrings(t.Scopes)
+	if err != nil {
+		return nil, err
+	}
+	return []any{t.ID, t.Hash, ns, user, x.d.Strings(scopes), t.Description, created, expires, revoked}, nil
 }
 
 // insertToken stores t's row (args) and its bindings after checking what
@@ -232,20 +236,28 @@ func sortedSet(names []string) []string {
 	return slices.Compact(append([]string{}, slices.Sorted(slices.Values(names))...))
 }
 
-// scopeStrings encodes scopes as a list of strings.
-func scopeStrings(scopes []registry.Scope) []string {
+// scopeStrings encodes scopes as a list of strings. Invalid if one of
+// them is not a registry scope (registry.ParseScope).
+func scopeStrings(scopes []registry.Scope) ([]string, error) {
 	out := make([]string, len(scopes))
 	for i, s := range scopes {
+		if _, err := registry.ParseScope(string(s)); err != nil {
+			return nil, err
+		}
 		out[i] = string(s)
 	}
-	return out
+	return out, nil
 }
 
-// toScopes decodes a list of scopes; an empty list is nil.
+// toScopes decodes a list of scopes; an empty list is nil. A scope this
+// version does not know (only another version can have stored it) is
+// left out: it would grant nothing (registry.Scope.Includes).
 func toScopes(s []string) []registry.Scope {
 	var out []registry.Scope
 	for _, v := range s {
-		out = append(out, registry.Scope(v))
+		if scope, err := registry.ParseScope(v); err == nil {
+			out = append(out, scope)
+		}
 	}
 	return out
 }

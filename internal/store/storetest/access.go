@@ -425,6 +425,11 @@ func testAuthCodes(t *testing.T, newIndex func(*testing.T) store.Index) {
 		wantKind(t, a.CreateAuthCode(ctx, ghost), registry.NotFound, "CreateAuthCode for a missing user")
 		_, err := a.UseAuthCode(ctx, ghost.Hash, t0)
 		wantKind(t, err, registry.NotFound, "UseAuthCode of the refused code")
+		rooted := testAuthCode("rooted")
+		rooted.Scopes = []registry.Scope{"root"}
+		wantKind(t, a.CreateAuthCode(ctx, rooted), registry.Invalid, "CreateAuthCode with an unknown scope")
+		_, err = a.UseAuthCode(ctx, rooted.Hash, t0)
+		wantKind(t, err, registry.NotFound, "UseAuthCode of the code with an unknown scope")
 		got, err := a.UseAuthCode(ctx, c.Hash, t0)
 		mustOK(t, err, "UseAuthCode")
 		checkEqual(t, "code after the refused duplicate", got, c, normAuthCode)

@@ -361,6 +361,14 @@ func testTokens(t *testing.T, newIndex func(*testing.T) store.Index) {
 		mustOK(t, err, "TokenByHash")
 		checkEqual(t, "token after refused creates", got, tk, normToken)
 	})
+	t.Run("UnknownScopeInvalid", func(t *testing.T) {
+		x, ctx := newIndex(t), t.Context()
+		tk := testToken("tok1", "", t0)
+		tk.Scopes = []registry.Scope{registry.ScopeRead, "root"}
+		wantKind(t, x.CreateToken(ctx, tk), registry.Invalid, "CreateToken with an unknown scope")
+		_, err := x.TokenByHash(ctx, tk.Hash)
+		wantKind(t, err, registry.NotFound, "TokenByHash of the refused token")
+	})
 	t.Run("MissingNamespace", func(t *testing.T) {
 		x, ctx := newIndex(t), t.Context()
 		createNamespaces(t, x, "acme")
