@@ -16,6 +16,7 @@ import (
 	"reflect"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 
 	"trove.dev/trove/apispec"
@@ -32,7 +33,12 @@ func publishServer(t *testing.T, tls bool, answer string) (*Client, *[]part, *st
 	t.Helper()
 	var parts []part
 	var path string
+	// One request at a time: a request the client gave up on (a local read
+	// error) may still be in its handler when the next one arrives.
+	var mu sync.Mutex
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
 		path = r.Method + " " + r.URL.EscapedPath()
 		if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "multipart/form-data" {
 			http.Error(w, `{"errors":["not multipart"]}`, 400)
