@@ -165,12 +165,13 @@ type Entry[V any] struct {
 	Length []string // {Content-Length}
 	Value  V
 
-	size      int64
-	rendered  int64 // Unix nanoseconds when its render started
-	staleAt   int64
-	expiresAt int64
-	used      atomic.Bool  // set on lookups, cleared by eviction sweeps (CLOCK)
-	retryAt   atomic.Int64 // no background render before this (after a failure)
+	size       int64
+	rendered   int64 // Unix nanoseconds when its render started
+	staleAt    int64
+	expiresAt  int64
+	used       atomic.Bool  // set on lookups, cleared by eviction sweeps (CLOCK)
+	refreshing atomic.Bool  // a background render of it was started
+	retryAt    atomic.Int64 // no background render before this (after a failure)
 }
 
 // Rendered returns when the render of e started.
@@ -298,24 +299,37 @@ func (c *Cache[O, D, V]) Load(ctx context.Context, o O, d D, seen *Entry[V], ren
 	return f.e, f.err
 }
 
+// ShouldRevalidate reports whether a call of Revalidate for the stale
+// entry e could start a background render now: none was started for it,
+// no failure asks to wait, and not all background renders are busy. It
+// takes no lock and does not allocate, so that a request serving e builds
+// its render function only when Revalidate may use it.
+func (c *Cache[O, D, V]) ShouldRevalidate(e *Entry[V]) bool {
+	return !e.refreshing.Load() && c.opt.Now().UnixNano() >= e.retryAt.Load() && len(c.refreshes) < cap(c.refreshes)
+}
+
 // Revalidate starts one background render of (o, d), whose stale entry
 // e the caller serves, unless one is running or a failed one asks to
-// wait (see the package documentation).
+// wait (see the package documentation). Only the request that starts the
+// render takes the cache's lock.
 func (c *Cache[O, D, V]) Revalidate(o O, d D, e *Entry[V], render RenderFunc[V]) {
-	now := c.opt.Now().UnixNano()
-	if now < e.retryAt.Load() {
-		return
-	}
-	c.mu.Lock()
-	key := flightKey[O, D]{owner: o, doc: d, gen: c.gen}
-	if _, ok := c.flights[key]; ok || c.owners[o][d] != e {
-		c.mu.Unlock()
+	if c.opt.Now().UnixNano() < e.retryAt.Load() || !e.refreshing.CompareAndSwap(false, true) {
 		return
 	}
 	select {
 	case c.refreshes <- struct{}{}: // released by run
 	default:
+		e.refreshing.Store(false) // a later request may start it
+		return
+	}
+	c.mu.Lock()
+	key := flightKey[O, D]{owner: o, doc: d, gen: c.gen}
+	if _, ok := c.flights[key]; ok || c.owners[o][d] != e {
+		// A Load renders it (should that fail, a later hit may try), or e
+		// was replaced or removed.
+		e.refreshing.Store(false)
 		c.mu.Unlock()
+		<-c.refreshes
 		return
 	}
 	f := &flight[V]{done: make(chan struct{})}
@@ -347,6 +361,7 @@ func (c *Cache[O, D, V]) run(ctx context.Context, key flightKey[O, D], f *flight
 		}
 	case stale != nil:
 		stale.retryAt.Store(c.opt.Now().UnixNano() + int64(c.opt.RetryAfter))
+		stale.refreshing.Store(false)
 	}
 	f.e, f.err = e, err
 	c.mu.Unlock()

@@ -396,8 +396,14 @@ func TestRefreshErrorKeepsStaleEntryAndLogs(t *testing.T) {
 	old := mustLoad(t, c, "acme/widget", "versions", nil, body("old", &calls))
 	clk.Add(maxAge * 7 / 8)
 	g := newGate("new")
+	if !c.ShouldRevalidate(old) {
+		t.Fatalf("ShouldRevalidate false for a stale entry never refreshed")
+	}
 	c.Revalidate("acme/widget", "versions", old, g.render)
 	<-g.started
+	if c.ShouldRevalidate(old) {
+		t.Fatalf("ShouldRevalidate true while its refresh runs")
+	}
 	g.release <- errors.New("index unreachable")
 	settle(c)
 	if e := c.Lookup("acme/widget", "versions"); e != old || c.State(e) != Stale {
@@ -407,12 +413,18 @@ func TestRefreshErrorKeepsStaleEntryAndLogs(t *testing.T) {
 		t.Fatalf("failed refresh not logged with its key and error: %q", s)
 	}
 	// No new background render before RetryAfter...
+	if c.ShouldRevalidate(old) {
+		t.Fatalf("ShouldRevalidate true right after a failure")
+	}
 	c.Revalidate("acme/widget", "versions", old, g.render)
 	if s := c.Stats(); s.Renders != 0 {
 		t.Fatalf("a refresh started again right after a failure")
 	}
 	// ...one after it.
 	clk.Add(2 * time.Second)
+	if !c.ShouldRevalidate(old) {
+		t.Fatalf("ShouldRevalidate false after RetryAfter")
+	}
 	c.Revalidate("acme/widget", "versions", old, g.render)
 	<-g.started
 	g.release <- errors.New("still unreachable")

@@ -293,8 +293,10 @@ func (s *Service) lookup(ctx context.Context, r *http.Request) (*entry, modKey, 
 	}
 	switch s.cache.State(e) {
 	case respcache.Stale:
-		ck := key.clone() // the cache keeps the key: never the request's memory
-		s.cache.Revalidate(ck, struct{}{}, e, s.renderer(ck))
+		if s.cache.ShouldRevalidate(e) {
+			ck := key.clone() // the cache keeps the key: never the request's memory
+			s.cache.Revalidate(ck, struct{}{}, e, s.renderer(ck))
+		}
 		fallthrough
 	case respcache.Fresh:
 		return e, key, private, nil

@@ -228,8 +228,10 @@ func (s *Service) serveVersions(w http.ResponseWriter, r *http.Request) {
 	}
 	switch s.cache.State(e) {
 	case respcache.Stale:
-		ck := pk.clone() // the cache keeps the key: never the request's memory
-		s.cache.Revalidate(ck, docKey{}, e, s.versionsRenderer(ck))
+		if s.cache.ShouldRevalidate(e) {
+			ck := pk.clone() // the cache keeps the key: never the request's memory
+			s.cache.Revalidate(ck, docKey{}, e, s.versionsRenderer(ck))
+		}
 		fallthrough
 	case respcache.Fresh:
 		writeEntry(w, r, e, private)
@@ -274,8 +276,10 @@ func (s *Service) serveDownload(w http.ResponseWriter, r *http.Request) {
 	}
 	switch st {
 	case respcache.Stale:
-		ck, cd := pk.clone(), dk.clone()
-		s.cache.Revalidate(ck, cd, e, s.downloadRenderer(ck, cd, signer, private))
+		if s.cache.ShouldRevalidate(e) {
+			ck, cd := pk.clone(), dk.clone()
+			s.cache.Revalidate(ck, cd, e, s.downloadRenderer(ck, cd, signer, private))
+		}
 		fallthrough
 	case respcache.Fresh:
 		writeEntry(w, r, e, private)
