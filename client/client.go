@@ -113,9 +113,22 @@ func New(addr, token string, opts ...Option) (*Client, error) {
 			}
 			tr.TLSClientConfig.RootCAs = pool
 		}
-		c.http = &http.Client{Transport: tr}
+		c.http = &http.Client{Transport: tr, CheckRedirect: c.checkRedirect}
 	}
 	return c, nil
+}
+
+// checkRedirect follows at most 10 redirects and keeps the token only on
+// the server's own origin: net/http would keep it for another scheme or
+// port of the same host, and for its subdomains.
+func (c *Client) checkRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
+	if req.URL.Scheme != c.base.Scheme || !strings.EqualFold(req.URL.Host, c.base.Host) {
+		req.Header.Del("Authorization")
+	}
+	return nil
 }
 
 func parseAddr(addr string) (*url.URL, error) {

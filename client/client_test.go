@@ -408,3 +408,30 @@ func TestExpiresIn(t *testing.T) {
 		t.Errorf("ExpiresIn(1h) = %v", got)
 	}
 }
+
+// TestRedirectKeepsTokenOnOrigin: a redirect to another origin (here
+// another port of the same host) is followed without the token.
+func TestRedirectKeepsTokenOnOrigin(t *testing.T) {
+	var gotAuth []string
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gotAuth = append(gotAuth, r.Header.Get("Authorization"))
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"namespaces":[]}`)
+	}))
+	defer other.Close()
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gotAuth = append(gotAuth, r.Header.Get("Authorization"))
+		http.Redirect(w, r, other.URL+r.URL.Path, http.StatusFound)
+	}))
+	defer origin.Close()
+	c, err := New(origin.URL, testToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ListNamespaces(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(gotAuth) != 2 || gotAuth[0] != "Bearer "+testToken || gotAuth[1] != "" {
+		t.Errorf("Authorization at the origin, then after the redirect to another port: %q; want the token only at the origin", gotAuth)
+	}
+}

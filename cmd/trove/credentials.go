@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -47,11 +48,27 @@ func credentialsHost(addr string) (svchost.Hostname, error) {
 	if err != nil || u.Host == "" {
 		return "", fmt.Errorf("invalid server address %q: want https://host[:port] or host[:port]", addr)
 	}
+	if u.Scheme != "https" && !(u.Scheme == "http" && isLoopback(u.Hostname())) {
+		// Terraform keys its tokens by host alone and sends them over
+		// https only: one must never travel in the clear to that host.
+		return "", fmt.Errorf("%s is not https: the tokens of terraform login and trove login are only used over https "+
+			"(or plain http to this machine); pass --token for another scheme", addr)
+	}
 	h, err := svchost.ForComparison(u.Host)
 	if err != nil {
 		return "", fmt.Errorf("invalid host %q: %w", u.Host, err)
 	}
 	return h, nil
+}
+
+// isLoopback reports whether host names this machine: localhost or a
+// loopback address.
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // credentialsDoc is the credentials file, keeping what trove does not

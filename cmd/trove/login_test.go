@@ -269,11 +269,42 @@ func TestCredentialsHostAndVariable(t *testing.T) {
 		"https://Registry.My-Corp.Example:443": {"registry.my-corp.example", "TF_TOKEN_registry_my__corp_example"},
 		"localhost:8443":                       {"localhost:8443", "TF_TOKEN_localhost:8443"},
 		"https://registry.internal/":           {"registry.internal", "TF_TOKEN_registry_internal"},
+		"http://127.0.0.1:8080":                {"127.0.0.1:8080", "TF_TOKEN_127_0_0_1:8080"},
+		"http://localhost:8080":                {"localhost:8080", "TF_TOKEN_localhost:8080"},
 	} {
 		h, err := credentialsHost(addr)
 		if err != nil || h.ForDisplay() != want[0] || tfTokenVar(h) != want[1] {
 			t.Errorf("credentialsHost(%q) = %q (%s), %v; want %q (%s)", addr, h.ForDisplay(), tfTokenVar(h), err, want[0], want[1])
 		}
+	}
+	// A token Terraform keeps for https://registry.internal must never go
+	// to http://registry.internal in the clear.
+	for _, addr := range []string{"http://registry.internal", "http://10.0.0.5:8080", "ftp://registry.internal"} {
+		if h, err := credentialsHost(addr); err == nil || !strings.Contains(err.Error(), "not https") {
+			t.Errorf("credentialsHost(%q) = %q, %v; want it refused as not https", addr, h, err)
+		}
+	}
+}
+
+// TestStoredTokenNotSentOverHTTP: with TROVE_ADDR on plain http to another
+// machine, neither TF_TOKEN_<host> nor the credentials file supplies a
+// token, so none goes out in the clear; over https the same one does.
+func TestStoredTokenNotSentOverHTTP(t *testing.T) {
+	host, err := credentialsHost("https://registry.internal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &cli{env: env{getenv: func(k string) string {
+		if k == tfTokenVar(host) {
+			return "trove_secret"
+		}
+		return ""
+	}}}
+	if tok, src, err := c.storedToken("http://registry.internal"); tok != "" || err != nil {
+		t.Errorf("storedToken over plain http = %q from %q, %v; want none", tok, src, err)
+	}
+	if tok, _, _ := c.storedToken("https://registry.internal"); tok != "trove_secret" {
+		t.Errorf("storedToken over https = %q, want the TF_TOKEN_ value", tok)
 	}
 }
 
