@@ -27,6 +27,13 @@ func (pub *publication) signManaged(src FileSource, name string, r io.Reader, ne
 	if registry.IsKind(err, registry.NotFound) {
 		return nil, unsigned
 	}
+	if registry.IsKind(err, registry.Unavailable) {
+		// The operator's problem (a missing or wrong secret file): the log
+		// has the details, the publisher a message without server paths.
+		pub.p.opt.Logger.ErrorContext(pub.ctx, "cannot sign with the namespace's managed key", "namespace", v.Namespace, "err", err)
+		return nil, registry.Errorf(registry.Unavailable,
+			"this Trove cannot sign with the managed key of namespace %s now: its signing secret is unavailable (the server log says why); try again later or ask the operator", v.Namespace)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -137,6 +137,10 @@ func TestPublishUnsignedRefused(t *testing.T) {
 		if !registry.IsKind(err, registry.Unavailable) || !strings.Contains(err.Error(), "signing secret") {
 			t.Errorf("publish on a replica with another secret = %v", err)
 		}
+		// The publisher is not told the server's file paths.
+		if msg := registry.Message(err); strings.Contains(msg, wrong) || strings.Contains(msg, filepath.Dir(wrong)) {
+			t.Errorf("the answer to the publisher names a server path: %s", msg)
+		}
 		e.assertNothingStored(t, "1.0.0")
 	})
 	t.Run("OnlySHA256SUMS", func(t *testing.T) {
