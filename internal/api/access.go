@@ -83,7 +83,7 @@ func (h *handler) createUser(w http.ResponseWriter, r *http.Request) error {
 	}
 	u := registry.User{Name: name, Admin: req.Admin, CreatedAt: h.Now().UTC()}
 	if req.Password != "" {
-		if err := auth.CheckPassword(req.Password); err != nil {
+		if err := registry.CheckPassword(req.Password); err != nil {
 			return err
 		}
 		if u.PasswordHash, err = auth.HashPassword(req.Password); err != nil {
@@ -190,7 +190,7 @@ func (h *handler) updateUser(w http.ResponseWriter, r *http.Request) error {
 				return registry.Errorf(registry.Forbidden, "changing your own password needs your current password (current_password), and it did not match")
 			}
 		}
-		if err := auth.CheckPassword(*req.Password); err != nil {
+		if err := registry.CheckPassword(*req.Password); err != nil {
 			return err
 		}
 		if u.PasswordHash, err = auth.HashPassword(*req.Password); err != nil {

@@ -111,29 +111,6 @@ func TestPasswordHash(t *testing.T) {
 	}
 }
 
-func TestCheckPassword(t *testing.T) {
-	tests := map[string]bool{
-		"0123456789":                            true,
-		"ünïcödé-pässwörd":                      true,
-		"short":                                 false,
-		"123456789":                             false,
-		" leading space ok?":                    false,
-		"trailing space \n":                     false,
-		strings.Repeat("a", MaxPasswordBytes):   true,
-		strings.Repeat("a", MaxPasswordBytes+1): false,
-		"bad utf8 \xff\xfe padding":             false,
-	}
-	for pw, ok := range tests {
-		err := CheckPassword(pw)
-		if (err == nil) != ok {
-			t.Errorf("CheckPassword(%.20q) = %v, want ok=%v", pw, err, ok)
-		}
-		if err != nil && (!registry.IsKind(err, registry.Invalid) || len(pw) >= 8 && strings.Contains(err.Error(), pw)) {
-			t.Errorf("CheckPassword(%.20q) error %q: want Invalid, without the password", pw, err)
-		}
-	}
-}
-
 // accessFixture is a real SQLite index with namespaces, users and tokens.
 type accessFixture struct {
 	idx    *sqlite.Index

@@ -13,12 +13,9 @@ import (
 	"trove.dev/trove/internal/registry"
 )
 
-// Password rules (registry.CheckPassword): long enough to resist guessing
-// within the login rate limits, short enough that hashing is bounded.
-const (
-	MinPasswordLength = registry.MinPasswordLength // characters
-	MaxPasswordBytes  = registry.MaxPasswordLength // bytes
-)
+// MaxPasswordBytes bounds the passwords VerifyPassword hashes; the rules
+// of new passwords are registry.CheckPassword's.
+const MaxPasswordBytes = registry.MaxPasswordLength
 
 // Argon2id parameters of new hashes: the OWASP recommendation of 19 MiB of
 // memory, two passes and one lane (about 25 ms on a current core). Stored
@@ -37,10 +34,6 @@ const (
 	maxArgonTime    = 16
 	maxArgonThreads = 16
 )
-
-// CheckPassword enforces the password rules on a new password
-// (registry.CheckPassword).
-func CheckPassword(password string) error { return registry.CheckPassword(password) }
 
 // HashPassword returns the argon2id hash of password in the PHC string
 // format: $argon2id$v=19$m=<KiB>,t=<passes>,p=<lanes>$<salt>$<hash>, with
