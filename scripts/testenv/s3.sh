@@ -46,8 +46,13 @@ _testenv_s3_versitygw() {
 	gobin=$(go env GOBIN)
 	[ -n "$gobin" ] || gobin="$(go env GOPATH | cut -d: -f1)/bin"
 	bin="$gobin/versitygw"
-	if [ -x "$bin" ] && go version -m "$bin" 2>/dev/null |
-		grep -qE "^[[:space:]]+mod[[:space:]]+github.com/versity/versitygw[[:space:]]+$TESTENV_S3_VERSITYGW_VERSION([[:space:]]|$)"; then
+	# The build info is read whole before it is matched: grep -q exiting
+	# early would fail go's next write (SIGPIPE) and, under pipefail, the
+	# check, forcing a needless rebuild.
+	local info=""
+	[ -x "$bin" ] && info=$(go version -m "$bin" 2>/dev/null) || info=""
+	if [ -n "$info" ] &&
+		grep -qE "^[[:space:]]+mod[[:space:]]+github.com/versity/versitygw[[:space:]]+$TESTENV_S3_VERSITYGW_VERSION([[:space:]]|$)" <<<"$info"; then
 		echo "$bin"
 		return 0
 	fi

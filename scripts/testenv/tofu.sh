@@ -16,12 +16,22 @@
 
 _testenv_tofu_log() { echo "testenv/tofu: $*" >&2; }
 
+# _testenv_tofu_is BIN VERSION reports whether BIN is OpenTofu VERSION. The
+# output is read whole before it is matched: `tofu version | grep -q` would
+# let grep exit at the match, and tofu's next write fail with SIGPIPE,
+# which fails the pipeline under pipefail now and then.
+_testenv_tofu_is() {
+	local out
+	out=$("$1" version 2>/dev/null) || return 1
+	grep -qx "OpenTofu v$2" <<<"$out"
+}
+
 # testenv_tofu_build prints the path of a tofu binary of the wanted
 # version, building it first if needed.
 testenv_tofu_build() {
 	local want=${TESTENV_TOFU_VERSION#v} gobin bin dir work
 	if command -v tofu >/dev/null 2>&1 &&
-		tofu version 2>/dev/null | grep -qx "OpenTofu v$want"; then
+		_testenv_tofu_is tofu "$want"; then
 		command -v tofu
 		return 0
 	fi
@@ -32,7 +42,7 @@ testenv_tofu_build() {
 	gobin=$(go env GOBIN)
 	[ -n "$gobin" ] || gobin="$(go env GOPATH | cut -d: -f1)/bin"
 	bin="$gobin/tofu-$TESTENV_TOFU_VERSION"
-	if [ -x "$bin" ] && "$bin" version 2>/dev/null | grep -qx "OpenTofu v$want"; then
+	if [ -x "$bin" ] && _testenv_tofu_is "$bin" "$want"; then
 		echo "$bin"
 		return 0
 	fi
@@ -57,7 +67,7 @@ testenv_tofu_build() {
 	}
 	rm -rf "$work"
 	mv "$bin.partial" "$bin" || return 1
-	"$bin" version 2>/dev/null | grep -qx "OpenTofu v$want" || {
+	_testenv_tofu_is "$bin" "$want" || {
 		_testenv_tofu_log "$bin does not report OpenTofu v$want"
 		return 1
 	}
