@@ -259,6 +259,9 @@ func TestLoginFlow(t *testing.T) {
 	if csp := p.header.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'none'") || !strings.Contains(csp, "style-src 'sha256-") {
 		t.Errorf("form CSP = %q", csp)
 	}
+	if xfo, rp := p.header.Get("X-Frame-Options"), p.header.Get("Referrer-Policy"); xfo != "DENY" || rp != "no-referrer" {
+		t.Errorf("form X-Frame-Options = %q, Referrer-Policy = %q, want DENY and no-referrer", xfo, rp)
+	}
 	if style := regexp.MustCompile(`(?s)<style>(.*?)</style>`).FindStringSubmatch(p.body); style == nil ||
 		!strings.Contains(p.header.Get("Content-Security-Policy"), "'sha256-"+base64.StdEncoding.EncodeToString(sha256Of(style[1]))+"'") {
 		t.Errorf("the page's style element does not match the hash in its CSP")

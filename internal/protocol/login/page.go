@@ -93,12 +93,15 @@ type formData struct {
 }
 
 // setPageHeaders sets the headers of an HTML page that must never be
-// cached, framed or allowed to run anything.
+// cached, framed (also by browsers older than CSP 2), leak its URL to
+// another site or run anything.
 func setPageHeaders(w http.ResponseWriter) {
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
 	h.Set("Content-Security-Policy", contentSecurityPolicy)
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "no-referrer")
 }
 
 // formPage renders the login form for a, with an optional error message.
