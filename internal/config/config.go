@@ -33,7 +33,7 @@ const (
 	DefaultMaxZipEntries    = 1000
 	DefaultMaxUnpackedBytes = 1 << 30 // 1 GiB
 	DefaultLogFormat        = "text"
-	DefaultCacheBytes       = 24 << 20 // 24 MiB: about 5,000 download documents
+	DefaultCacheBytes       = 12 << 20 // 12 MiB: about 6,000 download documents
 
 	// Bounds of DownloadURLTTL: a URL must outlive the gap between the
 	// client reading the download document and fetching the file, and a

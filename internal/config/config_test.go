@@ -29,7 +29,7 @@ func TestLoadDefaults(t *testing.T) {
 		Limits:         Limits{MaxUploadBytes: 2 << 30, MaxZipBytes: 1 << 30, MaxZipEntries: 1000, MaxUnpackedBytes: 1 << 30},
 		LogLevel:       slog.LevelInfo,
 		LogFormat:      "text",
-		CacheBytes:     24 << 20,
+		CacheBytes:     12 << 20,
 		Index:          Index{Backend: "sqlite", SQLite: SQLite{Path: "/home/u/.local/share/trove/trove.db"}, Postgres: Postgres{MigrateOnStart: true}},
 		Blobs:          Blobs{Backend: "fs", FS: FS{Dir: "/home/u/.local/share/trove/blobs"}, S3: S3{DownloadMode: "redirect"}},
 		Signing:        Signing{SecretFile: "/home/u/.local/share/trove/signing-secret", CreateSecret: true},

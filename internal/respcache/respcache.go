@@ -55,6 +55,10 @@
 //     stores its result (the requests waiting for it still get it), and a
 //     Load after an invalidation never joins a render that started before
 //     it. Renders in progress do not delay invalidations.
+//   - A document may end with a Tail shared by many entries (the signing
+//     keys every download document of a provider repeats): the ETag and
+//     Length cover Body and Tail, callers send Body then Tail, and the
+//     Tail is not accounted to any entry (it is held once, elsewhere).
 //   - Memory: each entry is accounted as its body, its Rendered.Size and
 //     EntryOverhead. After every store, entries are evicted until the
 //     total is within MaxBytes and their count within MaxEntries, with the
@@ -69,6 +73,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"runtime"
@@ -124,6 +129,10 @@ type Options struct {
 type Rendered[V any] struct {
 	// Body is the document; the cache keeps it and never modifies it.
 	Body []byte
+	// Tail, if any, is the end of the document, sent after Body. It is
+	// meant to be shared by many entries, so it is not accounted: the
+	// caller holds one copy per distinct tail (and may count it in Size).
+	Tail []byte
 	// Value is whatever else the caller wants to keep with the document.
 	Value V
 	// Size is the memory Value takes, for the byte budget.
@@ -161,8 +170,9 @@ func (s State) String() string {
 // Entry is one rendered document.
 type Entry[V any] struct {
 	Body   []byte
-	ETag   []string // {strong quoted ETag}
-	Length []string // {Content-Length}
+	Tail   []byte   // sent after Body; shared with other entries
+	ETag   []string // {strong quoted ETag of Body and Tail}
+	Length []string // {Content-Length of Body and Tail}
 	Value  V
 
 	size       int64
@@ -176,6 +186,15 @@ type Entry[V any] struct {
 
 // Rendered returns when the render of e started.
 func (e *Entry[V]) Rendered() time.Time { return time.Unix(0, e.rendered) }
+
+// WriteBody writes the document, Body then Tail, to w.
+func (e *Entry[V]) WriteBody(w io.Writer) error {
+	if _, err := w.Write(e.Body); err != nil || len(e.Tail) == 0 {
+		return err
+	}
+	_, err := w.Write(e.Tail)
+	return err
+}
 
 // flightKey identifies one render in progress. The generation is part of
 // the key so that a Load after an invalidation never joins a render that
@@ -391,13 +410,17 @@ func (c *Cache[O, D, V]) render(ctx context.Context, fn RenderFunc[V]) (r Render
 }
 
 func (c *Cache[O, D, V]) newEntry(r Rendered[V], start int64) *Entry[V] {
-	sum := sha256.Sum256(r.Body)
+	h := sha256.New()
+	h.Write(r.Body)
+	h.Write(r.Tail)
+	sum := h.Sum(nil)
 	maxAge := int64(c.opt.MaxAge)
 	fresh := maxAge*3/4 + rand.Int64N(maxAge/8+1)
 	return &Entry[V]{
 		Body:      r.Body,
+		Tail:      r.Tail,
 		ETag:      []string{`"` + base64.RawURLEncoding.EncodeToString(sum[:18]) + `"`},
-		Length:    []string{strconv.Itoa(len(r.Body))},
+		Length:    []string{strconv.Itoa(len(r.Body) + len(r.Tail))},
 		Value:     r.Value,
 		size:      int64(len(r.Body)) + max(r.Size, 0) + EntryOverhead,
 		rendered:  start,

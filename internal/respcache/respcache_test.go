@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -142,6 +143,33 @@ func TestEntryBodyETagLength(t *testing.T) {
 	}
 	if c.Lookup("acme/widget", "download") != nil {
 		t.Fatalf("Lookup of a key never loaded returned an entry")
+	}
+}
+
+func TestTailIsSentCoveredAndNotAccounted(t *testing.T) {
+	c, _, _ := newTest(t, nil)
+	tail := []byte(`,"keys":"` + strings.Repeat("k", 4000) + `"}`)
+	render := func(head string) RenderFunc[int] {
+		return func(context.Context) (Rendered[int], error) {
+			return Rendered[int]{Body: []byte(head), Tail: tail}, nil
+		}
+	}
+	a := mustLoad(t, c, "acme/widget", "1.0.0", nil, render(`{"v":"1.0.0"`))
+	b := mustLoad(t, c, "acme/widget", "2.0.0", nil, render(`{"v":"2.0.0"`))
+	var buf bytes.Buffer
+	if err := a.WriteBody(&buf); err != nil || buf.String() != `{"v":"1.0.0"`+string(tail) {
+		t.Fatalf("WriteBody wrote %.40q..., %v: want the body then the tail", buf.String(), err)
+	}
+	if a.Length[0] != strconv.Itoa(buf.Len()) {
+		t.Errorf("Length %s, want %d (body and tail)", a.Length[0], buf.Len())
+	}
+	whole := mustLoad(t, c, "acme/gadget", "1.0.0", nil, body(buf.String(), new(atomic.Int64)))
+	if whole.ETag[0] != a.ETag[0] || b.ETag[0] == a.ETag[0] {
+		t.Errorf("ETags %s (head and tail), %s (same bytes whole), %s (other head): want the first two equal, the third not",
+			a.ETag[0], whole.ETag[0], b.ETag[0])
+	}
+	if st := c.Stats(); st.Bytes-int64(len(buf.String())) >= int64(len(tail)) {
+		t.Errorf("%d bytes accounted for three entries, two of them sharing a %d-byte tail: the tail must not be accounted", st.Bytes, len(tail))
 	}
 }
 

@@ -406,7 +406,7 @@ func (s *Service) serveVersions(w http.ResponseWriter, r *http.Request) {
 	h["Content-Length"] = e.Length
 	w.WriteHeader(http.StatusOK)
 	if r.Method != http.MethodHead {
-		_, _ = w.Write(e.Body)
+		_ = e.WriteBody(w)
 	}
 }
 

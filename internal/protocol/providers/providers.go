@@ -38,6 +38,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"trove.dev/trove/internal/httpjson"
@@ -58,7 +59,7 @@ const (
 
 // Defaults of the cache.
 const (
-	DefaultCacheBytes = 24 << 20
+	DefaultCacheBytes = 12 << 20
 	DefaultMaxAge     = 30 * time.Second
 )
 
@@ -92,6 +93,7 @@ type Service struct {
 	maxAge     time.Duration
 	cacheBytes int64
 	cache      *cache
+	keyTails   sync.Map // rendered signing keys -> the one copy the download documents share
 
 	guard   Guard             // nil: every namespace is readable by anyone
 	private *signedurl.Signer // signs the URLs of private namespaces
@@ -311,7 +313,7 @@ func writeEntry(w http.ResponseWriter, r *http.Request, e *entry, private bool) 
 	h["Content-Length"] = e.Length
 	w.WriteHeader(http.StatusOK)
 	if r.Method != http.MethodHead {
-		_, _ = w.Write(e.Body)
+		_ = e.WriteBody(w)
 	}
 }
 
@@ -405,11 +407,11 @@ func (s *Service) downloadRenderer(pk provKey, dk docKey, signer *signedurl.Sign
 		// Read the expiry before signing: should the window turn in
 		// between, the entry is merely rendered again on the next request.
 		exp := signer.Expiry().Unix()
-		body, err := s.renderDownload(v, p, signer)
+		body, tail, err := s.renderDownload(v, p, signer)
 		if err != nil {
 			return respcache.Rendered[urls]{}, registry.Wrap(registry.Internal, err, "encoding the download document")
 		}
-		return respcache.Rendered[urls]{Body: body, Value: urls{expiry: exp, private: private}}, nil
+		return respcache.Rendered[urls]{Body: body, Tail: tail, Value: urls{expiry: exp, private: private}}, nil
 	}
 }
 
@@ -439,16 +441,17 @@ type (
 		OS   string `json:"os"`
 		Arch string `json:"arch"`
 	}
+	// downloadDoc is the download document up to its last member,
+	// "signing_keys", which renderDownload appends.
 	downloadDoc struct {
-		Protocols           []string       `json:"protocols"`
-		OS                  string         `json:"os"`
-		Arch                string         `json:"arch"`
-		Filename            string         `json:"filename"`
-		DownloadURL         string         `json:"download_url"`
-		SHASumsURL          string         `json:"shasums_url"`
-		SHASumsSignatureURL string         `json:"shasums_signature_url"`
-		SHASum              string         `json:"shasum"`
-		SigningKeys         signingKeysDoc `json:"signing_keys"`
+		Protocols           []string `json:"protocols"`
+		OS                  string   `json:"os"`
+		Arch                string   `json:"arch"`
+		Filename            string   `json:"filename"`
+		DownloadURL         string   `json:"download_url"`
+		SHASumsURL          string   `json:"shasums_url"`
+		SHASumsSignatureURL string   `json:"shasums_signature_url"`
+		SHASum              string   `json:"shasum"`
 	}
 	signingKeysDoc struct {
 		GPGPublicKeys []gpgKeyDoc `json:"gpg_public_keys"`
@@ -484,7 +487,12 @@ func renderVersions(vs []registry.ProviderVersion) ([]byte, error) {
 	return json.Marshal(doc)
 }
 
-func (s *Service) renderDownload(v registry.ProviderVersion, p registry.Platform, signer *signedurl.Signer) ([]byte, error) {
+// renderDownload renders the download document of p as a head and a
+// tail, the "signing_keys" member and the closing brace. Every document
+// signed by the same keys gets the same tail slice (a few KB of ASCII
+// armor held once instead of in each cached document); one tail is kept
+// per distinct set of keys the process has served.
+func (s *Service) renderDownload(v registry.ProviderVersion, p registry.Platform, signer *signedurl.Signer) (head, tail []byte, err error) {
 	doc := downloadDoc{
 		Protocols:           nonNil(v.Protocols),
 		OS:                  p.OS,
@@ -494,12 +502,21 @@ func (s *Service) renderDownload(v registry.ProviderVersion, p registry.Platform
 		SHASumsURL:          s.base + signer.Path(v.SHASumsDigest, v.SHASumsFilename()),
 		SHASumsSignatureURL: s.base + signer.Path(v.SHASumsSignatureDigest, v.SHASumsSignatureFilename()),
 		SHASum:              p.SHA256,
-		SigningKeys:         signingKeysDoc{GPGPublicKeys: []gpgKeyDoc{}},
 	}
+	keys := signingKeysDoc{GPGPublicKeys: []gpgKeyDoc{}}
 	if k := v.SigningKey; k.ASCIIArmor != "" {
-		doc.SigningKeys.GPGPublicKeys = append(doc.SigningKeys.GPGPublicKeys, gpgKeyDoc{KeyID: k.KeyID, ASCIIArmor: k.ASCIIArmor})
+		keys.GPGPublicKeys = append(keys.GPGPublicKeys, gpgKeyDoc{KeyID: k.KeyID, ASCIIArmor: k.ASCIIArmor})
 	}
-	return json.Marshal(doc)
+	if head, err = json.Marshal(doc); err != nil {
+		return nil, nil, err
+	}
+	keysJSON, err := json.Marshal(keys)
+	if err != nil {
+		return nil, nil, err
+	}
+	tail = append(append([]byte(`,"signing_keys":`), keysJSON...), '}')
+	shared, _ := s.keyTails.LoadOrStore(string(tail), tail)
+	return head[:len(head)-1], shared.([]byte), nil // head without its closing brace
 }
 
 func nonNil(s []string) []string {

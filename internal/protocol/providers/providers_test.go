@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -302,6 +303,37 @@ func TestDownloadDocument(t *testing.T) {
 		if got := unmarshal[string](t, gpg[0][field]); got != want {
 			t.Errorf("gpg_public_keys[0].%s = %q, want %q", field, got, want)
 		}
+	}
+}
+
+func TestDownloadDocumentsShareTheirKeys(t *testing.T) {
+	f := newFixture(t, newIndex(t, version("1.2.0", "linux_amd64", "darwin_arm64"), version("1.3.0", "linux_amd64")))
+	var bodies []string
+	for _, path := range []string{"1.2.0/download/darwin/arm64", "1.2.0/download/linux/amd64", "1.3.0/download/linux/amd64"} {
+		resp := f.do(t, http.MethodGet, "/v1/providers/acme/widget/"+path)
+		if resp.status != http.StatusOK || resp.header.Get("Content-Length") != strconv.Itoa(len(resp.body)) {
+			t.Fatalf("%s: status %d, Content-Length %s for %d bytes", path, resp.status, resp.header.Get("Content-Length"), len(resp.body))
+		}
+		keys := unmarshal[map[string]json.RawMessage](t, decodeObject(t, resp.body)["signing_keys"])
+		gpg := unmarshal[[]map[string]string](t, keys["gpg_public_keys"])
+		if len(gpg) != 1 || gpg[0]["ascii_armor"] != testArmor {
+			t.Fatalf("%s: signing keys %s", path, keys["gpg_public_keys"])
+		}
+		bodies = append(bodies, string(resp.body))
+	}
+	var tails [][]byte
+	for _, dk := range []docKey{{"1.2.0", "darwin", "arm64"}, {"1.2.0", "linux", "amd64"}, {"1.3.0", "linux", "amd64"}} {
+		e := f.svc.cache.Lookup(provKey{"acme", "widget"}, dk)
+		if e == nil || len(e.Tail) == 0 || !strings.Contains(string(e.Tail), "ascii_armor") || strings.Contains(string(e.Body), "ascii_armor") {
+			t.Fatalf("cached %v: want the keys in a tail apart from the body", dk)
+		}
+		tails = append(tails, e.Tail)
+	}
+	if &tails[0][0] != &tails[1][0] || &tails[0][0] != &tails[2][0] {
+		t.Errorf("the three documents hold their own copies of the same keys: want one shared tail")
+	}
+	if bodies[0] == bodies[1] {
+		t.Errorf("two platforms gave the same document")
 	}
 }
 
