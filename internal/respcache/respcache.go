@@ -76,11 +76,14 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"net/http"
 	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"trove.dev/trove/internal/httpjson"
 )
 
 // EntryOverhead approximates the memory an entry costs besides its body
@@ -194,6 +197,37 @@ func (e *Entry[V]) WriteBody(w io.Writer) error {
 	}
 	_, err := w.Write(e.Tail)
 	return err
+}
+
+// smallBody is the size under which net/http adds the Content-Length of a
+// response itself (its documented behaviour for a handler that writes
+// less than a few KB and does not flush), through a faster path than a
+// header the handler sets.
+const smallBody = 2048
+
+// Serve answers r with the document: 304 Not Modified when r's
+// If-None-Match holds its ETag, else 200 with the body (none for HEAD).
+// contentType and cacheControl are header values assigned as they are,
+// never modified (as net/http treats them). It does not allocate.
+func (e *Entry[V]) Serve(w http.ResponseWriter, r *http.Request, contentType, cacheControl []string) {
+	h := w.Header()
+	h["Etag"] = e.ETag
+	h["Cache-Control"] = cacheControl
+	if inm := r.Header["If-None-Match"]; len(inm) > 0 && httpjson.MatchETag(inm[0], e.ETag[0]) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	h["Content-Type"] = contentType
+	if r.Method == http.MethodHead {
+		h["Content-Length"] = e.Length
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	if len(e.Body)+len(e.Tail) >= smallBody {
+		h["Content-Length"] = e.Length
+	}
+	w.WriteHeader(http.StatusOK)
+	_ = e.WriteBody(w)
 }
 
 // flightKey identifies one render in progress. The generation is part of

@@ -5,7 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"strconv"
 	"strings"
@@ -679,5 +682,62 @@ func TestConcurrentUse(t *testing.T) {
 	s := c.Stats()
 	if s.Bytes > 20*EntryOverhead || s.Renders != 0 || s.Waiting != 0 {
 		t.Fatalf("after concurrent use: %+v", s)
+	}
+}
+
+// TestServe drives Entry.Serve through a real net/http server: every
+// answer has its Content-Length (set by Serve or, for small bodies, by
+// net/http), HEAD has no body, and a matching If-None-Match gets a 304.
+func TestServe(t *testing.T) {
+	c, _, _ := newTest(t, nil)
+	small := mustLoad(t, c, "acme/widget", "small", nil, body(`{"versions":[]}`, new(atomic.Int64)))
+	large := mustLoad(t, c, "acme/widget", "large", nil, func(context.Context) (Rendered[int], error) {
+		return Rendered[int]{Body: []byte(`{"v":"` + strings.Repeat("x", 3000)), Tail: []byte(`"}`)}, nil
+	})
+	json, noCache := []string{"application/json"}, []string{"no-cache"}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		e := small
+		if r.URL.Path == "/large" {
+			e = large
+		}
+		e.Serve(w, r, json, noCache)
+	}))
+	t.Cleanup(srv.Close)
+	for _, tc := range []struct {
+		path string
+		e    *Entry[int]
+	}{{"/small", small}, {"/large", large}} {
+		var whole bytes.Buffer
+		_ = tc.e.WriteBody(&whole)
+		for _, method := range []string{http.MethodGet, http.MethodHead} {
+			req, _ := http.NewRequest(method, srv.URL+tc.path, nil)
+			resp, err := srv.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			wantBody := whole.String()
+			if method == http.MethodHead {
+				wantBody = ""
+			}
+			if resp.StatusCode != http.StatusOK || string(got) != wantBody || resp.ContentLength != int64(whole.Len()) ||
+				resp.Header.Get("Etag") != tc.e.ETag[0] || resp.Header.Get("Content-Type") != "application/json" ||
+				resp.Header.Get("Cache-Control") != "no-cache" || len(resp.TransferEncoding) != 0 {
+				t.Errorf("%s %s: status %d, Content-Length %d (want %d), %d body bytes (want %d), header %v",
+					method, tc.path, resp.StatusCode, resp.ContentLength, whole.Len(), len(got), len(wantBody), resp.Header)
+			}
+		}
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+tc.path, nil)
+		req.Header.Set("If-None-Match", `"other", `+tc.e.ETag[0])
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotModified || len(got) != 0 || resp.Header.Get("Etag") != tc.e.ETag[0] {
+			t.Errorf("If-None-Match %s: status %d, %d body bytes, ETag %q; want 304 with the tag and no body", tc.path, resp.StatusCode, len(got), resp.Header.Get("Etag"))
+		}
 	}
 }

@@ -92,7 +92,6 @@ var (
 	noCache         = []string{"no-cache"}
 	privateNoCache  = []string{"private, no-cache"}
 	noStore         = []string{"no-store"}
-	zeroLength      = []string{"0"}
 )
 
 // Guard decides who may read a namespace on the protocol routes (the
@@ -392,22 +391,11 @@ func (s *Service) serveVersions(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	h := w.Header()
-	h["Etag"] = e.ETag
-	h["Cache-Control"] = noCache
 	if private {
-		h["Cache-Control"] = privateNoCache
-	}
-	if inm := r.Header["If-None-Match"]; len(inm) > 0 && httpjson.MatchETag(inm[0], e.ETag[0]) {
-		w.WriteHeader(http.StatusNotModified)
+		e.Serve(w, r, contentTypeJSON, privateNoCache)
 		return
 	}
-	h["Content-Type"] = contentTypeJSON
-	h["Content-Length"] = e.Length
-	w.WriteHeader(http.StatusOK)
-	if r.Method != http.MethodHead {
-		_ = e.WriteBody(w)
-	}
+	e.Serve(w, r, contentTypeJSON, noCache)
 }
 
 // serveDownload answers 204 with the signed archive URL in X-Terraform-Get.
@@ -438,8 +426,7 @@ func (s *Service) serveDownload(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h["X-Terraform-Get"] = loc.(signedLocation).header
 	h["Cache-Control"] = noStore
-	h["Content-Length"] = zeroLength
-	w.WriteHeader(http.StatusNoContent)
+	w.WriteHeader(http.StatusNoContent) // net/http sends no Content-Length with a 204, as RFC 9110 asks
 }
 
 func (s *Service) writeError(w http.ResponseWriter, r *http.Request, err error) {

@@ -299,22 +299,11 @@ func (s *Service) serveDownload(w http.ResponseWriter, r *http.Request) {
 // writeEntry answers with a cached document, or 304 when the client
 // already holds it. It does not allocate.
 func writeEntry(w http.ResponseWriter, r *http.Request, e *entry, private bool) {
-	h := w.Header()
-	h["Etag"] = e.ETag
-	h["Cache-Control"] = noCache
 	if private {
-		h["Cache-Control"] = privateNoCache
-	}
-	if inm := r.Header["If-None-Match"]; len(inm) > 0 && httpjson.MatchETag(inm[0], e.ETag[0]) {
-		w.WriteHeader(http.StatusNotModified)
+		e.Serve(w, r, contentTypeJSON, privateNoCache)
 		return
 	}
-	h["Content-Type"] = contentTypeJSON
-	h["Content-Length"] = e.Length
-	w.WriteHeader(http.StatusOK)
-	if r.Method != http.MethodHead {
-		_ = e.WriteBody(w)
-	}
+	e.Serve(w, r, contentTypeJSON, noCache)
 }
 
 func (s *Service) writeError(w http.ResponseWriter, r *http.Request, err error) {
