@@ -93,7 +93,63 @@ type Platform struct {
 	Filename string // terraform-provider-<type>_<version>_<os>_<arch>.zip
 	SHA256   string // lower-case hex digest of the zip; also its blob digest
 	Size     int64
+	// H1 is the "h1:" hash of the package's contents, as Terraform and
+	// OpenTofu compute it for lock files (release.PackageHash), or ""
+	// while it is not known yet (packages published before Trove computed
+	// it, until the start-up backfill reaches them; mirrored packages not
+	// fetched yet).
+	H1 string
 }
+
+// MirroredVersion is a provider version of an upstream registry that the
+// mirror holds: the upstream's original SHA256SUMS and signature (blobs
+// SHASumsDigest and SHASumsSignatureDigest), verified with SigningKey, a
+// key of the upstream's download document; and its packages, each known
+// by the SHA256 that SHA256SUMS lists and fetched on first request. A
+// mirrored package is held once its Size and H1 are set (Held).
+// PublishedAt is when the mirror fetched the version.
+type MirroredVersion struct {
+	// Host is the upstream's hostname as provider source addresses write
+	// it (lowercase, ASCII, with a port if it has one).
+	Host string
+	ProviderVersion
+}
+
+// MirrorUpstream is an upstream registry the mirror may fetch providers
+// from on a client's first request. Trove starts with two, the public
+// Terraform and OpenTofu registries, allowing every provider; an
+// operator may change or delete them and add private ones.
+type MirrorUpstream struct {
+	// Host is the upstream's hostname as provider source addresses write
+	// it (lowercase, ASCII, with a port if it has one).
+	Host string
+	// ServiceURL, if set, is the upstream's providers.v1 base URL, used
+	// instead of service discovery on Host (private upstreams, tests).
+	ServiceURL string
+	// CACertificates, if set, are PEM certificates trusted (besides the
+	// system's) for the upstream's TLS connections.
+	CACertificates string
+	// Allow lists the providers that may be mirrored; a provider no rule
+	// matches is not. Empty: none.
+	Allow []MirrorRule
+	// Description is free text for operators.
+	Description string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+}
+
+// MirrorRule allows the providers whose "namespace/type" matches
+// Provider, where "*" as a whole namespace or type matches any
+// ("hashicorp/*", "*/*"), at the versions Versions allows (a version
+// constraint such as "~> 5.0"; empty: every version).
+type MirrorRule struct {
+	Provider string
+	Versions string
+}
+
+// Held reports whether the mirror holds the package of p (its archive
+// was fetched, verified and stored).
+func (p Platform) Held() bool { return p.H1 != "" && p.Size > 0 }
 
 // Scope is a right carried by a token.
 type Scope string

@@ -128,6 +128,64 @@ type Providers interface {
 	ListProviders(ctx context.Context, namespace string) ([]registry.Provider, error)
 }
 
+// PackageHashes records the "h1:" hashes of published provider packages
+// (registry.Platform.H1) that were published before Trove computed them.
+type PackageHashes interface {
+	// SetPackageHash records h1 for every published package whose zip has
+	// digest sha256 and no hash yet. Idempotent.
+	SetPackageHash(ctx context.Context, sha256, h1 string) error
+	// PackagesWithoutHash returns up to limit distinct digests of
+	// published packages whose H1 is "", in no particular order.
+	PackagesWithoutHash(ctx context.Context, limit int) ([]string, error)
+}
+
+// Mirror stores the provider versions the mirror fetched from upstream
+// registries (registry.MirroredVersion). Host, namespace and type are
+// passed in normalized (lowercase). A version is written in one
+// transaction with its platforms: readers see all of it or none of it.
+type Mirror interface {
+	// PutMirroredVersion stores v with its platforms (their Size and H1
+	// empty) unless that host/namespace/type/version is stored already,
+	// and returns the stored version either way: of concurrent puts of one
+	// version, one is stored and every caller gets it. NotFound never;
+	// Invalid for a version without platforms.
+	PutMirroredVersion(ctx context.Context, v registry.MirroredVersion) (registry.MirroredVersion, error)
+	// GetMirroredVersion returns one mirrored version with its platforms,
+	// or NotFound.
+	GetMirroredVersion(ctx context.Context, host, namespace, typ, version string) (registry.MirroredVersion, error)
+	// ListMirroredVersions returns every mirrored version of a provider
+	// with its platforms, in no particular order. NotFound if there is
+	// none.
+	ListMirroredVersions(ctx context.Context, host, namespace, typ string) ([]registry.MirroredVersion, error)
+	// SetMirroredPackage records that the mirror holds the package of one
+	// platform of a mirrored version: its size and h1 hash. NotFound if
+	// there is no such version or platform. Setting the same values again
+	// is not an error; different ones are Conflict (a package never
+	// changes).
+	SetMirroredPackage(ctx context.Context, host, namespace, typ, version, os, arch string, size int64, h1 string) error
+	// FindMirroredPackage returns a mirrored version that has a platform
+	// whose package has digest sha256, and that platform (the first by
+	// host, namespace, type, version, os and arch if several have it).
+	// NotFound if none has.
+	FindMirroredPackage(ctx context.Context, sha256 string) (registry.MirroredVersion, registry.Platform, error)
+}
+
+// MirrorUpstreams stores the upstream registries of the mirror
+// (registry.MirrorUpstream), keyed by their normalized Host. Migration
+// 0007 stores the two defaults.
+type MirrorUpstreams interface {
+	// PutMirrorUpstream creates u, or replaces the upstream of that Host
+	// (keeping its CreatedAt).
+	PutMirrorUpstream(ctx context.Context, u registry.MirrorUpstream) error
+	// GetMirrorUpstream returns one upstream, or NotFound.
+	GetMirrorUpstream(ctx context.Context, host string) (registry.MirrorUpstream, error)
+	// ListMirrorUpstreams returns every upstream ordered by Host.
+	ListMirrorUpstreams(ctx context.Context) ([]registry.MirrorUpstream, error)
+	// DeleteMirrorUpstream removes an upstream (not what was mirrored
+	// from it). NotFound if there is none of that Host.
+	DeleteMirrorUpstream(ctx context.Context, host string) error
+}
+
 // Modules stores module versions. A version is written in one statement
 // or transaction: readers see all of it or none of it. Namespace and Name
 // are passed in normalized (lowercase), System as validated.

@@ -1,0 +1,66 @@
+package release
+
+import (
+	"archive/zip"
+	"crypto/sha256"
+	"encoding/base64"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// TestPackageHash checks the h1 hash against the definition the clients
+// use: SHA-256 over the lines "<sha256 hex>  <name>\n" of the archive's
+// files in name order, base64-encoded, and that it ignores compression.
+func TestPackageHash(t *testing.T) {
+	files := map[string]string{"terraform-provider-widget_v1.0.0": "#!/bin/sh\necho widget\n", "LICENSE": "MIT\n", "docs/README.md": "# widget\n"}
+	var names []string
+	for name := range files {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var lines strings.Builder
+	for _, name := range names {
+		fmt.Fprintf(&lines, "%x  %s\n", sha256.Sum256([]byte(files[name])), name)
+	}
+	sum := sha256.Sum256([]byte(lines.String()))
+	want := "h1:" + base64.StdEncoding.EncodeToString(sum[:])
+
+	var got []string
+	for _, method := range []uint16{zip.Store, zip.Deflate} {
+		path := filepath.Join(t.TempDir(), "p.zip")
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		zw := zip.NewWriter(f)
+		for name, content := range files {
+			w, err := zw.CreateHeader(&zip.FileHeader{Name: name, Method: method})
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.Write([]byte(content))
+		}
+		if err := zw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		h, err := PackageHash(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, h)
+	}
+	if got[0] != want || got[1] != want {
+		t.Fatalf("PackageHash = %v (stored, deflated), want %s for both", got, want)
+	}
+
+	bad := filepath.Join(t.TempDir(), "bad.zip")
+	os.WriteFile(bad, []byte("not a zip"), 0o644)
+	if h, err := PackageHash(bad); err == nil {
+		t.Fatalf("PackageHash of a non-zip = %q, want an error", h)
+	}
+}
