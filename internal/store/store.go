@@ -24,6 +24,10 @@ type Index interface {
 	Modules
 	Secrets
 	Access // users, memberships, personal tokens, authorization codes, audit log (access.go)
+	PackageHashes
+	Mirror
+	MirrorInventory
+	MirrorUpstreams
 
 	// Ping reports whether the backend is reachable.
 	Ping(ctx context.Context) error
@@ -161,13 +165,21 @@ type Mirror interface {
 	// platform of a mirrored version: its size and h1 hash. NotFound if
 	// there is no such version or platform. Setting the same values again
 	// is not an error; different ones are Conflict (a package never
-	// changes).
+	// changes). A size below 1 or an empty h1 is Invalid.
 	SetMirroredPackage(ctx context.Context, host, namespace, typ, version, os, arch string, size int64, h1 string) error
 	// FindMirroredPackage returns a mirrored version that has a platform
 	// whose package has digest sha256, and that platform (the first by
 	// host, namespace, type, version, os and arch if several have it).
 	// NotFound if none has.
 	FindMirroredPackage(ctx context.Context, sha256 string) (registry.MirroredVersion, registry.Platform, error)
+}
+
+// MirrorInventory lists everything the mirror stores, for what reads a
+// whole index (package storecopy).
+type MirrorInventory interface {
+	// ListAllMirroredVersions returns every mirrored version with its
+	// platforms, ordered by host, namespace, type and version.
+	ListAllMirroredVersions(ctx context.Context) ([]registry.MirroredVersion, error)
 }
 
 // MirrorUpstreams stores the upstream registries of the mirror

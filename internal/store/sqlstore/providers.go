@@ -104,14 +104,14 @@ func (x *Index) CreateProviderVersion(ctx context.Context, v registry.ProviderVe
 		// A few statements of many rows each, within both backends'
 		// limits on the number of parameters.
 		for chunk := range slices.Chunk(v.Platforms, platformsPerInsert) {
-			values, args := make([]string, len(chunk)), make([]any, 0, 1+5*len(chunk))
+			values, args := make([]string, len(chunk)), make([]any, 0, 1+6*len(chunk))
 			args = append(args, id)
 			for i, p := range chunk {
 				n := len(args)
-				values[i] = fmt.Sprintf("($1, $%d, $%d, $%d, $%d, $%d)", n+1, n+2, n+3, n+4, n+5)
-				args = append(args, p.OS, p.Arch, p.Filename, p.SHA256, p.Size)
+				values[i] = fmt.Sprintf("($1, $%d, $%d, $%d, $%d, $%d, $%d)", n+1, n+2, n+3, n+4, n+5, n+6)
+				args = append(args, p.OS, p.Arch, p.Filename, p.SHA256, p.Size, p.H1)
 			}
-			if _, err := t.exec(ctx, `INSERT INTO provider_platforms (version_id, os, arch, filename, sha256, size) VALUES `+
+			if _, err := t.exec(ctx, `INSERT INTO provider_platforms (version_id, os, arch, filename, sha256, size, h1) VALUES `+
 				strings.Join(values, ", "), args...); err != nil {
 				return err
 			}
@@ -161,16 +161,16 @@ func keyTargets(k *registry.SigningKey) []any {
 
 // platformColumns are the columns of a version's platforms, NULL for a
 // version without platforms (they are LEFT JOINed as p).
-const platformColumns = `p.os, p.arch, p.filename, p.sha256, p.size`
+const platformColumns = `p.os, p.arch, p.filename, p.sha256, p.size, p.h1`
 
 // platformRow receives the platformColumns of one row.
 type platformRow struct {
-	os, arch, filename, sha256 sql.NullString
-	size                       sql.NullInt64
+	os, arch, filename, sha256, h1 sql.NullString
+	size                           sql.NullInt64
 }
 
 func (r *platformRow) targets() []any {
-	return []any{&r.os, &r.arch, &r.filename, &r.sha256, &r.size}
+	return []any{&r.os, &r.arch, &r.filename, &r.sha256, &r.size, &r.h1}
 }
 
 // addTo appends the platform, if the row has one, to v.
@@ -178,6 +178,7 @@ func (r *platformRow) addTo(v *registry.ProviderVersion) {
 	if r.os.Valid {
 		v.Platforms = append(v.Platforms, registry.Platform{
 			OS: r.os.String, Arch: r.arch.String, Filename: r.filename.String, SHA256: r.sha256.String, Size: r.size.Int64,
+			H1: r.h1.String,
 		})
 	}
 }
