@@ -28,6 +28,9 @@ func TestIndex(t *testing.T, newIndex func(t *testing.T) store.Index) {
 	t.Run("Modules", func(t *testing.T) { testModules(t, newIndex) })
 	t.Run("Secrets", func(t *testing.T) { testSecrets(t, newIndex) })
 	t.Run("Access", func(t *testing.T) { testAccess(t, newIndex) })
+	t.Run("PackageHashes", func(t *testing.T) { testPackageHashes(t, newIndex) })
+	t.Run("Mirror", func(t *testing.T) { testMirror(t, newIndex) })
+	t.Run("MirrorUpstreams", func(t *testing.T) { testMirrorUpstreams(t, newIndex) })
 }
 
 // createNamespaces creates a namespace for each name.
