@@ -29,7 +29,7 @@ func runServer(ctx context.Context, cfg config.Config, stdout, stderr io.Writer)
 	defer logOut.Close()
 	log := newLogger(cfg, logOut)
 
-	a, err := app.New(ctx, cfg, app.Options{Logger: log, CertHosts: certHosts(cfg)})
+	a, err := app.New(ctx, cfg, app.Options{Logger: log, CertHosts: certHosts(cfg), UserAgent: "Trove/" + buildVersion()})
 	if err != nil {
 		return err
 	}

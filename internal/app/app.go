@@ -37,10 +37,13 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"trove.dev/trove/internal/api"
 	"trove.dev/trove/internal/auth"
 	"trove.dev/trove/internal/config"
 	"trove.dev/trove/internal/flock"
+	"trove.dev/trove/internal/mirror"
 	"trove.dev/trove/internal/modules"
 	"trove.dev/trove/internal/protocol/login"
 	"trove.dev/trove/internal/protocol/providers"
@@ -75,6 +78,9 @@ type Options struct {
 	// Login tunes login.v1. New fills in Index and Authenticator, and
 	// Logger and TokenTTL (cfg.Access.LoginTokenTTL) when they are zero.
 	Login login.Options
+	// UserAgent names Trove in the provider mirror's requests to upstream
+	// registries ("Trove/dev" if empty).
+	UserAgent string
 }
 
 // App is a Trove built by New: what it opened, the server, and the
@@ -239,6 +245,17 @@ func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
 	if err := mods.RemoveStaleUploads(); err != nil {
 		return nil, fmt.Errorf("removing unfinished module uploads from %s: %w", tempDir, err)
 	}
+	metrics := prometheus.NewRegistry()
+	mir, err := mirror.New(mirror.Options{
+		Index: idx, Blobs: a.Blobs, TempDir: tempDir, MaxPackageBytes: cfg.Limits.MaxZipBytes,
+		Invalidate: changes.mirrored, UserAgent: opt.UserAgent, Logger: log, Metrics: metrics,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := mir.RemoveStaleDownloads(); err != nil {
+		return nil, fmt.Errorf("removing unfinished mirror downloads from %s: %w", tempDir, err)
+	}
 	apiHandler := api.New(api.Options{
 		Index:          idx,
 		Publisher:      pub,
@@ -254,6 +271,7 @@ func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
 		RedirectDownloads: RedirectDownloads(cfg),
 		Access:            access, PrivateSigner: a.PrivateSigner, Login: loginSvc,
 		ProviderOptions: []providers.Option{providers.WithCacheBytes(cfg.CacheBytes)},
+		Mirror:          mir, Metrics: metrics,
 	})
 	if err != nil {
 		return nil, err
@@ -267,6 +285,7 @@ func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
 type caches interface {
 	InvalidateProvider(namespace, typ string)
 	InvalidateModule(namespace, name, system string)
+	InvalidateMirrored(host, namespace, typ string)
 }
 
 // localChanges hands the changes the publishers of this process commit to
@@ -283,6 +302,12 @@ type localChanges struct {
 func (c *localChanges) provider(namespace, typ string) {
 	if c.cache != nil {
 		c.cache.InvalidateProvider(namespace, typ)
+	}
+}
+
+func (c *localChanges) mirrored(host, namespace, typ string) {
+	if c.cache != nil {
+		c.cache.InvalidateMirrored(host, namespace, typ)
 	}
 }
 

@@ -9,9 +9,14 @@
 // and If-Modified-Since work, and a file-backed blob reaches the socket
 // with sendfile on plain HTTP. When the blob store can presign URLs and
 // redirects are enabled, the handler answers 302 to the store instead.
+//
+// With a Fetcher (the provider mirror), a blob that is not stored yet may
+// be fetched on the first request for it: a mirrored provider's package is
+// downloaded from its upstream registry, checked and stored, then served.
 package files
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -41,12 +46,23 @@ type Options struct {
 	// Now is the clock for Cache-Control lifetimes (time.Now if nil); the
 	// Signer checks expiry with its own clock.
 	Now func() time.Time
+	// Fetcher, if set, is asked for a blob that is not stored.
+	Fetcher Fetcher
+}
+
+// Fetcher makes a blob that is not stored available, for the provider
+// mirror's packages (*mirror.Mirror implements it).
+type Fetcher interface {
+	// FetchPackage stores the blob digest (served as filename), or
+	// returns NotFound when it knows no such blob.
+	FetchPackage(ctx context.Context, digest, filename string) error
 }
 
 // Handler serves signed file downloads. It is safe for concurrent use.
 type Handler struct {
 	blobs     store.Blobs
 	presigner store.Presigner // nil unless redirects are enabled and supported
+	fetcher   Fetcher
 	signer    *signedurl.Signer
 	log       *slog.Logger
 	now       func() time.Time
@@ -55,7 +71,7 @@ type Handler struct {
 
 // New returns a Handler.
 func New(opt Options) *Handler {
-	h := &Handler{blobs: opt.Blobs, signer: opt.Signer, log: opt.Logger, now: opt.Now}
+	h := &Handler{blobs: opt.Blobs, signer: opt.Signer, log: opt.Logger, now: opt.Now, fetcher: opt.Fetcher}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
@@ -95,6 +111,13 @@ func (h *Handler) serveFile(w http.ResponseWriter, r *http.Request) error {
 	// method), so a HEAD, which Terraform sends before the GET, is
 	// answered here from the store rather than redirected to a 403.
 	if h.presigner != nil && r.Method == http.MethodGet {
+		if h.fetcher != nil {
+			if _, err := h.blobs.Stat(r.Context(), digest); registry.IsKind(err, registry.NotFound) {
+				if err := h.fetch(r.Context(), digest, filename); err != nil {
+					return err
+				}
+			}
+		}
 		target, err := h.presigner.PresignGet(r.Context(), digest, filename, max(remaining, time.Minute))
 		if err != nil {
 			return err
@@ -105,6 +128,11 @@ func (h *Handler) serveFile(w http.ResponseWriter, r *http.Request) error {
 	}
 
 	blob, err := h.blobs.Open(r.Context(), digest)
+	if registry.IsKind(err, registry.NotFound) && h.fetcher != nil {
+		if err = h.fetch(r.Context(), digest, filename); err == nil {
+			blob, err = h.blobs.Open(r.Context(), digest)
+		}
+	}
 	if registry.IsKind(err, registry.NotFound) {
 		return registry.Errorf(registry.NotFound, "file %s is not stored on this registry (blob %s is missing)", filename, digest)
 	}
@@ -124,6 +152,15 @@ func (h *Handler) serveFile(w http.ResponseWriter, r *http.Request) error {
 	// backend), so ServeContent's copy can use sendfile.
 	http.ServeContent(&rangeErrorWriter{ResponseWriter: w}, r, "", blob.ModTime, blob.Content)
 	return nil
+}
+
+// fetch asks the Fetcher for a blob that is not stored.
+func (h *Handler) fetch(ctx context.Context, digest, filename string) error {
+	err := h.fetcher.FetchPackage(ctx, digest, filename)
+	if registry.IsKind(err, registry.NotFound) {
+		return registry.Errorf(registry.NotFound, "file %s is not stored on this registry (blob %s is missing)", filename, digest)
+	}
+	return err
 }
 
 // rangeErrorWriter turns the one error http.ServeContent answers itself

@@ -11,9 +11,11 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/signedurl"
 	"trove.dev/trove/internal/store"
 	"trove.dev/trove/internal/store/fsblob"
@@ -47,12 +49,16 @@ func openBlobs(t testing.TB) *fsblob.Store {
 }
 
 // newFixture serves blobs (a fresh filesystem store if nil).
-func newFixture(t testing.TB, redirect bool, blobs store.Blobs) *fixture {
+func newFixture(t testing.TB, redirect bool, blobs store.Blobs, fetcher ...Fetcher) *fixture {
 	signer := signedurl.New([]byte("files test key"), 10*time.Minute)
 	if blobs == nil {
 		blobs = openBlobs(t)
 	}
-	h := New(Options{Blobs: blobs, Signer: signer, RedirectDownloads: redirect})
+	opt := Options{Blobs: blobs, Signer: signer, RedirectDownloads: redirect}
+	if len(fetcher) > 0 {
+		opt.Fetcher = fetcher[0]
+	}
+	h := New(opt)
 	mux := http.NewServeMux()
 	h.Register(mux)
 	srv := httptest.NewServer(mux)
@@ -280,6 +286,65 @@ func BenchmarkServe50MiB(b *testing.B) {
 		resp.Body.Close()
 		if err != nil || n != int64(len(content)) || resp.StatusCode != http.StatusOK {
 			b.Fatalf("status %d, %d bytes, %v", resp.StatusCode, n, err)
+		}
+	}
+}
+
+// fakeFetcher stores the blobs it knows when asked, counting the calls.
+type fakeFetcher struct {
+	blobs store.Blobs
+	known map[string][]byte // digest -> content
+	err   error             // returned instead when set
+	calls atomic.Int64
+}
+
+func (f *fakeFetcher) FetchPackage(ctx context.Context, digest, filename string) error {
+	f.calls.Add(1)
+	if f.err != nil {
+		return f.err
+	}
+	content, ok := f.known[digest]
+	if !ok {
+		return registry.Errorf(registry.NotFound, "unknown")
+	}
+	return f.blobs.Put(ctx, digest, int64(len(content)), bytes.NewReader(content))
+}
+
+func TestFetcherFillsMissingBlobs(t *testing.T) {
+	for _, redirect := range []bool{false, true} {
+		blobs := store.Blobs(openBlobs(t))
+		if redirect {
+			blobs = &presigningBlobs{Store: blobs.(*fsblob.Store)}
+		}
+		content := bytes.Repeat([]byte("mirrored "), 500)
+		sum := sha256.Sum256(content)
+		digest := hex.EncodeToString(sum[:])
+		fetcher := &fakeFetcher{blobs: blobs, known: map[string][]byte{digest: content}}
+		f := newFixture(t, redirect, blobs, fetcher)
+
+		resp, body := f.get(t, http.MethodGet, f.signer.Path(digest, zipName))
+		switch {
+		case redirect && resp.StatusCode != http.StatusFound:
+			t.Errorf("redirect: status %d %s, want 302 once fetched", resp.StatusCode, body)
+		case !redirect && (resp.StatusCode != http.StatusOK || !bytes.Equal(body, content)):
+			t.Errorf("status %d, %d bytes: want the fetched blob", resp.StatusCode, len(body))
+		}
+		if _, err := blobs.Stat(context.Background(), digest); err != nil || fetcher.calls.Load() != 1 {
+			t.Errorf("redirect %v: blob after the first request: %v, %d fetches", redirect, err, fetcher.calls.Load())
+		}
+		f.get(t, http.MethodGet, f.signer.Path(digest, zipName))
+		if fetcher.calls.Load() != 1 {
+			t.Errorf("redirect %v: a stored blob was fetched again", redirect)
+		}
+
+		unknown := strings.Repeat("ab", 32)
+		if resp, body := f.get(t, http.MethodGet, f.signer.Path(unknown, zipName)); resp.StatusCode != http.StatusNotFound || !strings.Contains(string(body), "not stored") {
+			t.Errorf("redirect %v: unknown blob: status %d %s", redirect, resp.StatusCode, body)
+		}
+		fetcher.err = registry.Errorf(registry.Unavailable, "upstream registry.example.com is unreachable")
+		other := strings.Repeat("cd", 32)
+		if resp, body := f.get(t, http.MethodGet, f.signer.Path(other, zipName)); resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "registry.example.com") {
+			t.Errorf("redirect %v: upstream down: status %d %s, want 503 naming the upstream", redirect, resp.StatusCode, body)
 		}
 	}
 }

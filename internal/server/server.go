@@ -102,6 +102,17 @@ type Options struct {
 	// Login serves login.v1 under /oauth/ and announces it in service
 	// discovery (none if nil).
 	Login *login.Service
+	// Mirror serves the providers of other registries on the network
+	// mirror routes and fetches their packages on first download (none if
+	// nil: the mirror serves Trove's own providers only).
+	Mirror Mirror
+}
+
+// Mirror is the pull-through cache of upstream registries
+// (*mirror.Mirror).
+type Mirror interface {
+	providers.MirrorSource
+	files.Fetcher
 }
 
 // Server serves Trove over HTTP. Create it with New.
@@ -150,6 +161,11 @@ func New(opt Options) (*Server, error) {
 	if opt.Access != nil {
 		providerOpts = append(slices.Clip(providerOpts), providers.WithGuard(opt.Access, opt.PrivateSigner))
 	}
+	var fetcher files.Fetcher
+	if opt.Mirror != nil {
+		providerOpts = append(slices.Clip(providerOpts), providers.WithMirror(opt.Mirror))
+		fetcher = opt.Mirror
+	}
 	s.providers = providers.New(opt.Index, opt.Signer, opt.PublicURL, opt.Logger, providerOpts...)
 	moduleOpts := opt.ModuleOptions
 	if opt.Access != nil {
@@ -170,7 +186,7 @@ func New(opt Options) (*Server, error) {
 		opt.Login.Register(mux)
 	}
 	files.New(files.Options{
-		Blobs: opt.Blobs, Signer: opt.Signer, Logger: opt.Logger, RedirectDownloads: opt.RedirectDownloads,
+		Blobs: opt.Blobs, Signer: opt.Signer, Logger: opt.Logger, RedirectDownloads: opt.RedirectDownloads, Fetcher: fetcher,
 	}).Register(mux)
 	if opt.API != nil {
 		mux.Handle(apispec.Prefix+"/", opt.API)
@@ -208,6 +224,12 @@ func (s *Server) InvalidateProvider(namespace, typ string) { s.providers.Invalid
 // it after a version of it was published or deleted.
 func (s *Server) InvalidateModule(namespace, name, system string) {
 	s.modules.Invalidate(namespace, name, system)
+}
+
+// InvalidateMirrored drops the cached mirror documents of a provider of
+// another registry, after the mirror stored a version or package of it.
+func (s *Server) InvalidateMirrored(host, namespace, typ string) {
+	s.providers.InvalidateMirrored(host, namespace, typ)
 }
 
 func notFound(w http.ResponseWriter, r *http.Request) error {

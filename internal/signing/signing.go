@@ -418,6 +418,18 @@ func CheckSignatureShape(sig []byte) error {
 	return err
 }
 
+// SignatureTime returns when a detached signature (of the shape
+// CheckSignatureShape accepts) was made, for judging the signing key as it
+// was then: a mirror verifies releases signed before their key expired,
+// as the clients do.
+func SignatureTime(sig []byte) (time.Time, error) {
+	sigs, err := parseSignature(sig)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return sigs[0].CreationTime, nil
+}
+
 // parseSignature checks the shape of a detached signature before it is
 // verified, so that the user gets a precise message, and returns its
 // signature packets.

@@ -6,21 +6,39 @@ import (
 	"trove.dev/trove/internal/respcache"
 )
 
-// provKey names a provider. Keys are always normalized names: entries are
-// inserted only after a request's names validated, so a cache hit on the
-// raw path values implies they were valid and normalized.
-type provKey struct{ ns, typ string }
+// provKey names a provider: host is "" for Trove's own, else the
+// normalized host name of the upstream registry a mirrored provider comes
+// from. Keys are always normalized names: entries are inserted only after
+// a request's names validated, so a cache hit on the raw path values
+// implies they were valid and normalized.
+type provKey struct{ host, ns, typ string }
 
 // clone returns k with its own copies of the strings, so that a cache
 // entry never pins the memory of the request it was made for.
-func (k provKey) clone() provKey { return provKey{ns: strings.Clone(k.ns), typ: strings.Clone(k.typ)} }
+func (k provKey) clone() provKey {
+	return provKey{host: strings.Clone(k.host), ns: strings.Clone(k.ns), typ: strings.Clone(k.typ)}
+}
 
 // docKey names a document of a provider: the zero docKey is the versions
-// document, any other the download document of one platform of a version.
-type docKey struct{ version, os, arch string }
+// document, one with os and arch the download document of one platform of
+// a version, and those of kind docMirrorIndex and docMirrorVersion (of
+// version) the network mirror's documents.
+type docKey struct {
+	kind              docKind
+	version, os, arch string
+}
+
+// docKind tells the protocol documents from the network mirror's.
+type docKind uint8
+
+const (
+	docProtocol docKind = iota
+	docMirrorIndex
+	docMirrorVersion
+)
 
 func (k docKey) clone() docKey {
-	return docKey{version: strings.Clone(k.version), os: strings.Clone(k.os), arch: strings.Clone(k.arch)}
+	return docKey{kind: k.kind, version: strings.Clone(k.version), os: strings.Clone(k.os), arch: strings.Clone(k.arch)}
 }
 
 // urls is what a cached download document says about the signed URLs it

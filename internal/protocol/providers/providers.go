@@ -41,6 +41,8 @@ import (
 	"sync"
 	"time"
 
+	svchost "github.com/hashicorp/terraform-svchost"
+
 	"trove.dev/trove/internal/httpjson"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/respcache"
@@ -94,6 +96,8 @@ type Service struct {
 	cacheBytes int64
 	cache      *cache
 	keyTails   sync.Map // rendered signing keys -> the one copy the download documents share
+	ownHost    string   // the public URL's host, normalized (svchost.ForComparison)
+	mirror     MirrorSource
 
 	guard   Guard             // nil: every namespace is readable by anyone
 	private *signedurl.Signer // signs the URLs of private namespaces
@@ -153,6 +157,11 @@ func New(idx store.Providers, signer *signedurl.Signer, publicBase *url.URL, log
 		maxAge:     DefaultMaxAge,
 		cacheBytes: DefaultCacheBytes,
 	}
+	if h, err := svchost.ForComparison(base.Host); err == nil {
+		s.ownHost = h.String()
+	} else {
+		s.ownHost = strings.ToLower(base.Host)
+	}
 	for _, o := range opts {
 		o(s)
 	}
@@ -170,6 +179,7 @@ func New(idx store.Providers, signer *signedurl.Signer, publicBase *url.URL, log
 func (s *Service) Register(mux *http.ServeMux) {
 	mux.HandleFunc(RouteVersions, s.serveVersions)
 	mux.HandleFunc(RouteDownload, s.serveDownload)
+	mux.HandleFunc(RouteMirror, s.serveMirror)
 }
 
 // Invalidate drops every cached document of a provider (normalized names),

@@ -322,8 +322,8 @@ func TestDownloadDocumentsShareTheirKeys(t *testing.T) {
 		bodies = append(bodies, string(resp.body))
 	}
 	var tails [][]byte
-	for _, dk := range []docKey{{"1.2.0", "darwin", "arm64"}, {"1.2.0", "linux", "amd64"}, {"1.3.0", "linux", "amd64"}} {
-		e := f.svc.cache.Lookup(provKey{"acme", "widget"}, dk)
+	for _, dk := range []docKey{{version: "1.2.0", os: "darwin", arch: "arm64"}, {version: "1.2.0", os: "linux", arch: "amd64"}, {version: "1.3.0", os: "linux", arch: "amd64"}} {
+		e := f.svc.cache.Lookup(provKey{ns: "acme", typ: "widget"}, dk)
 		if e == nil || len(e.Tail) == 0 || !strings.Contains(string(e.Tail), "ascii_armor") || strings.Contains(string(e.Body), "ascii_armor") {
 			t.Fatalf("cached %v: want the keys in a tail apart from the body", dk)
 		}

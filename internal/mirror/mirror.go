@@ -1,0 +1,624 @@
+// Package mirror is Trove's pull-through cache of upstream provider
+// registries: it supplies the network mirror routes (internal/protocol/
+// providers) with the providers of other hosts, fetched from the
+// upstreams the operator configured (store.MirrorUpstreams) on a client's
+// first request and kept in the index and the blob store.
+//
+// What is kept is what the upstream published, checked before anything is
+// stored or served: SHA256SUMS and its signature are verified with the
+// keys of the upstream's own download document (as the clients do), each
+// package's SHA-256 against that SHA256SUMS. The original SHA256SUMS,
+// signature and key are stored with the version, so that a mirrored
+// provider can be verified again later (and exported).
+//
+// A version is fetched (its SHA256SUMS, signature and platforms) when a
+// client first asks for its mirror document; each package when a client
+// first downloads it, through the signed file URL of that document
+// (FetchPackage). However many clients ask at once, each version and each
+// package is fetched from the upstream once.
+//
+// When an upstream cannot be reached, the versions the mirror holds a
+// package of keep being listed and installed; anything else fails with an
+// error that names the upstream.
+package mirror
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	goversion "github.com/hashicorp/go-version"
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/singleflight"
+
+	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/release"
+	"trove.dev/trove/internal/signing"
+	"trove.dev/trove/internal/staging"
+	"trove.dev/trove/internal/store"
+)
+
+// Index is what the mirror needs of the index.
+type Index interface {
+	store.Mirror
+	store.MirrorUpstreams
+}
+
+// Defaults of Options.
+const (
+	DefaultConfigTTL   = 5 * time.Second
+	DefaultVersionsTTL = time.Minute
+	DefaultFetchTimeout = 30 * time.Minute
+)
+
+// Options configures a Mirror.
+type Options struct {
+	Index Index
+	Blobs store.Blobs
+	// TempDir is the staging directory packages are downloaded into
+	// before they are checked and stored.
+	TempDir string
+	// MaxPackageBytes bounds a package's size.
+	MaxPackageBytes int64
+	// Invalidate is called after a version or package of a provider was
+	// stored, so that the mirror documents rendered from it are dropped.
+	Invalidate func(host, namespace, typ string)
+	// UserAgent names Trove in upstream requests.
+	UserAgent string
+	// ConfigTTL is how long the upstream configuration read from the
+	// index is used before it is read again (DefaultConfigTTL); Reload
+	// reads it at once.
+	ConfigTTL time.Duration
+	// VersionsTTL is how long an upstream's versions document is used
+	// before it is fetched again (DefaultVersionsTTL).
+	VersionsTTL time.Duration
+	Logger      *slog.Logger
+	// Metrics receives the mirror's collectors (nil: none).
+	Metrics prometheus.Registerer
+	Now     func() time.Time
+}
+
+// Mirror fetches providers from upstream registries and keeps them. It is
+// safe for concurrent use.
+type Mirror struct {
+	opt   Options
+	log   *slog.Logger
+	stage staging.Dir
+
+	cfgMu     sync.Mutex
+	cfgRead   time.Time
+	upstreams map[string]*upstream // by normalized host
+
+	verMu    sync.Mutex
+	versions map[provider]cachedVersions
+
+	flights singleflight.Group
+	metrics *metrics
+}
+
+type provider struct{ host, namespace, typ string }
+
+type cachedVersions struct {
+	doc     versionsDoc
+	fetched time.Time
+}
+
+// maxCachedVersionDocs bounds the versions documents kept in memory.
+const maxCachedVersionDocs = 1000
+
+// New returns a Mirror.
+func New(opt Options) (*Mirror, error) {
+	if opt.ConfigTTL <= 0 {
+		opt.ConfigTTL = DefaultConfigTTL
+	}
+	if opt.VersionsTTL <= 0 {
+		opt.VersionsTTL = DefaultVersionsTTL
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	if opt.Invalidate == nil {
+		opt.Invalidate = func(string, string, string) {}
+	}
+	if opt.UserAgent == "" {
+		opt.UserAgent = userAgentPrefix + "dev"
+	}
+	log := opt.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	m := &Mirror{
+		opt: opt, log: log, stage: staging.Dir{Path: opt.TempDir, Prefix: "mirror-"},
+		versions: make(map[provider]cachedVersions),
+	}
+	var err error
+	if m.metrics, err = newMetrics(opt.Metrics); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// RemoveStaleDownloads deletes what package downloads that never finished
+// left in the staging directory. Call it at start-up, before serving.
+func (m *Mirror) RemoveStaleDownloads() error { return m.stage.RemoveStale() }
+
+// Reload makes the next request read the upstream configuration again
+// (after it was changed through this process).
+func (m *Mirror) Reload() {
+	m.cfgMu.Lock()
+	m.cfgRead = time.Time{}
+	m.cfgMu.Unlock()
+}
+
+// upstream returns the configured upstream of host, and the rule that
+// allows namespace/typ there. NotFound if there is none or no rule
+// allows the provider.
+func (m *Mirror) upstream(ctx context.Context, p provider) (*upstream, registry.MirrorRule, error) {
+	ups, err := m.config(ctx)
+	if err != nil {
+		return nil, registry.MirrorRule{}, err
+	}
+	u := ups[p.host]
+	if u == nil {
+		return nil, registry.MirrorRule{}, registry.Errorf(registry.NotFound, "provider %s/%s/%s is not mirrored: %s is not an upstream registry of this mirror", p.host, p.namespace, p.typ, p.host)
+	}
+	for _, rule := range u.cfg.Allow {
+		if MatchProvider(rule.Provider, p.namespace, p.typ) {
+			return u, rule, nil
+		}
+	}
+	return nil, registry.MirrorRule{}, registry.Errorf(registry.NotFound, "provider %s/%s/%s is not mirrored: no rule of upstream %s allows it", p.host, p.namespace, p.typ, p.host)
+}
+
+// config returns the upstreams, read from the index at most every
+// ConfigTTL. An upstream whose configuration did not change keeps its
+// client and discovered base URL.
+func (m *Mirror) config(ctx context.Context) (map[string]*upstream, error) {
+	m.cfgMu.Lock()
+	defer m.cfgMu.Unlock()
+	now := m.opt.Now()
+	if m.upstreams != nil && now.Sub(m.cfgRead) < m.opt.ConfigTTL {
+		return m.upstreams, nil
+	}
+	list, err := m.opt.Index.ListMirrorUpstreams(ctx)
+	if err != nil {
+		if m.upstreams != nil {
+			return m.upstreams, nil // keep serving with what was read last
+		}
+		return nil, err
+	}
+	ups := make(map[string]*upstream, len(list))
+	for _, cfg := range list {
+		if old := m.upstreams[cfg.Host]; old != nil && sameConfig(old.cfg, cfg) {
+			ups[cfg.Host] = old
+			continue
+		}
+		u, err := newUpstream(cfg, m.opt.UserAgent)
+		if err != nil {
+			m.log.WarnContext(ctx, "mirror upstream skipped", "host", cfg.Host, "error", registry.Message(err))
+			continue
+		}
+		ups[cfg.Host] = u
+	}
+	m.upstreams, m.cfgRead = ups, now
+	return ups, nil
+}
+
+func sameConfig(a, b registry.MirrorUpstream) bool {
+	return a.ServiceURL == b.ServiceURL && a.CACertificates == b.CACertificates && slices.Equal(a.Allow, b.Allow)
+}
+
+// MatchProvider reports whether pattern ("namespace/type", where "*"
+// stands for any one namespace or type) matches namespace/typ.
+func MatchProvider(pattern, namespace, typ string) bool {
+	pns, ptyp, ok := strings.Cut(pattern, "/")
+	if !ok {
+		return false
+	}
+	return (pns == "*" || strings.EqualFold(pns, namespace)) && (ptyp == "*" || strings.EqualFold(ptyp, typ))
+}
+
+// CheckRule validates a rule as an operator writes it.
+func CheckRule(r registry.MirrorRule) error {
+	ns, typ, ok := strings.Cut(r.Provider, "/")
+	if !ok || ns == "" || typ == "" || strings.Contains(typ, "/") {
+		return registry.Errorf(registry.Invalid, "mirror rule %q: write it as namespace/type, with * for any namespace or type (hashicorp/*, */*)", r.Provider)
+	}
+	if ns != "*" {
+		if _, err := registry.ParseNamespace(ns); err != nil {
+			return registry.Errorf(registry.Invalid, "mirror rule %q: %s", r.Provider, registry.Message(err))
+		}
+	}
+	if typ != "*" {
+		if _, err := registry.ParseProviderType(typ); err != nil {
+			return registry.Errorf(registry.Invalid, "mirror rule %q: %s", r.Provider, registry.Message(err))
+		}
+	}
+	if r.Versions != "" {
+		if _, err := goversion.NewConstraint(r.Versions); err != nil {
+			return registry.Errorf(registry.Invalid, "mirror rule %q: versions %q is not a version constraint (such as \"~> 5.0\" or \">= 1.2, < 2.0\"): %v", r.Provider, r.Versions, err)
+		}
+	}
+	return nil
+}
+
+// allows reports whether rule allows version.
+func allows(rule registry.MirrorRule, version string) bool {
+	if rule.Versions == "" {
+		return true
+	}
+	c, err := goversion.NewConstraint(rule.Versions)
+	if err != nil {
+		return false // CheckRule refused it when it was configured
+	}
+	v, err := goversion.NewSemver(version)
+	return err == nil && c.Check(v)
+}
+
+// MirroredVersions returns the versions of a provider of host that may be
+// installed through the mirror: those the upstream lists that its rule
+// allows or, when the upstream cannot be reached, those the mirror holds
+// a package of.
+func (m *Mirror) MirroredVersions(ctx context.Context, host, namespace, typ string) ([]string, error) {
+	p := provider{host, namespace, typ}
+	u, rule, err := m.upstream(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := m.upstreamVersions(ctx, u, p)
+	if errors.Is(err, errNotFound) {
+		return nil, registry.Errorf(registry.NotFound, "provider %s/%s/%s not found: upstream %s does not know it", host, namespace, typ, host)
+	}
+	if err != nil {
+		held, herr := m.heldVersions(ctx, p, rule)
+		if herr != nil || len(held) == 0 {
+			return nil, registry.Errorf(registry.Unavailable, "%s, and this mirror holds no version of %s/%s/%s", registry.Message(err), host, namespace, typ)
+		}
+		m.log.WarnContext(ctx, "mirror upstream unreachable: listing the versions held", "host", host, "provider", namespace+"/"+typ, "versions", len(held), "error", registry.Message(err))
+		return held, nil
+	}
+	var versions []string
+	for _, v := range doc.Versions {
+		if allows(rule, v.Version) {
+			versions = append(versions, v.Version)
+		}
+	}
+	if len(versions) == 0 {
+		return nil, registry.Errorf(registry.NotFound, "provider %s/%s/%s has no version this mirror may serve (rule %s %s)", host, namespace, typ, rule.Provider, rule.Versions)
+	}
+	return versions, nil
+}
+
+// heldVersions returns the versions of p the mirror holds a package of.
+func (m *Mirror) heldVersions(ctx context.Context, p provider, rule registry.MirrorRule) ([]string, error) {
+	vs, err := m.opt.Index.ListMirroredVersions(ctx, p.host, p.namespace, p.typ)
+	if err != nil {
+		return nil, err
+	}
+	var held []string
+	for _, v := range vs {
+		if allows(rule, v.Version) && slices.ContainsFunc(v.Platforms, registry.Platform.Held) {
+			held = append(held, v.Version)
+		}
+	}
+	return held, nil
+}
+
+// upstreamVersions returns the upstream's versions document of p, fetched
+// at most every VersionsTTL (once for concurrent callers).
+func (m *Mirror) upstreamVersions(ctx context.Context, u *upstream, p provider) (versionsDoc, error) {
+	now := m.opt.Now()
+	m.verMu.Lock()
+	c, ok := m.versions[p]
+	m.verMu.Unlock()
+	if ok && now.Sub(c.fetched) < m.opt.VersionsTTL {
+		return c.doc, nil
+	}
+	v, err, _ := m.flights.Do("versions "+p.host+"/"+p.namespace+"/"+p.typ, func() (any, error) {
+		doc, err := u.versions(context.WithoutCancel(ctx), p.namespace, p.typ)
+		m.metrics.upstream(p.host, "versions", err)
+		if err != nil {
+			return versionsDoc{}, err
+		}
+		m.verMu.Lock()
+		if len(m.versions) >= maxCachedVersionDocs {
+			for k := range m.versions { // drop any one: a miss costs one fetch
+				delete(m.versions, k)
+				break
+			}
+		}
+		m.versions[p] = cachedVersions{doc: doc, fetched: m.opt.Now()}
+		m.verMu.Unlock()
+		return doc, nil
+	})
+	return v.(versionsDoc), err
+}
+
+// MirroredVersion returns one version of a provider of host with its
+// platforms, fetching its SHA256SUMS and signature from the upstream and
+// verifying them on first request.
+func (m *Mirror) MirroredVersion(ctx context.Context, host, namespace, typ, version string) (registry.ProviderVersion, error) {
+	p := provider{host, namespace, typ}
+	u, rule, err := m.upstream(ctx, p)
+	if err != nil {
+		return registry.ProviderVersion{}, err
+	}
+	if !allows(rule, version) {
+		return registry.ProviderVersion{}, registry.Errorf(registry.NotFound, "provider %s/%s/%s %s is not mirrored: rule %s allows %s only", host, namespace, typ, version, rule.Provider, rule.Versions)
+	}
+	mv, err := m.opt.Index.GetMirroredVersion(ctx, host, namespace, typ, version)
+	if err == nil {
+		m.metrics.versions.WithLabelValues("held").Inc()
+		return mv.ProviderVersion, nil
+	}
+	if !registry.IsKind(err, registry.NotFound) {
+		return registry.ProviderVersion{}, err
+	}
+	v, err, _ := m.flights.Do("version "+host+"/"+namespace+"/"+typ+"/"+version, func() (any, error) {
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*requestTimeout)
+		defer cancel()
+		return m.fetchVersion(fctx, u, p, version)
+	})
+	if err != nil {
+		return registry.ProviderVersion{}, err
+	}
+	m.metrics.versions.WithLabelValues("fetched").Inc()
+	return v.(registry.MirroredVersion).ProviderVersion, nil
+}
+
+// fetchVersion fetches one version from the upstream: its entry in the
+// versions document, the download document of one of its packages (for
+// the SHA256SUMS URLs and signing keys), SHA256SUMS and its signature;
+// verifies them; stores the two files and the version.
+func (m *Mirror) fetchVersion(ctx context.Context, u *upstream, p provider, version string) (registry.MirroredVersion, error) {
+	doc, err := m.upstreamVersions(ctx, u, p)
+	if errors.Is(err, errNotFound) {
+		return registry.MirroredVersion{}, registry.Errorf(registry.NotFound, "provider %s/%s/%s not found: upstream %s does not know it", p.host, p.namespace, p.typ, p.host)
+	}
+	if err != nil {
+		return registry.MirroredVersion{}, registry.Errorf(registry.Unavailable, "%s; %s/%s/%s %s is not held by this mirror", registry.Message(err), p.host, p.namespace, p.typ, version)
+	}
+	i := slices.IndexFunc(doc.Versions, func(v versionEntry) bool { return v.Version == version })
+	if i < 0 || len(doc.Versions[i].Platforms) == 0 {
+		return registry.MirroredVersion{}, registry.Errorf(registry.NotFound, "provider %s/%s/%s has no version %s upstream", p.host, p.namespace, p.typ, version)
+	}
+	entry := doc.Versions[i]
+	first := entry.Platforms[0]
+	dl, dlURL, err := u.download(ctx, p.namespace, p.typ, version, first.OS, first.Arch)
+	m.metrics.upstream(p.host, "download", err)
+	if err != nil {
+		return registry.MirroredVersion{}, m.fetchErr(p, version, "its download document", err)
+	}
+	sums, sig, key, err := m.fetchSums(ctx, u, p, version, dl, dlURL)
+	if err != nil {
+		return registry.MirroredVersion{}, err
+	}
+	listed, err := release.ParseSHA256SUMS(sums)
+	if err != nil {
+		return registry.MirroredVersion{}, registry.Errorf(registry.Unavailable, "upstream %s: the SHA256SUMS of %s/%s %s does not parse: %s", p.host, p.namespace, p.typ, version, registry.Message(err))
+	}
+	byName := make(map[string]string, len(listed))
+	for _, s := range listed {
+		byName[s.Filename] = s.Digest
+	}
+	mv := registry.MirroredVersion{Host: p.host, ProviderVersion: registry.ProviderVersion{
+		Namespace: p.namespace, Type: p.typ, Version: version, Protocols: entry.Protocols,
+		SHASumsDigest: digestOf(sums), SHASumsSignatureDigest: digestOf(sig), SigningKey: key,
+		PublishedAt: m.opt.Now().UTC(),
+	}}
+	for _, pl := range entry.Platforms {
+		name := fmt.Sprintf("terraform-provider-%s_%s_%s_%s.zip", p.typ, version, pl.OS, pl.Arch)
+		if pl.OS == first.OS && pl.Arch == first.Arch && dl.Filename != "" {
+			name = dl.Filename
+		}
+		sum, ok := byName[name]
+		if !ok {
+			m.log.WarnContext(ctx, "mirror: a platform has no package in SHA256SUMS; left out", "host", p.host,
+				"provider", p.namespace+"/"+p.typ, "version", version, "platform", pl.OS+"_"+pl.Arch, "file", name)
+			continue
+		}
+		mv.Platforms = append(mv.Platforms, registry.Platform{OS: pl.OS, Arch: pl.Arch, Filename: name, SHA256: sum})
+	}
+	if len(mv.Platforms) == 0 {
+		return registry.MirroredVersion{}, registry.Errorf(registry.Unavailable, "upstream %s: the SHA256SUMS of %s/%s %s lists none of its platforms' packages", p.host, p.namespace, p.typ, version)
+	}
+	for _, b := range [][]byte{sums, sig} {
+		if err := m.opt.Blobs.Put(ctx, digestOf(b), int64(len(b)), strings.NewReader(string(b))); err != nil {
+			return registry.MirroredVersion{}, err
+		}
+	}
+	stored, err := m.opt.Index.PutMirroredVersion(ctx, mv)
+	if err != nil {
+		return registry.MirroredVersion{}, err
+	}
+	m.opt.Invalidate(p.host, p.namespace, p.typ)
+	m.log.InfoContext(ctx, "mirrored a provider version", "host", p.host, "provider", p.namespace+"/"+p.typ, "version", version,
+		"platforms", len(stored.Platforms), "key", key.KeyID)
+	return stored, nil
+}
+
+// fetchSums fetches SHA256SUMS and its signature named by dl and
+// verifies the signature with one of dl's keys, judged when it was made
+// (as the clients judge it: an upstream key that expired since still
+// verifies its releases).
+func (m *Mirror) fetchSums(ctx context.Context, u *upstream, p provider, version string, dl downloadDoc, dlURL *url.URL) (sums, sig []byte, key registry.SigningKey, err error) {
+	sumsURL, err1 := resolve(dlURL, dl.SHASumsURL)
+	sigURL, err2 := resolve(dlURL, dl.SHASumsSignatureURL)
+	if err := errors.Join(err1, err2); err != nil {
+		return nil, nil, key, registry.Errorf(registry.Unavailable, "upstream %s: the download document of %s/%s %s has no valid SHA256SUMS URLs: %v", p.host, p.namespace, p.typ, version, err)
+	}
+	if sums, err = u.get(ctx, sumsURL, maxSHASums); err != nil {
+		m.metrics.upstream(p.host, "shasums", err)
+		return nil, nil, key, m.fetchErr(p, version, "its SHA256SUMS", err)
+	}
+	if sig, err = u.get(ctx, sigURL, maxSignature); err != nil {
+		m.metrics.upstream(p.host, "shasums", err)
+		return nil, nil, key, m.fetchErr(p, version, "the signature of its SHA256SUMS", err)
+	}
+	m.metrics.upstream(p.host, "shasums", nil)
+	var keys []registry.SigningKey
+	for _, k := range dl.SigningKeys.GPGPublicKeys {
+		keys = append(keys, registry.SigningKey{Namespace: p.namespace, KeyID: k.KeyID, ASCIIArmor: k.ASCIIArmor})
+	}
+	if len(keys) == 0 {
+		return nil, nil, key, registry.Errorf(registry.Unavailable, "upstream %s lists no signing key for %s/%s %s: refusing to mirror a release that cannot be verified", p.host, p.namespace, p.typ, version)
+	}
+	made, err := signing.SignatureTime(sig)
+	if err == nil {
+		key, err = signing.VerifyDetachedAt(keys, sums, sig, made)
+	}
+	if err != nil {
+		m.metrics.refused.WithLabelValues(p.host).Inc()
+		return nil, nil, key, registry.Errorf(registry.Unavailable, "upstream %s: the SHA256SUMS of %s/%s %s does not verify with the keys its download document lists (%s); nothing was mirrored",
+			p.host, p.namespace, p.typ, version, registry.Message(err))
+	}
+	return sums, sig, key, nil
+}
+
+func (m *Mirror) fetchErr(p provider, version, what string, err error) error {
+	if errors.Is(err, errNotFound) {
+		return registry.Errorf(registry.NotFound, "provider %s/%s/%s %s not found upstream (%s is missing)", p.host, p.namespace, p.typ, version, what)
+	}
+	return registry.Errorf(registry.Unavailable, "%s; %s/%s/%s %s is not held by this mirror", registry.Message(err), p.host, p.namespace, p.typ, version)
+}
+
+// FetchPackage makes the package with the given digest available in the
+// blob store when it belongs to a mirrored version the mirror does not
+// hold a package of yet: it downloads it from the upstream, checks it
+// against the verified SHA256SUMS, computes its h1 hash and stores it.
+// NotFound when no mirrored package has that digest. Concurrent calls for
+// one digest share one download; each caller may give up with its ctx.
+func (m *Mirror) FetchPackage(ctx context.Context, digest, filename string) error {
+	mv, pl, err := m.opt.Index.FindMirroredPackage(ctx, digest)
+	if err != nil {
+		return err
+	}
+	ch := m.flights.DoChan("package "+digest, func() (any, error) {
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultFetchTimeout)
+		defer cancel()
+		return nil, m.fetchPackage(fctx, mv, pl)
+	})
+	select {
+	case r := <-ch:
+		return r.Err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (m *Mirror) fetchPackage(ctx context.Context, mv registry.MirroredVersion, pl registry.Platform) error {
+	p := provider{mv.Host, mv.Namespace, mv.Type}
+	if size, err := m.opt.Blobs.Stat(ctx, pl.SHA256); err == nil {
+		return m.held(ctx, mv, pl, size, "") // stored by an earlier fetch that stopped before recording it
+	}
+	u, _, err := m.upstream(ctx, p)
+	if err != nil {
+		return err
+	}
+	dl, dlURL, err := u.download(ctx, p.namespace, p.typ, mv.Version, pl.OS, pl.Arch)
+	m.metrics.upstream(p.host, "download", err)
+	if err != nil {
+		return m.fetchErr(p, mv.Version, "the download document of "+pl.Filename, err)
+	}
+	if dl.SHASum != "" && !strings.EqualFold(dl.SHASum, pl.SHA256) {
+		m.metrics.refused.WithLabelValues(p.host).Inc()
+		return registry.Errorf(registry.Unavailable, "upstream %s: the download document of %s gives checksum %s, but its signed SHA256SUMS lists %s; nothing was mirrored", p.host, pl.Filename, dl.SHASum, pl.SHA256)
+	}
+	target, err := resolve(dlURL, dl.DownloadURL)
+	if err != nil {
+		return registry.Errorf(registry.Unavailable, "upstream %s: the download document of %s has no valid download URL: %v", p.host, pl.Filename, err)
+	}
+	f, err := m.stage.CreateFile("*.zip")
+	if err != nil {
+		return registry.Wrap(registry.Internal, err, "creating a staging file for a mirrored package")
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	resp, err := u.open(ctx, target)
+	if err != nil {
+		m.metrics.upstream(p.host, "package", err)
+		return m.fetchErr(p, mv.Version, pl.Filename, err)
+	}
+	defer resp.Body.Close()
+	limit := m.opt.MaxPackageBytes
+	if limit <= 0 {
+		limit = 1 << 30
+	}
+	n, got, err := staging.Copy(f, resp.Body, limit, pl.Filename)
+	m.metrics.upstream(p.host, "package", err)
+	if err != nil {
+		if registry.IsKind(err, registry.TooLarge) {
+			return err
+		}
+		return registry.Errorf(registry.Unavailable, "upstream %s: downloading %s failed: %s", p.host, pl.Filename, registry.Message(err))
+	}
+	m.metrics.bytes.WithLabelValues(p.host).Add(float64(n))
+	if got != pl.SHA256 {
+		m.metrics.refused.WithLabelValues(p.host).Inc()
+		return registry.Errorf(registry.Unavailable, "upstream %s sent %s with checksum %s, but its signed SHA256SUMS lists %s: refused, nothing was mirrored", p.host, pl.Filename, got, pl.SHA256)
+	}
+	if err := f.Sync(); err != nil {
+		return registry.Wrap(registry.Internal, err, "writing a mirrored package")
+	}
+	h1, err := release.PackageHash(f.Name())
+	if err != nil {
+		m.metrics.refused.WithLabelValues(p.host).Inc()
+		return registry.Errorf(registry.Unavailable, "upstream %s sent %s, which is not a zip archive (%s)", p.host, pl.Filename, registry.Message(err))
+	}
+	if err := staging.Store(ctx, m.opt.Blobs, got, n, f.Name()); err != nil {
+		return err
+	}
+	return m.held(ctx, mv, pl, n, h1)
+}
+
+// held records that the mirror holds a package (computing its h1 from
+// the stored blob when h1 is "").
+func (m *Mirror) held(ctx context.Context, mv registry.MirroredVersion, pl registry.Platform, size int64, h1 string) error {
+	if h1 == "" {
+		var err error
+		if h1, err = m.hashStored(ctx, pl.SHA256); err != nil {
+			return err
+		}
+	}
+	if err := m.opt.Index.SetMirroredPackage(ctx, mv.Host, mv.Namespace, mv.Type, mv.Version, pl.OS, pl.Arch, size, h1); err != nil {
+		return err
+	}
+	m.opt.Invalidate(mv.Host, mv.Namespace, mv.Type)
+	m.log.InfoContext(ctx, "mirrored a provider package", "host", mv.Host, "provider", mv.Namespace+"/"+mv.Type,
+		"version", mv.Version, "platform", pl.OS+"_"+pl.Arch, "bytes", size)
+	return nil
+}
+
+// hashStored computes the h1 hash of a stored package.
+func (m *Mirror) hashStored(ctx context.Context, digest string) (string, error) {
+	b, err := m.opt.Blobs.Open(ctx, digest)
+	if err != nil {
+		return "", err
+	}
+	defer b.Close()
+	f, err := m.stage.CreateFile("*.zip")
+	if err != nil {
+		return "", registry.Wrap(registry.Internal, err, "creating a staging file")
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	if _, err := io.Copy(f, b.Content); err != nil {
+		return "", registry.Wrap(registry.Internal, err, "copying a stored package")
+	}
+	return release.PackageHash(f.Name())
+}
+
+func digestOf(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}

@@ -1,0 +1,380 @@
+package mirror
+
+import (
+	"context"
+	"encoding/json"
+	"encoding/pem"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/release"
+	"trove.dev/trove/internal/release/releasetest"
+	"trove.dev/trove/internal/signing/signingtest"
+	"trove.dev/trove/internal/store/fsblob"
+	"trove.dev/trove/internal/store/sqlite"
+)
+
+const upstreamHost = "registry.example.com"
+
+// fakeUpstream is a providers.v1 registry on loopback serving one signed
+// release of hashicorp/random, with switches to tamper with what it sends.
+type fakeUpstream struct {
+	srv         *httptest.Server
+	key         *signingtest.Key
+	rel         releasetest.Release
+	archiveGets atomic.Int64
+	down        atomic.Bool
+	tamperSig   atomic.Bool
+	tamperZip   atomic.Bool
+	slowZip     chan struct{} // closed to let archive downloads finish
+}
+
+var platforms = []string{"linux_amd64", "darwin_arm64"}
+
+func newFakeUpstream(t *testing.T) *fakeUpstream {
+	t.Helper()
+	u := &fakeUpstream{key: signingtest.NewKey(t, "upstream")}
+	u.rel = releasetest.Build(t, u.key, releasetest.Spec{Type: "random", Version: "3.1.0", Platforms: platforms, Protocols: []string{"5.0"}})
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/providers/hashicorp/random/versions", func(w http.ResponseWriter, r *http.Request) {
+		var ps []map[string]string
+		for _, p := range platforms {
+			os, arch, _ := strings.Cut(p, "_")
+			ps = append(ps, map[string]string{"os": os, "arch": arch})
+		}
+		writeJSON(w, map[string]any{"versions": []any{
+			map[string]any{"version": "3.1.0", "protocols": []string{"5.0"}, "platforms": ps},
+			map[string]any{"version": "2.0.0", "protocols": []string{"5.0"}, "platforms": ps[:1]},
+		}})
+	})
+	mux.HandleFunc("GET /v1/providers/hashicorp/random/3.1.0/download/{os}/{arch}", func(w http.ResponseWriter, r *http.Request) {
+		name := u.rel.ZipName(r.PathValue("os") + "_" + r.PathValue("arch"))
+		writeJSON(w, map[string]any{
+			"protocols": []string{"5.0"}, "os": r.PathValue("os"), "arch": r.PathValue("arch"), "filename": name,
+			"download_url":          "/files/" + name,
+			"shasums_url":           "/files/" + u.rel.Prefix() + "_SHA256SUMS",
+			"shasums_signature_url": "/files/" + u.rel.Prefix() + "_SHA256SUMS.sig",
+			"shasum":                u.rel.SHA256(name),
+			"signing_keys": map[string]any{"gpg_public_keys": []any{
+				map[string]string{"key_id": u.key.KeyID, "ascii_armor": u.key.ArmoredPublic},
+			}},
+		})
+	})
+	mux.HandleFunc("GET /files/{name}", func(w http.ResponseWriter, r *http.Request) {
+		name := r.PathValue("name")
+		data := slices.Clone(u.rel.ByName(name))
+		if data == nil {
+			http.NotFound(w, r)
+			return
+		}
+		switch {
+		case strings.HasSuffix(name, ".sig") && u.tamperSig.Load():
+			data = u.key.Sign([]byte("something else"))
+		case strings.HasSuffix(name, ".zip"):
+			u.archiveGets.Add(1)
+			if u.slowZip != nil {
+				<-u.slowZip
+			}
+			if u.tamperZip.Load() {
+				data[len(data)/2] ^= 0xff
+			}
+		}
+		w.Write(data)
+	})
+	u.srv = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u.down.Load() {
+			http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	}))
+	t.Cleanup(u.srv.Close)
+	return u
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(v)
+}
+
+// fixture is a Mirror over a real SQLite index and file blob store,
+// configured with the fake upstream.
+type fixture struct {
+	m           *Mirror
+	idx         *sqlite.Index
+	blobs       *fsblob.Store
+	up          *fakeUpstream
+	invalidated atomic.Int64
+}
+
+func newFixture(t *testing.T, rules ...registry.MirrorRule) *fixture {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	idx, err := sqlite.Open(ctx, filepath.Join(dir, "index.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { idx.Close() })
+	blobs, err := fsblob.Open(filepath.Join(dir, "blobs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	up := newFakeUpstream(t)
+	if len(rules) == 0 {
+		rules = []registry.MirrorRule{{Provider: "hashicorp/*"}}
+	}
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: up.srv.Certificate().Raw})
+	if err := idx.PutMirrorUpstream(ctx, registry.MirrorUpstream{
+		Host: upstreamHost, ServiceURL: up.srv.URL + "/v1/providers/", CACertificates: string(ca), Allow: rules,
+		CreatedAt: time.Now(), UpdatedAt: time.Now(),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{idx: idx, blobs: blobs, up: up}
+	f.m, err = New(Options{
+		Index: idx, Blobs: blobs, TempDir: filepath.Join(dir, "tmp"), VersionsTTL: time.Nanosecond,
+		Invalidate: func(host, ns, typ string) {
+			if host == upstreamHost && ns == "hashicorp" && typ == "random" {
+				f.invalidated.Add(1)
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func (f *fixture) platform(t *testing.T, v registry.ProviderVersion, p string) registry.Platform {
+	t.Helper()
+	os, arch, _ := strings.Cut(p, "_")
+	pl, ok := v.Platform(os, arch)
+	if !ok {
+		t.Fatalf("version %s has no platform %s: %+v", v.Version, p, v.Platforms)
+	}
+	return pl
+}
+
+func TestFetchVerifyHold(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	vs, err := f.m.MirroredVersions(ctx, upstreamHost, "hashicorp", "random")
+	if err != nil || !slices.Equal(vs, []string{"3.1.0", "2.0.0"}) {
+		t.Fatalf("MirroredVersions = %v, %v", vs, err)
+	}
+	v, err := f.m.MirroredVersion(ctx, upstreamHost, "hashicorp", "random", "3.1.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Platforms) != 2 || !slices.Equal(v.Protocols, []string{"5.0"}) || v.SigningKey.KeyID != f.up.key.KeyID {
+		t.Fatalf("mirrored version %+v", v)
+	}
+	for _, p := range platforms {
+		pl := f.platform(t, v, p)
+		if pl.SHA256 != f.up.rel.SHA256(f.up.rel.ZipName(p)) || pl.Held() || pl.Filename != f.up.rel.ZipName(p) {
+			t.Errorf("%s before any download: %+v, want the SHA256SUMS digest, not held", p, pl)
+		}
+	}
+	// The original SHA256SUMS and signature are kept.
+	for _, d := range []string{v.SHASumsDigest, v.SHASumsSignatureDigest} {
+		if _, err := f.blobs.Stat(ctx, d); err != nil {
+			t.Errorf("blob %s of the original SHA256SUMS or signature: %v", d, err)
+		}
+	}
+	if f.invalidated.Load() == 0 {
+		t.Errorf("storing a version invalidated nothing")
+	}
+
+	linux := f.platform(t, v, "linux_amd64")
+	if err := f.m.FetchPackage(ctx, linux.SHA256, linux.Filename); err != nil {
+		t.Fatal(err)
+	}
+	if size, err := f.blobs.Stat(ctx, linux.SHA256); err != nil || size != int64(len(f.up.rel.ByName(linux.Filename))) {
+		t.Fatalf("blob after FetchPackage: %d, %v", size, err)
+	}
+	again, err := f.idx.GetMirroredVersion(ctx, upstreamHost, "hashicorp", "random", "3.1.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := f.platform(t, again.ProviderVersion, "linux_amd64")
+	want := hashOf(t, f.up.rel.ByName(linux.Filename))
+	if !held.Held() || held.H1 != want {
+		t.Errorf("linux_amd64 after FetchPackage: %+v, want held with h1 %s", held, want)
+	}
+	if f.platform(t, again.ProviderVersion, "darwin_arm64").Held() {
+		t.Errorf("darwin_arm64 is held without being fetched")
+	}
+	// A second fetch of a held package does not download it again.
+	gets := f.up.archiveGets.Load()
+	if err := f.m.FetchPackage(ctx, linux.SHA256, linux.Filename); err != nil || f.up.archiveGets.Load() != gets {
+		t.Errorf("second FetchPackage: %v after %d more downloads", err, f.up.archiveGets.Load()-gets)
+	}
+	if err := f.m.FetchPackage(ctx, strings.Repeat("0", 64), "other.zip"); !registry.IsKind(err, registry.NotFound) {
+		t.Errorf("FetchPackage of an unknown digest: %v, want NotFound", err)
+	}
+}
+
+func hashOf(t *testing.T, zip []byte) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "p.zip")
+	if err := os.WriteFile(path, zip, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h, err := release.PackageHash(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func TestTamperedSignatureStoresNothing(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.up.tamperSig.Store(true)
+	_, err := f.m.MirroredVersion(ctx, upstreamHost, "hashicorp", "random", "3.1.0")
+	if !registry.IsKind(err, registry.Unavailable) || !strings.Contains(registry.Message(err), "does not verify") {
+		t.Fatalf("MirroredVersion with a bad signature: %v, want a refusal", err)
+	}
+	if _, err := f.idx.GetMirroredVersion(ctx, upstreamHost, "hashicorp", "random", "3.1.0"); !registry.IsKind(err, registry.NotFound) {
+		t.Errorf("the refused version was stored: %v", err)
+	}
+	n := 0
+	f.blobs.Walk(ctx, func(string, int64) error { n++; return nil })
+	if n != 0 {
+		t.Errorf("%d blobs stored after a refusal", n)
+	}
+}
+
+func TestTamperedPackageStoresNothing(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	v, err := f.m.MirroredVersion(ctx, upstreamHost, "hashicorp", "random", "3.1.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.up.tamperZip.Store(true)
+	pl := f.platform(t, v, "darwin_arm64")
+	err = f.m.FetchPackage(ctx, pl.SHA256, pl.Filename)
+	if !registry.IsKind(err, registry.Unavailable) || !strings.Contains(registry.Message(err), "signed SHA256SUMS lists") {
+		t.Fatalf("FetchPackage of a tampered package: %v, want a refusal", err)
+	}
+	if _, err := f.blobs.Stat(ctx, pl.SHA256); !registry.IsKind(err, registry.NotFound) {
+		t.Errorf("tampered package stored: %v", err)
+	}
+	again, _ := f.idx.GetMirroredVersion(ctx, upstreamHost, "hashicorp", "random", "3.1.0")
+	if f.platform(t, again.ProviderVersion, "darwin_arm64").Held() {
+		t.Errorf("tampered package recorded as held")
+	}
+}
+
+func TestUpstreamDown(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	v, err := f.m.MirroredVersion(ctx, upstreamHost, "hashicorp", "random", "3.1.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl := f.platform(t, v, "linux_amd64")
+	if err := f.m.FetchPackage(ctx, pl.SHA256, pl.Filename); err != nil {
+		t.Fatal(err)
+	}
+	f.up.down.Store(true)
+
+	vs, err := f.m.MirroredVersions(ctx, upstreamHost, "hashicorp", "random")
+	if err != nil || !slices.Equal(vs, []string{"3.1.0"}) {
+		t.Errorf("MirroredVersions with the upstream down = %v, %v; want the held 3.1.0 only", vs, err)
+	}
+	if _, err := f.m.MirroredVersion(ctx, upstreamHost, "hashicorp", "random", "3.1.0"); err != nil {
+		t.Errorf("MirroredVersion of a held version with the upstream down: %v", err)
+	}
+	other := f.platform(t, v, "darwin_arm64")
+	if err := f.m.FetchPackage(ctx, other.SHA256, other.Filename); !registry.IsKind(err, registry.Unavailable) || !strings.Contains(registry.Message(err), upstreamHost) {
+		t.Errorf("FetchPackage of a package not held with the upstream down: %v, want Unavailable naming the upstream", err)
+	}
+	if _, err := f.m.MirroredVersion(ctx, upstreamHost, "hashicorp", "random", "2.0.0"); !registry.IsKind(err, registry.Unavailable) {
+		t.Errorf("MirroredVersion of a version not held with the upstream down: %v, want Unavailable", err)
+	}
+}
+
+func TestConcurrentFetchesDownloadOnce(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	v, err := f.m.MirroredVersion(ctx, upstreamHost, "hashicorp", "random", "3.1.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl := f.platform(t, v, "linux_amd64")
+	f.up.slowZip = make(chan struct{})
+	var wg sync.WaitGroup
+	errs := make(chan error, 50)
+	for range 50 {
+		wg.Go(func() { errs <- f.m.FetchPackage(ctx, pl.SHA256, pl.Filename) })
+	}
+	for f.up.archiveGets.Load() == 0 {
+		time.Sleep(time.Millisecond) // wait for the download to start; the assertion does not depend on timing
+	}
+	close(f.up.slowZip)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := f.up.archiveGets.Load(); n != 1 {
+		t.Errorf("50 concurrent fetches downloaded the package %d times, want once", n)
+	}
+}
+
+func TestRules(t *testing.T) {
+	f := newFixture(t, registry.MirrorRule{Provider: "hashicorp/random", Versions: "~> 3.0"})
+	ctx := context.Background()
+	vs, err := f.m.MirroredVersions(ctx, upstreamHost, "hashicorp", "random")
+	if err != nil || !slices.Equal(vs, []string{"3.1.0"}) {
+		t.Errorf("MirroredVersions under ~> 3.0 = %v, %v", vs, err)
+	}
+	if _, err := f.m.MirroredVersion(ctx, upstreamHost, "hashicorp", "random", "2.0.0"); !registry.IsKind(err, registry.NotFound) {
+		t.Errorf("a version the rule refuses: %v, want NotFound", err)
+	}
+	if _, err := f.m.MirroredVersions(ctx, upstreamHost, "hashicorp", "aws"); !registry.IsKind(err, registry.NotFound) || !strings.Contains(registry.Message(err), "no rule") {
+		t.Errorf("a provider no rule allows: %v", err)
+	}
+	if _, err := f.m.MirroredVersions(ctx, "other.example.com", "hashicorp", "random"); !registry.IsKind(err, registry.NotFound) || !strings.Contains(registry.Message(err), "not an upstream") {
+		t.Errorf("a host that is not an upstream: %v", err)
+	}
+}
+
+func TestMatchAndCheckRule(t *testing.T) {
+	for _, c := range []struct {
+		pattern, ns, typ string
+		want             bool
+	}{
+		{"*/*", "hashicorp", "aws", true}, {"hashicorp/*", "hashicorp", "aws", true}, {"HashiCorp/AWS", "hashicorp", "aws", true},
+		{"hashicorp/*", "acme", "aws", false}, {"*/aws", "acme", "aws", true}, {"hashicorp/aws", "hashicorp", "awscc", false},
+		{"hashicorp", "hashicorp", "aws", false}, {"hash*/aws", "hashicorp", "aws", false},
+	} {
+		if got := MatchProvider(c.pattern, c.ns, c.typ); got != c.want {
+			t.Errorf("MatchProvider(%q, %s/%s) = %v", c.pattern, c.ns, c.typ, got)
+		}
+	}
+	for _, r := range []registry.MirrorRule{{Provider: "*/*"}, {Provider: "hashicorp/aws", Versions: "~> 5.0"}, {Provider: "acme/*", Versions: ">= 1.2, < 2.0"}} {
+		if err := CheckRule(r); err != nil {
+			t.Errorf("CheckRule(%+v) = %v", r, err)
+		}
+	}
+	for _, r := range []registry.MirrorRule{{Provider: "hashicorp"}, {Provider: "a/b/c"}, {Provider: "/aws"}, {Provider: "hashi corp/aws"}, {Provider: "hashicorp/aws", Versions: "five"}} {
+		if err := CheckRule(r); !registry.IsKind(err, registry.Invalid) {
+			t.Errorf("CheckRule(%+v) = %v, want Invalid", r, err)
+		}
+	}
+}

@@ -1,0 +1,247 @@
+package providers
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+
+	svchost "github.com/hashicorp/terraform-svchost"
+
+	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/respcache"
+	"trove.dev/trove/internal/signedurl"
+)
+
+// The provider network mirror protocol, which Terraform and OpenTofu use
+// when a CLI configuration says
+//
+//	provider_installation { network_mirror { url = "https://<trove>/v1/mirror/" } }
+//
+// serves every provider, Trove's own and those of upstream registries,
+// under its origin host name:
+//
+//	GET /v1/mirror/<host>/<namespace>/<type>/index.json
+//	    {"versions":{"1.2.0":{},...}}
+//	GET /v1/mirror/<host>/<namespace>/<type>/<version>.json
+//	    {"archives":{"linux_amd64":{"url":"...","hashes":["h1:...","zh:..."]}}}
+//
+// Trove's own providers (host: the public URL's) answer from the index,
+// under the same access rules as providers.v1. Other hosts answer from a
+// MirrorSource (the pull-through cache, internal/mirror), or 404 without
+// one. The archive URLs are signed file URLs, as in download documents:
+// the clients fetch archives without credentials. The documents are
+// cached like the providers.v1 ones; an own provider's are dropped with
+// them by Invalidate, a mirrored provider's by InvalidateMirrored.
+const (
+	MirrorBasePath = "/v1/mirror/"
+	RouteMirror    = "GET " + MirrorBasePath + "{host}/{namespace}/{type}/{file}"
+)
+
+// MirrorSource supplies the providers of other registries to the network
+// mirror. Host, namespace and type are passed normalized.
+type MirrorSource interface {
+	// MirroredVersions returns the versions of a provider that may be
+	// installed through the mirror. NotFound when host is not an upstream,
+	// the provider is not allowed or has no versions.
+	MirroredVersions(ctx context.Context, host, namespace, typ string) ([]string, error)
+	// MirroredVersion returns one version with its platforms: each
+	// package's SHA256 from the upstream's verified SHA256SUMS, its H1
+	// once the mirror holds it. NotFound as for MirroredVersions, or when
+	// there is no such version.
+	MirroredVersion(ctx context.Context, host, namespace, typ, version string) (registry.ProviderVersion, error)
+}
+
+// WithMirror serves the providers of other hosts on the network mirror
+// routes from src.
+func WithMirror(src MirrorSource) Option {
+	return func(s *Service) { s.mirror = src }
+}
+
+// InvalidateMirrored drops the cached mirror documents of a provider of
+// another host (normalized names), after the mirror stored a version or
+// a package of it.
+func (s *Service) InvalidateMirrored(host, namespace, typ string) {
+	s.cache.InvalidateOwner(provKey{host: host, ns: namespace, typ: typ})
+}
+
+// The documents of the mirror protocol.
+type (
+	mirrorIndexDoc struct {
+		Versions map[string]struct{} `json:"versions"`
+	}
+	mirrorVersionDoc struct {
+		Archives map[string]mirrorArchive `json:"archives"`
+	}
+	mirrorArchive struct {
+		URL    string   `json:"url"`
+		Hashes []string `json:"hashes"`
+	}
+)
+
+func (s *Service) serveMirror(w http.ResponseWriter, r *http.Request) {
+	pk, dk, err := s.parseMirrorRequest(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	private := false
+	if pk.host == "" { // one of Trove's own providers
+		if private, err = s.authorize(r, pk, dk, true, mirrorNotFound); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	} else if s.mirror == nil {
+		s.writeError(w, r, registry.Errorf(registry.NotFound, "provider %s/%s/%s is not mirrored: this registry mirrors no other registries", pk.host, pk.ns, pk.typ))
+		return
+	}
+	signer := s.signer
+	if private {
+		signer = s.private
+	}
+	e := s.cache.Lookup(pk, dk)
+	st := s.cache.State(e)
+	expiry := signer.Expiry().Unix()
+	if dk.kind == docMirrorVersion && st != respcache.Expired && (e.Value.expiry != expiry || e.Value.private != private) {
+		st = downloadState(e, expiry, private, s.now().Unix())
+	}
+	switch st {
+	case respcache.Stale:
+		if s.cache.ShouldRevalidate(e) {
+			s.cache.Revalidate(pk, dk, e, s.mirrorRenderer(pk, dk, signer, private))
+		}
+		fallthrough
+	case respcache.Fresh:
+		writeEntry(w, r, e, private)
+		return
+	}
+	e, err = s.cache.Load(r.Context(), pk, dk, e, s.mirrorRenderer(pk, dk, signer, private))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeEntry(w, r, e, private)
+}
+
+// parseMirrorRequest validates and normalizes the path of a mirror
+// request. The keys it returns own their strings. Trove's own host is
+// the empty host, so that an own provider's mirror documents share their
+// owner with its providers.v1 documents (and Invalidate).
+func (s *Service) parseMirrorRequest(r *http.Request) (provKey, docKey, error) {
+	rawHost, file := r.PathValue("host"), r.PathValue("file")
+	host, err := svchost.ForComparison(rawHost)
+	if err != nil {
+		return provKey{}, docKey{}, registry.Errorf(registry.NotFound, "%q is not a registry host name: %v", registry.Elide(rawHost), err)
+	}
+	pk, err := parseProvider(provKey{ns: r.PathValue("namespace"), typ: r.PathValue("type")})
+	if err != nil {
+		return provKey{}, docKey{}, err
+	}
+	pk = pk.clone()
+	if h := host.String(); h != s.ownHost {
+		pk.host = h
+	}
+	switch {
+	case file == "index.json":
+		return pk, docKey{kind: docMirrorIndex}, nil
+	case strings.HasSuffix(file, ".json"):
+		v, err := registry.ParseVersion(strings.TrimSuffix(file, ".json"))
+		if err != nil {
+			return provKey{}, docKey{}, registry.Errorf(registry.NotFound, "provider %s/%s has no version %q: %s", pk.ns, pk.typ, registry.Elide(strings.TrimSuffix(file, ".json")), registry.Message(err))
+		}
+		return pk, docKey{kind: docMirrorVersion, version: strings.Clone(v.String())}, nil
+	}
+	return provKey{}, docKey{}, registry.Errorf(registry.NotFound, "the mirror serves a provider's index.json and one JSON document per version (1.2.0.json), not %q", registry.Elide(file))
+}
+
+// mirrorNotFound is the answer for a mirror document of an own provider
+// that does not exist or may not be read.
+func mirrorNotFound(pk provKey, dk docKey) error {
+	if dk.kind == docMirrorVersion {
+		return versionNotFound(pk, dk)
+	}
+	return versionsNotFound(pk)
+}
+
+// mirrorRenderer renders a mirror document of pk (normalized, owning its
+// strings) with archive URLs signed by signer.
+func (s *Service) mirrorRenderer(pk provKey, dk docKey, signer *signedurl.Signer, private bool) respcache.RenderFunc[urls] {
+	return func(ctx context.Context) (respcache.Rendered[urls], error) {
+		if dk.kind == docMirrorIndex {
+			versions, err := s.mirrorVersions(ctx, pk)
+			if err != nil {
+				return respcache.Rendered[urls]{}, err
+			}
+			doc := mirrorIndexDoc{Versions: make(map[string]struct{}, len(versions))}
+			for _, v := range versions {
+				doc.Versions[v] = struct{}{}
+			}
+			body, err := json.Marshal(doc) // map keys sorted: equal lists give equal bytes
+			if err != nil {
+				return respcache.Rendered[urls]{}, registry.Wrap(registry.Internal, err, "encoding the mirror index")
+			}
+			return respcache.Rendered[urls]{Body: body}, nil
+		}
+		exp := signer.Expiry().Unix() // before signing, as in downloadRenderer
+		v, err := s.mirrorVersion(ctx, pk, dk)
+		if err != nil {
+			return respcache.Rendered[urls]{}, err
+		}
+		body, err := json.Marshal(s.renderMirrorVersion(v, signer))
+		if err != nil {
+			return respcache.Rendered[urls]{}, registry.Wrap(registry.Internal, err, "encoding the mirror version document")
+		}
+		return respcache.Rendered[urls]{Body: body, Value: urls{expiry: exp, private: private}}, nil
+	}
+}
+
+// mirrorVersions returns the versions of pk from the index (own host) or
+// the MirrorSource.
+func (s *Service) mirrorVersions(ctx context.Context, pk provKey) ([]string, error) {
+	if pk.host != "" {
+		return s.mirror.MirroredVersions(ctx, pk.host, pk.ns, pk.typ)
+	}
+	vs, err := s.idx.ListProviderVersions(ctx, pk.ns, pk.typ)
+	if registry.IsKind(err, registry.NotFound) || err == nil && len(vs) == 0 {
+		return nil, versionsNotFound(pk)
+	}
+	if err != nil {
+		return nil, err
+	}
+	versions := make([]string, 0, len(vs))
+	for _, v := range vs {
+		versions = append(versions, v.Version)
+	}
+	return versions, nil
+}
+
+// mirrorVersion returns one version of pk from the index (own host) or
+// the MirrorSource.
+func (s *Service) mirrorVersion(ctx context.Context, pk provKey, dk docKey) (registry.ProviderVersion, error) {
+	if pk.host != "" {
+		return s.mirror.MirroredVersion(ctx, pk.host, pk.ns, pk.typ, dk.version)
+	}
+	v, err := s.idx.GetProviderVersion(ctx, pk.ns, pk.typ, dk.version)
+	if registry.IsKind(err, registry.NotFound) {
+		return v, versionNotFound(pk, dk)
+	}
+	return v, err
+}
+
+// renderMirrorVersion lists every package of v with a signed URL and its
+// hashes: "zh:" (the zip's SHA-256, as SHA256SUMS lists it) and, where
+// known, "h1:" (which the clients record in lock files).
+func (s *Service) renderMirrorVersion(v registry.ProviderVersion, signer *signedurl.Signer) mirrorVersionDoc {
+	doc := mirrorVersionDoc{Archives: make(map[string]mirrorArchive, len(v.Platforms))}
+	for _, p := range v.Platforms {
+		hashes := make([]string, 0, 2)
+		if p.H1 != "" {
+			hashes = append(hashes, p.H1)
+		}
+		hashes = append(hashes, "zh:"+p.SHA256)
+		slices.Sort(hashes)
+		doc.Archives[p.OS+"_"+p.Arch] = mirrorArchive{URL: s.base + signer.Path(p.SHA256, p.Filename), Hashes: hashes}
+	}
+	return doc
+}
