@@ -56,8 +56,8 @@ type Index interface {
 
 // Defaults of Options.
 const (
-	DefaultConfigTTL   = 5 * time.Second
-	DefaultVersionsTTL = time.Minute
+	DefaultConfigTTL    = 5 * time.Second
+	DefaultVersionsTTL  = time.Minute
 	DefaultFetchTimeout = 30 * time.Minute
 )
 
