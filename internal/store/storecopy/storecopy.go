@@ -18,10 +18,15 @@
 //     is written.
 //   - Index records follow in dependency order (namespaces, users,
 //     memberships, signing keys, tokens, provider and module versions, the
-//     audit log, server secrets). Records already in the target are
-//     skipped; mutable fields the source changed since an earlier copy (a
-//     namespace's description, a user's password hash, a revoked token,
-//     ...) are brought up to date.
+//     mirror's versions and upstreams, the audit log, server secrets).
+//     Records already in the target are skipped; mutable fields the source
+//     changed since an earlier copy (a namespace's description, a user's
+//     password hash, a revoked token, ...) are brought up to date, and so
+//     is what the source learnt since (a package's h1 hash, a mirrored
+//     package fetched).
+//   - The mirror's upstreams are configuration, not records: the target
+//     ends with the source's, its own (the defaults its first migration
+//     stored) replaced or deleted.
 //
 // Tokens are copied as stored: by the hash of their secret, never the
 // secret. OAuth authorization codes are not copied: they live for minutes.
@@ -33,6 +38,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -76,6 +82,8 @@ type Report struct {
 	Tokens           Count
 	ProviderVersions Count
 	ModuleVersions   Count
+	MirroredVersions Count
+	MirrorUpstreams  Count
 	AuditEvents      Count
 	Secrets          Count
 	Blobs            Count
@@ -167,6 +175,8 @@ type snapshot struct {
 	tokens      []registry.Token
 	providers   []registry.ProviderVersion
 	modules     []registry.ModuleVersion
+	mirrored    []registry.MirroredVersion
+	upstreams   []registry.MirrorUpstream
 	audit       []registry.AuditEvent // oldest first
 	secrets     map[string][]byte     // absent ones left out
 }
@@ -209,6 +219,12 @@ func read(ctx context.Context, idx store.Index, secrets []string) (*snapshot, er
 		}
 	}
 	if s.modules, err = readModules(ctx, idx); err != nil {
+		return nil, err
+	}
+	if s.mirrored, err = idx.ListAllMirroredVersions(ctx); err != nil {
+		return nil, err
+	}
+	if s.upstreams, err = idx.ListMirrorUpstreams(ctx); err != nil {
 		return nil, err
 	}
 	if s.tokens, err = idx.ListTokens(ctx, ""); err != nil {
@@ -308,9 +324,14 @@ type plan struct {
 	tokens                         []registry.Token
 	tokenRevokes, tokenExpiries    []registry.Token
 	providers                      []registry.ProviderVersion
+	packageHashes                  map[string]string // digest -> h1 the target lacks
 	modules                        []registry.ModuleVersion
-	audit                          []registry.AuditEvent // to append, oldest first
-	secrets                        []string              // names to store
+	mirrored                       []registry.MirroredVersion
+	mirroredHeld                   []registry.MirroredVersion // present, with only the packages the target does not hold
+	upstreams                      []registry.MirrorUpstream  // to put: missing or changed
+	upstreamDeletes                []string                   // hosts only the target has
+	audit                          []registry.AuditEvent      // to append, oldest first
+	secrets                        []string                   // names to store
 }
 
 // verdict is how a target record compares with the source's.
@@ -391,8 +412,44 @@ func compare(src, dst *snapshot) *plan {
 			p.tokenExpiries = append(p.tokenExpiries, s)
 		}
 	}
-	p.providers, _, _ = match(p, "provider version", src.providers, dst.providers,
+	var pairsP [][2]registry.ProviderVersion
+	p.providers, pairsP, _ = match(p, "provider version", src.providers, dst.providers,
 		func(v registry.ProviderVersion) string { return v.Namespace + "/" + v.Type + " " + v.Version }, judgeProvider)
+	p.packageHashes = map[string]string{}
+	for _, pr := range pairsP {
+		for _, sp := range pr[0].Platforms {
+			if dp, _ := pr[1].Platform(sp.OS, sp.Arch); sp.H1 != "" && dp.H1 == "" {
+				p.packageHashes[sp.SHA256] = sp.H1
+			}
+		}
+	}
+	var pairsMV [][2]registry.MirroredVersion
+	p.mirrored, pairsMV, _ = match(p, "mirrored version", src.mirrored, dst.mirrored,
+		func(v registry.MirroredVersion) string {
+			return v.Host + "/" + v.Namespace + "/" + v.Type + " " + v.Version
+		}, judgeMirrored)
+	for _, pr := range pairsMV {
+		v := pr[0]
+		v.Platforms = slices.DeleteFunc(slices.Clone(v.Platforms), func(sp registry.Platform) bool {
+			dp, _ := pr[1].Platform(sp.OS, sp.Arch)
+			return !sp.Held() || dp.Held()
+		})
+		p.mirroredHeld = append(p.mirroredHeld, v)
+	}
+	have := make(map[string]registry.MirrorUpstream, len(dst.upstreams))
+	for _, u := range dst.upstreams {
+		have[u.Host] = u
+	}
+	for _, u := range src.upstreams {
+		if d, ok := have[u.Host]; !ok || !sameUpstream(u, d) {
+			p.upstreams = append(p.upstreams, u)
+		}
+		delete(have, u.Host)
+	}
+	for host := range have {
+		p.upstreamDeletes = append(p.upstreamDeletes, host)
+	}
+	sort.Strings(p.upstreamDeletes)
 	p.modules, _, _ = match(p, "module version", src.modules, dst.modules,
 		func(v registry.ModuleVersion) string {
 			return v.Namespace + "/" + v.Name + "/" + v.System + " " + v.Version
@@ -503,16 +560,65 @@ func sameScopes(a, b []registry.Scope) bool {
 	return slices.Equal(a, b)
 }
 
+// judgeProvider compares two versions; a package whose h1 hash only the
+// source knows (the target's backfill has not reached it yet) is
+// outdated, another hash differs.
 func judgeProvider(s, d registry.ProviderVersion) (verdict, string) {
 	switch {
 	case s.SHASumsDigest != d.SHASumsDigest || s.SHASumsSignatureDigest != d.SHASumsSignatureDigest:
 		return differs, "another release (other SHA256SUMS)"
 	case !slices.Equal(s.Protocols, d.Protocols) || s.SigningKey.KeyID != d.SigningKey.KeyID || !sameTime(s.PublishedAt, d.PublishedAt):
 		return differs, "other protocols, signing key or publication time"
-	case !slices.Equal(sortedPlatforms(s.Platforms), sortedPlatforms(d.Platforms)):
+	}
+	ps, pd := sortedPlatforms(s.Platforms), sortedPlatforms(d.Platforms)
+	if !slices.EqualFunc(ps, pd, func(a, b registry.Platform) bool { a.H1, b.H1 = "", ""; return a == b }) {
 		return differs, "other platforms"
 	}
-	return same, ""
+	v := same
+	for i := range ps {
+		switch {
+		case ps[i].H1 == pd[i].H1 || ps[i].H1 == "":
+		case pd[i].H1 == "":
+			v = outdated
+		default:
+			return differs, "another h1 hash of package " + ps[i].Filename
+		}
+	}
+	return v, ""
+}
+
+// judgeMirrored compares two mirrored versions; one whose package only
+// the source holds is outdated, a package held with another size or hash
+// differs.
+func judgeMirrored(s, d registry.MirroredVersion) (verdict, string) {
+	switch {
+	case s.SHASumsDigest != d.SHASumsDigest || s.SHASumsSignatureDigest != d.SHASumsSignatureDigest:
+		return differs, "another release (other SHA256SUMS)"
+	case !slices.Equal(s.Protocols, d.Protocols) || s.SigningKey.KeyID != d.SigningKey.KeyID || !sameTime(s.PublishedAt, d.PublishedAt):
+		return differs, "other protocols, signing key or fetch time"
+	}
+	ps, pd := sortedPlatforms(s.Platforms), sortedPlatforms(d.Platforms)
+	unheld := func(p registry.Platform) registry.Platform { p.Size, p.H1 = 0, ""; return p }
+	if !slices.EqualFunc(ps, pd, func(a, b registry.Platform) bool { return unheld(a) == unheld(b) }) {
+		return differs, "other platforms"
+	}
+	v := same
+	for i := range ps {
+		switch {
+		case ps[i] == pd[i] || !ps[i].Held():
+		case !pd[i].Held():
+			v = outdated
+		default:
+			return differs, "package " + ps[i].Filename + " held with another size or hash"
+		}
+	}
+	return v, ""
+}
+
+// sameUpstream compares every field of two upstreams but their times.
+func sameUpstream(s, d registry.MirrorUpstream) bool {
+	return s.ServiceURL == d.ServiceURL && s.CACertificates == d.CACertificates && s.Description == d.Description &&
+		slices.Equal(s.Allow, d.Allow)
 }
 
 func sortedPlatforms(ps []registry.Platform) []registry.Platform {
@@ -553,6 +659,16 @@ func checkReferenced(src *snapshot, blobs map[string]int64) error {
 	}
 	for _, m := range src.modules {
 		need(m.ArchiveDigest, m.Namespace+"/"+m.Name+"/"+m.System+" "+m.Version+" archive")
+	}
+	for _, v := range src.mirrored {
+		name := v.Host + "/" + v.Namespace + "/" + v.Type + " " + v.Version
+		need(v.SHASumsDigest, name+" "+v.SHASumsFilename())
+		need(v.SHASumsSignatureDigest, name+" "+v.SHASumsSignatureFilename())
+		for _, pl := range v.Platforms {
+			if pl.Held() { // a package not held yet is fetched on request
+				need(pl.SHA256, name+" "+pl.Filename)
+			}
+		}
 	}
 	if len(missing) == 0 {
 		return nil
@@ -653,6 +769,22 @@ func copyBlob(ctx context.Context, from, to store.Blobs, digest string, size int
 	return b.Size, true, nil
 }
 
+// setHeld records the held packages of v in idx (again: that is not an
+// error) and returns how many it recorded.
+func setHeld(ctx context.Context, idx store.Index, v registry.MirroredVersion) (int, error) {
+	n := 0
+	for _, pl := range v.Platforms {
+		if !pl.Held() {
+			continue
+		}
+		if err := idx.SetMirroredPackage(ctx, v.Host, v.Namespace, v.Type, v.Version, pl.OS, pl.Arch, pl.Size, pl.H1); err != nil {
+			return n, fmt.Errorf("recording package %s of mirrored version %s/%s/%s %s: %w", pl.Filename, v.Host, v.Namespace, v.Type, v.Version, err)
+		}
+		n++
+	}
+	return n, nil
+}
+
 // apply writes the plan into idx, counting into r.
 func (p *plan) apply(ctx context.Context, idx store.Index, r *Report) error {
 	r.Namespaces = Count{len(p.namespaces), len(p.src.namespaces) - len(p.namespaces)}
@@ -740,11 +872,47 @@ func (p *plan) apply(ctx context.Context, idx store.Index, r *Report) error {
 			return fmt.Errorf("creating provider version %s/%s %s: %w", v.Namespace, v.Type, v.Version, err)
 		}
 	}
+	digests := slices.Sorted(maps.Keys(p.packageHashes))
+	for _, d := range digests {
+		if err := idx.SetPackageHash(ctx, d, p.packageHashes[d]); err != nil {
+			return fmt.Errorf("recording the hash of package %s: %w", d, err)
+		}
+		r.Updated++
+	}
 	r.ModuleVersions = Count{len(p.modules), len(p.src.modules) - len(p.modules)}
 	for _, v := range p.modules {
 		if err := idx.CreateModuleVersion(ctx, v); err != nil {
 			return fmt.Errorf("creating module version %s/%s/%s %s: %w", v.Namespace, v.Name, v.System, v.Version, err)
 		}
+	}
+
+	r.MirroredVersions = Count{len(p.mirrored), len(p.src.mirrored) - len(p.mirrored)}
+	for _, v := range p.mirrored {
+		if _, err := idx.PutMirroredVersion(ctx, v); err != nil {
+			return fmt.Errorf("storing mirrored version %s/%s/%s %s: %w", v.Host, v.Namespace, v.Type, v.Version, err)
+		}
+		if _, err := setHeld(ctx, idx, v); err != nil {
+			return err
+		}
+	}
+	for _, v := range p.mirroredHeld {
+		n, err := setHeld(ctx, idx, v)
+		if err != nil {
+			return err
+		}
+		r.Updated += n
+	}
+	r.MirrorUpstreams = Count{len(p.upstreams), len(p.src.upstreams) - len(p.upstreams)}
+	for _, u := range p.upstreams {
+		if err := idx.PutMirrorUpstream(ctx, u); err != nil {
+			return fmt.Errorf("storing mirror upstream %s: %w", u.Host, err)
+		}
+	}
+	for _, host := range p.upstreamDeletes {
+		if err := idx.DeleteMirrorUpstream(ctx, host); err != nil && !registry.IsKind(err, registry.NotFound) {
+			return fmt.Errorf("deleting mirror upstream %s: %w", host, err)
+		}
+		r.Updated++
 	}
 
 	if len(p.audit) > 0 && a != nil {

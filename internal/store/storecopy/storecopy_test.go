@@ -109,6 +109,8 @@ func fill(t *testing.T, s Store) *registryData {
 	}
 	d.publish("1.0.0", "")
 	d.publish("1.1.0", "")
+	d.legacy(k)
+	d.mirror(k)
 	archive := []byte("module archive bytes")
 	must(t, s.Blobs.Put(ctx, sha(archive), int64(len(archive)), bytes.NewReader(archive)))
 	must(t, s.Index.CreateModuleVersion(ctx, registry.ModuleVersion{
@@ -125,6 +127,65 @@ func fill(t *testing.T, s Store) *registryData {
 	_, err = s.Index.Secret(ctx, signingKeyName, func() ([]byte, error) { return []byte("0123456789abcdef0123456789abcdef"), nil })
 	must(t, err)
 	return d
+}
+
+// putBlob stores b in the data's blob store and returns its digest.
+func (d *registryData) putBlob(b string) string {
+	d.t.Helper()
+	must(d.t, d.s.Blobs.Put(d.t.Context(), sha([]byte(b)), int64(len(b)), strings.NewReader(b)))
+	return sha([]byte(b))
+}
+
+// legacy stores acme/legacy 0.9.0 as a Trove before package hashes did:
+// its package has no H1.
+func (d *registryData) legacy(k registry.SigningKey) {
+	d.t.Helper()
+	zip := "legacy package"
+	must(d.t, d.s.Index.CreateProviderVersion(d.t.Context(), registry.ProviderVersion{
+		Namespace: "acme", Type: "legacy", Version: "0.9.0", Protocols: []string{"5.0"},
+		SHASumsDigest: d.putBlob("legacy sums"), SHASumsSignatureDigest: d.putBlob("legacy sig"), SigningKey: k,
+		Platforms: []registry.Platform{{OS: "linux", Arch: "amd64", Filename: "terraform-provider-legacy_0.9.0_linux_amd64.zip",
+			SHA256: d.putBlob(zip), Size: int64(len(zip))}},
+		PublishedAt: d.now,
+	}))
+}
+
+// legacyDigest is the digest of acme/legacy's package.
+var legacyDigest = sha([]byte("legacy package"))
+
+// mirrorHost is the upstream of the mirrored version fill stores.
+const mirrorHost = "upstream.example"
+
+// mirror stores a mirrored version with one of its two packages held,
+// adds an upstream, changes the first default upstream and deletes the
+// second.
+func (d *registryData) mirror(k registry.SigningKey) {
+	d.t.Helper()
+	ctx := d.t.Context()
+	zip := "mirrored package"
+	v := registry.MirroredVersion{Host: mirrorHost, ProviderVersion: registry.ProviderVersion{
+		Namespace: "hashicorp", Type: "null", Version: "3.2.0", Protocols: []string{"5.0"},
+		SHASumsDigest: d.putBlob("mirrored sums"), SHASumsSignatureDigest: d.putBlob("mirrored sig"), SigningKey: k,
+		Platforms: []registry.Platform{
+			{OS: "linux", Arch: "amd64", Filename: "terraform-provider-null_3.2.0_linux_amd64.zip", SHA256: d.putBlob(zip)},
+			{OS: "darwin", Arch: "arm64", Filename: "terraform-provider-null_3.2.0_darwin_arm64.zip", SHA256: sha([]byte("not fetched"))},
+		},
+		PublishedAt: d.now,
+	}}
+	_, err := d.s.Index.PutMirroredVersion(ctx, v)
+	must(d.t, err)
+	must(d.t, d.s.Index.SetMirroredPackage(ctx, mirrorHost, "hashicorp", "null", "3.2.0", "linux", "amd64", int64(len(zip)), "h1:held="))
+	defaults, err := d.s.Index.ListMirrorUpstreams(ctx)
+	must(d.t, err)
+	if len(defaults) != 2 {
+		d.t.Fatalf("a new index has upstreams %+v, want the two defaults", defaults)
+	}
+	changed := defaults[0]
+	changed.Description, changed.Allow, changed.UpdatedAt = "hashicorp only", []registry.MirrorRule{{Provider: "hashicorp/*"}}, d.now
+	must(d.t, d.s.Index.PutMirrorUpstream(ctx, changed))
+	must(d.t, d.s.Index.DeleteMirrorUpstream(ctx, defaults[1].Host))
+	must(d.t, d.s.Index.PutMirrorUpstream(ctx, registry.MirrorUpstream{Host: mirrorHost, ServiceURL: "https://" + mirrorHost + "/v1/providers/",
+		Allow: []registry.MirrorRule{{Provider: "*/*", Versions: ">= 1.0"}}, CreatedAt: d.now, UpdatedAt: d.now}))
 }
 
 // publish publishes a release of acme/example through the real
@@ -158,13 +219,19 @@ func checkSame(t *testing.T, a, b Store) {
 	if len(p.conflicts) > 0 {
 		t.Errorf("the copies differ:\n%s", strings.Join(p.conflicts, "\n"))
 	}
-	if n := len(p.namespaces) + len(p.users) + len(p.memberships) + len(p.keys) + len(p.tokens) + len(p.providers) + len(p.modules) + len(p.audit) + len(p.secrets); n > 0 {
+	if n := len(p.namespaces) + len(p.users) + len(p.memberships) + len(p.keys) + len(p.tokens) + len(p.providers) + len(p.modules) +
+		len(p.mirrored) + len(p.upstreams) + len(p.audit) + len(p.secrets); n > 0 {
 		t.Errorf("%d records of the source are missing from the copy", n)
 	}
-	if n := len(p.namespaceUpdates) + len(p.userUpdates) + len(p.membershipUpdates) + len(p.tokenRevokes) + len(p.tokenExpiries); n > 0 {
+	n := len(p.namespaceUpdates) + len(p.userUpdates) + len(p.membershipUpdates) + len(p.tokenRevokes) + len(p.tokenExpiries) +
+		len(p.packageHashes) + len(p.upstreamDeletes)
+	for _, v := range p.mirroredHeld {
+		n += len(v.Platforms)
+	}
+	if n > 0 {
 		t.Errorf("%d records of the copy are outdated", n)
 	}
-	if len(sa.providers) == 0 || len(sa.tokens) == 0 || len(sa.audit) == 0 {
+	if len(sa.providers) == 0 || len(sa.tokens) == 0 || len(sa.audit) == 0 || len(sa.mirrored) == 0 || len(sa.upstreams) == 0 {
 		t.Fatalf("the source snapshot is empty: %+v", sa)
 	}
 	ba, bb := blobContents(t, a.Blobs), blobContents(t, b.Blobs)
@@ -202,8 +269,10 @@ func TestCopyEmbeddedToEmbedded(t *testing.T) {
 	}
 	want := Report{
 		Namespaces: Count{Copied: 2}, Users: Count{Copied: 2}, Memberships: Count{Copied: 1}, SigningKeys: Count{Copied: 1},
-		Tokens: Count{Copied: 4}, ProviderVersions: Count{Copied: 2}, ModuleVersions: Count{Copied: 1},
-		AuditEvents: Count{Copied: 3}, Secrets: Count{Copied: 1}, Blobs: Count{Copied: 10},
+		Tokens: Count{Copied: 4}, ProviderVersions: Count{Copied: 3}, ModuleVersions: Count{Copied: 1},
+		MirroredVersions: Count{Copied: 1}, MirrorUpstreams: Count{Copied: 2},
+		AuditEvents: Count{Copied: 3}, Secrets: Count{Copied: 1}, Blobs: Count{Copied: 16},
+		Updated: 1, // the default upstream the source deleted
 	}
 	r.BlobBytes = 0
 	if r != want {
@@ -216,7 +285,8 @@ func TestCopyEmbeddedToEmbedded(t *testing.T) {
 		t.Fatalf("second copy: %v", err)
 	}
 	if again.Blobs.Copied != 0 || again.ProviderVersions.Copied != 0 || again.Tokens.Copied != 0 || again.AuditEvents.Copied != 0 ||
-		again.Updated != 0 || again.BlobBytes != 0 || again.Blobs.Present != 10 || again.ProviderVersions.Present != 2 {
+		again.Updated != 0 || again.BlobBytes != 0 || again.Blobs.Present != 16 || again.ProviderVersions.Present != 3 ||
+		again.MirroredVersions != (Count{Present: 1}) || again.MirrorUpstreams != (Count{Present: 2}) {
 		t.Errorf("second copy did something: %+v", again)
 	}
 	checkSame(t, src, dst)
@@ -241,13 +311,29 @@ func TestCopyCatchesUp(t *testing.T) {
 	must(t, a.UpdateUser(ctx, registry.User{Name: "alice", PasswordHash: "$argon2id$v=19$changed"}))
 	_, err := a.AppendAudit(ctx, registry.AuditEvent{Time: data.now.Add(time.Hour), Action: registry.AuditTokenRevoke, Actor: "user:root", Target: "tok-ci"})
 	must(t, err)
+	// The backfill hashed the legacy package; the mirror fetched its
+	// second package.
+	must(t, src.Index.SetPackageHash(ctx, legacyDigest, "h1:legacy="))
+	zip := "not fetched"
+	must(t, src.Blobs.Put(ctx, sha([]byte(zip)), int64(len(zip)), strings.NewReader(zip)))
+	must(t, src.Index.SetMirroredPackage(ctx, mirrorHost, "hashicorp", "null", "3.2.0", "darwin", "arm64", int64(len(zip)), "h1:fetched="))
 
 	r, err := Copy(ctx, src, dst, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.ProviderVersions.Copied != 1 || r.Blobs.Copied != 4 || r.AuditEvents.Copied != 1 || r.Updated != 5 {
-		t.Errorf("catch-up report %+v; want 1 version, its 4 blobs, 1 audit event and 5 updates", r)
+	if r.ProviderVersions.Copied != 1 || r.Blobs.Copied != 5 || r.AuditEvents.Copied != 1 || r.Updated != 7 {
+		t.Errorf("catch-up report %+v; want 1 version, 5 blobs, 1 audit event and 7 updates", r)
+	}
+	legacy, err := dst.Index.GetProviderVersion(ctx, "acme", "legacy", "0.9.0")
+	must(t, err)
+	if legacy.Platforms[0].H1 != "h1:legacy=" {
+		t.Errorf("the copy's legacy package has H1 %q, want the source's", legacy.Platforms[0].H1)
+	}
+	mv, err := dst.Index.GetMirroredVersion(ctx, mirrorHost, "hashicorp", "null", "3.2.0")
+	must(t, err)
+	if p, _ := mv.Platform("darwin", "arm64"); !p.Held() || p.H1 != "h1:fetched=" {
+		t.Errorf("the copy's mirrored package %+v, want it held as in the source", p)
 	}
 	checkSame(t, src, dst)
 }
@@ -268,6 +354,13 @@ func TestCopyRefusesDivergedTarget(t *testing.T) {
 		"another release under the same version": {func(t *testing.T, dst Store) {
 			fill(t, dst) // the same names, another signing key and other bytes
 		}, `provider version acme/example 1.0.0 differs: another release`},
+		"mirrored version only in the target": {func(t *testing.T, dst Store) {
+			_, err := dst.Index.PutMirroredVersion(t.Context(), registry.MirroredVersion{Host: mirrorHost, ProviderVersion: registry.ProviderVersion{
+				Namespace: "hashicorp", Type: "random", Version: "1.0.0", PublishedAt: time.Now(),
+				Platforms: []registry.Platform{{OS: "linux", Arch: "amd64", Filename: "f.zip", SHA256: sha([]byte("f"))}},
+			}})
+			must(t, err)
+		}, `mirrored version upstream.example/hashicorp/random 1.0.0 exists only in the target`},
 		"another URL-signing key": {func(t *testing.T, dst Store) {
 			_, err := dst.Index.Secret(t.Context(), signingKeyName, func() ([]byte, error) { return []byte("another key of thirty-two bytes!"), nil })
 			must(t, err)
@@ -309,6 +402,51 @@ func TestJudgeTokenComparesBindings(t *testing.T) {
 	}
 	if v, _ := judgeToken(src, src); v != same {
 		t.Errorf("judgeToken of equal tokens = %v, want same", v)
+	}
+}
+
+// TestJudgeHashes checks how h1 hashes and held mirrored packages
+// compare: what only the source knows is outdated, another value differs.
+func TestJudgeHashes(t *testing.T) {
+	pv := func(h1 ...string) registry.ProviderVersion {
+		v := registry.ProviderVersion{SHASumsDigest: "s"}
+		for i, h := range h1 {
+			v.Platforms = append(v.Platforms, registry.Platform{OS: fmt.Sprint("os", i), Arch: "amd64", SHA256: fmt.Sprint("d", i), Size: 1, H1: h})
+		}
+		return v
+	}
+	for _, tc := range []struct {
+		src, dst registry.ProviderVersion
+		want     verdict
+	}{
+		{pv("h1:a", ""), pv("h1:a", ""), same},
+		{pv("", "h1:b"), pv("h1:a", "h1:b"), same}, // the target's backfill got further
+		{pv("h1:a", "h1:b"), pv("h1:a", ""), outdated},
+		{pv("h1:a", "h1:b"), pv("h1:a", "h1:c"), differs},
+		{pv("h1:a"), pv("h1:a", ""), differs},
+	} {
+		if got, why := judgeProvider(tc.src, tc.dst); got != tc.want {
+			t.Errorf("judgeProvider(%+v, %+v) = %v (%s), want %v", tc.src.Platforms, tc.dst.Platforms, got, why, tc.want)
+		}
+	}
+	mv := func(size int64, h1 string) registry.MirroredVersion {
+		return registry.MirroredVersion{Host: mirrorHost, ProviderVersion: registry.ProviderVersion{SHASumsDigest: "s",
+			Platforms: []registry.Platform{{OS: "linux", Arch: "amd64", SHA256: "d", Size: size, H1: h1}}}}
+	}
+	for _, tc := range []struct {
+		src, dst registry.MirroredVersion
+		want     verdict
+	}{
+		{mv(0, ""), mv(0, ""), same},
+		{mv(0, ""), mv(10, "h1:a"), same},
+		{mv(10, "h1:a"), mv(0, ""), outdated},
+		{mv(10, "h1:a"), mv(10, "h1:a"), same},
+		{mv(10, "h1:a"), mv(11, "h1:a"), differs},
+		{mv(10, "h1:a"), mv(10, "h1:b"), differs},
+	} {
+		if got, why := judgeMirrored(tc.src, tc.dst); got != tc.want {
+			t.Errorf("judgeMirrored(%+v, %+v) = %v (%s), want %v", tc.src.Platforms, tc.dst.Platforms, got, why, tc.want)
+		}
 	}
 }
 
