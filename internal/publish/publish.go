@@ -339,7 +339,8 @@ func (pub *publication) readManifest(name string, r io.Reader) error {
 }
 
 // stageZip streams one archive to a temporary file while hashing it, then
-// checks its digest against SHA256SUMS and its contents.
+// checks its digest against SHA256SUMS and its contents, and computes its
+// h1 hash (registry.Platform.H1).
 func (pub *publication) stageZip(name string, r io.Reader) error {
 	pkg, listed := pub.zips[name]
 	if !listed {
@@ -372,9 +373,15 @@ func (pub *publication) stageZip(name string, r io.Reader) error {
 	if err := f.Sync(); err != nil {
 		return err
 	}
+	// The "h1:" hash lock files record, so that the clients need not
+	// download every platform's package to write them.
+	h1, err := release.PackageHash(f.Name())
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
 	pub.staged[name] = stagedFile{path: f.Name(), size: n}
 	pub.v.Platforms = append(pub.v.Platforms, registry.Platform{
-		OS: pkg.OS, Arch: pkg.Arch, Filename: name, SHA256: got, Size: n,
+		OS: pkg.OS, Arch: pkg.Arch, Filename: name, SHA256: got, Size: n, H1: h1,
 	})
 	return nil
 }

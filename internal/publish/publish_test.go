@@ -15,6 +15,7 @@ import (
 
 	"trove.dev/trove/internal/publish"
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/release"
 	"trove.dev/trove/internal/release/releasetest"
 	"trove.dev/trove/internal/signing"
 	"trove.dev/trove/internal/signing/signingtest"
@@ -162,6 +163,16 @@ func TestPublish(t *testing.T) {
 		if !bytes.Equal(stored, data) {
 			t.Errorf("stored bytes of %s differ", p.Filename)
 		}
+		zip := filepath.Join(t.TempDir(), p.Filename)
+		if err := os.WriteFile(zip, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if h1, err := release.PackageHash(zip); err != nil || !strings.HasPrefix(p.H1, "h1:") || p.H1 != h1 {
+			t.Errorf("platform %s has H1 %q, want the package's hash %q (%v)", p.Filename, p.H1, h1, err)
+		}
+	}
+	if got.Platforms[0].H1 == got.Platforms[1].H1 {
+		t.Errorf("two packages of other contents have the same H1 %q", got.Platforms[0].H1)
 	}
 	for _, d := range []string{got.SHASumsDigest, got.SHASumsSignatureDigest} {
 		if _, err := e.blobs.Stat(ctx, d); err != nil {
