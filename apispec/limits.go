@@ -27,6 +27,7 @@ var pathLimits = map[string]registry.Limit{
 	"user":      registry.UserNameLimit,
 	"id":        registry.TokenIDLimit,
 	"key_id":    registry.KeyIDLimit,
+	"host":      registry.HostLimit,
 }
 
 // queryLimits are the limits of the query parameters of the routes.

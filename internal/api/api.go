@@ -1,5 +1,6 @@
 // Package api serves Trove's management API under /api/v1: namespaces,
-// signing keys, tokens, providers, modules and publishing. Routes and
+// signing keys, tokens, providers, modules, publishing and the provider
+// mirror's upstream registries. Routes and
 // documents are defined in apispec; this package enforces who may
 // call them.
 package api
@@ -43,6 +44,7 @@ type Index interface {
 	store.AuditLog
 	store.Providers
 	store.Modules
+	store.MirrorUpstreams
 }
 
 // Options configures the API handler.
@@ -66,6 +68,9 @@ type Options struct {
 	// requests for one with an error.
 	Managed *signing.Managed
 	Logger  *slog.Logger
+	// OnMirrorChange, if set, is called after the mirror's upstreams
+	// were changed, so that the running mirror reads them again at once.
+	OnMirrorChange func()
 	// MaxUploadBytes bounds a whole publish request; <= 0 means 2 GiB.
 	MaxUploadBytes int64
 	Now            func() time.Time
@@ -121,6 +126,7 @@ func New(opt Options) http.Handler {
 	route("POST "+apispec.RouteProviderVersion, h.publishProviderVersion)
 
 	h.registerModules(route)
+	h.registerMirror(route)
 
 	route("GET "+apispec.RouteWhoAmI, h.whoAmI)
 	mux.Handle(apispec.Prefix+"/", httpjson.Handler(opt.Logger, func(w http.ResponseWriter, r *http.Request) error {

@@ -273,6 +273,14 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"read acme's audit log", call{"GET", "/api/v1/audit?namespace=acme", nil},
 			readers(map[string]int{acmeRead: 403, acmePublish: 403, acmeAdmin: 200, otherAdmin: 403, globalRead: 403, globalAdmin: 200}, 403, 403, 200, 403, 200, 403)},
 		{"whoami", call{"GET", "/api/v1/whoami", nil}, all(200)},
+		{"list mirror upstreams", call{"GET", "/api/v1/mirror/upstreams", nil},
+			readers(map[string]int{acmeRead: 403, acmePublish: 403, acmeAdmin: 403, otherAdmin: 403, globalRead: 403, globalAdmin: 200}, 403, 403, 403, 403, 200, 403)},
+		{"show a mirror upstream", call{"GET", "/api/v1/mirror/upstreams/registry.terraform.io", nil},
+			readers(map[string]int{acmeRead: 403, acmePublish: 403, acmeAdmin: 403, otherAdmin: 403, globalRead: 403, globalAdmin: 200}, 403, 403, 403, 403, 200, 403)},
+		{"set a mirror upstream (invalid rule)", call{"PUT", "/api/v1/mirror/upstreams/mirror.example", jsonBody(`{"allow":[{"provider":"nope"}]}`)},
+			readers(map[string]int{acmeRead: 403, acmePublish: 403, acmeAdmin: 403, otherAdmin: 403, globalRead: 403, globalAdmin: 400}, 403, 403, 403, 403, 400, 403)},
+		{"remove a missing mirror upstream", call{"DELETE", "/api/v1/mirror/upstreams/nosuch.example", nil},
+			readers(map[string]int{acmeRead: 403, acmePublish: 403, acmeAdmin: 403, otherAdmin: 403, globalRead: 403, globalAdmin: 404}, 403, 403, 403, 403, 404, 403)},
 	}
 	for _, c := range cases {
 		for _, p := range append(slices.Clone(principals), userPrincipals...) {

@@ -89,8 +89,42 @@ func limitCases() []limitCase {
 		{"audit actor (query)", registry.AuditActorLimit, repeat("a"), get("/api/v1/audit?actor=X"), http.StatusOK},
 		{"audit action (query)", registry.AuditActionLimit, repeat("a"), get("/api/v1/audit?action=X"), http.StatusOK},
 		{"audit namespace (query)", registry.NamespaceLimit, repeat("n"), get("/api/v1/audit?namespace=X"), http.StatusOK},
+		{"mirror upstream host (path)", registry.HostLimit, hostOf, get("/api/v1/mirror/upstreams/X"), 0},
+		{"mirror upstream service URL", registry.ServiceURLLimit, urlOf, body("PUT", "/api/v1/mirror/upstreams/limits.example", `{"service_url": X}`), 0},
+		{"mirror upstream CA certificates", registry.CACertificatesLimit, repeat("c"), body("PUT", "/api/v1/mirror/upstreams/limits.example", `{"ca_certificates": X}`), http.StatusBadRequest},
+		{"mirror upstream description", registry.DescriptionLimit, repeat("d"), body("PUT", "/api/v1/mirror/upstreams/limits.example", `{"description": X}`), 0},
+		{"mirror rule provider", registry.MirrorProviderLimit, ruleOf, body("PUT", "/api/v1/mirror/upstreams/limits.example", `{"allow": [{"provider": X}]}`), 0},
+		{"mirror rule versions", registry.VersionConstraintLimit, constraintOf, body("PUT", "/api/v1/mirror/upstreams/limits.example", `{"allow": [{"provider": "*/*", "versions": X}]}`), 0},
 	}
 }
+
+// hostOf returns a host name of n bytes: labels of at most 63 letters.
+func hostOf(n int) string {
+	var b strings.Builder
+	for b.Len() < n {
+		if b.Len() > 0 && b.Len()%64 == 0 {
+			b.WriteByte('.')
+			continue
+		}
+		b.WriteByte('h')
+	}
+	return b.String()
+}
+
+// urlOf returns an https URL of n bytes.
+func urlOf(n int) string {
+	const prefix = "https://mirror.example/"
+	return prefix + strings.Repeat("p", n-len(prefix))
+}
+
+// ruleOf returns a valid mirror rule provider of n bytes (up to 129).
+func ruleOf(n int) string {
+	ns := min(n-2, registry.MaxNamespaceLength)
+	return strings.Repeat("n", ns) + "/" + strings.Repeat("t", n-ns-1)
+}
+
+// constraintOf returns a version constraint of n bytes.
+func constraintOf(n int) string { return ">= 1.0.0" + strings.Repeat(" ", n-len(">= 1.0.0")) }
 
 // TestFieldLimits sends every field at its limit, which is accepted (or
 // refused for another reason), and one byte over it, which is refused
@@ -215,6 +249,15 @@ func TestTextFields(t *testing.T) {
 		}},
 		{"module origin (query)", registry.OriginLimit, func(v string) (string, string, string) {
 			return "POST", "/api/v1/namespaces/acme/modules/net/aws/versions/1.0.0?origin=" + url.QueryEscape(v), ""
+		}},
+		{"mirror upstream description", registry.DescriptionLimit, func(v string) (string, string, string) {
+			return "PUT", "/api/v1/mirror/upstreams/texted.example", `{"description": ` + quoted(v) + `}`
+		}},
+		{"mirror upstream service URL", registry.ServiceURLLimit, func(v string) (string, string, string) {
+			return "PUT", "/api/v1/mirror/upstreams/texted.example", `{"service_url": ` + quoted(v) + `}`
+		}},
+		{"mirror rule versions", registry.VersionConstraintLimit, func(v string) (string, string, string) {
+			return "PUT", "/api/v1/mirror/upstreams/texted.example", `{"allow": [{"provider": "*/*", "versions": ` + quoted(v) + `}]}`
 		}},
 	}
 	for _, tc := range cases {

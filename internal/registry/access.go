@@ -171,4 +171,8 @@ const (
 	AuditPasswordChange   = "user.password"
 	AuditMembershipSet    = "membership.set"
 	AuditMembershipDelete = "membership.delete"
+	// AuditMirrorUpstreamPut and AuditMirrorUpstreamDelete record changes
+	// of the provider mirror's upstream registries.
+	AuditMirrorUpstreamPut    = "mirror_upstream.put"
+	AuditMirrorUpstreamDelete = "mirror_upstream.delete"
 )

@@ -48,6 +48,23 @@ const (
 	// MaxAuditFilterLength bounds the actor and action filters of an
 	// audit log query.
 	MaxAuditFilterLength = 128
+	// MaxHostLength bounds the host name of a mirror upstream registry,
+	// port included (a DNS name has at most 253 bytes, ":65535" six more).
+	MaxHostLength = 259
+	// MaxServiceURLLength bounds the service URL of a mirror upstream.
+	MaxServiceURLLength = 2048
+	// MaxCACertificatesLength bounds the PEM certificates of a mirror
+	// upstream (a few dozen certificates).
+	MaxCACertificatesLength = 64 << 10
+	// MaxMirrorProviderLength bounds the provider pattern of a mirror
+	// rule: a namespace, "/" and a type.
+	MaxMirrorProviderLength = MaxNamespaceLength + 1 + MaxProviderTypeLength
+	// MaxVersionConstraintLength bounds the version constraint of a
+	// mirror rule.
+	MaxVersionConstraintLength = 256
+	// MaxMirrorRules bounds the rules of one mirror upstream, which are
+	// matched on every mirror request.
+	MaxMirrorRules = 100
 	// MaxTokenNamespaces bounds the namespaces one token is bound to,
 	// each of which costs checks on every creation.
 	MaxTokenNamespaces = 100
@@ -84,7 +101,17 @@ var (
 	KeyIDLimit        = Limit{"key ID", MaxKeyIDLength}
 	AuditActorLimit   = Limit{"actor", MaxAuditFilterLength}
 	AuditActionLimit  = Limit{"action", MaxAuditFilterLength}
+
+	HostLimit              = Limit{"host", MaxHostLength}
+	ServiceURLLimit        = Limit{"service URL", MaxServiceURLLength}
+	CACertificatesLimit    = Limit{"CA certificates", MaxCACertificatesLength}
+	MirrorProviderLimit    = Limit{"mirror rule provider", MaxMirrorProviderLength}
+	VersionConstraintLimit = Limit{"version constraint", MaxVersionConstraintLength}
 )
+
+// CheckLines returns CheckLines(l.Field, value, l.Max): the check of a
+// multi-line text field such as PEM certificates.
+func (l Limit) CheckLines(value string) error { return CheckLines(l.Field, value, l.Max) }
 
 // CheckLength returns an Invalid error that names field and the limit when
 // value is longer than max bytes, and nil otherwise. Every limit above is
@@ -113,6 +140,23 @@ func CheckText(field, value string, max int) error {
 	if i := strings.IndexFunc(value, IsControl); i >= 0 {
 		r, _ := utf8.DecodeRuneInString(value[i:])
 		return &Error{Kind: Invalid, Message: fmt.Sprintf("%s contains the control character %U at byte %d: write it as one line of text, without newlines, tabs or escape sequences", field, r, i)}
+	}
+	return nil
+}
+
+// CheckLines is CheckText for text of several lines (PEM certificates):
+// line breaks (LF, CR) are allowed, every other control character is
+// refused as CheckText refuses it.
+func CheckLines(field, value string, max int) error {
+	if err := CheckLength(field, value, max); err != nil {
+		return err
+	}
+	if !utf8.ValidString(value) {
+		return &Error{Kind: Invalid, Message: field + " is not valid UTF-8: write it as UTF-8 text"}
+	}
+	if i := strings.IndexFunc(value, func(r rune) bool { return r != '\n' && r != '\r' && IsControl(r) }); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(value[i:])
+		return &Error{Kind: Invalid, Message: fmt.Sprintf("%s contains the control character %U at byte %d: write it as lines of text, without tabs or escape sequences", field, r, i)}
 	}
 	return nil
 }

@@ -89,3 +89,33 @@ func TestCheckText(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckLines checks the rule of multi-line text (PEM certificates):
+// CheckText's, but for line breaks.
+func TestCheckLines(t *testing.T) {
+	tests := []struct {
+		value string
+		want  string // "" for valid
+	}{
+		{"", ""},
+		{"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n", ""},
+		{"windows\r\nlines\r\n", ""},
+		{strings.Repeat("a", MaxCACertificatesLength+1), "CA certificates is too long: 65537 bytes, the limit is 65536"},
+		{"tab\there", "CA certificates contains the control character U+0009 at byte 3"},
+		{"esc \x1b[31mred", "control character U+001B"},
+		{"c1 \u009b", "control character U+009B"},
+		{"bad \xff utf-8", "CA certificates is not valid UTF-8"},
+	}
+	for _, tt := range tests {
+		err := CACertificatesLimit.CheckLines(tt.value)
+		if tt.want == "" {
+			if err != nil {
+				t.Errorf("%q: %v", tt.value, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tt.want) || !IsKind(err, Invalid) || len(err.Error()) > 200 {
+			t.Errorf("%.20q: %v, want %q", tt.value, err, tt.want)
+		}
+	}
+}
