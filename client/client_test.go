@@ -69,6 +69,12 @@ var (
 		Platforms: []apispec.Platform{{OS: "linux", Arch: "amd64", Filename: "f.zip", SHASum: "s", Size: 3}}, SHASumsDigest: "d", KeyID: "K", PublishedAt: t0}
 )
 
+var (
+	upJSON = `{"host":"mirror.example:8443","service_url":"","ca_certificates":"","allow":[{"provider":"hashicorp/*"},{"provider":"acme/widget","versions":"~> 1.2"}],"description":"d","created_at":` + t0JSON + `,"updated_at":` + t0JSON + `}`
+	up     = apispec.MirrorUpstream{Host: "mirror.example:8443", Allow: []apispec.MirrorRule{{Provider: "hashicorp/*"}, {Provider: "acme/widget", Versions: "~> 1.2"}},
+		Description: "d", CreatedAt: t0, UpdatedAt: t0}
+)
+
 // TestRoutes checks each method's request (method, path, query, body) and
 // the decoding of its answer, keyed by method name.
 func TestRoutes(t *testing.T) {
@@ -134,6 +140,17 @@ func TestRoutes(t *testing.T) {
 			"GET", "/api/v1/namespaces/acme/providers/foo/versions/1.0.0+build.1", "", "", 200, pvJSON, pv},
 		{"WhoAmI", func(c *Client) (any, error) { return c.WhoAmI(ctx) },
 			"GET", "/api/v1/whoami", "", "", 200, tokJSON, tok},
+		{"ListMirrorUpstreams", func(c *Client) (any, error) { return c.ListMirrorUpstreams(ctx) },
+			"GET", "/api/v1/mirror/upstreams", "", "", 200, `{"upstreams":[` + upJSON + `]}`, []apispec.MirrorUpstream{up}},
+		{"GetMirrorUpstream", func(c *Client) (any, error) { return c.GetMirrorUpstream(ctx, "mirror.example:8443") },
+			"GET", "/api/v1/mirror/upstreams/mirror.example:8443", "", "", 200, upJSON, up},
+		{"PutMirrorUpstream", func(c *Client) (any, error) {
+			return c.PutMirrorUpstream(ctx, "mirror.example:8443", apispec.PutMirrorUpstreamRequest{
+				Allow: []apispec.MirrorRule{{Provider: "hashicorp/*"}, {Provider: "acme/widget", Versions: "~> 1.2"}}, Description: "d"})
+		}, "PUT", "/api/v1/mirror/upstreams/mirror.example:8443", "",
+			`{"allow":[{"provider":"hashicorp/*"},{"provider":"acme/widget","versions":"~> 1.2"}],"description":"d"}`, 201, upJSON, up},
+		{"DeleteMirrorUpstream", func(c *Client) (any, error) { return nil, c.DeleteMirrorUpstream(ctx, "mirror.example:8443") },
+			"DELETE", "/api/v1/mirror/upstreams/mirror.example:8443", "", "", 204, "", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

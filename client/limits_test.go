@@ -135,6 +135,32 @@ func TestFieldLimitsBeforeSending(t *testing.T) {
 		{"DeleteModuleVersion name", registry.ModuleNameLimit, nil, func(v string) error {
 			return c.DeleteModuleVersion(ctx, "acme", v, "aws", "1.0.0")
 		}},
+		{"GetMirrorUpstream", registry.HostLimit, nil, func(v string) error { _, err := c.GetMirrorUpstream(ctx, v); return err }},
+		{"DeleteMirrorUpstream", registry.HostLimit, nil, func(v string) error { return c.DeleteMirrorUpstream(ctx, v) }},
+		{"PutMirrorUpstream host", registry.HostLimit, nil, func(v string) error {
+			_, err := c.PutMirrorUpstream(ctx, v, apispec.PutMirrorUpstreamRequest{})
+			return err
+		}},
+		{"PutMirrorUpstream service URL", registry.ServiceURLLimit, nil, func(v string) error {
+			_, err := c.PutMirrorUpstream(ctx, "mirror.example", apispec.PutMirrorUpstreamRequest{ServiceURL: v})
+			return err
+		}},
+		{"PutMirrorUpstream CA certificates", registry.CACertificatesLimit, nil, func(v string) error {
+			_, err := c.PutMirrorUpstream(ctx, "mirror.example", apispec.PutMirrorUpstreamRequest{CACertificates: v})
+			return err
+		}},
+		{"PutMirrorUpstream description", registry.DescriptionLimit, nil, func(v string) error {
+			_, err := c.PutMirrorUpstream(ctx, "mirror.example", apispec.PutMirrorUpstreamRequest{Description: v})
+			return err
+		}},
+		{"PutMirrorUpstream rule provider", registry.MirrorProviderLimit, nil, func(v string) error {
+			_, err := c.PutMirrorUpstream(ctx, "mirror.example", apispec.PutMirrorUpstreamRequest{Allow: []apispec.MirrorRule{{Provider: "*/*"}, {Provider: v}}})
+			return err
+		}},
+		{"PutMirrorUpstream rule versions", registry.VersionConstraintLimit, nil, func(v string) error {
+			_, err := c.PutMirrorUpstream(ctx, "mirror.example", apispec.PutMirrorUpstreamRequest{Allow: []apispec.MirrorRule{{Provider: "*/*", Versions: v}}})
+			return err
+		}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -198,6 +224,18 @@ func TestTextBeforeSending(t *testing.T) {
 				Archive: strings.NewReader("archive"), Origin: v})
 			return err
 		}},
+		{"PutMirrorUpstream description", registry.DescriptionLimit, func(v string) error {
+			_, err := c.PutMirrorUpstream(ctx, "mirror.example", apispec.PutMirrorUpstreamRequest{Description: v})
+			return err
+		}},
+		{"PutMirrorUpstream service URL", registry.ServiceURLLimit, func(v string) error {
+			_, err := c.PutMirrorUpstream(ctx, "mirror.example", apispec.PutMirrorUpstreamRequest{ServiceURL: v})
+			return err
+		}},
+		{"PutMirrorUpstream rule versions", registry.VersionConstraintLimit, func(v string) error {
+			_, err := c.PutMirrorUpstream(ctx, "mirror.example", apispec.PutMirrorUpstreamRequest{Allow: []apispec.MirrorRule{{Provider: "*/*", Versions: v}}})
+			return err
+		}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -219,5 +257,45 @@ func TestTextBeforeSending(t *testing.T) {
 				t.Fatalf("valid text: %v, want the server's 404", err)
 			}
 		})
+	}
+}
+
+// TestMirrorUpstreamChecksBeforeSending: more rules than an upstream may
+// have, and certificates with control characters other than line breaks,
+// fail with the server's message without any request.
+func TestMirrorUpstreamChecksBeforeSending(t *testing.T) {
+	var requests atomic.Int64
+	ts := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = w.Write([]byte(`{"errors":["not found"]}`))
+	}))
+	t.Cleanup(ts.Close)
+	c, err := New(ts.URL, testToken, WithHTTPClient(ts.Client()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	rules := make([]apispec.MirrorRule, registry.MaxMirrorRules+1)
+	for i := range rules {
+		rules[i].Provider = "*/*"
+	}
+	for _, tc := range []struct {
+		req  apispec.PutMirrorUpstreamRequest
+		want string
+	}{
+		{apispec.PutMirrorUpstreamRequest{Allow: rules}, "an upstream has at most 100 allow rules, not 101"},
+		{apispec.PutMirrorUpstreamRequest{CACertificates: "-----BEGIN CERTIFICATE-----\n\x1b[31m"}, "CA certificates contains the control character U+001B"},
+	} {
+		if _, err := c.PutMirrorUpstream(ctx, "mirror.example", tc.req); err == nil || !strings.Contains(err.Error(), tc.want) || !registry.IsKind(err, registry.Invalid) {
+			t.Errorf("error %v, want %q", err, tc.want)
+		}
+	}
+	if _, err := c.PutMirrorUpstream(ctx, "mirror.example", apispec.PutMirrorUpstreamRequest{Allow: rules[1:], CACertificates: "a\r\nb\n"}); !IsNotFound(err) {
+		t.Errorf("100 rules, lines: %v, want the server's 404", err)
+	}
+	if n := requests.Load(); n != 1 {
+		t.Errorf("%d requests sent, want 1", n)
 	}
 }

@@ -1,8 +1,7 @@
 // Package api serves Trove's management API under /api/v1: namespaces,
 // signing keys, tokens, providers, modules, publishing and the provider
-// mirror's upstream registries. Routes and
-// documents are defined in apispec; this package enforces who may
-// call them.
+// mirror's upstream registries. Routes and documents are defined in
+// apispec; this package enforces who may call them.
 package api
 
 import (
