@@ -12,8 +12,10 @@
 // (cfg's certificate, checked now, or a self-signed one in DataDir/tls)
 // and listens. Nothing runs in the background until Serve: Serve serves
 // on the listener, follows the index's change feed (store.ChangeFeed,
-// when the index has one) and sweeps a blob store's stale staging (S3's
-// crashed multipart uploads) until its context ends. The caller owns the
+// when the index has one), sweeps a blob store's stale staging (S3's
+// crashed multipart uploads) and computes the h1 hashes of packages
+// published before Trove did (publish.BackfillPackageHashes) until its
+// context ends. The caller owns the
 // App and must Close it (after Serve returned) to close the listener, the
 // stores and the lock; New closes what it opened when it fails.
 //
@@ -101,6 +103,7 @@ type App struct {
 	Listener net.Listener
 
 	log     *slog.Logger
+	pub     *publish.Publisher
 	closers []func() error // in the order they were opened
 }
 
@@ -233,6 +236,7 @@ func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
 	if err := pub.RemoveStaleUploads(); err != nil {
 		return nil, fmt.Errorf("removing unfinished uploads from %s: %w", tempDir, err)
 	}
+	a.pub = pub
 	mods := modules.NewPublisher(modules.Options{
 		Index:           idx,
 		Blobs:           a.Blobs,
@@ -380,6 +384,17 @@ func (a *App) Serve(ctx context.Context) error {
 		}()
 		defer func() { stop(); <-done }()
 	}
+	// Packages published before Trove computed h1 hashes get theirs in
+	// the background, so that start-up does not wait for them.
+	backfillCtx, stopBackfill := context.WithCancel(ctx)
+	backfilled := make(chan struct{})
+	go func() {
+		defer close(backfilled)
+		if err := a.pub.BackfillPackageHashes(backfillCtx, a.Index); err != nil && backfillCtx.Err() == nil {
+			a.log.Warn("computing the h1 hashes of packages published before Trove did", "err", err)
+		}
+	}()
+	defer func() { stopBackfill(); <-backfilled }()
 	return a.Server.Serve(ctx, a.Listener, a.TLS)
 }
 
