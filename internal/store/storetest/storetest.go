@@ -14,7 +14,9 @@
 //   - Provider.UpdatedAt is the newest PublishedAt among the provider's
 //     versions.
 //   - The factories return a new, empty store on every call and arrange
-//     its cleanup with t.Cleanup; the suites never close a store.
+//     its cleanup with t.Cleanup; the suites never close a store. Empty
+//     means holding only what the migrations store: the mirror's two
+//     default upstreams.
 package storetest
 
 import (
