@@ -12,6 +12,7 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -70,6 +71,17 @@ type Options struct {
 	// OnMirrorChange, if set, is called after the mirror's upstreams
 	// were changed, so that the running mirror reads them again at once.
 	OnMirrorChange func()
+	// PublicURL is the origin clients reach Trove at: its host is the one
+	// of Trove's own providers in lock files.
+	PublicURL *url.URL
+	// Blobs holds the packages and SHA256SUMS the lock route hashes.
+	Blobs store.Blobs
+	// Mirror, if set, serves other registries' providers to the lock
+	// route.
+	Mirror Mirror
+	// TempDir is where the lock route copies a package to hash it (the
+	// system's temporary directory if empty).
+	TempDir string
 	// MaxUploadBytes bounds a whole publish request; <= 0 means 2 GiB.
 	MaxUploadBytes int64
 	Now            func() time.Time
@@ -128,6 +140,7 @@ func New(opt Options) http.Handler {
 	h.registerMirror(route)
 
 	route("GET "+apispec.RouteWhoAmI, h.whoAmI)
+	route("POST "+apispec.RouteLock, h.lock)
 	mux.Handle(apispec.Prefix+"/", httpjson.Handler(opt.Logger, func(w http.ResponseWriter, r *http.Request) error {
 		return registry.Errorf(registry.NotFound, "no API route %s %s", r.Method, r.URL.Path)
 	}))

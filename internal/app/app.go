@@ -269,6 +269,11 @@ func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
 		Managed:        managed,
 		Logger:         log,
 		MaxUploadBytes: cfg.Limits.MaxUploadBytes,
+		OnMirrorChange: mir.Reload,
+		PublicURL:      public,
+		Blobs:          a.Blobs,
+		Mirror:         mir,
+		TempDir:        tempDir,
 	})
 	srv, err := server.New(server.Options{
 		Index: idx, Blobs: a.Blobs, Signer: a.Signer, PublicURL: public, API: apiHandler, Logger: log,
