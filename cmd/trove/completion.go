@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -37,9 +38,9 @@ func completionCommand() *command {
 	}
 }
 
-// completions is what the shell completes: the first words, the
-// subcommands of each group, and the flags of each command ("namespace
-// create", "serve").
+// completions is what the shell completes: the first words, the next
+// words of each group ("namespace", and "mirror" and "mirror upstream"),
+// and the flags of each command ("namespace create", "serve").
 type completions struct {
 	top   []string
 	subs  map[string][]string
@@ -52,18 +53,33 @@ func completionSpec(cmds []*command) completions {
 	s := completions{subs: map[string][]string{}, flags: map[string][]string{}}
 	seen := map[string]bool{}
 	for _, c := range cmds {
-		first, second, two := strings.Cut(c.name, " ")
-		if !seen[first] {
-			seen[first] = true
-			s.top = append(s.top, first)
+		words := strings.Fields(c.name)
+		if !seen[words[0]] {
+			seen[words[0]] = true
+			s.top = append(s.top, words[0])
 		}
-		if two {
-			s.subs[first] = append(s.subs[first], second)
+		for i := 1; i < len(words); i++ {
+			group := strings.Join(words[:i], " ")
+			if !slices.Contains(s.subs[group], words[i]) {
+				s.subs[group] = append(s.subs[group], words[i])
+			}
 		}
 		s.flags[c.name] = commandFlags(c)
 	}
 	s.top = append(s.top, "help")
 	return s
+}
+
+// groups returns the groups of s with the given number of words, sorted.
+func (s completions) groups(words int) []string {
+	var out []string
+	for g := range s.subs {
+		if len(strings.Fields(g)) == words {
+			out = append(out, g)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // commandFlags returns "--name" for every flag of c, sorted.
@@ -107,14 +123,17 @@ func writeBashCompletion(w io.Writer, s completions, zsh bool) {
     key=$first
     case $first in
 `)
-	groups := make([]string, 0, len(s.subs))
-	for g := range s.subs {
-		groups = append(groups, g)
-	}
-	sort.Strings(groups)
-	for _, g := range groups {
-		fmt.Fprintf(w, "        %s)\n            if [[ $COMP_CWORD -eq 2 ]]; then\n                COMPREPLY=($(compgen -W \"%s\" -- \"$cur\"))\n                return\n            fi\n            key=\"%s ${COMP_WORDS[2]}\" ;;\n",
+	for _, g := range s.groups(1) {
+		fmt.Fprintf(w, "        %s)\n            if [[ $COMP_CWORD -eq 2 ]]; then\n                COMPREPLY=($(compgen -W \"%s\" -- \"$cur\"))\n                return\n            fi\n            key=\"%s ${COMP_WORDS[2]}\"\n",
 			g, strings.Join(s.subs[g], " "), g)
+		// Groups of groups: "mirror upstream list".
+		for _, g2 := range s.groups(2) {
+			if strings.HasPrefix(g2, g+" ") {
+				fmt.Fprintf(w, "            if [[ $key == %q ]]; then\n                if [[ $COMP_CWORD -eq 3 ]]; then\n                    COMPREPLY=($(compgen -W \"%s\" -- \"$cur\"))\n                    return\n                fi\n                key=\"$key ${COMP_WORDS[3]}\"\n            fi\n",
+					g2, strings.Join(s.subs[g2], " "))
+			}
+		}
+		fmt.Fprint(w, "            ;;\n")
 	}
 	fmt.Fprint(w, `        help|completion)
             if [[ $first == completion ]]; then
@@ -151,14 +170,9 @@ func writeFishCompletion(w io.Writer, s completions) {
 	fmt.Fprintln(w, "# trove completion for fish")
 	fmt.Fprintln(w, "complete -c trove -f")
 	fmt.Fprintf(w, "complete -c trove -n __fish_use_subcommand -a %q\n", strings.Join(s.top, " "))
-	groups := make([]string, 0, len(s.subs))
-	for g := range s.subs {
-		groups = append(groups, g)
-	}
-	sort.Strings(groups)
-	for _, g := range groups {
-		fmt.Fprintf(w, "complete -c trove -n '__fish_seen_subcommand_from %s; and not __fish_seen_subcommand_from %s' -a %q\n",
-			g, strings.Join(s.subs[g], " "), strings.Join(s.subs[g], " "))
+	for _, g := range append(s.groups(1), s.groups(2)...) {
+		fmt.Fprintf(w, "complete -c trove -n '%s; and not __fish_seen_subcommand_from %s' -a %q\n",
+			fishSeen(strings.Fields(g)), strings.Join(s.subs[g], " "), strings.Join(s.subs[g], " "))
 	}
 	fmt.Fprintln(w, "complete -c trove -n '__fish_seen_subcommand_from completion' -a 'bash zsh fish'")
 	names := make([]string, 0, len(s.flags))
@@ -167,14 +181,19 @@ func writeFishCompletion(w io.Writer, s completions) {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		words := strings.Fields(n)
-		cond := "__fish_seen_subcommand_from " + words[0]
-		if len(words) == 2 {
-			cond += "; and __fish_seen_subcommand_from " + words[1]
-		}
+		cond := fishSeen(strings.Fields(n))
 		for _, f := range s.flags[n] {
 			fmt.Fprintf(w, "complete -c trove -n '%s' -l %s\n", cond, strings.TrimPrefix(f, "--"))
 		}
 	}
 	fmt.Fprintln(w, "complete -c trove -F -n 'not __fish_use_subcommand'") // file arguments
+}
+
+// fishSeen is the fish condition that every one of words was typed.
+func fishSeen(words []string) string {
+	conds := make([]string, len(words))
+	for i, w := range words {
+		conds[i] = "__fish_seen_subcommand_from " + w
+	}
+	return strings.Join(conds, "; and ")
 }

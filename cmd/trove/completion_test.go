@@ -49,6 +49,10 @@ func TestCompletionBash(t *testing.T) {
 		{[]string{"trove", "token", "create", "--tok"}, "--token"}, // a client flag
 		{[]string{"trove", "serve", "--log-l"}, "--log-level"},     // a flag of the configuration
 		{[]string{"trove", "completion", "f"}, "fish"},
+		{[]string{"trove", "mirror", ""}, "upstream"},
+		{[]string{"trove", "mirror", "upstream", "s"}, "show set"},
+		{[]string{"trove", "mirror", "upstream", "set", "--all"}, "--allow"},
+		{[]string{"trove", "mirror", "upstream", "set", "--upstream"}, "--upstream-ca-file"},
 	} {
 		if got := complete(tc.words...); got != tc.want {
 			t.Errorf("completing %q = %q, want %q", tc.words, got, tc.want)

@@ -100,6 +100,7 @@ func commands() []*command {
 		publishCommand(),
 		providerList(), providerShow(), providerPackage(),
 		modulePublish(), moduleList(), moduleShow(), moduleDelete(),
+		mirrorUpstreamList(), mirrorUpstreamShow(), mirrorUpstreamSet(), mirrorUpstreamRemove(),
 		versionCommand(), completionCommand(),
 	}
 }
@@ -130,8 +131,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 				printHelp(stdout, c)
 				return exitOK
 			}
-			if group := groupOf(cmds, args[1]); len(group) > 0 {
-				printGroup(stdout, args[1], group)
+			if name, _ := groupName(cmds, args[1:]); name != "" {
+				printGroup(stdout, name, groupOf(cmds, name))
 				return exitOK
 			}
 			fmt.Fprintf(stderr, "trove: unknown command %q\n", strings.Join(args[1:], " "))
@@ -142,23 +143,24 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	}
 	c, rest := lookup(cmds, args)
 	if c == nil {
-		group := groupOf(cmds, args[0])
-		if len(group) == 0 && strings.HasPrefix(args[0], "-") {
+		name, tail := groupName(cmds, args)
+		if name == "" && strings.HasPrefix(args[0], "-") {
 			fmt.Fprintf(stderr, "trove: flags go after the command: %s\nRun 'trove help' for the list of commands.\n", flagsFirst(cmds, args))
 			return exitUsage
 		}
-		if len(group) == 0 {
+		if name == "" {
 			fmt.Fprintf(stderr, "trove: unknown command %q\nRun 'trove help' for the list of commands.\n", args[0])
 			return exitUsage
 		}
-		if len(args) > 1 && (args[1] == "--help" || args[1] == "-h" || args[1] == "-help") {
-			printGroup(stdout, args[0], group)
+		group := groupOf(cmds, name)
+		if len(tail) > 0 && (tail[0] == "--help" || tail[0] == "-h" || tail[0] == "-help") {
+			printGroup(stdout, name, group)
 			return exitOK
 		}
-		if len(args) > 1 {
-			fmt.Fprintf(stderr, "trove %s: unknown subcommand %q\n\n", args[0], args[1])
+		if len(tail) > 0 {
+			fmt.Fprintf(stderr, "trove %s: unknown subcommand %q\n\n", name, tail[0])
 		}
-		printGroup(stderr, args[0], group)
+		printGroup(stderr, name, group)
 		return exitUsage
 	}
 	if c.raw != nil {
@@ -192,15 +194,28 @@ func lookup(cmds []*command, args []string) (*command, []string) {
 	return nil, nil
 }
 
-// groupOf returns the commands whose first word is name ("namespace").
+// groupOf returns the commands whose name starts with the words of name
+// ("namespace", "mirror upstream").
 func groupOf(cmds []*command, name string) []*command {
 	var out []*command
 	for _, c := range cmds {
-		if first, _, two := strings.Cut(c.name, " "); two && first == name {
+		if strings.HasPrefix(c.name, name+" ") {
 			out = append(out, c)
 		}
 	}
 	return out
+}
+
+// groupName returns the longest group ("mirror upstream" before "mirror")
+// that args start with, and the arguments after it; "" if args start
+// with none.
+func groupName(cmds []*command, args []string) (string, []string) {
+	for n := len(args); n > 0; n-- {
+		if name := strings.Join(args[:n], " "); len(groupOf(cmds, name)) > 0 {
+			return name, args[n:]
+		}
+	}
+	return "", args
 }
 
 func runCommand(ctx context.Context, e env, c *command, args []string) int {
@@ -313,18 +328,30 @@ func printOverview(w io.Writer, cmds []*command) {
 	fmt.Fprintln(w, "Usage: trove COMMAND [ARGS] [FLAGS]")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Commands:")
+	width := nameWidth(cmds)
 	for _, c := range cmds {
-		fmt.Fprintf(w, "  %-20s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-*s %s\n", width, c.name, c.summary)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Flags may come before or after the arguments. trove --version prints the version.")
 	fmt.Fprintln(w, "Run 'trove COMMAND --help' for a command's flags and examples.")
 }
 
+// nameWidth is the width of the command name column: at least 20, and
+// the longest name.
+func nameWidth(cmds []*command) int {
+	width := 20
+	for _, c := range cmds {
+		width = max(width, len(c.name))
+	}
+	return width
+}
+
 func printGroup(w io.Writer, name string, group []*command) {
 	fmt.Fprintf(w, "Usage: trove %s SUBCOMMAND [ARGS] [FLAGS]\n\nSubcommands:\n", name)
+	width := nameWidth(group)
 	for _, c := range group {
-		fmt.Fprintf(w, "  %-20s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-*s %s\n", width, c.name, c.summary)
 	}
 	fmt.Fprintf(w, "\nRun 'trove %s SUBCOMMAND --help' for details.\n", name)
 }
