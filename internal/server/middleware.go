@@ -45,8 +45,8 @@ const (
 )
 
 // middleware wraps every route: panic recovery, metrics by route pattern,
-// access log, security headers, progress deadlines, and the refusal of
-// non-canonical paths (paths.go).
+// access log, security headers (on every answer with content),
+// progress deadlines, and the refusal of non-canonical paths (paths.go).
 type middleware struct {
 	next    http.Handler
 	log     *slog.Logger
@@ -57,7 +57,6 @@ var recorders = sync.Pool{New: func() any { return new(recorder) }}
 
 func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	setSecurityHeaders(w.Header())
 	rec := recorders.Get().(*recorder)
 	*rec = recorder{ResponseWriter: w}
 	if r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody {
@@ -73,9 +72,15 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	m.next.ServeHTTP(rec, r)
 }
 
+// setSecurityHeaders adds the security headers to an answer that has
+// content: a 204 or 304 has none to sniff, render or frame, and a tiny
+// protocol answer (a module download is a 204) is cheaper without them.
+// A handler's own policy (an HTML page's) is kept.
 func setSecurityHeaders(h http.Header) {
 	h["X-Content-Type-Options"] = nosniff
-	h["Content-Security-Policy"] = contentPolicy
+	if _, own := h["Content-Security-Policy"]; !own {
+		h["Content-Security-Policy"] = contentPolicy
+	}
 }
 
 // recover turns a panic into a logged 500 JSON answer, or aborts the
@@ -93,9 +98,7 @@ func (m *middleware) recover(rec *recorder, r *http.Request) {
 	if rec.wroteHeader {
 		panic(http.ErrAbortHandler) // the client sees a truncated response, not a false success
 	}
-	h := rec.Header()
-	clear(h) // drop what the handler prepared for its own answer
-	setSecurityHeaders(h)
+	clear(rec.Header()) // drop what the handler prepared for its own answer
 	httpjson.WriteError(m.log, rec, r, registry.Errorf(registry.Internal, "panic"))
 }
 
@@ -162,13 +165,23 @@ func (w *recorder) WriteHeader(code int) {
 	if !w.wroteHeader && (code >= http.StatusOK || code == http.StatusSwitchingProtocols) {
 		w.status = code
 		w.wroteHeader = true
+		if code != http.StatusNoContent && code != http.StatusNotModified {
+			setSecurityHeaders(w.Header())
+		}
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
 
+// implicitOK records the 200 that net/http sends when a handler writes
+// without calling WriteHeader.
+func (w *recorder) implicitOK() {
+	w.status, w.wroteHeader = http.StatusOK, true
+	setSecurityHeaders(w.Header())
+}
+
 func (w *recorder) Write(p []byte) (int, error) {
 	if !w.wroteHeader {
-		w.status, w.wroteHeader = http.StatusOK, true
+		w.implicitOK()
 	}
 	if w.bytes+int64(len(p)) >= deadlineFreeSize {
 		w.extendWriteDeadline(int64(len(p)))
@@ -184,7 +197,7 @@ func (w *recorder) Write(p []byte) (int, error) {
 // per chunk.
 func (w *recorder) ReadFrom(src io.Reader) (int64, error) {
 	if !w.wroteHeader {
-		w.status, w.wroteHeader = http.StatusOK, true
+		w.implicitOK()
 	}
 	rf, ok := w.ResponseWriter.(io.ReaderFrom)
 	if !ok {
@@ -214,7 +227,7 @@ type writerOnly struct{ io.Writer }
 
 func (w *recorder) Flush() {
 	if !w.wroteHeader {
-		w.status, w.wroteHeader = http.StatusOK, true
+		w.implicitOK()
 	}
 	_ = http.NewResponseController(w.ResponseWriter).Flush()
 }

@@ -3,11 +3,14 @@ package server
 import (
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // deadlineWriter records what the middleware asks of the connection.
@@ -135,6 +138,40 @@ func TestMethodLabel(t *testing.T) {
 	for in, want := range tests {
 		if got := methodLabel(in); got != want {
 			t.Errorf("methodLabel(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestSecurityHeaders: every answer with content carries nosniff and the
+// strict CSP (a handler's own CSP is kept), whether the handler calls
+// WriteHeader or only writes; a 204 or 304 carries neither.
+func TestSecurityHeaders(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/explicit", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusCreated) })
+	mux.HandleFunc("/implicit", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("{}")) })
+	mux.HandleFunc("/page", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Security-Policy", "default-src 'self'")
+		w.Write([]byte("<p>hi</p>"))
+	})
+	mux.HandleFunc("/empty", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	mux.HandleFunc("/same", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNotModified) })
+	m, err := newMetrics(prometheus.NewRegistry(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &middleware{next: mux, log: discardLogger(), metrics: m}
+	for path, want := range map[string][2]string{
+		"/explicit": {"nosniff", contentPolicy[0]},
+		"/implicit": {"nosniff", contentPolicy[0]},
+		"/page":     {"nosniff", "default-src 'self'"},
+		"/missing":  {"nosniff", contentPolicy[0]},
+		"/empty":    {"", ""},
+		"/same":     {"", ""},
+	} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		if got := [2]string{rec.Header().Get("X-Content-Type-Options"), rec.Header().Get("Content-Security-Policy")}; got != want {
+			t.Errorf("%s (status %d): nosniff and CSP %q, want %q", path, rec.Code, got, want)
 		}
 	}
 }
