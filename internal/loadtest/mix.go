@@ -25,9 +25,12 @@ type mixSet struct {
 	docs []document
 }
 
-// mixPicks chooses the documents of the four realistic-mix rows: up to n
-// distinct ones per endpoint, from the seeded index (paths only).
-func mixPicks(spec Spec, n int) ([]mixSet, error) {
+// mixPicks chooses the documents of the realistic-mix rows (providers.v1
+// versions and downloads, modules.v1 versions and downloads, and the
+// network mirror's index and version documents of Trove's own providers,
+// under host): up to n distinct ones per endpoint, from the seeded index
+// (paths only).
+func mixPicks(spec Spec, n int, host string) ([]mixSet, error) {
 	provs, err := spec.plan()
 	if err != nil {
 		return nil, err
@@ -66,8 +69,9 @@ func mixPicks(spec Spec, n int) ([]mixSet, error) {
 	downloads.name = fmt.Sprintf("download, mix of %s documents (random provider, version and platform)", thousands(len(downloads.docs)))
 	sets = append(sets, downloads)
 
+	mirror := mirrorPicks(spec, provs, n, host, rng)
 	if len(spec.Modules) == 0 {
-		return sets, nil
+		return append(sets, mirror...), nil
 	}
 	mods := mixSet{}
 	for _, m := range spec.Modules[:min(n, len(spec.Modules))] {
@@ -90,7 +94,35 @@ func mixPicks(spec Spec, n int) ([]mixSet, error) {
 		}
 	}
 	modDownloads.name = fmt.Sprintf("module download, mix of %s module versions", thousands(len(modDownloads.docs)))
-	return append(sets, mods, modDownloads), nil
+	return append(append(sets, mods, modDownloads), mirror...), nil
+}
+
+// mirrorPicks chooses the network mirror rows: the index.json of up to n
+// providers and up to n <version>.json documents of random providers and
+// versions.
+func mirrorPicks(spec Spec, provs []ProviderSpec, n int, host string, rng *rand.Rand) []mixSet {
+	base := "/v1/mirror/" + host + "/" + spec.Namespace + "/"
+	index := mixSet{}
+	for _, p := range provs[:min(n, len(provs))] {
+		index.docs = append(index.docs, document{path: base + p.Type + "/index.json"})
+	}
+	index.name = fmt.Sprintf("mirror index.json, mix of %s providers", thousands(len(index.docs)))
+	total := 0
+	for _, p := range provs {
+		total += p.Versions
+	}
+	versions := mixSet{}
+	seen := map[string]bool{}
+	for len(versions.docs) < min(n, total) {
+		p := provs[rng.IntN(len(provs))]
+		path := base + p.Type + "/" + VersionAt(rng.IntN(p.Versions)) + ".json"
+		if !seen[path] {
+			seen[path] = true
+			versions.docs = append(versions.docs, document{path: path})
+		}
+	}
+	versions.name = fmt.Sprintf("mirror version.json, mix of %s versions (every platform)", thousands(len(versions.docs)))
+	return []mixSet{index, versions}
 }
 
 // fetchMix fetches from Trove, with a few concurrent requests, the bodies

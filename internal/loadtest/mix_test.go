@@ -31,7 +31,7 @@ func TestURLMixDrawsEveryURL(t *testing.T) {
 
 func TestMixPicks(t *testing.T) {
 	spec := DefaultSpec()
-	sets, err := mixPicks(spec, 300)
+	sets, err := mixPicks(spec, 300, "127.0.0.1:8443")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,6 +40,8 @@ func TestMixPicks(t *testing.T) {
 		"download, mix of 300 documents (random provider, version and platform)",
 		"module versions, mix of 300 modules",
 		"module download, mix of 300 module versions",
+		"mirror index.json, mix of 300 providers",
+		"mirror version.json, mix of 300 versions (every platform)",
 	}
 	if len(sets) != len(want) {
 		t.Fatalf("%d sets", len(sets))
@@ -62,13 +64,16 @@ func TestMixPicks(t *testing.T) {
 	if d := sets[3].docs[0]; !strings.HasSuffix(d.path, "/download") || d.location == "" {
 		t.Errorf("module download %+v is not marked as one", d)
 	}
-	again, _ := mixPicks(spec, 300)
+	if d := sets[5].docs[0].path; !strings.HasPrefix(d, "/v1/mirror/127.0.0.1:8443/acme/") || !strings.HasSuffix(d, ".json") {
+		t.Errorf("mirror version path %q", d)
+	}
+	again, _ := mixPicks(spec, 300, "127.0.0.1:8443")
 	if again[1].docs[7].path != sets[1].docs[7].path {
 		t.Errorf("the picks differ between runs")
 	}
 	// A small index gives what it has.
 	spec.Modules = spec.Modules[:2]
-	small, err := mixPicks(spec, 1000)
+	small, err := mixPicks(spec, 1000, "127.0.0.1:8443")
 	if err != nil {
 		t.Fatal(err)
 	}

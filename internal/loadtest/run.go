@@ -405,7 +405,7 @@ func (r *runner) measureAll(ctx context.Context, troveBin string) (RSS, string, 
 	if err != nil {
 		return RSS{}, "", err
 	}
-	sets, err := mixPicks(r.opt.Spec, r.opt.MixDocs)
+	sets, err := mixPicks(r.opt.Spec, r.opt.MixDocs, strings.TrimPrefix(origin, "https://"))
 	if err != nil {
 		return RSS{}, "", err
 	}
