@@ -17,28 +17,33 @@ import (
 // attributeLimits are the limits of every string argument that reaches
 // the API, by "<resource or data source>.<attribute>".
 var attributeLimits = map[string]registry.Limit{
-	"trove_namespace.name":             registry.NamespaceLimit,
-	"trove_namespace.description":      registry.DescriptionLimit,
-	"trove_namespace_member.namespace": registry.NamespaceLimit,
-	"trove_namespace_member.user":      registry.UserNameLimit,
-	"trove_signing_key.namespace":      registry.NamespaceLimit,
-	"trove_token.namespaces":           registry.NamespaceLimit,
-	"trove_token.namespace":            registry.NamespaceLimit,
-	"trove_token.user":                 registry.UserNameLimit,
-	"trove_token.description":          registry.DescriptionLimit,
-	"trove_user.name":                  registry.UserNameLimit,
-	"trove_user.password":              registry.PasswordLimit,
-	"data.trove_namespace.name":        registry.NamespaceLimit,
-	"data.trove_provider.namespace":    registry.NamespaceLimit,
-	"data.trove_provider.type":         registry.ProviderTypeLimit,
-	"data.trove_module.namespace":      registry.NamespaceLimit,
-	"data.trove_module.name":           registry.ModuleNameLimit,
-	"data.trove_module.system":         registry.ModuleSystemLimit,
+	"trove_namespace.name":                  registry.NamespaceLimit,
+	"trove_namespace.description":           registry.DescriptionLimit,
+	"trove_namespace_member.namespace":      registry.NamespaceLimit,
+	"trove_namespace_member.user":           registry.UserNameLimit,
+	"trove_signing_key.namespace":           registry.NamespaceLimit,
+	"trove_token.namespaces":                registry.NamespaceLimit,
+	"trove_token.namespace":                 registry.NamespaceLimit,
+	"trove_token.user":                      registry.UserNameLimit,
+	"trove_token.description":               registry.DescriptionLimit,
+	"trove_user.name":                       registry.UserNameLimit,
+	"trove_user.password":                   registry.PasswordLimit,
+	"data.trove_namespace.name":             registry.NamespaceLimit,
+	"data.trove_provider.namespace":         registry.NamespaceLimit,
+	"data.trove_provider.type":              registry.ProviderTypeLimit,
+	"data.trove_module.namespace":           registry.NamespaceLimit,
+	"data.trove_module.name":                registry.ModuleNameLimit,
+	"data.trove_module.system":              registry.ModuleSystemLimit,
+	"trove_mirror_upstream.host":            registry.HostLimit,
+	"trove_mirror_upstream.service_url":     registry.ServiceURLLimit,
+	"trove_mirror_upstream.ca_certificates": registry.CACertificatesLimit,
+	"trove_mirror_upstream.description":     registry.DescriptionLimit,
 }
 
 // textAttributes are the free-text arguments, which registry.CheckText
 // also checks: UTF-8, one line, no control characters.
-var textAttributes = []string{"trove_namespace.description", "trove_token.description"}
+var textAttributes = []string{"trove_namespace.description", "trove_token.description", "trove_mirror_upstream.description",
+	"trove_mirror_upstream.service_url"}
 
 // boundedOtherwise are the string arguments without a length limit of
 // their own, and why that is enough.
@@ -82,6 +87,17 @@ func validValue(limit registry.Limit, n int) string {
 		return strings.Repeat("p", n)
 	case registry.VersionLimit:
 		return "1.0.0-" + strings.Repeat("a", n-len("1.0.0-"))
+	case registry.HostLimit:
+		// Labels of at most 63 letters: a host name but for its length.
+		var b strings.Builder
+		for b.Len() < n {
+			if b.Len()%64 == 63 {
+				b.WriteByte('.')
+			} else {
+				b.WriteByte('h')
+			}
+		}
+		return b.String()
 	}
 	return strings.Repeat("a", n)
 }

@@ -1,10 +1,10 @@
 // Package provider is terraform-provider-trove: the Terraform provider that
-// manages a Trove's namespaces, signing keys, tokens, users and namespace
-// memberships as code, and reads its namespaces and published providers and
-// modules. It is built with terraform-plugin-sdk/v2 helper/schema, like
-// HashiCorp's scaffolding: New returns the provider factory, and configure
-// turns the provider block into the client.Client every resource
-// and data source calls.
+// manages a Trove's namespaces, signing keys, tokens, users, namespace
+// memberships and provider mirror upstreams as code, and reads its
+// namespaces and published providers and modules. It is built with
+// terraform-plugin-sdk/v2 helper/schema, like HashiCorp's scaffolding: New
+// returns the provider factory, and configure turns the provider block
+// into the client.Client every resource and data source calls.
 //
 // The main package is terraform-provider-trove/main.go; the examples and
 // the documentation generated from them and from the Description of every
@@ -53,6 +53,7 @@ func New(version string) func() *schema.Provider {
 				"trove_token":            resourceToken(),
 				"trove_user":             resourceUser(),
 				"trove_namespace_member": resourceNamespaceMember(),
+				"trove_mirror_upstream":  resourceMirrorUpstream(),
 			},
 			DataSourcesMap: map[string]*schema.Resource{
 				"trove_namespace": dataSourceNamespace(),

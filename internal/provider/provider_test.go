@@ -165,6 +165,8 @@ func (e *accEnv) checkDestroyed(t *testing.T) resource.TestCheckFunc {
 					continue
 				}
 				err = uerr
+			case "trove_mirror_upstream":
+				_, err = e.api.GetMirrorUpstream(ctx, rs.Primary.ID)
 			case "trove_namespace_member":
 				ns, user, _ := strings.Cut(rs.Primary.ID, "/")
 				_, found, merr := e.member(ctx, ns, user)
