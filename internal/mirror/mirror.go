@@ -221,36 +221,11 @@ func sameConfig(a, b registry.MirrorUpstream) bool {
 // MatchProvider reports whether pattern ("namespace/type", where "*"
 // stands for any one namespace or type) matches namespace/typ.
 func MatchProvider(pattern, namespace, typ string) bool {
-	pns, ptyp, ok := strings.Cut(pattern, "/")
-	if !ok {
-		return false
-	}
-	return (pns == "*" || strings.EqualFold(pns, namespace)) && (ptyp == "*" || strings.EqualFold(ptyp, typ))
+	return registry.MatchMirrorRule(pattern, namespace, typ)
 }
 
 // CheckRule validates a rule as an operator writes it.
-func CheckRule(r registry.MirrorRule) error {
-	ns, typ, ok := strings.Cut(r.Provider, "/")
-	if !ok || ns == "" || typ == "" || strings.Contains(typ, "/") {
-		return registry.Errorf(registry.Invalid, "mirror rule %q: write it as namespace/type, with * for any namespace or type (hashicorp/*, */*)", r.Provider)
-	}
-	if ns != "*" {
-		if _, err := registry.ParseNamespace(ns); err != nil {
-			return registry.Errorf(registry.Invalid, "mirror rule %q: %s", r.Provider, registry.Message(err))
-		}
-	}
-	if typ != "*" {
-		if _, err := registry.ParseProviderType(typ); err != nil {
-			return registry.Errorf(registry.Invalid, "mirror rule %q: %s", r.Provider, registry.Message(err))
-		}
-	}
-	if r.Versions != "" {
-		if _, err := goversion.NewConstraint(r.Versions); err != nil {
-			return registry.Errorf(registry.Invalid, "mirror rule %q: versions %q is not a version constraint (such as \"~> 5.0\" or \">= 1.2, < 2.0\"): %v", r.Provider, r.Versions, err)
-		}
-	}
-	return nil
-}
+func CheckRule(r registry.MirrorRule) error { return registry.CheckMirrorRule(r) }
 
 // allows reports whether rule allows version.
 func allows(rule registry.MirrorRule, version string) bool {

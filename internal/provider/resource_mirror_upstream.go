@@ -62,17 +62,27 @@ func resourceMirrorUpstream() *schema.Resource {
 					fmt.Sprintf("any, none may. At most %d rules.", registry.MaxMirrorRules),
 				Elem: &schema.Resource{Schema: map[string]*schema.Schema{
 					"provider": {
-						Type:         schema.TypeString,
-						Required:     true,
-						ValidateFunc: keywordValidator(registry.MirrorProviderLimit.CheckText),
+						Type:     schema.TypeString,
+						Required: true,
+						ValidateFunc: keywordValidator(func(v string) error {
+							if err := registry.MirrorProviderLimit.CheckText(v); err != nil {
+								return err
+							}
+							return registry.CheckMirrorPattern(v)
+						}),
 						Description: "The providers the rule allows as `namespace/type`, where `*` as a whole namespace " +
 							"or type stands for any: `hashicorp/aws`, `hashicorp/*`, `*/*`.",
 					},
 					"versions": {
-						Type:         schema.TypeString,
-						Optional:     true,
-						ValidateFunc: keywordValidator(registry.VersionConstraintLimit.CheckText),
-						Description:  "A version constraint such as `~> 5.0` or `>= 1.2, < 2.0`; empty or absent: every version.",
+						Type:     schema.TypeString,
+						Optional: true,
+						ValidateFunc: keywordValidator(func(v string) error {
+							if err := registry.VersionConstraintLimit.CheckText(v); err != nil {
+								return err
+							}
+							return registry.CheckVersionConstraint(v)
+						}),
+						Description: "A version constraint such as `~> 5.0` or `>= 1.2, < 2.0`; empty or absent: every version.",
 					},
 				}},
 			},
