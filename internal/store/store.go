@@ -28,6 +28,7 @@ type Index interface {
 	Mirror
 	MirrorInventory
 	MirrorUpstreams
+	Bundles
 
 	// Ping reports whether the backend is reachable.
 	Ping(ctx context.Context) error

@@ -1,0 +1,253 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/store"
+)
+
+// ImportBundle writes the mirrored versions, then the module versions, in
+// one transaction announced as ChangeAll (an import touches many
+// providers and modules; it is rare). Everything is checked before the
+// transaction starts, so that a bad item costs no write.
+func (x *Index) ImportBundle(ctx context.Context, providers []registry.MirroredVersion, modules []registry.ModuleVersion) (store.BundleImport, error) {
+	for _, v := range providers {
+		if err := checkImportedProvider(v); err != nil {
+			return store.BundleImport{}, err
+		}
+	}
+	for _, v := range modules {
+		if _, err := registry.ParseVersion(v.Version); err != nil {
+			return store.BundleImport{}, err
+		}
+		if err := registry.CheckStoredTime(v.PublishedAt, "publication time"); err != nil {
+			return store.BundleImport{}, err
+		}
+	}
+	var out store.BundleImport
+	change := store.Change{Kind: store.ChangeAll}
+	err := x.writeChange(ctx, "importing a bundle", &change, func(ctx context.Context, t tx) error {
+		out = store.BundleImport{Providers: make([]int, len(providers)), Modules: make([]bool, len(modules))}
+		for i, v := range providers {
+			n, err := x.importMirrored(ctx, t, v)
+			if err != nil {
+				return err
+			}
+			out.Providers[i] = n
+		}
+		for i, v := range modules {
+			stored, err := x.importModule(ctx, t, v)
+			if err != nil {
+				return err
+			}
+			out.Modules[i] = stored
+		}
+		return nil
+	})
+	if err != nil {
+		return store.BundleImport{}, err
+	}
+	return out, nil
+}
+
+// checkImportedProvider checks what ImportBundle refuses as Invalid.
+func checkImportedProvider(v registry.MirroredVersion) error {
+	what := fmt.Sprintf("mirrored provider %s/%s/%s version %s", v.Host, v.Namespace, v.Type, v.Version)
+	if _, err := registry.ParseVersion(v.Version); err != nil {
+		return err
+	}
+	if len(v.Platforms) == 0 {
+		return registry.Errorf(registry.Invalid, "%s has no platforms", what)
+	}
+	for _, p := range v.Platforms {
+		if !p.Held() {
+			return registry.Errorf(registry.Invalid, "%s: the package of %s_%s has no size or h1 hash; an import holds every package it names", what, p.OS, p.Arch)
+		}
+	}
+	if err := registry.CheckPlatforms(v.ProviderVersion); err != nil {
+		return err
+	}
+	if err := registry.CheckStoredTime(v.PublishedAt, "import time"); err != nil {
+		return err
+	}
+	if err := registry.CheckStoredTime(v.SigningKey.CreatedAt, "key creation time"); !v.SigningKey.CreatedAt.IsZero() && err != nil {
+		return err
+	}
+	if err := registry.CheckStoredTime(v.SigningKey.ExpiresAt, "key expiry"); !v.SigningKey.ExpiresAt.IsZero() && err != nil {
+		return err
+	}
+	return nil
+}
+
+// importMirrored stores one mirrored version with its held packages in t,
+// or completes the stored one of the same SHA256SUMS, and returns how
+// many packages it recorded as held.
+func (x *Index) importMirrored(ctx context.Context, t tx, v registry.MirroredVersion) (int, error) {
+	what := fmt.Sprintf("mirrored provider %s/%s/%s version %s", v.Host, v.Namespace, v.Type, v.Version)
+	var id int64
+	var sums string
+	err := t.row(ctx, `SELECT id, shasums_digest FROM mirrored_versions
+		WHERE host = $1 AND namespace = $2 AND type = $3 AND version = $4`+x.d.ForUpdate(),
+		v.Host, v.Namespace, v.Type, v.Version).Scan(&id, &sums)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return len(v.Platforms), x.insertMirrored(ctx, t, v)
+	case err != nil:
+		return 0, err
+	case sums != v.SHASumsDigest:
+		return 0, registry.Errorf(registry.Conflict, "%s is stored already with another SHA256SUMS (%s, the bundle's is %s): a release never changes", what, sums, v.SHASumsDigest)
+	}
+	rows, err := t.query(ctx, `SELECT os, arch, filename, sha256, size, h1 FROM mirrored_platforms WHERE version_id = $1`, id)
+	stored, err := collect(rows, err, func(s scanner) (registry.Platform, error) {
+		var p registry.Platform
+		return p, s.Scan(&p.OS, &p.Arch, &p.Filename, &p.SHA256, &p.Size, &p.H1)
+	})
+	if err != nil {
+		return 0, err
+	}
+	held := 0
+	for _, p := range v.Platforms {
+		i := slices.IndexFunc(stored, func(s registry.Platform) bool { return s.OS == p.OS && s.Arch == p.Arch })
+		if i < 0 {
+			if _, err := t.exec(ctx, `INSERT INTO mirrored_platforms (version_id, os, arch, filename, sha256, size, h1)
+				VALUES ($1, $2, $3, $4, $5, $6, $7)`, id, p.OS, p.Arch, p.Filename, p.SHA256, p.Size, p.H1); err != nil {
+				return 0, err
+			}
+			held++
+			continue
+		}
+		s := stored[i]
+		switch {
+		case s.Filename != p.Filename || s.SHA256 != p.SHA256:
+			return 0, registry.Errorf(registry.Conflict, "%s: the package of %s_%s is stored already as %s (%s), the bundle's is %s (%s)",
+				what, p.OS, p.Arch, s.Filename, s.SHA256, p.Filename, p.SHA256)
+		case s.Held() && (s.Size != p.Size || s.H1 != p.H1):
+			return 0, registry.Errorf(registry.Conflict, "%s: the package of %s_%s is held already with size %d and hash %s, the bundle's has %d and %s; a package never changes",
+				what, p.OS, p.Arch, s.Size, s.H1, p.Size, p.H1)
+		case s.Held():
+			continue
+		}
+		if _, err := t.exec(ctx, `UPDATE mirrored_platforms SET size = $1, h1 = $2 WHERE version_id = $3 AND os = $4 AND arch = $5`,
+			p.Size, p.H1, id, p.OS, p.Arch); err != nil {
+			return 0, err
+		}
+		held++
+	}
+	return held, nil
+}
+
+// insertMirrored inserts a new mirrored version, its key snapshot (shared
+// with other versions signed by the same key) and its platforms with
+// their sizes and hashes. Conflict if the version was stored concurrently
+// (PostgreSQL).
+func (x *Index) insertMirrored(ctx context.Context, t tx, v registry.MirroredVersion) error {
+	k := v.SigningKey
+	keyCreated, err := x.optTime(k.CreatedAt, "key creation time")
+	if err != nil {
+		return err
+	}
+	keyExpires, err := x.optTime(k.ExpiresAt, "key expiry")
+	if err != nil {
+		return err
+	}
+	fetched, err := x.time(v.PublishedAt, "import time")
+	if err != nil {
+		return err
+	}
+	digest := registry.KeySnapshotDigest(v.Host, k)
+	var keyID int64
+	err = t.row(ctx, `INSERT INTO mirrored_signing_keys
+		(digest, host, key_namespace, key_id, fingerprint, ascii_armor, created_at, expires_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (digest) DO NOTHING RETURNING id`,
+		digest, v.Host, k.Namespace, k.KeyID, k.Fingerprint, k.ASCIIArmor, keyCreated, keyExpires).Scan(&keyID)
+	if errors.Is(err, sql.ErrNoRows) {
+		err = t.row(ctx, `SELECT id FROM mirrored_signing_keys WHERE digest = $1`, digest).Scan(&keyID)
+	}
+	if err != nil {
+		return err
+	}
+	var id int64
+	err = t.row(ctx, `INSERT INTO mirrored_versions
+		(host, namespace, type, version, protocols, shasums_digest, shasums_signature_digest, signing_key, fetched_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+		ON CONFLICT (host, namespace, type, version) DO NOTHING RETURNING id`,
+		v.Host, v.Namespace, v.Type, v.Version, x.d.Strings(v.Protocols), v.SHASumsDigest, v.SHASumsSignatureDigest,
+		keyID, fetched).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return registry.Errorf(registry.Conflict, "mirrored provider %s/%s/%s version %s was stored while it was imported; import again",
+			v.Host, v.Namespace, v.Type, v.Version)
+	}
+	if err != nil {
+		return err
+	}
+	for chunk := range slices.Chunk(v.Platforms, platformsPerInsert) {
+		values, args := make([]string, len(chunk)), make([]any, 0, 1+6*len(chunk))
+		args = append(args, id)
+		for i, p := range chunk {
+			n := len(args)
+			values[i] = fmt.Sprintf("($1, $%d, $%d, $%d, $%d, $%d, $%d)", n+1, n+2, n+3, n+4, n+5, n+6)
+			args = append(args, p.OS, p.Arch, p.Filename, p.SHA256, p.Size, p.H1)
+		}
+		if _, err := t.exec(ctx, `INSERT INTO mirrored_platforms (version_id, os, arch, filename, sha256, size, h1) VALUES `+
+			strings.Join(values, ", "), args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// importModule stores one module version in t and recounts its module's
+// summary, or leaves a stored version of the same archive as it is, and
+// reports whether it stored it. The summary row is created if missing
+// and locked first, as CreateModuleVersion does.
+func (x *Index) importModule(ctx context.Context, t tx, v registry.ModuleVersion) (bool, error) {
+	what := fmt.Sprintf("module %s/%s/%s", v.Namespace, v.Name, v.System)
+	_, err := t.exec(ctx, `INSERT INTO modules (namespace, name, system, version_count, latest_version, description, updated_at)
+		VALUES ($1, $2, $3, 0, '', '', $4) ON CONFLICT (namespace, name, system) DO NOTHING`,
+		v.Namespace, v.Name, v.System, x.d.Time(v.PublishedAt))
+	if x.is(err, FailForeignKey) {
+		return false, registry.Errorf(registry.NotFound, "namespace %q not found: create it before importing %s version %s", v.Namespace, what, v.Version)
+	}
+	if err != nil {
+		return false, err
+	}
+	var one int
+	if err := t.row(ctx, `SELECT 1 FROM modules WHERE namespace = $1 AND name = $2 AND system = $3`+x.d.ForUpdate(),
+		v.Namespace, v.Name, v.System).Scan(&one); err != nil {
+		return false, err
+	}
+	core := registry.VersionPrecedence(v.Version)
+	var existing, archive string
+	err = t.row(ctx, `SELECT version, archive_digest FROM module_versions
+		WHERE namespace = $1 AND name = $2 AND system = $3 AND (version = $4 OR substr(version, 1, $5) = $6) LIMIT 1`,
+		v.Namespace, v.Name, v.System, core, len(core)+1, core+"+").Scan(&existing, &archive)
+	switch {
+	case err == nil && existing == v.Version && archive == v.ArchiveDigest:
+		return false, nil
+	case err == nil && existing == v.Version:
+		return false, registry.Errorf(registry.Conflict, "%s version %s is stored already with another archive (%s, the bundle's is %s); published versions are immutable",
+			what, v.Version, archive, v.ArchiveDigest)
+	case err == nil:
+		return false, registry.PrecedenceConflict(what, v.Version, existing)
+	case !errors.Is(err, sql.ErrNoRows):
+		return false, err
+	}
+	var metadata any // NULL for nil
+	if v.Metadata != nil {
+		metadata = v.Metadata
+	}
+	if _, err := t.exec(ctx, `INSERT INTO module_versions
+		(namespace, name, system, version, archive_digest, archive_format, archive_size, metadata, description, origin, published_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+		v.Namespace, v.Name, v.System, v.Version, v.ArchiveDigest, v.ArchiveFormat, v.ArchiveSize,
+		metadata, v.Description, v.Origin, x.d.Time(v.PublishedAt)); err != nil {
+		return false, err
+	}
+	return true, x.recountModule(ctx, t, v.Namespace, v.Name, v.System)
+}
