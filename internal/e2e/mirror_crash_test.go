@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -116,9 +117,12 @@ func TestCrashDuringMirrorFetch(t *testing.T) {
 	go func() {
 		req, _ := http.NewRequest(http.MethodGet, target, nil)
 		resp, err := m.httpClient(t).Do(req)
-		if err == nil {
+		if err == nil { // the first half streams through at once; the rest never comes
+			_, err = io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
-			err = fmt.Errorf("status %d", resp.StatusCode)
+			if err == nil {
+				err = fmt.Errorf("the whole package arrived (status %d)", resp.StatusCode)
+			}
 		}
 		fetched <- err
 	}()

@@ -18,12 +18,14 @@ package files
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"mime"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"trove.dev/trove/internal/httpjson"
@@ -56,6 +58,58 @@ type Fetcher interface {
 	// FetchPackage stores the blob digest (served as filename), or
 	// returns NotFound when it knows no such blob.
 	FetchPackage(ctx context.Context, digest, filename string) error
+	// StreamPackage is FetchPackage that also writes the blob to into as
+	// it arrives, when this call is the one that downloads it (streamed
+	// is then true); see mirror.Mirror.StreamPackage.
+	StreamPackage(ctx context.Context, digest, filename string, into io.Writer) (streamed bool, err error)
+}
+
+// streamWriter answers a download with the bytes a Fetcher streams while
+// it stores them: the headers go out with the first byte. It is written
+// from the Fetcher's goroutine; close, called by the handler before it
+// returns, makes later writes fail so that nothing reaches a finished
+// response.
+type streamWriter struct {
+	mu         sync.Mutex
+	w          http.ResponseWriter
+	setHeaders func()
+	length     int64
+	started    bool
+	closed     bool
+}
+
+var errStreamClosed = errors.New("the download's request has ended")
+
+// SetContentLength announces the size of the bytes to come.
+func (s *streamWriter) SetContentLength(n int64) {
+	s.mu.Lock()
+	s.length = n
+	s.mu.Unlock()
+}
+
+func (s *streamWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return 0, errStreamClosed
+	}
+	if !s.started {
+		s.started = true
+		s.setHeaders()
+		if s.length > 0 {
+			s.w.Header().Set("Content-Length", strconv.FormatInt(s.length, 10))
+		}
+		s.w.WriteHeader(http.StatusOK)
+	}
+	return s.w.Write(p)
+}
+
+// close ends the stream and reports whether any of it was written.
+func (s *streamWriter) close() (started bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	return s.started
 }
 
 // Handler serves signed file downloads. It is safe for concurrent use.
@@ -127,9 +181,37 @@ func (h *Handler) serveFile(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 
+	setHeaders := func() {
+		hdr.Set("Content-Type", ContentType(filename))
+		hdr.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": filename}))
+		hdr.Set("ETag", `"`+digest+`"`)
+		// The content never changes, but the URL stops working at its
+		// expiry: let the client keep it as long as the URL is valid, and
+		// no shared cache keep it at all.
+		hdr.Set("Cache-Control", "private, max-age="+strconv.FormatInt(int64(remaining/time.Second), 10)+", immutable")
+	}
 	blob, err := h.blobs.Open(r.Context(), digest)
 	if registry.IsKind(err, registry.NotFound) && h.fetcher != nil {
-		if err = h.fetch(r.Context(), digest, filename); err == nil {
+		if r.Method == http.MethodGet {
+			// The request that makes the fetcher download the blob gets
+			// its bytes as they arrive; the others wait for it to be stored.
+			sw := &streamWriter{w: w, setHeaders: setHeaders}
+			_, err = h.fetcher.StreamPackage(r.Context(), digest, filename, sw)
+			switch started := sw.close(); {
+			case started && err != nil:
+				// Some bytes went out unverified and the rest never will:
+				// the client must see a broken download, not a short one.
+				h.log.WarnContext(r.Context(), "aborting a streamed download", "file", filename, "error", registry.Message(err))
+				panic(http.ErrAbortHandler)
+			case started:
+				return nil
+			case registry.IsKind(err, registry.NotFound):
+				err = registry.Errorf(registry.NotFound, "file %s is not stored on this registry (blob %s is missing)", filename, digest)
+			}
+		} else {
+			err = h.fetch(r.Context(), digest, filename)
+		}
+		if err == nil {
 			blob, err = h.blobs.Open(r.Context(), digest)
 		}
 	}
@@ -141,13 +223,7 @@ func (h *Handler) serveFile(w http.ResponseWriter, r *http.Request) error {
 	}
 	defer blob.Close()
 
-	hdr.Set("Content-Type", ContentType(filename))
-	hdr.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": filename}))
-	hdr.Set("ETag", `"`+digest+`"`)
-	// The content never changes, but the URL stops working at its expiry:
-	// let the client keep it as long as the URL is valid, and no shared
-	// cache keep it at all.
-	hdr.Set("Cache-Control", "private, max-age="+strconv.FormatInt(int64(remaining/time.Second), 10)+", immutable")
+	setHeaders()
 	// blob.Content keeps its dynamic type (an *os.File for the filesystem
 	// backend), so ServeContent's copy can use sendfile.
 	http.ServeContent(&rangeErrorWriter{ResponseWriter: w}, r, "", blob.ModTime, blob.Content)

@@ -296,18 +296,65 @@ type fakeFetcher struct {
 	known map[string][]byte // digest -> content
 	err   error             // returned instead when set
 	calls atomic.Int64
+
+	breakAfterHalf bool
 }
 
 func (f *fakeFetcher) FetchPackage(ctx context.Context, digest, filename string) error {
+	_, err := f.StreamPackage(ctx, digest, filename, nil)
+	return err
+}
+
+// StreamPackage writes the content to into (all of it, or half when
+// breakAfterHalf is set, then fails) before storing it.
+func (f *fakeFetcher) StreamPackage(ctx context.Context, digest, filename string, into io.Writer) (bool, error) {
 	f.calls.Add(1)
 	if f.err != nil {
-		return f.err
+		return false, f.err
 	}
 	content, ok := f.known[digest]
 	if !ok {
-		return registry.Errorf(registry.NotFound, "unknown")
+		return false, registry.Errorf(registry.NotFound, "unknown")
 	}
-	return f.blobs.Put(ctx, digest, int64(len(content)), bytes.NewReader(content))
+	if into != nil {
+		if s, ok := into.(interface{ SetContentLength(int64) }); ok {
+			s.SetContentLength(int64(len(content)))
+		}
+		if f.breakAfterHalf {
+			into.Write(content[:len(content)/2])
+			return true, registry.Errorf(registry.Unavailable, "upstream sent a package that does not match SHA256SUMS")
+		}
+		into.Write(content)
+	}
+	return into != nil, f.blobs.Put(ctx, digest, int64(len(content)), bytes.NewReader(content))
+}
+
+func TestStreamedFetch(t *testing.T) {
+	blobs := openBlobs(t)
+	content := bytes.Repeat([]byte("streamed "), 5000)
+	sum := sha256.Sum256(content)
+	digest := hex.EncodeToString(sum[:])
+	fetcher := &fakeFetcher{blobs: blobs, known: map[string][]byte{digest: content}}
+	f := newFixture(t, false, blobs, fetcher)
+	resp, body := f.get(t, http.MethodGet, f.signer.Path(digest, zipName))
+	if resp.StatusCode != http.StatusOK || !bytes.Equal(body, content) || resp.ContentLength != int64(len(content)) ||
+		resp.Header.Get("ETag") != `"`+digest+`"` || resp.Header.Get("Content-Type") != "application/zip" {
+		t.Errorf("streamed download: status %d, %d bytes, Content-Length %d, header %v", resp.StatusCode, len(body), resp.ContentLength, resp.Header)
+	}
+
+	broken := bytes.Repeat([]byte("tampered "), 5000)
+	sum = sha256.Sum256(broken)
+	other := hex.EncodeToString(sum[:])
+	fetcher.known[other], fetcher.breakAfterHalf = broken, true
+	req, _ := http.NewRequest(http.MethodGet, f.srv.URL+f.signer.Path(other, zipName), nil)
+	r, err := f.srv.Client().Do(req)
+	if err == nil {
+		_, err = io.ReadAll(r.Body)
+		r.Body.Close()
+	}
+	if err == nil {
+		t.Errorf("a stream that failed half way was answered as a whole download")
+	}
 }
 
 func TestFetcherFillsMissingBlobs(t *testing.T) {

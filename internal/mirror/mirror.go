@@ -474,24 +474,59 @@ func (m *Mirror) fetchErr(p provider, version, what string, err error) error {
 // NotFound when no mirrored package has that digest. Concurrent calls for
 // one digest share one download; each caller may give up with its ctx.
 func (m *Mirror) FetchPackage(ctx context.Context, digest, filename string) error {
+	_, err := m.StreamPackage(ctx, digest, filename, nil)
+	return err
+}
+
+// StreamPackage is FetchPackage that also writes the package to into as
+// it arrives from the upstream, when this call is the one that downloads
+// it (streamed is then true; the others wait for the download and get
+// false). Bytes written to into are not checked yet: when err is not nil
+// after some were written, the caller must abort its answer. If into has
+// a SetContentLength(int64) method, it is called with the upstream's
+// Content-Length before the first write. Writes to into that fail are
+// dropped: the download goes on for the other callers.
+func (m *Mirror) StreamPackage(ctx context.Context, digest, filename string, into io.Writer) (streamed bool, err error) {
 	mv, pl, err := m.opt.Index.FindMirroredPackage(ctx, digest)
 	if err != nil {
-		return err
+		return false, err
 	}
+	var tee *teeWriter // set by the call whose function runs (the leader); read after its result arrives
 	ch := m.flights.DoChan("package "+digest, func() (any, error) {
+		if into != nil {
+			tee = &teeWriter{w: into}
+		}
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultFetchTimeout)
 		defer cancel()
-		return nil, m.fetchPackage(fctx, mv, pl)
+		return nil, m.fetchPackage(fctx, mv, pl, tee)
 	})
 	select {
 	case r := <-ch:
-		return r.Err
+		return tee != nil && tee.started, r.Err
 	case <-ctx.Done():
-		return ctx.Err()
+		return false, ctx.Err()
 	}
 }
 
-func (m *Mirror) fetchPackage(ctx context.Context, mv registry.MirroredVersion, pl registry.Platform) error {
+// teeWriter copies a download to a caller's writer, dropping the copy
+// after the first failed write.
+type teeWriter struct {
+	w       io.Writer
+	started bool // a byte was offered
+	failed  bool
+}
+
+func (t *teeWriter) Write(p []byte) (int, error) {
+	t.started = true
+	if !t.failed {
+		if _, err := t.w.Write(p); err != nil {
+			t.failed = true
+		}
+	}
+	return len(p), nil
+}
+
+func (m *Mirror) fetchPackage(ctx context.Context, mv registry.MirroredVersion, pl registry.Platform, tee *teeWriter) error {
 	p := provider{mv.Host, mv.Namespace, mv.Type}
 	if size, err := m.opt.Blobs.Stat(ctx, pl.SHA256); err == nil {
 		return m.held(ctx, mv, pl, size, "") // stored by an earlier fetch that stopped before recording it
@@ -529,7 +564,14 @@ func (m *Mirror) fetchPackage(ctx context.Context, mv registry.MirroredVersion, 
 	if limit <= 0 {
 		limit = 1 << 30
 	}
-	n, got, err := staging.Copy(f, resp.Body, limit, pl.Filename)
+	body := io.Reader(resp.Body)
+	if tee != nil {
+		if s, ok := tee.w.(interface{ SetContentLength(int64) }); ok && resp.ContentLength > 0 {
+			s.SetContentLength(resp.ContentLength)
+		}
+		body = io.TeeReader(resp.Body, tee)
+	}
+	n, got, err := staging.Copy(f, body, limit, pl.Filename)
 	m.metrics.upstream(p.host, "package", err)
 	if err != nil {
 		if registry.IsKind(err, registry.TooLarge) {

@@ -1,6 +1,7 @@
 package mirror
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"encoding/pem"
@@ -376,5 +377,31 @@ func TestMatchAndCheckRule(t *testing.T) {
 		if err := CheckRule(r); !registry.IsKind(err, registry.Invalid) {
 			t.Errorf("CheckRule(%+v) = %v, want Invalid", r, err)
 		}
+	}
+}
+
+func TestStreamPackage(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	v, err := f.m.MirroredVersion(ctx, upstreamHost, "hashicorp", "random", "3.1.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl := f.platform(t, v, "linux_amd64")
+	var got bytes.Buffer
+	streamed, err := f.m.StreamPackage(ctx, pl.SHA256, pl.Filename, &got)
+	if err != nil || !streamed || !bytes.Equal(got.Bytes(), f.up.rel.ByName(pl.Filename)) {
+		t.Fatalf("StreamPackage: streamed %v, %d bytes, %v; want the whole package streamed", streamed, got.Len(), err)
+	}
+	got.Reset()
+	if streamed, err := f.m.StreamPackage(ctx, pl.SHA256, pl.Filename, &got); err != nil || streamed || got.Len() != 0 {
+		t.Errorf("StreamPackage of a held package: streamed %v, %d bytes, %v; want nothing streamed", streamed, got.Len(), err)
+	}
+
+	f.up.tamperZip.Store(true)
+	other := f.platform(t, v, "darwin_arm64")
+	streamed, err = f.m.StreamPackage(ctx, other.SHA256, other.Filename, &got)
+	if err == nil || !streamed {
+		t.Errorf("StreamPackage of a tampered package: streamed %v, %v; want the bytes streamed and an error, so the caller aborts", streamed, err)
 	}
 }
