@@ -14,7 +14,7 @@ GO             ?= go
 BIN            ?= bin
 LOADTEST_FLAGS ?=
 
-.PHONY: build test bench loadtest bench-scaleout clean
+.PHONY: bench-mirror build test bench loadtest bench-scaleout clean
 
 build:
 	$(GO) build -o $(BIN)/trove ./cmd/trove
@@ -30,6 +30,11 @@ bench: build
 # loadtest is the second half of bench alone.
 loadtest: build
 	$(BIN)/trove-loadtest -trove $(BIN)/trove $(LOADTEST_FLAGS)
+
+# bench-mirror times terraform init straight from an upstream registry,
+# through a cold mirror and through the warm mirror (docs/benchmarks.md).
+bench-mirror:
+	TROVE_BENCH=1 $(GO) test -count=1 -run '^TestMirrorInstallSpeed$$' -v ./internal/e2e/
 
 # bench-scaleout sources scripts/testenv/postgres.sh and s3.sh for the
 # servers that are not named in the environment, and stops those it started.

@@ -491,10 +491,13 @@ func (m *Mirror) StreamPackage(ctx context.Context, digest, filename string, int
 	if err != nil {
 		return false, err
 	}
-	var tee *teeWriter // set by the call whose function runs (the leader); read after its result arrives
+	// Used only if this call's function runs (it leads the download);
+	// its fields are read after verified is closed or the result arrives.
+	var tee *teeWriter
+	verified := make(chan struct{})
 	ch := m.flights.DoChan("package "+digest, func() (any, error) {
 		if into != nil {
-			tee = &teeWriter{w: into}
+			tee = &teeWriter{w: into, verified: verified}
 		}
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultFetchTimeout)
 		defer cancel()
@@ -503,6 +506,10 @@ func (m *Mirror) StreamPackage(ctx context.Context, digest, filename string, int
 	select {
 	case r := <-ch:
 		return tee != nil && tee.started, r.Err
+	case <-verified:
+		// Every byte went to into and matched SHA256SUMS: the caller may
+		// end its answer while the package is stored.
+		return true, nil
 	case <-ctx.Done():
 		return false, ctx.Err()
 	}
@@ -511,9 +518,10 @@ func (m *Mirror) StreamPackage(ctx context.Context, digest, filename string, int
 // teeWriter copies a download to a caller's writer, dropping the copy
 // after the first failed write.
 type teeWriter struct {
-	w       io.Writer
-	started bool // a byte was offered
-	failed  bool
+	w        io.Writer
+	verified chan struct{} // closed once the whole download matched SHA256SUMS
+	started  bool          // a byte was offered
+	failed   bool
 }
 
 func (t *teeWriter) Write(p []byte) (int, error) {
@@ -583,6 +591,9 @@ func (m *Mirror) fetchPackage(ctx context.Context, mv registry.MirroredVersion, 
 	if got != pl.SHA256 {
 		m.metrics.refused.WithLabelValues(p.host).Inc()
 		return registry.Errorf(registry.Unavailable, "upstream %s sent %s with checksum %s, but its signed SHA256SUMS lists %s: refused, nothing was mirrored", p.host, pl.Filename, got, pl.SHA256)
+	}
+	if tee != nil && tee.started {
+		close(tee.verified) // the streaming client has all of it, checked; storing goes on
 	}
 	if err := f.Sync(); err != nil {
 		return registry.Wrap(registry.Internal, err, "writing a mirrored package")

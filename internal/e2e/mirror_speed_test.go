@@ -1,0 +1,71 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// mirrorSpeedPayload makes the provider package of the install timings
+// large enough that moving it dominates (incompressible, stored).
+const mirrorSpeedPayload = 64 << 20
+
+// TestMirrorInstallSpeed is a benchmark, not a test: it runs only with
+// TROVE_BENCH=1 (make bench-mirror) and asserts no timing. It measures
+// terraform init of a provider with a 64 MiB package three ways, each in
+// rounds on fresh directories: straight from the upstream registry (a
+// Trove on loopback, over providers.v1), through a cold mirror (a fresh
+// Trove mirror that fetches the package from that upstream during the
+// init), and through the warm mirror (the package held). It logs the
+// median and maximum of each and the cold/direct ratio (goal: at most
+// 1.2); docs/benchmarks.md records the results.
+func TestMirrorInstallSpeed(t *testing.T) {
+	if os.Getenv("TROVE_BENCH") != "1" {
+		t.Skip("a benchmark: run it with TROVE_BENCH=1 (make bench-mirror)")
+	}
+	requireTerraform(t)
+	const rounds = 5
+	up := startTrove(t, filepath.Join(t.TempDir(), "upstream"))
+	key, publishToken := setupNamespace(t, up)
+	rel := packageRelease(t, key, releaseSpec{Version: "1.0.0", Platforms: []string{hostPlatform},
+		Extra: []zipEntry{{Name: "payload.bin", Random: mirrorSpeedPayload}}})
+	publish(t, up, publishToken, rel)
+
+	timeInit := func(tf *terraformCLI, dir string) time.Duration {
+		t.Helper()
+		start := time.Now()
+		tf.mustRun(t, dir, "init", "-input=false", "-backend=false")
+		return time.Since(start)
+	}
+	var direct, cold, warm []time.Duration
+	for range rounds {
+		tf := newTerraform(t, up, "")
+		direct = append(direct, timeInit(tf, writeProject(t, up, "1.0.0", "direct")))
+
+		m := startMirror(t, up)
+		mtf := newMirrorClient(t, clientTerraform, m)
+		cold = append(cold, timeInit(mtf, writeMirrorProject(t, "1.0.0", "cold")))
+		warm = append(warm, timeInit(mtf, writeMirrorProject(t, "1.0.0", "warm")))
+		m.stop(t)
+	}
+	report := func(name string, ds []time.Duration) time.Duration {
+		slices.Sort(ds)
+		med := ds[len(ds)/2]
+		var all []string
+		for _, d := range ds {
+			all = append(all, d.Round(time.Millisecond).String())
+		}
+		t.Logf("%-28s median %8s  max %8s  (%s)", name, med.Round(time.Millisecond), ds[len(ds)-1].Round(time.Millisecond), strings.Join(all, " "))
+		return med
+	}
+	d := report("straight from the upstream", direct)
+	c := report("through a cold mirror", cold)
+	w := report("through the warm mirror", warm)
+	t.Logf("cold mirror / direct = %.2f (goal <= 1.2); warm mirror / direct = %.2f", float64(c)/float64(d), float64(w)/float64(d))
+	fmt.Fprintf(os.Stderr, "mirror install (%d MiB package, %d rounds): direct %s, cold mirror %s (%.2fx), warm mirror %s (%.2fx)\n",
+		mirrorSpeedPayload>>20, rounds, d.Round(time.Millisecond), c.Round(time.Millisecond), float64(c)/float64(d), w.Round(time.Millisecond), float64(w)/float64(d))
+}
