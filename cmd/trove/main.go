@@ -100,7 +100,7 @@ func commands() []*command {
 		publishCommand(),
 		providerList(), providerShow(), providerPackage(),
 		modulePublish(), moduleList(), moduleShow(), moduleDelete(),
-		mirrorUpstreamList(), mirrorUpstreamShow(), mirrorUpstreamSet(), mirrorUpstreamRemove(),
+		mirrorUpstreamList(), mirrorUpstreamShow(), mirrorUpstreamSet(), mirrorUpstreamRemove(), mirrorSyncCommand(),
 		lockCommand(),
 		versionCommand(), completionCommand(),
 	}

@@ -143,7 +143,7 @@ func resolveOne(ctx context.Context, src Source, req Requirement, platforms []st
 	if err != nil {
 		return Entry{}, err
 	}
-	chosen, err := newest(versions, req.Constraints)
+	chosen, err := Newest(versions, req.Constraints)
 	if err != nil {
 		return Entry{}, registry.Errorf(registry.NotFound, "provider %s: %s", req.Source, registry.Message(err))
 	}
@@ -192,19 +192,34 @@ func platformList(v registry.ProviderVersion) string {
 	return strings.Join(names, ", ")
 }
 
-// newest returns the highest version of versions that constraints allow.
-// Pre-releases are chosen only when constraints pins one exactly, as the
-// clients choose.
-func newest(versions []string, constraints string) (string, error) {
+// Newest returns the highest version of versions that constraints allow
+// (see Allowed): the one terraform init would choose. NotFound when none.
+func Newest(versions []string, constraints string) (string, error) {
+	allowed, err := Allowed(versions, constraints)
+	if err != nil {
+		return "", err
+	}
+	return allowed[len(allowed)-1], nil
+}
+
+// Allowed returns the versions of versions that constraints ("" for any)
+// allow, oldest first. Pre-releases are allowed only when constraints
+// pins one exactly, as the clients choose; strings that are not versions
+// are skipped. NotFound when none is allowed, Invalid when constraints
+// does not parse.
+func Allowed(versions []string, constraints string) ([]string, error) {
 	var c goversion.Constraints
 	if constraints != "" {
 		var err error
 		if c, err = goversion.NewConstraint(constraints); err != nil {
-			return "", registry.Errorf(registry.Invalid, "version constraint %q does not parse: %v", constraints, err)
+			return nil, registry.Errorf(registry.Invalid, "version constraint %q does not parse: %v", constraints, err)
 		}
 	}
-	var best *goversion.Version
-	var bestRaw string
+	type candidate struct {
+		v   *goversion.Version
+		raw string
+	}
+	var allowed []candidate
 	for _, raw := range versions {
 		v, err := goversion.NewSemver(raw)
 		if err != nil {
@@ -216,17 +231,20 @@ func newest(versions []string, constraints string) (string, error) {
 		if c != nil && !c.Check(v) {
 			continue
 		}
-		if best == nil || v.GreaterThan(best) {
-			best, bestRaw = v, raw
-		}
+		allowed = append(allowed, candidate{v, raw})
 	}
-	if best == nil {
+	if len(allowed) == 0 {
 		if constraints == "" {
-			return "", registry.Errorf(registry.NotFound, "no release (only pre-releases, or none)")
+			return nil, registry.Errorf(registry.NotFound, "no release (only pre-releases, or none)")
 		}
-		return "", registry.Errorf(registry.NotFound, "no version matches %q (it has: %s)", constraints, strings.Join(versions, ", "))
+		return nil, registry.Errorf(registry.NotFound, "no version matches %q (it has: %s)", constraints, strings.Join(versions, ", "))
 	}
-	return bestRaw, nil
+	slices.SortStableFunc(allowed, func(a, b candidate) int { return a.v.Compare(b.v) })
+	out := make([]string, len(allowed))
+	for i, a := range allowed {
+		out[i] = a.raw
+	}
+	return out, nil
 }
 
 // pinned reports whether constraints names version exactly.

@@ -107,12 +107,35 @@ func TestNewest(t *testing.T) {
 	for _, c := range []struct{ constraints, want string }{
 		{"", "1.10.0"}, {"~> 1.2.0", "1.2.0"}, {"< 1.5", "1.2.0"}, {"2.0.0-rc.1", "2.0.0-rc.1"}, {">= 1.0", "1.10.0"},
 	} {
-		if got, err := newest(versions, c.constraints); err != nil || got != c.want {
-			t.Errorf("newest(%q) = %q, %v; want %s", c.constraints, got, err, c.want)
+		if got, err := Newest(versions, c.constraints); err != nil || got != c.want {
+			t.Errorf("Newest(%q) = %q, %v; want %s", c.constraints, got, err, c.want)
 		}
 	}
-	if _, err := newest(versions, ">= 3.0"); !registry.IsKind(err, registry.NotFound) {
-		t.Errorf("newest(>= 3.0): %v, want NotFound", err)
+	if _, err := Newest(versions, ">= 3.0"); !registry.IsKind(err, registry.NotFound) {
+		t.Errorf("Newest(>= 3.0): %v, want NotFound", err)
+	}
+}
+
+func TestAllowed(t *testing.T) {
+	versions := []string{"1.10.0", "1.0.0", "not-a-version", "1.2.0", "2.0.0-rc.1", "1.2.1"}
+	for _, c := range []struct {
+		constraints string
+		want        []string
+	}{
+		{"", []string{"1.0.0", "1.2.0", "1.2.1", "1.10.0"}},
+		{"~> 1.2.0", []string{"1.2.0", "1.2.1"}},
+		{"2.0.0-rc.1", []string{"2.0.0-rc.1"}},
+		{">= 1.2, < 1.10", []string{"1.2.0", "1.2.1"}},
+	} {
+		if got, err := Allowed(versions, c.constraints); err != nil || !slices.Equal(got, c.want) {
+			t.Errorf("Allowed(%q) = %q, %v; want %q", c.constraints, got, err, c.want)
+		}
+	}
+	if _, err := Allowed(versions, ">= 3.0"); !registry.IsKind(err, registry.NotFound) {
+		t.Errorf("Allowed(>= 3.0): %v, want NotFound", err)
+	}
+	if _, err := Allowed(versions, "~>"); !registry.IsKind(err, registry.Invalid) {
+		t.Errorf("Allowed(~>): %v, want Invalid", err)
 	}
 }
 
