@@ -45,6 +45,7 @@ type Index interface {
 	store.Providers
 	store.Modules
 	store.MirrorUpstreams
+	store.Bundles
 }
 
 // Options configures the API handler.
@@ -141,6 +142,8 @@ func New(opt Options) http.Handler {
 
 	route("GET "+apispec.RouteWhoAmI, h.whoAmI)
 	route("POST "+apispec.RouteLock, h.lock)
+	route("GET "+apispec.RouteBundle, h.exportBundle)
+	route("POST "+apispec.RouteBundle, h.importBundle)
 	mux.Handle(apispec.Prefix+"/", httpjson.Handler(opt.Logger, func(w http.ResponseWriter, r *http.Request) error {
 		return registry.Errorf(registry.NotFound, "no API route %s %s", r.Method, r.URL.Path)
 	}))

@@ -1,0 +1,274 @@
+package api
+
+import (
+	"archive/tar"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+
+	tfaddr "github.com/hashicorp/terraform-registry-address"
+	svchost "github.com/hashicorp/terraform-svchost"
+
+	"trove.dev/trove/apispec"
+	"trove.dev/trove/internal/registry"
+)
+
+// Air-gap bundles (apispec.RouteBundle): an export streams a tar of
+// provider and module versions with their original SHA256SUMS, signatures
+// and keys; an import (bundle_import.go) verifies all of it before it
+// stores any of it. Both are for global admins only: an export reads any
+// namespace, private ones included, and makes the mirror download; an
+// import writes the mirror and every namespace a bundle names.
+
+// exportBundle answers GET RouteBundle with the bundle of the versions
+// the query names. Everything is resolved, and the mirror's missing
+// packages fetched, before the first byte is written, so that a failure
+// is answered as an error; a failure while streaming aborts the answer,
+// so that a client never takes a truncated bundle for a whole one.
+func (h *handler) exportBundle(w http.ResponseWriter, r *http.Request) error {
+	if err := h.require(r, registry.ScopeAdmin, ""); err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	sources, modules := q[apispec.BundleProviderParam], q[apispec.BundleModuleParam]
+	switch n := len(sources) + len(modules); {
+	case n == 0:
+		return registry.Errorf(registry.Invalid, "name at least one provider (?%s=host/namespace/type@version) or module (?%s=namespace/name/system@version) to export",
+			apispec.BundleProviderParam, apispec.BundleModuleParam)
+	case n > apispec.MaxBundleItems:
+		return registry.Errorf(registry.Invalid, "at most %d provider and module versions per bundle, got %d", apispec.MaxBundleItems, n)
+	}
+	platforms, err := parsePlatforms(q[apispec.BundlePlatformParam])
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	m := apispec.BundleManifest{Format: apispec.BundleFormat, CreatedAt: h.Now().UTC(),
+		Providers: []apispec.BundleProvider{}, Modules: []apispec.BundleModule{}}
+	var blobs []string // in the order they are written, each once
+	add := func(digest string) {
+		if !slices.Contains(blobs, digest) {
+			blobs = append(blobs, digest)
+		}
+	}
+	for _, s := range sources {
+		p, err := h.bundleProvider(ctx, s, platforms)
+		if err != nil {
+			return err
+		}
+		m.Providers = append(m.Providers, p)
+		add(p.SHASums)
+		add(p.Signature)
+		for _, pl := range p.Platforms {
+			add(pl.SHA256)
+		}
+	}
+	for _, s := range modules {
+		mv, err := h.bundleModule(ctx, s)
+		if err != nil {
+			return err
+		}
+		m.Modules = append(m.Modules, mv)
+		add(mv.Archive)
+	}
+	sizes := make(map[string]int64, len(blobs))
+	for _, d := range blobs {
+		if sizes[d], err = h.Blobs.Stat(ctx, d); err != nil {
+			return registry.Wrap(registry.KindOf(err), err, "file "+d+" of the bundle")
+		}
+	}
+	manifest, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+
+	w.Header().Set("Content-Type", apispec.BundleContentType)
+	w.Header().Set("Content-Disposition", `attachment; filename="trove-bundle.tar"`)
+	w.WriteHeader(http.StatusOK)
+	if err := h.writeBundle(ctx, w, manifest, blobs, sizes); err != nil {
+		h.Logger.ErrorContext(ctx, "bundle export failed while streaming: answer aborted", "err", err)
+		panic(http.ErrAbortHandler)
+	}
+	return nil
+}
+
+// writeBundle writes the tar: the manifest, then every blob.
+func (h *handler) writeBundle(ctx context.Context, w io.Writer, manifest []byte, blobs []string, sizes map[string]int64) error {
+	tw := tar.NewWriter(w)
+	hdr := &tar.Header{Typeflag: tar.TypeReg, Name: apispec.BundleManifestName, Mode: 0o644, Size: int64(len(manifest)), ModTime: h.Now().UTC(), Format: tar.FormatPAX}
+	if err := tw.WriteHeader(hdr); err != nil {
+		return err
+	}
+	if _, err := tw.Write(manifest); err != nil {
+		return err
+	}
+	for _, d := range blobs {
+		if err := h.writeBlobEntry(ctx, tw, d, sizes[d]); err != nil {
+			return err
+		}
+	}
+	return tw.Close()
+}
+
+// writeBlobEntry writes one blob as the entry BundleBlobPrefix+digest,
+// without a modification time: a blob's entry depends on its content only.
+func (h *handler) writeBlobEntry(ctx context.Context, tw *tar.Writer, digest string, size int64) error {
+	b, err := h.Blobs.Open(ctx, digest)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	hdr := &tar.Header{Typeflag: tar.TypeReg, Name: apispec.BundleBlobPrefix + digest, Mode: 0o644, Size: size, Format: tar.FormatPAX}
+	if err := tw.WriteHeader(hdr); err != nil {
+		return err
+	}
+	n, err := io.Copy(tw, b.Content)
+	if err == nil && n != size {
+		err = fmt.Errorf("blob %s has %d bytes, not %d", digest, n, size)
+	}
+	return err
+}
+
+// parsePlatforms parses "os_arch" values.
+func parsePlatforms(values []string) ([][2]string, error) {
+	var out [][2]string
+	for _, v := range values {
+		os, arch, ok := strings.Cut(v, "_")
+		if !ok {
+			return nil, registry.Errorf(registry.Invalid, "invalid platform %q: want os_arch, e.g. linux_amd64", v)
+		}
+		if err := registry.ValidatePlatform(os, arch); err != nil {
+			return nil, err
+		}
+		out = append(out, [2]string{os, arch})
+	}
+	return out, nil
+}
+
+// splitVersion splits "address@version" and checks the version.
+func splitVersion(s, shape string) (string, string, error) {
+	addr, version, ok := strings.Cut(s, "@")
+	if !ok || addr == "" || version == "" {
+		return "", "", registry.Errorf(registry.Invalid, "invalid %q: want %s@version", s, shape)
+	}
+	if _, err := registry.ParseVersion(version); err != nil {
+		return "", "", err
+	}
+	return addr, version, nil
+}
+
+// bundleProvider returns the manifest entry of a provider version,
+// "host/namespace/type@version": one of Trove's own when host is its
+// public URL's, else a mirrored one, whose missing packages the mirror
+// fetches now. platforms, if not empty, selects the packages.
+func (h *handler) bundleProvider(ctx context.Context, s string, platforms [][2]string) (apispec.BundleProvider, error) {
+	src, version, err := splitVersion(s, "host/namespace/type")
+	if err != nil {
+		return apispec.BundleProvider{}, err
+	}
+	addr, err := tfaddr.ParseProviderSource(src)
+	if err != nil {
+		return apispec.BundleProvider{}, registry.Errorf(registry.Invalid, "invalid provider source %q: %s", src, err)
+	}
+	v, err := h.bundledVersion(ctx, addr, version)
+	if err != nil {
+		return apispec.BundleProvider{}, err
+	}
+	p := apispec.BundleProvider{
+		Source: addr.String(), Version: v.Version, Protocols: v.Protocols,
+		SHASums: v.SHASumsDigest, Signature: v.SHASumsSignatureDigest,
+		Key: apispec.BundleKey{KeyID: v.SigningKey.KeyID, ASCIIArmor: v.SigningKey.ASCIIArmor},
+	}
+	for _, pl := range v.Platforms {
+		if len(platforms) > 0 && !slices.Contains(platforms, [2]string{pl.OS, pl.Arch}) {
+			continue
+		}
+		if pl.H1 == "" { // published before Trove hashed packages, not backfilled yet
+			if pl.H1, err = (&lockSource{h: h}).hashBlob(ctx, pl); err != nil {
+				return apispec.BundleProvider{}, err
+			}
+		}
+		p.Platforms = append(p.Platforms, apispec.BundlePlatform{OS: pl.OS, Arch: pl.Arch, Filename: pl.Filename, SHA256: pl.SHA256, H1: pl.H1, Size: pl.Size})
+	}
+	if len(p.Platforms) == 0 {
+		return apispec.BundleProvider{}, registry.Errorf(registry.Invalid, "provider %s %s has a package for none of the platforms asked for", addr, version)
+	}
+	return p, nil
+}
+
+// bundledVersion reads a provider version: an own one from the index, a
+// mirrored one from the mirror, which first fetches the packages it does
+// not hold yet (every platform's: the caller filters).
+func (h *handler) bundledVersion(ctx context.Context, addr tfaddr.Provider, version string) (registry.ProviderVersion, error) {
+	own, err := svchost.ForComparison(h.PublicURL.Host)
+	if err == nil && addr.Hostname == own {
+		v, err := h.Index.GetProviderVersion(ctx, addr.Namespace, addr.Type, version)
+		if registry.IsKind(err, registry.NotFound) {
+			return v, registry.Errorf(registry.NotFound, "provider %s has no version %s", addr, version)
+		}
+		return v, err
+	}
+	if h.Mirror == nil {
+		return registry.ProviderVersion{}, registry.Errorf(registry.NotFound, "provider %s not found: this registry serves %s/... and mirrors no other registry", addr, h.PublicURL.Host)
+	}
+	host := addr.Hostname.String()
+	v, err := h.Mirror.MirroredVersion(ctx, host, addr.Namespace, addr.Type, version)
+	if err != nil {
+		return v, err
+	}
+	fetched := false
+	for _, pl := range v.Platforms {
+		if !pl.Held() {
+			if err := h.Mirror.FetchPackage(ctx, pl.SHA256, pl.Filename); err != nil {
+				return v, err
+			}
+			fetched = true
+		}
+	}
+	if fetched {
+		return h.Mirror.MirroredVersion(ctx, host, addr.Namespace, addr.Type, version)
+	}
+	return v, nil
+}
+
+// bundleModule returns the manifest entry of a module version,
+// "namespace/name/system@version".
+func (h *handler) bundleModule(ctx context.Context, s string) (apispec.BundleModule, error) {
+	addr, version, err := splitVersion(s, "namespace/name/system")
+	if err != nil {
+		return apispec.BundleModule{}, err
+	}
+	parts := strings.Split(addr, "/")
+	if len(parts) != 3 {
+		return apispec.BundleModule{}, registry.Errorf(registry.Invalid, "invalid module %q: want namespace/name/system@version", s)
+	}
+	ns, err1 := registry.ParseNamespace(parts[0])
+	name, err2 := registry.ParseModuleName(parts[1])
+	system, err3 := registry.ParseModuleSystem(parts[2])
+	if err := firstError(err1, err2, err3); err != nil {
+		return apispec.BundleModule{}, err
+	}
+	v, err := h.Index.GetModuleVersion(ctx, ns, name, system, version)
+	if err != nil {
+		return apispec.BundleModule{}, err
+	}
+	return apispec.BundleModule{
+		Namespace: v.Namespace, Name: v.Name, System: v.System, Version: v.Version,
+		Archive: v.ArchiveDigest, Format: v.ArchiveFormat, Size: v.ArchiveSize,
+		Description: v.Description, Origin: v.Origin, Metadata: v.Metadata, PublishedAt: v.PublishedAt,
+	}, nil
+}
+
+// firstError returns the first error that is not nil.
+func firstError(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
