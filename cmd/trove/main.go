@@ -101,7 +101,7 @@ func commands() []*command {
 		providerList(), providerShow(), providerPackage(),
 		modulePublish(), moduleList(), moduleShow(), moduleDelete(),
 		mirrorUpstreamList(), mirrorUpstreamShow(), mirrorUpstreamSet(), mirrorUpstreamRemove(), mirrorSyncCommand(),
-		lockCommand(),
+		lockCommand(), bundleExport(), bundleImport(),
 		versionCommand(), completionCommand(),
 	}
 }
