@@ -194,6 +194,7 @@ func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
 	a.PrivateSigner = signedurl.New(key, cfg.Access.PrivateDownloadURLTTL)
 	authn := auth.NewAuthenticator(idx)
 	access := auth.NewAccess(authn, idx)
+	access.SetMirrorPublic(cfg.Access.MirrorPublic)
 	lopt := opt.Login
 	lopt.Index, lopt.Authenticator = idx, authn
 	if lopt.Logger == nil {

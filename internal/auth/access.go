@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"trove.dev/trove/internal/registry"
@@ -20,8 +21,9 @@ const maxCachedNamespaces = 10000
 // routes stay a few map lookups away from memory-speed; Invalidate makes
 // a change visible at once on this replica.
 type Access struct {
-	authn *Authenticator
-	ns    store.Namespaces
+	authn        *Authenticator
+	ns           store.Namespaces
+	mirrorPublic atomic.Bool
 
 	mu  sync.RWMutex
 	vis map[string]visibility
@@ -109,6 +111,33 @@ var ErrCredentialsRequired = registry.Errorf(registry.Unauthenticated,
 // read the namespace. Callers answer it exactly as if the namespace did
 // not exist.
 var errNotReadable = registry.Errorf(registry.NotFound, "not found")
+
+// SetMirrorPublic sets whether anonymous requests may install the
+// providers the mirror fetches from upstream registries (MirrorRead).
+func (a *Access) SetMirrorPublic(public bool) { a.mirrorPublic.Store(public) }
+
+// ErrMirrorCredentialsRequired is the answer to an anonymous request for a
+// mirrored provider when the mirror is not public.
+var ErrMirrorCredentialsRequired = registry.Errorf(registry.Unauthenticated,
+	"this registry's mirror needs credentials: run `terraform login <host>` or configure a token for this host")
+
+// MirrorRead decides whether the protocol request r may read providers
+// the mirror fetches from upstream registries (public ones: they belong to
+// no namespace of this registry). A token that is presented must be
+// valid, and any valid token may; an anonymous request may only when the
+// mirror is public (SetMirrorPublic), else it gets
+// ErrMirrorCredentialsRequired (Unauthenticated), so the client asks its
+// user to log in.
+func (a *Access) MirrorRead(r *http.Request) error {
+	if len(r.Header["Authorization"]) > 0 {
+		_, err := a.authn.AuthenticateCached(r)
+		return err
+	}
+	if a.mirrorPublic.Load() {
+		return nil
+	}
+	return ErrMirrorCredentialsRequired
+}
 
 // ProtocolRead decides whether the protocol request r may read the
 // namespace (a normalized name), and reports whether the namespace is

@@ -30,6 +30,10 @@ type Access struct {
 	PrivateDownloadURLTTL time.Duration
 	// LoginTokenTTL is the lifetime of tokens issued by `terraform login`.
 	LoginTokenTTL time.Duration
+	// MirrorPublic lets anyone who reaches Trove install the providers its
+	// mirror fetches from upstream registries; otherwise any valid token
+	// may.
+	MirrorPublic bool
 }
 
 // accessFlags defines the access-control flags on fs.
@@ -38,6 +42,8 @@ func (c *Config) accessFlags(fs *flag.FlagSet) {
 		"how long the signed download URLs of private namespaces stay valid")
 	fs.DurationVar(&c.Access.LoginTokenTTL, "login-token-ttl", DefaultLoginTokenTTL,
 		"`lifetime` of the tokens that terraform login obtains (personal tokens of the user who logs in)")
+	fs.BoolVar(&c.Access.MirrorPublic, "mirror-public", false,
+		"let anyone who can reach Trove install the providers its mirror fetches from upstream registries, without a token (default: any valid token may)")
 }
 
 // validate checks the access-control settings.

@@ -217,7 +217,7 @@ func TestEveryFlagHasAnEnvVar(t *testing.T) {
 			"postgres-dsn": "postgres://db/trove", "postgres-max-conns": "7", "migrate-on-start": "false",
 			"s3-endpoint": "https://s3.example", "s3-region": "eu-west-1", "s3-bucket": "b", "s3-prefix": "p",
 			"s3-path-style": "true", "s3-access-key": "a", "s3-secret-key": "s", "download-mode": "proxy",
-			"private-download-url-ttl": "3m", "login-token-ttl": "24h", "config": "/etc/trove.env",
+			"private-download-url-ttl": "3m", "login-token-ttl": "24h", "config": "/etc/trove.env", "mirror-public": "true",
 			"signing-secret-file": "/etc/trove/signing-secret",
 		}[f.Name]
 		if v == "" {

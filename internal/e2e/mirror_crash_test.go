@@ -107,7 +107,7 @@ func TestCrashDuringMirrorFetch(t *testing.T) {
 				Hashes []string `json:"hashes"`
 			} `json:"archives"`
 		}
-		s.getJSON(t, versionPath, "", &doc)
+		s.getJSON(t, versionPath, s.AdminToken, &doc)
 		a := doc.Archives[hostPlatform]
 		return a.URL, a.Hashes
 	}
@@ -140,6 +140,7 @@ func TestCrashDuringMirrorFetch(t *testing.T) {
 	}
 
 	m2 := startTrove(t, dataDir)
+	m2.AdminToken = m.AdminToken
 	if p := findBlob(t, dataDir, digest); p != "" {
 		t.Errorf("the interrupted package was stored as a blob: %s", p)
 	}

@@ -16,10 +16,12 @@ import (
 const upstreamHost = "upstream.example"
 
 // newMirrorClient is newClient for a CLI configuration that installs every
-// provider through s's network mirror, exactly as users write it.
+// provider through s's network mirror, exactly as users write it, with a
+// read token of s (the mirror is not public by default).
 func newMirrorClient(t *testing.T, client string, s *troveServer) *terraformCLI {
 	t.Helper()
-	tf := newClient(t, client, s, "")
+	token := strings.TrimSpace(s.mustCLI(t, s.AdminToken, "token", "create", "--scope", "read", "--description", "installs through the mirror"))
+	tf := newClient(t, client, s, token)
 	var configFile string
 	for _, e := range tf.env {
 		if v, ok := strings.CutPrefix(e, "TF_CLI_CONFIG_FILE="); ok {

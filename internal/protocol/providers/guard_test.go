@@ -3,6 +3,7 @@ package providers
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -224,5 +225,48 @@ func BenchmarkGuarded(b *testing.B) {
 				mux.ServeHTTP(w, req)
 			}
 		})
+	}
+}
+
+// TestGuardMirror checks the access rules of the network mirror: an own
+// provider's documents follow its namespace's rules, as providers.v1;
+// other registries' providers need any valid token unless the mirror is
+// public.
+func TestGuardMirror(t *testing.T) {
+	g := newGuarded(t)
+	src := &fakeSource{}
+	src.versions.Store(&[]string{"3.0.0"})
+	g.svc.mirror = src
+	own := "/v1/mirror/trove.example:8443/%s/widget/index.json"
+	other := "/v1/mirror/registry.example.com/hashicorp/random/index.json"
+	for _, c := range []struct {
+		path, who string
+		want      int
+	}{
+		{fmt.Sprintf(own, "acme"), "", http.StatusUnauthorized},
+		{fmt.Sprintf(own, "acme"), "stranger", http.StatusNotFound},
+		{fmt.Sprintf(own, "acme"), "reader", http.StatusOK},
+		{fmt.Sprintf(own, "open"), "", http.StatusOK},
+		{other, "", http.StatusUnauthorized},
+		{other, "stranger", http.StatusOK},
+		{other, "reader", http.StatusOK},
+	} {
+		r := g.get(t, c.path, c.who)
+		if r.status != c.want {
+			t.Errorf("GET %s as %q = %d %s, want %d", c.path, c.who, r.status, r.body, c.want)
+		}
+		if r.status == http.StatusUnauthorized && r.header.Get("WWW-Authenticate") == "" {
+			t.Errorf("GET %s as %q: 401 without WWW-Authenticate", c.path, c.who)
+		}
+	}
+	if r := g.do(t, http.MethodGet, other, "Authorization", "Bearer trove_bogus"); r.status != http.StatusUnauthorized {
+		t.Errorf("GET %s with an invalid token = %d, want 401", other, r.status)
+	}
+	g.svc.guard.(*auth.Access).SetMirrorPublic(true)
+	if r := g.get(t, other, ""); r.status != http.StatusOK {
+		t.Errorf("GET %s anonymously with a public mirror = %d %s, want 200", other, r.status, r.body)
+	}
+	if r := g.get(t, fmt.Sprintf(own, "acme"), ""); r.status != http.StatusUnauthorized {
+		t.Errorf("a public mirror opened a private namespace: %d", r.status)
 	}
 }

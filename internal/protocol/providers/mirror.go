@@ -95,6 +95,11 @@ func (s *Service) serveMirror(w http.ResponseWriter, r *http.Request) {
 	} else if s.mirror == nil {
 		s.writeError(w, r, registry.Errorf(registry.NotFound, "provider %s/%s/%s is not mirrored: this registry mirrors no other registries", pk.host, pk.ns, pk.typ))
 		return
+	} else if s.guard != nil {
+		if err := s.guard.MirrorRead(r); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
 	}
 	signer := s.signer
 	if private {

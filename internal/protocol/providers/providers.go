@@ -83,6 +83,10 @@ type Guard interface {
 	// a provider that does not exist. Any other error is answered as is
 	// (Unauthenticated: 401).
 	ProtocolRead(r *http.Request, namespace string) (private bool, err error)
+	// MirrorRead returns nil if r may read the providers the mirror
+	// fetches from other registries (WithMirror); any error is answered
+	// as is (Unauthenticated: 401).
+	MirrorRead(r *http.Request) error
 }
 
 // Service serves providers.v1. It is safe for concurrent use.
