@@ -199,11 +199,17 @@ func rawPublish(t *testing.T, s *troveServer, token, version string, d *dist, na
 // called thingName, reads the example_echo data source and outputs both.
 func writeProject(t *testing.T, s *troveServer, constraint, thingName string) string {
 	t.Helper()
+	return writeProjectFor(t, s.Host+"/"+namespace+"/"+providerType, constraint, thingName)
+}
+
+// writeProjectFor is writeProject for the example provider at source.
+func writeProjectFor(t *testing.T, source, constraint, thingName string) string {
+	t.Helper()
 	dir := t.TempDir()
 	config := fmt.Sprintf(`terraform {
   required_providers {
     example = {
-      source  = "%s/%s/%s"
+      source  = %q
       version = %q
     }
   }
@@ -228,7 +234,7 @@ output "thing_name" {
 output "echo" {
   value = data.example_echo.this.result
 }
-`, s.Host, namespace, providerType, constraint, thingName)
+`, source, constraint, thingName)
 	writeFile(t, dir, "main.tf", []byte(config))
 	return dir
 }

@@ -44,37 +44,7 @@ func newMirrorClient(t *testing.T, client string, s *troveServer) *terraformCLI 
 // provider from upstreamHost.
 func writeMirrorProject(t *testing.T, constraint, thingName string) string {
 	t.Helper()
-	dir := t.TempDir()
-	writeFile(t, dir, "main.tf", []byte(fmt.Sprintf(`terraform {
-  required_providers {
-    example = {
-      source  = "%s/%s/%s"
-      version = %q
-    }
-  }
-}
-
-resource "example_thing" "this" {
-  name = %q
-}
-
-data "example_echo" "this" {
-  input = "hello"
-}
-
-output "thing_id" {
-  value = example_thing.this.id
-}
-
-output "thing_name" {
-  value = example_thing.this.name
-}
-
-output "echo" {
-  value = data.example_echo.this.result
-}
-`, upstreamHost, namespace, providerType, constraint, thingName)))
-	return dir
+	return writeProjectFor(t, upstreamHost+"/"+namespace+"/"+providerType, constraint, thingName)
 }
 
 // startMirror starts a Trove whose mirror fetches upstreamHost's acme
