@@ -174,7 +174,7 @@ func (h *handler) bundleProvider(ctx context.Context, s string, platforms [][2]s
 	if err != nil {
 		return apispec.BundleProvider{}, registry.Errorf(registry.Invalid, "invalid provider source %q: %s", src, err)
 	}
-	v, err := h.bundledVersion(ctx, addr, version)
+	v, err := h.bundledVersion(ctx, addr, version, platforms)
 	if err != nil {
 		return apispec.BundleProvider{}, err
 	}
@@ -202,8 +202,8 @@ func (h *handler) bundleProvider(ctx context.Context, s string, platforms [][2]s
 
 // bundledVersion reads a provider version: an own one from the index, a
 // mirrored one from the mirror, which first fetches the packages it does
-// not hold yet (every platform's: the caller filters).
-func (h *handler) bundledVersion(ctx context.Context, addr tfaddr.Provider, version string) (registry.ProviderVersion, error) {
+// not hold yet of the platforms asked for (all if none).
+func (h *handler) bundledVersion(ctx context.Context, addr tfaddr.Provider, version string, platforms [][2]string) (registry.ProviderVersion, error) {
 	own, err := svchost.ForComparison(h.PublicURL.Host)
 	if err == nil && addr.Hostname == own {
 		v, err := h.Index.GetProviderVersion(ctx, addr.Namespace, addr.Type, version)
@@ -222,7 +222,7 @@ func (h *handler) bundledVersion(ctx context.Context, addr tfaddr.Provider, vers
 	}
 	fetched := false
 	for _, pl := range v.Platforms {
-		if !pl.Held() {
+		if !pl.Held() && (len(platforms) == 0 || slices.Contains(platforms, [2]string{pl.OS, pl.Arch})) {
 			if err := h.Mirror.FetchPackage(ctx, pl.SHA256, pl.Filename); err != nil {
 				return v, err
 			}
