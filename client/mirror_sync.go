@@ -2,6 +2,8 @@ package client
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"net/http"
@@ -89,14 +91,14 @@ func (c *Client) MirrorArchives(ctx context.Context, host, namespace, typ, versi
 	return archives, nil
 }
 
-// FetchMirrorPackage makes the server hold the package a: it sends a HEAD
-// of its URL, which the server answers only once it holds the package,
-// after fetching a mirrored one from its upstream and checking it
-// against the verified SHA256SUMS. Nothing is downloaded. The URL is
-// signed, so no token is sent. An error answer to a HEAD has no body:
-// the error gives its status, and the server's log says why.
+// FetchMirrorPackage makes the server hold the package a: it downloads
+// it through its URL, which makes the server fetch a mirrored package it
+// does not hold yet from its upstream (the bytes stream through while the
+// server checks them against the verified SHA256SUMS and stores them),
+// and checks the bytes against a's zh: hash itself. The bytes are thrown
+// away. The URL is signed, so no token is sent.
 func (c *Client) FetchMirrorPackage(ctx context.Context, a MirrorArchive) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodHead, a.URL, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.URL, nil)
 	if err != nil {
 		return err
 	}
@@ -106,13 +108,20 @@ func (c *Client) FetchMirrorPackage(ctx context.Context, a MirrorArchive) error 
 		return err
 	}
 	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBytes))
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		msg := fmt.Sprintf("the server answered %s to a HEAD of the %s package", resp.Status, a.Platform)
-		if resp.StatusCode == http.StatusServiceUnavailable {
-			msg += " (it could not fetch or verify it: its log says why)"
+		err := decodeError(resp)
+		if e, ok := err.(*Error); ok && len(e.Messages) > 0 {
+			e.Messages[0] = "downloading the " + a.Platform + " package: " + e.Messages[0]
 		}
-		return &Error{Status: resp.StatusCode, Messages: []string{msg}}
+		return err
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, resp.Body); err != nil {
+		return fmt.Errorf("downloading the %s package: %w (the server breaks a download off when the package does not match SHA256SUMS: its log says why)", a.Platform, err)
+	}
+	got := "zh:" + hex.EncodeToString(h.Sum(nil))
+	if !slices.Contains(a.Hashes, got) {
+		return fmt.Errorf("the %s package the server sent has checksum %s, which is not among the hashes the mirror lists (%s)", a.Platform, got, strings.Join(a.Hashes, ", "))
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 	"sync"
 
 	tfaddr "github.com/hashicorp/terraform-registry-address"
@@ -329,8 +330,39 @@ func (s *mirrorSync) syncPackage(ctx context.Context, t syncTarget, version stri
 		r.Status, r.Error = syncFailed, err.Error()
 		return r
 	}
+	if err := s.waitHeld(ctx, t, version, a.Platform); err != nil {
+		r.Status, r.Error = syncFailed, err.Error()
+		return r
+	}
 	r.Status = syncFetched
 	return r
+}
+
+// heldWait bounds how long a sync waits for the server to record a
+// package it has just downloaded (it answers the download as soon as the
+// bytes matched SHA256SUMS, and stores the package right after).
+const heldWait = time.Minute
+
+// waitHeld waits until the mirror lists platform's package of version as
+// held.
+func (s *mirrorSync) waitHeld(ctx context.Context, t syncTarget, version, platform string) error {
+	ctx, cancel := context.WithTimeout(ctx, heldWait)
+	defer cancel()
+	for pause := 20 * time.Millisecond; ; pause = min(2*pause, time.Second) {
+		archives, err := s.c.MirrorArchives(ctx, t.source.Hostname.String(), t.source.Namespace, t.source.Type, version)
+		if err == nil {
+			for _, a := range archives {
+				if a.Platform == platform && a.Held() {
+					return nil
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("downloaded the %s package, but the server did not record it as held within %s (its log says why)", platform, heldWait)
+		case <-time.After(pause):
+		}
+	}
 }
 
 // record keeps a result and reports it.

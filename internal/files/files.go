@@ -58,6 +58,8 @@ type Fetcher interface {
 	// FetchPackage stores the blob digest (served as filename), or
 	// returns NotFound when it knows no such blob.
 	FetchPackage(ctx context.Context, digest, filename string) error
+	// HasPackage reports whether the fetcher can fetch blob digest.
+	HasPackage(ctx context.Context, digest string) (bool, error)
 	// StreamPackage is FetchPackage that also writes the blob to into as
 	// it arrives, when this call is the one that downloads it (streamed
 	// is then true); see mirror.Mirror.StreamPackage.
@@ -209,7 +211,19 @@ func (h *Handler) serveFile(w http.ResponseWriter, r *http.Request) error {
 				err = registry.Errorf(registry.NotFound, "file %s is not stored on this registry (blob %s is missing)", filename, digest)
 			}
 		} else {
-			err = h.fetch(r.Context(), digest, filename)
+			// A HEAD (which clients send before their GET) is answered
+			// from what the fetcher knows, without fetching: the GET that
+			// follows streams the package while it is fetched.
+			known, herr := h.fetcher.HasPackage(r.Context(), digest)
+			switch {
+			case herr != nil:
+				return herr
+			case known:
+				setHeaders()
+				w.WriteHeader(http.StatusOK)
+				return nil
+			}
+			err = registry.Errorf(registry.NotFound, "file %s is not stored on this registry (blob %s is missing)", filename, digest)
 		}
 		if err == nil {
 			blob, err = h.blobs.Open(r.Context(), digest)

@@ -300,6 +300,11 @@ type fakeFetcher struct {
 	breakAfterHalf bool
 }
 
+func (f *fakeFetcher) HasPackage(ctx context.Context, digest string) (bool, error) {
+	_, ok := f.known[digest]
+	return ok, f.err
+}
+
 func (f *fakeFetcher) FetchPackage(ctx context.Context, digest, filename string) error {
 	_, err := f.StreamPackage(ctx, digest, filename, nil)
 	return err

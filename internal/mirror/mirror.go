@@ -478,6 +478,16 @@ func (m *Mirror) FetchPackage(ctx context.Context, digest, filename string) erro
 	return err
 }
 
+// HasPackage reports whether a mirrored version has a package with the
+// given digest (which FetchPackage can then fetch).
+func (m *Mirror) HasPackage(ctx context.Context, digest string) (bool, error) {
+	_, _, err := m.opt.Index.FindMirroredPackage(ctx, digest)
+	if registry.IsKind(err, registry.NotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
 // StreamPackage is FetchPackage that also writes the package to into as
 // it arrives from the upstream, when this call is the one that downloads
 // it (streamed is then true; the others wait for the download and get
