@@ -9,8 +9,8 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"time"
 	"sync"
+	"time"
 
 	tfaddr "github.com/hashicorp/terraform-registry-address"
 	svchost "github.com/hashicorp/terraform-svchost"
