@@ -161,8 +161,9 @@ func (m *Mirror) Reload() {
 }
 
 // upstream returns the configured upstream of host, and the rule that
-// allows namespace/typ there. NotFound if there is none or no rule
-// allows the provider.
+// allows namespace/typ there: nil and no error when host is not an
+// upstream (what the mirror holds of it is still served), NotFound when
+// no rule of the upstream allows the provider.
 func (m *Mirror) upstream(ctx context.Context, p provider) (*upstream, registry.MirrorRule, error) {
 	ups, err := m.config(ctx)
 	if err != nil {
@@ -170,7 +171,7 @@ func (m *Mirror) upstream(ctx context.Context, p provider) (*upstream, registry.
 	}
 	u := ups[p.host]
 	if u == nil {
-		return nil, registry.MirrorRule{}, registry.Errorf(registry.NotFound, "provider %s/%s/%s is not mirrored: %s is not an upstream registry of this mirror", p.host, p.namespace, p.typ, p.host)
+		return nil, registry.MirrorRule{}, nil
 	}
 	for _, rule := range u.cfg.Allow {
 		if MatchProvider(rule.Provider, p.namespace, p.typ) {
@@ -250,6 +251,16 @@ func (m *Mirror) MirroredVersions(ctx context.Context, host, namespace, typ stri
 	if err != nil {
 		return nil, err
 	}
+	if u == nil {
+		held, err := m.heldVersions(ctx, p, rule)
+		if err != nil && !registry.IsKind(err, registry.NotFound) {
+			return nil, err
+		}
+		if len(held) == 0 {
+			return nil, notUpstream(p)
+		}
+		return held, nil
+	}
 	doc, err := m.upstreamVersions(ctx, u, p)
 	if errors.Is(err, errNotFound) {
 		return nil, registry.Errorf(registry.NotFound, "provider %s/%s/%s not found: upstream %s does not know it", host, namespace, typ, host)
@@ -272,6 +283,12 @@ func (m *Mirror) MirroredVersions(ctx context.Context, host, namespace, typ stri
 		return nil, registry.Errorf(registry.NotFound, "provider %s/%s/%s has no version this mirror may serve (rule %s %s)", host, namespace, typ, rule.Provider, rule.Versions)
 	}
 	return versions, nil
+}
+
+// notUpstream is the answer for a provider of a host that is not an
+// upstream and of which the mirror holds nothing.
+func notUpstream(p provider) error {
+	return registry.Errorf(registry.NotFound, "provider %s/%s/%s is not mirrored: %s is not an upstream registry of this mirror", p.host, p.namespace, p.typ, p.host)
 }
 
 // heldVersions returns the versions of p the mirror holds a package of.
@@ -327,6 +344,13 @@ func (m *Mirror) MirroredVersion(ctx context.Context, host, namespace, typ, vers
 	u, rule, err := m.upstream(ctx, p)
 	if err != nil {
 		return registry.ProviderVersion{}, err
+	}
+	if u == nil {
+		mv, err := m.opt.Index.GetMirroredVersion(ctx, host, namespace, typ, version)
+		if registry.IsKind(err, registry.NotFound) {
+			return registry.ProviderVersion{}, notUpstream(p)
+		}
+		return mv.ProviderVersion, err
 	}
 	if !allows(rule, version) {
 		return registry.ProviderVersion{}, registry.Errorf(registry.NotFound, "provider %s/%s/%s %s is not mirrored: rule %s allows %s only", host, namespace, typ, version, rule.Provider, rule.Versions)
@@ -552,6 +576,9 @@ func (m *Mirror) fetchPackage(ctx context.Context, mv registry.MirroredVersion, 
 	u, _, err := m.upstream(ctx, p)
 	if err != nil {
 		return err
+	}
+	if u == nil {
+		return registry.Errorf(registry.Unavailable, "%s is not held by this mirror, and %s is not one of its upstream registries to fetch it from", pl.Filename, p.host)
 	}
 	dl, dlURL, err := u.download(ctx, p.namespace, p.typ, mv.Version, pl.OS, pl.Arch)
 	m.metrics.upstream(p.host, "download", err)

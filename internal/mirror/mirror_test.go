@@ -405,3 +405,36 @@ func TestStreamPackage(t *testing.T) {
 		t.Errorf("StreamPackage of a tampered package: streamed %v, %v; want the bytes streamed and an error, so the caller aborts", streamed, err)
 	}
 }
+
+// TestHeldWithoutUpstream: what the mirror holds of a host that is no
+// longer (or never was, for an imported bundle) an upstream keeps being
+// served; what it does not hold cannot be fetched.
+func TestHeldWithoutUpstream(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	v, err := f.m.MirroredVersion(ctx, upstreamHost, "hashicorp", "random", "3.1.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl := f.platform(t, v, "linux_amd64")
+	if err := f.m.FetchPackage(ctx, pl.SHA256, pl.Filename); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.idx.DeleteMirrorUpstream(ctx, upstreamHost); err != nil {
+		t.Fatal(err)
+	}
+	f.m.Reload()
+	if vs, err := f.m.MirroredVersions(ctx, upstreamHost, "hashicorp", "random"); err != nil || !slices.Equal(vs, []string{"3.1.0"}) {
+		t.Errorf("MirroredVersions after the upstream was removed = %v, %v; want the held 3.1.0", vs, err)
+	}
+	if _, err := f.m.MirroredVersion(ctx, upstreamHost, "hashicorp", "random", "3.1.0"); err != nil {
+		t.Errorf("MirroredVersion of a held version after the upstream was removed: %v", err)
+	}
+	other := f.platform(t, v, "darwin_arm64")
+	if err := f.m.FetchPackage(ctx, other.SHA256, other.Filename); !registry.IsKind(err, registry.Unavailable) || !strings.Contains(registry.Message(err), "not one of its upstream registries") {
+		t.Errorf("FetchPackage without an upstream: %v", err)
+	}
+	if _, err := f.m.MirroredVersions(ctx, upstreamHost, "hashicorp", "other"); !registry.IsKind(err, registry.NotFound) {
+		t.Errorf("MirroredVersions of a provider held nowhere: %v, want NotFound", err)
+	}
+}
