@@ -88,6 +88,8 @@ func (h *handler) exportBundle(w http.ResponseWriter, r *http.Request) error {
 
 	w.Header().Set("Content-Type", apispec.BundleContentType)
 	w.Header().Set("Content-Disposition", `attachment; filename="trove-bundle.tar"`)
+	h.Audit.Record(ctx, r, registry.AuditEvent{Action: registry.AuditBundleExport, Target: registry.Elide(strings.Join(append(slices.Clone(sources), modules...), " ")),
+		Details: fmt.Sprintf("%d files", len(blobs))})
 	w.WriteHeader(http.StatusOK)
 	if err := h.writeBundle(ctx, w, manifest, blobs, sizes); err != nil {
 		h.Logger.ErrorContext(ctx, "bundle export failed while streaming: answer aborted", "err", err)

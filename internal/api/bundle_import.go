@@ -89,6 +89,8 @@ func (h *handler) importBundle(w http.ResponseWriter, r *http.Request) error {
 		out.Modules = append(out.Modules, apispec.BundleImportedModule{Address: v.Namespace + "/" + v.Name + "/" + v.System, Version: v.Version, Created: done.Modules[i]})
 	}
 	h.Logger.InfoContext(ctx, "imported a bundle", "providers", len(out.Providers), "modules", len(out.Modules), "files", len(imp.order))
+	h.Audit.Record(ctx, r, registry.AuditEvent{Action: registry.AuditBundleImport, Target: bundleTarget(imp.sources, imp.modules),
+		Details: fmt.Sprintf("%d provider versions, %d module versions, %d files", len(out.Providers), len(out.Modules), len(imp.order))})
 	return httpjson.Write(w, http.StatusOK, out)
 }
 
@@ -367,4 +369,13 @@ func readStaged(dir, digest string, limit int64) ([]byte, error) {
 		return nil, registry.Errorf(registry.TooLarge, "the bundle's file %s%s is larger than %d bytes", apispec.BundleBlobPrefix, digest, limit)
 	}
 	return data, nil
+}
+
+// bundleTarget names what an import holds, for the audit log.
+func bundleTarget(sources []string, modules []registry.ModuleVersion) string {
+	names := slices.Clone(sources)
+	for _, m := range modules {
+		names = append(names, m.Namespace+"/"+m.Name+"/"+m.System+"@"+m.Version)
+	}
+	return registry.Elide(strings.Join(names, " "))
 }

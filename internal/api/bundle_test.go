@@ -212,6 +212,13 @@ func TestBundleExportImport(t *testing.T) {
 		t.Errorf("second import = %+v, %v; want nothing new", again, err)
 	}
 
+	if ev := auditEvents(t, dst, registry.AuditBundleImport); len(ev) != 2 || !strings.Contains(ev[0].Target, src.source) {
+		t.Errorf("audit of the two imports: %+v", ev)
+	}
+	if ev := auditEvents(t, src.s, registry.AuditBundleExport); len(ev) != 1 || !strings.Contains(ev[0].Target, src.source) {
+		t.Errorf("audit of the export: %+v", ev)
+	}
+
 	// Platforms select the packages.
 	var one bytes.Buffer
 	if _, err := adminClient(t, src.s).ExportBundle(ctx, client.BundleRequest{Providers: []string{src.source + "@1.0.0"}, Platforms: []string{"darwin_arm64"}}, &one); err != nil {

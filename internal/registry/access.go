@@ -175,4 +175,8 @@ const (
 	// of the provider mirror's upstream registries.
 	AuditMirrorUpstreamPut    = "mirror_upstream.put"
 	AuditMirrorUpstreamDelete = "mirror_upstream.delete"
+	// AuditBundleExport and AuditBundleImport record air-gap bundles
+	// written and imported.
+	AuditBundleExport = "bundle.export"
+	AuditBundleImport = "bundle.import"
 )
