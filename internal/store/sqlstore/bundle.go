@@ -144,8 +144,9 @@ func (x *Index) importMirrored(ctx context.Context, t tx, v registry.MirroredVer
 
 // insertMirrored inserts a new mirrored version, its key snapshot (shared
 // with other versions signed by the same key) and its platforms with
-// their sizes and hashes. Conflict if the version was stored concurrently
-// (PostgreSQL).
+// their sizes and hashes (empty for packages not held). Conflict if the
+// version was stored concurrently (PostgreSQL). PutMirroredVersion and
+// ImportBundle share it.
 func (x *Index) insertMirrored(ctx context.Context, t tx, v registry.MirroredVersion) error {
 	k := v.SigningKey
 	keyCreated, err := x.optTime(k.CreatedAt, "key creation time")
@@ -156,7 +157,7 @@ func (x *Index) insertMirrored(ctx context.Context, t tx, v registry.MirroredVer
 	if err != nil {
 		return err
 	}
-	fetched, err := x.time(v.PublishedAt, "import time")
+	fetched, err := x.time(v.PublishedAt, "fetch time")
 	if err != nil {
 		return err
 	}
@@ -180,7 +181,7 @@ func (x *Index) insertMirrored(ctx context.Context, t tx, v registry.MirroredVer
 		v.Host, v.Namespace, v.Type, v.Version, x.d.Strings(v.Protocols), v.SHASumsDigest, v.SHASumsSignatureDigest,
 		keyID, fetched).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
-		return registry.Errorf(registry.Conflict, "mirrored provider %s/%s/%s version %s was stored while it was imported; import again",
+		return registry.Errorf(registry.Conflict, "mirrored provider %s/%s/%s version %s was stored concurrently; try again",
 			v.Host, v.Namespace, v.Type, v.Version)
 	}
 	if err != nil {

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	"trove.dev/trove/internal/registry"
 )
@@ -58,21 +57,7 @@ func (x *Index) PutMirroredVersion(ctx context.Context, v registry.MirroredVersi
 	if err := registry.CheckPlatforms(v.ProviderVersion); err != nil {
 		return registry.MirroredVersion{}, err
 	}
-	fetched, err := x.time(v.PublishedAt, "fetch time")
-	if err != nil {
-		return registry.MirroredVersion{}, err
-	}
-	k := v.SigningKey
-	keyCreated, err := x.optTime(k.CreatedAt, "key creation time")
-	if err != nil {
-		return registry.MirroredVersion{}, err
-	}
-	keyExpires, err := x.optTime(k.ExpiresAt, "key expiry")
-	if err != nil {
-		return registry.MirroredVersion{}, err
-	}
-	digest := registry.KeySnapshotDigest(v.Host, k)
-	err = x.write(ctx, what, func(ctx context.Context, t tx) error {
+	err := x.write(ctx, what, func(ctx context.Context, t tx) error {
 		stored, err := t.exists(ctx, `SELECT EXISTS (SELECT 1 FROM mirrored_versions
 			WHERE host = $1 AND namespace = $2 AND type = $3 AND version = $4)`, v.Host, v.Namespace, v.Type, v.Version)
 		if err != nil {
@@ -81,44 +66,7 @@ func (x *Index) PutMirroredVersion(ctx context.Context, v registry.MirroredVersi
 		if stored {
 			return errMirroredExists
 		}
-		var keyID int64
-		err = t.row(ctx, `INSERT INTO mirrored_signing_keys
-			(digest, host, key_namespace, key_id, fingerprint, ascii_armor, created_at, expires_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (digest) DO NOTHING RETURNING id`,
-			digest, v.Host, k.Namespace, k.KeyID, k.Fingerprint, k.ASCIIArmor, keyCreated, keyExpires).Scan(&keyID)
-		if errors.Is(err, sql.ErrNoRows) {
-			err = t.row(ctx, `SELECT id FROM mirrored_signing_keys WHERE digest = $1`, digest).Scan(&keyID)
-		}
-		if err != nil {
-			return err
-		}
-		var id int64
-		err = t.row(ctx, `INSERT INTO mirrored_versions
-			(host, namespace, type, version, protocols, shasums_digest, shasums_signature_digest, signing_key, fetched_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-			ON CONFLICT (host, namespace, type, version) DO NOTHING RETURNING id`,
-			v.Host, v.Namespace, v.Type, v.Version, x.d.Strings(v.Protocols), v.SHASumsDigest, v.SHASumsSignatureDigest,
-			keyID, fetched).Scan(&id)
-		if errors.Is(err, sql.ErrNoRows) {
-			return errMirroredExists
-		}
-		if err != nil {
-			return err
-		}
-		for chunk := range slices.Chunk(v.Platforms, platformsPerInsert) {
-			values, args := make([]string, len(chunk)), make([]any, 0, 1+4*len(chunk))
-			args = append(args, id)
-			for i, p := range chunk {
-				n := len(args)
-				values[i] = fmt.Sprintf("($1, $%d, $%d, $%d, $%d)", n+1, n+2, n+3, n+4)
-				args = append(args, p.OS, p.Arch, p.Filename, p.SHA256)
-			}
-			if _, err := t.exec(ctx, `INSERT INTO mirrored_platforms (version_id, os, arch, filename, sha256) VALUES `+
-				strings.Join(values, ", "), args...); err != nil {
-				return err
-			}
-		}
-		return nil
+		return x.insertMirrored(ctx, t, notHeld(v)) // Conflict when stored concurrently
 	})
 	if err != nil && !registry.IsKind(err, registry.Conflict) {
 		return registry.MirroredVersion{}, err
@@ -128,6 +76,17 @@ func (x *Index) PutMirroredVersion(ctx context.Context, v registry.MirroredVersi
 		return registry.MirroredVersion{}, err
 	}
 	return stored, gerr
+}
+
+// notHeld returns v with no package held: PutMirroredVersion stores
+// platforms without their sizes and hashes, which SetMirroredPackage
+// records once a package is fetched.
+func notHeld(v registry.MirroredVersion) registry.MirroredVersion {
+	v.Platforms = slices.Clone(v.Platforms)
+	for i := range v.Platforms {
+		v.Platforms[i].Size, v.Platforms[i].H1 = 0, ""
+	}
+	return v
 }
 
 // mirroredColumns are the columns readMirrored receives, in its order:
