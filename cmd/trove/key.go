@@ -51,22 +51,33 @@ func keyAdd() *command {
 	}
 }
 
-// readKeyFile reads an ASCII-armored public key from path ("-": stdin) and
-// refuses anything else, above all a private key.
-func readKeyFile(path string, stdin io.Reader) (string, error) {
+// readInput reads at most limit+1 bytes of the file at path ("-":
+// stdin), and the name to give it in messages; callers refuse more than
+// limit bytes with their own advice.
+func readInput(path string, stdin io.Reader, limit int64) (data []byte, name string, err error) {
 	var r io.Reader = stdin
-	name := "standard input"
+	name = "standard input"
 	if path != "-" {
 		f, err := os.Open(path)
 		if err != nil {
-			return "", err
+			return nil, "", err
 		}
 		defer f.Close()
 		r, name = f, path
 	}
-	data, err := io.ReadAll(io.LimitReader(r, maxKeyFileBytes+1))
+	data, err = io.ReadAll(io.LimitReader(r, limit+1))
 	if err != nil {
-		return "", fmt.Errorf("reading %s: %w", name, err)
+		return nil, "", fmt.Errorf("reading %s: %w", name, err)
+	}
+	return data, name, nil
+}
+
+// readKeyFile reads an ASCII-armored public key from path ("-": stdin) and
+// refuses anything else, above all a private key.
+func readKeyFile(path string, stdin io.Reader) (string, error) {
+	data, name, err := readInput(path, stdin, maxKeyFileBytes)
+	if err != nil {
+		return "", err
 	}
 	text := string(data)
 	switch {

@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"trove.dev/trove/apispec"
@@ -178,19 +177,9 @@ func mirrorUpstreamRemove() *command {
 // standard input), refusing a file without a certificate or with a
 // private key before anything is sent.
 func readCAFile(path string, stdin io.Reader) (string, error) {
-	var r io.Reader = stdin
-	name := "standard input"
-	if path != "-" {
-		f, err := os.Open(path)
-		if err != nil {
-			return "", err
-		}
-		defer f.Close()
-		r, name = f, path
-	}
-	data, err := io.ReadAll(io.LimitReader(r, maxCAFileBytes+1))
+	data, name, err := readInput(path, stdin, maxCAFileBytes)
 	if err != nil {
-		return "", fmt.Errorf("reading %s: %w", name, err)
+		return "", err
 	}
 	switch text := string(data); {
 	case len(data) > maxCAFileBytes:
