@@ -129,7 +129,7 @@ func startTrove(t *testing.T, dataDir string, extra ...string) *troveServer {
 	first := errors.Is(statErr, os.ErrNotExist)
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ { // another process may take the port meanwhile
-		s, err := tryStartTrove(t, dataDir, first, extra)
+		s, err := tryStartTrove(t, dataDir, first, extra, nil)
 		if err == nil {
 			return s
 		}
@@ -142,8 +142,25 @@ func startTrove(t *testing.T, dataDir string, extra ...string) *troveServer {
 	return nil
 }
 
-func tryStartTrove(t *testing.T, dataDir string, first bool, extra []string) (*troveServer, error) {
-	port := freePort(t)
+// startTroveBehind is startTrove for a server reached through a proxy on
+// loopback: front starts the proxy to the server's listening port and
+// returns the proxy's port, which becomes the server's public URL (and
+// Addr, Host and Port).
+func startTroveBehind(t *testing.T, dataDir string, front func(listenPort int) int) *troveServer {
+	t.Helper()
+	s, err := tryStartTrove(t, dataDir, true, nil, front)
+	if err != nil {
+		t.Fatalf("starting trove: %v", err)
+	}
+	return s
+}
+
+func tryStartTrove(t *testing.T, dataDir string, first bool, extra []string, front func(listenPort int) int) (*troveServer, error) {
+	listen := freePort(t)
+	port := listen
+	if front != nil {
+		port = front(listen)
+	}
 	s := &troveServer{
 		Port:    port,
 		Host:    "localhost:" + strconv.Itoa(port),
@@ -157,7 +174,7 @@ func tryStartTrove(t *testing.T, dataDir string, first bool, extra []string) (*t
 	}
 	s.stderr = logFile.Name()
 	args := append([]string{"serve",
-		"--listen", "127.0.0.1:" + strconv.Itoa(port),
+		"--listen", "127.0.0.1:" + strconv.Itoa(listen),
 		"--public-url", s.Addr,
 		"--data-dir", dataDir,
 	}, extra...)
