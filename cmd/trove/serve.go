@@ -14,6 +14,7 @@ import (
 
 	"trove.dev/trove/internal/app"
 	"trove.dev/trove/internal/config"
+	"trove.dev/trove/internal/server"
 	"trove.dev/trove/internal/store"
 )
 
@@ -29,7 +30,10 @@ func runServer(ctx context.Context, cfg config.Config, stdout, stderr io.Writer)
 	defer logOut.Close()
 	log := newLogger(cfg, logOut)
 
-	a, err := app.New(ctx, cfg, app.Options{Logger: log, CertHosts: certHosts(cfg), UserAgent: "Trove/" + buildVersion()})
+	// The access log goes to the same writer in the same format, written
+	// without slog's per-line cost (server.AccessLog).
+	access := &server.AccessLog{W: logOut, JSON: cfg.LogFormat == "json", Level: cfg.LogLevel}
+	a, err := app.New(ctx, cfg, app.Options{Logger: log, CertHosts: certHosts(cfg), UserAgent: "Trove/" + buildVersion(), AccessLog: access})
 	if err != nil {
 		return err
 	}

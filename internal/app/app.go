@@ -83,6 +83,9 @@ type Options struct {
 	// UserAgent names Trove in the provider mirror's requests to upstream
 	// registries ("Trove/dev" if empty).
 	UserAgent string
+	// AccessLog, if set, writes the access log instead of Logger (see
+	// server.AccessLog).
+	AccessLog *server.AccessLog
 }
 
 // App is a Trove built by New: what it opened, the server, and the
@@ -281,7 +284,7 @@ func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
 		RedirectDownloads: RedirectDownloads(cfg),
 		Access:            access, PrivateSigner: a.PrivateSigner, Login: loginSvc,
 		ProviderOptions: []providers.Option{providers.WithCacheBytes(cfg.CacheBytes)},
-		Mirror:          mir, Metrics: metrics,
+		Mirror:          mir, Metrics: metrics, AccessLog: opt.AccessLog,
 	})
 	if err != nil {
 		return nil, err

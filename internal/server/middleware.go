@@ -50,6 +50,7 @@ const (
 type middleware struct {
 	next    http.Handler
 	log     *slog.Logger
+	access  *AccessLog // nil: access lines go through log
 	metrics *metrics
 }
 
@@ -123,7 +124,11 @@ func (m *middleware) finish(rec *recorder, r *http.Request, start time.Time) {
 		level = slog.LevelWarn
 	}
 	ctx := r.Context()
-	if h := m.log.Handler(); h.Enabled(ctx, level) {
+	if a := m.access; a != nil {
+		if a.enabled(level) {
+			a.write(end, level, r.Method, rt, r.URL.Path, status, rec.bytes, elapsed)
+		}
+	} else if h := m.log.Handler(); h.Enabled(ctx, level) {
 		// Straight to the handler: Logger.LogAttrs would also look up the
 		// caller's program counter, which an access line does not show.
 		// Never the query (signed file URLs carry their signature there)

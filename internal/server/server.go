@@ -102,6 +102,9 @@ type Options struct {
 	// Login serves login.v1 under /oauth/ and announces it in service
 	// discovery (none if nil).
 	Login *login.Service
+	// AccessLog, if set, writes the access log lines (faster than
+	// through Logger, in the same format); otherwise they go to Logger.
+	AccessLog *AccessLog
 	// Mirror serves the providers of other registries on the network
 	// mirror routes and fetches their packages on first download (none if
 	// nil: the mirror serves Trove's own providers only).
@@ -202,7 +205,7 @@ func New(opt Options) (*Server, error) {
 	}
 	mux.Handle("/", httpjson.Handler(opt.Logger, notFound))
 
-	s.handler = &middleware{next: mux, log: opt.Logger, metrics: m}
+	s.handler = &middleware{next: mux, log: opt.Logger, access: opt.AccessLog, metrics: m}
 	return s, nil
 }
 
