@@ -25,8 +25,10 @@ type Access struct {
 	ns           store.Namespaces
 	mirrorPublic atomic.Bool
 
-	mu  sync.RWMutex
-	vis map[string]visibility
+	// vis caches namespace visibility (string -> visibility): read
+	// without a lock on every protocol request; visCount bounds it.
+	vis      sync.Map
+	visCount atomic.Int64
 }
 
 type visibility struct {
@@ -37,7 +39,7 @@ type visibility struct {
 // NewAccess returns an Access that authenticates with authn and reads
 // namespaces from ns.
 func NewAccess(authn *Authenticator, ns store.Namespaces) *Access {
-	return &Access{authn: authn, ns: ns, vis: map[string]visibility{}}
+	return &Access{authn: authn, ns: ns}
 }
 
 // Authenticator returns the Authenticator Access uses.
@@ -47,12 +49,12 @@ func (a *Access) Authenticator() *Authenticator { return a.authn }
 // public, from the cache when it is fresh.
 func (a *Access) visibility(ctx context.Context, namespace string, now time.Time) (exists, public bool, err error) {
 	nanos := now.UnixNano()
-	a.mu.RLock()
-	v, ok := a.vis[namespace]
-	a.mu.RUnlock()
-	if ok && nanos < v.until {
-		return v.exists, v.public, nil
+	if cached, ok := a.vis.Load(namespace); ok {
+		if v := cached.(visibility); nanos < v.until {
+			return v.exists, v.public, nil
+		}
 	}
+	var v visibility
 	ns, err := a.ns.GetNamespace(ctx, namespace)
 	switch {
 	case registry.IsKind(err, registry.NotFound):
@@ -64,12 +66,13 @@ func (a *Access) visibility(ctx context.Context, namespace string, now time.Time
 	}
 	if ttl := a.authn.ttl; ttl > 0 {
 		v.until = nanos + int64(ttl)
-		a.mu.Lock()
-		if len(a.vis) >= maxCachedNamespaces {
-			clear(a.vis)
+		if a.visCount.Load() >= maxCachedNamespaces {
+			a.vis.Clear()
+			a.visCount.Store(0)
 		}
-		a.vis[namespace] = v
-		a.mu.Unlock()
+		if _, loaded := a.vis.Swap(namespace, v); !loaded {
+			a.visCount.Add(1)
+		}
 	}
 	return v.exists, v.public, nil
 }
@@ -77,16 +80,15 @@ func (a *Access) visibility(ctx context.Context, namespace string, now time.Time
 // InvalidateNamespace forgets the cached visibility of a namespace. Call
 // it after creating, updating or deleting one.
 func (a *Access) InvalidateNamespace(namespace string) {
-	a.mu.Lock()
-	delete(a.vis, namespace)
-	a.mu.Unlock()
+	if _, loaded := a.vis.LoadAndDelete(namespace); loaded {
+		a.visCount.Add(-1)
+	}
 }
 
 // Invalidate forgets every cached visibility and token lookup.
 func (a *Access) Invalidate() {
-	a.mu.Lock()
-	clear(a.vis)
-	a.mu.Unlock()
+	a.vis.Clear()
+	a.visCount.Store(0)
 	a.authn.Invalidate()
 }
 

@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"maps"
 	"io"
 	"log/slog"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -304,8 +306,10 @@ type metrics struct {
 	duration *prometheus.HistogramVec
 	inFlight prometheus.Gauge
 
-	mu     sync.RWMutex
-	series map[seriesKey]series
+	// series maps every label set seen to its collectors: read without a
+	// lock (a map is never changed once published), copied on a miss.
+	series atomic.Pointer[map[seriesKey]series]
+	mu     sync.Mutex // serializes the copies
 }
 
 type seriesKey struct {
@@ -320,21 +324,32 @@ type series struct {
 
 func (m *metrics) observe(route, method string, status int, elapsed time.Duration) {
 	key := seriesKey{route: route, method: methodLabel(method), status: status}
-	m.mu.RLock()
-	s, ok := m.series[key]
-	m.mu.RUnlock()
+	s, ok := (*m.series.Load())[key]
 	if !ok {
-		code := strconv.Itoa(status)
-		s = series{
-			count:    m.requests.WithLabelValues(key.route, key.method, code),
-			duration: m.duration.WithLabelValues(key.route, key.method, code),
-		}
-		m.mu.Lock()
-		m.series[key] = s
-		m.mu.Unlock()
+		s = m.addSeries(key)
 	}
 	s.count.Inc()
 	s.duration.Observe(elapsed.Seconds())
+}
+
+// addSeries publishes a copy of the series map with key's collectors.
+func (m *metrics) addSeries(key seriesKey) series {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	old := *m.series.Load()
+	if s, ok := old[key]; ok {
+		return s
+	}
+	code := strconv.Itoa(key.status)
+	s := series{
+		count:    m.requests.WithLabelValues(key.route, key.method, code),
+		duration: m.duration.WithLabelValues(key.route, key.method, code),
+	}
+	next := make(map[seriesKey]series, len(old)+1)
+	maps.Copy(next, old)
+	next[key] = s
+	m.series.Store(&next)
+	return s
 }
 
 // methodLabel bounds the method label to the standard methods.

@@ -364,8 +364,8 @@ func newMetrics(reg prometheus.Registerer, p *providers.Service) (*metrics, erro
 			Name: "trove_http_requests_in_flight",
 			Help: "HTTP requests being served.",
 		}),
-		series: make(map[seriesKey]series),
 	}
+	m.series.Store(&map[seriesKey]series{})
 	cs := []prometheus.Collector{
 		m.requests, m.duration, m.inFlight,
 		collectors.NewGoCollector(),

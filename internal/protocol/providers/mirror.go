@@ -81,11 +81,22 @@ type (
 )
 
 func (s *Service) serveMirror(w http.ResponseWriter, r *http.Request) {
-	pk, dk, err := s.parseMirrorRequest(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
+	// A hit on the raw path values means they were valid and normalized:
+	// only a miss pays for parsing them (host names go through IDNA).
+	pk, dk, raw := rawMirrorKey(r, s.ownHost)
+	var e *entry
+	if raw {
+		e = s.cache.Lookup(pk, dk)
 	}
+	if e == nil {
+		var err error
+		if pk, dk, err = s.parseMirrorRequest(r); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		e = s.cache.Lookup(pk, dk)
+	}
+	var err error
 	private := false
 	if pk.host == "" { // one of Trove's own providers
 		if private, err = s.authorize(r, pk, dk, true, mirrorNotFound); err != nil {
@@ -105,7 +116,6 @@ func (s *Service) serveMirror(w http.ResponseWriter, r *http.Request) {
 	if private {
 		signer = s.private
 	}
-	e := s.cache.Lookup(pk, dk)
 	st := s.cache.State(e)
 	expiry := signer.Expiry().Unix()
 	if dk.kind == docMirrorVersion && st != respcache.Expired && (e.Value.expiry != expiry || e.Value.private != private) {
@@ -114,19 +124,39 @@ func (s *Service) serveMirror(w http.ResponseWriter, r *http.Request) {
 	switch st {
 	case respcache.Stale:
 		if s.cache.ShouldRevalidate(e) {
-			s.cache.Revalidate(pk, dk, e, s.mirrorRenderer(pk, dk, signer, private))
+			ck, cd := pk.clone(), dk.clone() // the cache keeps the key: never the request's memory
+			s.cache.Revalidate(ck, cd, e, s.mirrorRenderer(ck, cd, signer, private))
 		}
 		fallthrough
 	case respcache.Fresh:
 		writeEntry(w, r, e, private)
 		return
 	}
+	pk, dk = pk.clone(), dk.clone()
 	e, err = s.cache.Load(r.Context(), pk, dk, e, s.mirrorRenderer(pk, dk, signer, private))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	writeEntry(w, r, e, private)
+}
+
+// rawMirrorKey returns the cache key of a mirror request's path values as
+// they are (ownHost, already normalized, stands for Trove's own host, the
+// empty host), pointing into the request's memory; ok is false for a
+// file that is no document of the protocol.
+func rawMirrorKey(r *http.Request, ownHost string) (pk provKey, dk docKey, ok bool) {
+	pk = provKey{host: r.PathValue("host"), ns: r.PathValue("namespace"), typ: r.PathValue("type")}
+	if pk.host == ownHost {
+		pk.host = ""
+	}
+	switch file := r.PathValue("file"); {
+	case file == "index.json":
+		return pk, docKey{kind: docMirrorIndex}, true
+	case strings.HasSuffix(file, ".json"):
+		return pk, docKey{kind: docMirrorVersion, version: strings.TrimSuffix(file, ".json")}, true
+	}
+	return pk, docKey{}, false
 }
 
 // parseMirrorRequest validates and normalizes the path of a mirror
