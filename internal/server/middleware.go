@@ -2,9 +2,9 @@ package server
 
 import (
 	"fmt"
-	"maps"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"runtime/debug"
 	"strconv"
