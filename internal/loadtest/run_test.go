@@ -62,6 +62,8 @@ func TestRunAgainstRealTrove(t *testing.T) {
 		"download, mix of 5 documents (random provider, version and platform)",
 		"module versions, mix of 5 modules",
 		"module download, mix of 5 module versions",
+		"mirror index.json, mix of 4 providers",
+		"mirror version.json, mix of 5 versions (every platform)",
 		"one document (hot loop): versions acme/small (30 versions)",
 		"one document (hot loop): versions acme/large (120 versions)",
 		"one document (hot loop): download acme/small 0.2.9 linux_amd64",
@@ -70,7 +72,7 @@ func TestRunAgainstRealTrove(t *testing.T) {
 		"archive 2.0 MiB, HTTPS",
 		"archive 2.0 MiB, plain HTTP",
 	}
-	wantRounds := []int{1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2}
+	wantRounds := []int{1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2}
 	if len(report.Rows) != len(wantRows) {
 		t.Fatalf("got %d rows, want %d: %+v", len(report.Rows), len(wantRows), report.Rows)
 	}
