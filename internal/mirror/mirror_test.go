@@ -156,6 +156,16 @@ func newFixture(t *testing.T, rules ...registry.MirrorRule) *fixture {
 	return f
 }
 
+// version fetches the upstream's 3.1.0 through the mirror.
+func (f *fixture) version(t *testing.T) registry.ProviderVersion {
+	t.Helper()
+	v, err := f.m.MirroredVersion(context.Background(), upstreamHost, "hashicorp", "random", "3.1.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
 func (f *fixture) platform(t *testing.T, v registry.ProviderVersion, p string) registry.Platform {
 	t.Helper()
 	os, arch, _ := strings.Cut(p, "_")
@@ -173,10 +183,7 @@ func TestFetchVerifyHold(t *testing.T) {
 	if err != nil || !slices.Equal(vs, []string{"3.1.0", "2.0.0"}) {
 		t.Fatalf("MirroredVersions = %v, %v", vs, err)
 	}
-	v, err := f.m.MirroredVersion(ctx, upstreamHost, "hashicorp", "random", "3.1.0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := f.version(t)
 	if len(v.Platforms) != 2 || !slices.Equal(v.Protocols, []string{"5.0"}) || v.SigningKey.KeyID != f.up.key.KeyID {
 		t.Fatalf("mirrored version %+v", v)
 	}
@@ -259,13 +266,10 @@ func TestTamperedSignatureStoresNothing(t *testing.T) {
 func TestTamperedPackageStoresNothing(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	v, err := f.m.MirroredVersion(ctx, upstreamHost, "hashicorp", "random", "3.1.0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := f.version(t)
 	f.up.tamperZip.Store(true)
 	pl := f.platform(t, v, "darwin_arm64")
-	err = f.m.FetchPackage(ctx, pl.SHA256, pl.Filename)
+	err := f.m.FetchPackage(ctx, pl.SHA256, pl.Filename)
 	if !registry.IsKind(err, registry.Unavailable) || !strings.Contains(registry.Message(err), "signed SHA256SUMS lists") {
 		t.Fatalf("FetchPackage of a tampered package: %v, want a refusal", err)
 	}
@@ -281,10 +285,7 @@ func TestTamperedPackageStoresNothing(t *testing.T) {
 func TestUpstreamDown(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	v, err := f.m.MirroredVersion(ctx, upstreamHost, "hashicorp", "random", "3.1.0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := f.version(t)
 	pl := f.platform(t, v, "linux_amd64")
 	if err := f.m.FetchPackage(ctx, pl.SHA256, pl.Filename); err != nil {
 		t.Fatal(err)
@@ -310,10 +311,7 @@ func TestUpstreamDown(t *testing.T) {
 func TestConcurrentFetchesDownloadOnce(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	v, err := f.m.MirroredVersion(ctx, upstreamHost, "hashicorp", "random", "3.1.0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := f.version(t)
 	pl := f.platform(t, v, "linux_amd64")
 	f.up.slowZip = make(chan struct{})
 	var wg sync.WaitGroup
@@ -383,10 +381,7 @@ func TestMatchAndCheckRule(t *testing.T) {
 func TestStreamPackage(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	v, err := f.m.MirroredVersion(ctx, upstreamHost, "hashicorp", "random", "3.1.0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := f.version(t)
 	pl := f.platform(t, v, "linux_amd64")
 	var got bytes.Buffer
 	streamed, err := f.m.StreamPackage(ctx, pl.SHA256, pl.Filename, &got)
@@ -412,10 +407,7 @@ func TestStreamPackage(t *testing.T) {
 func TestHeldWithoutUpstream(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	v, err := f.m.MirroredVersion(ctx, upstreamHost, "hashicorp", "random", "3.1.0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := f.version(t)
 	pl := f.platform(t, v, "linux_amd64")
 	if err := f.m.FetchPackage(ctx, pl.SHA256, pl.Filename); err != nil {
 		t.Fatal(err)
