@@ -64,3 +64,26 @@ func TestPackageHash(t *testing.T) {
 		t.Fatalf("PackageHash of a non-zip = %q, want an error", h)
 	}
 }
+
+// TestPackageHashRefusesBombs: an archive that declares more unpacked
+// bytes than the limit is refused before anything is unpacked.
+func TestPackageHashRefusesBombs(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bomb.zip")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zw := zip.NewWriter(f)
+	// A directory entry that declares 2 GiB: what a bomb declares (the
+	// zip reader would refuse a file that unpacks to more).
+	w, err := zw.CreateRaw(&zip.FileHeader{Name: "zeros", Method: zip.Store, CompressedSize64: 4, UncompressedSize64: 2 << 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write([]byte("0000"))
+	zw.Close()
+	f.Close()
+	if h, err := PackageHash(path); err == nil || !strings.Contains(err.Error(), "unpacks to") {
+		t.Fatalf("PackageHash of an archive declaring 2 GiB = %q, %v; want a refusal", h, err)
+	}
+}
