@@ -25,9 +25,11 @@ import (
 // configuration (or a lock file, or a list of providers) needs, so that
 // the mirror fetches and keeps those it does not hold yet. For each
 // provider it reads index.json, picks the versions, reads each version's
-// <version>.json and sends a HEAD of each chosen package's URL: the
-// server answers it only once it holds the package. Nothing is
-// downloaded to the machine running the command.
+// <version>.json and downloads each chosen package it does not hold yet
+// through its URL (client.FetchMirrorPackage: the bytes stream through
+// the mirror while it fetches, checks and stores the package; the command
+// checks their zh: hash, throws them away and waits until the mirror
+// lists the package as held).
 
 // syncParallelism is how many packages are asked for at once: the server
 // fetches each from its upstream while the HEAD waits.

@@ -255,6 +255,7 @@ func (h *handler) checkManifest(ctx context.Context, m apispec.BundleManifest) (
 // the manifest names and come once.
 func stageBlobs(tr *tar.Reader, dir string, needed map[string]string, limit int64) (map[string]int64, error) {
 	sizes := map[string]int64{}
+	var staged int64 // the request's bytes are bounded on the wire; these are bounded here
 	for {
 		hdr, err := tr.Next()
 		if err == io.EOF {
@@ -273,6 +274,17 @@ func stageBlobs(tr *tar.Reader, dir string, needed map[string]string, limit int6
 		if _, ok := sizes[digest]; ok {
 			return nil, registry.Errorf(registry.Invalid, "the bundle holds %s twice", hdr.Name)
 		}
+		// A sparse entry (GNU or PAX) unpacks to more than it sends: a few
+		// KB could stage gigabytes. A bundle never has one.
+		for k := range hdr.PAXRecords {
+			if strings.HasPrefix(k, "GNU.sparse.") {
+				return nil, registry.Errorf(registry.Invalid, "the bundle's file %s is a sparse tar entry; bundles hold plain files", hdr.Name)
+			}
+		}
+		if hdr.Size < 0 || staged+hdr.Size > limit {
+			return nil, registry.Errorf(registry.TooLarge, "the bundle's files add up to more than %d bytes", limit)
+		}
+		staged += hdr.Size
 		n, got, err := stageFile(filepath.Join(dir, digest), tr, limit, hdr.Name)
 		if err != nil {
 			return nil, err

@@ -103,8 +103,22 @@ func (s *streamWriter) Write(p []byte) (int, error) {
 		}
 		s.w.WriteHeader(http.StatusOK)
 	}
-	return s.w.Write(p)
+	// The fetch waits for this write, and every request for the package
+	// waits for the fetch: a client too slow to take a chunk within
+	// streamWriteTimeout is dropped (its download fails) and the fetch
+	// goes on without it.
+	rc := http.NewResponseController(s.w)
+	_ = rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+	n, err := s.w.Write(p)
+	if err == nil {
+		err = rc.Flush()
+	}
+	_ = rc.SetWriteDeadline(time.Time{})
+	return n, err
 }
+
+// streamWriteTimeout bounds one write of a streamed download.
+const streamWriteTimeout = 10 * time.Second
 
 // close ends the stream and reports whether any of it was written.
 func (s *streamWriter) close() (started bool) {

@@ -329,9 +329,12 @@ func (f *fakeFetcher) StreamPackage(ctx context.Context, digest, filename string
 			into.Write(content[:len(content)/2])
 			return true, registry.Errorf(registry.Unavailable, "upstream sent a package that does not match SHA256SUMS")
 		}
-		into.Write(content)
 	}
-	return into != nil, f.blobs.Put(ctx, digest, int64(len(content)), bytes.NewReader(content))
+	if err := f.blobs.Put(ctx, digest, int64(len(content)), bytes.NewReader(content)); err != nil || into == nil {
+		return false, err
+	}
+	into.Write(content)
+	return true, nil
 }
 
 func TestStreamedFetch(t *testing.T) {

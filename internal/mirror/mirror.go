@@ -418,7 +418,9 @@ func (m *Mirror) fetchVersion(ctx context.Context, u *upstream, p provider, vers
 	for _, pl := range entry.Platforms {
 		name := fmt.Sprintf("terraform-provider-%s_%s_%s_%s.zip", p.typ, version, pl.OS, pl.Arch)
 		if pl.OS == first.OS && pl.Arch == first.Arch && dl.Filename != "" {
-			name = dl.Filename
+			if pkg, err := release.ParsePackageFilename(dl.Filename); err == nil && pkg.OS == pl.OS && pkg.Arch == pl.Arch {
+				name = dl.Filename
+			}
 		}
 		sum, ok := byName[name]
 		if !ok {
@@ -451,8 +453,8 @@ func (m *Mirror) fetchVersion(ctx context.Context, u *upstream, p provider, vers
 // (as the clients judge it: an upstream key that expired since still
 // verifies its releases).
 func (m *Mirror) fetchSums(ctx context.Context, u *upstream, p provider, version string, dl downloadDoc, dlURL *url.URL) (sums, sig []byte, key registry.SigningKey, err error) {
-	sumsURL, err1 := resolve(dlURL, dl.SHASumsURL)
-	sigURL, err2 := resolve(dlURL, dl.SHASumsSignatureURL)
+	sumsURL, err1 := u.resolve(dlURL, dl.SHASumsURL)
+	sigURL, err2 := u.resolve(dlURL, dl.SHASumsSignatureURL)
 	if err := errors.Join(err1, err2); err != nil {
 		return nil, nil, key, registry.Errorf(registry.Unavailable, "upstream %s: the download document of %s/%s %s has no valid SHA256SUMS URLs: %v", p.host, p.namespace, p.typ, version, err)
 	}
@@ -545,7 +547,7 @@ func (m *Mirror) StreamPackage(ctx context.Context, digest, filename string, int
 		// end its answer while the package is stored.
 		return true, nil
 	case <-ctx.Done():
-		return false, ctx.Err()
+		return false, registry.Wrap(registry.Unavailable, ctx.Err(), "the request ended while the package was fetched from its upstream; the fetch goes on")
 	}
 }
 
@@ -573,9 +575,12 @@ func (m *Mirror) fetchPackage(ctx context.Context, mv registry.MirroredVersion, 
 	if size, err := m.opt.Blobs.Stat(ctx, pl.SHA256); err == nil {
 		return m.held(ctx, mv, pl, size, "") // stored by an earlier fetch that stopped before recording it
 	}
-	u, _, err := m.upstream(ctx, p)
+	u, rule, err := m.upstream(ctx, p)
 	if err != nil {
 		return err
+	}
+	if u != nil && !allows(rule, mv.Version) {
+		return registry.Errorf(registry.NotFound, "provider %s/%s/%s %s is not mirrored: rule %s allows %s only", p.host, p.namespace, p.typ, mv.Version, rule.Provider, rule.Versions)
 	}
 	if u == nil {
 		return registry.Errorf(registry.Unavailable, "%s is not held by this mirror, and %s is not one of its upstream registries to fetch it from", pl.Filename, p.host)
@@ -589,7 +594,7 @@ func (m *Mirror) fetchPackage(ctx context.Context, mv registry.MirroredVersion, 
 		m.metrics.refused.WithLabelValues(p.host).Inc()
 		return registry.Errorf(registry.Unavailable, "upstream %s: the download document of %s gives checksum %s, but its signed SHA256SUMS lists %s; nothing was mirrored", p.host, pl.Filename, dl.SHASum, pl.SHA256)
 	}
-	target, err := resolve(dlURL, dl.DownloadURL)
+	target, err := u.resolve(dlURL, dl.DownloadURL)
 	if err != nil {
 		return registry.Errorf(registry.Unavailable, "upstream %s: the download document of %s has no valid download URL: %v", p.host, pl.Filename, err)
 	}
@@ -618,10 +623,7 @@ func (m *Mirror) fetchPackage(ctx context.Context, mv registry.MirroredVersion, 
 	}
 	n, got, err := staging.Copy(f, body, limit, pl.Filename)
 	m.metrics.upstream(p.host, "package", err)
-	if err != nil {
-		if registry.IsKind(err, registry.TooLarge) {
-			return err
-		}
+	if err != nil { // a package over the limit too: the client asked for nothing too large
 		return registry.Errorf(registry.Unavailable, "upstream %s: downloading %s failed: %s", p.host, pl.Filename, registry.Message(err))
 	}
 	m.metrics.bytes.WithLabelValues(p.host).Add(float64(n))

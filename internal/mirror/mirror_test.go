@@ -36,6 +36,8 @@ type fakeUpstream struct {
 	down        atomic.Bool
 	tamperSig   atomic.Bool
 	tamperZip   atomic.Bool
+	plainHTTP   atomic.Bool   // download URLs in plain http
+	badPlatform atomic.Bool   // 3.1.0 also lists a platform with a slash in its OS
 	slowZip     chan struct{} // closed to let archive downloads finish
 }
 
@@ -53,7 +55,12 @@ func newFakeUpstream(t *testing.T) *fakeUpstream {
 			ps = append(ps, map[string]string{"os": os, "arch": arch})
 		}
 		writeJSON(w, map[string]any{"versions": []any{
-			map[string]any{"version": "3.1.0", "protocols": []string{"5.0"}, "platforms": ps},
+			map[string]any{"version": "3.1.0", "protocols": []string{"5.0"}, "platforms": func() []map[string]string {
+				if u.badPlatform.Load() {
+					return append(slices.Clone(ps), map[string]string{"os": "linux/../x", "arch": "amd64"})
+				}
+				return ps
+			}()},
 			map[string]any{"version": "2.0.0", "protocols": []string{"5.0"}, "platforms": ps[:1]},
 		}})
 	})
@@ -61,7 +68,12 @@ func newFakeUpstream(t *testing.T) *fakeUpstream {
 		name := u.rel.ZipName(r.PathValue("os") + "_" + r.PathValue("arch"))
 		writeJSON(w, map[string]any{
 			"protocols": []string{"5.0"}, "os": r.PathValue("os"), "arch": r.PathValue("arch"), "filename": name,
-			"download_url":          "/files/" + name,
+			"download_url": func() string {
+				if u.plainHTTP.Load() {
+					return "http://" + r.Host + "/files/" + name
+				}
+				return "/files/" + name
+			}(),
 			"shasums_url":           "/files/" + u.rel.Prefix() + "_SHA256SUMS",
 			"shasums_signature_url": "/files/" + u.rel.Prefix() + "_SHA256SUMS.sig",
 			"shasum":                u.rel.SHA256(name),
@@ -428,5 +440,25 @@ func TestHeldWithoutUpstream(t *testing.T) {
 	}
 	if _, err := f.m.MirroredVersions(ctx, upstreamHost, "hashicorp", "other"); !registry.IsKind(err, registry.NotFound) {
 		t.Errorf("MirroredVersions of a provider held nowhere: %v, want NotFound", err)
+	}
+}
+
+// TestHostileUpstreamDocuments: platform names that are not platforms are
+// left out, and a download URL that is not https is refused.
+func TestHostileUpstreamDocuments(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.up.badPlatform.Store(true)
+	v := f.version(t)
+	if len(v.Platforms) != 2 {
+		t.Errorf("platforms %+v: want the two valid ones only", v.Platforms)
+	}
+	f.up.plainHTTP.Store(true)
+	pl := f.platform(t, v, "linux_amd64")
+	if err := f.m.FetchPackage(ctx, pl.SHA256, pl.Filename); !registry.IsKind(err, registry.Unavailable) || !strings.Contains(registry.Message(err), "not an https URL") {
+		t.Errorf("FetchPackage with an http download URL: %v", err)
+	}
+	if _, err := f.blobs.Stat(ctx, pl.SHA256); !registry.IsKind(err, registry.NotFound) {
+		t.Errorf("a package was stored from an http URL: %v", err)
 	}
 }

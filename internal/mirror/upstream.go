@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -23,7 +24,9 @@ import (
 
 // Limits of what an upstream may send.
 const (
-	maxVersionsDoc  = 32 << 20 // hashicorp/aws lists hundreds of versions
+	maxVersionsDoc  = 8 << 20 // hashicorp/aws lists hundreds of versions (a few hundred KB)
+	maxVersions     = 10_000  // versions kept of one versions document
+	maxPlatforms    = 64      // platforms kept of one version
 	maxDownloadDoc  = 1 << 20
 	maxSHASums      = 1 << 20
 	maxSignature    = 64 << 10
@@ -34,8 +37,9 @@ const (
 // upstream is one configured upstream registry with its HTTP client and
 // the providers.v1 base URL service discovery found for it.
 type upstream struct {
-	cfg    registry.MirrorUpstream
-	client *http.Client
+	cfg       registry.MirrorUpstream
+	client    *http.Client
+	allowHTTP bool // the configured service URL is plain http (loopback)
 
 	mu   sync.Mutex
 	base *url.URL // providers.v1 base, found once
@@ -56,7 +60,21 @@ func newUpstream(cfg registry.MirrorUpstream, userAgent string) (*upstream, erro
 		}
 		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}
-	u := &upstream{cfg: cfg, client: &http.Client{Transport: &userAgentTransport{next: tr, agent: userAgent}}}
+	// Plain http only where the operator configured it (a loopback
+	// service URL): documents and redirects may not downgrade to it.
+	allowHTTP := strings.HasPrefix(cfg.ServiceURL, "http://")
+	u := &upstream{cfg: cfg, allowHTTP: allowHTTP, client: &http.Client{
+		Transport: &userAgentTransport{next: tr, agent: userAgent},
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if len(via) >= 10 {
+				return errors.New("stopped after 10 redirects")
+			}
+			if req.URL.Scheme != "https" && !allowHTTP {
+				return fmt.Errorf("refusing a redirect to %s: the upstream is reached over https only", req.URL.Scheme)
+			}
+			return nil
+		},
+	}}
 	return u, nil
 }
 
@@ -101,6 +119,9 @@ func (u *upstream) providersBase(ctx context.Context) (*url.URL, error) {
 	base, err := d.DiscoverServiceURL(host, "providers.v1")
 	if err != nil {
 		return nil, registry.Wrap(registry.Unavailable, err, fmt.Sprintf("upstream %s: service discovery failed", u.cfg.Host))
+	}
+	if base.Scheme != "https" {
+		return nil, registry.Errorf(registry.Unavailable, "upstream %s: service discovery gives %s, which is not an https URL", u.cfg.Host, redact(base))
 	}
 	if !strings.HasSuffix(base.Path, "/") { // as the clients do
 		base.Path += "/"
@@ -199,12 +220,13 @@ type (
 		Versions []versionEntry `json:"versions"`
 	}
 	versionEntry struct {
-		Version   string   `json:"version"`
-		Protocols []string `json:"protocols"`
-		Platforms []struct {
-			OS   string `json:"os"`
-			Arch string `json:"arch"`
-		} `json:"platforms"`
+		Version   string          `json:"version"`
+		Protocols []string        `json:"protocols"`
+		Platforms []platformEntry `json:"platforms"`
+	}
+	platformEntry struct {
+		OS   string `json:"os"`
+		Arch string `json:"arch"`
 	}
 	downloadDoc struct {
 		Protocols           []string `json:"protocols"`
@@ -235,6 +257,14 @@ func (u *upstream) versions(ctx context.Context, namespace, typ string) (version
 	if err != nil && !errors.Is(err, errNotFound) {
 		u.forgetBase()
 	}
+	// Keep what a registry can sensibly list, with valid platforms only
+	// (they become archive keys, file names and URL segments).
+	doc.Versions = doc.Versions[:min(len(doc.Versions), maxVersions)]
+	for i := range doc.Versions {
+		ps := doc.Versions[i].Platforms
+		ps = slices.DeleteFunc(ps, func(p platformEntry) bool { return registry.ValidatePlatform(p.OS, p.Arch) != nil })
+		doc.Versions[i].Platforms = ps[:min(len(ps), maxPlatforms)]
+	}
 	return doc, err
 }
 
@@ -255,14 +285,14 @@ func (u *upstream) download(ctx context.Context, namespace, typ, version, os, ar
 
 // resolve returns ref resolved against the URL of the document that
 // named it.
-func resolve(doc *url.URL, ref string) (*url.URL, error) {
+func (u *upstream) resolve(doc *url.URL, ref string) (*url.URL, error) {
 	r, err := url.Parse(ref)
 	if err != nil {
 		return nil, err
 	}
-	u := doc.ResolveReference(r)
-	if u.Scheme != "https" && u.Scheme != "http" {
-		return nil, fmt.Errorf("%q is not an HTTP URL", ref)
+	abs := doc.ResolveReference(r)
+	if abs.Scheme != "https" && (abs.Scheme != "http" || !u.allowHTTP) {
+		return nil, fmt.Errorf("%q is not an https URL", redact(abs))
 	}
-	return u, nil
+	return abs, nil
 }
