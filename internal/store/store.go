@@ -166,7 +166,10 @@ type Mirror interface {
 	// platform of a mirrored version: its size and h1 hash. NotFound if
 	// there is no such version or platform. Setting the same values again
 	// is not an error; different ones are Conflict (a package never
-	// changes). A size below 1 or an empty h1 is Invalid.
+	// changes). A size below 1 or an empty h1 is Invalid. Every other
+	// mirrored platform whose package has the same SHA256 and is not held
+	// yet becomes held with it (the same bytes published to two
+	// registries are one package).
 	SetMirroredPackage(ctx context.Context, host, namespace, typ, version, os, arch string, size int64, h1 string) error
 	// FindMirroredPackage returns a mirrored version that has a platform
 	// whose package has digest sha256, and that platform (the first by

@@ -186,6 +186,17 @@ func (x *Index) SetMirroredPackage(ctx context.Context, host, namespace, typ, ve
 			return err
 		}
 		if n, err := res.RowsAffected(); err != nil || n > 0 {
+			if err != nil {
+				return err
+			}
+			// A package is its bytes: every other mirrored platform with
+			// the same digest (a release published to two registries) is
+			// held too.
+			_, err = t.exec(ctx, `UPDATE mirrored_platforms SET size = $1, h1 = $2
+				WHERE size = 0 AND h1 = '' AND sha256 = (SELECT p.sha256
+					FROM mirrored_platforms p JOIN mirrored_versions v ON v.id = p.version_id
+					WHERE v.host = $3 AND v.namespace = $4 AND v.type = $5 AND v.version = $6 AND p.os = $7 AND p.arch = $8)`,
+				size, h1, host, namespace, typ, version, os, arch)
 			return err
 		}
 		var haveSize int64

@@ -333,6 +333,28 @@ func testMirror(t *testing.T, newIndex func(*testing.T) store.Index) {
 		mustOK(t, err, "PutMirroredVersion again")
 		checkEqual(t, "PutMirroredVersion of a version with a held package", again, v, normMirrored)
 	})
+	t.Run("SetMirroredPackageHoldsEveryCopy", func(t *testing.T) {
+		// The same package published to two registries is one package:
+		// holding it under one holds it under the other.
+		x, ctx := newIndex(t), t.Context()
+		a := mirroredVersion(host, "hashicorp", "aws", "5.1.0", 1, t0)
+		b := mirroredVersion("mirror.example", "hashicorp", "aws", "5.1.0", 1, t0)
+		shared := digestOf("shared")
+		a.Platforms[1].SHA256, b.Platforms[2].SHA256 = shared, shared
+		for _, v := range []registry.MirroredVersion{a, b} {
+			_, err := x.PutMirroredVersion(ctx, v)
+			mustOK(t, err, "PutMirroredVersion")
+		}
+		p := a.Platforms[1]
+		mustOK(t, x.SetMirroredPackage(ctx, host, "hashicorp", "aws", "5.1.0", p.OS, p.Arch, 100, testH1("shared")), "SetMirroredPackage")
+		got, err := x.GetMirroredVersion(ctx, "mirror.example", "hashicorp", "aws", "5.1.0")
+		mustOK(t, err, "GetMirroredVersion of the other host")
+		for _, gp := range got.Platforms {
+			if held := gp.SHA256 == shared; gp.Held() != held || held && (gp.Size != 100 || gp.H1 != testH1("shared")) {
+				t.Errorf("the other host's platform %s_%s: %+v, want held=%v", gp.OS, gp.Arch, gp, held)
+			}
+		}
+	})
 }
 
 // testMirrorUpstreams checks the sentences of store.MirrorUpstreams.
