@@ -462,3 +462,27 @@ func TestHostileUpstreamDocuments(t *testing.T) {
 		t.Errorf("a package was stored from an http URL: %v", err)
 	}
 }
+
+// TestNarrowedRuleStopsFetches: once an operator narrows an upstream's
+// rule, packages of versions it no longer allows are not fetched, even
+// through URLs handed out before.
+func TestNarrowedRuleStopsFetches(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	pl := f.platform(t, f.version(t), "linux_amd64")
+	u, err := f.idx.GetMirrorUpstream(ctx, upstreamHost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Allow = []registry.MirrorRule{{Provider: "hashicorp/*", Versions: "~> 2.0"}}
+	if err := f.idx.PutMirrorUpstream(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	f.m.Reload()
+	if err := f.m.FetchPackage(ctx, pl.SHA256, pl.Filename); !registry.IsKind(err, registry.NotFound) || !strings.Contains(registry.Message(err), "~> 2.0") {
+		t.Errorf("FetchPackage of a version the narrowed rule refuses: %v", err)
+	}
+	if n := f.up.archiveGets.Load(); n != 0 {
+		t.Errorf("the upstream was asked for the package %d times", n)
+	}
+}
