@@ -8,18 +8,14 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 
 	"trove.dev/trove/internal/config"
 	"trove.dev/trove/internal/protocol/discovery"
 )
 
 // localHostName is the host name Terraform and OpenTofu use for a Trove
-// whose public URL has no dot in its host (localhost, an IP address):
-// module sources need a dotted host name, and a name without a port can be
-// given a token in a TF_TOKEN_ variable. Nothing resolves it: the CLI
-// configuration that serve writes maps it to the public URL (a host block).
-const localHostName = "trove.localhost"
+// whose public URL has no dot in its host (discovery.LocalHostName).
+const localHostName = discovery.LocalHostName
 
 // cliConfigFile is the CLI configuration serve writes into the data
 // directory for localHostName. Copied into the CLI configuration directory
@@ -34,14 +30,7 @@ const cliConfigDir = "~/.terraform.d"
 
 // needsLocalHostName reports whether the public URL's host cannot be a
 // module host by itself.
-func needsLocalHostName(publicURL string) bool {
-	u, err := url.Parse(publicURL)
-	if err != nil {
-		return false
-	}
-	host := u.Hostname()
-	return !strings.Contains(host, ".") || net.ParseIP(host) != nil
-}
+func needsLocalHostName(publicURL string) bool { return discovery.NeedsLocalHostName(publicURL) }
 
 // writeCLIConfig writes the Terraform/OpenTofu CLI configuration that maps
 // localHostName to the server's services (absolute URLs) into the data

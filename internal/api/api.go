@@ -572,11 +572,20 @@ func (h *handler) mayCreatePersonal(r *http.Request, t *registry.Token) error {
 			return registry.Errorf(registry.NotFound, "namespace %q not found", ns)
 		}
 	}
-	if !p.Token.ExpiresAt.IsZero() {
+	limit := p.Token.ExpiresAt
+	if d, ok := auth.SignedInFor(r.Context()); ok {
+		// A web session the user signed into with their password may
+		// mint what a password login mints.
+		limit = h.Now().Add(d)
+	}
+	if !limit.IsZero() {
 		if t.ExpiresAt.IsZero() {
-			t.ExpiresAt = p.Token.ExpiresAt
-		} else if t.ExpiresAt.After(p.Token.ExpiresAt) {
-			return registry.Errorf(registry.Forbidden, "token %s expires at %s: the new token cannot outlive it", p.Token.ID, p.Token.ExpiresAt.UTC().Format(time.RFC3339))
+			t.ExpiresAt = limit
+		} else if t.ExpiresAt.After(limit) {
+			if limit.Equal(p.Token.ExpiresAt) {
+				return registry.Errorf(registry.Forbidden, "token %s expires at %s: the new token cannot outlive it", p.Token.ID, limit.UTC().Format(time.RFC3339))
+			}
+			return registry.Errorf(registry.Forbidden, "a token created in the web UI lives at most until %s", limit.UTC().Format(time.RFC3339))
 		}
 	}
 	return nil

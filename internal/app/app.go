@@ -47,6 +47,7 @@ import (
 	"trove.dev/trove/internal/flock"
 	"trove.dev/trove/internal/mirror"
 	"trove.dev/trove/internal/modules"
+	"trove.dev/trove/internal/protocol/discovery"
 	"trove.dev/trove/internal/protocol/login"
 	"trove.dev/trove/internal/protocol/providers"
 	"trove.dev/trove/internal/publish"
@@ -59,6 +60,7 @@ import (
 	"trove.dev/trove/internal/store/postgres"
 	"trove.dev/trove/internal/store/s3blob"
 	"trove.dev/trove/internal/store/sqlite"
+	"trove.dev/trove/internal/web"
 )
 
 // URLSigningKeyName is the name of the shared secret that signs download
@@ -279,12 +281,19 @@ func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
 		Mirror:         mir,
 		TempDir:        tempDir,
 	})
+	ui, err := web.New(ctx, web.Options{
+		Index: idx, Access: access, Login: loginSvc, API: apiHandler, Blobs: a.Blobs, PublicURL: public,
+		Host: discovery.RegistryHost(cfg.PublicURL), TokenTTL: lopt.TokenTTL, Logger: log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("setting up the web UI: %w", err)
+	}
 	srv, err := server.New(server.Options{
 		Index: idx, Blobs: a.Blobs, Signer: a.Signer, PublicURL: public, API: apiHandler, Logger: log,
 		RedirectDownloads: RedirectDownloads(cfg),
 		Access:            access, PrivateSigner: a.PrivateSigner, Login: loginSvc,
 		ProviderOptions: []providers.Option{providers.WithCacheBytes(cfg.CacheBytes)},
-		Mirror:          mir, Metrics: metrics, AccessLog: opt.AccessLog,
+		Mirror:          mir, Metrics: metrics, AccessLog: opt.AccessLog, UI: ui,
 	})
 	if err != nil {
 		return nil, err

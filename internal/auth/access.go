@@ -118,6 +118,10 @@ var errNotReadable = registry.Errorf(registry.NotFound, "not found")
 // providers the mirror fetches from upstream registries (MirrorRead).
 func (a *Access) SetMirrorPublic(public bool) { a.mirrorPublic.Store(public) }
 
+// MirrorPublic reports whether anonymous requests may read the providers
+// the mirror fetches from upstream registries (SetMirrorPublic).
+func (a *Access) MirrorPublic() bool { return a.mirrorPublic.Load() }
+
 // ErrMirrorCredentialsRequired is the answer to an anonymous request for a
 // mirrored provider when the mirror is not public.
 var ErrMirrorCredentialsRequired = registry.Errorf(registry.Unauthenticated,

@@ -225,8 +225,23 @@ func (a *Authenticator) AuthenticateCached(r *http.Request) (Principal, error) {
 	if secret == "" || err != nil {
 		return Principal{}, err
 	}
+	return a.AuthenticateSecret(r.Context(), secret)
+}
+
+// AuthenticateSecret is AuthenticateCached for a token secret that came
+// another way than the Authorization header (the web UI's session
+// cookie). A secret that is not shaped like a Trove token is
+// Unauthenticated without a lookup.
+func (a *Authenticator) AuthenticateSecret(ctx context.Context, secret string) (Principal, error) {
+	if !strings.HasPrefix(secret, TokenPrefix) || len(secret) > 128 {
+		return Principal{}, registry.Errorf(registry.Unauthenticated, "the token is not valid")
+	}
 	if a.ttl <= 0 {
-		return a.Authenticate(r)
+		p, err := a.load(ctx, HashToken(secret))
+		if err != nil {
+			return Principal{}, err
+		}
+		return p, active(p.Token, a.now())
 	}
 	// Hash from a stack buffer (bearer bounds the secret to 128 bytes):
 	// the cache hit path does not allocate.
@@ -237,7 +252,7 @@ func (a *Authenticator) AuthenticateCached(r *http.Request) (Principal, error) {
 	c, ok := a.cache[key]
 	a.mu.RUnlock()
 	if !ok || now.UnixNano() >= c.until {
-		p, err := a.load(r.Context(), hex.EncodeToString(key[:]))
+		p, err := a.load(ctx, hex.EncodeToString(key[:]))
 		if err != nil && !registry.IsKind(err, registry.Unauthenticated) {
 			return Principal{}, err // a failing index is not cached
 		}
@@ -325,6 +340,23 @@ func WithPrincipal(ctx context.Context, p Principal) context.Context {
 func FromContext(ctx context.Context) Principal {
 	p, _ := ctx.Value(principalKey{}).(Principal)
 	return p
+}
+
+type signedInKey struct{}
+
+// WithSignedIn marks ctx as a request of a web session into which its
+// user signed in with their password: the personal tokens it creates may
+// live up to d (what a password login grants), not only as long as the
+// session. Only code in this process can set it (the web UI calling the
+// management API in process); no request header does.
+func WithSignedIn(ctx context.Context, d time.Duration) context.Context {
+	return context.WithValue(ctx, signedInKey{}, d)
+}
+
+// SignedInFor returns the lifetime WithSignedIn set on ctx.
+func SignedInFor(ctx context.Context) (time.Duration, bool) {
+	d, ok := ctx.Value(signedInKey{}).(time.Duration)
+	return d, ok && d > 0
 }
 
 // Bootstrap creates the first global admin token when the index holds no

@@ -34,4 +34,5 @@ func (s *Server) applyChange(c store.Change) {
 		s.providers.InvalidateAll()
 		s.modules.InvalidateAll()
 	}
+	s.invalidateUI()
 }

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -109,6 +110,17 @@ type Options struct {
 	// mirror routes and fetches their packages on first download (none if
 	// nil: the mirror serves Trove's own providers only).
 	Mirror Mirror
+	// UI serves the web pages (none if nil: / answers JSON).
+	UI UI
+}
+
+// UI is the web UI (*web.Service): its pages are mounted beside the
+// protocol routes, it renders the "not found" page of browsers, and its
+// cached pages are dropped with the protocol documents.
+type UI interface {
+	Register(mux *http.ServeMux)
+	NotFound(w http.ResponseWriter, r *http.Request)
+	Invalidate()
 }
 
 // Mirror is the pull-through cache of upstream registries
@@ -203,7 +215,19 @@ func New(opt Options) (*Server, error) {
 			ErrorLog: slog.NewLogLogger(opt.Logger.Handler(), slog.LevelError),
 		}))
 	}
-	mux.Handle("/", httpjson.Handler(opt.Logger, notFound))
+	fallback := httpjson.Handler(opt.Logger, notFound)
+	if opt.UI != nil {
+		opt.UI.Register(mux)
+		api := fallback
+		fallback = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if (r.Method == http.MethodGet || r.Method == http.MethodHead) && wantsHTML(r) {
+				opt.UI.NotFound(w, r)
+				return
+			}
+			api.ServeHTTP(w, r)
+		})
+	}
+	mux.Handle("/", fallback)
 
 	s.handler = &middleware{next: mux, log: opt.Logger, access: opt.AccessLog, metrics: m}
 	return s, nil
@@ -221,18 +245,37 @@ func (s *Server) Handler() http.Handler { return s.handler }
 
 // InvalidateProvider drops the cached protocol responses of a provider;
 // call it after a version of it was published.
-func (s *Server) InvalidateProvider(namespace, typ string) { s.providers.Invalidate(namespace, typ) }
+func (s *Server) InvalidateProvider(namespace, typ string) {
+	s.providers.Invalidate(namespace, typ)
+	s.invalidateUI()
+}
+
+// invalidateUI drops the web UI's cached pages and catalog.
+func (s *Server) invalidateUI() {
+	if s.opt.UI != nil {
+		s.opt.UI.Invalidate()
+	}
+}
+
+// wantsHTML reports whether a request comes from a browser showing a
+// page: its Accept header names text/html. Protocol clients and the API
+// client do not.
+func wantsHTML(r *http.Request) bool {
+	return strings.Contains(r.Header.Get("Accept"), "text/html")
+}
 
 // InvalidateModule drops the cached protocol responses of a module; call
 // it after a version of it was published or deleted.
 func (s *Server) InvalidateModule(namespace, name, system string) {
 	s.modules.Invalidate(namespace, name, system)
+	s.invalidateUI()
 }
 
 // InvalidateMirrored drops the cached mirror documents of a provider of
 // another registry, after the mirror stored a version or package of it.
 func (s *Server) InvalidateMirrored(host, namespace, typ string) {
 	s.providers.InvalidateMirrored(host, namespace, typ)
+	s.invalidateUI()
 }
 
 func notFound(w http.ResponseWriter, r *http.Request) error {

@@ -3,6 +3,7 @@ package discovery
 import (
 	"fmt"
 	"maps"
+	"net"
 	"net/url"
 	"slices"
 	"strings"
@@ -91,4 +92,37 @@ func hclValue(v any, indent string) string {
 	default:
 		return fmt.Sprintf("%q", fmt.Sprint(v))
 	}
+}
+
+// LocalHostName is the host name Terraform and OpenTofu use for a Trove
+// whose public URL has no dot in its host (localhost, an IP address):
+// module sources need a dotted host name, and a name without a port can be
+// given a token in a TF_TOKEN_ variable. Nothing resolves it: the CLI
+// configuration that `trove serve` writes maps it to the public URL (a
+// host block).
+const LocalHostName = "trove.localhost"
+
+// NeedsLocalHostName reports whether the public URL's host cannot be a
+// module host by itself.
+func NeedsLocalHostName(publicURL string) bool {
+	u, err := url.Parse(publicURL)
+	if err != nil {
+		return false
+	}
+	host := u.Hostname()
+	return !strings.Contains(host, ".") || net.ParseIP(host) != nil
+}
+
+// RegistryHost is the host name that source addresses of this registry
+// start with: the public URL's host (with its port, if any), or
+// LocalHostName when that host cannot be a module host.
+func RegistryHost(publicURL string) string {
+	if NeedsLocalHostName(publicURL) {
+		return LocalHostName
+	}
+	u, err := url.Parse(publicURL)
+	if err != nil {
+		return LocalHostName
+	}
+	return strings.ToLower(u.Host)
 }

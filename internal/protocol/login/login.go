@@ -666,3 +666,43 @@ func validVerifier(v string) bool {
 	}
 	return true
 }
+
+// SignIn checks a user name and password typed into another login form
+// of this registry (the web UI's), under the same rate limits and
+// password-check slots as the login.v1 page, and audits a failure as that
+// page does (the caller audits what it makes of a success). It returns the
+// user, or an error safe to show: TooLarge with retry > 0 when rate
+// limited, Forbidden for a disabled account, Unauthenticated otherwise.
+func (s *Service) SignIn(r *http.Request, name, password string) (user registry.User, retry time.Duration, err error) {
+	name = strings.TrimSpace(name)
+	account := strings.ToLower(name)
+	if len(account) > 64 {
+		account = account[:64]
+	}
+	target := account
+	if target == "" {
+		target = "(no user name)"
+	}
+	failure := func(reason string) {
+		s.opt.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditLoginFailure, Actor: auth.Principal{}.Actor(),
+			Target: sanitize(target), Details: reason + " (web sign-in)"})
+	}
+	if ok, wait, limit := s.attempts.Take(account, audit.SourceAddr(r), s.opt.Now()); !ok {
+		failure("rate limited (" + limit + ")")
+		who := "this account"
+		if limit == "source address" {
+			who = "your address"
+		}
+		return registry.User{}, wait, registry.Errorf(registry.TooLarge, "Too many sign-in attempts from %s. Try again in %s.", who, waitText(wait))
+	}
+	user, reason := s.verify(r.Context(), name, password)
+	switch reason {
+	case "":
+		return user, 0, nil
+	case "disabled":
+		failure("account disabled")
+		return registry.User{}, 0, registry.Errorf(registry.Forbidden, "This account is disabled. Ask an administrator of this registry.")
+	}
+	failure(reason)
+	return registry.User{}, 0, registry.Errorf(registry.Unauthenticated, "Wrong user name or password.")
+}

@@ -1,0 +1,571 @@
+package web
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"html/template"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-version"
+
+	"trove.dev/trove/internal/modules"
+	"trove.dev/trove/internal/registry"
+)
+
+// errNotFound is the answer for anything the visitor may not see or that
+// does not exist: the two are never told apart.
+var errNotFound = registry.Errorf(registry.NotFound, "There is nothing at this address, or you may not see it. Signed-in users see their private namespaces.")
+
+// mustVersion parses a stored (valid) version; nil for one that is not.
+func mustVersion(v string) *version.Version {
+	pv, err := version.NewSemver(v)
+	if err != nil {
+		return version.Must(version.NewSemver("0.0.0-invalid"))
+	}
+	return pv
+}
+
+// canRead reports whether the visitor may read the namespace; a name
+// that is not valid is not readable.
+func (s *Service) canRead(ctx context.Context, v *visit, namespace string) (string, error) {
+	ns, err := registry.ParseNamespace(namespace)
+	if err != nil {
+		return "", errNotFound
+	}
+	ok, err := s.opt.Access.CanRead(ctx, v.p, ns)
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		return "", errNotFound
+	}
+	return ns, nil
+}
+
+// mirrorVisible reports whether the visitor may see mirrored providers:
+// any signed-in user, everyone when the mirror is public.
+func (s *Service) mirrorVisible(v *visit) bool {
+	return v.signedIn() || s.opt.Access.MirrorPublic()
+}
+
+type homeData struct {
+	Host       string
+	Namespaces []registry.Namespace
+	Recent     []entry
+	Providers  int
+	Modules    int
+	Mirrored   int
+	SignedIn   bool
+}
+
+func (s *Service) home(w http.ResponseWriter, r *http.Request, v *visit) error {
+	cat, err := s.catalog.get(r.Context())
+	if err != nil {
+		return err
+	}
+	can, err := readable(r.Context(), s.opt.Access, v.p, cat)
+	if err != nil {
+		return err
+	}
+	d := homeData{Host: s.opt.Host, SignedIn: v.signedIn()}
+	for _, name := range cat.names {
+		if can[name] {
+			d.Namespaces = append(d.Namespaces, cat.namespaces[name])
+		}
+	}
+	all, _ := cat.find(query{}, can, s.mirrorVisible(v), 0, len(cat.entries))
+	for _, e := range all {
+		switch e.Kind {
+		case kindProvider:
+			d.Providers++
+		case kindModule:
+			d.Modules++
+		case kindMirror:
+			d.Mirrored++
+		}
+	}
+	slices.SortStableFunc(all, func(a, b entry) int { return b.Updated.Compare(a.Updated) })
+	d.Recent = all[:min(len(all), 10)]
+	s.render(w, r, v, http.StatusOK, "Trove", "home", d)
+	return nil
+}
+
+type searchData struct {
+	Query      query
+	Results    []entry
+	Total      int
+	Namespaces []string
+	Systems    []string
+	Prev, Next string
+	From, To   int
+	Mirror     bool
+}
+
+func (s *Service) search(w http.ResponseWriter, r *http.Request, v *visit) error {
+	qv := r.URL.Query()
+	q := query{Text: qv.Get("q"), Kind: qv.Get("kind"), Namespace: strings.ToLower(qv.Get("namespace")), System: qv.Get("system")}
+	if len(q.Text) > 256 {
+		q.Text = q.Text[:256]
+	}
+	switch q.Kind {
+	case "", kindProvider, kindModule, kindMirror:
+	default:
+		return registry.Errorf(registry.Invalid, "Unknown kind %q: choose provider, module or mirror.", registry.Elide(q.Kind))
+	}
+	page, _ := strconv.Atoi(qv.Get("page"))
+	page = min(max(page, 1), 10000)
+	v.query = q.Text
+	cat, err := s.catalog.get(r.Context())
+	if err != nil {
+		return err
+	}
+	can, err := readable(r.Context(), s.opt.Access, v.p, cat)
+	if err != nil {
+		return err
+	}
+	d := searchData{Query: q, Systems: cat.systems, Mirror: s.mirrorVisible(v)}
+	for _, ns := range cat.names {
+		if can[ns] {
+			d.Namespaces = append(d.Namespaces, ns)
+		}
+	}
+	d.Results, d.Total = cat.find(q, can, d.Mirror, (page-1)*searchPageSize, searchPageSize)
+	d.From, d.To = (page-1)*searchPageSize+1, (page-1)*searchPageSize+len(d.Results)
+	link := func(p int) string {
+		vals := qv
+		vals.Del("fragment")
+		vals.Set("page", strconv.Itoa(p))
+		return SearchPath + "?" + vals.Encode()
+	}
+	if page > 1 {
+		d.Prev = link(page - 1)
+	}
+	if d.To < d.Total {
+		d.Next = link(page + 1)
+	}
+	if qv.Get("fragment") == "1" {
+		html, err := execute("results", d)
+		if err != nil {
+			return registry.Wrap(registry.Internal, err, "rendering search results")
+		}
+		h := w.Header()
+		h.Set("Content-Type", "text/html; charset=utf-8")
+		h.Set("Content-Security-Policy", contentSecurityPolicy)
+		h.Set("Cache-Control", "private, no-store")
+		_, _ = w.Write([]byte(html))
+		return nil
+	}
+	title := "Search"
+	if q.Text != "" {
+		title = "Search: " + q.Text
+	}
+	s.render(w, r, v, http.StatusOK, title, "search", d)
+	return nil
+}
+
+type namespaceData struct {
+	Namespace registry.Namespace
+	Entries   []entry
+	Admin     bool
+}
+
+func (s *Service) namespacePage(w http.ResponseWriter, r *http.Request, v *visit) error {
+	ns, err := s.canRead(r.Context(), v, r.PathValue("namespace"))
+	if err != nil {
+		return err
+	}
+	cat, err := s.catalog.get(r.Context())
+	if err != nil {
+		return err
+	}
+	n, ok := cat.namespaces[ns]
+	if !ok {
+		if n, err = s.opt.Index.GetNamespace(r.Context(), ns); err != nil {
+			return errNotFound
+		}
+	}
+	d := namespaceData{Namespace: n, Admin: v.p.Allows(registry.ScopeAdmin, ns, v.now)}
+	d.Entries, _ = cat.find(query{Namespace: ns}, map[string]bool{ns: true}, false, 0, len(cat.entries))
+	s.render(w, r, v, http.StatusOK, "Namespace "+ns, "namespace", d)
+	return nil
+}
+
+// versionLink is one entry of a version selector.
+type versionLink struct {
+	Version    string
+	URL        string
+	Current    bool
+	Prerelease bool
+	Published  time.Time
+}
+
+// pickVersion sorts versions newest first and returns the one asked for
+// ("" for the latest: the newest release, else the newest pre-release).
+func pickVersion(versions []string, want string) (string, bool) {
+	registry.SortNewestFirst(versions, func(s string) string { return s })
+	if want != "" {
+		return want, slices.Contains(versions, want)
+	}
+	for _, v := range versions {
+		if mustVersion(v).Prerelease() == "" {
+			return v, true
+		}
+	}
+	if len(versions) == 0 {
+		return "", false
+	}
+	return versions[0], true
+}
+
+// moduleData is what a module page shows.
+type moduleData struct {
+	Namespace, Name, System, Version, Latest string
+	Private                                  bool
+	Versions                                 []versionLink
+	Source                                   string
+	Snippet                                  string
+	Description                              string
+	Root                                     moduleSection
+	Submodules                               []moduleSection
+	Examples                                 []moduleSection
+	Published                                time.Time
+	Origin                                   string
+	ArchiveSize                              int64
+	ArchiveFormat                            string
+	Diagnostics                              []string
+	Downloads                                int64
+	HasMetadata                              bool
+}
+
+// moduleSection is the root module, a submodule or an example.
+type moduleSection struct {
+	modules.ModuleInfo
+	ID              string
+	Readme          template.HTML
+	ReadmeTruncated bool
+	Required        []modules.Input
+	Optional        []modules.Input
+}
+
+func (s *Service) modulePage(w http.ResponseWriter, r *http.Request, v *visit) error {
+	ns, err := s.canRead(r.Context(), v, r.PathValue("namespace"))
+	if err != nil {
+		return err
+	}
+	name, err1 := registry.ParseModuleName(r.PathValue("name"))
+	system, err2 := registry.ParseModuleSystem(r.PathValue("system"))
+	if err1 != nil || err2 != nil {
+		return errNotFound
+	}
+	want := r.PathValue("version")
+	if want == "" && r.URL.Query().Get("version") != "" { // the version form without script
+		http.Redirect(w, r, "/modules/"+ns+"/"+name+"/"+system+"/"+url.PathEscape(r.URL.Query().Get("version")), http.StatusSeeOther)
+		return nil
+	}
+	key := "module\x00" + ns + "\x00" + name + "\x00" + system + "\x00" + want
+	return s.cached(w, r, v, key, func() (string, string, any, error) {
+		ctx := r.Context()
+		vs, err := s.opt.Index.ListModuleVersions(ctx, ns, name, system)
+		if registry.IsKind(err, registry.NotFound) {
+			return "", "", nil, errNotFound
+		} else if err != nil {
+			return "", "", nil, err
+		}
+		names := make([]string, len(vs))
+		published := map[string]time.Time{}
+		for i, mv := range vs {
+			names[i] = mv.Version
+			published[mv.Version] = mv.PublishedAt
+		}
+		latest, _ := pickVersion(names, "")
+		cur, ok := pickVersion(names, want)
+		if !ok {
+			return "", "", nil, errNotFound
+		}
+		mv, err := s.opt.Index.GetModuleVersion(ctx, ns, name, system, cur)
+		if err != nil {
+			return "", "", nil, err
+		}
+		nsInfo, err := s.opt.Index.GetNamespace(ctx, ns)
+		if err != nil {
+			return "", "", nil, err
+		}
+		d := moduleData{Namespace: ns, Name: name, System: system, Version: cur, Latest: latest, Private: !nsInfo.Public(),
+			Source: s.opt.Host + "/" + ns + "/" + name + "/" + system, Description: mv.Description,
+			Published: mv.PublishedAt, Origin: mv.Origin, ArchiveSize: mv.ArchiveSize, ArchiveFormat: mv.ArchiveFormat}
+		base := "/modules/" + ns + "/" + name + "/" + system + "/"
+		for _, n := range names {
+			d.Versions = append(d.Versions, versionLink{Version: n, URL: base + n, Current: n == cur,
+				Prerelease: mustVersion(n).Prerelease() != "", Published: published[n]})
+		}
+		var md modules.Metadata
+		if len(mv.Metadata) > 0 {
+			if err := json.Unmarshal(mv.Metadata, &md); err != nil {
+				return "", "", nil, registry.Wrap(registry.Internal, err, "reading the module's metadata")
+			}
+			d.HasMetadata = true
+		}
+		d.Root = section(md.Root, "root")
+		for _, m := range md.Submodules {
+			d.Submodules = append(d.Submodules, section(m, "submodule-"+m.Name))
+		}
+		for _, m := range md.Examples {
+			d.Examples = append(d.Examples, section(m, "example-"+m.Name))
+		}
+		d.Diagnostics = md.Diagnostics
+		d.Snippet = moduleSnippet(name, d.Source, cur, d.Root.Required)
+		return ns + "/" + name + "/" + system + " " + cur, "module", d, nil
+	})
+}
+
+// section renders one module directory's README and splits its inputs.
+func section(m modules.ModuleInfo, id string) moduleSection {
+	doc := renderMarkdown([]byte(m.Readme), keepAnchors)
+	sec := moduleSection{ModuleInfo: m, ID: id, Readme: doc.HTML, ReadmeTruncated: m.ReadmeTruncated || doc.Truncated}
+	for _, in := range m.Inputs {
+		if in.Required {
+			sec.Required = append(sec.Required, in)
+		} else {
+			sec.Optional = append(sec.Optional, in)
+		}
+	}
+	return sec
+}
+
+// keepAnchors is the link rewriter of READMEs: links within the page
+// stay, relative links into the module's repository (which Trove does
+// not serve) are dropped, keeping their text.
+func keepAnchors(dest string) string {
+	if strings.HasPrefix(dest, "#") {
+		return dest
+	}
+	return ""
+}
+
+// hclIdentifier turns a module or provider name into a block label.
+func hclIdentifier(name string) string {
+	b := []byte(strings.ToLower(name))
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
+			b[i] = '_'
+		}
+	}
+	if len(b) == 0 || b[0] >= '0' && b[0] <= '9' {
+		return "m_" + string(b)
+	}
+	return string(b)
+}
+
+// moduleSnippet is the module block that uses a module, with its
+// required inputs to fill in.
+func moduleSnippet(name, source, version string, required []modules.Input) string {
+	var b strings.Builder
+	b.WriteString("module \"" + hclIdentifier(name) + "\" {\n")
+	b.WriteString("  source  = \"" + source + "\"\n")
+	b.WriteString("  version = \"" + version + "\"\n")
+	if len(required) > 0 {
+		b.WriteString("\n  # Required inputs\n")
+		width := 0
+		for _, in := range required {
+			width = max(width, len(in.Name))
+		}
+		for _, in := range required {
+			typ := in.Type
+			if typ == "" {
+				typ = "any"
+			}
+			b.WriteString("  " + in.Name + strings.Repeat(" ", width-len(in.Name)) + " = null # " + oneLine(typ) + "\n")
+		}
+	}
+	b.WriteString("}\n")
+	return b.String()
+}
+
+// oneLine folds a multi-line type expression into one line.
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 120 {
+		s = s[:117] + "..."
+	}
+	return s
+}
+
+// providerData is what a provider page shows.
+type providerData struct {
+	Namespace, Type, Version, Latest string
+	Private                          bool
+	Versions                         []versionLink
+	Source                           string
+	Snippet                          string
+	Host                             string
+	TokenVariable                    string
+	Protocols                        []string
+	Platforms                        []registry.Platform
+	SigningKey                       registry.SigningKey
+	Keys                             []registry.SigningKey
+	Published                        time.Time
+	Docs                             *docsNav
+	Doc                              *docPage
+	Downloads                        int64
+}
+
+func (s *Service) providerPage(w http.ResponseWriter, r *http.Request, v *visit) error {
+	ns, err := s.canRead(r.Context(), v, r.PathValue("namespace"))
+	if err != nil {
+		return err
+	}
+	typ, err := registry.ParseProviderType(r.PathValue("type"))
+	if err != nil {
+		return errNotFound
+	}
+	want := r.PathValue("version")
+	if want == "" && r.URL.Query().Get("version") != "" { // the version form without script
+		http.Redirect(w, r, "/providers/"+ns+"/"+typ+"/"+url.PathEscape(r.URL.Query().Get("version")), http.StatusSeeOther)
+		return nil
+	}
+	key := "provider\x00" + ns + "\x00" + typ + "\x00" + want
+	return s.cached(w, r, v, key, func() (string, string, any, error) {
+		d, err := s.providerData(r.Context(), ns, typ, want)
+		if err != nil {
+			return "", "", nil, err
+		}
+		return ns + "/" + typ + " " + d.Version, "provider", d, nil
+	})
+}
+
+// providerData reads what a provider page shows of one version ("" for
+// the latest).
+func (s *Service) providerData(ctx context.Context, ns, typ, want string) (*providerData, error) {
+	vs, err := s.opt.Index.ListProviderVersions(ctx, ns, typ)
+	if registry.IsKind(err, registry.NotFound) {
+		return nil, errNotFound
+	} else if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(vs))
+	byVersion := map[string]registry.ProviderVersion{}
+	for i, pv := range vs {
+		names[i] = pv.Version
+		byVersion[pv.Version] = pv
+	}
+	latest, _ := pickVersion(names, "")
+	cur, ok := pickVersion(names, want)
+	if !ok {
+		return nil, errNotFound
+	}
+	pv := byVersion[cur]
+	nsInfo, err := s.opt.Index.GetNamespace(ctx, ns)
+	if err != nil {
+		return nil, err
+	}
+	keys, err := s.opt.Index.ListSigningKeys(ctx, ns)
+	if err != nil {
+		return nil, err
+	}
+	for i := range keys {
+		keys[i].ASCIIArmor = ""
+	}
+	d := &providerData{Namespace: ns, Type: typ, Version: cur, Latest: latest, Private: !nsInfo.Public(),
+		Source: s.opt.Host + "/" + ns + "/" + typ, Host: s.opt.Host, TokenVariable: tokenVariable(s.opt.Host),
+		Protocols: pv.Protocols, Platforms: slices.Clone(pv.Platforms), SigningKey: pv.SigningKey, Keys: keys,
+		Published: pv.PublishedAt}
+	d.SigningKey.ASCIIArmor = ""
+	slices.SortFunc(d.Platforms, func(a, b registry.Platform) int { return cmp.Or(cmp.Compare(a.OS, b.OS), cmp.Compare(a.Arch, b.Arch)) })
+	base := "/providers/" + ns + "/" + typ + "/"
+	for _, n := range names {
+		d.Versions = append(d.Versions, versionLink{Version: n, URL: base + n, Current: n == cur,
+			Prerelease: mustVersion(n).Prerelease() != "", Published: byVersion[n].PublishedAt})
+	}
+	d.Snippet = providerSnippet(typ, d.Source, cur)
+	if d.Docs, err = s.docsNav(ctx, pv); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// providerSnippet is the required_providers entry of a provider.
+func providerSnippet(typ, source, version string) string {
+	return "terraform {\n  required_providers {\n    " + hclIdentifier(typ) + " = {\n      source  = \"" + source +
+		"\"\n      version = \"" + version + "\"\n    }\n  }\n}\n"
+}
+
+// tokenVariable is the environment variable that gives Terraform and
+// OpenTofu a token for host: TF_TOKEN_ with dots as "_" and dashes as
+// "__"; "" for a host with a port, which such a variable cannot name.
+func tokenVariable(host string) string {
+	if strings.Contains(host, ":") {
+		return ""
+	}
+	return "TF_TOKEN_" + strings.ReplaceAll(strings.ReplaceAll(host, "-", "__"), ".", "_")
+}
+
+type mirroredData struct {
+	Host, Namespace, Type string
+	Versions              []mirroredVersion
+	Source                string
+	MirrorURL             string
+}
+
+type mirroredVersion struct {
+	Version   string
+	Platforms int
+	Held      int
+	Fetched   time.Time
+	KeyID     string
+}
+
+func (s *Service) mirroredPage(w http.ResponseWriter, r *http.Request, v *visit) error {
+	if !s.mirrorVisible(v) {
+		return errNotFound
+	}
+	host := strings.ToLower(r.PathValue("host"))
+	ns := strings.ToLower(r.PathValue("namespace"))
+	typ := strings.ToLower(r.PathValue("type"))
+	if len(host) > 255 || len(ns) > 64 || len(typ) > 64 {
+		return errNotFound
+	}
+	vs, err := s.opt.Index.ListMirroredVersions(r.Context(), host, ns, typ)
+	if registry.IsKind(err, registry.NotFound) {
+		return errNotFound
+	} else if err != nil {
+		return err
+	}
+	d := mirroredData{Host: host, Namespace: ns, Type: typ, Source: host + "/" + ns + "/" + typ,
+		MirrorURL: strings.TrimSuffix(s.opt.PublicURL.String(), "/") + "/v1/mirror/"}
+	registry.SortNewestFirst(vs, func(mv registry.MirroredVersion) string { return mv.Version })
+	for _, mv := range vs {
+		m := mirroredVersion{Version: mv.Version, Platforms: len(mv.Platforms), Fetched: mv.PublishedAt, KeyID: mv.SigningKey.KeyID}
+		for _, p := range mv.Platforms {
+			if p.Held() {
+				m.Held++
+			}
+		}
+		d.Versions = append(d.Versions, m)
+	}
+	s.render(w, r, v, http.StatusOK, d.Source+" (mirrored)", "mirrored", d)
+	return nil
+}
+
+// prettyJSON indents a JSON value (an input's default) for people; ""
+// for none.
+func prettyJSON(raw json.RawMessage) string {
+	if len(raw) == 0 || string(raw) == "null" {
+		return ""
+	}
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, raw, "", "  "); err != nil {
+		return string(raw)
+	}
+	s := buf.String()
+	if len(s) > 2000 {
+		s = s[:2000] + "..."
+	}
+	return s
+}

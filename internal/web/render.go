@@ -1,0 +1,399 @@
+package web
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"embed"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"path"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"trove.dev/trove/internal/auth"
+	"trove.dev/trove/internal/httpjson"
+	"trove.dev/trove/internal/registry"
+)
+
+//go:embed templates/*.html
+var templateFiles embed.FS
+
+//go:embed static
+var staticFiles embed.FS
+
+// contentSecurityPolicy is the policy of every page: scripts and styles
+// only from this origin's files (no inline script, style or handler),
+// images from this origin or https (module READMEs show badges and
+// diagrams), no frames, no plugins, forms only to this origin.
+const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' https:; " +
+	"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+
+// staticVersions maps each embedded asset to a short hash of its content,
+// added to its URLs so that browsers may keep it forever.
+var staticVersions = func() map[string]string {
+	m := map[string]string{}
+	_ = fs.WalkDir(staticFiles, "static", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := staticFiles.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		sum := sha256.Sum256(b)
+		m[strings.TrimPrefix(p, "static/")] = hex.EncodeToString(sum[:6])
+		return nil
+	})
+	return m
+}()
+
+// staticURL returns the URL of an embedded asset, versioned by its content.
+func staticURL(name string) string {
+	return StaticPath + name + "?v=" + staticVersions[name]
+}
+
+// staticHandler serves the embedded assets: forever cacheable when asked
+// for with their current version, revalidated otherwise.
+func staticHandler() http.Handler {
+	sub, _ := fs.Sub(staticFiles, "static")
+	files := http.StripPrefix(StaticPath, http.FileServerFS(sub))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		name := strings.TrimPrefix(r.URL.Path, StaticPath)
+		v, ok := staticVersions[name]
+		if !ok {
+			httpjson.WriteRaw(w, http.StatusNotFound, []byte(`{"errors":["no such asset"]}`))
+			return
+		}
+		if r.URL.Query().Get("v") == v {
+			w.Header().Set("Cache-Control", "public, max-age=31536000, immutable")
+		} else {
+			w.Header().Set("Cache-Control", "no-cache")
+		}
+		files.ServeHTTP(w, r)
+	})
+}
+
+var funcs = template.FuncMap{
+	"static": staticURL,
+	"date": func(t time.Time) string {
+		if t.IsZero() {
+			return "never"
+		}
+		return t.UTC().Format("2006-01-02")
+	},
+	"datetime": func(t time.Time) string {
+		if t.IsZero() {
+			return "never"
+		}
+		return t.UTC().Format("2006-01-02 15:04 UTC")
+	},
+	"iso":   func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+	"bytes": humanBytes,
+	"join":  strings.Join,
+	"plural": func(n int, one, many string) string {
+		if n == 1 {
+			return strconv.Itoa(n) + " " + one
+		}
+		return strconv.Itoa(n) + " " + many
+	},
+	"count":       func(n int64) string { return groupDigits(n) },
+	"pathEscape":  url.PathEscape,
+	"queryEscape": url.QueryEscape,
+	"json":        prettyJSON,
+	"snippetOf": func(id, label, text string) snippetData {
+		return snippetData{ID: id, Label: label, Text: text}
+	},
+	"oneLine": oneLine,
+}
+
+var templates = template.Must(template.New("").Funcs(funcs).ParseFS(templateFiles, "templates/*.html"))
+
+// snippetData is a block of code with a button that copies it.
+type snippetData struct{ ID, Label, Text string }
+
+// humanBytes says a size for people.
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return strconv.FormatInt(n, 10) + " B"
+}
+
+// groupDigits writes n with thousands separators.
+func groupDigits(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+// visit is one request to a page: who asks, and what the layout needs.
+type visit struct {
+	p         auth.Principal
+	sessionID string // the session's token ID, "" when not signed in
+	now       time.Time
+	query     string // the search box's value
+}
+
+// signedIn reports whether the visitor has a session.
+func (v *visit) signedIn() bool { return v.sessionID != "" }
+
+// pageHandler serves one page for a visit; it returns an error instead of
+// writing one, and the error page is rendered for it.
+type pageHandler func(w http.ResponseWriter, r *http.Request, v *visit) error
+
+// page wraps h: it reads the session, runs h and renders its error.
+func (s *Service) page(h pageHandler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		v := &visit{now: s.opt.Now()}
+		if c, err := r.Cookie(sessionCookie); err == nil && c.Value != "" {
+			p, err := s.opt.Access.Authenticator().AuthenticateSecret(r.Context(), c.Value)
+			switch {
+			case err == nil && p.Token.User != "":
+				v.p, v.sessionID = p, p.Token.ID
+			case err == nil || registry.IsKind(err, registry.Unauthenticated):
+				clearSession(w) // expired, revoked, or not a session
+			default:
+				s.errorPage(w, r, v, err)
+				return
+			}
+		}
+		if err := h(w, r, v); err != nil {
+			s.errorPage(w, r, v, err)
+		}
+	}
+}
+
+// errorPage renders err as a page: its kind decides the status, its
+// registry.Message is shown (never a backend's text, which is logged).
+func (s *Service) errorPage(w http.ResponseWriter, r *http.Request, v *visit, err error) {
+	kind := registry.KindOf(err)
+	if kind == registry.Unauthenticated && r.Method == http.MethodGet {
+		http.Redirect(w, r, SignInPath+"?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+		return
+	}
+	status := httpjson.Status(kind)
+	msg := registry.Message(err)
+	if kind == registry.Internal || kind == registry.Unavailable {
+		s.log.ErrorContext(r.Context(), "web: page failed", "path", r.URL.Path, "err", err)
+	}
+	title := map[int]string{
+		http.StatusNotFound: "Not found", http.StatusForbidden: "Not allowed", http.StatusBadRequest: "Bad request",
+		http.StatusConflict: "Conflict", http.StatusUnauthorized: "Sign in needed", http.StatusTooManyRequests: "Too many requests",
+	}[status]
+	if title == "" {
+		title = "Something went wrong"
+	}
+	s.render(w, r, v, status, title, "error", struct {
+		Title, Message string
+		Status         int
+	}{title, msg, status})
+}
+
+// layoutData is what the layout around every page needs.
+type layoutData struct {
+	Title   string
+	Content template.HTML
+	User    string
+	Admin   bool
+	CSRF    string
+	Query   string
+	Host    string
+	Next    string
+}
+
+// render executes the page template name with data and writes it inside
+// the layout.
+func (s *Service) render(w http.ResponseWriter, r *http.Request, v *visit, status int, title, name string, data any) {
+	content, err := execute(name, data)
+	if err != nil {
+		s.log.ErrorContext(r.Context(), "web: rendering a page failed", "page", name, "err", err)
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	s.write(w, r, v, status, title, content)
+}
+
+// execute runs one template into HTML.
+func execute(name string, data any) (template.HTML, error) {
+	var buf bytes.Buffer
+	if err := templates.ExecuteTemplate(&buf, name, data); err != nil {
+		return "", err
+	}
+	return template.HTML(buf.String()), nil // html/template escaped it
+}
+
+var bufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// write sends content inside the layout, with the headers of every page
+// and a validator (304 when the browser has this very page).
+func (s *Service) write(w http.ResponseWriter, r *http.Request, v *visit, status int, title string, content template.HTML) {
+	d := layoutData{Title: title, Content: content, Query: v.query, Host: s.opt.Host, Next: r.URL.RequestURI()}
+	if v.signedIn() {
+		d.User, d.Admin, d.CSRF = v.p.User.Name, v.p.User.Admin, s.csrfFor("session", v.sessionID)
+	}
+	buf := bufs.Get().(*bytes.Buffer)
+	buf.Reset()
+	defer bufs.Put(buf)
+	if err := templates.ExecuteTemplate(buf, "layout", d); err != nil {
+		s.log.ErrorContext(r.Context(), "web: rendering the layout failed", "err", err)
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Content-Security-Policy", contentSecurityPolicy)
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "same-origin")
+	h.Set("Cache-Control", "private, no-cache")
+	h.Set("Vary", "Cookie")
+	if status == http.StatusOK {
+		sum := sha256.Sum256(buf.Bytes())
+		etag := `"` + base64.RawURLEncoding.EncodeToString(sum[:16]) + `"`
+		h.Set("ETag", etag)
+		if httpjson.MatchETag(r.Header.Get("If-None-Match"), etag) {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+	}
+	h.Set("Content-Length", strconv.Itoa(buf.Len()))
+	w.WriteHeader(status)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(buf.Bytes())
+	}
+}
+
+// pageCacheMaxAge bounds how long a cached page part is served; changes
+// through any replica drop it sooner (Invalidate).
+const pageCacheMaxAge = 30 * time.Second
+
+// pageCacheBytes bounds the memory of cached page parts.
+const pageCacheBytes = 16 << 20
+
+// pageCache keeps rendered page parts that are the same for every
+// visitor allowed to see them, keyed by their page's path. Invalidate
+// starts a new generation: parts rendered before it are never served.
+type pageCache struct {
+	mu    sync.Mutex
+	gen   uint64
+	bytes int
+	parts map[string]cachedPart
+	now   func() time.Time
+}
+
+type cachedPart struct {
+	html  template.HTML
+	title string
+	gen   uint64
+	at    time.Time
+}
+
+func newPageCache(now func() time.Time) *pageCache {
+	return &pageCache{parts: map[string]cachedPart{}, now: now}
+}
+
+// generation returns the current generation, to be passed to put with
+// the part rendered after it was read.
+func (c *pageCache) generation() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.gen
+}
+
+func (c *pageCache) get(key string) (cachedPart, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p, ok := c.parts[key]
+	if !ok || p.gen != c.gen || c.now().Sub(p.at) >= pageCacheMaxAge {
+		return cachedPart{}, false
+	}
+	return p, true
+}
+
+func (c *pageCache) put(key string, gen uint64, title string, html template.HTML) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if gen != c.gen || len(html) > pageCacheBytes/8 {
+		return
+	}
+	if old, ok := c.parts[key]; ok {
+		c.bytes -= len(old.html) + len(key)
+	}
+	c.parts[key] = cachedPart{html: html, title: title, gen: gen, at: c.now()}
+	c.bytes += len(html) + len(key)
+	for k, p := range c.parts { // map order: a random victim each time
+		if c.bytes <= pageCacheBytes {
+			break
+		}
+		if k != key {
+			delete(c.parts, k)
+			c.bytes -= len(p.html) + len(k)
+		}
+	}
+}
+
+func (c *pageCache) invalidate() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gen++
+	clear(c.parts)
+	c.bytes = 0
+}
+
+// cached serves the page part under key from the cache, or renders it
+// with build (title, template name, data) and keeps it. Call it only
+// after the visitor's right to see the page was checked.
+func (s *Service) cached(w http.ResponseWriter, r *http.Request, v *visit, key string, build func() (title, name string, data any, err error)) error {
+	if p, ok := s.pages.get(key); ok {
+		s.write(w, r, v, http.StatusOK, p.title, p.html)
+		return nil
+	}
+	gen := s.pages.generation()
+	title, name, data, err := build()
+	if err != nil {
+		return err
+	}
+	html, err := execute(name, data)
+	if err != nil {
+		return registry.Wrap(registry.Internal, err, "rendering the page")
+	}
+	s.pages.put(key, gen, title, html)
+	s.write(w, r, v, http.StatusOK, title, html)
+	return nil
+}
+
+// cleanPath reports whether p is a clean absolute path of this site, for
+// the "next" page after signing in: no scheme, no host, no "//" or "\"
+// that a browser would take for another site.
+func cleanPath(p string) bool {
+	if p == "" || !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") || strings.ContainsAny(p, "\\\r\n\t") {
+		return false
+	}
+	u, err := url.Parse(p)
+	if err != nil || u.Scheme != "" || u.Host != "" {
+		return false
+	}
+	return path.Clean(u.Path) == u.Path || u.Path+"/" == path.Clean(u.Path)+"/"
+}

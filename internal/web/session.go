@@ -1,0 +1,272 @@
+package web
+
+import (
+	"bytes"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/base64"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"trove.dev/trove/client"
+	"trove.dev/trove/internal/auth"
+	"trove.dev/trove/internal/registry"
+)
+
+// Cookies of the UI. The __Host- prefix makes browsers insist on Secure,
+// Path=/ and no Domain.
+const (
+	sessionCookie = "__Host-trove-session"
+	signInCookie  = "__Host-trove-sign-in"
+)
+
+// maxFormBytes bounds the body of every form of the UI.
+const maxFormBytes = 16 << 10
+
+// sessionDescription marks the tokens that are web sessions.
+const sessionDescription = "web session"
+
+func clearSession(w http.ResponseWriter) {
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1,
+		Secure: true, HttpOnly: true, SameSite: http.SameSiteLaxMode})
+}
+
+func randomValue() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+// sameOrigin refuses a form posted from another origin: browsers send
+// Origin with every POST (and Sec-Fetch-Site); either, when present, must
+// say this site. The CSRF token is checked besides.
+func (s *Service) sameOrigin(r *http.Request) error {
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
+		return registry.Errorf(registry.Forbidden, "This form was sent from another site. Open the page on this registry and send it again.")
+	}
+	if o := r.Header.Get("Origin"); o != "" && o != "null" {
+		u, err := url.Parse(o)
+		if err != nil || u.Host != r.Host {
+			return registry.Errorf(registry.Forbidden, "This form was sent from another site. Open the page on this registry and send it again.")
+		}
+	}
+	return nil
+}
+
+// parseForm reads a POSTed form, checks its origin and, for a visitor
+// with a session, its CSRF token.
+func (s *Service) parseForm(w http.ResponseWriter, r *http.Request, v *visit) (url.Values, error) {
+	if err := s.sameOrigin(r); err != nil {
+		return nil, err
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+	if err := r.ParseForm(); err != nil {
+		return nil, registry.Errorf(registry.Invalid, "The form could not be read: send it from the page again.")
+	}
+	if !v.signedIn() {
+		return nil, registry.Errorf(registry.Unauthenticated, "Sign in first.")
+	}
+	want := s.csrfFor("session", v.sessionID)
+	if subtle.ConstantTimeCompare([]byte(r.PostForm.Get("csrf")), []byte(want)) != 1 {
+		return nil, registry.Errorf(registry.Forbidden, "This form has expired or was not sent by this registry's page. Reload the page and send it again.")
+	}
+	return r.PostForm, nil
+}
+
+type signInData struct {
+	CSRF     string
+	Next     string
+	Username string
+	Error    string
+	Lifetime string
+}
+
+// signInForm shows the sign-in form. It binds the form to a random
+// cookie (CSRF protection before there is a session).
+func (s *Service) signInForm(w http.ResponseWriter, r *http.Request, v *visit) error {
+	next := r.URL.Query().Get("next")
+	if !cleanPath(next) {
+		next = HomePath
+	}
+	if v.signedIn() {
+		http.Redirect(w, r, next, http.StatusSeeOther)
+		return nil
+	}
+	cookie := ""
+	if c, err := r.Cookie(signInCookie); err == nil && len(c.Value) == 43 {
+		cookie = c.Value
+	} else {
+		var err error
+		if cookie, err = randomValue(); err != nil {
+			return registry.Wrap(registry.Internal, err, "reading random bytes")
+		}
+	}
+	http.SetCookie(w, &http.Cookie{Name: signInCookie, Value: cookie, Path: "/", MaxAge: 3600,
+		Secure: true, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	s.render(w, r, v, http.StatusOK, "Sign in", "sign-in", signInData{
+		CSRF: s.csrfFor("sign-in", cookie), Next: next, Lifetime: lifetimeText(s.opt.SessionTTL),
+	})
+	return nil
+}
+
+// signIn checks the sign-in form and starts a session: a personal token
+// of the user whose secret becomes the session cookie.
+func (s *Service) signIn(w http.ResponseWriter, r *http.Request, v *visit) error {
+	if err := s.sameOrigin(r); err != nil {
+		return err
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+	if err := r.ParseForm(); err != nil {
+		return registry.Errorf(registry.Invalid, "The sign-in form could not be read: open the sign-in page and try again.")
+	}
+	form := r.PostForm
+	c, err := r.Cookie(signInCookie)
+	if err != nil || c.Value == "" || subtle.ConstantTimeCompare([]byte(form.Get("csrf")), []byte(s.csrfFor("sign-in", c.Value))) != 1 {
+		return registry.Errorf(registry.Forbidden, "The sign-in form expired or was not sent by this registry's page. Open the sign-in page and try again.")
+	}
+	next := form.Get("next")
+	if !cleanPath(next) {
+		next = HomePath
+	}
+	name := form.Get("username")
+	user, retry, err := s.opt.Login.SignIn(r, name, form.Get("password"))
+	if err != nil {
+		status := http.StatusUnauthorized
+		switch registry.KindOf(err) {
+		case registry.TooLarge:
+			status = http.StatusTooManyRequests
+			w.Header().Set("Retry-After", strconv.Itoa(int(retry/time.Second)+1))
+		case registry.Forbidden:
+			status = http.StatusForbidden
+		case registry.Unauthenticated:
+		default:
+			return err
+		}
+		if len(name) > 64 {
+			name = name[:64]
+		}
+		s.render(w, r, v, status, "Sign in", "sign-in", signInData{
+			CSRF: s.csrfFor("sign-in", c.Value), Next: next, Username: name, Error: registry.Message(err),
+			Lifetime: lifetimeText(s.opt.SessionTTL),
+		})
+		return nil
+	}
+	secret, hash, err := auth.NewToken()
+	if err != nil {
+		return registry.Wrap(registry.Internal, err, "creating a session")
+	}
+	id, err := auth.NewID()
+	if err != nil {
+		return registry.Wrap(registry.Internal, err, "creating a session")
+	}
+	now := s.opt.Now().UTC()
+	t := registry.Token{ID: id, Hash: hash, User: user.Name, Scopes: []registry.Scope{registry.ScopeAdmin},
+		Description: sessionDescription, CreatedAt: now, ExpiresAt: now.Add(s.opt.SessionTTL)}
+	if err := s.opt.Index.CreateToken(r.Context(), t); err != nil {
+		return err
+	}
+	s.opt.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditLoginSuccess, Actor: "user:" + user.Name,
+		Target: id, Details: "web session for " + lifetimeText(s.opt.SessionTTL)})
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: secret, Path: "/", MaxAge: int(s.opt.SessionTTL / time.Second),
+		Secure: true, HttpOnly: true, SameSite: http.SameSiteLaxMode})
+	http.SetCookie(w, &http.Cookie{Name: signInCookie, Value: "", Path: "/", MaxAge: -1, Secure: true, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	http.Redirect(w, r, next, http.StatusSeeOther)
+	return nil
+}
+
+// signOut revokes the session's token and drops the cookie.
+func (s *Service) signOut(w http.ResponseWriter, r *http.Request, v *visit) error {
+	if !v.signedIn() {
+		clearSession(w)
+		http.Redirect(w, r, HomePath, http.StatusSeeOther)
+		return nil
+	}
+	if _, err := s.parseForm(w, r, v); err != nil {
+		return err
+	}
+	if err := s.opt.Index.RevokeToken(r.Context(), v.sessionID, s.opt.Now().UTC()); err != nil {
+		return err
+	}
+	s.opt.Access.Authenticator().Invalidate()
+	s.opt.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditTokenRevoke, Actor: v.p.Actor(),
+		Target: v.sessionID, Details: "signed out of the web UI"})
+	clearSession(w)
+	http.Redirect(w, r, HomePath, http.StatusSeeOther)
+	return nil
+}
+
+// lifetimeText says a duration for people.
+func lifetimeText(d time.Duration) string {
+	switch {
+	case d >= 48*time.Hour:
+		return strconv.Itoa(int(d/(24*time.Hour))) + " days"
+	case d >= 2*time.Hour:
+		return strconv.Itoa(int(d/time.Hour)) + " hours"
+	}
+	return strconv.Itoa(max(1, int(d/time.Minute))) + " minutes"
+}
+
+// apiClient returns a management API client that acts as the visitor's
+// session and calls the API handler in this process, so that the API's
+// rights checks, validation and audit apply to every change made in the
+// UI. The API sees the browser's address for its audit events.
+func (s *Service) apiClient(r *http.Request) (*client.Client, error) {
+	c, err := r.Cookie(sessionCookie)
+	if err != nil {
+		return nil, registry.Errorf(registry.Unauthenticated, "Sign in first.")
+	}
+	hc := &http.Client{Transport: inProcess{handler: s.opt.API, remoteAddr: r.RemoteAddr, lifetime: s.tokenTTL()}}
+	return client.New(s.opt.PublicURL.String(), c.Value, client.WithHTTPClient(hc), client.WithUserAgent("trove-web"))
+}
+
+// inProcess is a RoundTripper that serves requests with a handler of this
+// process.
+type inProcess struct {
+	handler    http.Handler
+	remoteAddr string
+	lifetime   time.Duration // the longest life of a token the session creates
+}
+
+func (t inProcess) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(auth.WithSignedIn(req.Context(), t.lifetime))
+	req.RemoteAddr = t.remoteAddr
+	req.RequestURI = req.URL.RequestURI()
+	if req.Body == nil {
+		req.Body = http.NoBody
+	}
+	rec := &recorder{header: http.Header{}}
+	t.handler.ServeHTTP(rec, req)
+	if rec.status == 0 {
+		rec.status = http.StatusOK
+	}
+	return &http.Response{
+		StatusCode: rec.status, Status: strconv.Itoa(rec.status) + " " + http.StatusText(rec.status),
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Header: rec.header,
+		Body: io.NopCloser(&rec.body), ContentLength: int64(rec.body.Len()), Request: req,
+	}, nil
+}
+
+// recorder keeps what a handler wrote.
+type recorder struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (r *recorder) Header() http.Header { return r.header }
+func (r *recorder) WriteHeader(status int) {
+	if r.status == 0 {
+		r.status = status
+	}
+}
+func (r *recorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.body.Write(b)
+}

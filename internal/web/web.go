@@ -1,0 +1,218 @@
+// Package web serves Trove's web UI: server-rendered pages (html/template,
+// assets embedded with go:embed, no script needed) to browse and search
+// namespaces, providers, modules and mirrored providers, read module
+// READMEs, inputs and outputs and provider documentation, copy usage
+// snippets, sign in with the accounts of `terraform login`, and manage
+// personal tokens and, for namespace admins, members and tokens.
+//
+// # Who sees what
+//
+// Every page passes the same decision as the protocol routes
+// (auth.Access.CanRead): a private namespace, and everything in it, is
+// answered exactly like a name that does not exist to a visitor who may not
+// read it, in pages and in search alike.
+//
+// # Sessions
+//
+// Signing in creates a personal token of the user (registry.Token with
+// User set, described as a web session) whose secret is the value of the
+// __Host-trove-session cookie (HttpOnly, Secure, SameSite=Lax, Path=/).
+// A session is therefore listed with the user's tokens, expires after the
+// session lifetime, and is revoked server-side by signing out or by
+// revoking it like any token. The cookie is read by these pages only:
+// the management API and the protocols take bearer tokens, so a cookie can
+// never make an API call on its own. Every form that changes something
+// carries a CSRF token (an HMAC of the session's token ID, or of a random
+// pre-session cookie for the sign-in form) and must come from this
+// origin. Changes go through the management API in process, as the
+// session's token: its rights checks, validation and audit events apply
+// unchanged.
+//
+// # Caching
+//
+// The parts of a page that are the same for every visitor allowed to see
+// them (a module version, a provider version, a documentation page) are
+// rendered once and kept in memory (pageCache) until a change to the
+// index drops them or they reach their maximum age; the header with the
+// visitor's name is added per request. Search reads an in-memory catalog
+// of every namespace, provider and module (catalog.go), rebuilt after
+// changes.
+package web
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"time"
+
+	"trove.dev/trove/internal/audit"
+	"trove.dev/trove/internal/auth"
+	"trove.dev/trove/internal/protocol/login"
+	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/store"
+)
+
+// Index is the part of the index the web UI reads: what its pages show,
+// the tokens of sessions, and the secret that keys its CSRF tokens. A
+// store.Index is one.
+type Index interface {
+	store.Namespaces
+	store.SigningKeys
+	store.Providers
+	store.Modules
+	store.Mirror
+	store.MirrorInventory
+	store.Tokens
+	store.PersonalTokens
+	store.Memberships
+	store.Secrets
+}
+
+// DefaultSessionTTL is how long a web session lasts from sign-in.
+const DefaultSessionTTL = 12 * time.Hour
+
+// csrfKeyName is the index secret that keys the CSRF tokens of the web
+// UI, shared by every replica so that a form served by one can be posted
+// to another.
+const csrfKeyName = "web-csrf-key"
+
+// Options configures the web UI.
+type Options struct {
+	Index  Index
+	Access *auth.Access
+	// Login checks the passwords of the sign-in form (with the rate
+	// limits of the login.v1 page).
+	Login *login.Service
+	// API is the management API handler; the pages' forms call it in
+	// process with the session's token.
+	API http.Handler
+	// Blobs holds the provider documentation archives.
+	Blobs store.Blobs
+	// Audit records sign-ins and sign-outs; nil records into Index's
+	// audit log when it is one.
+	Audit *audit.Recorder
+	// PublicURL is where browsers reach Trove.
+	PublicURL *url.URL
+	// Host is the host name Terraform and OpenTofu use for this registry
+	// in source addresses (PublicURL's host, or a name mapped to it).
+	Host string
+	// SessionTTL is the lifetime of a web session (DefaultSessionTTL if 0).
+	SessionTTL time.Duration
+	// TokenTTL is the longest lifetime of a token created in the UI, as a
+	// password login grants (30 days if 0).
+	TokenTTL time.Duration
+	Logger   *slog.Logger
+	Now      func() time.Time
+}
+
+// Service serves the web UI. Create it with New; mount it with Register.
+type Service struct {
+	opt     Options
+	log     *slog.Logger
+	csrfKey []byte
+	pages   *pageCache
+	catalog *catalogCache
+	docs    *docsCache
+}
+
+// New returns the web UI. It reads (or creates) the CSRF key in the
+// index's secrets.
+func New(ctx context.Context, opt Options) (*Service, error) {
+	if opt.Index == nil || opt.Access == nil || opt.Login == nil || opt.API == nil || opt.PublicURL == nil {
+		return nil, registry.Errorf(registry.Invalid, "web: index, access, login, API and public URL are required")
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	if opt.SessionTTL <= 0 {
+		opt.SessionTTL = DefaultSessionTTL
+	}
+	if opt.Host == "" {
+		opt.Host = opt.PublicURL.Host
+	}
+	if opt.Audit == nil {
+		if l, ok := opt.Index.(store.AuditLog); ok {
+			opt.Audit = audit.New(l, opt.Logger)
+		}
+	}
+	key, err := opt.Index.Secret(ctx, csrfKeyName, func() ([]byte, error) {
+		b := make([]byte, 32)
+		_, err := rand.Read(b)
+		return b, err
+	})
+	if err != nil {
+		return nil, registry.Wrap(registry.KindOf(err), err, "loading the web UI's CSRF key")
+	}
+	s := &Service{opt: opt, log: opt.Logger, csrfKey: key}
+	s.pages = newPageCache(opt.Now)
+	s.catalog = newCatalogCache(opt.Index, opt.Now)
+	s.docs = newDocsCache(opt.Blobs)
+	return s, nil
+}
+
+// Paths of the UI's routes that other code links to.
+const (
+	HomePath    = "/"
+	SearchPath  = "/search"
+	SignInPath  = "/sign-in"
+	SignOutPath = "/sign-out"
+	TokensPath  = "/settings/tokens"
+	StaticPath  = "/ui/static/"
+)
+
+// Register mounts the UI's routes on mux. Unknown paths are not handled
+// here: NotFound renders the UI's 404 page for browsers.
+func (s *Service) Register(mux *http.ServeMux) {
+	mux.Handle("GET "+StaticPath, staticHandler())
+	mux.Handle("GET /{$}", s.page(s.home))
+	mux.Handle("GET "+SearchPath, s.page(s.search))
+	mux.Handle("GET /namespaces/{namespace}", s.page(s.namespacePage))
+	mux.Handle("GET /providers/{namespace}/{type}", s.page(s.providerPage))
+	mux.Handle("GET /providers/{namespace}/{type}/{version}", s.page(s.providerPage))
+	mux.Handle("GET /providers/{namespace}/{type}/{version}/docs/{category}/{slug}", s.page(s.providerDocPage))
+	mux.Handle("GET /modules/{namespace}/{name}/{system}", s.page(s.modulePage))
+	mux.Handle("GET /modules/{namespace}/{name}/{system}/{version}", s.page(s.modulePage))
+	mux.Handle("GET /mirror/{host}/{namespace}/{type}", s.page(s.mirroredPage))
+	mux.Handle("GET "+SignInPath, s.page(s.signInForm))
+	mux.Handle("POST "+SignInPath, s.page(s.signIn))
+	mux.Handle("POST "+SignOutPath, s.page(s.signOut))
+	mux.Handle("GET "+TokensPath, s.page(s.tokensPage))
+	mux.Handle("POST "+TokensPath, s.page(s.createToken))
+	mux.Handle("POST "+TokensPath+"/{id}/revoke", s.page(s.revokeToken))
+	mux.Handle("GET /namespaces/{namespace}/settings", s.page(s.namespaceSettings))
+	mux.Handle("POST /namespaces/{namespace}/settings/members", s.page(s.setMember))
+	mux.Handle("POST /namespaces/{namespace}/settings/members/{user}/remove", s.page(s.removeMember))
+	mux.Handle("POST /namespaces/{namespace}/settings/tokens/{id}/revoke", s.page(s.revokeNamespaceToken))
+}
+
+// NotFound renders the UI's "not found" page; the server calls it for GET
+// requests of browsers that no route matched.
+func (s *Service) NotFound(w http.ResponseWriter, r *http.Request) {
+	s.page(func(w http.ResponseWriter, r *http.Request, v *visit) error {
+		return registry.Errorf(registry.NotFound, "There is no page at this address.")
+	})(w, r)
+}
+
+// Invalidate drops every cached page and marks the search catalog stale;
+// call it after any change to what the pages show (a publish, a delete, a
+// namespace's visibility).
+func (s *Service) Invalidate() {
+	s.pages.invalidate()
+	s.catalog.invalidate()
+}
+
+// csrfFor returns the CSRF token of forms bound to value (a session's
+// token ID, or the pre-session cookie of the sign-in form).
+func (s *Service) csrfFor(purpose, value string) string {
+	m := hmac.New(sha256.New, s.csrfKey)
+	m.Write([]byte("trove-web-csrf-v1\n" + purpose + "\n" + value))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
