@@ -51,7 +51,7 @@ func (s *Service) sameOrigin(r *http.Request) error {
 	}
 	if o := r.Header.Get("Origin"); o != "" && o != "null" {
 		u, err := url.Parse(o)
-		if err != nil || u.Host != r.Host {
+		if err != nil || u.Host != r.Host && u.Host != s.opt.PublicURL.Host {
 			return registry.Errorf(registry.Forbidden, "This form was sent from another site. Open the page on this registry and send it again.")
 		}
 	}

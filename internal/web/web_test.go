@@ -88,6 +88,11 @@ variable "tags" {
   type    = map(string)
   default = { team = "platform" }
 }
+variable "api_key" {
+  type      = string
+  default   = "hunter2-default"
+  sensitive = true
+}
 output "id" {
   value       = "x"
   description = "The network's ID."
@@ -192,6 +197,9 @@ func TestPagesAndHeaders(t *testing.T) {
 		if !strings.Contains(mod.body, want) {
 			t.Errorf("module page lacks %q", want)
 		}
+	}
+	if strings.Contains(mod.body, "hunter2-default") || !strings.Contains(mod.body, "hidden: sensitive") {
+		t.Error("the default of a sensitive input is shown")
 	}
 	old := b.get("/modules/acme/network/aws/1.0.0")
 	if !strings.Contains(old.body, "The latest version is") || !strings.Contains(old.body, `version = &#34;1.0.0&#34;`) {
