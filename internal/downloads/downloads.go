@@ -254,8 +254,21 @@ func (c *Counter) FinalFlush(ctx context.Context) {
 // counted and the index does not hold yet (those of a flush in progress
 // included), merged by key, in no particular order.
 func (c *Counter) Pending(match func(registry.DownloadKey) bool) []registry.DownloadCount {
-	sum := map[registry.DownloadKey]int64{}
 	c.mu.Lock()
+	sum := c.pendingLocked(match)
+	c.mu.Unlock()
+	out := make([]registry.DownloadCount, 0, len(sum))
+	for k, n := range sum {
+		out = append(out, registry.DownloadCount{DownloadKey: k, Count: n})
+	}
+	return out
+}
+
+// pendingLocked sums the pending counts of the keys match accepts.
+// Callers hold mu, so that no flush moves counts between the slots, the
+// flush in progress and the flushed totals meanwhile.
+func (c *Counter) pendingLocked(match func(registry.DownloadKey) bool) map[registry.DownloadKey]int64 {
+	sum := map[registry.DownloadKey]int64{}
 	for _, m := range []map[registry.DownloadKey]*slot{*c.read.Load(), c.dirty} {
 		for k, s := range m {
 			if n := s.n.Load(); n > 0 && match(k) {
@@ -268,12 +281,7 @@ func (c *Counter) Pending(match func(registry.DownloadKey) bool) []registry.Down
 			sum[d.DownloadKey] += d.Count
 		}
 	}
-	c.mu.Unlock()
-	out := make([]registry.DownloadCount, 0, len(sum))
-	for k, n := range sum {
-		out = append(out, registry.DownloadCount{DownloadKey: k, Count: n})
-	}
-	return out
+	return sum
 }
 
 // pendingTotal is the number of downloads not flushed yet.
@@ -282,12 +290,16 @@ func (c *Counter) pendingTotal() int64 {
 }
 
 // total is the number of downloads of kind this process counted since it
-// started: flushed and pending. It never decreases.
+// started: flushed and pending, read under one lock. It never decreases
+// (a count an Add makes while it runs is seen now or next time).
 func (c *Counter) total(kind registry.DownloadKind) int64 {
-	pending := registry.DownloadTotal(c.Pending(func(k registry.DownloadKey) bool { return k.Kind == kind }))
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.flushed[kind] + pending
+	n := c.flushed[kind]
+	for _, p := range c.pendingLocked(func(k registry.DownloadKey) bool { return k.Kind == kind }) {
+		n += p
+	}
+	return n
 }
 
 // ProviderDownloads returns the counts of a provider's versions and
