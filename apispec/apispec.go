@@ -217,6 +217,8 @@ type ProviderVersion struct {
 	SHASumsDigest string     `json:"shasums_digest"`
 	KeyID         string     `json:"key_id"`
 	PublishedAt   time.Time  `json:"published_at"`
+	// Downloads is the sum of the platforms' Downloads.
+	Downloads int64 `json:"downloads"`
 }
 
 // Platform is one package of a provider version.
@@ -226,6 +228,11 @@ type Platform struct {
 	Filename string `json:"filename"`
 	SHASum   string `json:"shasum"`
 	Size     int64  `json:"size"`
+	// Downloads counts the providers.v1 download documents of this
+	// platform answered (what Terraform and OpenTofu fetch once per
+	// installation): the index's count plus what the answering replica
+	// has not written to it yet (see docs/api.md).
+	Downloads int64 `json:"downloads"`
 }
 
 // PublishResult is the answer of a publish: Created is false when the very

@@ -88,6 +88,10 @@ type ModuleVersion struct {
 	Description   string    `json:"description"`
 	Origin        string    `json:"origin,omitempty"`
 	PublishedAt   time.Time `json:"published_at"`
+	// Downloads counts the modules.v1 downloads of this version answered:
+	// the index's count plus what the answering replica has not written
+	// to it yet (see docs/api.md).
+	Downloads int64 `json:"downloads"`
 	// Metadata is the document extracted at publish time (README, inputs,
 	// outputs, required providers, submodules, examples), as
 	// internal/modules.Metadata encodes it; present in the answer of GET

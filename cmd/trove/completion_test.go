@@ -175,7 +175,7 @@ func TestHelpDefaults(t *testing.T) {
 		want []string
 		not  []string
 	}{
-		{[]string{"serve", "--help"}, []string{"(default info)", "(default 15m)", "(default 720h)"}, []string{"INFO", "0s)"}},
+		{[]string{"serve", "--help"}, []string{"(default info)", "(default 15m)", "(default 720h)"}, []string{"INFO", "m0s)"}},
 		{[]string{"login", "--help"}, []string{"(default 10m)"}, []string{"10m0s"}},
 	} {
 		r := runTrove(t, nil, "", tc.args...)

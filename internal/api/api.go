@@ -5,6 +5,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -48,6 +49,13 @@ type Index interface {
 	store.Bundles
 }
 
+// Downloads reads download counts (store.Downloads's reads, which
+// *downloads.Counter has too).
+type Downloads interface {
+	ProviderDownloads(ctx context.Context, namespace, typ string) ([]registry.DownloadCount, error)
+	ModuleDownloads(ctx context.Context, namespace, name, system string) ([]registry.DownloadCount, error)
+}
+
 // Options configures the API handler.
 type Options struct {
 	Index     Index
@@ -83,6 +91,10 @@ type Options struct {
 	// TempDir is where the lock route copies a package to hash it (the
 	// system's temporary directory if empty).
 	TempDir string
+	// Downloads reads the download counts shown in the provider and
+	// module version documents (a *downloads.Counter: the index's counts
+	// plus this process's pending ones); nil shows none.
+	Downloads Downloads
 	// MaxUploadBytes bounds a whole publish request; <= 0 means 2 GiB.
 	MaxUploadBytes int64
 	Now            func() time.Time
@@ -758,9 +770,13 @@ func (h *handler) getProvider(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	registry.SortNewestFirst(versions, func(v registry.ProviderVersion) string { return v.Version })
+	counts, err := h.providerDownloads(r.Context(), ns, typ)
+	if err != nil {
+		return err
+	}
 	out := apispec.ProviderDetail{Namespace: ns, Type: typ, Versions: make([]apispec.ProviderVersion, 0, len(versions))}
 	for _, v := range versions {
-		out.Versions = append(out.Versions, VersionDoc(v))
+		out.Versions = append(out.Versions, withDownloads(VersionDoc(v), counts))
 	}
 	return httpjson.Write(w, http.StatusOK, out)
 }
@@ -785,7 +801,50 @@ func (h *handler) getProviderVersion(w http.ResponseWriter, r *http.Request) err
 		}
 		return err
 	}
-	return httpjson.Write(w, http.StatusOK, VersionDoc(v))
+	counts, err := h.providerDownloads(r.Context(), ns, typ)
+	if err != nil {
+		return err
+	}
+	return httpjson.Write(w, http.StatusOK, withDownloads(VersionDoc(v), counts))
+}
+
+// providerDownloads returns the download counts of a provider's versions
+// and platforms, none without Options.Downloads.
+func (h *handler) providerDownloads(ctx context.Context, ns, typ string) (map[registry.DownloadKey]int64, error) {
+	if h.Downloads == nil {
+		return nil, nil
+	}
+	cs, err := h.Downloads.ProviderDownloads(ctx, ns, typ)
+	return countsByKey(cs), err
+}
+
+// moduleDownloads returns the download counts of a module's versions,
+// none without Options.Downloads.
+func (h *handler) moduleDownloads(ctx context.Context, ns, name, system string) (map[registry.DownloadKey]int64, error) {
+	if h.Downloads == nil {
+		return nil, nil
+	}
+	cs, err := h.Downloads.ModuleDownloads(ctx, ns, name, system)
+	return countsByKey(cs), err
+}
+
+func countsByKey(cs []registry.DownloadCount) map[registry.DownloadKey]int64 {
+	m := make(map[registry.DownloadKey]int64, len(cs))
+	for _, c := range cs {
+		m[c.DownloadKey] += c.Count
+	}
+	return m
+}
+
+// withDownloads sets the download counts of a provider version document:
+// per platform and their sum.
+func withDownloads(v apispec.ProviderVersion, counts map[registry.DownloadKey]int64) apispec.ProviderVersion {
+	v.Downloads = 0
+	for i, p := range v.Platforms {
+		v.Platforms[i].Downloads = counts[registry.ProviderDownload(v.Namespace, v.Type, v.Version, p.OS, p.Arch)]
+		v.Downloads += v.Platforms[i].Downloads
+	}
+	return v
 }
 
 // publishProviderVersion streams a multipart release into the Publisher.

@@ -87,9 +87,15 @@ func (h *handler) getModule(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	registry.SortNewestFirst(versions, func(v registry.ModuleVersion) string { return v.Version })
+	counts, err := h.moduleDownloads(r.Context(), ns, name, system)
+	if err != nil {
+		return err
+	}
 	out := apispec.ModuleDetail{Namespace: ns, Name: name, System: system, Versions: make([]apispec.ModuleVersion, 0, len(versions))}
 	for _, v := range versions {
-		out.Versions = append(out.Versions, ModuleVersionDoc(v))
+		doc := ModuleVersionDoc(v)
+		doc.Downloads = counts[registry.ModuleDownload(ns, name, system, v.Version)]
+		out.Versions = append(out.Versions, doc)
 	}
 	return httpjson.Write(w, http.StatusOK, out)
 }
@@ -111,7 +117,13 @@ func (h *handler) getModuleVersion(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	return httpjson.Write(w, http.StatusOK, ModuleVersionDoc(v))
+	counts, err := h.moduleDownloads(r.Context(), ns, name, system)
+	if err != nil {
+		return err
+	}
+	doc := ModuleVersionDoc(v)
+	doc.Downloads = counts[registry.ModuleDownload(ns, name, system, v.Version)]
+	return httpjson.Write(w, http.StatusOK, doc)
 }
 
 // publishModuleVersion streams the archive into the module Publisher.

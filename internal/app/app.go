@@ -12,7 +12,9 @@
 // (cfg's certificate, checked now, or a self-signed one in DataDir/tls)
 // and listens. Nothing runs in the background until Serve: Serve serves
 // on the listener, follows the index's change feed (store.ChangeFeed,
-// when the index has one), sweeps a blob store's stale staging (S3's
+// when the index has one), flushes the download counts
+// (downloads.Counter.Run; once more after the server shut down, and in
+// Close), sweeps a blob store's stale staging (S3's
 // crashed multipart uploads) and computes the h1 hashes of packages
 // published before Trove did (publish.BackfillPackageHashes) until its
 // context ends. The caller owns the
@@ -44,11 +46,13 @@ import (
 	"trove.dev/trove/internal/api"
 	"trove.dev/trove/internal/auth"
 	"trove.dev/trove/internal/config"
+	"trove.dev/trove/internal/downloads"
 	"trove.dev/trove/internal/flock"
 	"trove.dev/trove/internal/mirror"
 	"trove.dev/trove/internal/modules"
 	"trove.dev/trove/internal/protocol/discovery"
 	"trove.dev/trove/internal/protocol/login"
+	protomodules "trove.dev/trove/internal/protocol/modules"
 	"trove.dev/trove/internal/protocol/providers"
 	"trove.dev/trove/internal/publish"
 	"trove.dev/trove/internal/release"
@@ -102,7 +106,11 @@ type App struct {
 	Signer, PrivateSigner *signedurl.Signer
 	// SigningSecret encrypts the registry-managed signing keys.
 	SigningSecret signing.SecretFile
-	Server        *server.Server
+	// Downloads counts the downloads this process answers and adds them
+	// to the index every cfg.DownloadsFlushInterval while Serve runs, and
+	// once more when Serve ends and in Close.
+	Downloads *downloads.Counter
+	Server    *server.Server
 	// TLS names the certificate Serve uses; nil for plain HTTP.
 	TLS      *server.TLSFiles
 	Listener net.Listener
@@ -266,6 +274,16 @@ func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
 	if err := mir.RemoveStaleDownloads(); err != nil {
 		return nil, fmt.Errorf("removing unfinished mirror downloads from %s: %w", tempDir, err)
 	}
+	counter, err := downloads.New(downloads.Options{
+		Store: idx, Interval: cfg.DownloadsFlushInterval, Logger: log, Metrics: metrics,
+	})
+	if err != nil {
+		return nil, err
+	}
+	a.Downloads = counter
+	// Closed before the index (closers run newest first): what Serve's
+	// final flush did not write, if Serve ran at all.
+	a.onClose(func() error { counter.FinalFlush(context.Background()); return nil })
 	apiHandler := api.New(api.Options{
 		Index:          idx,
 		Publisher:      pub,
@@ -280,10 +298,11 @@ func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
 		Blobs:          a.Blobs,
 		Mirror:         mir,
 		TempDir:        tempDir,
+		Downloads:      counter,
 	})
 	ui, err := web.New(ctx, web.Options{
 		Index: idx, Access: access, Login: loginSvc, API: apiHandler, Blobs: a.Blobs, PublicURL: public,
-		Host: discovery.RegistryHost(cfg.PublicURL), TokenTTL: lopt.TokenTTL, Logger: log,
+		Host: discovery.RegistryHost(cfg.PublicURL), TokenTTL: lopt.TokenTTL, Downloads: counter, Logger: log,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("setting up the web UI: %w", err)
@@ -292,7 +311,8 @@ func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
 		Index: idx, Blobs: a.Blobs, Signer: a.Signer, PublicURL: public, API: apiHandler, Logger: log,
 		RedirectDownloads: RedirectDownloads(cfg),
 		Access:            access, PrivateSigner: a.PrivateSigner, Login: loginSvc,
-		ProviderOptions: []providers.Option{providers.WithCacheBytes(cfg.CacheBytes)},
+		ProviderOptions: []providers.Option{providers.WithCacheBytes(cfg.CacheBytes), providers.WithDownloadCounter(counter)},
+		ModuleOptions:   []protomodules.Option{protomodules.WithDownloadCounter(counter)},
 		Mirror:          mir, Metrics: metrics, AccessLog: opt.AccessLog, UI: ui,
 	})
 	if err != nil {
@@ -413,6 +433,16 @@ func (a *App) Serve(ctx context.Context) error {
 		}
 	}()
 	defer func() { stopBackfill(); <-backfilled }()
+	// Download counts are flushed every interval, and once more after the
+	// server has shut down (no request is answered any more): a graceful
+	// stop loses none.
+	flushCtx, stopFlush := context.WithCancel(context.WithoutCancel(ctx))
+	flushed := make(chan struct{})
+	go func() {
+		defer close(flushed)
+		a.Downloads.Run(flushCtx)
+	}()
+	defer func() { stopFlush(); <-flushed }()
 	return a.Server.Serve(ctx, a.Listener, a.TLS)
 }
 

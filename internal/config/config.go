@@ -34,12 +34,20 @@ const (
 	DefaultMaxUnpackedBytes = 1 << 30 // 1 GiB
 	DefaultLogFormat        = "text"
 	DefaultCacheBytes       = 12 << 20 // 12 MiB: about 6,000 download documents
+	// DefaultDownloadsFlushInterval is how often download counts are
+	// written to the index.
+	DefaultDownloadsFlushInterval = 10 * time.Second
 
 	// Bounds of DownloadURLTTL: a URL must outlive the gap between the
 	// client reading the download document and fetching the file, and a
 	// leaked URL should not stay usable for long.
 	MinDownloadURLTTL = time.Minute
 	MaxDownloadURLTTL = 24 * time.Hour
+
+	// Bounds of DownloadsFlushInterval: a write per replica per second at
+	// most, an hour of counts lost by a crash at most.
+	MinDownloadsFlushInterval = time.Second
+	MaxDownloadsFlushInterval = time.Hour
 )
 
 // Backend names.
@@ -80,6 +88,9 @@ type Config struct {
 	LogFormat string
 	// CacheBytes bounds the memory of the rendered providers.v1 documents.
 	CacheBytes int64
+	// DownloadsFlushInterval is how often the download counts this
+	// process counted are added to the index: what a crash loses at most.
+	DownloadsFlushInterval time.Duration
 	// Index selects and configures the metadata backend.
 	Index Index
 	// Blobs selects and configures the blob backend.
@@ -164,6 +175,7 @@ func (c *Config) FlagSet(name string) *flag.FlagSet {
 	fs.IntVar(&c.Limits.MaxZipEntries, "max-zip-entries", DefaultMaxZipEntries, "most entries in one provider zip archive")
 	fs.Var((*byteSize)(&c.Limits.MaxUnpackedBytes), "max-unpacked-bytes", "largest uncompressed size of one provider zip archive, in `bytes`")
 	fs.Var((*byteSize)(&c.CacheBytes), "cache-bytes", "memory for cached providers.v1 documents, in `bytes`")
+	fs.DurationVar(&c.DownloadsFlushInterval, "downloads-flush-interval", DefaultDownloadsFlushInterval, "how often download counts are written to the index (a crash loses at most this much of this server's counts)")
 	fs.TextVar(&c.LogLevel, "log-level", slog.LevelInfo, "lowest `level` logged: debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", DefaultLogFormat, "log `format` on stderr: text or json")
 	fs.StringVar(&c.Index.Backend, "index-backend", IndexSQLite, "metadata `backend`: sqlite or postgres")
@@ -382,6 +394,9 @@ func (c Config) Validate() error {
 	}
 	if c.InsecureHTTP && c.TLSCert != "" {
 		bad("--insecure-http serves plain HTTP and cannot be combined with --tls-cert/--tls-key")
+	}
+	if c.DownloadsFlushInterval < MinDownloadsFlushInterval || c.DownloadsFlushInterval > MaxDownloadsFlushInterval {
+		bad("--downloads-flush-interval must be between %s and %s, got %s", ShortDuration(MinDownloadsFlushInterval), ShortDuration(MaxDownloadsFlushInterval), ShortDuration(c.DownloadsFlushInterval))
 	}
 	if c.DownloadURLTTL < MinDownloadURLTTL || c.DownloadURLTTL > MaxDownloadURLTTL {
 		bad("--download-url-ttl must be between %s and %s, got %s", ShortDuration(MinDownloadURLTTL), ShortDuration(MaxDownloadURLTTL), ShortDuration(c.DownloadURLTTL))

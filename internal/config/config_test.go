@@ -21,18 +21,19 @@ func TestLoadDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Config{
-		Listen:         "localhost:8443",
-		DataDir:        "/home/u/.local/share/trove",
-		PublicURL:      "https://localhost:8443",
-		DownloadURLTTL: 15 * time.Minute,
-		Access:         Access{PrivateDownloadURLTTL: 5 * time.Minute, LoginTokenTTL: 720 * time.Hour},
-		Limits:         Limits{MaxUploadBytes: 2 << 30, MaxZipBytes: 1 << 30, MaxZipEntries: 1000, MaxUnpackedBytes: 1 << 30},
-		LogLevel:       slog.LevelInfo,
-		LogFormat:      "text",
-		CacheBytes:     12 << 20,
-		Index:          Index{Backend: "sqlite", SQLite: SQLite{Path: "/home/u/.local/share/trove/trove.db"}, Postgres: Postgres{MigrateOnStart: true}},
-		Blobs:          Blobs{Backend: "fs", FS: FS{Dir: "/home/u/.local/share/trove/blobs"}, S3: S3{DownloadMode: "redirect"}},
-		Signing:        Signing{SecretFile: "/home/u/.local/share/trove/signing-secret", CreateSecret: true},
+		Listen:                 "localhost:8443",
+		DataDir:                "/home/u/.local/share/trove",
+		PublicURL:              "https://localhost:8443",
+		DownloadURLTTL:         15 * time.Minute,
+		Access:                 Access{PrivateDownloadURLTTL: 5 * time.Minute, LoginTokenTTL: 720 * time.Hour},
+		Limits:                 Limits{MaxUploadBytes: 2 << 30, MaxZipBytes: 1 << 30, MaxZipEntries: 1000, MaxUnpackedBytes: 1 << 30},
+		LogLevel:               slog.LevelInfo,
+		LogFormat:              "text",
+		CacheBytes:             12 << 20,
+		DownloadsFlushInterval: 10 * time.Second,
+		Index:                  Index{Backend: "sqlite", SQLite: SQLite{Path: "/home/u/.local/share/trove/trove.db"}, Postgres: Postgres{MigrateOnStart: true}},
+		Blobs:                  Blobs{Backend: "fs", FS: FS{Dir: "/home/u/.local/share/trove/blobs"}, S3: S3{DownloadMode: "redirect"}},
+		Signing:                Signing{SecretFile: "/home/u/.local/share/trove/signing-secret", CreateSecret: true},
 	}
 	if c != want {
 		t.Errorf("Load() =\n%+v\nwant\n%+v", c, want)
@@ -181,8 +182,9 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 	}
 	c.LogFormat = "xml"
 	c.Limits.MaxZipEntries = 0
+	c.DownloadsFlushInterval = 10 * time.Millisecond
 	err = c.Validate()
-	for _, want := range []string{"--log-format", "--max-zip-entries"} {
+	for _, want := range []string{"--log-format", "--max-zip-entries", "--downloads-flush-interval"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate() = %v, want it to mention %s", err, want)
 		}
@@ -218,7 +220,7 @@ func TestEveryFlagHasAnEnvVar(t *testing.T) {
 			"s3-endpoint": "https://s3.example", "s3-region": "eu-west-1", "s3-bucket": "b", "s3-prefix": "p",
 			"s3-path-style": "true", "s3-access-key": "a", "s3-secret-key": "s", "download-mode": "proxy",
 			"private-download-url-ttl": "3m", "login-token-ttl": "24h", "config": "/etc/trove.env", "mirror-public": "true",
-			"signing-secret-file": "/etc/trove/signing-secret",
+			"signing-secret-file": "/etc/trove/signing-secret", "downloads-flush-interval": "30s",
 		}[f.Name]
 		if v == "" {
 			t.Errorf("flag --%s has no test value", f.Name)

@@ -208,26 +208,29 @@ const smallBody = 2048
 // Serve answers r with the document: 304 Not Modified when r's
 // If-None-Match holds its ETag, else 200 with the body (none for HEAD).
 // contentType and cacheControl are header values assigned as they are,
-// never modified (as net/http treats them). It does not allocate.
-func (e *Entry[V]) Serve(w http.ResponseWriter, r *http.Request, contentType, cacheControl []string) {
+// never modified (as net/http treats them). It returns the status it
+// answered (so that a caller can count what it served), and does not
+// allocate.
+func (e *Entry[V]) Serve(w http.ResponseWriter, r *http.Request, contentType, cacheControl []string) int {
 	h := w.Header()
 	h["Etag"] = e.ETag
 	h["Cache-Control"] = cacheControl
 	if inm := r.Header["If-None-Match"]; len(inm) > 0 && httpjson.MatchETag(inm[0], e.ETag[0]) {
 		w.WriteHeader(http.StatusNotModified)
-		return
+		return http.StatusNotModified
 	}
 	h["Content-Type"] = contentType
 	if r.Method == http.MethodHead {
 		h["Content-Length"] = e.Length
 		w.WriteHeader(http.StatusOK)
-		return
+		return http.StatusOK
 	}
 	if len(e.Body)+len(e.Tail) >= smallBody {
 		h["Content-Length"] = e.Length
 	}
 	w.WriteHeader(http.StatusOK)
 	_ = e.WriteBody(w)
+	return http.StatusOK
 }
 
 // flightKey identifies one render in progress. The generation is part of

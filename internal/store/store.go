@@ -22,6 +22,7 @@ type Index interface {
 	Tokens
 	Providers
 	Modules
+	Downloads
 	Secrets
 	Access // users, memberships, personal tokens, authorization codes, audit log (access.go)
 	PackageHashes
@@ -239,6 +240,35 @@ type Modules interface {
 	// archive blob is left to the caller (blobs are content-addressed and
 	// may be shared).
 	DeleteModuleVersion(ctx context.Context, namespace, name, system, version string) error
+}
+
+// Downloads stores download counts (registry.DownloadCount) of provider
+// packages (per version and platform) and module versions. Processes
+// count in memory and add what they counted since their last write
+// (package downloads); several processes sharing the index each add their
+// own deltas, so the stored counts are sums and every write is additive.
+//
+// Counts belong to what exists: a delta for a provider version or
+// platform, or a module version, that is not stored is dropped, not an
+// error, and deleting a module version deletes its count (a version
+// published again under that number starts from 0).
+type Downloads interface {
+	// AddDownloads adds every delta (Count > 0; others are Invalid, as
+	// is a key of an unknown Kind) to the stored counts in one
+	// transaction: all of them or none. Deltas of one key are summed. It
+	// is not idempotent: a retry after a failure whose outcome is unknown
+	// may count twice. Concurrent calls, from any process sharing the
+	// index, add up exactly.
+	AddDownloads(ctx context.Context, deltas []registry.DownloadCount) error
+	// ProviderDownloads returns the non-zero counts of every version and
+	// platform of a provider, in no particular order; none (never
+	// NotFound) for a provider that does not exist or was never
+	// downloaded.
+	ProviderDownloads(ctx context.Context, namespace, typ string) ([]registry.DownloadCount, error)
+	// ModuleDownloads returns the non-zero counts of every version of a
+	// module, in no particular order; none (never NotFound) for a module
+	// that does not exist or was never downloaded.
+	ModuleDownloads(ctx context.Context, namespace, name, system string) ([]registry.DownloadCount, error)
 }
 
 // Secrets keeps server-wide secrets (such as the URL-signing key) so that

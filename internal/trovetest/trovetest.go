@@ -17,6 +17,7 @@ import (
 
 	"trove.dev/trove/internal/app"
 	"trove.dev/trove/internal/config"
+	"trove.dev/trove/internal/downloads"
 	"trove.dev/trove/internal/protocol/login"
 	"trove.dev/trove/internal/signedurl"
 	"trove.dev/trove/internal/signing"
@@ -39,6 +40,9 @@ type Server struct {
 	// keys: DataDir/signing-secret, created by the first managed key, as
 	// the embedded default of `trove serve`.
 	SigningSecret signing.SecretFile
+	// Downloads is the server's download counter: Flush writes what it
+	// counted to Index.
+	Downloads *downloads.Counter
 
 	client *http.Client
 }
@@ -114,7 +118,8 @@ func Start(t testing.TB, opts ...Options) *Server {
 	})
 
 	s := &Server{URL: cfg.PublicURL, Host: host, AdminToken: admin, CAFile: a.CAFile(), DataDir: dir,
-		Index: a.Index, Blobs: a.Blobs, Signer: a.Signer, PrivateSigner: a.PrivateSigner, SigningSecret: a.SigningSecret}
+		Index: a.Index, Blobs: a.Blobs, Signer: a.Signer, PrivateSigner: a.PrivateSigner, SigningSecret: a.SigningSecret,
+		Downloads: a.Downloads}
 	s.client = &http.Client{Transport: &http.Transport{TLSClientConfig: s.TLSConfig(t)}, Timeout: time.Minute}
 	return s
 }

@@ -240,7 +240,8 @@ type moduleData struct {
 	ArchiveSize                              int64
 	ArchiveFormat                            string
 	Diagnostics                              []string
-	Downloads                                int64
+	Downloads                                int64 // of this version
+	AllDownloads                             int64 // of every version
 	HasMetadata                              bool
 }
 
@@ -320,6 +321,18 @@ func (s *Service) modulePage(w http.ResponseWriter, r *http.Request, v *visit) e
 			d.Examples = append(d.Examples, section(m, "example-"+m.Name))
 		}
 		d.Diagnostics = md.Diagnostics
+		if s.opt.Downloads != nil {
+			counts, err := s.opt.Downloads.ModuleDownloads(ctx, ns, name, system)
+			if err != nil {
+				return "", "", nil, err
+			}
+			for _, c := range counts {
+				d.AllDownloads += c.Count
+				if c.Version == cur {
+					d.Downloads += c.Count
+				}
+			}
+		}
 		d.Snippet = moduleSnippet(name, d.Source, cur, d.Root.Required)
 		return ns + "/" + name + "/" + system + " " + cur, "module", d, nil
 	})
@@ -413,7 +426,9 @@ type providerData struct {
 	Published                        time.Time
 	Docs                             *docsNav
 	Doc                              *docPage
-	Downloads                        int64
+	Downloads                        int64 // of this version
+	AllDownloads                     int64 // of every version
+	PlatformDownloads                map[string]int64
 }
 
 func (s *Service) providerPage(w http.ResponseWriter, r *http.Request, v *visit) error {
@@ -484,6 +499,20 @@ func (s *Service) providerData(ctx context.Context, ns, typ, want string) (*prov
 			Prerelease: mustVersion(n).Prerelease() != "", Published: byVersion[n].PublishedAt})
 	}
 	d.Snippet = providerSnippet(typ, d.Source, cur)
+	if s.opt.Downloads != nil {
+		counts, err := s.opt.Downloads.ProviderDownloads(ctx, ns, typ)
+		if err != nil {
+			return nil, err
+		}
+		d.PlatformDownloads = map[string]int64{}
+		for _, c := range counts {
+			d.AllDownloads += c.Count
+			if c.Version == cur {
+				d.Downloads += c.Count
+				d.PlatformDownloads[c.OS+"_"+c.Arch] += c.Count
+			}
+		}
+	}
 	if d.Docs, err = s.docsNav(ctx, pv); err != nil {
 		return nil, err
 	}

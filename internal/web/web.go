@@ -52,6 +52,7 @@ import (
 
 	"trove.dev/trove/internal/audit"
 	"trove.dev/trove/internal/auth"
+	"trove.dev/trove/internal/downloads"
 	"trove.dev/trove/internal/protocol/login"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/store"
@@ -93,6 +94,8 @@ type Options struct {
 	API http.Handler
 	// Blobs holds the provider documentation archives.
 	Blobs store.Blobs
+	// Downloads answers the download counts pages show (none if nil).
+	Downloads *downloads.Counter
 	// Audit records sign-ins and sign-outs; nil records into Index's
 	// audit log when it is one.
 	Audit *audit.Recorder

@@ -235,8 +235,22 @@ func TestPagesAndHeaders(t *testing.T) {
 
 	// A new version shows up at once: publishes drop cached pages.
 	e.publishModule(t, "acme", "network", "aws", "1.2.0", networkModule)
-	if p := b.get("/modules/acme/network/aws"); !strings.Contains(p.body, `version = &#34;1.2.0&#34;`) {
+	for range 2 { // downloads of the new version, counted in memory
+		resp, err := e.srv.HTTPClient().Get(e.srv.URL + "/v1/modules/acme/network/aws/1.2.0/download")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNoContent {
+			t.Fatalf("module download: %d", resp.StatusCode)
+		}
+	}
+	p := b.get("/modules/acme/network/aws")
+	if !strings.Contains(p.body, `version = &#34;1.2.0&#34;`) {
 		t.Error("the module page still shows the old latest version after a publish")
+	}
+	if !strings.Contains(p.body, "2 of this version, 2 in all") {
+		t.Error("the module page does not count the downloads")
 	}
 
 	// Browsers get an HTML 404; API clients keep JSON.

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"trove.dev/trove/internal/downloads"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/signedurl"
 	"trove.dev/trove/internal/store/sqlite"
@@ -62,7 +63,11 @@ func benchService(b *testing.B, n int) *Service {
 		add(fmt.Sprintf("module-%03d", i), "1.0.0")
 	}
 	signer := signedurl.New([]byte("0123456789abcdef0123456789abcdef"), 15*time.Minute)
-	return New(idx, signer, &url.URL{Scheme: "https", Host: "trove.test"}, nil)
+	counter, err := downloads.New(downloads.Options{Store: idx}) // downloads are counted, as by trove serve
+	if err != nil {
+		b.Fatal(err)
+	}
+	return New(idx, signer, &url.URL{Scheme: "https", Host: "trove.test"}, nil, WithDownloadCounter(counter))
 }
 
 // benchServe runs GET path through the service's routes.

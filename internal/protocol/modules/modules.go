@@ -49,6 +49,7 @@ import (
 	version "github.com/hashicorp/go-version"
 
 	"trove.dev/trove/internal/auth"
+	"trove.dev/trove/internal/downloads"
 	"trove.dev/trove/internal/httpjson"
 	modarchive "trove.dev/trove/internal/modules"
 	"trove.dev/trove/internal/registry"
@@ -132,6 +133,8 @@ type Service struct {
 
 	guard   Guard             // nil: every namespace is readable by anyone
 	private *signedurl.Signer // signs the archive URLs of private namespaces
+
+	downloads *downloads.Counter // nil: downloads are neither counted nor shown
 }
 
 // Option adjusts a Service.
@@ -173,6 +176,16 @@ func WithCacheBytes(n int64) Option {
 // (the Service's signer if nil), which should issue shorter-lived URLs.
 func WithGuard(g Guard, private *signedurl.Signer) Option {
 	return func(s *Service) { s.guard, s.private = g, private }
+}
+
+// WithDownloadCounter makes the Service count every download it answers
+// with 204 to a GET in c (not HEAD, not errors; the redirect of
+// .../download to the latest version is counted where it leads), and show
+// each module's total (c's reads: the index's counts plus this process's
+// pending ones) as "downloads" in the listing, search and details
+// documents.
+func WithDownloadCounter(c *downloads.Counter) Option {
+	return func(s *Service) { s.downloads = c }
 }
 
 // WithClock makes the cache read the time from now (for tests).
@@ -427,6 +440,19 @@ func (s *Service) serveDownload(w http.ResponseWriter, r *http.Request) {
 	h["X-Terraform-Get"] = loc.(signedLocation).header
 	h["Cache-Control"] = noStore
 	w.WriteHeader(http.StatusNoContent) // net/http sends no Content-Length with a 204, as RFC 9110 asks
+	if s.downloads != nil && r.Method == http.MethodGet {
+		s.downloads.Add(registry.ModuleDownload(key.ns, key.name, key.system, v.Version))
+	}
+}
+
+// moduleDownloads returns the total downloads of a module (normalized
+// names), 0 without a counter.
+func (s *Service) moduleDownloads(ctx context.Context, ns, name, system string) (int64, error) {
+	if s.downloads == nil {
+		return 0, nil
+	}
+	counts, err := s.downloads.ModuleDownloads(ctx, ns, name, system)
+	return registry.DownloadTotal(counts), err
 }
 
 func (s *Service) writeError(w http.ResponseWriter, r *http.Request, err error) {
@@ -501,7 +527,7 @@ type (
 		Description string    `json:"description"`
 		Source      string    `json:"source"`
 		PublishedAt time.Time `json:"published_at"`
-		Downloads   int       `json:"downloads"`
+		Downloads   int64     `json:"downloads"` // of every version of the module
 		Verified    bool      `json:"verified"`
 	}
 	moduleDetails struct {
@@ -554,6 +580,9 @@ func (s *Service) writeDetails(w http.ResponseWriter, r *http.Request, e *entry,
 	}
 	for _, mv := range e.Value.versions {
 		doc.Versions = append(doc.Versions, mv.Version)
+	}
+	if doc.Downloads, err = s.moduleDownloads(r.Context(), v.Namespace, v.Name, v.System); err != nil {
+		return err
 	}
 	return httpjson.Write(w, http.StatusOK, doc)
 }
@@ -632,7 +661,11 @@ func (s *Service) listing(w http.ResponseWriter, r *http.Request, namespace, que
 		return err
 	}
 	for _, m := range mods {
-		out.Modules = append(out.Modules, summaryOf(m.Namespace, m.Name, m.System, m.LatestVersion, m.Description, m.UpdatedAt))
+		sum := summaryOf(m.Namespace, m.Name, m.System, m.LatestVersion, m.Description, m.UpdatedAt)
+		if sum.Downloads, err = s.moduleDownloads(r.Context(), m.Namespace, m.Name, m.System); err != nil {
+			return err
+		}
+		out.Modules = append(out.Modules, sum)
 	}
 	page := func(offset int) string {
 		q := url.Values{}

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+
+	"trove.dev/trove/internal/downloads"
 )
 
 // discardWriter is a ResponseWriter that keeps nothing but, like
@@ -55,8 +57,14 @@ func benchServe(b *testing.B, mux http.Handler, path string) {
 	}
 }
 
+// benchMux serves idx's documents as trove serve does: downloads are
+// counted (WithDownloadCounter).
 func benchMux(b *testing.B, idx *countingIndex) *http.ServeMux {
-	f := newFixture(b, idx)
+	counter, err := downloads.New(downloads.Options{Store: idx.Index})
+	if err != nil {
+		b.Fatal(err)
+	}
+	f := newFixture(b, idx, WithDownloadCounter(counter))
 	mux := http.NewServeMux()
 	f.svc.Register(mux)
 	return mux
@@ -86,6 +94,21 @@ func BenchmarkVersions2000(b *testing.B) {
 
 func BenchmarkDownload(b *testing.B) {
 	benchServe(b, benchMux(b, benchVersions(b, 30)), "/v1/providers/acme/widget/0.1.5/download/linux/amd64")
+}
+
+// BenchmarkDownloadParallel is BenchmarkDownload from all CPUs: the
+// download counter's contention on one key.
+func BenchmarkDownloadParallel(b *testing.B) {
+	mux := benchMux(b, benchVersions(b, 30))
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		req := httptest.NewRequest(http.MethodGet, "/v1/providers/acme/widget/0.1.5/download/linux/amd64", nil)
+		w := &discardWriter{h: http.Header{}}
+		for pb.Next() {
+			w.reset()
+			mux.ServeHTTP(w, req)
+		}
+	})
 }
 
 // BenchmarkVersionsParallel measures lock contention on the hit path.

@@ -43,6 +43,7 @@ import (
 
 	svchost "github.com/hashicorp/terraform-svchost"
 
+	"trove.dev/trove/internal/downloads"
 	"trove.dev/trove/internal/httpjson"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/respcache"
@@ -105,6 +106,8 @@ type Service struct {
 
 	guard   Guard             // nil: every namespace is readable by anyone
 	private *signedurl.Signer // signs the URLs of private namespaces
+
+	downloads *downloads.Counter // nil: downloads are not counted
 }
 
 // Option adjusts a Service.
@@ -136,6 +139,17 @@ func WithMaxAge(d time.Duration) Option {
 // (the Service's signer if nil), which should issue shorter-lived URLs.
 func WithGuard(g Guard, private *signedurl.Signer) Option {
 	return func(s *Service) { s.guard, s.private = g, private }
+}
+
+// WithDownloadCounter makes the Service count every download document it
+// answers with 200 to a GET (cache hits included; not HEAD, not 304, not
+// errors) in c: what Terraform and OpenTofu fetch once per installation
+// of a provider package, and what the public registry counts. The
+// package file itself is not counted (the clients may fetch it several
+// times, or from a presigned URL), nor are the network mirror's
+// documents.
+func WithDownloadCounter(c *downloads.Counter) Option {
+	return func(s *Service) { s.downloads = c }
 }
 
 // WithClock makes the cache read the time from now (for tests). The
@@ -298,7 +312,7 @@ func (s *Service) serveDownload(w http.ResponseWriter, r *http.Request) {
 		}
 		fallthrough
 	case respcache.Fresh:
-		writeEntry(w, r, e, private)
+		s.countDownload(r, writeEntry(w, r, e, private), pk, dk)
 		return
 	}
 	pk, dk = pk.clone(), dk.clone()
@@ -307,17 +321,25 @@ func (s *Service) serveDownload(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeEntry(w, r, e, private)
+	s.countDownload(r, writeEntry(w, r, e, private), pk, dk)
+}
+
+// countDownload counts a download document answered with status, if it is
+// a download (see WithDownloadCounter). pk and dk are valid and
+// normalized: they name a cached document.
+func (s *Service) countDownload(r *http.Request, status int, pk provKey, dk docKey) {
+	if s.downloads != nil && status == http.StatusOK && r.Method == http.MethodGet {
+		s.downloads.Add(registry.ProviderDownload(pk.ns, pk.typ, dk.version, dk.os, dk.arch))
+	}
 }
 
 // writeEntry answers with a cached document, or 304 when the client
-// already holds it. It does not allocate.
-func writeEntry(w http.ResponseWriter, r *http.Request, e *entry, private bool) {
+// already holds it, and returns the status. It does not allocate.
+func writeEntry(w http.ResponseWriter, r *http.Request, e *entry, private bool) int {
 	if private {
-		e.Serve(w, r, contentTypeJSON, privateNoCache)
-		return
+		return e.Serve(w, r, contentTypeJSON, privateNoCache)
 	}
-	e.Serve(w, r, contentTypeJSON, noCache)
+	return e.Serve(w, r, contentTypeJSON, noCache)
 }
 
 func (s *Service) writeError(w http.ResponseWriter, r *http.Request, err error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"embed"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -35,7 +36,7 @@ func SchemaVersion() int {
 	if err != nil {
 		return 0
 	}
-	return len(ms)
+	return sqlstore.Newest(ms)
 }
 
 // CurrentSchemaVersion returns the schema version of the database: the
@@ -50,23 +51,41 @@ func (x *Index) CurrentSchemaVersion(ctx context.Context) (int, error) {
 // currentVersion reads the newest applied migration, 0 if there is no
 // schema_migrations table yet.
 func currentVersion(ctx context.Context, q querier) (int, error) {
+	applied, err := appliedVersions(ctx, q)
+	return slices.Max(append(applied, 0)), err
+}
+
+// appliedVersions reads the versions of the applied migrations, none if
+// there is no schema_migrations table yet.
+func appliedVersions(ctx context.Context, q querier) ([]int, error) {
 	var exists bool
 	if err := q.QueryRow(ctx, `SELECT to_regclass('schema_migrations') IS NOT NULL`).Scan(&exists); err != nil || !exists {
-		return 0, err
+		return nil, err
 	}
-	var v int
-	err := q.QueryRow(ctx, `SELECT COALESCE(max(version), 0) FROM schema_migrations`).Scan(&v)
-	return v, err
+	var vs []int
+	err := q.QueryRow(ctx, `SELECT COALESCE(array_agg(version), '{}') FROM schema_migrations`).Scan(&vs)
+	return vs, err
 }
 
 // checkSchema fails unless the database's schema is the one this build
-// needs.
+// needs: every migration it knows applied (see sqlstore.Missing), none it
+// does not know.
 func (x *Index) checkSchema(ctx context.Context) error {
-	current, err := x.CurrentSchemaVersion(ctx)
+	ms, err := loadMigrations()
 	if err != nil {
-		return err
+		return registry.Wrap(registry.Internal, err, "loading index migrations")
 	}
-	return compareSchema(current, SchemaVersion())
+	ctx, cancel := x.opContext(ctx)
+	defer cancel()
+	applied, err := appliedVersions(ctx, x.pool)
+	if err != nil {
+		return x.fail(err, "reading the index schema version")
+	}
+	current := slices.Max(append(applied, 0))
+	if current <= sqlstore.Newest(ms) && len(sqlstore.Missing(ms, applied)) > 0 {
+		current = min(current, sqlstore.Newest(ms)-1) // asks to migrate
+	}
+	return compareSchema(current, sqlstore.Newest(ms))
 }
 
 func compareSchema(current, known int) error {
@@ -81,7 +100,8 @@ func compareSchema(current, known int) error {
 	return nil
 }
 
-// migrate applies the migrations the database lacks, each in its own
+// migrate applies the migrations the database lacks (by version, see
+// sqlstore.Missing), each in its own
 // transaction together with its row in schema_migrations, while holding
 // the migration advisory lock on one connection, so that concurrent
 // callers (replicas starting together) apply each migration once. It
@@ -115,14 +135,14 @@ func (x *Index) migrate(ctx context.Context) (err error) {
 	)`); err != nil {
 		return x.fail(err, "creating the schema_migrations table")
 	}
-	current, err := currentVersion(ctx, conn)
+	applied, err := appliedVersions(ctx, conn)
 	if err != nil {
 		return x.fail(err, "reading the index schema version")
 	}
-	if current > len(ms) {
-		return compareSchema(current, len(ms))
+	if current := slices.Max(append(applied, 0)); current > sqlstore.Newest(ms) {
+		return compareSchema(current, sqlstore.Newest(ms))
 	}
-	for _, m := range ms[current:] {
+	for _, m := range sqlstore.Missing(ms, applied) {
 		what := fmt.Sprintf("applying index migration %04d_%s", m.Version, m.Name)
 		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 			if _, err := tx.Exec(ctx, m.SQL); err != nil {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"embed"
 	"fmt"
+	"slices"
 	"time"
 
 	"trove.dev/trove/internal/registry"
@@ -19,9 +20,10 @@ func loadMigrations() ([]sqlstore.Migration, error) {
 	return sqlstore.LoadMigrations(migrationFS, "migrations")
 }
 
-// migrate applies the migrations db lacks, each in its own transaction
-// together with its row in schema_migrations. It refuses a database whose
-// schema is newer than this build knows.
+// migrate applies the migrations db lacks (by version: one numbered below
+// the newest applied is applied too, see sqlstore.Missing), each in its
+// own transaction together with its row in schema_migrations. It refuses
+// a database whose schema is newer than this build knows.
 func migrate(ctx context.Context, db *sql.DB) error {
 	ms, err := loadMigrations()
 	if err != nil {
@@ -34,15 +36,28 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	) STRICT`); err != nil {
 		return classify(err, "creating the schema_migrations table")
 	}
-	var current int
-	if err := db.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&current); err != nil {
+	rows, err := db.QueryContext(ctx, `SELECT version FROM schema_migrations`)
+	if err != nil {
 		return classify(err, "reading the index schema version")
 	}
-	if current > len(ms) {
-		return registry.Errorf(registry.Internal,
-			"the index has schema version %d but this Trove knows versions up to %d: run a newer Trove", current, len(ms))
+	var applied []int
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			rows.Close()
+			return classify(err, "reading the index schema version")
+		}
+		applied = append(applied, v)
 	}
-	for _, m := range ms[current:] {
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return classify(err, "reading the index schema version")
+	}
+	if current := slices.Max(append(applied, 0)); current > sqlstore.Newest(ms) {
+		return registry.Errorf(registry.Internal,
+			"the index has schema version %d but this Trove knows versions up to %d: run a newer Trove", current, sqlstore.Newest(ms))
+	}
+	for _, m := range sqlstore.Missing(ms, applied) {
 		if err := apply(ctx, db, m); err != nil {
 			return err
 		}

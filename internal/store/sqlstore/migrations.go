@@ -21,7 +21,9 @@ type Migration struct {
 var migrationName = regexp.MustCompile(`^([0-9]{4})_([a-z0-9_]+)\.sql$`)
 
 // LoadMigrations returns the migrations in the directory dir of fsys in
-// order. Their versions must run 1, 2, 3, ... without gaps.
+// order of their versions, which must be distinct and at least 1. A gap
+// is allowed: migrations developed in parallel take their numbers up
+// front, and one may be released before a lower one (see Missing).
 func LoadMigrations(fsys fs.FS, dir string) ([]Migration, error) {
 	entries, err := fs.ReadDir(fsys, dir)
 	if err != nil {
@@ -42,9 +44,33 @@ func LoadMigrations(fsys fs.FS, dir string) ([]Migration, error) {
 	}
 	slices.SortFunc(ms, func(a, b Migration) int { return a.Version - b.Version })
 	for i, m := range ms {
-		if m.Version != i+1 {
-			return nil, fmt.Errorf("migration %04d_%s: want version %d (versions run 1, 2, 3, ...)", m.Version, m.Name, i+1)
+		if m.Version < 1 || i > 0 && m.Version == ms[i-1].Version {
+			return nil, fmt.Errorf("migration %04d_%s: versions must be distinct and start at 1", m.Version, m.Name)
 		}
 	}
 	return ms, nil
+}
+
+// Newest is the version of the newest of ms (in order), 0 for none: the
+// schema version a build with ms needs.
+func Newest(ms []Migration) int {
+	if len(ms) == 0 {
+		return 0
+	}
+	return ms[len(ms)-1].Version
+}
+
+// Missing returns, in order, the migrations of ms whose versions are not
+// among applied (the versions a database records). Every migration is
+// applied by its own version, not by counting: a migration whose number
+// is below the newest applied one (released after a higher one) is still
+// applied, so migrations must not depend on those with higher numbers.
+func Missing(ms []Migration, applied []int) []Migration {
+	var out []Migration
+	for _, m := range ms {
+		if !slices.Contains(applied, m.Version) {
+			out = append(out, m)
+		}
+	}
+	return out
 }

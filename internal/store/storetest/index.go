@@ -26,6 +26,7 @@ func TestIndex(t *testing.T, newIndex func(t *testing.T) store.Index) {
 	t.Run("Tokens", func(t *testing.T) { testTokens(t, newIndex) })
 	t.Run("Providers", func(t *testing.T) { testProviders(t, newIndex) })
 	t.Run("Modules", func(t *testing.T) { testModules(t, newIndex) })
+	t.Run("Downloads", func(t *testing.T) { testDownloads(t, newIndex) })
 	t.Run("Secrets", func(t *testing.T) { testSecrets(t, newIndex) })
 	t.Run("Access", func(t *testing.T) { testAccess(t, newIndex) })
 	t.Run("PackageHashes", func(t *testing.T) { testPackageHashes(t, newIndex) })

@@ -1,0 +1,348 @@
+// Package downloads owns Trove's download counts on their way to the
+// index: a Counter counts the downloads this process answers in memory
+// (Add, on the request path, without a write), adds what it counted to
+// the index's stored counts every flush interval (Flush, Run: deltas, so
+// that several replicas sharing one index add up), and answers reads with
+// the stored counts plus what it has not written yet (Pending), so that a
+// client that just downloaded through this replica sees its download.
+//
+// What a crash loses: the counts of at most one flush interval of this
+// process (those not flushed yet). A graceful stop flushes (Run's final
+// flush, and internal/app flushes before it closes the index). A flush
+// that fails keeps its deltas for the next one; a flush whose commit
+// succeeded but was reported as failed (a connection lost at the commit)
+// counts its deltas twice: counts are statistics, not a ledger.
+//
+// What counts as a download is decided by the protocol handlers that call
+// Add: a successful providers.v1 download document (200) and a
+// successful modules.v1 download (204). See docs/api.md.
+package downloads
+
+import (
+	"context"
+	"log/slog"
+	"maps"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/store"
+)
+
+// Defaults of a Counter.
+const (
+	// DefaultInterval is how often Run flushes.
+	DefaultInterval = 10 * time.Second
+	// DefaultMaxKeys bounds the distinct keys a Counter holds (a few
+	// hundred bytes each). Every key is a version (and platform) that
+	// was downloaded, so the bound is only reached by a registry that
+	// large; downloads of further keys are then not counted (and logged
+	// at the next flush).
+	DefaultMaxKeys = 200_000
+	// finalFlushTimeout bounds the flush of Run's end and of Close.
+	finalFlushTimeout = 10 * time.Second
+)
+
+// Options configure New.
+type Options struct {
+	// Store receives the deltas and answers the reads; required.
+	Store store.Downloads
+	// Interval is how often Run flushes (DefaultInterval if <= 0).
+	Interval time.Duration
+	// MaxKeys bounds the distinct keys held (DefaultMaxKeys if <= 0).
+	MaxKeys int
+	// Logger hears failed flushes; nil discards.
+	Logger *slog.Logger
+	// Metrics, if set, gets trove_downloads_total{kind}: the downloads
+	// this process counted since it started (flushed or not).
+	Metrics prometheus.Registerer
+}
+
+// slot is the count of one key not flushed yet.
+type slot struct{ n atomic.Int64 }
+
+// Counter counts downloads in memory and flushes them to the index. It
+// is safe for concurrent use. Add of a key counted before takes one
+// lock-free map lookup and one atomic add, and does not allocate.
+type Counter struct {
+	store    store.Downloads
+	interval time.Duration
+	maxKeys  int
+	log      *slog.Logger
+
+	// read holds the slots of the keys seen before the last promotion;
+	// it is never modified once stored (copy on write under mu).
+	read atomic.Pointer[map[registry.DownloadKey]*slot]
+
+	mu       sync.Mutex
+	dirty    map[registry.DownloadKey]*slot // keys seen since the last promotion
+	misses   int                            // Adds that took mu since the last promotion
+	dropped  int64                          // Adds of keys beyond maxKeys since the last flush
+	inflight []registry.DownloadCount       // taken by the flush in progress, not committed yet
+	flushed  [3]int64                       // by registry.DownloadKind: committed since start
+
+	flushMu sync.Mutex // one flush at a time
+}
+
+// New returns a Counter writing to o.Store.
+func New(o Options) (*Counter, error) {
+	if o.Store == nil {
+		return nil, registry.Errorf(registry.Internal, "downloads: no store")
+	}
+	c := &Counter{store: o.Store, interval: o.Interval, maxKeys: o.MaxKeys, log: o.Logger,
+		dirty: map[registry.DownloadKey]*slot{}}
+	if c.interval <= 0 {
+		c.interval = DefaultInterval
+	}
+	if c.maxKeys <= 0 {
+		c.maxKeys = DefaultMaxKeys
+	}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	c.read.Store(&map[registry.DownloadKey]*slot{})
+	if o.Metrics != nil {
+		for _, k := range []registry.DownloadKind{registry.DownloadProvider, registry.DownloadModule} {
+			err := o.Metrics.Register(prometheus.NewCounterFunc(prometheus.CounterOpts{
+				Name:        "trove_downloads_total",
+				Help:        "Downloads this process counted (providers.v1 download documents, modules.v1 downloads), by kind.",
+				ConstLabels: prometheus.Labels{"kind": k.String()},
+			}, func() float64 { return float64(c.total(k)) }))
+			if err != nil {
+				return nil, registry.Wrap(registry.Internal, err, "registering the download metrics")
+			}
+		}
+	}
+	return c, nil
+}
+
+// Interval is how often Run flushes.
+func (c *Counter) Interval() time.Duration { return c.interval }
+
+// Add counts one download of k (normalized names, as the index stores
+// them). It never blocks on the index.
+func (c *Counter) Add(k registry.DownloadKey) {
+	if s := (*c.read.Load())[k]; s != nil {
+		s.n.Add(1)
+		return
+	}
+	c.addSlow(k)
+}
+
+// addSlow counts a download of a key that is not in read: it is kept in
+// dirty, which is merged into read (promoted) once the misses outnumber
+// the keys of read, so that the cost of copying read is amortized over
+// the locked Adds it saves.
+func (c *Counter) addSlow(k registry.DownloadKey) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	read := *c.read.Load()
+	s := read[k]
+	if s == nil {
+		s = c.dirty[k]
+	}
+	if s == nil {
+		if len(read)+len(c.dirty) >= c.maxKeys {
+			c.dropped++
+			return
+		}
+		s = &slot{}
+		c.dirty[cloneKey(k)] = s // the map keeps the key: never the request's memory
+	}
+	s.n.Add(1)
+	if c.misses++; c.misses > len(read) {
+		c.promote()
+	}
+}
+
+// promote merges dirty into a new read map. Callers hold mu.
+func (c *Counter) promote() {
+	c.misses = 0
+	if len(c.dirty) == 0 {
+		return
+	}
+	read := *c.read.Load()
+	m := make(map[registry.DownloadKey]*slot, len(read)+len(c.dirty))
+	maps.Copy(m, read)
+	maps.Copy(m, c.dirty)
+	c.read.Store(&m)
+	c.dirty = map[registry.DownloadKey]*slot{}
+}
+
+func cloneKey(k registry.DownloadKey) registry.DownloadKey {
+	return registry.DownloadKey{Kind: k.Kind, Namespace: strings.Clone(k.Namespace), Name: strings.Clone(k.Name),
+		System: strings.Clone(k.System), Version: strings.Clone(k.Version), OS: strings.Clone(k.OS), Arch: strings.Clone(k.Arch)}
+}
+
+// Flush adds the downloads counted since the last successful flush to the
+// index in one AddDownloads call. On failure the deltas are kept (added
+// back to their keys) for the next flush, and the error is returned.
+// Flushes run one at a time; Adds go on meanwhile.
+func (c *Counter) Flush(ctx context.Context) error {
+	c.flushMu.Lock()
+	defer c.flushMu.Unlock()
+	c.mu.Lock()
+	c.promote()
+	read := *c.read.Load()
+	var deltas []registry.DownloadCount
+	for k, s := range read {
+		if n := s.n.Swap(0); n > 0 {
+			deltas = append(deltas, registry.DownloadCount{DownloadKey: k, Count: n})
+		}
+	}
+	c.inflight = deltas
+	if c.dropped > 0 {
+		c.log.Warn("downloads not counted: too many distinct versions and platforms", "dropped", c.dropped, "max_keys", c.maxKeys)
+		c.dropped = 0
+	}
+	c.mu.Unlock()
+	if len(deltas) == 0 {
+		return nil
+	}
+
+	err := c.store.AddDownloads(ctx, deltas)
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.inflight = nil
+	if err != nil {
+		for _, d := range deltas {
+			read[d.DownloadKey].n.Add(d.Count)
+		}
+		return err
+	}
+	for _, d := range deltas {
+		c.flushed[d.Kind] += d.Count
+	}
+	return nil
+}
+
+// Run flushes every interval until ctx ends, then flushes once more
+// (within a few seconds, ctx's values kept). A failed flush is logged
+// and its deltas wait for the next one.
+func (c *Counter) Run(ctx context.Context) {
+	t := time.NewTicker(c.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			c.FinalFlush(context.WithoutCancel(ctx))
+			return
+		case <-t.C:
+			if err := c.Flush(ctx); err != nil && ctx.Err() == nil {
+				c.log.Warn("writing download counts to the index; they are kept for the next flush", "err", err)
+			}
+		}
+	}
+}
+
+// FinalFlush flushes within a few seconds and logs what a failure
+// loses: for a process about to stop.
+func (c *Counter) FinalFlush(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, finalFlushTimeout)
+	defer cancel()
+	if err := c.Flush(ctx); err != nil {
+		c.log.Error("writing download counts to the index before stopping: they are lost", "err", err, "downloads", c.pendingTotal())
+	}
+}
+
+// Pending returns the counts of the keys match accepts that this process
+// counted and the index does not hold yet (those of a flush in progress
+// included), merged by key, in no particular order.
+func (c *Counter) Pending(match func(registry.DownloadKey) bool) []registry.DownloadCount {
+	c.mu.Lock()
+	sum := c.pendingLocked(match)
+	c.mu.Unlock()
+	out := make([]registry.DownloadCount, 0, len(sum))
+	for k, n := range sum {
+		out = append(out, registry.DownloadCount{DownloadKey: k, Count: n})
+	}
+	return out
+}
+
+// pendingLocked sums the pending counts of the keys match accepts.
+// Callers hold mu, so that no flush moves counts between the slots, the
+// flush in progress and the flushed totals meanwhile.
+func (c *Counter) pendingLocked(match func(registry.DownloadKey) bool) map[registry.DownloadKey]int64 {
+	sum := map[registry.DownloadKey]int64{}
+	for _, m := range []map[registry.DownloadKey]*slot{*c.read.Load(), c.dirty} {
+		for k, s := range m {
+			if n := s.n.Load(); n > 0 && match(k) {
+				sum[k] += n
+			}
+		}
+	}
+	for _, d := range c.inflight {
+		if match(d.DownloadKey) {
+			sum[d.DownloadKey] += d.Count
+		}
+	}
+	return sum
+}
+
+// pendingTotal is the number of downloads not flushed yet.
+func (c *Counter) pendingTotal() int64 {
+	return registry.DownloadTotal(c.Pending(func(registry.DownloadKey) bool { return true }))
+}
+
+// total is the number of downloads of kind this process counted since it
+// started: flushed and pending, read under one lock. It never decreases
+// (a count an Add makes while it runs is seen now or next time).
+func (c *Counter) total(kind registry.DownloadKind) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.flushed[kind]
+	for _, p := range c.pendingLocked(func(k registry.DownloadKey) bool { return k.Kind == kind }) {
+		n += p
+	}
+	return n
+}
+
+// ProviderDownloads returns the counts of a provider's versions and
+// platforms (normalized names): the index's plus this process's pending
+// ones (store.Downloads.ProviderDownloads).
+func (c *Counter) ProviderDownloads(ctx context.Context, namespace, typ string) ([]registry.DownloadCount, error) {
+	stored, err := c.store.ProviderDownloads(ctx, namespace, typ)
+	if err != nil {
+		return nil, err
+	}
+	return merge(stored, c.Pending(func(k registry.DownloadKey) bool {
+		return k.Kind == registry.DownloadProvider && k.Namespace == namespace && k.Name == typ
+	})), nil
+}
+
+// ModuleDownloads returns the counts of a module's versions (normalized
+// names): the index's plus this process's pending ones
+// (store.Downloads.ModuleDownloads).
+func (c *Counter) ModuleDownloads(ctx context.Context, namespace, name, system string) ([]registry.DownloadCount, error) {
+	stored, err := c.store.ModuleDownloads(ctx, namespace, name, system)
+	if err != nil {
+		return nil, err
+	}
+	return merge(stored, c.Pending(func(k registry.DownloadKey) bool {
+		return k.Kind == registry.DownloadModule && k.Namespace == namespace && k.Name == name && k.System == system
+	})), nil
+}
+
+// merge adds pending to stored, by key.
+func merge(stored, pending []registry.DownloadCount) []registry.DownloadCount {
+	if len(pending) == 0 {
+		return stored
+	}
+	at := make(map[registry.DownloadKey]int, len(stored))
+	for i, s := range stored {
+		at[s.DownloadKey] = i
+	}
+	for _, p := range pending {
+		if i, ok := at[p.DownloadKey]; ok {
+			stored[i].Count += p.Count
+		} else {
+			stored = append(stored, p)
+		}
+	}
+	return stored
+}
