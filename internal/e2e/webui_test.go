@@ -1,11 +1,16 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -263,4 +268,231 @@ func tableRows(b *browserTab, sel string) map[string]string {
 func jsString(s string) string {
 	q, _ := json.Marshal(s)
 	return string(q)
+}
+
+// webPassword is the password of the web UI tests' users.
+const webPassword = "correct horse battery staple"
+
+// TestWebUITokens is a user signing in, creating a token in the UI, using
+// it against the API, revoking it, and signing out.
+func TestWebUITokens(t *testing.T) {
+	srv := startTrove(t, filepath.Join(t.TempDir(), "data"))
+	srv.mustCLIStdin(t, srv.AdminToken, webPassword+"\n", "user", "create", "carol", "--password-stdin")
+	shots := screenshots(t)
+	b := newBrowser(t, srv)
+
+	b.open("/sign-in", 200)
+	b.screenshot(shots, "sign-in")
+	b.signIn("carol", webPassword)
+	session := b.cookie("__Host-trove-session")
+	if session == nil || !session.HTTPOnly || !session.Secure {
+		t.Fatalf("after signing in the session cookie is %+v, want an HttpOnly, Secure cookie", session)
+	}
+
+	// Create a token.
+	b.open(web.TokensPath, 200)
+	b.step("filling the token form",
+		chromedp.SendKeys(chromedp.CSS("#t-desc"), "ci pipeline"),
+		chromedp.SetValue(chromedp.CSS("#t-access"), "read"),
+	)
+	b.navigating("creating the token", 200, chromedp.Click(chromedp.CSS(`form[action="/settings/tokens"] button[type=submit]`)))
+	heading := b.text("#created-h")
+	id := regexp.MustCompile(`tok_[0-9a-f]+`).FindString(heading)
+	if id == "" {
+		t.Fatalf("the created token's heading %q names no token ID", heading)
+	}
+	secret := b.text("#new-token")
+	if !strings.HasPrefix(secret, "trove_") {
+		t.Fatalf("the new token's secret %q does not start with trove_", secret)
+	}
+	row := b.text(`tr:has(button[aria-label="Revoke token ` + id + `"])`)
+	for _, want := range []string{id, "ci pipeline", "read"} {
+		if !strings.Contains(row, want) {
+			t.Errorf("the token's row %q lacks %q", row, want)
+		}
+	}
+
+	// The secret works against the API, as carol.
+	whoami := func() response {
+		return srv.do(t, http.MethodGet, "/api/v1/whoami", http.Header{"Authorization": {"Bearer " + secret}})
+	}
+	if r := whoami(); r.Status != http.StatusOK || !strings.Contains(string(r.Body), `"carol"`) {
+		t.Fatalf("whoami with the new token: %d %s, want 200 naming carol", r.Status, r.Body)
+	}
+
+	// The screenshot never shows the secret, even a test one.
+	b.step("hiding the secret", chromedp.Evaluate[chromedp.Void](`document.getElementById("new-token").textContent = "trove_…(the new token)…"`))
+	b.screenshot(shots, "tokens")
+
+	// The secret is shown once: the page is the answer to the POST only.
+	b.open(web.TokensPath, 200)
+	if n := eval[int](b, `document.querySelectorAll("#new-token").length`); n != 0 {
+		t.Error("the token's secret is shown again on the next visit of the tokens page")
+	}
+	if html := eval[string](b, "document.documentElement.outerHTML"); strings.Contains(html, secret) {
+		t.Error("the tokens page shows the secret again")
+	}
+
+	// Revoke it in its row.
+	b.navigating("revoking the token", 200, chromedp.Click(chromedp.CSS(`button[aria-label="Revoke token `+id+`"]`)))
+	b.waitText(".notice.ok", "Token "+id+" is revoked.")
+	if n := eval[int](b, `document.querySelectorAll('button[aria-label="Revoke token `+id+`"]').length`); n != 0 {
+		t.Error("the revoked token still has a Revoke button")
+	}
+	if r := whoami(); r.Status != http.StatusUnauthorized {
+		t.Errorf("whoami with the revoked token: %d %s, want 401", r.Status, r.Body)
+	}
+
+	// Sign out with the header's button: the session ends on the server,
+	// so the old cookie, put back into the browser, opens nothing.
+	b.navigating("signing out", 200, chromedp.Click(chromedp.CSS(`form[action="/sign-out"] button`)))
+	if got := b.text("header .who a"); got != "Sign in" {
+		t.Errorf("after signing out the header shows %q, want Sign in", got)
+	}
+	if c := b.cookie("__Host-trove-session"); c != nil {
+		t.Errorf("after signing out the browser still has the session cookie")
+	}
+	b.setCookie(session)
+	b.open(web.TokensPath, 200) // the redirect's target
+	if u := b.location(); u.Path != web.SignInPath || u.Query().Get("next") != web.TokensPath {
+		t.Errorf("the tokens page with the signed-out session's cookie went to %s, want the sign-in page", u)
+	}
+}
+
+// TestWebUIPrivateNamespace: to a signed-in user who is not a member, a
+// private namespace and its module leave no trace in any page: not on the
+// home page, not in search (results, filters), and their own pages answer
+// exactly like names that never existed. Made a reader, the user sees
+// them.
+func TestWebUIPrivateNamespace(t *testing.T) {
+	const (
+		secret     = "secretns"
+		secretPath = "/modules/secretns/vault/aws"
+	)
+	srv := startTrove(t, filepath.Join(t.TempDir(), "data"))
+	setupModules(t, srv) // public modules, so that pages are not empty
+	srv.mustCLI(t, srv.AdminToken, "namespace", "create", secret)
+	srv.mustCLI(t, srv.AdminToken, "module", "publish", secret+"/vault/aws", "1.0.0", writeModuleDir(t, "vault", "1.0.0", ""))
+	srv.mustCLIStdin(t, srv.AdminToken, webPassword+"\n", "user", "create", "dave", "--password-stdin")
+	b := newBrowser(t, srv)
+	b.signIn("dave", webPassword)
+
+	// traces lists where the page mentions word: "element@attribute" or
+	// "element#text", the element named by tag, id and classes.
+	traces := func(b *browserTab, word string) []string {
+		var out []string
+		raw := eval[string](b, `JSON.stringify((() => {
+			const word = `+jsString(word)+`, hits = [];
+			const name = e => e.tagName.toLowerCase() + (e.id ? "#" + e.id : "") + [...e.classList].map(c => "." + c).join("");
+			const w = document.createTreeWalker(document, NodeFilter.SHOW_ELEMENT | NodeFilter.SHOW_TEXT | NodeFilter.SHOW_COMMENT);
+			for (let n = w.currentNode; n; n = w.nextNode()) {
+				if (n.nodeType === Node.ELEMENT_NODE) {
+					for (const a of n.attributes) if (a.value.toLowerCase().includes(word)) hits.push(name(n) + "@" + a.name);
+				} else if (n.nodeValue !== null && n.nodeValue.toLowerCase().includes(word)) {
+					hits.push(name(n.parentNode) + "#" + (n.nodeType === Node.TEXT_NODE ? "text" : "comment"));
+				}
+			}
+			return hits;
+		})())`)
+		if err := json.Unmarshal([]byte(raw), &out); err != nil {
+			b.t.Fatal(err)
+		}
+		return out
+	}
+	noTrace := func(b *browserTab, where string) {
+		b.t.Helper()
+		if got := traces(b, secret); len(got) > 0 {
+			b.t.Errorf("%s mentions %s in %q", where, secret, got)
+		}
+		if got := traces(b, "vault"); len(got) > 0 {
+			b.t.Errorf("%s mentions the private module (vault) in %q", where, got)
+		}
+	}
+
+	t.Run("nothing of it while not a member", func(t *testing.T) {
+		b := b.in(t)
+		b.open("/", 200)
+		b.waitText(".results", "acme/network/aws")
+		noTrace(b, "the home page")
+
+		// A search for the namespace: the words typed are echoed back in
+		// the page's title, both search boxes and the "No results" line,
+		// and nowhere else.
+		b.open("/search?q="+secret, 200)
+		b.waitText("#results", "No results for “"+secret+"”.")
+		want := []string{"title#text", "input#site-search@value", "input#live-search@value", "p.meta#text"}
+		if got := traces(b, secret); !slices.Equal(got, want) {
+			t.Errorf("the search for %s mentions it in %q, want only the echoes of the query %q", secret, got, want)
+		}
+		if got := traces(b, "vault"); len(got) > 0 {
+			t.Errorf("the search for %s mentions the private module in %q", secret, got)
+		}
+		if n := eval[int](b, `document.querySelectorAll("#results a.title").length`); n != 0 {
+			t.Errorf("the search for %s lists %d results", secret, n)
+		}
+
+		// The module's name, typed into the live search.
+		b.open("/search", 200)
+		b.step("typing the module's name", chromedp.SendKeys(chromedp.CSS("#live-search"), "vault"))
+		b.waitText("#results", "No results for “vault”.")
+		if got := traces(b, secret); len(got) > 0 {
+			t.Errorf("the live search for vault mentions %s in %q", secret, got)
+		}
+		// Every module, and the namespace filter's choices.
+		b.open("/search?kind=module", 200)
+		b.waitText("#results", "acme/network/aws")
+		noTrace(b, "the list of every module")
+
+		// The namespace's and the module's own pages are "not found",
+		// exactly as for names that never existed.
+		for _, p := range []struct{ path, twin string }{
+			{"/namespaces/" + secret, "/namespaces/nosuchns"},
+			{secretPath, "/modules/nosuchns/vault/aws"},
+			{secretPath + "/1.0.0", "/modules/nosuchns/vault/aws/1.0.0"},
+		} {
+			b.open(p.path, 404)
+			if got := b.text("main h1"); got != "Not found" {
+				t.Errorf("%s: heading %q, want Not found", p.path, got)
+			}
+			noTrace(b, p.path)
+			page := eval[string](b, "document.documentElement.outerHTML")
+			b.open(p.twin, 404)
+			if twin := eval[string](b, "document.documentElement.outerHTML"); twin != page {
+				t.Errorf("%s differs from %s, a name that never existed:\n%s\n---\n%s", p.path, p.twin, page, twin)
+			}
+		}
+	})
+
+	t.Run("visible once a reader", func(t *testing.T) {
+		b := b.in(t)
+		srv.mustCLI(t, srv.AdminToken, "member", "add", secret, "dave", "--role", "reader")
+		// Rights are cached for up to 5 s: poll, within a bound.
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			status := 0
+			ctx, cancel := context.WithTimeout(b.ctx, stepTimeout)
+			resp, err := chromedp.Run(ctx, chromedp.NavigateResponse(b.url(secretPath)))
+			cancel()
+			if err != nil {
+				t.Fatalf("opening %s: %v", secretPath, err)
+			}
+			if resp != nil {
+				status = int(resp.Status)
+			}
+			if status == http.StatusOK {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s still answers %d 20 s after dave became a reader", secretPath, status)
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+		if got := b.text("main h1"); !strings.HasPrefix(got, secret+"/vault/aws") || !strings.Contains(got, "private") {
+			t.Errorf("module page heading %q, want %s/vault/aws with a private badge", got, secret)
+		}
+		b.open("/search?q=vault", 200)
+		b.step("waiting for the result", chromedp.WaitVisible(chromedp.CSS(`#results a.title[href="`+secretPath+`"]`)))
+		b.open("/", 200)
+		b.step("waiting for the namespace", chromedp.WaitVisible(chromedp.CSS(`aside a[href="/namespaces/`+secret+`"]`)))
+	})
 }
