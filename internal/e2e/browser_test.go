@@ -312,10 +312,16 @@ func (b *browserTab) navigating(what string, status int, trigger chromedp.Action
 	}
 }
 
-// location returns the tab's URL.
+// location returns the tab's URL. It asks the page's navigation history
+// rather than the document, whose script context may be being replaced
+// just after a navigation.
 func (b *browserTab) location() *url.URL {
 	b.t.Helper()
-	u, err := url.Parse(run(b, "reading the location", chromedp.Location()))
+	h := run(b, "reading the location", chromedp.NavigationEntries())
+	if h.CurrentIndex < 0 || int(h.CurrentIndex) >= len(h.Entries) {
+		b.t.Fatalf("the tab's history has no current entry: %+v", h)
+	}
+	u, err := url.Parse(h.Entries[h.CurrentIndex].URL)
 	if err != nil {
 		b.t.Fatal(err)
 	}
@@ -426,7 +432,11 @@ func screenshots(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return filepath.Join(root, "docs", "images")
+	dir := filepath.Join(root, "docs", "images")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 // screenshot writes a full-page PNG of the tab to dir/ui-name.png.

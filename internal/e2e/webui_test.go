@@ -117,6 +117,10 @@ func TestWebUIModule(t *testing.T) {
 		}
 		b.waitText(".results", "acme/network/aws")
 		b.screenshot(shots, "home")
+		b.open("/search?q=aws", 200)
+		b.waitText("#results", "1–2 of 2 results")
+		b.screenshot(shots, "search")
+		b.open("/", 200)
 
 		// The header's search form, as a visitor submits it.
 		b.step("typing into the header's search box", chromedp.SendKeys(chromedp.CSS("#site-search"), "nothing-matches-this"))
@@ -141,7 +145,6 @@ func TestWebUIModule(t *testing.T) {
 		if u := b.location(); u.Query().Get("q") != "network" {
 			t.Errorf("after the live search the address is %s, want q=network in it", u)
 		}
-		b.screenshot(shots, "search")
 
 		b.navigating("clicking the result", 200, chromedp.Click(chromedp.CSS(`#results a.title[href="`+modulePath+`"]`)))
 		if u := b.location(); u.Path != modulePath {
