@@ -57,8 +57,8 @@ func requireChromium(t *testing.T) string {
 // browserTab is one tab of a headless Chromium that trusts the test
 // server's CA. Every message the pages write to the console at the level
 // of an error (an uncaught exception, a Content-Security-Policy violation,
-// a console.error) fails the test when it ends, unless the test expected
-// it (expectMissing).
+// a console.error) fails the test when it ends, but for the 404 of a
+// page the test opened on purpose.
 type browserTab struct {
 	t   *testing.T
 	srv *troveServer
@@ -77,11 +77,14 @@ type consoleLog struct {
 // a 1280 pixels wide window, and opens one tab. The browser stops when the
 // test ends, or after browserTimeout.
 //
-// The server's certificate is trusted by its CA's public key
-// (--ignore-certificate-errors-spki-list): Chromium then accepts exactly
-// the certificates of this test's CA, where --ignore-certificate-errors
-// would accept any. Chromium reads trust anchors only from an NSS database
-// (no SSL_CERT_FILE), and certutil is not on these machines.
+// The server's certificate is trusted by its public key and its CA's
+// (--ignore-certificate-errors-spki-list, read over a connection that
+// verifies the certificate against the CA): Chromium then accepts this
+// test server's certificate only, where --ignore-certificate-errors would
+// accept any. Chromium takes trust anchors only from an NSS database (no
+// SSL_CERT_FILE), and certutil is not on these machines. The page is a
+// secure context, so the __Host- cookies of the UI work as on a real
+// deployment.
 func newBrowser(t *testing.T, srv *troveServer) *browserTab {
 	t.Helper()
 	bin := requireChromium(t)
@@ -267,8 +270,8 @@ func (b *browserTab) where() string {
 	return fmt.Sprintf("\n(the tab shows %s:\n%s)", loc, text)
 }
 
-// url returns the absolute URL of path on the server.
-func (b *browserTab) url(path string) string {
+// addr returns the absolute URL of path on the server.
+func (b *browserTab) addr(path string) string {
 	return b.srv.Addr + path
 }
 
@@ -276,7 +279,7 @@ func (b *browserTab) url(path string) string {
 // answered status.
 func (b *browserTab) open(path string, status int) {
 	b.t.Helper()
-	u := b.url(path)
+	u := b.addr(path)
 	if status == 404 {
 		b.log.mu.Lock()
 		b.log.expected[u] = true

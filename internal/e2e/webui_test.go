@@ -474,7 +474,7 @@ func TestWebUIPrivateNamespace(t *testing.T) {
 		for {
 			status := 0
 			ctx, cancel := context.WithTimeout(b.ctx, stepTimeout)
-			resp, err := chromedp.Run(ctx, chromedp.NavigateResponse(b.url(secretPath)))
+			resp, err := chromedp.Run(ctx, chromedp.NavigateResponse(b.addr(secretPath)))
 			cancel()
 			if err != nil {
 				t.Fatalf("opening %s: %v", secretPath, err)
