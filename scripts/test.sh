@@ -38,6 +38,14 @@ go vet ./... ./internal/e2e/testdata/terraform-provider-example
 source scripts/testenv/tofu.sh || fail "OpenTofu could not be built (output above); the end-to-end tests need it"
 "$TROVE_TEST_TOFU" version 2>/dev/null | grep "^OpenTofu"
 
+# --- Chromium --------------------------------------------------------------
+# The web UI's browser tests (internal/e2e, TestWebUI...) drive Debian's
+# chromium headless; testenv/chromium.sh installs it when missing (as root,
+# with apt-get) and exports TROVE_TEST_CHROMIUM.
+# shellcheck source=testenv/chromium.sh
+source scripts/testenv/chromium.sh || fail "Chromium is not available (see above); the web UI's browser tests need it"
+"$TROVE_TEST_CHROMIUM" --version 2>/dev/null
+
 # --- Services ------------------------------------------------------------
 # A throwaway PostgreSQL and an S3-compatible server (versitygw, built once
 # into $(go env GOPATH)/bin) on loopback; both are stopped on exit.

@@ -3,11 +3,14 @@
 // publish goreleaser-style releases with `trove publish`, and install them
 // with the real `terraform` and `tofu` CLIs: every client-facing scenario
 // (providers, modules, login, the Terraform provider of Trove, the README
-// walkthrough) runs once per client (forEachClient). The package has no
-// non-test code; its tests need `go`, `terraform` and OpenTofu (the binary
-// TROVE_TEST_TOFU names, else `tofu` on the PATH) and fail, never skip,
+// walkthrough) runs once per client (forEachClient). The web UI is driven
+// in headless Chromium (TestWebUI..., browser_test.go). The package has no
+// non-test code; its tests need `go`, `terraform`, OpenTofu (the binary
+// TROVE_TEST_TOFU names, else `tofu` on the PATH) and Chromium (the binary
+// TROVE_TEST_CHROMIUM names, else /usr/bin/chromium) and fail, never skip,
 // without them. Run them with scripts/test.sh or
 //
-//	source scripts/testenv/tofu.sh   # builds OpenTofu once per machine
+//	source scripts/testenv/tofu.sh       # builds OpenTofu once per machine
+//	source scripts/testenv/chromium.sh   # installs Chromium if missing (as root)
 //	go test -count=1 -timeout 20m ./internal/e2e
 package e2e
