@@ -40,6 +40,8 @@
             if (html === null || mine !== seq) { return; }
             results.innerHTML = html;
             params.delete("fragment");
+            var box = document.getElementById("site-search");
+            if (box) { box.value = live.value; }
             history.replaceState(null, "", form.action + "?" + params.toString());
           });
       }, 150);
