@@ -48,6 +48,7 @@
 //   - Nesting: a line opens at most MaxNesting (32) block quotes and list items; a
 //     marker beyond that, or after more than MaxIndent (64) columns of indentation, is
 //     escaped and rendered as text. So 10,000 nested lists or quotes render as 32 levels.
+//     (Lines are not parsed first: in a code block such a backslash shows.)
 //   - Inline markup: a paragraph, heading or table cell starts at most MaxInlineMarkers
 //     (128) inline constructs (characters that may open emphasis, links, images, code
 //     spans, raw HTML); from the next one on, the rest of each of its lines is plain text.
@@ -60,9 +61,9 @@
 //   - Headings: Document.Headings holds at most MaxHeadings (200); an id is at most 100
 //     bytes, a heading's Text at most 256.
 //
-// With these bounds the HTML is at most a small multiple (about 25x) of the input and a
-// 1 MiB document of any shape renders in well under a second; see the tests and
-// BenchmarkRender.
+// With these bounds the HTML is at most a small multiple of the input (the tests hold
+// it to 32x) and a 1 MiB document of any shape renders in about a second or less of
+// one core's time; see TestRenderBounds and BenchmarkRender.
 package markdown
 
 import (
@@ -103,7 +104,7 @@ const (
 type Options struct {
 	// Link, if set, rewrites every link and image destination that is not absolute
 	// (relative paths like "../resources/foo.md"; fragment-only links like "#anchor" are
-	// not passed to it). It receives the destination as written in the HTML (percent
+	// not passed to it but become "#h-anchor", the id of that heading). It receives the destination as written in the HTML (percent
 	// encoded, entities decoded); returning "" drops the link (its text stays) or the
 	// image (its alt text stays). What it returns is checked like any URL: an image must
 	// end up absolute http(s) or a path starting with "/". Absolute http(s) and mailto

@@ -32,7 +32,7 @@ func rewriteURLs(h []byte, link func(string) string) []byte {
 			out.Write(z.Raw())
 			continue
 		}
-		name, _ := z.TagName()
+		name, more := z.TagName()
 		switch string(name) {
 		case "a", "img", "input":
 		default:
@@ -41,13 +41,11 @@ func rewriteURLs(h []byte, link func(string) string) []byte {
 		}
 		tag := string(name)
 		attrs := map[string]string{}
-		for {
-			k, v, more := z.TagAttr()
+		for more {
+			var k, v []byte
+			k, v, more = z.TagAttr()
 			if _, dup := attrs[string(k)]; !dup { // the first wins, as in a browser
 				attrs[string(k)] = string(v)
-			}
-			if !more {
-				break
 			}
 		}
 		writeTag(&out, tag, attrs, link)
@@ -108,6 +106,9 @@ func checkURL(v string, img bool, link func(string) string) (string, bool) {
 	if strings.HasPrefix(v, "#") {
 		if img {
 			return "", false
+		}
+		if v == "#" {
+			return "", false // bluemonday drops it too
 		}
 		return "#" + HeadingIDPrefix + v[1:], true
 	}
