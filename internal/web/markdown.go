@@ -1,21 +1,33 @@
 package web
 
 import (
-	"html"
 	"html/template"
+	"runtime"
+
+	"trove.dev/trove/internal/markdown"
 )
 
-// markdownDoc is rendered Markdown.
+// markdownDoc is rendered, sanitized Markdown.
 type markdownDoc struct {
 	HTML      template.HTML
 	Truncated bool
+	Title     string
 }
 
+// renderSlots bounds the Markdown renders running at once: a worst-case
+// document within markdown's limits costs up to a second and a few
+// hundred MB, so a burst of cache misses must queue rather than take
+// every CPU and all memory. Rendered pages are cached (pageCache).
+var renderSlots = make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
+
 // renderMarkdown renders Markdown as safe HTML; link rewrites relative
-// link destinations ("" drops the link).
+// link and image destinations ("" drops the link, keeping its text).
 func renderMarkdown(src []byte, link func(string) string) markdownDoc {
 	if len(src) == 0 {
 		return markdownDoc{}
 	}
-	return markdownDoc{HTML: template.HTML("<pre>" + html.EscapeString(string(src)) + "</pre>")}
+	renderSlots <- struct{}{}
+	defer func() { <-renderSlots }()
+	doc := markdown.Render(src, markdown.Options{Link: link})
+	return markdownDoc{HTML: doc.HTML, Truncated: doc.Truncated, Title: doc.Title}
 }

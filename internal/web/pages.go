@@ -352,15 +352,10 @@ func section(m modules.ModuleInfo, id string) moduleSection {
 	return sec
 }
 
-// keepAnchors is the link rewriter of READMEs: links within the page
-// stay, relative links into the module's repository (which Trove does
-// not serve) are dropped, keeping their text.
-func keepAnchors(dest string) string {
-	if strings.HasPrefix(dest, "#") {
-		return dest
-	}
-	return ""
-}
+// keepAnchors is the link rewriter of READMEs: relative links into the
+// module's repository, which Trove does not serve, are dropped, keeping
+// their text (links within the page never reach it).
+func keepAnchors(string) string { return "" }
 
 // hclIdentifier turns a module or provider name into a block label.
 func hclIdentifier(name string) string {

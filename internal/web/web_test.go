@@ -542,3 +542,50 @@ func TestHostilePaths(t *testing.T) {
 		t.Errorf("a 1 MiB sign-in form answered %d", p.status)
 	}
 }
+
+// hostileReadme carries what a careless or hostile publisher may write
+// into a README.
+var hostileReadme = strings.Join([]string{
+	"# Hostile <img src=x onerror=alert(1)>",
+	"<script>alert('readme')</script>",
+	`<a href="javascript:alert(1)">js link</a> [md js](javascript:alert(2)) [entity](&#106;avascript:alert(3))`,
+	`[data](data:text/html;base64,PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg==) ![svg](data:image/svg+xml;base64,PHN2Zz48c2NyaXB0PmFsZXJ0KDEpPC9zY3JpcHQ+PC9zdmc+)`,
+	`<svg><script>alert(4)</script></svg> <iframe src="https://evil.example"></iframe> <style>body{display:none}</style>`,
+	`<div onclick="alert(5)" style="position:fixed">click</div> <form action="https://evil.example"><input type="password"></form>`,
+	`[relative](docs/setup.md) ![relative image](diagram.png) ![badge](https://img.example/badge.svg)`,
+	"| " + strings.Repeat("c | ", 300) + "\n|" + strings.Repeat("---|", 300) + "\n" + strings.Repeat("| x "+strings.Repeat("| y ", 299)+"|\n", 200),
+	strings.Repeat("> ", 5000) + "deep quote",
+	strings.Repeat("  ", 3000) + "- deep list",
+	"## Usage\n\nSee [usage](#usage).",
+}, "\n\n")
+
+// TestHostileReadme publishes a module whose README tries every trick,
+// and checks what its page carries.
+func TestHostileReadme(t *testing.T) {
+	e := start(t)
+	files := map[string]string{"README.md": hostileReadme + "\n\n" + strings.Repeat("filler line of text\n", 20000), "main.tf": `variable "x" {}`}
+	e.publishModule(t, "acme", "evil", "aws", "1.0.0", files)
+	b := e.browser(t)
+	p := b.get("/modules/acme/evil/aws")
+	if p.status != 200 {
+		t.Fatalf("module page: %d", p.status)
+	}
+	body := strings.ToLower(p.body)
+	for _, bad := range []string{"<script>alert", "onerror", "onclick", "javascript:", "data:text", "data:image", "<svg", "<iframe", "<style", "<form action=\"https://evil", "position:fixed", `type="password"`} {
+		if strings.Contains(body, bad) {
+			t.Errorf("the page carries %q", bad)
+		}
+	}
+	for _, want := range []string{`<h1 id="h-hostile`, `rel="nofollow noopener noreferrer"`, `src="https://img.example/badge.svg"`, "deep quote", "deep list",
+		`href="#h-usage"`, "relative image", "The README is long: only its beginning is shown."} {
+		if !strings.Contains(p.body, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	if strings.Contains(p.body, `href="docs/setup.md"`) || strings.Contains(p.body, `src="diagram.png"`) {
+		t.Error("relative links into the repository are kept")
+	}
+	if len(p.body) > 2<<20 {
+		t.Errorf("the page is %d bytes", len(p.body))
+	}
+}
