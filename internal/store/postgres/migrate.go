@@ -35,7 +35,7 @@ func SchemaVersion() int {
 	if err != nil {
 		return 0
 	}
-	return len(ms)
+	return sqlstore.Newest(ms)
 }
 
 // CurrentSchemaVersion returns the schema version of the database: the
@@ -59,24 +59,38 @@ func currentVersion(ctx context.Context, q querier) (int, error) {
 	return v, err
 }
 
-// checkSchema fails unless the database's schema is the one this build
-// needs.
-func (x *Index) checkSchema(ctx context.Context) error {
-	current, err := x.CurrentSchemaVersion(ctx)
-	if err != nil {
-		return err
+// appliedVersions returns the versions in schema_migrations, none if
+// there is no such table yet.
+func appliedVersions(ctx context.Context, q querier) ([]int, error) {
+	var exists bool
+	if err := q.QueryRow(ctx, `SELECT to_regclass('schema_migrations') IS NOT NULL`).Scan(&exists); err != nil || !exists {
+		return nil, err
 	}
-	return compareSchema(current, SchemaVersion())
+	var vs []int
+	err := q.QueryRow(ctx, `SELECT COALESCE(array_agg(version ORDER BY version), '{}') FROM schema_migrations`).Scan(&vs)
+	return vs, err
 }
 
-func compareSchema(current, known int) error {
-	switch {
-	case current > known:
+// checkSchema fails unless the database's schema is the one this build
+// needs: every migration it knows applied, and none it does not know.
+func (x *Index) checkSchema(ctx context.Context) error {
+	ms, err := loadMigrations()
+	if err != nil {
+		return registry.Wrap(registry.Internal, err, "loading index migrations")
+	}
+	ctx, cancel := x.opContext(ctx)
+	defer cancel()
+	applied, err := appliedVersions(ctx, x.pool)
+	if err != nil {
+		return x.fail(err, "reading the index schema version")
+	}
+	pending, err := sqlstore.Pending(ms, applied)
+	if err != nil {
+		return registry.Wrap(registry.Invalid, err, "checking the index schema version")
+	}
+	if len(pending) > 0 {
 		return registry.Errorf(registry.Invalid,
-			"the index has schema version %d but this Trove knows versions up to %d: run a newer Trove", current, known)
-	case current < known:
-		return registry.Errorf(registry.Invalid,
-			"the index has schema version %d but this Trove needs version %d: run `trove migrate` (or start with --migrate-on-start)", current, known)
+			"the index lacks schema version %d that this Trove needs (it needs versions up to %d): run `trove migrate` (or start with --migrate-on-start)", pending[0].Version, sqlstore.Newest(ms))
 	}
 	return nil
 }
@@ -115,14 +129,15 @@ func (x *Index) migrate(ctx context.Context) (err error) {
 	)`); err != nil {
 		return x.fail(err, "creating the schema_migrations table")
 	}
-	current, err := currentVersion(ctx, conn)
+	applied, err := appliedVersions(ctx, conn)
 	if err != nil {
 		return x.fail(err, "reading the index schema version")
 	}
-	if current > len(ms) {
-		return compareSchema(current, len(ms))
+	pending, err := sqlstore.Pending(ms, applied)
+	if err != nil {
+		return registry.Wrap(registry.Invalid, err, "checking the index schema version")
 	}
-	for _, m := range ms[current:] {
+	for _, m := range pending {
 		what := fmt.Sprintf("applying index migration %04d_%s", m.Version, m.Name)
 		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 			if _, err := tx.Exec(ctx, m.SQL); err != nil {

@@ -34,20 +34,38 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	) STRICT`); err != nil {
 		return classify(err, "creating the schema_migrations table")
 	}
-	var current int
-	if err := db.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&current); err != nil {
+	applied, err := appliedVersions(ctx, db)
+	if err != nil {
 		return classify(err, "reading the index schema version")
 	}
-	if current > len(ms) {
-		return registry.Errorf(registry.Internal,
-			"the index has schema version %d but this Trove knows versions up to %d: run a newer Trove", current, len(ms))
+	pending, err := sqlstore.Pending(ms, applied)
+	if err != nil {
+		return registry.Wrap(registry.Internal, err, "checking the index schema version")
 	}
-	for _, m := range ms[current:] {
+	for _, m := range pending {
 		if err := apply(ctx, db, m); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// appliedVersions returns the versions recorded in schema_migrations.
+func appliedVersions(ctx context.Context, db *sql.DB) ([]int, error) {
+	rows, err := db.QueryContext(ctx, `SELECT version FROM schema_migrations ORDER BY version`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var vs []int
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		vs = append(vs, v)
+	}
+	return vs, rows.Err()
 }
 
 // apply runs one migration unless another process applied it meanwhile.
