@@ -55,6 +55,7 @@ import (
 	"trove.dev/trove/internal/server"
 	"trove.dev/trove/internal/signedurl"
 	"trove.dev/trove/internal/signing"
+	"trove.dev/trove/internal/sso"
 	"trove.dev/trove/internal/store"
 	"trove.dev/trove/internal/store/fsblob"
 	"trove.dev/trove/internal/store/postgres"
@@ -208,6 +209,11 @@ func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
 	if lopt.TokenTTL == 0 {
 		lopt.TokenTTL = cfg.Access.LoginTokenTTL
 	}
+	if !cfg.Access.LocalPasswords {
+		lopt.NoLocalPasswords = true
+	}
+	var ssoSvc *sso.Service // set below; the login page lists its providers at request time
+	lopt.Providers = func(ctx context.Context) []login.Provider { return ssoSvc.Providers(ctx) }
 	loginSvc, err := login.New(ctx, lopt)
 	if err != nil {
 		return nil, fmt.Errorf("setting up login: %w", err)
@@ -288,12 +294,18 @@ func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("setting up the web UI: %w", err)
 	}
+	ssoSvc, err = sso.New(ctx, sso.Options{
+		Index: idx, Login: loginSvc, Sessions: ui, PublicURL: public, Authenticator: authn, Logger: log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("setting up single sign-on: %w", err)
+	}
 	srv, err := server.New(server.Options{
 		Index: idx, Blobs: a.Blobs, Signer: a.Signer, PublicURL: public, API: apiHandler, Logger: log,
 		RedirectDownloads: RedirectDownloads(cfg),
 		Access:            access, PrivateSigner: a.PrivateSigner, Login: loginSvc,
 		ProviderOptions: []providers.Option{providers.WithCacheBytes(cfg.CacheBytes)},
-		Mirror:          mir, Metrics: metrics, AccessLog: opt.AccessLog, UI: ui,
+		Mirror:          mir, Metrics: metrics, AccessLog: opt.AccessLog, UI: ui, SSO: ssoSvc,
 	})
 	if err != nil {
 		return nil, err
