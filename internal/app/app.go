@@ -273,19 +273,20 @@ func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
 		return nil, fmt.Errorf("removing unfinished mirror downloads from %s: %w", tempDir, err)
 	}
 	apiHandler := api.New(api.Options{
-		Index:          idx,
-		Publisher:      pub,
-		Modules:        mods,
-		Auth:           authn,
-		Access:         access,
-		Managed:        managed,
-		Logger:         log,
-		MaxUploadBytes: cfg.Limits.MaxUploadBytes,
-		OnMirrorChange: mir.Reload,
-		PublicURL:      public,
-		Blobs:          a.Blobs,
-		Mirror:         mir,
-		TempDir:        tempDir,
+		Index:            idx,
+		Publisher:        pub,
+		Modules:          mods,
+		Auth:             authn,
+		Access:           access,
+		Managed:          managed,
+		Logger:           log,
+		MaxUploadBytes:   cfg.Limits.MaxUploadBytes,
+		OnMirrorChange:   mir.Reload,
+		PublicURL:        public,
+		Blobs:            a.Blobs,
+		Mirror:           mir,
+		TempDir:          tempDir,
+		NoLocalPasswords: !cfg.Access.LocalPasswords,
 	})
 	ui, err := web.New(ctx, web.Options{
 		Index: idx, Access: access, Login: loginSvc, API: apiHandler, Blobs: a.Blobs, PublicURL: public,
