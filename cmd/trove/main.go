@@ -101,6 +101,7 @@ func commands() []*command {
 		providerList(), providerShow(), providerPackage(),
 		modulePublish(), moduleList(), moduleShow(), moduleDelete(),
 		mirrorUpstreamList(), mirrorUpstreamShow(), mirrorUpstreamSet(), mirrorUpstreamRemove(), mirrorSyncCommand(),
+		ssoProviderList(), ssoProviderSet(), ssoProviderRemove(), ssoMappingList(), ssoMappingAdd(), ssoMappingRemove(),
 		lockCommand(), bundleExport(), bundleImport(),
 		versionCommand(), completionCommand(),
 	}

@@ -83,6 +83,9 @@ func (h *handler) createUser(w http.ResponseWriter, r *http.Request) error {
 	}
 	u := registry.User{Name: name, Admin: req.Admin, CreatedAt: h.Now().UTC()}
 	if req.Password != "" {
+		if h.NoLocalPasswords {
+			return errPasswordsOff
+		}
 		if err := registry.CheckPassword(req.Password); err != nil {
 			return err
 		}
@@ -168,6 +171,9 @@ func (h *handler) updateUser(w http.ResponseWriter, r *http.Request) error {
 	}
 	passwordChanged := false
 	if req.Password != nil {
+		if h.NoLocalPasswords {
+			return errPasswordsOff
+		}
 		if !isAdmin || self {
 			// Users prove who they are, even with a valid token: a stolen
 			// token must not be enough to take over the account, nor to
@@ -354,3 +360,7 @@ func (h *handler) listAudit(w http.ResponseWriter, r *http.Request) error {
 	}
 	return httpjson.Write(w, http.StatusOK, out)
 }
+
+// errPasswordsOff answers a password set through the API while local
+// passwords are switched off (Options.NoLocalPasswords).
+var errPasswordsOff = registry.Errorf(registry.Forbidden, "local passwords are switched off on this registry (--local-passwords=false): people sign in through an identity provider; use tokens for automation")

@@ -47,6 +47,7 @@ type Index interface {
 	store.Modules
 	store.MirrorUpstreams
 	store.Bundles
+	store.SSO
 }
 
 // Downloads reads download counts (store.Downloads's reads, which
@@ -77,6 +78,10 @@ type Options struct {
 	// requests for one with an error.
 	Managed *signing.Managed
 	Logger  *slog.Logger
+	// NoLocalPasswords refuses to set or check passwords of local
+	// accounts (--local-passwords=false): people sign in through identity
+	// providers.
+	NoLocalPasswords bool
 	// OnMirrorChange, if set, is called after the mirror's upstreams
 	// were changed, so that the running mirror reads them again at once.
 	OnMirrorChange func()
@@ -151,6 +156,7 @@ func New(opt Options) http.Handler {
 
 	h.registerModules(route)
 	h.registerMirror(route)
+	h.registerSSO(route)
 
 	route("GET "+apispec.RouteWhoAmI, h.whoAmI)
 	route("POST "+apispec.RouteLock, h.lock)

@@ -59,6 +59,7 @@ import (
 	"trove.dev/trove/internal/server"
 	"trove.dev/trove/internal/signedurl"
 	"trove.dev/trove/internal/signing"
+	"trove.dev/trove/internal/sso"
 	"trove.dev/trove/internal/store"
 	"trove.dev/trove/internal/store/fsblob"
 	"trove.dev/trove/internal/store/postgres"
@@ -216,6 +217,11 @@ func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
 	if lopt.TokenTTL == 0 {
 		lopt.TokenTTL = cfg.Access.LoginTokenTTL
 	}
+	if !cfg.Access.LocalPasswords {
+		lopt.NoLocalPasswords = true
+	}
+	var ssoSvc *sso.Service // set below; the login page lists its providers at request time
+	lopt.Providers = func(ctx context.Context) []login.Provider { return ssoSvc.Providers(ctx) }
 	loginSvc, err := login.New(ctx, lopt)
 	if err != nil {
 		return nil, fmt.Errorf("setting up login: %w", err)
@@ -285,20 +291,21 @@ func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
 	// final flush did not write, if Serve ran at all.
 	a.onClose(func() error { counter.FinalFlush(context.Background()); return nil })
 	apiHandler := api.New(api.Options{
-		Index:          idx,
-		Publisher:      pub,
-		Modules:        mods,
-		Auth:           authn,
-		Access:         access,
-		Managed:        managed,
-		Logger:         log,
-		MaxUploadBytes: cfg.Limits.MaxUploadBytes,
-		OnMirrorChange: mir.Reload,
-		PublicURL:      public,
-		Blobs:          a.Blobs,
-		Mirror:         mir,
-		TempDir:        tempDir,
-		Downloads:      counter,
+		Index:            idx,
+		Publisher:        pub,
+		Modules:          mods,
+		Auth:             authn,
+		Access:           access,
+		Managed:          managed,
+		Logger:           log,
+		MaxUploadBytes:   cfg.Limits.MaxUploadBytes,
+		OnMirrorChange:   mir.Reload,
+		PublicURL:        public,
+		Blobs:            a.Blobs,
+		Mirror:           mir,
+		TempDir:          tempDir,
+		Downloads:        counter,
+		NoLocalPasswords: !cfg.Access.LocalPasswords,
 	})
 	ui, err := web.New(ctx, web.Options{
 		Index: idx, Access: access, Login: loginSvc, API: apiHandler, Blobs: a.Blobs, PublicURL: public,
@@ -307,13 +314,19 @@ func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("setting up the web UI: %w", err)
 	}
+	ssoSvc, err = sso.New(ctx, sso.Options{
+		Index: idx, Login: loginSvc, Sessions: ui, PublicURL: public, Authenticator: authn, Logger: log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("setting up single sign-on: %w", err)
+	}
 	srv, err := server.New(server.Options{
 		Index: idx, Blobs: a.Blobs, Signer: a.Signer, PublicURL: public, API: apiHandler, Logger: log,
 		RedirectDownloads: RedirectDownloads(cfg),
 		Access:            access, PrivateSigner: a.PrivateSigner, Login: loginSvc,
 		ProviderOptions: []providers.Option{providers.WithCacheBytes(cfg.CacheBytes), providers.WithDownloadCounter(counter)},
 		ModuleOptions:   []protomodules.Option{protomodules.WithDownloadCounter(counter)},
-		Mirror:          mir, Metrics: metrics, AccessLog: opt.AccessLog, UI: ui,
+		Mirror:          mir, Metrics: metrics, AccessLog: opt.AccessLog, UI: ui, SSO: ssoSvc,
 	})
 	if err != nil {
 		return nil, err

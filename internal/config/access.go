@@ -34,6 +34,12 @@ type Access struct {
 	// mirror fetches from upstream registries; otherwise any valid token
 	// may.
 	MirrorPublic bool
+	// LocalPasswords lets people log in with the passwords of local
+	// accounts (the login page of terraform login, the web UI's sign-in
+	// page, password checks of the API). Off, they sign in through an
+	// identity provider (single sign-on); tokens, the first admin token
+	// and `trove admin token` keep working.
+	LocalPasswords bool
 }
 
 // accessFlags defines the access-control flags on fs.
@@ -44,6 +50,8 @@ func (c *Config) accessFlags(fs *flag.FlagSet) {
 		"`lifetime` of the tokens that terraform login obtains (personal tokens of the user who logs in)")
 	fs.BoolVar(&c.Access.MirrorPublic, "mirror-public", false,
 		"let anyone who can reach Trove install the providers its mirror fetches from upstream registries, without a token (default: any valid token may)")
+	fs.BoolVar(&c.Access.LocalPasswords, "local-passwords", true,
+		"let people log in with the passwords of local accounts; false leaves single sign-on through identity providers (tokens and trove admin token keep working)")
 }
 
 // validate checks the access-control settings.

@@ -25,7 +25,7 @@ func TestLoadDefaults(t *testing.T) {
 		DataDir:                "/home/u/.local/share/trove",
 		PublicURL:              "https://localhost:8443",
 		DownloadURLTTL:         15 * time.Minute,
-		Access:                 Access{PrivateDownloadURLTTL: 5 * time.Minute, LoginTokenTTL: 720 * time.Hour},
+		Access:                 Access{PrivateDownloadURLTTL: 5 * time.Minute, LoginTokenTTL: 720 * time.Hour, LocalPasswords: true},
 		Limits:                 Limits{MaxUploadBytes: 2 << 30, MaxZipBytes: 1 << 30, MaxZipEntries: 1000, MaxUnpackedBytes: 1 << 30},
 		LogLevel:               slog.LevelInfo,
 		LogFormat:              "text",
@@ -219,7 +219,7 @@ func TestEveryFlagHasAnEnvVar(t *testing.T) {
 			"postgres-dsn": "postgres://db/trove", "postgres-max-conns": "7", "migrate-on-start": "false",
 			"s3-endpoint": "https://s3.example", "s3-region": "eu-west-1", "s3-bucket": "b", "s3-prefix": "p",
 			"s3-path-style": "true", "s3-access-key": "a", "s3-secret-key": "s", "download-mode": "proxy",
-			"private-download-url-ttl": "3m", "login-token-ttl": "24h", "config": "/etc/trove.env", "mirror-public": "true",
+			"private-download-url-ttl": "3m", "login-token-ttl": "24h", "config": "/etc/trove.env", "mirror-public": "true", "local-passwords": "false",
 			"signing-secret-file": "/etc/trove/signing-secret", "downloads-flush-interval": "30s",
 		}[f.Name]
 		if v == "" {

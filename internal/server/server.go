@@ -112,6 +112,9 @@ type Options struct {
 	Mirror Mirror
 	// UI serves the web pages (none if nil: / answers JSON).
 	UI UI
+	// SSO serves the sign-in through identity providers under
+	// /oauth/sso/ (*sso.Service; none if nil).
+	SSO interface{ Register(mux *http.ServeMux) }
 }
 
 // UI is the web UI (*web.Service): its pages are mounted beside the
@@ -199,6 +202,9 @@ func New(opt Options) (*Server, error) {
 	s.modules.Register(mux)
 	if opt.Login != nil {
 		opt.Login.Register(mux)
+	}
+	if opt.SSO != nil {
+		opt.SSO.Register(mux)
 	}
 	files.New(files.Options{
 		Blobs: opt.Blobs, Signer: opt.Signer, Logger: opt.Logger, RedirectDownloads: opt.RedirectDownloads, Fetcher: fetcher,

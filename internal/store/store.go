@@ -30,6 +30,7 @@ type Index interface {
 	MirrorInventory
 	MirrorUpstreams
 	Bundles
+	SSO // identity providers, role mappings, linked identities (sso.go)
 
 	// Ping reports whether the backend is reachable.
 	Ping(ctx context.Context) error

@@ -59,6 +59,8 @@ type Options struct {
 	PrivateDownloadURLTTL time.Duration
 	// Login adjusts login.v1 (Index and Authenticator are filled in).
 	Login login.Options
+	// NoLocalPasswords starts Trove with --local-passwords=false.
+	NoLocalPasswords bool
 }
 
 // Start starts a Trove for the duration of the test, built by app.New
@@ -78,7 +80,11 @@ func Start(t testing.TB, opts ...Options) *Server {
 	}
 	host := ln.Addr().String()
 	noEnv := func(string) string { return "" }
-	cfg, err := config.Load([]string{"--data-dir", dir, "--listen", host, "--public-url", "https://" + host}, noEnv)
+	args := []string{"--data-dir", dir, "--listen", host, "--public-url", "https://" + host}
+	if opt.NoLocalPasswords {
+		args = append(args, "--local-passwords=false")
+	}
+	cfg, err := config.Load(args, noEnv)
 	if err != nil {
 		ln.Close()
 		t.Fatalf("trovetest: configuration: %v", err)

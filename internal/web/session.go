@@ -84,6 +84,7 @@ type signInData struct {
 	Username string
 	Error    string
 	Lifetime string
+	SSO      ssoChoices // identity providers (sso.go)
 }
 
 // signInForm shows the sign-in form. It binds the form to a random
@@ -110,6 +111,7 @@ func (s *Service) signInForm(w http.ResponseWriter, r *http.Request, v *visit) e
 		Secure: true, HttpOnly: true, SameSite: http.SameSiteStrictMode})
 	s.render(w, r, v, http.StatusOK, "Sign in", "sign-in", signInData{
 		CSRF: s.csrfFor("sign-in", cookie), Next: next, Lifetime: lifetimeText(s.opt.SessionTTL),
+		SSO: s.ssoFor(r, next),
 	})
 	return nil
 }
@@ -152,7 +154,7 @@ func (s *Service) signIn(w http.ResponseWriter, r *http.Request, v *visit) error
 		}
 		s.render(w, r, v, status, "Sign in", "sign-in", signInData{
 			CSRF: s.csrfFor("sign-in", c.Value), Next: next, Username: name, Error: registry.Message(err),
-			Lifetime: lifetimeText(s.opt.SessionTTL),
+			Lifetime: lifetimeText(s.opt.SessionTTL), SSO: s.ssoFor(r, next),
 		})
 		return nil
 	}

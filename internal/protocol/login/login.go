@@ -127,7 +127,29 @@ type Options struct {
 	// takes 19 MiB of memory); 0 means 4.
 	HashSlots int
 	Now       func() time.Time
+	// NoLocalPasswords refuses every password login (the local
+	// accounts' passwords are switched off): people log in through an
+	// identity provider (Providers) instead.
+	NoLocalPasswords bool
+	// Providers, if set, lists the identity providers the login page
+	// offers (single sign-on, package sso).
+	Providers func(ctx context.Context) []Provider
 }
+
+// Provider is an identity provider offered on the login page: its
+// button posts the login form to ProviderStartPath(Name).
+type Provider struct {
+	Name  string
+	Label string
+}
+
+// ProviderStartPath returns the path that starts a sign-in through the
+// identity provider name (served by package sso).
+func ProviderStartPath(name string) string { return "/oauth/sso/" + name + "/start" }
+
+// PasswordsOffMessage is what a password login is answered when local
+// passwords are switched off.
+const PasswordsOffMessage = "Password login is switched off on this registry: log in with your organization's identity provider instead."
 
 // Service serves login.v1. Create it with New.
 type Service struct {
@@ -357,6 +379,10 @@ func (s *Service) submitForm(w http.ResponseWriter, r *http.Request) {
 		s.errorPage(w, r, http.StatusBadRequest, "unknown access level: choose read or full")
 		return
 	}
+	if s.opt.NoLocalPasswords {
+		s.fail(w, r, a, http.StatusForbidden, 0, strings.ToLower(sanitize(strings.TrimSpace(form.Get("username")))), "local passwords are switched off", PasswordsOffMessage)
+		return
+	}
 	name := strings.TrimSpace(form.Get("username"))
 	password := form.Get("password")
 	source := audit.SourceAddr(r)
@@ -383,6 +409,15 @@ func (s *Service) submitForm(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, a, http.StatusUnauthorized, 0, account, reason, "Wrong user name or password.")
 		return
 	}
+	s.issueCode(w, r, a, access, user, "")
+}
+
+// issueCode stores an authorization code for user and the request a
+// (with access "read" or "full"), audits the login and sends the browser
+// back to the CLI with the code. via names the identity provider of a
+// single sign-on, "" for a password login.
+func (s *Service) issueCode(w http.ResponseWriter, r *http.Request, a authzRequest, access string, user registry.User, via string) {
+	now := s.opt.Now()
 	scopes := []registry.Scope{registry.ScopeRead}
 	if access == "full" {
 		scopes = []registry.Scope{registry.ScopeAdmin}
@@ -410,9 +445,95 @@ func (s *Service) submitForm(w http.ResponseWriter, r *http.Request) {
 	if _, err := s.opt.Index.DeleteAuthCodes(r.Context(), now.Add(-time.Hour)); err != nil {
 		s.opt.Logger.WarnContext(r.Context(), "login: deleting expired authorization codes failed", "err", err)
 	}
+	details := "authorization code for " + a.ClientID + " (" + access + " access) to " + a.RedirectURI
+	if via != "" {
+		details += " through identity provider " + via
+	}
 	s.opt.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditLoginSuccess, Actor: "user:" + user.Name,
-		Target: tokenID, Details: "authorization code for " + a.ClientID + " (" + access + " access) to " + a.RedirectURI})
+		Target: tokenID, Details: details})
 	s.redirect(w, r, a, url.Values{"code": {code}})
+}
+
+// Pending is a validated authorization request of a CLI waiting for a
+// sign-in through an identity provider (package sso keeps it, signed,
+// across the round trip to the provider).
+type Pending struct {
+	ClientID    string `json:"client_id"`
+	RedirectURI string `json:"redirect_uri"`
+	State       string `json:"state"`
+	Challenge   string `json:"code_challenge"`
+	Access      string `json:"access"` // "read" or "full"
+}
+
+// PendingForm checks a login form posted by this service's login page
+// to another handler (an identity provider's button): its CSRF token and
+// its authorization request. Its errors are safe to show.
+func (s *Service) PendingForm(r *http.Request) (Pending, error) {
+	r.Body = http.MaxBytesReader(nil, r.Body, maxFormBytes)
+	if err := r.ParseForm(); err != nil {
+		return Pending{}, registry.Errorf(registry.Invalid, "the login form could not be read")
+	}
+	form := r.PostForm
+	c, err := r.Cookie(csrfCookie)
+	if err != nil || c.Value == "" || subtle.ConstantTimeCompare([]byte(form.Get("csrf")), []byte(s.csrfToken(c.Value))) != 1 {
+		return Pending{}, registry.Errorf(registry.Forbidden, "the login form was not sent by this site's login page, or it expired: go back to the terminal and run the login command again")
+	}
+	a, err := s.parseAuthz(form)
+	if err != nil {
+		return Pending{}, err
+	}
+	access := form.Get("access")
+	if access == "" {
+		access = "read"
+	}
+	if access != "read" && access != "full" {
+		return Pending{}, registry.Errorf(registry.Invalid, "unknown access level: choose read or full")
+	}
+	return Pending{ClientID: a.ClientID, RedirectURI: a.RedirectURI, State: a.State, Challenge: a.Challenge, Access: access}, nil
+}
+
+// Complete finishes the login of p for user, who signed in through the
+// identity provider via: it issues the authorization code and redirects
+// the browser to the CLI, as a password login does. p is validated again.
+func (s *Service) Complete(w http.ResponseWriter, r *http.Request, p Pending, user registry.User, via string) {
+	a, err := s.parseAuthz(Pending.values(p))
+	if err == nil && p.Access != "read" && p.Access != "full" {
+		err = registry.Errorf(registry.Invalid, "unknown access level: choose read or full")
+	}
+	if err != nil {
+		s.errorPage(w, r, http.StatusBadRequest, registry.Message(err))
+		return
+	}
+	s.issueCode(w, r, a, p.Access, user, via)
+}
+
+// Deny sends the browser back to the CLI of p with access_denied, after
+// the identity provider refused the sign-in.
+func (s *Service) Deny(w http.ResponseWriter, r *http.Request, p Pending, description string) {
+	a, err := s.parseAuthz(Pending.values(p))
+	if err != nil {
+		s.errorPage(w, r, http.StatusBadRequest, registry.Message(err))
+		return
+	}
+	s.redirect(w, r, a, url.Values{"error": {"access_denied"}, "error_description": {description}})
+}
+
+// ErrorPage shows message on the login service's error page, which
+// offers no way back to the CLI.
+func (s *Service) ErrorPage(w http.ResponseWriter, r *http.Request, status int, message string) {
+	s.errorPage(w, r, status, message)
+}
+
+func (p Pending) values() url.Values {
+	return authzRequest{ClientID: p.ClientID, RedirectURI: p.RedirectURI, State: p.State, Challenge: p.Challenge}.params()
+}
+
+// Allow takes one attempt from the rate limits of logins for account
+// (a user name) and the request's source address, the buckets password
+// logins use. It reports the wait when the attempt is refused.
+func (s *Service) Allow(r *http.Request, account string) (ok bool, wait time.Duration) {
+	ok, wait, _ = s.attempts.Take(account, audit.SourceAddr(r), s.opt.Now())
+	return ok, wait
 }
 
 // verify checks a user name and password. reason is "" on success and
@@ -687,6 +808,10 @@ func (s *Service) SignIn(r *http.Request, name, password string) (user registry.
 		s.opt.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditLoginFailure, Actor: auth.Principal{}.Actor(),
 			Target: sanitize(target), Details: reason + " (web sign-in)"})
 	}
+	if s.opt.NoLocalPasswords {
+		failure("local passwords are switched off")
+		return registry.User{}, 0, registry.Errorf(registry.Forbidden, "%s", PasswordsOffMessage)
+	}
 	if ok, wait, limit := s.attempts.Take(account, audit.SourceAddr(r), s.opt.Now()); !ok {
 		failure("rate limited (" + limit + ")")
 		who := "this account"
@@ -706,3 +831,17 @@ func (s *Service) SignIn(r *http.Request, name, password string) (user registry.
 	failure(reason)
 	return registry.User{}, 0, registry.Errorf(registry.Unauthenticated, "Wrong user name or password.")
 }
+
+// Providers returns the identity providers people may sign in with, for
+// other login forms of this registry (the web UI's); none without
+// Options.Providers.
+func (s *Service) Providers(ctx context.Context) []Provider {
+	if s.opt.Providers == nil {
+		return nil
+	}
+	return s.opt.Providers(ctx)
+}
+
+// LocalPasswords reports whether people may log in with the passwords
+// of local accounts (Options.NoLocalPasswords unset).
+func (s *Service) LocalPasswords() bool { return !s.opt.NoLocalPasswords }

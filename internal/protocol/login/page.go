@@ -48,18 +48,19 @@ After you log in, your browser returns to it at <code>{{.RedirectURI}}</code>.</
 <form method="post" action="{{.Action}}">
 {{range $name, $values := .Params}}{{range $values}}<input type="hidden" name="{{$name}}" value="{{.}}">
 {{end}}{{end}}<input type="hidden" name="csrf" value="{{.CSRF}}">
-<label for="username">User name</label>
+{{if not .NoPasswords}}<label for="username">User name</label>
 <input type="text" id="username" name="username" value="{{.Username}}" autocomplete="username" autocapitalize="none" spellcheck="false" maxlength="64" autofocus>
 <label for="password">Password</label>
 <input type="password" id="password" name="password" autocomplete="current-password" maxlength="512">
-<fieldset>
+{{end}}<fieldset>
 <legend>The token may</legend>
 <label><input type="radio" name="access" value="read" checked> read the providers and modules you can read (enough for <code>terraform init</code>)</label>
 <label><input type="radio" name="access" value="full"> do everything your account may do, including publishing</label>
 </fieldset>
 <p class="note">The token expires in {{.TokenLifetime}}. You can revoke it at any time with <code>trove token revoke</code>.</p>
-<button type="submit" name="action" value="allow">Log in and allow</button>
-<button type="submit" name="action" value="deny">Deny</button>
+{{range .Providers}}<button type="submit" name="action" value="sso" formaction="{{.Start}}" class="sso">Log in with {{.Label}} and allow</button>
+{{end}}{{if not .NoPasswords}}<button type="submit" name="action" value="allow">Log in and allow</button>
+{{end}}<button type="submit" name="action" value="deny">Deny</button>
 </form>
 </body>
 </html>
@@ -90,6 +91,14 @@ type formData struct {
 	CSRF          string
 	Username      string
 	TokenLifetime string
+	Providers     []providerButton
+	NoPasswords   bool
+}
+
+// providerButton is the button of an identity provider on the form.
+type providerButton struct {
+	Label string
+	Start string
 }
 
 // setPageHeaders sets the headers of an HTML page that must never be
@@ -121,7 +130,12 @@ func (s *Service) formPage(w http.ResponseWriter, r *http.Request, status int, a
 	data := formData{
 		Style: template.CSS(style), Host: r.Host, Error: message, ClientID: a.ClientID, RedirectURI: a.RedirectURI,
 		Action: AuthorizePath, Params: params, CSRF: s.csrfToken(cookie), Username: username,
-		TokenLifetime: lifetime(s.opt.TokenTTL),
+		TokenLifetime: lifetime(s.opt.TokenTTL), NoPasswords: s.opt.NoLocalPasswords,
+	}
+	if s.opt.Providers != nil {
+		for _, p := range s.opt.Providers(r.Context()) {
+			data.Providers = append(data.Providers, providerButton{Label: p.Label, Start: ProviderStartPath(p.Name)})
+		}
 	}
 	render(w, status, "form", data)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"embed"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -51,25 +50,29 @@ func (x *Index) CurrentSchemaVersion(ctx context.Context) (int, error) {
 // currentVersion reads the newest applied migration, 0 if there is no
 // schema_migrations table yet.
 func currentVersion(ctx context.Context, q querier) (int, error) {
-	applied, err := appliedVersions(ctx, q)
-	return slices.Max(append(applied, 0)), err
+	var exists bool
+	if err := q.QueryRow(ctx, `SELECT to_regclass('schema_migrations') IS NOT NULL`).Scan(&exists); err != nil || !exists {
+		return 0, err
+	}
+	var v int
+	err := q.QueryRow(ctx, `SELECT COALESCE(max(version), 0) FROM schema_migrations`).Scan(&v)
+	return v, err
 }
 
-// appliedVersions reads the versions of the applied migrations, none if
-// there is no schema_migrations table yet.
+// appliedVersions returns the versions in schema_migrations, none if
+// there is no such table yet.
 func appliedVersions(ctx context.Context, q querier) ([]int, error) {
 	var exists bool
 	if err := q.QueryRow(ctx, `SELECT to_regclass('schema_migrations') IS NOT NULL`).Scan(&exists); err != nil || !exists {
 		return nil, err
 	}
 	var vs []int
-	err := q.QueryRow(ctx, `SELECT COALESCE(array_agg(version), '{}') FROM schema_migrations`).Scan(&vs)
+	err := q.QueryRow(ctx, `SELECT COALESCE(array_agg(version ORDER BY version), '{}') FROM schema_migrations`).Scan(&vs)
 	return vs, err
 }
 
 // checkSchema fails unless the database's schema is the one this build
-// needs: every migration it knows applied (see sqlstore.Missing), none it
-// does not know.
+// needs: every migration it knows applied, and none it does not know.
 func (x *Index) checkSchema(ctx context.Context) error {
 	ms, err := loadMigrations()
 	if err != nil {
@@ -81,27 +84,18 @@ func (x *Index) checkSchema(ctx context.Context) error {
 	if err != nil {
 		return x.fail(err, "reading the index schema version")
 	}
-	current := slices.Max(append(applied, 0))
-	if current <= sqlstore.Newest(ms) && len(sqlstore.Missing(ms, applied)) > 0 {
-		current = min(current, sqlstore.Newest(ms)-1) // asks to migrate
+	pending, err := sqlstore.Pending(ms, applied)
+	if err != nil {
+		return registry.Wrap(registry.Invalid, err, "checking the index schema version")
 	}
-	return compareSchema(current, sqlstore.Newest(ms))
-}
-
-func compareSchema(current, known int) error {
-	switch {
-	case current > known:
+	if len(pending) > 0 {
 		return registry.Errorf(registry.Invalid,
-			"the index has schema version %d but this Trove knows versions up to %d: run a newer Trove", current, known)
-	case current < known:
-		return registry.Errorf(registry.Invalid,
-			"the index has schema version %d but this Trove needs version %d: run `trove migrate` (or start with --migrate-on-start)", current, known)
+			"the index lacks schema version %d that this Trove needs (it needs versions up to %d): run `trove migrate` (or start with --migrate-on-start)", pending[0].Version, sqlstore.Newest(ms))
 	}
 	return nil
 }
 
-// migrate applies the migrations the database lacks (by version, see
-// sqlstore.Missing), each in its own
+// migrate applies the migrations the database lacks, each in its own
 // transaction together with its row in schema_migrations, while holding
 // the migration advisory lock on one connection, so that concurrent
 // callers (replicas starting together) apply each migration once. It
@@ -139,10 +133,11 @@ func (x *Index) migrate(ctx context.Context) (err error) {
 	if err != nil {
 		return x.fail(err, "reading the index schema version")
 	}
-	if current := slices.Max(append(applied, 0)); current > sqlstore.Newest(ms) {
-		return compareSchema(current, sqlstore.Newest(ms))
+	pending, err := sqlstore.Pending(ms, applied)
+	if err != nil {
+		return registry.Wrap(registry.Invalid, err, "checking the index schema version")
 	}
-	for _, m := range sqlstore.Missing(ms, applied) {
+	for _, m := range pending {
 		what := fmt.Sprintf("applying index migration %04d_%s", m.Version, m.Name)
 		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 			if _, err := tx.Exec(ctx, m.SQL); err != nil {

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"embed"
 	"fmt"
-	"slices"
 	"time"
 
 	"trove.dev/trove/internal/registry"
@@ -20,10 +19,9 @@ func loadMigrations() ([]sqlstore.Migration, error) {
 	return sqlstore.LoadMigrations(migrationFS, "migrations")
 }
 
-// migrate applies the migrations db lacks (by version: one numbered below
-// the newest applied is applied too, see sqlstore.Missing), each in its
-// own transaction together with its row in schema_migrations. It refuses
-// a database whose schema is newer than this build knows.
+// migrate applies the migrations db lacks, each in its own transaction
+// together with its row in schema_migrations. It refuses a database whose
+// schema is newer than this build knows.
 func migrate(ctx context.Context, db *sql.DB) error {
 	ms, err := loadMigrations()
 	if err != nil {
@@ -36,33 +34,38 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	) STRICT`); err != nil {
 		return classify(err, "creating the schema_migrations table")
 	}
-	rows, err := db.QueryContext(ctx, `SELECT version FROM schema_migrations`)
+	applied, err := appliedVersions(ctx, db)
 	if err != nil {
 		return classify(err, "reading the index schema version")
 	}
-	var applied []int
-	for rows.Next() {
-		var v int
-		if err := rows.Scan(&v); err != nil {
-			rows.Close()
-			return classify(err, "reading the index schema version")
-		}
-		applied = append(applied, v)
+	pending, err := sqlstore.Pending(ms, applied)
+	if err != nil {
+		return registry.Wrap(registry.Internal, err, "checking the index schema version")
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return classify(err, "reading the index schema version")
-	}
-	if current := slices.Max(append(applied, 0)); current > sqlstore.Newest(ms) {
-		return registry.Errorf(registry.Internal,
-			"the index has schema version %d but this Trove knows versions up to %d: run a newer Trove", current, sqlstore.Newest(ms))
-	}
-	for _, m := range sqlstore.Missing(ms, applied) {
+	for _, m := range pending {
 		if err := apply(ctx, db, m); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// appliedVersions returns the versions recorded in schema_migrations.
+func appliedVersions(ctx context.Context, db *sql.DB) ([]int, error) {
+	rows, err := db.QueryContext(ctx, `SELECT version FROM schema_migrations ORDER BY version`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var vs []int
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		vs = append(vs, v)
+	}
+	return vs, rows.Err()
 }
 
 // apply runs one migration unless another process applied it meanwhile.

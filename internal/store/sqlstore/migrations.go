@@ -21,9 +21,10 @@ type Migration struct {
 var migrationName = regexp.MustCompile(`^([0-9]{4})_([a-z0-9_]+)\.sql$`)
 
 // LoadMigrations returns the migrations in the directory dir of fsys in
-// order of their versions, which must be distinct and at least 1. A gap
-// is allowed: migrations developed in parallel take their numbers up
-// front, and one may be released before a lower one (see Missing).
+// order of their versions, which must be unique and at least 1. Versions
+// may leave gaps: a number reserved by a change on another branch is
+// applied when that change arrives, because a database records every
+// applied version (see Pending), not just the newest.
 func LoadMigrations(fsys fs.FS, dir string) ([]Migration, error) {
 	entries, err := fs.ReadDir(fsys, dir)
 	if err != nil {
@@ -44,33 +45,43 @@ func LoadMigrations(fsys fs.FS, dir string) ([]Migration, error) {
 	}
 	slices.SortFunc(ms, func(a, b Migration) int { return a.Version - b.Version })
 	for i, m := range ms {
-		if m.Version < 1 || i > 0 && m.Version == ms[i-1].Version {
-			return nil, fmt.Errorf("migration %04d_%s: versions must be distinct and start at 1", m.Version, m.Name)
+		if m.Version < 1 || i > 0 && ms[i-1].Version == m.Version {
+			return nil, fmt.Errorf("migration %04d_%s: versions must be unique and at least 1", m.Version, m.Name)
 		}
 	}
 	return ms, nil
 }
 
-// Newest is the version of the newest of ms (in order), 0 for none: the
-// schema version a build with ms needs.
+// Pending returns the migrations of ms whose versions are not in
+// applied, in order, or an error naming a version of applied that ms
+// does not know (the database was migrated by a newer Trove). Every
+// missing migration is pending, also one numbered below the newest
+// applied: a migration merged after a later-numbered one ran.
+func Pending(ms []Migration, applied []int) ([]Migration, error) {
+	known := make(map[int]bool, len(ms))
+	for _, m := range ms {
+		known[m.Version] = true
+	}
+	done := make(map[int]bool, len(applied))
+	for _, v := range applied {
+		if !known[v] {
+			return nil, fmt.Errorf("the index has schema version %d but this Trove does not know it (it knows versions up to %d): run a newer Trove", v, Newest(ms))
+		}
+		done[v] = true
+	}
+	var pending []Migration
+	for _, m := range ms {
+		if !done[m.Version] {
+			pending = append(pending, m)
+		}
+	}
+	return pending, nil
+}
+
+// Newest returns the highest version of ms, 0 if there is none.
 func Newest(ms []Migration) int {
 	if len(ms) == 0 {
 		return 0
 	}
 	return ms[len(ms)-1].Version
-}
-
-// Missing returns, in order, the migrations of ms whose versions are not
-// among applied (the versions a database records). Every migration is
-// applied by its own version, not by counting: a migration whose number
-// is below the newest applied one (released after a higher one) is still
-// applied, so migrations must not depend on those with higher numbers.
-func Missing(ms []Migration, applied []int) []Migration {
-	var out []Migration
-	for _, m := range ms {
-		if !slices.Contains(applied, m.Version) {
-			out = append(out, m)
-		}
-	}
-	return out
 }

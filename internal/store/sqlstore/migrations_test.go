@@ -1,40 +1,55 @@
 package sqlstore
 
 import (
+	"reflect"
+	"strings"
 	"testing"
 	"testing/fstest"
 )
 
-// TestMigrationsWithAGap: migrations developed in parallel take their
-// numbers up front, so a release may hold 0009 without 0008, and 0008
-// may come later. Each is applied by its version.
-func TestMigrationsWithAGap(t *testing.T) {
+func TestLoadMigrationsAllowsGaps(t *testing.T) {
 	fsys := fstest.MapFS{
-		"m/0001_init.sql":   {Data: []byte("one")},
-		"m/0002_more.sql":   {Data: []byte("two")},
-		"m/0004_gap_ok.sql": {Data: []byte("four")},
+		"m/0001_init.sql":       {Data: []byte("a")},
+		"m/0002_more.sql":       {Data: []byte("b")},
+		"m/0011_identities.sql": {Data: []byte("c")},
 	}
 	ms, err := LoadMigrations(fsys, "m")
 	if err != nil {
-		t.Fatalf("LoadMigrations with a gap: %v", err)
-	}
-	if len(ms) != 3 || Newest(ms) != 4 || ms[2].Name != "gap_ok" {
-		t.Fatalf("LoadMigrations = %+v (newest %d)", ms, Newest(ms))
-	}
-	// 0003 is released after 0004 was applied: it is missing, and only it.
-	fsys["m/0003_later.sql"] = &fstest.MapFile{Data: []byte("three")}
-	if ms, err = LoadMigrations(fsys, "m"); err != nil {
 		t.Fatal(err)
 	}
-	missing := Missing(ms, []int{1, 2, 4})
-	if len(missing) != 1 || missing[0].Version != 3 {
-		t.Errorf("Missing = %+v, want 0003 only", missing)
+	if len(ms) != 3 || ms[2].Version != 11 || Newest(ms) != 11 {
+		t.Fatalf("LoadMigrations = %+v", ms)
 	}
-	if got := Missing(ms, nil); len(got) != 4 || got[0].Version != 1 || got[3].Version != 4 {
-		t.Errorf("Missing of an empty database = %+v, want all four in order", got)
-	}
-	fsys["m/0003_twice.sql"] = &fstest.MapFile{Data: []byte("again")}
+	fsys["m/0011_other.sql"] = &fstest.MapFile{Data: []byte("d")}
 	if _, err := LoadMigrations(fsys, "m"); err == nil {
-		t.Error("LoadMigrations accepted two migrations numbered 0003")
+		t.Error("LoadMigrations accepted two migrations of version 11")
+	}
+}
+
+func TestPending(t *testing.T) {
+	ms := []Migration{{Version: 1}, {Version: 2}, {Version: 8}, {Version: 11}}
+	versions := func(ms []Migration) []int {
+		var vs []int
+		for _, m := range ms {
+			vs = append(vs, m.Version)
+		}
+		return vs
+	}
+	for _, tc := range []struct {
+		applied, want []int
+	}{
+		{nil, []int{1, 2, 8, 11}},
+		{[]int{1, 2}, []int{8, 11}},
+		// 0008 merged after 0011 ran: it is still applied.
+		{[]int{1, 2, 11}, []int{8}},
+		{[]int{1, 2, 8, 11}, nil},
+	} {
+		got, err := Pending(ms, tc.applied)
+		if err != nil || !reflect.DeepEqual(versions(got), tc.want) {
+			t.Errorf("Pending(%v) = %v, %v; want %v", tc.applied, versions(got), err, tc.want)
+		}
+	}
+	if _, err := Pending(ms, []int{1, 2, 9}); err == nil || !strings.Contains(err.Error(), "run a newer Trove") {
+		t.Errorf("Pending with an unknown applied version: %v", err)
 	}
 }
