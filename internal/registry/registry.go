@@ -64,6 +64,22 @@ type ProviderVersion struct {
 
 	Platforms   []Platform
 	PublishedAt time.Time
+
+	// DocsDigest is the SHA-256 hex digest of the version's documentation
+	// archive (package providerdocs), kept as a blob, and DocsSize its
+	// size; "" and 0 while the version has no documentation. Set once:
+	// like the version, its documentation never changes.
+	DocsDigest string
+	DocsSize   int64
+}
+
+// DocsFilename is the name of the documentation archive of the version in
+// a release (a .tar.gz; .zip when zip is set).
+func (v ProviderVersion) DocsFilename(zip bool) string {
+	if zip {
+		return "terraform-provider-" + v.Type + "_" + v.Version + "_docs.zip"
+	}
+	return "terraform-provider-" + v.Type + "_" + v.Version + "_docs.tar.gz"
 }
 
 // SHASumsFilename is the name of the SHA256SUMS document as goreleaser writes it.
