@@ -324,7 +324,7 @@ type plan struct {
 	tokens                         []registry.Token
 	tokenRevokes, tokenExpiries    []registry.Token
 	providers                      []registry.ProviderVersion
-	packageHashes                  map[string]string // digest -> h1 the target lacks
+	packageHashes                  map[string]string          // digest -> h1 the target lacks
 	providerDocs                   []registry.ProviderVersion // present, with documentation the target lacks
 	modules                        []registry.ModuleVersion
 	mirrored                       []registry.MirroredVersion
