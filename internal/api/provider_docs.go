@@ -9,6 +9,7 @@ import (
 	"trove.dev/trove/internal/auth"
 	"trove.dev/trove/internal/httpjson"
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/release"
 )
 
 // The documentation of provider versions (apispec.RouteProviderDocs): PUT
@@ -101,9 +102,10 @@ func (h *handler) getProviderDocs(w http.ResponseWriter, r *http.Request) error 
 	if _, err := b.Content.Seek(0, io.SeekStart); err != nil {
 		return err
 	}
-	ctype, name := "application/zip", v.DocsFilename(true)
+	names := release.DocsNames(v.Type, v.Version)
+	ctype, name := "application/zip", names[1]
 	if bytes.Equal(head[:n], []byte{0x1f, 0x8b}) {
-		ctype, name = "application/gzip", v.DocsFilename(false)
+		ctype, name = "application/gzip", names[0]
 	}
 	w.Header().Set("Content-Type", ctype)
 	w.Header().Set("Content-Disposition", `attachment; filename="`+name+`"`)

@@ -73,15 +73,6 @@ type ProviderVersion struct {
 	DocsSize   int64
 }
 
-// DocsFilename is the name of the documentation archive of the version in
-// a release (a .tar.gz; .zip when zip is set).
-func (v ProviderVersion) DocsFilename(zip bool) string {
-	if zip {
-		return "terraform-provider-" + v.Type + "_" + v.Version + "_docs.zip"
-	}
-	return "terraform-provider-" + v.Type + "_" + v.Version + "_docs.tar.gz"
-}
-
 // SHASumsFilename is the name of the SHA256SUMS document as goreleaser writes it.
 func (v ProviderVersion) SHASumsFilename() string {
 	return "terraform-provider-" + v.Type + "_" + v.Version + "_SHA256SUMS"
