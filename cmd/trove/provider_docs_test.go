@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/signing/signingtest"
 	"trove.dev/trove/internal/trovetest"
 )
 
@@ -89,5 +90,61 @@ func TestProviderDocsUploadCommand(t *testing.T) {
 	}
 	if r := runTrove(t, env, "", "provider", "docs", "upload", "acme/foo", "1.0.0", t.TempDir()); r.code != exitError || !strings.Contains(r.stderr, "holds no documentation") {
 		t.Errorf("upload of an empty directory: exit %d\n%s", r.code, r.stderr)
+	}
+}
+
+// TestProviderPackageDocsThenPublish packages a release with --docs and
+// publishes it: the version has its documentation from the start,
+// covered by the signature.
+func TestProviderPackageDocsThenPublish(t *testing.T) {
+	inSandbox(t)
+	s := trovetest.Start(t)
+	admin := map[string]string{"TROVE_ADDR": s.URL, "TROVE_TOKEN": s.AdminToken, "TROVE_CA_FILE": s.CAFile, "HOME": t.TempDir()}
+	k := signingtest.NewKey(t, "acme")
+	keyFile := writeTemp(t, "key.asc", []byte(k.ArmoredPrivate))
+	pubFile := writeTemp(t, "key.pub.asc", []byte(k.ArmoredPublic))
+	for _, args := range [][]string{{"namespace", "create", "acme"}, {"key", "add", "acme", "--file", pubFile}} {
+		if r := runTrove(t, admin, "", args...); r.code != exitOK {
+			t.Fatalf("%s: exit %d\n%s", args, r.code, r.stderr)
+		}
+	}
+	repo := t.TempDir()
+	writeModule(t, repo, map[string]string{"docs/index.md": "# Example\n", "docs/resources/thing.md": "# thing\n"})
+	build := buildDir(t, "example", "linux_amd64")
+	out := filepath.Join(t.TempDir(), "dist")
+	r := runTrove(t, nil, "", "provider", "package", "--version", "1.2.3", "--binaries", build, "--key-file", keyFile, "--docs", repo, "--out", out)
+	if r.code != exitOK || !strings.Contains(r.stdout, "terraform-provider-example_1.2.3_docs.tar.gz") {
+		t.Fatalf("provider package --docs: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	sums, _ := os.ReadFile(filepath.Join(out, "terraform-provider-example_1.2.3_SHA256SUMS"))
+	if !strings.Contains(string(sums), "  terraform-provider-example_1.2.3_docs.tar.gz\n") {
+		t.Errorf("SHA256SUMS does not list the documentation:\n%s", sums)
+	}
+	r = runTrove(t, admin, "", "publish", "--namespace", "acme", out)
+	if r.code != exitOK || !strings.Contains(r.stdout, "Published acme/example 1.2.3 for linux_amd64") {
+		t.Fatalf("publish: exit %d\nstdout %s\nstderr %s", r.code, r.stdout, r.stderr)
+	}
+	v, err := s.Index.GetProviderVersion(t.Context(), "acme", "example", "1.2.3")
+	if err != nil || v.DocsDigest == "" {
+		t.Fatalf("published version = %+v, %v; want documentation", v, err)
+	}
+	r = runTrove(t, admin, "", "provider", "show", "acme/example", "1.2.3")
+	if r.code != exitOK || !strings.Contains(r.stdout, "sha256 "+v.DocsDigest) {
+		t.Errorf("provider show: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+
+	// Documentation in dist/ that SHA256SUMS does not list is refused
+	// before anything is sent.
+	unlisted := filepath.Join(t.TempDir(), "dist")
+	if r := runTrove(t, nil, "", "provider", "package", "--version", "1.2.4", "--binaries", build, "--key-file", keyFile, "--out", unlisted); r.code != exitOK {
+		t.Fatal(r.stderr)
+	}
+	os.WriteFile(filepath.Join(unlisted, "terraform-provider-example_1.2.4_docs.tar.gz"), []byte("x"), 0o644)
+	r = runTrove(t, admin, "", "publish", "--namespace", "acme", unlisted)
+	if r.code != exitError || !strings.Contains(r.stderr, "is not listed in") {
+		t.Errorf("publish with unlisted docs: exit %d\n%s", r.code, r.stderr)
+	}
+	if r := runTrove(t, nil, "", "provider", "package", "--version", "1.2.5", "--binaries", build, "--unsigned", "--docs", t.TempDir(), "--out", filepath.Join(t.TempDir(), "d")); r.code != exitError || !strings.Contains(r.stderr, "holds no documentation") {
+		t.Errorf("provider package --docs of an empty directory: exit %d\n%s", r.code, r.stderr)
 	}
 }
