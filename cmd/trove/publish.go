@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"trove.dev/trove/client"
+	"trove.dev/trove/internal/providerdocs"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/release"
 	"trove.dev/trove/internal/signing"
@@ -273,6 +274,11 @@ func checkListed(dir, sumsName, base string, sums []release.Sum, files []distFil
 		if got != want {
 			return fmt.Errorf("%s has checksum %s, but %s lists %s: the file changed after SHA256SUMS was written; rebuild the release (and sign it again)", f.path, got, sumsName, want)
 		}
+		if isDocs {
+			if err := checkDocsFile(f.path); err != nil {
+				return err
+			}
+		}
 	}
 	for _, s := range sums {
 		if release.IsDocsName(s.Filename) && strings.HasPrefix(s.Filename, base) && !uploading[s.Filename] {
@@ -362,4 +368,22 @@ func outsideManifest(dir, sumsName, manifestName, explicit string) (string, erro
 			path, got, sumsName, want, manifestName)
 	}
 	return path, nil
+}
+
+// checkDocsFile checks a release's documentation archive with the
+// server's rules (providerdocs.Parse) before anything is uploaded.
+func checkDocsFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if _, err := providerdocs.Parse(f, fi.Size()); err != nil {
+		return fmt.Errorf("%s: %s", path, registry.Message(err))
+	}
+	return nil
 }
