@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"trove.dev/trove/internal/registry"
 )
 
 // Prefix is the path under which the management API is mounted.
@@ -30,6 +32,10 @@ const (
 	RouteProviders       = "/api/v1/namespaces/{namespace}/providers"                           // GET list
 	RouteProvider        = "/api/v1/namespaces/{namespace}/providers/{type}"                    // GET with versions
 	RouteProviderVersion = "/api/v1/namespaces/{namespace}/providers/{type}/versions/{version}" // GET; POST publishes (multipart)
+	// RouteProviderDocs is a provider version's documentation archive:
+	// PUT uploads it (the body is the .tar.gz or .zip, see
+	// ProviderDocsResult), GET answers it.
+	RouteProviderDocs = "/api/v1/namespaces/{namespace}/providers/{type}/versions/{version}/docs"
 
 	RouteWhoAmI = "/api/v1/whoami" // GET the calling token
 )
@@ -219,6 +225,11 @@ type ProviderVersion struct {
 	PublishedAt   time.Time  `json:"published_at"`
 	// Downloads is the sum of the platforms' Downloads.
 	Downloads int64 `json:"downloads"`
+	// DocsDigest is the SHA-256 of the version's documentation archive
+	// (GET RouteProviderDocs) and DocsSize its size; both absent while
+	// the version has no documentation.
+	DocsDigest string `json:"docs_digest,omitempty"`
+	DocsSize   int64  `json:"docs_size,omitempty"`
 }
 
 // Platform is one package of a provider version.
@@ -240,4 +251,33 @@ type Platform struct {
 type PublishResult struct {
 	Created bool            `json:"created"`
 	Version ProviderVersion `json:"version"`
+}
+
+// MaxProviderDocsBytes bounds the documentation archive of a provider
+// version (PUT RouteProviderDocs).
+const MaxProviderDocsBytes = registry.MaxProviderDocsBytes
+
+// ProviderDocsResult is the answer of PUT RouteProviderDocs: 201 with
+// Created true when the documentation was stored, 200 with Created false
+// when the version has that very archive already (an idempotent retry).
+type ProviderDocsResult struct {
+	Created   bool   `json:"created"`
+	Namespace string `json:"namespace"`
+	Type      string `json:"type"`
+	Version   string `json:"version"`
+	Digest    string `json:"digest"` // SHA-256 of the archive
+	Size      int64  `json:"size"`
+	// PageCount is the number of pages, Pages the pages: the overview,
+	// then resources, data-sources, ephemeral-resources, functions and
+	// guides, each ordered by slug.
+	PageCount int                `json:"page_count"`
+	Pages     []ProviderDocsPage `json:"pages"`
+}
+
+// ProviderDocsPage is one page of a provider version's documentation.
+type ProviderDocsPage struct {
+	Category    string `json:"category"` // overview, resources, data-sources, ephemeral-resources, functions, guides
+	Slug        string `json:"slug"`     // "index" for the overview
+	Title       string `json:"title"`
+	Subcategory string `json:"subcategory,omitempty"`
 }

@@ -98,7 +98,7 @@ func commands() []*command {
 		memberAdd(), memberList(), memberRemove(),
 		auditCommand(),
 		publishCommand(),
-		providerList(), providerShow(), providerPackage(),
+		providerList(), providerShow(), providerPackage(), providerDocsUpload(),
 		modulePublish(), moduleList(), moduleShow(), moduleDelete(),
 		mirrorUpstreamList(), mirrorUpstreamShow(), mirrorUpstreamSet(), mirrorUpstreamRemove(), mirrorSyncCommand(),
 		ssoProviderList(), ssoProviderSet(), ssoProviderRemove(), ssoMappingList(), ssoMappingAdd(), ssoMappingRemove(),

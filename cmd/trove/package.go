@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -12,6 +13,7 @@ import (
 	"slices"
 	"strings"
 
+	"trove.dev/trove/internal/providerdocs"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/release"
 	"trove.dev/trove/internal/signing"
@@ -26,7 +28,7 @@ const maxSigningKeyFileBytes = signing.MaxPrivateKeyBytes
 func providerPackage() *command {
 	return &command{
 		name: "provider package",
-		args: "--version VERSION (--binary OS_ARCH=FILE ... | --binaries DIR) (--key-file FILE | --gpg-key ID | --unsigned) [--type TYPE] [--protocols VERSIONS | --manifest FILE] [--out DIR] [--clean]",
+		args: "--version VERSION (--binary OS_ARCH=FILE ... | --binaries DIR) (--key-file FILE | --gpg-key ID | --unsigned) [--type TYPE] [--protocols VERSIONS | --manifest FILE] [--docs DIR] [--out DIR] [--clean]",
 		summary: "Package go build's provider executables as a signed release in goreleaser's layout, " +
 			"ready for trove publish (no goreleaser needed).",
 		examples: []string{
@@ -34,6 +36,7 @@ func providerPackage() *command {
 			"trove provider package --version 1.2.3 --binaries build --key-file release-key.asc",
 			"trove provider package --version 1.2.3 --binary linux_amd64=./build/linux_amd64/terraform-provider-example --gpg-key releases@acme.example",
 			"trove provider package --version 2.0.0-rc.1 --binaries build --protocols 6.0 --unsigned --out dist --clean",
+			"trove provider package --version 1.2.3 --binaries build --key-file release-key.asc --docs .   # with the docs/ that tfplugindocs generated",
 			"trove publish --namespace acme dist",
 		},
 		maxArgs: 0,
@@ -50,6 +53,8 @@ func providerPackage() *command {
 			protocols := fs.String("protocols", "", "plugin protocol `versions`, comma-separated, e.g. 6.0 "+
 				"(default: those of ./"+projectManifest+" when it exists, else 5.0)")
 			manifest := fs.String("manifest", "", "the provider's "+projectManifest+" `file` (default: ./"+projectManifest+" when it exists)")
+			docsDir := fs.String("docs", "", "add the documentation in `directory` (the provider's repository with docs/ or website/docs/, or the docs directory) "+
+				"as terraform-provider-<type>_<version>_docs.tar.gz, listed in SHA256SUMS and so covered by the signature")
 			out := fs.String("out", "dist", "output `directory`; it must not exist or be empty")
 			clean := fs.Bool("clean", false, "first remove the terraform-provider-* files of an earlier release from the output directory (which must hold nothing else)")
 			gpgKey := fs.String("gpg-key", "", "sign with gpg's secret `key` (ID, fingerprint or user ID): gpg --batch --local-user KEY --detach-sign")
@@ -87,6 +92,12 @@ func providerPackage() *command {
 				if err != nil {
 					return err
 				}
+				var docs []byte
+				if *docsDir != "" {
+					if docs, err = packageDocs(*docsDir); err != nil {
+						return err
+					}
+				}
 				if *clean {
 					if err := cleanOut(*out, exes); err != nil {
 						return err
@@ -95,7 +106,7 @@ func providerPackage() *command {
 					return usagef("%s is not empty: pass --clean to empty it first, or pick another --out", *out)
 				}
 
-				spec := release.PackSpec{Type: providerType, Version: *version, Executables: exes, Manifest: manifestData}
+				spec := release.PackSpec{Type: providerType, Version: *version, Executables: exes, Manifest: manifestData, Docs: docs}
 				var signer interface {
 					SignDetached([]byte) ([]byte, error)
 					PublicKey() registry.SigningKey
@@ -402,4 +413,25 @@ func printPacked(w io.Writer, out string, spec release.PackSpec, packed release.
 		fmt.Fprintln(w, "Not signed (--unsigned): only a namespace whose releases Trove signs with its own key takes it")
 	}
 	fmt.Fprintf(w, "Publish it with: trove publish --namespace NAMESPACE %s\n", out)
+}
+
+// packageDocs packs the documentation of dir (providerdocs.Pack) and
+// checks it with the registry's rules, so that a release never carries
+// documentation the registry would refuse.
+func packageDocs(dir string) ([]byte, error) {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.IsDir() {
+		return nil, usagef("--docs wants a directory (the provider's repository or its docs directory), not the file %s", dir)
+	}
+	var buf bytes.Buffer
+	if err := providerdocs.Pack(dir, &buf); err != nil {
+		return nil, err
+	}
+	if _, err := providerdocs.Parse(bytes.NewReader(buf.Bytes()), int64(buf.Len())); err != nil {
+		return nil, fmt.Errorf("--docs %s: %s", dir, registry.Message(err))
+	}
+	return buf.Bytes(), nil
 }

@@ -88,11 +88,16 @@ func providerShow() *command {
 }
 
 func printVersion(cl *cli, v apispec.ProviderVersion) error {
+	docs := "none (trove provider docs upload)"
+	if v.DocsDigest != "" {
+		docs = size(v.DocsSize) + ", sha256 " + v.DocsDigest
+	}
 	err := table(cl.stdout, "Provider:\t"+cell(v.Namespace+"/"+v.Type), []string{
 		"Version:\t" + cell(v.Version),
 		"Protocols:\t" + cell(strings.Join(v.Protocols, ", ")),
 		"Signed by key:\t" + cell(v.KeyID),
 		"SHA256SUMS digest:\t" + cell(v.SHASumsDigest),
+		"Documentation:\t" + cell(docs),
 		"Published:\t" + cell(when(v.PublishedAt)),
 	})
 	if err != nil {

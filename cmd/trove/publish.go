@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"trove.dev/trove/client"
+	"trove.dev/trove/internal/providerdocs"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/release"
 	"trove.dev/trove/internal/signing"
@@ -85,7 +86,7 @@ func publishCommand() *command {
 // distRelease is a provider release found in a dist directory.
 type distRelease struct {
 	typ, version string
-	files        []distFile // SHA256SUMS, its .sig, the manifest if any, then the zips
+	files        []distFile // SHA256SUMS, its .sig, the manifest and the documentation if any, then the zips
 }
 
 // distFile is a file of a release: the name it is uploaded under and
@@ -173,9 +174,15 @@ func findRelease(dir, manifest string) (distRelease, error) {
 	} else {
 		rel.files = append(rel.files, in(manifestName))
 	}
+	docsNames := release.DocsNames(typ, version)
+	for _, n := range docsNames {
+		if regular[n] {
+			rel.files = append(rel.files, in(n))
+		}
+	}
 	zips := 0
 	for _, n := range names {
-		if strings.HasPrefix(n, base) && strings.HasSuffix(n, ".zip") {
+		if strings.HasPrefix(n, base) && strings.HasSuffix(n, ".zip") && n != docsNames[1] {
 			rel.files = append(rel.files, in(n))
 			zips++
 		}
@@ -238,10 +245,11 @@ func checkListed(dir, sumsName, base string, sums []release.Sum, files []distFil
 	for _, f := range files {
 		uploading[f.name] = true
 		isManifest := f.name == manifestName
-		if !strings.HasSuffix(f.name, ".zip") && !isManifest {
+		isDocs := release.IsDocsName(f.name)
+		if !strings.HasSuffix(f.name, ".zip") && !isManifest && !isDocs {
 			continue
 		}
-		if !isManifest {
+		if !isManifest && !isDocs {
 			if _, err := release.ParsePackageFilename(f.name); err != nil {
 				return fmt.Errorf("%s: %s", filepath.Join(dir, f.name), registry.Message(err))
 			}
@@ -251,6 +259,10 @@ func checkListed(dir, sumsName, base string, sums []release.Sum, files []distFil
 		case !ok && isManifest:
 			return fmt.Errorf("%s is not listed in %s, and the server accepts only a manifest that SHA256SUMS covers: "+
 				"rebuild the release so that the checksum step includes it, or remove it from %s to publish without a manifest",
+				f.path, sumsName, dir)
+		case !ok && isDocs:
+			return fmt.Errorf("%s is not listed in %s, and the server accepts only documentation that SHA256SUMS covers: "+
+				"rebuild the release with it (trove provider package --docs DIR), or remove it from %s and upload it after the publish with trove provider docs upload",
 				f.path, sumsName, dir)
 		case !ok:
 			return fmt.Errorf("%s is not listed in %s: it is not part of this build; remove it or rebuild the release", f.name, sumsName)
@@ -262,9 +274,17 @@ func checkListed(dir, sumsName, base string, sums []release.Sum, files []distFil
 		if got != want {
 			return fmt.Errorf("%s has checksum %s, but %s lists %s: the file changed after SHA256SUMS was written; rebuild the release (and sign it again)", f.path, got, sumsName, want)
 		}
+		if isDocs {
+			if err := checkDocsFile(f.path); err != nil {
+				return err
+			}
+		}
 	}
 	for _, s := range sums {
-		if strings.HasPrefix(s.Filename, base) && strings.HasSuffix(s.Filename, ".zip") && !uploading[s.Filename] {
+		if release.IsDocsName(s.Filename) && strings.HasPrefix(s.Filename, base) && !uploading[s.Filename] {
+			return fmt.Errorf("%s lists %s, which is missing from %s: copy it there, or rebuild the release", sumsName, s.Filename, dir)
+		}
+		if strings.HasPrefix(s.Filename, base) && strings.HasSuffix(s.Filename, ".zip") && !release.IsDocsName(s.Filename) && !uploading[s.Filename] {
 			return fmt.Errorf("%s lists %s, which is missing from %s: copy it there, or rebuild the release", sumsName, s.Filename, dir)
 		}
 	}
@@ -348,4 +368,22 @@ func outsideManifest(dir, sumsName, manifestName, explicit string) (string, erro
 			path, got, sumsName, want, manifestName)
 	}
 	return path, nil
+}
+
+// checkDocsFile checks a release's documentation archive with the
+// server's rules (providerdocs.Parse) before anything is uploaded.
+func checkDocsFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if _, err := providerdocs.Parse(f, fi.Size()); err != nil {
+		return fmt.Errorf("%s: %s", path, registry.Message(err))
+	}
+	return nil
 }

@@ -153,6 +153,7 @@ func New(opt Options) http.Handler {
 	route("GET "+apispec.RouteProvider, h.getProvider)
 	route("GET "+apispec.RouteProviderVersion, h.getProviderVersion)
 	route("POST "+apispec.RouteProviderVersion, h.publishProviderVersion)
+	h.registerProviderDocs(mux, route)
 
 	h.registerModules(route)
 	h.registerMirror(route)
@@ -953,7 +954,8 @@ func (h *handler) tokenDoc(r *http.Request, t registry.Token) apispec.Token {
 func VersionDoc(v registry.ProviderVersion) apispec.ProviderVersion {
 	out := apispec.ProviderVersion{Namespace: v.Namespace, Type: v.Type, Version: v.Version,
 		Protocols: v.Protocols, SHASumsDigest: v.SHASumsDigest, KeyID: v.SigningKey.KeyID,
-		PublishedAt: v.PublishedAt, Platforms: make([]apispec.Platform, 0, len(v.Platforms))}
+		PublishedAt: v.PublishedAt, Platforms: make([]apispec.Platform, 0, len(v.Platforms)),
+		DocsDigest: v.DocsDigest, DocsSize: v.DocsSize}
 	for _, p := range v.Platforms {
 		out.Platforms = append(out.Platforms, apispec.Platform{OS: p.OS, Arch: p.Arch, Filename: p.Filename, SHASum: p.SHA256, Size: p.Size})
 	}

@@ -21,6 +21,7 @@ import (
 	"strings"
 	"time"
 
+	"trove.dev/trove/internal/providerdocs"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/release"
 	"trove.dev/trove/internal/signing"
@@ -113,7 +114,9 @@ type Result = registry.PublishResult[registry.ProviderVersion]
 
 // PublishProvider publishes version of namespace/typ from src, whose files
 // must come in this order: terraform-provider-<type>_<version>_SHA256SUMS,
-// its .sig, optionally the _manifest.json, then every zip SHA256SUMS lists.
+// its .sig, optionally the _manifest.json and the documentation archive
+// (_docs.tar.gz or _docs.zip, see providerdocs), then every zip SHA256SUMS
+// lists.
 // Every file after the .sig must be listed in SHA256SUMS with its digest,
 // so that everything served is covered by the signature; any other file
 // refuses the whole release.
@@ -155,6 +158,8 @@ type publication struct {
 	zips      map[string]release.PackageName
 	staged    map[string]stagedFile // zip filename -> staged archive
 	sawManife bool
+	docsName  string     // the documentation archive SHA256SUMS lists, if any
+	docs      stagedFile // that archive, staged and checked
 }
 
 type stagedFile struct {
@@ -249,6 +254,10 @@ func (pub *publication) run(src FileSource) (Result, error) {
 			if err := pub.readManifest(name, r); err != nil {
 				return Result{}, err
 			}
+		case release.IsDocsName(name):
+			if err := pub.stageDocs(name, r); err != nil {
+				return Result{}, err
+			}
 		case strings.HasSuffix(name, ".zip"):
 			if err := pub.stageZip(name, r); err != nil {
 				return Result{}, err
@@ -267,6 +276,9 @@ func (pub *publication) run(src FileSource) (Result, error) {
 		// protocol 6 provider would install but fail to start.
 		return Result{}, registry.Errorf(registry.Invalid, "SHA256SUMS lists %s but it was not uploaded: publish it with the release "+
 			"(goreleaser lists terraform-registry-manifest.json in SHA256SUMS under that name without copying it into dist/)", manifestName)
+	}
+	if pub.docsName != "" && pub.docs.path == "" {
+		return Result{}, registry.Errorf(registry.Invalid, "SHA256SUMS lists %s but it was not uploaded: publish it with the release", pub.docsName)
 	}
 	if len(pub.staged) == 0 {
 		return Result{}, registry.Errorf(registry.Invalid, "SHA256SUMS lists no provider archives (terraform-provider-%s_%s_<os>_<arch>.zip)", v.Type, v.Version)
@@ -289,8 +301,21 @@ func (pub *publication) indexSums(sums []release.Sum, manifestName string) error
 	pub.zips = make(map[string]release.PackageName)
 	pub.staged = make(map[string]stagedFile)
 	seenPlatform := make(map[string]string)
+	docsNames := release.DocsNames(v.Type, v.Version)
 	for _, s := range sums {
 		pub.listed[s.Filename] = s.Digest
+		if release.IsDocsName(s.Filename) {
+			// Only this version's documentation, once: it becomes the
+			// version's documentation, covered by the signature.
+			if s.Filename != docsNames[0] && s.Filename != docsNames[1] {
+				return registry.Errorf(registry.Invalid, "SHA256SUMS lists %s, which is not the documentation of %s %s: name it %s (or .zip)", s.Filename, v.Type, v.Version, docsNames[0])
+			}
+			if pub.docsName != "" {
+				return registry.Errorf(registry.Invalid, "SHA256SUMS lists two documentation archives, %s and %s: a release has one", pub.docsName, s.Filename)
+			}
+			pub.docsName = s.Filename
+			continue
+		}
 		if !strings.HasSuffix(s.Filename, ".zip") {
 			continue
 		}
@@ -335,6 +360,41 @@ func (pub *publication) readManifest(name string, r io.Reader) error {
 		return err
 	}
 	pub.v.Protocols = protocols
+	return nil
+}
+
+// stageDocs streams the documentation archive to a temporary file while
+// hashing it, checks its digest against SHA256SUMS and its content with
+// providerdocs, and makes it the version's documentation.
+func (pub *publication) stageDocs(name string, r io.Reader) error {
+	switch {
+	case name != pub.docsName:
+		return registry.Errorf(registry.Invalid, "%s is not listed in SHA256SUMS, so the signature does not cover it: list it in SHA256SUMS before signing, "+
+			"or upload the documentation after the publish (trove provider docs upload)", name)
+	case pub.docs.path != "":
+		return registry.Errorf(registry.Invalid, "%s was sent twice", name)
+	}
+	f, err := pub.p.stage.CreateFile("*.docs")
+	if err != nil {
+		return err
+	}
+	pub.docs.path = f.Name()
+	defer f.Close()
+	n, got, err := staging.Copy(f, r, registry.MaxProviderDocsBytes, name)
+	if err != nil {
+		return err
+	}
+	if want := pub.listed[name]; got != want {
+		return registry.Errorf(registry.Invalid, "%s has checksum %s but SHA256SUMS lists %s: the archive was changed after SHA256SUMS was made, or corrupted in transit", name, got, want)
+	}
+	if _, err := providerdocs.Parse(f, n); err != nil {
+		return registry.Wrap(registry.KindOf(err), err, name)
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	pub.docs.size = n
+	pub.v.DocsDigest, pub.v.DocsSize = got, n
 	return nil
 }
 
@@ -402,6 +462,11 @@ func (pub *publication) commit() (Result, error) {
 			return Result{}, fmt.Errorf("store %s: %w", pl.Filename, err)
 		}
 	}
+	if v.DocsDigest != "" {
+		if err := staging.Store(ctx, blobs, v.DocsDigest, v.DocsSize, pub.docs.path); err != nil {
+			return Result{}, fmt.Errorf("store %s: %w", pub.docsName, err)
+		}
+	}
 	slices.SortFunc(v.Platforms, func(a, b registry.Platform) int {
 		return strings.Compare(a.OS+"_"+a.Arch, b.OS+"_"+b.Arch)
 	})
@@ -440,6 +505,9 @@ func (pub *publication) existing(existing registry.ProviderVersion) (Result, err
 }
 
 func (pub *publication) cleanup() {
+	if pub.docs.path != "" {
+		_ = os.Remove(pub.docs.path)
+	}
 	for _, sf := range pub.staged {
 		if sf.path != "" {
 			_ = os.Remove(sf.path)

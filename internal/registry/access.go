@@ -164,6 +164,7 @@ const (
 	AuditKeyGenerate      = "key.generate" // a registry-managed key
 	AuditKeyRemove        = "key.remove"
 	AuditProviderPublish  = "provider.publish"
+	AuditProviderDocs     = "provider.docs" // documentation uploaded for a provider version
 	AuditModulePublish    = "module.publish"
 	AuditModuleDelete     = "module.delete"
 	AuditUserCreate       = "user.create"

@@ -68,6 +68,10 @@ const (
 	// MaxTokenNamespaces bounds the namespaces one token is bound to,
 	// each of which costs checks on every creation.
 	MaxTokenNamespaces = 100
+	// MaxProviderDocsBytes bounds a provider version's documentation
+	// archive as uploaded (compressed). The tfplugindocs tree of the
+	// largest public providers packs to a few MiB.
+	MaxProviderDocsBytes = 32 << 20
 )
 
 // Limit is the longest value a field of a request may hold.

@@ -64,6 +64,13 @@ type ProviderVersion struct {
 
 	Platforms   []Platform
 	PublishedAt time.Time
+
+	// DocsDigest is the SHA-256 hex digest of the version's documentation
+	// archive (package providerdocs), kept as a blob, and DocsSize its
+	// size; "" and 0 while the version has no documentation. Set once:
+	// like the version, its documentation never changes.
+	DocsDigest string
+	DocsSize   int64
 }
 
 // SHASumsFilename is the name of the SHA256SUMS document as goreleaser writes it.

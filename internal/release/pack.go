@@ -27,7 +27,8 @@ import (
 //	    terraform-provider-<type>_v<version>              at its root, mode 0755
 //	    (terraform-provider-<type>_v<version>.exe on Windows, as goreleaser names it)
 //	terraform-provider-<type>_<version>_manifest.json    the plugin protocol versions
-//	terraform-provider-<type>_<version>_SHA256SUMS       sha256sum text of the zips and the manifest
+//	terraform-provider-<type>_<version>_docs.tar.gz      the documentation, if given (package providerdocs)
+//	terraform-provider-<type>_<version>_SHA256SUMS       sha256sum text of the zips, the manifest and the documentation
 //	terraform-provider-<type>_<version>_SHA256SUMS.sig   its binary detached OpenPGP signature
 
 // ZipName returns the file name of a provider package:
@@ -39,6 +40,28 @@ func ZipName(typ, version, os, arch string) string {
 // ManifestName returns terraform-provider-<type>_<version>_manifest.json.
 func ManifestName(typ, version string) string {
 	return "terraform-provider-" + typ + "_" + version + "_manifest.json"
+}
+
+// DocsName returns terraform-provider-<type>_<version>_docs.tar.gz, the
+// documentation archive of a release (package providerdocs); a release
+// may carry terraform-provider-<type>_<version>_docs.zip instead
+// (DocsNames).
+func DocsName(typ, version string) string {
+	return "terraform-provider-" + typ + "_" + version + "_docs.tar.gz"
+}
+
+// DocsNames returns the two names the documentation archive of a
+// release may have: DocsName and its .zip form.
+func DocsNames(typ, version string) [2]string {
+	return [2]string{DocsName(typ, version), "terraform-provider-" + typ + "_" + version + "_docs.zip"}
+}
+
+// IsDocsName reports whether name has the shape of a documentation
+// archive of some release: terraform-provider-*_docs.tar.gz or .zip.
+// Whether it is the one of a given release is DocsNames' to say.
+func IsDocsName(name string) bool {
+	return strings.HasPrefix(name, "terraform-provider-") &&
+		(strings.HasSuffix(name, "_docs.tar.gz") || strings.HasSuffix(name, "_docs.zip"))
 }
 
 // SumsName returns terraform-provider-<type>_<version>_SHA256SUMS; its
@@ -100,6 +123,10 @@ type PackSpec struct {
 	// Sign returns a binary detached signature of SHA256SUMS; nil writes
 	// no .sig (a release for a namespace whose releases Trove signs).
 	Sign func(sums []byte) ([]byte, error)
+	// Docs is the documentation archive (providerdocs.Pack) written as
+	// DocsName and listed in SHA256SUMS, so that the signature covers
+	// it; nil writes none.
+	Docs []byte
 }
 
 // PackedFile is a file Pack wrote.
@@ -111,8 +138,9 @@ type PackedFile struct {
 
 // Packed is what Pack wrote.
 type Packed struct {
-	// Files in the order zips (sorted by platform), manifest, SHA256SUMS,
-	// then its signature when signed.
+	// Files in the order zips (sorted by platform), manifest, the
+	// documentation when given, SHA256SUMS, then its signature when
+	// signed.
 	Files     []PackedFile
 	Protocols []string // from the manifest
 }
@@ -185,6 +213,16 @@ func Pack(dir string, spec PackSpec) (_ Packed, err error) {
 		return Packed{}, err
 	}
 	out.Files = append(out.Files, pf)
+	if spec.Docs != nil {
+		pf, err := write(DocsName(spec.Type, spec.Version), func(w io.Writer) error {
+			_, err := w.Write(spec.Docs)
+			return err
+		})
+		if err != nil {
+			return Packed{}, err
+		}
+		out.Files = append(out.Files, pf)
+	}
 
 	sums := Sums(out.Files)
 	sumsName := SumsName(spec.Type, spec.Version)
@@ -339,8 +377,12 @@ func checkPacked(dir string, spec PackSpec, sums []byte) error {
 	if err != nil {
 		return fmt.Errorf("the SHA256SUMS written does not parse: %w", err)
 	}
-	if len(listed) != len(spec.Executables)+1 {
-		return fmt.Errorf("the SHA256SUMS written lists %d files, want %d", len(listed), len(spec.Executables)+1)
+	want := len(spec.Executables) + 1
+	if spec.Docs != nil {
+		want++
+	}
+	if len(listed) != want {
+		return fmt.Errorf("the SHA256SUMS written lists %d files, want %d", len(listed), want)
 	}
 	for _, e := range spec.Executables {
 		name := ZipName(spec.Type, spec.Version, e.OS, e.Arch)

@@ -297,3 +297,46 @@ func TestPackRefuses(t *testing.T) {
 		}
 	})
 }
+
+// TestPackDocs checks that documentation given to Pack is written as
+// DocsName and listed in SHA256SUMS, so that the signature covers it.
+func TestPackDocs(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "dist")
+	docs := []byte("\x1f\x8b a documentation archive")
+	packed, err := release.Pack(dir, release.PackSpec{Type: "example", Version: "1.0.0", Executables: executables(t)[:1], Docs: docs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := release.DocsName("example", "1.0.0")
+	if name != "terraform-provider-example_1.0.0_docs.tar.gz" || !release.IsDocsName(name) || release.DocsNames("example", "1.0.0")[0] != name {
+		t.Errorf("DocsName = %q", name)
+	}
+	var names []string
+	for _, f := range packed.Files {
+		names = append(names, f.Name)
+	}
+	if !slices.Contains(names, name) {
+		t.Fatalf("Pack wrote %v, without %s", names, name)
+	}
+	got, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil || !bytes.Equal(got, docs) {
+		t.Errorf("%s = %q, %v", name, got, err)
+	}
+	sums, err := os.ReadFile(filepath.Join(dir, release.SumsName("example", "1.0.0")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(sums), fileDigest(t, filepath.Join(dir, name))+"  "+name+"\n") {
+		t.Errorf("SHA256SUMS does not list %s:\n%s", name, sums)
+	}
+	for _, n := range []string{"terraform-provider-x_1.0.0_docs.zip", "terraform-provider-x_1_docs.tar.gz"} {
+		if !release.IsDocsName(n) {
+			t.Errorf("IsDocsName(%q) = false", n)
+		}
+	}
+	for _, n := range []string{"docs.tar.gz", "terraform-provider-x_1.0.0_linux_amd64.zip", "terraform-provider-x_1.0.0_docs.tgz"} {
+		if release.IsDocsName(n) {
+			t.Errorf("IsDocsName(%q) = true", n)
+		}
+	}
+}

@@ -120,6 +120,9 @@ type Tokens interface {
 type Providers interface {
 	// CreateProviderVersion stores v with its platforms atomically. Of
 	// v.SigningKey every field but Managed is kept (it reads back false).
+	// v.DocsDigest and v.DocsSize are kept: a version published with its
+	// documentation has it from the start (an invalid DocsDigest, or a
+	// size below 1 with one, is Invalid).
 	// NotFound if the namespace does not exist; Conflict if that
 	// namespace/type/version exists already (whatever its content), so that
 	// of two concurrent creates exactly one succeeds, or a version equal to
@@ -133,6 +136,16 @@ type Providers interface {
 	// ListProviders returns the providers of a namespace ordered by type.
 	// NotFound if the namespace does not exist.
 	ListProviders(ctx context.Context, namespace string) ([]registry.Provider, error)
+	// SetProviderDocs records that the documentation archive of a
+	// version is the blob digest, of size bytes (the caller stored it
+	// first): GetProviderVersion and ListProviderVersions return them as
+	// DocsDigest and DocsSize. NotFound if there is no such version.
+	// Setting the digest the version has already is not an error (an
+	// idempotent retry; the size stays the first); another digest when
+	// the version has documentation already is Conflict, since versions
+	// and their documentation are immutable. A digest that is not 64
+	// lower-case hex digits, or a size below 1, is Invalid.
+	SetProviderDocs(ctx context.Context, namespace, typ, version, digest string, size int64) error
 }
 
 // PackageHashes records the "h1:" hashes of published provider packages

@@ -34,6 +34,10 @@ type Spec struct {
 	// Payload is appended to every executable, so that two builds of the
 	// same type, version and platforms differ in their bytes.
 	Payload string
+	// Docs, when set, adds a _docs.tar.gz with these bytes (a
+	// documentation archive, see package providerdocs), listed in
+	// SHA256SUMS after the manifest.
+	Docs []byte
 }
 
 // File is one file of a release.
@@ -52,7 +56,8 @@ func (f File) Open() (io.ReadCloser, error) {
 type Release struct {
 	Spec Spec
 	// Files are in upload order: SHA256SUMS, its .sig, the manifest (when
-	// Spec.Protocols is set), then one zip per platform in Spec order.
+	// Spec.Protocols is set), the documentation (when Spec.Docs is set),
+	// then one zip per platform in Spec order.
 	Files []File
 }
 
@@ -138,6 +143,9 @@ func Build(t testing.TB, key *signingtest.Key, spec Spec) Release {
 			t.Fatalf("releasetest: manifest: %v", err)
 		}
 		signed = append(signed, File{r.Prefix() + "_manifest.json", doc})
+	}
+	if spec.Docs != nil {
+		signed = append(signed, File{r.Prefix() + "_docs.tar.gz", spec.Docs})
 	}
 	exe := "terraform-provider-" + spec.Type + "_v" + spec.Version
 	for _, p := range spec.Platforms {

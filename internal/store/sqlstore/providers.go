@@ -27,6 +27,11 @@ func (x *Index) CreateProviderVersion(ctx context.Context, v registry.ProviderVe
 	if err := registry.CheckPlatforms(v); err != nil {
 		return err
 	}
+	if v.DocsDigest != "" || v.DocsSize != 0 {
+		if err := checkDocs(v.DocsDigest, v.DocsSize); err != nil {
+			return err
+		}
+	}
 	published, err := x.time(v.PublishedAt, "publication time")
 	if err != nil {
 		return err
@@ -91,9 +96,11 @@ func (x *Index) CreateProviderVersion(ctx context.Context, v registry.ProviderVe
 
 		var id int64
 		err = t.row(ctx, `INSERT INTO provider_versions
-			(namespace, type, version, protocols, shasums_digest, shasums_signature_digest, signing_key_snapshot, published_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`,
-			v.Namespace, v.Type, v.Version, x.d.Strings(v.Protocols), v.SHASumsDigest, v.SHASumsSignatureDigest, keyID, published).Scan(&id)
+			(namespace, type, version, protocols, shasums_digest, shasums_signature_digest, signing_key_snapshot, published_at,
+			docs_digest, docs_size)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id`,
+			v.Namespace, v.Type, v.Version, x.d.Strings(v.Protocols), v.SHASumsDigest, v.SHASumsSignatureDigest, keyID, published,
+			v.DocsDigest, v.DocsSize).Scan(&id)
 		if x.is(err, FailUnique) {
 			return registry.Errorf(registry.Conflict, "provider %s/%s version %s exists already; published versions are immutable",
 				v.Namespace, v.Type, v.Version)
@@ -133,7 +140,8 @@ func (x *Index) CreateProviderVersion(ctx context.Context, v registry.ProviderVe
 const platformsPerInsert = 100
 
 // versionColumns are the columns versionRow receives, in its order.
-const versionColumns = `v.id, v.version, v.protocols, v.shasums_digest, v.shasums_signature_digest, v.published_at`
+const versionColumns = `v.id, v.version, v.protocols, v.shasums_digest, v.shasums_signature_digest, v.published_at,
+	v.docs_digest, v.docs_size`
 
 // keyColumns are the columns keyRow receives, in its order.
 const keyColumns = `k.key_namespace, k.key_id, k.fingerprint, k.ascii_armor, k.created_at, k.expires_at`
@@ -145,7 +153,8 @@ type versionRow struct {
 }
 
 func (r *versionRow) targets(d Dialect) []any {
-	return []any{&r.id, &r.v.Version, d.ScanStrings(&r.v.Protocols), &r.v.SHASumsDigest, &r.v.SHASumsSignatureDigest, at(&r.v.PublishedAt)}
+	return []any{&r.id, &r.v.Version, d.ScanStrings(&r.v.Protocols), &r.v.SHASumsDigest, &r.v.SHASumsSignatureDigest, at(&r.v.PublishedAt),
+		&r.v.DocsDigest, &r.v.DocsSize}
 }
 
 func (r *versionRow) decode(namespace, typ string) registry.ProviderVersion {
@@ -315,4 +324,49 @@ func (x *Index) ListProviders(ctx context.Context, namespace string) ([]registry
 		}
 	}
 	return out, nil
+}
+
+// checkDocs checks the digest and size of a documentation archive.
+func checkDocs(digest string, size int64) error {
+	if err := registry.CheckDigest(digest); err != nil {
+		return registry.Wrap(registry.Invalid, err, "documentation archive")
+	}
+	if size < 1 {
+		return registry.Errorf(registry.Invalid, "documentation archive %s: its size must be at least 1 byte, not %d", digest, size)
+	}
+	return nil
+}
+
+// SetProviderDocs records the documentation archive of a version once:
+// the update only fills an empty digest, and a version that kept another
+// one is a Conflict. Concurrent calls serialize on the version's row, so
+// exactly one of several different digests wins.
+func (x *Index) SetProviderDocs(ctx context.Context, namespace, typ, version, digest string, size int64) error {
+	if err := checkDocs(digest, size); err != nil {
+		return err
+	}
+	what := fmt.Sprintf("recording the documentation of provider %s/%s version %s", namespace, typ, version)
+	return x.write(ctx, what, func(ctx context.Context, t tx) error {
+		res, err := t.exec(ctx, `UPDATE provider_versions SET docs_digest = $1, docs_size = $2
+			WHERE namespace = $3 AND type = $4 AND version = $5 AND docs_digest = ''`, digest, size, namespace, typ, version)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n > 0 {
+			return err
+		}
+		var have string
+		err = t.row(ctx, `SELECT docs_digest FROM provider_versions WHERE namespace = $1 AND type = $2 AND version = $3`,
+			namespace, typ, version).Scan(&have)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			return registry.Errorf(registry.NotFound, "provider %s/%s has no version %s", namespace, typ, version)
+		case err != nil:
+			return err
+		case have != digest:
+			return registry.Errorf(registry.Conflict, "provider %s/%s version %s has other documentation already (archive %s); a version and its documentation are immutable: publish a new version to change it",
+				namespace, typ, version, have)
+		}
+		return nil
+	})
 }

@@ -23,7 +23,7 @@
 //     changed since an earlier copy (a namespace's description, a user's
 //     password hash, a revoked token, ...) are brought up to date, and so
 //     is what the source learnt since (a package's h1 hash, a mirrored
-//     package fetched).
+//     package fetched, a provider version's documentation uploaded).
 //   - The mirror's upstreams are configuration, not records: the target
 //     ends with the source's, its own (the defaults its first migration
 //     stored) replaced or deleted.
@@ -324,7 +324,8 @@ type plan struct {
 	tokens                         []registry.Token
 	tokenRevokes, tokenExpiries    []registry.Token
 	providers                      []registry.ProviderVersion
-	packageHashes                  map[string]string // digest -> h1 the target lacks
+	packageHashes                  map[string]string          // digest -> h1 the target lacks
+	providerDocs                   []registry.ProviderVersion // present, with documentation the target lacks
 	modules                        []registry.ModuleVersion
 	mirrored                       []registry.MirroredVersion
 	mirroredHeld                   []registry.MirroredVersion // present, with only the packages the target does not hold
@@ -417,6 +418,9 @@ func compare(src, dst *snapshot) *plan {
 		func(v registry.ProviderVersion) string { return v.Namespace + "/" + v.Type + " " + v.Version }, judgeProvider)
 	p.packageHashes = map[string]string{}
 	for _, pr := range pairsP {
+		if pr[0].DocsDigest != "" && pr[1].DocsDigest == "" {
+			p.providerDocs = append(p.providerDocs, pr[0])
+		}
 		for _, sp := range pr[0].Platforms {
 			if dp, _ := pr[1].Platform(sp.OS, sp.Arch); sp.H1 != "" && dp.H1 == "" {
 				p.packageHashes[sp.SHA256] = sp.H1
@@ -569,12 +573,17 @@ func judgeProvider(s, d registry.ProviderVersion) (verdict, string) {
 		return differs, "another release (other SHA256SUMS)"
 	case !slices.Equal(s.Protocols, d.Protocols) || s.SigningKey.KeyID != d.SigningKey.KeyID || !sameTime(s.PublishedAt, d.PublishedAt):
 		return differs, "other protocols, signing key or publication time"
+	case d.DocsDigest != "" && (s.DocsDigest != d.DocsDigest || s.DocsSize != d.DocsSize):
+		return differs, "other documentation"
 	}
 	ps, pd := sortedPlatforms(s.Platforms), sortedPlatforms(d.Platforms)
 	if !slices.EqualFunc(ps, pd, func(a, b registry.Platform) bool { a.H1, b.H1 = "", ""; return a == b }) {
 		return differs, "other platforms"
 	}
 	v := same
+	if s.DocsDigest != "" && d.DocsDigest == "" {
+		v = outdated // documentation uploaded after an earlier copy
+	}
 	for i := range ps {
 		switch {
 		case ps[i].H1 == pd[i].H1 || ps[i].H1 == "":
@@ -655,6 +664,9 @@ func checkReferenced(src *snapshot, blobs map[string]int64) error {
 		need(v.SHASumsSignatureDigest, name+" "+v.SHASumsSignatureFilename())
 		for _, pl := range v.Platforms {
 			need(pl.SHA256, name+" "+pl.Filename)
+		}
+		if v.DocsDigest != "" {
+			need(v.DocsDigest, name+" documentation")
 		}
 	}
 	for _, m := range src.modules {
@@ -871,6 +883,12 @@ func (p *plan) apply(ctx context.Context, idx store.Index, r *Report) error {
 		if err := idx.CreateProviderVersion(ctx, v); err != nil {
 			return fmt.Errorf("creating provider version %s/%s %s: %w", v.Namespace, v.Type, v.Version, err)
 		}
+	}
+	for _, v := range p.providerDocs {
+		if err := idx.SetProviderDocs(ctx, v.Namespace, v.Type, v.Version, v.DocsDigest, v.DocsSize); err != nil {
+			return fmt.Errorf("recording the documentation of provider version %s/%s %s: %w", v.Namespace, v.Type, v.Version, err)
+		}
+		r.Updated++
 	}
 	digests := slices.Sorted(maps.Keys(p.packageHashes))
 	for _, d := range digests {

@@ -224,7 +224,7 @@ func checkSame(t *testing.T, a, b Store) {
 		t.Errorf("%d records of the source are missing from the copy", n)
 	}
 	n := len(p.namespaceUpdates) + len(p.userUpdates) + len(p.membershipUpdates) + len(p.tokenRevokes) + len(p.tokenExpiries) +
-		len(p.packageHashes) + len(p.upstreamDeletes)
+		len(p.packageHashes) + len(p.upstreamDeletes) + len(p.providerDocs)
 	for _, v := range p.mirroredHeld {
 		n += len(v.Platforms)
 	}
@@ -317,16 +317,23 @@ func TestCopyCatchesUp(t *testing.T) {
 	zip := "not fetched"
 	must(t, src.Blobs.Put(ctx, sha([]byte(zip)), int64(len(zip)), strings.NewReader(zip)))
 	must(t, src.Index.SetMirroredPackage(ctx, mirrorHost, "hashicorp", "null", "3.2.0", "darwin", "arm64", int64(len(zip)), "h1:fetched="))
+	// Documentation uploaded for a version the first copy carried.
+	docs := "a documentation archive"
+	must(t, src.Blobs.Put(ctx, sha([]byte(docs)), int64(len(docs)), strings.NewReader(docs)))
+	must(t, src.Index.SetProviderDocs(ctx, "acme", "legacy", "0.9.0", sha([]byte(docs)), int64(len(docs))))
 
 	r, err := Copy(ctx, src, dst, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.ProviderVersions.Copied != 1 || r.Blobs.Copied != 5 || r.AuditEvents.Copied != 1 || r.Updated != 7 {
-		t.Errorf("catch-up report %+v; want 1 version, 5 blobs, 1 audit event and 7 updates", r)
+	if r.ProviderVersions.Copied != 1 || r.Blobs.Copied != 6 || r.AuditEvents.Copied != 1 || r.Updated != 8 {
+		t.Errorf("catch-up report %+v; want 1 version, 6 blobs, 1 audit event and 8 updates", r)
 	}
 	legacy, err := dst.Index.GetProviderVersion(ctx, "acme", "legacy", "0.9.0")
 	must(t, err)
+	if legacy.DocsDigest != sha([]byte(docs)) || legacy.DocsSize != int64(len(docs)) {
+		t.Errorf("the copy's legacy version has docs %q (%d bytes), want the source's", legacy.DocsDigest, legacy.DocsSize)
+	}
 	if legacy.Platforms[0].H1 != "h1:legacy=" {
 		t.Errorf("the copy's legacy package has H1 %q, want the source's", legacy.Platforms[0].H1)
 	}
@@ -536,4 +543,29 @@ func TestCopyToPostgresAndS3AndBack(t *testing.T) {
 		t.Fatalf("PostgreSQL+S3 -> embedded: %v", err)
 	}
 	checkSame(t, src, back)
+}
+
+// TestJudgeProviderDocs checks how the documentation of two versions
+// compares: documentation only the source has is outdated (uploaded
+// after an earlier copy), documentation only the target has, or another
+// archive, differs.
+func TestJudgeProviderDocs(t *testing.T) {
+	v := func(digest string, size int64) registry.ProviderVersion {
+		return registry.ProviderVersion{SHASumsDigest: "s", DocsDigest: digest, DocsSize: size}
+	}
+	for _, c := range []struct {
+		src, dst registry.ProviderVersion
+		want     verdict
+	}{
+		{v("", 0), v("", 0), same},
+		{v("d", 1), v("d", 1), same},
+		{v("d", 1), v("", 0), outdated},
+		{v("", 0), v("d", 1), differs},
+		{v("d", 1), v("e", 1), differs},
+		{v("d", 1), v("d", 2), differs},
+	} {
+		if got, why := judgeProvider(c.src, c.dst); got != c.want {
+			t.Errorf("judgeProvider(docs %q, %q) = %v (%s), want %v", c.src.DocsDigest, c.dst.DocsDigest, got, why, c.want)
+		}
+	}
 }

@@ -25,6 +25,7 @@ func TestIndex(t *testing.T, newIndex func(t *testing.T) store.Index) {
 	t.Run("ManagedSigningKeys", func(t *testing.T) { testManagedSigningKeys(t, newIndex) })
 	t.Run("Tokens", func(t *testing.T) { testTokens(t, newIndex) })
 	t.Run("Providers", func(t *testing.T) { testProviders(t, newIndex) })
+	t.Run("ProviderDocs", func(t *testing.T) { testProviderDocs(t, newIndex) })
 	t.Run("Modules", func(t *testing.T) { testModules(t, newIndex) })
 	t.Run("Downloads", func(t *testing.T) { testDownloads(t, newIndex) })
 	t.Run("Secrets", func(t *testing.T) { testSecrets(t, newIndex) })
