@@ -1,15 +1,35 @@
 package web
 
 import (
+	"bytes"
 	"context"
 	"html/template"
+	"io"
 	"net/http"
+	"net/url"
+	"path"
+	"slices"
+	"strings"
+	"sync"
 
+	"golang.org/x/sync/singleflight"
+
+	"trove.dev/trove/internal/providerdocs"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/store"
 )
 
-// docsNav is the navigation of a provider version's documentation.
+// categoryTitles name the documentation categories in the navigation.
+var categoryTitles = map[string]string{
+	providerdocs.CategoryResources:          "Resources",
+	providerdocs.CategoryDataSources:        "Data sources",
+	providerdocs.CategoryEphemeralResources: "Ephemeral resources",
+	providerdocs.CategoryFunctions:          "Functions",
+	providerdocs.CategoryGuides:             "Guides",
+}
+
+// docsNav is the navigation of a provider version's documentation, and
+// its overview page (index.md) rendered.
 type docsNav struct {
 	Overview template.HTML
 	Groups   []navGroup
@@ -25,6 +45,18 @@ type navLink struct {
 	Current    bool
 }
 
+// withCurrent returns a copy of n with the link to url marked current.
+func (n *docsNav) withCurrent(url string) *docsNav {
+	c := &docsNav{Overview: n.Overview, Groups: make([]navGroup, len(n.Groups))}
+	for i, g := range n.Groups {
+		c.Groups[i] = navGroup{Title: g.Title, Pages: slices.Clone(g.Pages)}
+		for j := range c.Groups[i].Pages {
+			c.Groups[i].Pages[j].Current = c.Groups[i].Pages[j].URL == url
+		}
+	}
+	return c
+}
+
 // docPage is one rendered documentation page.
 type docPage struct {
 	Title, Category, Subcategory, Description string
@@ -32,15 +64,226 @@ type docPage struct {
 	Truncated                                 bool
 }
 
-// docsCache keeps parsed documentation archives.
-type docsCache struct{ blobs store.Blobs }
+// docsCacheBytes bounds the Markdown of the parsed documentation
+// archives kept in memory; the oldest are dropped first. One archive
+// larger than the bound is kept alone.
+const docsCacheBytes = 64 << 20
 
-func newDocsCache(b store.Blobs) *docsCache { return &docsCache{blobs: b} }
-
-func (s *Service) docsNav(ctx context.Context, pv registry.ProviderVersion) (*docsNav, error) {
-	return nil, nil
+// docsCache keeps parsed documentation archives by digest: an archive
+// never changes, so an entry is never stale.
+type docsCache struct {
+	blobs store.Blobs
+	mu    sync.Mutex
+	docs  map[string]*providerdocs.Docs
+	order []string // oldest first
+	bytes int      // the Markdown held
+	group singleflight.Group
 }
 
+func newDocsCache(b store.Blobs) *docsCache {
+	return &docsCache{blobs: b, docs: map[string]*providerdocs.Docs{}}
+}
+
+// get returns the parsed archive of digest.
+func (c *docsCache) get(ctx context.Context, digest string) (*providerdocs.Docs, error) {
+	c.mu.Lock()
+	d, ok := c.docs[digest]
+	c.mu.Unlock()
+	if ok {
+		return d, nil
+	}
+	v, err, _ := c.group.Do(digest, func() (any, error) {
+		if c.blobs == nil {
+			return nil, registry.Errorf(registry.Unavailable, "no blob store")
+		}
+		b, err := c.blobs.Open(context.WithoutCancel(ctx), digest)
+		if err != nil {
+			return nil, err
+		}
+		defer b.Close()
+		if b.Size > providerdocs.DefaultLimits.MaxArchiveBytes {
+			return nil, registry.Errorf(registry.TooLarge, "the documentation archive is too large")
+		}
+		body, err := io.ReadAll(io.LimitReader(b.Content, b.Size))
+		if err != nil {
+			return nil, registry.Wrap(registry.Unavailable, err, "reading the documentation archive")
+		}
+		d, err := providerdocs.Parse(bytes.NewReader(body), int64(len(body)))
+		if err != nil {
+			return nil, err
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if _, ok := c.docs[digest]; !ok {
+			c.docs[digest] = d
+			c.order = append(c.order, digest)
+			c.bytes += docsBytes(d)
+			for c.bytes > docsCacheBytes && len(c.order) > 1 {
+				c.bytes -= docsBytes(c.docs[c.order[0]])
+				delete(c.docs, c.order[0])
+				c.order = c.order[1:]
+			}
+		}
+		return d, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(*providerdocs.Docs), nil
+}
+
+// docsBytes is what a parsed archive is accounted in the cache.
+func docsBytes(d *providerdocs.Docs) int {
+	n := 0
+	for _, p := range d.Pages {
+		n += len(p.Markdown) + len(p.Title) + len(p.Description) + 256
+	}
+	return n
+}
+
+// docsBase is the address of a provider version's documentation pages.
+func docsBase(ns, typ, version string) string {
+	return "/providers/" + ns + "/" + typ + "/" + version + "/docs/"
+}
+
+// docsNav returns the navigation of pv's documentation, nil when it has
+// none.
+func (s *Service) docsNav(ctx context.Context, pv registry.ProviderVersion) (*docsNav, error) {
+	if pv.DocsDigest == "" {
+		return nil, nil
+	}
+	d, err := s.docs.get(ctx, pv.DocsDigest)
+	if err != nil {
+		return nil, err
+	}
+	base := docsBase(pv.Namespace, pv.Type, pv.Version)
+	nav := &docsNav{}
+	for _, cat := range providerdocs.Categories {
+		if cat == providerdocs.CategoryOverview {
+			continue
+		}
+		g := navGroup{Title: categoryTitles[cat]}
+		for _, p := range d.Pages {
+			if p.Category == cat {
+				g.Pages = append(g.Pages, navLink{Title: p.Title, URL: base + cat + "/" + p.Slug})
+			}
+		}
+		if len(g.Pages) > 0 {
+			nav.Groups = append(nav.Groups, g)
+		}
+	}
+	if p, ok := d.Page(providerdocs.CategoryOverview, "index"); ok {
+		nav.Overview = renderMarkdown(p.Markdown, docsLinks(pv, p)).HTML
+	}
+	return nav, nil
+}
+
+// docsLinks rewrites the relative links of page p of pv's documentation:
+// a link to another page of the tree (../resources/widget.md,
+// widget.html.markdown, the legacy /docs/providers/<type>/r/widget.html)
+// leads to that page here; any other relative link, and every relative
+// image (Trove keeps only the Markdown of a docs tree), is dropped.
+func docsLinks(pv registry.ProviderVersion, p providerdocs.Page) func(string) string {
+	dir := "docs/" + p.Category
+	if p.Category == providerdocs.CategoryOverview {
+		dir = "docs"
+	}
+	base := docsBase(pv.Namespace, pv.Type, pv.Version)
+	return func(dest string) string {
+		u, err := url.Parse(dest)
+		if err != nil || u.Scheme != "" || u.Host != "" {
+			return ""
+		}
+		target := u.Path
+		if strings.HasPrefix(target, "/docs/providers/") { // the legacy website's absolute links
+			parts := strings.Split(strings.TrimPrefix(target, "/docs/providers/"), "/")
+			target = "docs/" + strings.Join(parts[1:], "/")
+		} else if !strings.HasPrefix(target, "/") {
+			target = path.Join(dir, target)
+		} else {
+			return ""
+		}
+		rest, ok := strings.CutPrefix(target, "docs/")
+		if !ok {
+			if target == "docs" {
+				rest = "index"
+			} else {
+				return ""
+			}
+		}
+		fragment := ""
+		if u.Fragment != "" {
+			fragment = "#h-" + u.Fragment
+		}
+		cat, name, found := strings.Cut(rest, "/")
+		if !found {
+			cat, name = providerdocs.CategoryOverview, rest
+		}
+		switch cat {
+		case "r":
+			cat = providerdocs.CategoryResources
+		case "d":
+			cat = providerdocs.CategoryDataSources
+		}
+		for _, ext := range []string{".html.markdown", ".html.md", ".markdown", ".md", ".html"} {
+			if n, ok := strings.CutSuffix(name, ext); ok {
+				name = n
+				break
+			}
+		}
+		if cat == providerdocs.CategoryOverview {
+			if name != "index" && name != "" {
+				return ""
+			}
+			return "/providers/" + pv.Namespace + "/" + pv.Type + "/" + pv.Version + fragment
+		}
+		if _, known := categoryTitles[cat]; !known || name == "" || strings.Contains(name, "/") {
+			return ""
+		}
+		return base + cat + "/" + url.PathEscape(name) + fragment
+	}
+}
+
+// providerDocPage serves one page of a provider version's documentation.
 func (s *Service) providerDocPage(w http.ResponseWriter, r *http.Request, v *visit) error {
-	return errNotFound
+	ns, err := s.canRead(r.Context(), v, r.PathValue("namespace"))
+	if err != nil {
+		return err
+	}
+	typ, err := registry.ParseProviderType(r.PathValue("type"))
+	if err != nil {
+		return errNotFound
+	}
+	version, category, slug := r.PathValue("version"), r.PathValue("category"), r.PathValue("slug")
+	if _, ok := categoryTitles[category]; !ok || len(slug) > providerdocs.MaxSlugLength || version == "" {
+		return errNotFound
+	}
+	key := "doc\x00" + ns + "\x00" + typ + "\x00" + version + "\x00" + category + "\x00" + slug
+	return s.cached(w, r, v, key, func() (string, string, any, error) {
+		ctx := r.Context()
+		d, err := s.providerData(ctx, ns, typ, version)
+		if err != nil {
+			return "", "", nil, err
+		}
+		if d.Docs == nil {
+			return "", "", nil, errNotFound
+		}
+		pv, err := s.opt.Index.GetProviderVersion(ctx, ns, typ, d.Version)
+		if err != nil {
+			return "", "", nil, err
+		}
+		docs, err := s.docs.get(ctx, pv.DocsDigest)
+		if err != nil {
+			return "", "", nil, err
+		}
+		p, ok := docs.Page(category, slug)
+		if !ok {
+			return "", "", nil, errNotFound
+		}
+		md := renderMarkdown(p.Markdown, docsLinks(pv, p))
+		d.Doc = &docPage{Title: p.Title, Category: categoryTitles[category], Subcategory: p.Subcategory,
+			Description: p.Description, HTML: md.HTML, Truncated: md.Truncated}
+		d.Docs = d.Docs.withCurrent(r.URL.Path)
+		return p.Title + " · " + ns + "/" + typ + " " + d.Version, "provider", d, nil
+	})
 }

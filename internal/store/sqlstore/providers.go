@@ -346,7 +346,10 @@ func (x *Index) SetProviderDocs(ctx context.Context, namespace, typ, version, di
 		return err
 	}
 	what := fmt.Sprintf("recording the documentation of provider %s/%s version %s", namespace, typ, version)
-	return x.write(ctx, what, func(ctx context.Context, t tx) error {
+	// Reported on the change feed: every replica's pages show the
+	// documentation at once.
+	change := store.Change{Kind: store.ChangeProvider, Namespace: namespace, Name: typ}
+	return x.writeChange(ctx, what, &change, func(ctx context.Context, t tx) error {
 		res, err := t.exec(ctx, `UPDATE provider_versions SET docs_digest = $1, docs_size = $2
 			WHERE namespace = $3 AND type = $4 AND version = $5 AND docs_digest = ''`, digest, size, namespace, typ, version)
 		if err != nil {
