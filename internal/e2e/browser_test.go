@@ -344,9 +344,19 @@ func (b *browserTab) waitText(sel, want string) {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, stepTimeout)
 	defer cancel()
-	_, err := chromedp.Run(ctx, chromedp.PollFunction[bool](
-		`(sel, want) => { const e = document.querySelector(sel); return !!e && e.textContent.includes(want); }`,
-		chromedp.WithPollingArgs(sel, want), chromedp.WithPollingTimeout(stepTimeout), chromedp.WithPollingMutation()))
+	var err error
+	for {
+		_, err = chromedp.Run(ctx, chromedp.PollFunction[bool](
+			`(sel, want) => { const e = document.querySelector(sel); return !!e && e.textContent.includes(want); }`,
+			chromedp.WithPollingArgs(sel, want), chromedp.WithPollingTimeout(stepTimeout), chromedp.WithPollingMutation()))
+		// Just after a navigation the poll may start in the document being
+		// replaced, whose script context then disappears: poll again in the
+		// new one.
+		if err == nil || ctx.Err() != nil || !strings.Contains(err.Error(), "Cannot find context") {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	if err != nil {
 		b.t.Fatalf("waiting for %q in %s: %v%s", want, sel, err, b.where())
 	}

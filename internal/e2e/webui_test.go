@@ -153,14 +153,16 @@ func TestWebUIModule(t *testing.T) {
 		if got := b.text("main h1"); got != "acme/network/aws" {
 			t.Errorf("module page heading %q", got)
 		}
-		// The README: its heading, its table and its code block are shown.
-		// (The UI does not render Markdown yet: renderMarkdown shows the
-		// README as preformatted text, so the test checks the text only.)
-		readme := b.text("#readme .readme")
-		for _, want := range []string{"Network for AWS", "the VPC's name", `name   = "prod"`} {
-			if !strings.Contains(readme, want) {
-				t.Errorf("the README shown lacks %q:\n%s", want, readme)
-			}
+		// The README is rendered: its heading, its table and its code
+		// block are elements, not Markdown text.
+		if got := b.text("#readme .readme h1"); got != "Network for AWS" {
+			t.Errorf("the README's heading is %q", got)
+		}
+		if got := b.text("#readme .readme table"); !strings.Contains(got, "the VPC's name") || strings.Contains(got, "|") {
+			t.Errorf("the README's table shows %q", got)
+		}
+		if got := b.text("#readme .readme pre code.language-hcl"); !strings.Contains(got, `name   = "prod"`) {
+			t.Errorf("the README's code block shows %q", got)
 		}
 		// Inputs with their badges; outputs.
 		inputs := tableRows(b, "#inputs table")
@@ -573,4 +575,70 @@ func TestWebUIContentSecurityPolicy(t *testing.T) {
 			t.Error("an inline script ran despite the Content-Security-Policy")
 		}
 	})
+}
+
+// TestWebUIProviderDocs is a user reading a private provider's
+// documentation: the provider page with its overview and navigation, a
+// click to a resource's page, and the links between pages.
+func TestWebUIProviderDocs(t *testing.T) {
+	srv := startTrove(t, filepath.Join(t.TempDir(), "data"))
+	srv.mustCLI(t, srv.AdminToken, "namespace", "create", namespace, "--visibility", "public")
+	key := setupKey(t, srv)
+	token := createToken(t, srv, "publish")
+	publish(t, srv, token, packageRelease(t, key, releaseSpec{Version: "1.0.0"}))
+	docs := t.TempDir()
+	for name, body := range map[string]string{
+		"docs/index.md": "---\npage_title: \"Provider: Example\"\n---\n# Example Provider\n\nThe example provider manages things. Start with [example_thing](resources/thing.md).\n",
+		"docs/resources/thing.md": "---\npage_title: \"example_thing Resource\"\nsubcategory: \"Things\"\ndescription: |-\n  Manages a thing.\n---\n# example_thing (Resource)\n\n" +
+			"## Example Usage\n\n```terraform\nresource \"example_thing\" \"this\" {\n  name = \"hello\"\n}\n```\n\n## Schema\n\n### Required\n\n- `name` (String) Name of the thing.\n\nBack to the [overview](../index.md).\n",
+		"docs/data-sources/thing.md": "# example_thing (Data Source)\n\nReads a thing.\n",
+	} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(docs, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, docs, name, []byte(body))
+	}
+	if out := srv.mustCLI(t, token, "provider", "docs", "upload", namespace+"/"+providerType, "1.0.0", docs); !strings.Contains(out, "3 pages") {
+		t.Fatalf("docs upload: %s", out)
+	}
+	shots := screenshots(t)
+	b := newBrowser(t, srv).in(t)
+
+	base := "/providers/" + namespace + "/" + providerType
+	b.open(base, 200)
+	if got := b.text("main h1"); got != namespace+"/"+providerType {
+		t.Errorf("provider page heading %q", got)
+	}
+	if got := b.text("main section.readme h1"); got != "Example Provider" {
+		t.Errorf("the overview's heading is %q", got)
+	}
+	if got := strings.ToLower(b.text("nav.docnav")); !strings.Contains(got, "resources") || !strings.Contains(got, "data sources") || !strings.Contains(got, "example_thing resource") {
+		t.Errorf("the documentation's navigation shows %q", got)
+	}
+	if got := b.text("#provider-snippet"); !strings.Contains(got, `source  = "trove.localhost/acme/example"`) {
+		t.Errorf("the provider's snippet is %q", got)
+	}
+	b.screenshot(shots, "provider")
+
+	thing := base + "/1.0.0/docs/resources/thing"
+	b.navigating("clicking the resource in the navigation", 200, chromedp.Click(chromedp.CSS(`nav.docnav a[href="`+thing+`"]`)))
+	if u := b.location(); u.Path != thing {
+		t.Fatalf("the navigation opened %s, want %s", u, thing)
+	}
+	if got := b.text("article.readme h1"); got != "example_thing (Resource)" {
+		t.Errorf("the resource page's title is %q", got)
+	}
+	if got := b.text("article.readme pre code.language-terraform"); !strings.Contains(got, `resource "example_thing" "this"`) {
+		t.Errorf("the example usage shows %q", got)
+	}
+	if got := b.text(`nav.docnav a[aria-current="page"]`); got != "example_thing Resource" {
+		t.Errorf("the navigation marks %q as the current page", got)
+	}
+	b.screenshot(shots, "provider-docs")
+
+	b.navigating("following the link back to the overview", 200, chromedp.Click(chromedp.CSS(`article.readme a[href="`+base+`/1.0.0"]`)))
+	if got := b.text("main section.readme h1"); got != "Example Provider" {
+		t.Errorf("the overview link led to a page whose overview heading is %q", got)
+	}
+	b.checkConsole()
 }

@@ -62,6 +62,7 @@ type docPage struct {
 	Title, Category, Subcategory, Description string
 	HTML                                      template.HTML
 	Truncated                                 bool
+	HasTitle                                  bool // the Markdown has its own level-1 heading
 }
 
 // docsCacheBytes bounds the Markdown of the parsed documentation
@@ -282,7 +283,7 @@ func (s *Service) providerDocPage(w http.ResponseWriter, r *http.Request, v *vis
 		}
 		md := renderMarkdown(p.Markdown, docsLinks(pv, p))
 		d.Doc = &docPage{Title: p.Title, Category: categoryTitles[category], Subcategory: p.Subcategory,
-			Description: p.Description, HTML: md.HTML, Truncated: md.Truncated}
+			Description: p.Description, HTML: md.HTML, Truncated: md.Truncated, HasTitle: md.Title != ""}
 		d.Docs = d.Docs.withCurrent(r.URL.Path)
 		return p.Title + " · " + ns + "/" + typ + " " + d.Version, "provider", d, nil
 	})

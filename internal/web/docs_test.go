@@ -92,7 +92,7 @@ func TestProviderPageAndDocs(t *testing.T) {
 	if doc.status != 200 {
 		t.Fatalf("doc page: %d", doc.status)
 	}
-	for _, want := range []string{`<h1 id="doc-title">widget_widget Resource - widget</h1>`, "Manages a widget.", "Core",
+	for _, want := range []string{`<h1 id="h-widget_widget-resource">widget_widget (Resource)</h1>`, "Manages a widget.", "Core",
 		`class="language-terraform"`, `href="/providers/acme/widget/1.1.0/docs/data-sources/widget"`, `href="/providers/acme/widget/1.1.0"`,
 		`href="https://example.com/x"`, `aria-current="page">widget_widget Resource - widget</a>`} {
 		if !strings.Contains(doc.body, want) {
