@@ -29,6 +29,8 @@ type Index interface {
 	MirrorInventory
 	MirrorUpstreams
 	Bundles
+	TrustPolicies // keyless publishing (trust.go)
+	ReplayGuard
 
 	// Ping reports whether the backend is reachable.
 	Ping(ctx context.Context) error

@@ -35,7 +35,7 @@ func SchemaVersion() int {
 	if err != nil {
 		return 0
 	}
-	return len(ms)
+	return sqlstore.Newest(ms)
 }
 
 // CurrentSchemaVersion returns the schema version of the database: the
@@ -60,13 +60,54 @@ func currentVersion(ctx context.Context, q querier) (int, error) {
 }
 
 // checkSchema fails unless the database's schema is the one this build
-// needs.
+// needs: its newest migration, and none of this build's missing (a gap
+// filled by a later migration).
 func (x *Index) checkSchema(ctx context.Context) error {
 	current, err := x.CurrentSchemaVersion(ctx)
 	if err != nil {
 		return err
 	}
-	return compareSchema(current, SchemaVersion())
+	if err := compareSchema(current, SchemaVersion()); err != nil {
+		return err
+	}
+	ms, err := loadMigrations()
+	if err != nil {
+		return registry.Wrap(registry.Internal, err, "loading index migrations")
+	}
+	ctx, cancel := x.opContext(ctx)
+	defer cancel()
+	applied, err := appliedVersions(ctx, x.pool)
+	if err != nil {
+		return x.fail(err, "reading the index schema version")
+	}
+	if missing := sqlstore.Pending(ms, applied); len(missing) > 0 {
+		return registry.Errorf(registry.Invalid,
+			"the index lacks migration %04d_%s: run `trove migrate` (or start with --migrate-on-start)", missing[0].Version, missing[0].Name)
+	}
+	return nil
+}
+
+// appliedVersions returns the versions schema_migrations records (none
+// without the table).
+func appliedVersions(ctx context.Context, q querier) (map[int]bool, error) {
+	applied := map[int]bool{}
+	var exists bool
+	if err := q.QueryRow(ctx, `SELECT to_regclass('schema_migrations') IS NOT NULL`).Scan(&exists); err != nil || !exists {
+		return applied, err
+	}
+	rows, err := q.Query(ctx, `SELECT version FROM schema_migrations`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		applied[v] = true
+	}
+	return applied, rows.Err()
 }
 
 func compareSchema(current, known int) error {
@@ -119,10 +160,15 @@ func (x *Index) migrate(ctx context.Context) (err error) {
 	if err != nil {
 		return x.fail(err, "reading the index schema version")
 	}
-	if current > len(ms) {
-		return compareSchema(current, len(ms))
+	if current > sqlstore.Newest(ms) {
+		return compareSchema(current, sqlstore.Newest(ms))
 	}
-	for _, m := range ms[current:] {
+	applied, err := appliedVersions(ctx, conn)
+	if err != nil {
+		return x.fail(err, "reading the index schema version")
+	}
+	// Every migration not recorded yet, a gap filled later included.
+	for _, m := range sqlstore.Pending(ms, applied) {
 		what := fmt.Sprintf("applying index migration %04d_%s", m.Version, m.Name)
 		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 			if _, err := tx.Exec(ctx, m.SQL); err != nil {

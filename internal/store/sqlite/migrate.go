@@ -34,20 +34,41 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	) STRICT`); err != nil {
 		return classify(err, "creating the schema_migrations table")
 	}
-	var current int
-	if err := db.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&current); err != nil {
+	applied, err := appliedVersions(ctx, db)
+	if err != nil {
 		return classify(err, "reading the index schema version")
 	}
-	if current > len(ms) {
-		return registry.Errorf(registry.Internal,
-			"the index has schema version %d but this Trove knows versions up to %d: run a newer Trove", current, len(ms))
+	for v := range applied {
+		if v > sqlstore.Newest(ms) {
+			return registry.Errorf(registry.Internal,
+				"the index has schema version %d but this Trove knows versions up to %d: run a newer Trove", v, sqlstore.Newest(ms))
+		}
 	}
-	for _, m := range ms[current:] {
+	// Every migration not recorded yet, a gap filled later included.
+	for _, m := range sqlstore.Pending(ms, applied) {
 		if err := apply(ctx, db, m); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// appliedVersions returns the versions schema_migrations records.
+func appliedVersions(ctx context.Context, db *sql.DB) (map[int]bool, error) {
+	rows, err := db.QueryContext(ctx, `SELECT version FROM schema_migrations`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	applied := map[int]bool{}
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		applied[v] = true
+	}
+	return applied, rows.Err()
 }
 
 // apply runs one migration unless another process applied it meanwhile.
