@@ -21,6 +21,7 @@ import (
 	"trove.dev/trove/internal/audit"
 	"trove.dev/trove/internal/auth"
 	"trove.dev/trove/internal/httpjson"
+	"trove.dev/trove/internal/keyless"
 	"trove.dev/trove/internal/modules"
 	"trove.dev/trove/internal/publish"
 	"trove.dev/trove/internal/registry"
@@ -46,6 +47,8 @@ type Index interface {
 	store.Modules
 	store.MirrorUpstreams
 	store.Bundles
+	store.TrustPolicies
+	store.ReplayGuard
 }
 
 // Options configures the API handler.
@@ -83,6 +86,12 @@ type Options struct {
 	// TempDir is where the lock route copies a package to hash it (the
 	// system's temporary directory if empty).
 	TempDir string
+	// Keyless exchanges CI ID tokens for tokens (POST
+	// apispec.RouteOIDCExchange); nil means one on Index.
+	Keyless *keyless.Exchanger
+	// ExchangeLimiter limits the exchanges per source address; nil means
+	// DefaultExchangeBurst and DefaultExchangeEvery.
+	ExchangeLimiter *auth.AddressLimiter
 	// MaxUploadBytes bounds a whole publish request; <= 0 means 2 GiB.
 	MaxUploadBytes int64
 	Now            func() time.Time
@@ -90,6 +99,7 @@ type Options struct {
 
 type handler struct {
 	Options
+	exchangeLimiter *auth.AddressLimiter
 }
 
 // New returns the management API handler, to be mounted at apispec.Prefix.
@@ -109,10 +119,20 @@ func New(opt Options) http.Handler {
 	if opt.Audit == nil {
 		opt.Audit = audit.New(opt.Index, opt.Logger)
 	}
-	h := &handler{Options: opt}
+	if opt.Keyless == nil {
+		opt.Keyless = keyless.New(keyless.Options{Index: opt.Index, Now: opt.Now})
+	}
+	h := &handler{Options: opt, exchangeLimiter: opt.ExchangeLimiter}
+	if h.exchangeLimiter == nil {
+		h.exchangeLimiter = auth.NewAddressLimiter(DefaultExchangeBurst, DefaultExchangeEvery)
+	}
 	mux := http.NewServeMux()
 	route := func(pattern string, fn httpjson.HandlerFunc) {
 		mux.Handle(pattern, httpjson.Handler(opt.Logger, h.authenticated(checkLimits(pattern, fn))))
+	}
+	// open mounts a route that takes no token (the exchange).
+	open := func(pattern string, fn httpjson.HandlerFunc) {
+		mux.Handle(pattern, httpjson.Handler(opt.Logger, checkLimits(pattern, fn)))
 	}
 	route("GET "+apispec.RouteNamespaces, h.listNamespaces)
 	route("POST "+apispec.RouteNamespaces, h.createNamespace)
@@ -139,6 +159,7 @@ func New(opt Options) http.Handler {
 
 	h.registerModules(route)
 	h.registerMirror(route)
+	h.registerTrust(route, open)
 
 	route("GET "+apispec.RouteWhoAmI, h.whoAmI)
 	route("POST "+apispec.RouteLock, h.lock)

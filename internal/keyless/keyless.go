@@ -44,9 +44,8 @@ import (
 	"trove.dev/trove/internal/store"
 )
 
-// MaxTokenBytes bounds the ID tokens an exchange reads. GitHub's and
-// GitLab's are 1 to 3 KiB.
-const MaxTokenBytes = 16 << 10
+// MaxTokenBytes bounds the ID tokens an exchange reads.
+const MaxTokenBytes = registry.MaxIDTokenBytes
 
 // ClockSkew is the leeway of the "exp" and "nbf" checks, for clocks of
 // the issuer and of Trove that differ a little.

@@ -64,7 +64,12 @@ var (
 	ClaimNameLimit     = Limit{"claim name", MaxClaimNameLength}
 	ClaimPatternLimit  = Limit{"claim pattern", MaxClaimPatternLength}
 	TrustPolicyIDLimit = Limit{"trust policy ID", 32}
+	ScopeLimit         = Limit{"scope", 16}
 )
+
+// MaxIDTokenBytes bounds the CI ID tokens an exchange reads. GitHub's and
+// GitLab's are 1 to 3 KiB.
+const MaxIDTokenBytes = 16 << 10
 
 // reservedClaims are the claims that the verification itself checks;
 // conditions on them are refused (the audience has its own field).
