@@ -80,7 +80,7 @@ func trustPolicyCreate() *command {
 func trustPolicyList() *command {
 	return &command{
 		name: "trust-policy list", args: "NAMESPACE", minArgs: 1, maxArgs: 1, client: true,
-		summary: "List the trust policies of a namespace (needs admin on the namespace).",
+		summary:  "List the trust policies of a namespace (needs admin on the namespace).",
 		examples: []string{"trove trust-policy list acme", "trove trust-policy list acme --json"},
 		setup: func(fs *flag.FlagSet, cl *cli) func(context.Context, []string) error {
 			return func(ctx context.Context, args []string) error {
