@@ -1,6 +1,8 @@
 // Package api serves Trove's management API under /api/v1: namespaces,
-// signing keys, tokens, providers, modules, publishing and the provider
-// mirror's upstream registries. Routes and documents are defined in
+// signing keys, tokens, providers, modules, publishing, the provider
+// mirror's upstream registries, and keyless publishing's trust policies
+// and ID token exchange (the one route that takes no token; package
+// keyless checks the ID token). Routes and documents are defined in
 // apispec; this package enforces who may call them.
 package api
 
