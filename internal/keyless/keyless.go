@@ -150,6 +150,7 @@ func unauthenticated(format string, args ...any) error {
 // Unavailable.
 func (e *Exchanger) Exchange(ctx context.Context, namespace, raw string) (Result, error) {
 	var res Result
+	raw = strings.TrimSpace(raw) // as a CI variable may end with a line break
 	if len(raw) > MaxTokenBytes {
 		return res, registry.Errorf(registry.TooLarge, "the ID token is %d bytes, more than the %d an ID token may have", len(raw), MaxTokenBytes)
 	}
@@ -354,7 +355,7 @@ func (e *Exchanger) provider(ctx context.Context, issuer string) (*oidc.Provider
 // without checking anything else.
 func parseUnverified(raw string) (alg string, claims map[string]any, err error) {
 	malformed := unauthenticated("the ID token is not a JWT (three base64url parts separated by dots): pass the token the CI system issued, as it is")
-	parts := strings.Split(strings.TrimSpace(raw), ".")
+	parts := strings.Split(raw, ".")
 	if len(parts) != 3 {
 		return "", nil, malformed
 	}
