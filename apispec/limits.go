@@ -28,6 +28,7 @@ var pathLimits = map[string]registry.Limit{
 	"id":        registry.TokenIDLimit,
 	"key_id":    registry.KeyIDLimit,
 	"host":      registry.HostLimit,
+	"policy_id": registry.TrustPolicyIDLimit,
 }
 
 // queryLimits are the limits of the query parameters of the routes.
@@ -54,8 +55,9 @@ var textParams = map[string]bool{ModuleOriginParam: true}
 // neither the client nor the server takes "../namespaces/acme" for an ID.
 // Names have their grammar checked by the handlers' Parse functions.
 var pathGrammars = map[string]func(string) (string, error){
-	"id":     registry.ParseTokenID,
-	"key_id": registry.ParseKeyID,
+	"id":        registry.ParseTokenID,
+	"key_id":    registry.ParseKeyID,
+	"policy_id": registry.ParseTrustPolicyID,
 }
 
 // CheckPathValue checks the value of the route placeholder {name} against

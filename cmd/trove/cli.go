@@ -26,8 +26,11 @@ type cli struct {
 	set     map[string]bool // client flags given on the command line
 
 	// tokenSource says where the token of the last client came from, for
-	// errors: "--token", "TROVE_TOKEN", the credentials file, or "".
+	// errors: "--token", "TROVE_TOKEN", the credentials file, an exchanged
+	// CI ID token, or "".
 	tokenSource string
+	// oidcAudience is --oidc-audience of the publishing commands.
+	oidcAudience string
 }
 
 // clientEnv returns the environment variable of a client flag, or "".
@@ -178,7 +181,7 @@ func (c *cli) explain(err error) error {
 		return nil
 	case client.IsUnauthenticated(err) && c.tokenSource == "":
 		host, _ := credentialsHost(c.serverAddr())
-		return fmt.Errorf("%w\n(no token was sent: pass --token, set TROVE_TOKEN, or run `trove login %s`)", err, host.ForDisplay())
+		return fmt.Errorf("%w\n(no token was sent: pass --token, set TROVE_TOKEN, or run `trove login %s`; in CI, publish keyless with an ID token: docs/keyless.md)", err, host.ForDisplay())
 	case client.IsUnauthenticated(err) || client.IsForbidden(err):
 		return fmt.Errorf("%w\n(the token came from %s)", err, c.tokenSource)
 	}

@@ -96,6 +96,7 @@ func commands() []*command {
 		tokenCreate(), tokenList(), tokenExpire(), tokenRevoke(),
 		userCreate(), userList(), userShow(), userPasswd(), userDisable(), userEnable(), userAdmin(),
 		memberAdd(), memberList(), memberRemove(),
+		trustPolicyCreate(), trustPolicyList(), trustPolicyDelete(),
 		auditCommand(),
 		publishCommand(),
 		providerList(), providerShow(), providerPackage(), providerDocsUpload(),

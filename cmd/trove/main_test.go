@@ -64,7 +64,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"token", "create", "--scope", "read", "--expires-in", "-1h"}, "--expires-in must be positive, got -1h\n"},
 		{[]string{"token", "revoke"}, "missing arguments: want ID"},
 		{[]string{"publish", "dist"}, "--namespace is required"},
-		{[]string{"publish", "--namespace", "acme"}, "missing arguments: want --namespace NS [--manifest FILE] DIR"},
+		{[]string{"publish", "--namespace", "acme"}, "missing arguments: want --namespace NS [--manifest FILE] [--oidc-audience AUD] DIR"},
 		{[]string{"provider", "show", "acme"}, "want NAMESPACE/TYPE"},
 		{[]string{"provider", "show", "acme/foo/bar"}, "want NAMESPACE/TYPE"},
 		{[]string{"provider", "show", "/foo"}, "want NAMESPACE/TYPE"},

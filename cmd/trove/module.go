@@ -39,7 +39,7 @@ func checkModuleUpload(up client.ModuleUpload) error {
 
 func modulePublish() *command {
 	return &command{
-		name: "module publish", args: "NAMESPACE/NAME/SYSTEM (VERSION [DIR|ARCHIVE] | --git-tag [--repo DIR]) [--origin TEXT]",
+		name: "module publish", args: "NAMESPACE/NAME/SYSTEM (VERSION [DIR|ARCHIVE] | --git-tag [--repo DIR]) [--origin TEXT] [--oidc-audience AUD]",
 		minArgs: 1, maxArgs: 3, client: true,
 		summary: "Publish a module version from a directory, a .tar.gz/.zip, or the Git tag at HEAD (needs publish on the namespace).",
 		examples: []string{
@@ -52,6 +52,7 @@ func modulePublish() *command {
 			gitTag := fs.Bool("git-tag", false, "take the version from the Git tag at HEAD (v1.2.0 publishes 1.2.0) and pack the tracked files of --repo")
 			repo := fs.String("repo", ".", "with --git-tag: the module `directory` inside a Git working tree")
 			origin := fs.String("origin", "", "record this `text` as the version's origin instead of the default (e.g. a CI job URL)")
+			cl.defineOIDCFlags(fs)
 			return func(ctx context.Context, args []string) error {
 				ns, name, system, err := moduleAddress(args[0])
 				if err != nil {
@@ -108,7 +109,7 @@ func modulePublish() *command {
 
 // publishPacked packs with source while streaming the archive to the server.
 func publishPacked(ctx context.Context, cl *cli, up client.ModuleUpload, what string, source func(io.Writer) (modules.PackStats, error)) error {
-	c, err := cl.client()
+	c, err := cl.publishClient(ctx, up.Namespace)
 	if err != nil {
 		return err
 	}
@@ -165,7 +166,7 @@ func publishArchiveFile(ctx context.Context, cl *cli, up client.ModuleUpload, pa
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return err
 	}
-	c, err := cl.client()
+	c, err := cl.publishClient(ctx, up.Namespace)
 	if err != nil {
 		return err
 	}

@@ -20,16 +20,18 @@ import (
 
 func publishCommand() *command {
 	return &command{
-		name: "publish", args: "--namespace NS [--manifest FILE] DIR", minArgs: 1, maxArgs: 1, client: true,
+		name: "publish", args: "--namespace NS [--manifest FILE] [--oidc-audience AUD] DIR", minArgs: 1, maxArgs: 1, client: true,
 		summary: "Publish the provider release in a goreleaser dist directory (needs publish on the namespace).",
 		examples: []string{
 			"trove publish --namespace acme ./dist",
 			"TROVE_ADDR=https://registry.internal TROVE_TOKEN=$PUBLISH_TOKEN trove publish dist --namespace acme",
+			"trove publish dist --namespace acme   # in GitHub Actions or GitLab CI without a token: keyless, see docs/keyless.md",
 		},
 		setup: func(fs *flag.FlagSet, cl *cli) func(context.Context, []string) error {
 			namespace := fs.String("namespace", "", "`namespace` to publish into")
 			manifest := fs.String("manifest", "", "the provider's terraform-registry-manifest.json, when SHA256SUMS lists it but DIR lacks it "+
 				"(default: the one in DIR's parent directory, goreleaser's project root)")
+			cl.defineOIDCFlags(fs)
 			return func(ctx context.Context, args []string) error {
 				if *namespace == "" {
 					return usagef("--namespace is required")
@@ -38,7 +40,7 @@ func publishCommand() *command {
 				if err != nil {
 					return err
 				}
-				c, err := cl.client()
+				c, err := cl.publishClient(ctx, *namespace)
 				if err != nil {
 					return err
 				}

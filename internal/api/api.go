@@ -1,6 +1,8 @@
 // Package api serves Trove's management API under /api/v1: namespaces,
-// signing keys, tokens, providers, modules, publishing and the provider
-// mirror's upstream registries. Routes and documents are defined in
+// signing keys, tokens, providers, modules, publishing, the provider
+// mirror's upstream registries, and keyless publishing's trust policies
+// and ID token exchange (the one route that takes no token; package
+// keyless checks the ID token). Routes and documents are defined in
 // apispec; this package enforces who may call them.
 package api
 
@@ -22,6 +24,7 @@ import (
 	"trove.dev/trove/internal/audit"
 	"trove.dev/trove/internal/auth"
 	"trove.dev/trove/internal/httpjson"
+	"trove.dev/trove/internal/keyless"
 	"trove.dev/trove/internal/modules"
 	"trove.dev/trove/internal/publish"
 	"trove.dev/trove/internal/registry"
@@ -48,6 +51,8 @@ type Index interface {
 	store.MirrorUpstreams
 	store.Bundles
 	store.SSO
+	store.TrustPolicies
+	store.ReplayGuard
 }
 
 // Downloads reads download counts (store.Downloads's reads, which
@@ -100,6 +105,12 @@ type Options struct {
 	// module version documents (a *downloads.Counter: the index's counts
 	// plus this process's pending ones); nil shows none.
 	Downloads Downloads
+	// Keyless exchanges CI ID tokens for tokens (POST
+	// apispec.RouteOIDCExchange); nil means one on Index.
+	Keyless *keyless.Exchanger
+	// ExchangeLimiter limits the exchanges per source address; nil means
+	// DefaultExchangeBurst and DefaultExchangeEvery.
+	ExchangeLimiter *auth.AddressLimiter
 	// MaxUploadBytes bounds a whole publish request; <= 0 means 2 GiB.
 	MaxUploadBytes int64
 	Now            func() time.Time
@@ -107,6 +118,7 @@ type Options struct {
 
 type handler struct {
 	Options
+	exchangeLimiter *auth.AddressLimiter
 }
 
 // New returns the management API handler, to be mounted at apispec.Prefix.
@@ -126,10 +138,20 @@ func New(opt Options) http.Handler {
 	if opt.Audit == nil {
 		opt.Audit = audit.New(opt.Index, opt.Logger)
 	}
-	h := &handler{Options: opt}
+	if opt.Keyless == nil {
+		opt.Keyless = keyless.New(keyless.Options{Index: opt.Index, Now: opt.Now})
+	}
+	h := &handler{Options: opt, exchangeLimiter: opt.ExchangeLimiter}
+	if h.exchangeLimiter == nil {
+		h.exchangeLimiter = auth.NewAddressLimiter(DefaultExchangeBurst, DefaultExchangeEvery)
+	}
 	mux := http.NewServeMux()
 	route := func(pattern string, fn httpjson.HandlerFunc) {
 		mux.Handle(pattern, httpjson.Handler(opt.Logger, h.authenticated(checkLimits(pattern, fn))))
+	}
+	// open mounts a route that takes no token (the exchange).
+	open := func(pattern string, fn httpjson.HandlerFunc) {
+		mux.Handle(pattern, httpjson.Handler(opt.Logger, checkLimits(pattern, fn)))
 	}
 	route("GET "+apispec.RouteNamespaces, h.listNamespaces)
 	route("POST "+apispec.RouteNamespaces, h.createNamespace)
@@ -158,6 +180,7 @@ func New(opt Options) http.Handler {
 	h.registerModules(route)
 	h.registerMirror(route)
 	h.registerSSO(route)
+	h.registerTrust(route, open)
 
 	route("GET "+apispec.RouteWhoAmI, h.whoAmI)
 	route("POST "+apispec.RouteLock, h.lock)

@@ -129,3 +129,23 @@ func (l *limiter) prune(now time.Time) {
 		}
 	}
 }
+
+// AddressLimiter rate limits one kind of request per source address (an
+// IP), such as the exchanges of CI ID tokens for Trove tokens, which
+// need no credentials of Trove's. Its buckets live in this process's
+// memory, as PasswordLimiter's. It is safe for concurrent use.
+type AddressLimiter struct {
+	addresses *limiter
+}
+
+// NewAddressLimiter allows each source address a burst of burst
+// requests, then one every every.
+func NewAddressLimiter(burst int, every time.Duration) *AddressLimiter {
+	return &AddressLimiter{addresses: newLimiter(burst, every)}
+}
+
+// Take counts one request of source at now. If the limit is reached it
+// reports false and how long until the next request is allowed.
+func (l *AddressLimiter) Take(source string, now time.Time) (ok bool, retryAfter time.Duration) {
+	return l.addresses.take(source, now)
+}

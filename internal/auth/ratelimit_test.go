@@ -30,3 +30,22 @@ func TestPasswordLimiter(t *testing.T) {
 		t.Error("alice refused after the refill interval")
 	}
 }
+
+func TestAddressLimiter(t *testing.T) {
+	l := NewAddressLimiter(2, time.Second)
+	now := time.Unix(1000, 0)
+	for i := range 2 {
+		if ok, _ := l.Take("192.0.2.1", now); !ok {
+			t.Fatalf("request %d refused within the burst", i+1)
+		}
+	}
+	if ok, wait := l.Take("192.0.2.1", now); ok || wait != time.Second {
+		t.Errorf("third request = %v, %v; want refused for 1s", ok, wait)
+	}
+	if ok, _ := l.Take("192.0.2.2", now); !ok {
+		t.Error("another address was refused")
+	}
+	if ok, _ := l.Take("192.0.2.1", now.Add(time.Second)); !ok {
+		t.Error("refused after the bucket refilled")
+	}
+}

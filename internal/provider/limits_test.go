@@ -38,12 +38,16 @@ var attributeLimits = map[string]registry.Limit{
 	"trove_mirror_upstream.service_url":     registry.ServiceURLLimit,
 	"trove_mirror_upstream.ca_certificates": registry.CACertificatesLimit,
 	"trove_mirror_upstream.description":     registry.DescriptionLimit,
+	"trove_trust_policy.namespace":          registry.NamespaceLimit,
+	"trove_trust_policy.audience":           registry.AudienceLimit,
+	"trove_trust_policy.conditions":         registry.ClaimPatternLimit,
+	"trove_trust_policy.description":        registry.DescriptionLimit,
 }
 
 // textAttributes are the free-text arguments, which registry.CheckText
 // also checks: UTF-8, one line, no control characters.
 var textAttributes = []string{"trove_namespace.description", "trove_token.description", "trove_mirror_upstream.description",
-	"trove_mirror_upstream.service_url"}
+	"trove_mirror_upstream.service_url", "trove_trust_policy.audience", "trove_trust_policy.conditions", "trove_trust_policy.description"}
 
 // boundedOtherwise are the string arguments without a length limit of
 // their own, and why that is enough.
@@ -53,6 +57,8 @@ var boundedOtherwise = map[string]string{
 	"trove_token.scopes":            "keywords: read, publish or admin",
 	"trove_token.expires_at":        "an RFC 3339 time stamp",
 	"trove_signing_key.ascii_armor": "a key, bounded by the API's request body limit",
+	"trove_trust_policy.scope":      "a keyword: publish or read",
+	"trove_trust_policy.issuer":     "a URL: registry.CheckIssuer checks its length (registry.IssuerLimit) with its grammar",
 }
 
 // stringArguments returns the string arguments (not computed-only) of the

@@ -54,6 +54,7 @@ func New(version string) func() *schema.Provider {
 				"trove_user":             resourceUser(),
 				"trove_namespace_member": resourceNamespaceMember(),
 				"trove_mirror_upstream":  resourceMirrorUpstream(),
+				"trove_trust_policy":     resourceTrustPolicy(),
 			},
 			DataSourcesMap: map[string]*schema.Resource{
 				"trove_namespace": dataSourceNamespace(),

@@ -167,6 +167,9 @@ func (e *accEnv) checkDestroyed(t *testing.T) resource.TestCheckFunc {
 				err = uerr
 			case "trove_mirror_upstream":
 				_, err = e.api.GetMirrorUpstream(ctx, rs.Primary.ID)
+			case "trove_trust_policy":
+				ns, id, _ := strings.Cut(rs.Primary.ID, "/")
+				_, err = e.api.GetTrustPolicy(ctx, ns, id)
 			case "trove_namespace_member":
 				ns, user, _ := strings.Cut(rs.Primary.ID, "/")
 				_, found, merr := e.member(ctx, ns, user)

@@ -30,7 +30,9 @@ type Index interface {
 	MirrorInventory
 	MirrorUpstreams
 	Bundles
-	SSO // identity providers, role mappings, linked identities (sso.go)
+	SSO           // identity providers, role mappings, linked identities (sso.go)
+	TrustPolicies // keyless publishing (trust.go)
+	ReplayGuard
 
 	// Ping reports whether the backend is reachable.
 	Ping(ctx context.Context) error

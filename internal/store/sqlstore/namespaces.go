@@ -103,6 +103,7 @@ func (x *Index) DeleteNamespace(ctx context.Context, name string) error {
 		}
 		for _, q := range []string{
 			`DELETE FROM memberships WHERE namespace = $1`,
+			`DELETE FROM trust_policies WHERE namespace = $1`,
 			`DELETE FROM signing_keys WHERE namespace = $1`,
 			`DELETE FROM signing_key_snapshots WHERE namespace = $1`,
 			`DELETE FROM namespaces WHERE name = $1`,

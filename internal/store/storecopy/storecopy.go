@@ -17,7 +17,7 @@
 //     damaged copy) stops the copy with a Conflict before any index record
 //     is written.
 //   - Index records follow in dependency order (namespaces, users,
-//     memberships, signing keys, tokens, provider and module versions, the
+//     memberships, signing keys, trust policies, tokens, provider and module versions, the
 //     mirror's versions and upstreams, the audit log, server secrets).
 //     Records already in the target are skipped; mutable fields the source
 //     changed since an earlier copy (a namespace's description, a user's
@@ -29,7 +29,10 @@
 //     stored) replaced or deleted.
 //
 // Tokens are copied as stored: by the hash of their secret, never the
-// secret. OAuth authorization codes are not copied: they live for minutes.
+// secret. OAuth authorization codes are not copied: they live for minutes;
+// neither are the records of exchanged CI ID tokens (store.ReplayGuard),
+// which live until those tokens expire, minutes: a copy is made with the
+// source stopped, and the replicas on the target start later.
 package storecopy
 
 import (
@@ -84,6 +87,7 @@ type Report struct {
 	ModuleVersions   Count
 	MirroredVersions Count
 	MirrorUpstreams  Count
+	TrustPolicies    Count
 	AuditEvents      Count
 	Secrets          Count
 	Blobs            Count
@@ -177,6 +181,7 @@ type snapshot struct {
 	modules     []registry.ModuleVersion
 	mirrored    []registry.MirroredVersion
 	upstreams   []registry.MirrorUpstream
+	trust       []registry.TrustPolicy
 	audit       []registry.AuditEvent // oldest first
 	secrets     map[string][]byte     // absent ones left out
 }
@@ -206,6 +211,11 @@ func read(ctx context.Context, idx store.Index, secrets []string) (*snapshot, er
 				}
 			}
 		}
+		trust, err := idx.ListTrustPolicies(ctx, ns.Name)
+		if err != nil {
+			return nil, err
+		}
+		s.trust = append(s.trust, trust...)
 		providers, err := idx.ListProviders(ctx, ns.Name)
 		if err != nil {
 			return nil, err
@@ -321,6 +331,7 @@ type plan struct {
 	users, userUpdates             []registry.User
 	memberships, membershipUpdates []registry.Membership
 	keys                           []registry.SigningKey
+	trust                          []registry.TrustPolicy
 	tokens                         []registry.Token
 	tokenRevokes, tokenExpiries    []registry.Token
 	providers                      []registry.ProviderVersion
@@ -401,6 +412,8 @@ func compare(src, dst *snapshot) *plan {
 	}
 	p.keys, _, _ = match(p, "signing key", src.keys, dst.keys,
 		func(k registry.SigningKey) string { return k.Namespace + "/" + k.KeyID }, judgeKey)
+	p.trust, _, _ = match(p, "trust policy", src.trust, dst.trust,
+		func(tp registry.TrustPolicy) string { return tp.Namespace + "/" + tp.ID }, judgeTrustPolicy)
 	var pairsT [][2]registry.Token
 	p.tokens, pairsT, _ = match(p, "token", src.tokens, dst.tokens,
 		func(t registry.Token) string { return t.ID }, judgeToken)
@@ -537,6 +550,15 @@ func judgeKey(s, d registry.SigningKey) (verdict, string) {
 	}
 	if s.Managed != d.Managed {
 		return differs, "the same key, registry-managed on one side only"
+	}
+	return same, ""
+}
+
+// judgeTrustPolicy: a policy never changes (it is replaced instead).
+func judgeTrustPolicy(s, d registry.TrustPolicy) (verdict, string) {
+	if s.Issuer != d.Issuer || s.Audience != d.Audience || !maps.Equal(s.Conditions, d.Conditions) || s.Scope != d.Scope ||
+		s.TokenTTL != d.TokenTTL || s.Description != d.Description || !sameTime(s.CreatedAt, d.CreatedAt) {
+		return differs, "its issuer, audience, conditions, scope, lifetime, description or creation time"
 	}
 	return same, ""
 }
@@ -851,6 +873,13 @@ func (p *plan) apply(ctx context.Context, idx store.Index, r *Report) error {
 		}
 		if err != nil {
 			return fmt.Errorf("adding signing key %s of %s: %w", k.KeyID, k.Namespace, err)
+		}
+	}
+
+	r.TrustPolicies = Count{len(p.trust), len(p.src.trust) - len(p.trust)}
+	for _, tp := range p.trust {
+		if err := idx.CreateTrustPolicy(ctx, tp); err != nil {
+			return fmt.Errorf("creating trust policy %s of %s: %w", tp.ID, tp.Namespace, err)
 		}
 	}
 

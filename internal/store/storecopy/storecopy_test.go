@@ -111,6 +111,9 @@ func fill(t *testing.T, s Store) *registryData {
 	d.publish("1.1.0", "")
 	d.legacy(k)
 	d.mirror(k)
+	must(t, s.Index.CreateTrustPolicy(ctx, registry.TrustPolicy{ID: "tp_00000000000000c1", Namespace: "acme",
+		Issuer: "https://token.actions.githubusercontent.com", Audience: "https://registry.example",
+		Conditions: map[string]string{"repository": "acme/infra"}, Scope: registry.ScopePublish, TokenTTL: 15 * time.Minute, CreatedAt: d.now}))
 	archive := []byte("module archive bytes")
 	must(t, s.Blobs.Put(ctx, sha(archive), int64(len(archive)), bytes.NewReader(archive)))
 	must(t, s.Index.CreateModuleVersion(ctx, registry.ModuleVersion{
@@ -219,7 +222,7 @@ func checkSame(t *testing.T, a, b Store) {
 	if len(p.conflicts) > 0 {
 		t.Errorf("the copies differ:\n%s", strings.Join(p.conflicts, "\n"))
 	}
-	if n := len(p.namespaces) + len(p.users) + len(p.memberships) + len(p.keys) + len(p.tokens) + len(p.providers) + len(p.modules) +
+	if n := len(p.namespaces) + len(p.users) + len(p.memberships) + len(p.keys) + len(p.trust) + len(p.tokens) + len(p.providers) + len(p.modules) +
 		len(p.mirrored) + len(p.upstreams) + len(p.audit) + len(p.secrets); n > 0 {
 		t.Errorf("%d records of the source are missing from the copy", n)
 	}
@@ -231,7 +234,7 @@ func checkSame(t *testing.T, a, b Store) {
 	if n > 0 {
 		t.Errorf("%d records of the copy are outdated", n)
 	}
-	if len(sa.providers) == 0 || len(sa.tokens) == 0 || len(sa.audit) == 0 || len(sa.mirrored) == 0 || len(sa.upstreams) == 0 {
+	if len(sa.providers) == 0 || len(sa.trust) == 0 || len(sa.tokens) == 0 || len(sa.audit) == 0 || len(sa.mirrored) == 0 || len(sa.upstreams) == 0 {
 		t.Fatalf("the source snapshot is empty: %+v", sa)
 	}
 	ba, bb := blobContents(t, a.Blobs), blobContents(t, b.Blobs)
@@ -270,7 +273,7 @@ func TestCopyEmbeddedToEmbedded(t *testing.T) {
 	want := Report{
 		Namespaces: Count{Copied: 2}, Users: Count{Copied: 2}, Memberships: Count{Copied: 1}, SigningKeys: Count{Copied: 1},
 		Tokens: Count{Copied: 4}, ProviderVersions: Count{Copied: 3}, ModuleVersions: Count{Copied: 1},
-		MirroredVersions: Count{Copied: 1}, MirrorUpstreams: Count{Copied: 2},
+		MirroredVersions: Count{Copied: 1}, MirrorUpstreams: Count{Copied: 2}, TrustPolicies: Count{Copied: 1},
 		AuditEvents: Count{Copied: 3}, Secrets: Count{Copied: 1}, Blobs: Count{Copied: 16},
 		Updated: 1, // the default upstream the source deleted
 	}
@@ -286,7 +289,8 @@ func TestCopyEmbeddedToEmbedded(t *testing.T) {
 	}
 	if again.Blobs.Copied != 0 || again.ProviderVersions.Copied != 0 || again.Tokens.Copied != 0 || again.AuditEvents.Copied != 0 ||
 		again.Updated != 0 || again.BlobBytes != 0 || again.Blobs.Present != 16 || again.ProviderVersions.Present != 3 ||
-		again.MirroredVersions != (Count{Present: 1}) || again.MirrorUpstreams != (Count{Present: 2}) {
+		again.MirroredVersions != (Count{Present: 1}) || again.MirrorUpstreams != (Count{Present: 2}) ||
+		again.TrustPolicies != (Count{Present: 1}) {
 		t.Errorf("second copy did something: %+v", again)
 	}
 	checkSame(t, src, dst)

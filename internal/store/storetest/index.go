@@ -35,6 +35,8 @@ func TestIndex(t *testing.T, newIndex func(t *testing.T) store.Index) {
 	t.Run("MirrorUpstreams", func(t *testing.T) { testMirrorUpstreams(t, newIndex) })
 	t.Run("Bundles", func(t *testing.T) { testBundles(t, newIndex) })
 	t.Run("SSO", func(t *testing.T) { testSSO(t, newIndex) })
+	t.Run("TrustPolicies", func(t *testing.T) { testTrustPolicies(t, newIndex) })
+	t.Run("ReplayGuard", func(t *testing.T) { testReplayGuard(t, newIndex) })
 }
 
 // createNamespaces creates a namespace for each name.

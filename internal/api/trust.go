@@ -1,0 +1,217 @@
+package api
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"trove.dev/trove/apispec"
+	"trove.dev/trove/internal/audit"
+	"trove.dev/trove/internal/httpjson"
+	"trove.dev/trove/internal/keyless"
+	"trove.dev/trove/internal/registry"
+)
+
+// Defaults of the exchange's rate limit per source address: a burst of 30
+// exchanges, then one every 2 seconds.
+const (
+	DefaultExchangeBurst = 30
+	DefaultExchangeEvery = 2 * time.Second
+)
+
+// registerTrust mounts the routes of trust policies (namespace admins)
+// and the exchange, which takes no token: mount it with exchange.
+func (h *handler) registerTrust(route func(string, httpjson.HandlerFunc), open func(string, httpjson.HandlerFunc)) {
+	route("GET "+apispec.RouteTrustPolicies, h.listTrustPolicies)
+	route("POST "+apispec.RouteTrustPolicies, h.createTrustPolicy)
+	route("GET "+apispec.RouteTrustPolicy, h.getTrustPolicy)
+	route("DELETE "+apispec.RouteTrustPolicy, h.deleteTrustPolicy)
+	open("POST "+apispec.RouteOIDCExchange, h.exchange)
+}
+
+func (h *handler) listTrustPolicies(w http.ResponseWriter, r *http.Request) error {
+	ns, err := h.namespaceParam(r, registry.ScopeAdmin)
+	if err != nil {
+		return err
+	}
+	ps, err := h.Index.ListTrustPolicies(r.Context(), ns)
+	if err != nil {
+		return err
+	}
+	out := apispec.TrustPolicyList{Policies: make([]apispec.TrustPolicy, 0, len(ps))}
+	for _, p := range ps {
+		out.Policies = append(out.Policies, trustPolicyDoc(p))
+	}
+	return httpjson.Write(w, http.StatusOK, out)
+}
+
+func (h *handler) createTrustPolicy(w http.ResponseWriter, r *http.Request) error {
+	ns, err := h.namespaceParam(r, registry.ScopeAdmin)
+	if err != nil {
+		return err
+	}
+	var req apispec.CreateTrustPolicyRequest
+	if err := httpjson.Decode(w, r, maxJSONBody, &req); err != nil {
+		return err
+	}
+	p := registry.TrustPolicy{
+		Namespace: ns, Issuer: req.Issuer, Audience: req.Audience, Conditions: req.Conditions,
+		Scope: registry.Scope(req.Scope), TokenTTL: time.Duration(req.TokenTTLSeconds) * time.Second,
+		Description: req.Description, CreatedAt: h.Now().UTC(),
+	}
+	if p.Audience == "" {
+		if h.PublicURL == nil {
+			return registry.Errorf(registry.Invalid, "audience is missing (this Trove has no public URL to default to)")
+		}
+		p.Audience = strings.TrimSuffix(h.PublicURL.String(), "/")
+	}
+	if p.Scope == "" {
+		p.Scope = registry.ScopePublish
+	}
+	if req.TokenTTLSeconds == 0 {
+		p.TokenTTL = registry.DefaultTrustTokenTTL
+	}
+	if err := registry.CheckTrustPolicy(p); err != nil {
+		return err
+	}
+	existing, err := h.Index.ListTrustPolicies(r.Context(), ns)
+	if err != nil {
+		return err
+	}
+	if len(existing) >= registry.MaxTrustPolicies {
+		return registry.Errorf(registry.Conflict, "namespace %s has %d trust policies, the most it may have: delete one first", ns, len(existing))
+	}
+	b := make([]byte, 8)
+	if _, err := rand.Read(b); err != nil {
+		return err
+	}
+	p.ID = "tp_" + hex.EncodeToString(b)
+	if err := h.Index.CreateTrustPolicy(r.Context(), p); err != nil {
+		return err
+	}
+	h.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditTrustPolicyCreate, Namespace: ns, Target: p.ID,
+		Details: fmt.Sprintf("issuer %s, audience %s, conditions %s, scope %s, token lifetime %s", p.Issuer, p.Audience,
+			conditionsText(p.Conditions), p.Scope, p.TokenTTL)})
+	return httpjson.Write(w, http.StatusCreated, trustPolicyDoc(p))
+}
+
+func (h *handler) trustPolicyParam(r *http.Request) (registry.TrustPolicy, error) {
+	ns, err := h.namespaceParam(r, registry.ScopeAdmin)
+	if err != nil {
+		return registry.TrustPolicy{}, err
+	}
+	return h.Index.GetTrustPolicy(r.Context(), ns, r.PathValue("policy_id"))
+}
+
+func (h *handler) getTrustPolicy(w http.ResponseWriter, r *http.Request) error {
+	p, err := h.trustPolicyParam(r)
+	if err != nil {
+		return err
+	}
+	return httpjson.Write(w, http.StatusOK, trustPolicyDoc(p))
+}
+
+func (h *handler) deleteTrustPolicy(w http.ResponseWriter, r *http.Request) error {
+	p, err := h.trustPolicyParam(r)
+	if err != nil {
+		return err
+	}
+	if err := h.Index.DeleteTrustPolicy(r.Context(), p.Namespace, p.ID); err != nil {
+		return err
+	}
+	h.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditTrustPolicyDelete, Namespace: p.Namespace, Target: p.ID,
+		Details: "issuer " + p.Issuer + ", conditions " + conditionsText(p.Conditions)})
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// exchange takes a CI system's ID token and answers a token of the
+// namespace (package keyless). It needs no token of Trove's, so it is
+// rate limited per source address; every outcome is audited, never with
+// the ID token itself.
+func (h *handler) exchange(w http.ResponseWriter, r *http.Request) error {
+	source := audit.SourceAddr(r)
+	if ok, wait := h.exchangeLimiter.Take(source, h.Now()); !ok {
+		secs := int(wait/time.Second) + 1
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+		return httpjson.Write(w, http.StatusTooManyRequests, httpjson.ErrorBody{Errors: []string{
+			"too many token exchanges from this address: try again in " + strconv.Itoa(secs) + " seconds"}})
+	}
+	var req apispec.ExchangeRequest
+	if err := httpjson.Decode(w, r, registry.MaxIDTokenBytes+4096, &req); err != nil {
+		return err
+	}
+	ns, err := registry.ParseNamespace(req.Namespace)
+	if err != nil {
+		return err
+	}
+	res, err := h.Keyless.Exchange(r.Context(), ns, req.Token)
+	details := exchangeDetails(res)
+	if err != nil {
+		e := registry.AuditEvent{Action: registry.AuditTokenExchangeFails, Target: "namespace " + ns,
+			Details: strings.Join(slices.DeleteFunc([]string{registry.Message(err), details, res.Detail}, func(s string) bool { return s == "" }), "; ")}
+		if _, nerr := h.Index.GetNamespace(r.Context(), ns); nerr == nil {
+			e.Namespace = ns // its admins see the failures of their pipelines
+		}
+		h.Audit.Record(r.Context(), r, e)
+		return err
+	}
+	t := res.Token
+	h.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditTokenExchange, Actor: "oidc:" + res.Subject,
+		Namespace: ns, Target: t.ID, Details: details + ", expires " + t.ExpiresAt.UTC().Format(time.RFC3339)})
+	scopes := make([]string, len(t.Scopes))
+	for i, s := range t.Scopes {
+		scopes[i] = string(s)
+	}
+	return httpjson.Write(w, http.StatusOK, apispec.ExchangeResponse{
+		Token: res.Secret, TokenID: t.ID, ExpiresAt: t.ExpiresAt, Namespace: ns, Scopes: scopes, PolicyID: res.Policy.ID,
+	})
+}
+
+// exchangeDetails describes what an exchange found out of the ID token,
+// for the audit log.
+func exchangeDetails(res keyless.Result) string {
+	var parts []string
+	add := func(name, v string) {
+		if v != "" {
+			parts = append(parts, name+" "+v)
+		}
+	}
+	add("issuer", res.Issuer)
+	add("subject", res.Subject)
+	for _, c := range []string{"repository", "project_path", "ref", "environment", "workflow_ref", "job_workflow_ref"} {
+		add(c, registry.Elide(res.Claim(c)))
+	}
+	add("jti", res.JTI)
+	add("policy", res.Policy.ID)
+	return strings.Join(parts, ", ")
+}
+
+func trustPolicyDoc(p registry.TrustPolicy) apispec.TrustPolicy {
+	c := p.Conditions
+	if c == nil {
+		c = map[string]string{}
+	}
+	return apispec.TrustPolicy{
+		ID: p.ID, Namespace: p.Namespace, Issuer: p.Issuer, Audience: p.Audience, Conditions: c, Scope: string(p.Scope),
+		TokenTTLSeconds: int64(p.TokenTTL / time.Second), Description: p.Description, CreatedAt: p.CreatedAt,
+	}
+}
+
+// conditionsText writes conditions as "name=pattern, ..." sorted by name.
+func conditionsText(c map[string]string) string {
+	names := make([]string, 0, len(c))
+	for n := range c {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for i, n := range names {
+		names[i] = n + "=" + c[n]
+	}
+	return strings.Join(names, ", ")
+}
