@@ -53,6 +53,21 @@ var boundedOtherwise = map[string]string{
 	"trove_token.scopes":            "keywords: read, publish or admin",
 	"trove_token.expires_at":        "an RFC 3339 time stamp",
 	"trove_signing_key.ascii_armor": "a key, bounded by the API's request body limit",
+	// Single sign-on: the validators run the API's own checks
+	// (registry.IdentityProvider.Check, registry.RoleMapping.Check),
+	// length limits included.
+	"trove_identity_provider.name":              "registry.ParseIdentityProviderName: at most 32 bytes",
+	"trove_identity_provider.display_name":      "registry.IdentityProvider.Check: at most 64 bytes of text",
+	"trove_identity_provider.issuer":            "registry.IdentityProvider.Check: at most 512 bytes",
+	"trove_identity_provider.client_id":         "registry.IdentityProvider.Check: at most 256 bytes of text",
+	"trove_identity_provider.client_secret_env": "registry.IdentityProvider.Check: at most 128 bytes",
+	"trove_identity_provider.scopes":            "registry.IdentityProvider.Check: at most 128 bytes each",
+	"trove_identity_provider.username_claim":    "registry.IdentityProvider.Check: a claim name of at most 128 bytes",
+	"trove_role_mapping.identity_provider":      "registry.ParseIdentityProviderName: at most 32 bytes",
+	"trove_role_mapping.claim":                  "registry.RoleMapping.Check: a claim name of at most 128 bytes",
+	"trove_role_mapping.value":                  "registry.RoleMapping.Check: at most 256 bytes of text",
+	"trove_role_mapping.namespace":              "registry.RoleMapping.Check: a namespace name (registry.NamespaceLimit) or *",
+	"trove_role_mapping.role":                   "a keyword: reader, publisher or admin",
 }
 
 // stringArguments returns the string arguments (not computed-only) of the
