@@ -20,6 +20,7 @@ var attributeLimits = map[string]registry.Limit{
 	"trove_namespace.name":                  registry.NamespaceLimit,
 	"trove_namespace.description":           registry.DescriptionLimit,
 	"trove_namespace_member.namespace":      registry.NamespaceLimit,
+	"trove_role_mapping.namespace":          registry.NamespaceLimit,
 	"trove_namespace_member.user":           registry.UserNameLimit,
 	"trove_signing_key.namespace":           registry.NamespaceLimit,
 	"trove_token.namespaces":                registry.NamespaceLimit,
@@ -66,7 +67,6 @@ var boundedOtherwise = map[string]string{
 	"trove_role_mapping.identity_provider":      "registry.ParseIdentityProviderName: at most 32 bytes",
 	"trove_role_mapping.claim":                  "registry.RoleMapping.Check: a claim name of at most 128 bytes",
 	"trove_role_mapping.value":                  "registry.RoleMapping.Check: at most 256 bytes of text",
-	"trove_role_mapping.namespace":              "registry.RoleMapping.Check: a namespace name (registry.NamespaceLimit) or *",
 	"trove_role_mapping.role":                   "a keyword: reader, publisher or admin",
 }
 

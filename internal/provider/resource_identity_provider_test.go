@@ -243,6 +243,11 @@ func TestAccRoleMapping(t *testing.T) {
 				Check: e.checkRoleMapping(t, "groups", "platform", "platform", "publisher"),
 			},
 			{
+				// Another spelling of the namespace is no change.
+				Config:   e.config(mappingConfig("", "platform", `"Platform"`, "publisher")),
+				PlanOnly: true,
+			},
+			{
 				ResourceName:      mappingAddr,
 				ImportState:       true,
 				ImportStateVerify: true,
@@ -284,12 +289,12 @@ func TestAccRoleMappingRefused(t *testing.T) {
 			{
 				Config:      e.config(mappingConfig("", "platform", `"-platform"`, "reader")),
 				PlanOnly:    true,
-				ExpectError: regexp.MustCompile(`namespace`),
+				ExpectError: wrapped(`invalid namespace "-platform"`),
 			},
 			{
 				Config:      e.config(mappingConfig("", "platform", `"platform"`, "owner")),
 				PlanOnly:    true,
-				ExpectError: regexp.MustCompile(`role`),
+				ExpectError: wrapped(`invalid role "owner": use reader, publisher or admin`),
 			},
 			{
 				Config:      e.config(mappingConfig("", "admins", `"*"`, "reader")),

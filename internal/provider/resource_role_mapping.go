@@ -55,9 +55,10 @@ func resourceRoleMapping() *schema.Resource {
 				Type:         schema.TypeString,
 				Required:     true,
 				ForceNew:     true,
-				ValidateFunc: mappingFieldValidator(func(m *registry.RoleMapping, v string) { m.Namespace = v }),
+				ValidateFunc: validateMappingNamespace,
+				StateFunc:    lowercase,
 				Description: "The namespace the role is granted in, which must exist; `\"" + registry.GlobalAdminNamespace +
-					"\"` for the global admin flag (with `role = \"admin\"`).",
+					"\"` for the global admin flag (with `role = \"admin\"`). Stored in lowercase, as Trove names namespaces.",
 			},
 			"role": {
 				Type:         schema.TypeString,
@@ -85,6 +86,15 @@ func mappingFieldValidator(set func(m *registry.RoleMapping, v string)) schema.S
 		set(&m, s)
 		return m.Check()
 	})
+}
+
+// validateMappingNamespace is a schema.SchemaValidateFunc for the
+// namespace of a role mapping: a namespace name, or "*".
+func validateMappingNamespace(v any, key string) (warnings []string, errs []error) {
+	if s, ok := v.(string); ok && s == registry.GlobalAdminNamespace {
+		return nil, nil
+	}
+	return validateNamespaceName(v, key)
 }
 
 // roleMappingCustomizeDiff checks the rule that spans arguments at plan
