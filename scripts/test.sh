@@ -27,8 +27,9 @@ if [ -n "$unformatted" ]; then
 	echo "$unformatted" >&2
 	fail "these files are not gofmt-formatted; run: gofmt -w ."
 fi
-# The example provider lives under testdata, which ./... skips: vet it by name.
-go vet ./... ./internal/e2e/testdata/terraform-provider-example
+# The example provider and the test OpenID provider (single sign-on tests)
+# live under testdata, which ./... skips: vet them by name.
+go vet ./... ./internal/e2e/testdata/terraform-provider-example ./internal/e2e/testdata/oidc-provider
 
 # --- OpenTofu ------------------------------------------------------------
 # Every client-facing end-to-end scenario runs with terraform and with

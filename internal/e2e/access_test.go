@@ -215,6 +215,14 @@ func watchAuthorizeURL(r io.Reader, output *bytes.Buffer) <-chan string {
 // listener, which completes the login.
 func terraformLogin(t *testing.T, s *troveServer, tf *terraformCLI, host, user, password string) {
 	t.Helper()
+	terraformLoginVia(t, tf, host, func(authz string) string { return playBrowser(t, s, authz, user, password) })
+}
+
+// terraformLoginVia is terraformLogin with browse playing the browser: it
+// gets the authorization URL terraform prints and returns the URL of
+// terraform's listener the server finally redirects to.
+func terraformLoginVia(t *testing.T, tf *terraformCLI, host string, browse func(authz string) string) {
+	t.Helper()
 	// A browser that records the URL instead of opening it, first on the
 	// PATH, so that no real browser is ever started.
 	bin := t.TempDir()
@@ -261,7 +269,7 @@ func terraformLogin(t *testing.T, s *troveServer, tf *terraformCLI, host, user, 
 		t.Fatalf("terraform login printed no authorization URL:\n%s\n%s", output.String(), stderr.String())
 	}
 
-	code := playBrowser(t, s, authz, user, password)
+	code := browse(authz)
 	// Deliver the code to terraform's listener, as the browser would.
 	callback, err := url.Parse(code)
 	if err != nil {

@@ -125,11 +125,18 @@ func freePort(t *testing.T) int {
 // first admin token; a restart must not.
 func startTrove(t *testing.T, dataDir string, extra ...string) *troveServer {
 	t.Helper()
+	return startTroveEnv(t, dataDir, nil, extra...)
+}
+
+// startTroveEnv is startTrove with env added to the server's environment
+// (a client secret of an identity provider, say).
+func startTroveEnv(t *testing.T, dataDir string, env []string, extra ...string) *troveServer {
+	t.Helper()
 	_, statErr := os.Stat(filepath.Join(dataDir, "trove.db"))
 	first := errors.Is(statErr, os.ErrNotExist)
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ { // another process may take the port meanwhile
-		s, err := tryStartTrove(t, dataDir, first, extra, nil)
+		s, err := tryStartTrove(t, dataDir, first, extra, env, nil)
 		if err == nil {
 			return s
 		}
@@ -148,14 +155,14 @@ func startTrove(t *testing.T, dataDir string, extra ...string) *troveServer {
 // Addr, Host and Port).
 func startTroveBehind(t *testing.T, dataDir string, front func(listenPort int) int) *troveServer {
 	t.Helper()
-	s, err := tryStartTrove(t, dataDir, true, nil, front)
+	s, err := tryStartTrove(t, dataDir, true, nil, nil, front)
 	if err != nil {
 		t.Fatalf("starting trove: %v", err)
 	}
 	return s
 }
 
-func tryStartTrove(t *testing.T, dataDir string, first bool, extra []string, front func(listenPort int) int) (*troveServer, error) {
+func tryStartTrove(t *testing.T, dataDir string, first bool, extra, env []string, front func(listenPort int) int) (*troveServer, error) {
 	listen := freePort(t)
 	port := listen
 	if front != nil {
@@ -179,7 +186,7 @@ func tryStartTrove(t *testing.T, dataDir string, first bool, extra []string, fro
 		"--data-dir", dataDir,
 	}, extra...)
 	s.cmd = exec.Command(troveBin, args...)
-	s.cmd.Env = baseEnv(t.TempDir())
+	s.cmd.Env = append(baseEnv(t.TempDir()), env...)
 	s.cmd.Stderr = logFile
 	// An os.Pipe rather than StdoutPipe: Wait must not close the reading
 	// end before every line has been read.

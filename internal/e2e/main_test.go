@@ -17,9 +17,15 @@ import (
 // module root.
 const exampleProviderPkg = "./internal/e2e/testdata/terraform-provider-example"
 
+// oidcProviderPkg is the test OpenID provider's package (sso_test.go).
+const oidcProviderPkg = "./internal/e2e/testdata/oidc-provider"
+
 // Built once by TestMain and shared by every test.
 var (
 	troveBin string // the trove binary under test
+
+	// oidcProviderBin is the test OpenID provider (testdata/oidc-provider).
+	oidcProviderBin string
 
 	// hostPlatform is the platform terraform runs on ("linux_amd64");
 	// otherPlatform is a second one every release also carries.
@@ -66,8 +72,9 @@ func runMain(m *testing.M) int {
 	return m.Run()
 }
 
-// buildAll builds trove for this machine and the example provider for
-// hostPlatform and otherPlatform into dir, concurrently.
+// buildAll builds trove and the test OpenID provider for this machine and
+// the example provider for hostPlatform and otherPlatform into dir,
+// concurrently.
 func buildAll(dir string) error {
 	root, err := moduleRoot()
 	if err != nil {
@@ -77,7 +84,8 @@ func buildAll(dir string) error {
 		out, pkg, platform string
 	}
 	troveBin = filepath.Join(dir, "trove")
-	jobs := []job{{troveBin, "./cmd/trove", hostPlatform}}
+	oidcProviderBin = filepath.Join(dir, "oidc-provider")
+	jobs := []job{{troveBin, "./cmd/trove", hostPlatform}, {oidcProviderBin, oidcProviderPkg, hostPlatform}}
 	for _, p := range []string{hostPlatform, otherPlatform} {
 		providerBins[p] = filepath.Join(dir, p, "terraform-provider-example")
 		jobs = append(jobs, job{providerBins[p], exampleProviderPkg, p})
@@ -104,7 +112,7 @@ func buildAll(dir string) error {
 			return err
 		}
 	}
-	fmt.Fprintf(os.Stderr, "e2e: built trove and the example provider (%s, %s) in %s\n",
+	fmt.Fprintf(os.Stderr, "e2e: built trove, the test OpenID provider and the example provider (%s, %s) in %s\n",
 		hostPlatform, otherPlatform, time.Since(start).Round(time.Second))
 	return nil
 }

@@ -235,10 +235,10 @@ func TestWebUIModule(t *testing.T) {
 		}
 		// As a user picks an option: the value changes and the select
 		// fires change (what Playwright's selectOption does too).
-		b.navigating("choosing 1.0.0", 200, chromedp.Steps(
-			chromedp.SetValue(chromedp.CSS("#version-select"), "1.0.0"),
-			chromedp.Evaluate[chromedp.Void](`document.getElementById("version-select").dispatchEvent(new Event("change", {bubbles: true}))`),
-		))
+		// One script sets the value and fires change: the navigation it
+		// starts must not race a second step.
+		b.navigating("choosing 1.0.0", 200, chromedp.Evaluate[chromedp.Void](
+			`(() => { const s = document.getElementById("version-select"); s.value = "1.0.0"; s.dispatchEvent(new Event("change", {bubbles: true})); })()`))
 		if u := b.location(); !strings.HasSuffix(u.Path, "/1.0.0") {
 			t.Errorf("after choosing 1.0.0 the address is %s, want it to end with /1.0.0", u)
 		}

@@ -20,6 +20,7 @@ var attributeLimits = map[string]registry.Limit{
 	"trove_namespace.name":                  registry.NamespaceLimit,
 	"trove_namespace.description":           registry.DescriptionLimit,
 	"trove_namespace_member.namespace":      registry.NamespaceLimit,
+	"trove_role_mapping.namespace":          registry.NamespaceLimit,
 	"trove_namespace_member.user":           registry.UserNameLimit,
 	"trove_signing_key.namespace":           registry.NamespaceLimit,
 	"trove_token.namespaces":                registry.NamespaceLimit,
@@ -59,6 +60,20 @@ var boundedOtherwise = map[string]string{
 	"trove_signing_key.ascii_armor": "a key, bounded by the API's request body limit",
 	"trove_trust_policy.scope":      "a keyword: publish or read",
 	"trove_trust_policy.issuer":     "a URL: registry.CheckIssuer checks its length (registry.IssuerLimit) with its grammar",
+	// Single sign-on: the validators run the API's own checks
+	// (registry.IdentityProvider.Check, registry.RoleMapping.Check),
+	// length limits included.
+	"trove_identity_provider.name":              "registry.ParseIdentityProviderName: at most 32 bytes",
+	"trove_identity_provider.display_name":      "registry.IdentityProvider.Check: at most 64 bytes of text",
+	"trove_identity_provider.issuer":            "registry.IdentityProvider.Check: at most 512 bytes",
+	"trove_identity_provider.client_id":         "registry.IdentityProvider.Check: at most 256 bytes of text",
+	"trove_identity_provider.client_secret_env": "registry.IdentityProvider.Check: at most 128 bytes",
+	"trove_identity_provider.scopes":            "registry.IdentityProvider.Check: at most 128 bytes each",
+	"trove_identity_provider.username_claim":    "registry.IdentityProvider.Check: a claim name of at most 128 bytes",
+	"trove_role_mapping.identity_provider":      "registry.ParseIdentityProviderName: at most 32 bytes",
+	"trove_role_mapping.claim":                  "registry.RoleMapping.Check: a claim name of at most 128 bytes",
+	"trove_role_mapping.value":                  "registry.RoleMapping.Check: at most 256 bytes of text",
+	"trove_role_mapping.role":                   "a keyword: reader, publisher or admin",
 }
 
 // stringArguments returns the string arguments (not computed-only) of the

@@ -48,13 +48,15 @@ func New(version string) func() *schema.Provider {
 		p := &schema.Provider{
 			Schema: providerSchema(),
 			ResourcesMap: map[string]*schema.Resource{
-				"trove_namespace":        resourceNamespace(),
-				"trove_signing_key":      resourceSigningKey(),
-				"trove_token":            resourceToken(),
-				"trove_user":             resourceUser(),
-				"trove_namespace_member": resourceNamespaceMember(),
-				"trove_mirror_upstream":  resourceMirrorUpstream(),
-				"trove_trust_policy":     resourceTrustPolicy(),
+				"trove_namespace":         resourceNamespace(),
+				"trove_signing_key":       resourceSigningKey(),
+				"trove_token":             resourceToken(),
+				"trove_user":              resourceUser(),
+				"trove_namespace_member":  resourceNamespaceMember(),
+				"trove_mirror_upstream":   resourceMirrorUpstream(),
+				"trove_identity_provider": resourceIdentityProvider(),
+				"trove_role_mapping":      resourceRoleMapping(),
+				"trove_trust_policy":      resourceTrustPolicy(),
 			},
 			DataSourcesMap: map[string]*schema.Resource{
 				"trove_namespace": dataSourceNamespace(),

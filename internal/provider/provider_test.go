@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -170,6 +171,11 @@ func (e *accEnv) checkDestroyed(t *testing.T) resource.TestCheckFunc {
 			case "trove_trust_policy":
 				ns, id, _ := strings.Cut(rs.Primary.ID, "/")
 				_, err = e.api.GetTrustPolicy(ctx, ns, id)
+			case "trove_identity_provider":
+				_, err = e.api.GetIdentityProvider(ctx, rs.Primary.ID)
+			case "trove_role_mapping":
+				id, _ := strconv.ParseInt(rs.Primary.ID, 10, 64)
+				_, err = e.api.GetRoleMapping(ctx, id)
 			case "trove_namespace_member":
 				ns, user, _ := strings.Cut(rs.Primary.ID, "/")
 				_, found, merr := e.member(ctx, ns, user)
