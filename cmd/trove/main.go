@@ -89,7 +89,7 @@ type command struct {
 // commands lists every subcommand in help order.
 func commands() []*command {
 	return []*command{
-		serveCommand(), migrateCommand(), storeCopyCommand(), adminTokenCommand(),
+		serveCommand(), migrateCommand(), storeCopyCommand(), backupVerifyCommand(), backupCommand(), restoreCommand(), adminTokenCommand(),
 		loginCommand(), logoutCommand(),
 		namespaceCreate(), namespaceList(), namespaceShow(), namespaceUpdate(), namespaceDelete(),
 		keyAdd(), keyGenerate(), keyList(), keyRemove(),
