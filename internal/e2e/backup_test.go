@@ -17,6 +17,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/mod/semver"
 )
 
 // moduleName and moduleSystem name the module the backup tests publish.
@@ -223,15 +225,11 @@ func TestBackupUnderPublishLoad(t *testing.T) {
 	})
 }
 
-// sortedVersions sorts the versions 1.0.N by N.
+// sortedVersions sorts versions by semantic version precedence, oldest
+// first.
 func sortedVersions(vs []string) []string {
 	out := slices.Clone(vs)
-	slices.SortFunc(out, func(a, b string) int {
-		var x, y int
-		fmt.Sscanf(a, "1.0.%d", &x)
-		fmt.Sscanf(b, "1.0.%d", &y)
-		return x - y
-	})
+	slices.SortFunc(out, func(a, b string) int { return semver.Compare("v"+a, "v"+b) })
 	return out
 }
 
