@@ -27,16 +27,14 @@ func Snapshot(ctx context.Context, path, out string) error {
 	if _, err := os.Lstat(out); err == nil {
 		return registry.Errorf(registry.Conflict, "snapshot file %s exists already", out)
 	}
-	// SQLite creates the file with the process's umask: make it 0600
-	// first, as Open does, since the index holds secrets.
+	// SQLite would create the file with the process's umask: create it
+	// empty with mode 0600 first, as Open does, since the index holds
+	// secrets (VACUUM INTO writes into an empty file).
 	f, err := os.OpenFile(out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return registry.Wrap(registry.Unavailable, err, "creating snapshot file "+out)
 	}
 	f.Close()
-	if err := os.Remove(out); err != nil { // VACUUM INTO wants no file, or an empty one
-		return registry.Wrap(registry.Unavailable, err, "preparing snapshot file "+out)
-	}
 	db, err := sql.Open("sqlite", dsn(abs, "", "busy_timeout("+strconv.FormatInt(busyTimeout.Milliseconds(), 10)+")"))
 	if err != nil {
 		return registry.Wrap(registry.Internal, err, "opening index "+abs)
@@ -47,7 +45,7 @@ func Snapshot(ctx context.Context, path, out string) error {
 		os.Remove(out)
 		return classify(err, "writing a snapshot of the index")
 	}
-	return os.Chmod(out, 0o600)
+	return nil
 }
 
 // Inspect opens the index file at path read-only, without migrating it,
