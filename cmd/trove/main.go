@@ -89,7 +89,7 @@ type command struct {
 // commands lists every subcommand in help order.
 func commands() []*command {
 	return []*command{
-		serveCommand(), migrateCommand(), storeCopyCommand(), adminTokenCommand(),
+		serveCommand(), migrateCommand(), storeCopyCommand(), backupCommand(), backupVerifyCommand(), restoreCommand(), adminTokenCommand(),
 		loginCommand(), logoutCommand(),
 		namespaceCreate(), namespaceList(), namespaceShow(), namespaceUpdate(), namespaceDelete(),
 		keyAdd(), keyGenerate(), keyList(), keyRemove(),
@@ -188,13 +188,18 @@ func flagsFirst(cmds []*command, args []string) string {
 // lookup finds the command named by the first one or two arguments and
 // returns it with the remaining arguments.
 func lookup(cmds []*command, args []string) (*command, []string) {
+	// The longest name wins: "backup verify FILE" is not "backup" with
+	// the arguments "verify FILE".
+	var best *command
+	var rest []string
 	for _, c := range cmds {
 		words := strings.Fields(c.name)
-		if len(args) >= len(words) && strings.Join(args[:len(words)], " ") == c.name {
-			return c, args[len(words):]
+		if len(args) >= len(words) && strings.Join(args[:len(words)], " ") == c.name &&
+			(best == nil || len(words) > len(strings.Fields(best.name))) {
+			best, rest = c, args[len(words):]
 		}
 	}
-	return nil, nil
+	return best, rest
 }
 
 // groupOf returns the commands whose name starts with the words of name

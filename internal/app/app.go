@@ -168,6 +168,10 @@ func New(ctx context.Context, cfg config.Config, opt Options) (_ *App, err error
 	return a, nil
 }
 
+// LockFileName is the file in the data directory that trove serve holds
+// locked while it runs (see lockDataDir); `trove restore` takes it too.
+const LockFileName = "serve.lock"
+
 // lockDataDir creates the data directory and locks it. Start-up removes
 // the unfinished uploads staged in the data directory's tmp/ (a crash's
 // leftovers), which is only right while no other server stages there:
@@ -178,7 +182,7 @@ func (a *App) lockDataDir() error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("creating the data directory: %w", err)
 	}
-	lock, err := flock.TryLock(filepath.Join(dir, "serve.lock"))
+	lock, err := flock.TryLock(filepath.Join(dir, LockFileName))
 	switch {
 	case errors.Is(err, flock.ErrLocked):
 		return fmt.Errorf("another trove serve uses the data directory %s: give every server its own --data-dir (replicas share PostgreSQL and S3, never a data directory)", dir)

@@ -92,3 +92,13 @@ func apply(ctx context.Context, db *sql.DB, m sqlstore.Migration) error {
 	}
 	return classify(tx.Commit(), what)
 }
+
+// SchemaVersion is the schema version this build of Trove brings an
+// index to: the number of its newest migration.
+func SchemaVersion() int {
+	ms, err := loadMigrations()
+	if err != nil {
+		return 0
+	}
+	return sqlstore.Newest(ms)
+}

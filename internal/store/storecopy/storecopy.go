@@ -675,35 +675,11 @@ func sameEvent(a, b registry.AuditEvent) bool {
 // the source store: the copy would carry a broken version along.
 func checkReferenced(src *snapshot, blobs map[string]int64) error {
 	var missing []string
-	need := func(digest, what string) {
+	src.eachBlob(func(digest, what string) {
 		if _, ok := blobs[digest]; !ok {
 			missing = append(missing, fmt.Sprintf("%s (%s)", digest, what))
 		}
-	}
-	for _, v := range src.providers {
-		name := v.Namespace + "/" + v.Type + " " + v.Version
-		need(v.SHASumsDigest, name+" "+v.SHASumsFilename())
-		need(v.SHASumsSignatureDigest, name+" "+v.SHASumsSignatureFilename())
-		for _, pl := range v.Platforms {
-			need(pl.SHA256, name+" "+pl.Filename)
-		}
-		if v.DocsDigest != "" {
-			need(v.DocsDigest, name+" documentation")
-		}
-	}
-	for _, m := range src.modules {
-		need(m.ArchiveDigest, m.Namespace+"/"+m.Name+"/"+m.System+" "+m.Version+" archive")
-	}
-	for _, v := range src.mirrored {
-		name := v.Host + "/" + v.Namespace + "/" + v.Type + " " + v.Version
-		need(v.SHASumsDigest, name+" "+v.SHASumsFilename())
-		need(v.SHASumsSignatureDigest, name+" "+v.SHASumsSignatureFilename())
-		for _, pl := range v.Platforms {
-			if pl.Held() { // a package not held yet is fetched on request
-				need(pl.SHA256, name+" "+pl.Filename)
-			}
-		}
-	}
+	})
 	if len(missing) == 0 {
 		return nil
 	}
@@ -712,6 +688,77 @@ func checkReferenced(src *snapshot, blobs map[string]int64) error {
 		missing = append(missing[:maxListed], fmt.Sprintf("... and %d more", len(missing)-maxListed))
 	}
 	return registry.Errorf(registry.NotFound, "the source blob store lacks blobs its index names; restore them (or delete those versions) before copying:\n  %s", strings.Join(missing, "\n  "))
+}
+
+// eachBlob calls fn for every blob the snapshot's records name, with what
+// names it; a blob named by several records is reported for each.
+func (s *snapshot) eachBlob(fn func(digest, what string)) {
+	for _, v := range s.providers {
+		name := v.Namespace + "/" + v.Type + " " + v.Version
+		fn(v.SHASumsDigest, name+" "+v.SHASumsFilename())
+		fn(v.SHASumsSignatureDigest, name+" "+v.SHASumsSignatureFilename())
+		for _, pl := range v.Platforms {
+			fn(pl.SHA256, name+" "+pl.Filename)
+		}
+		if v.DocsDigest != "" {
+			fn(v.DocsDigest, name+" documentation")
+		}
+	}
+	for _, m := range s.modules {
+		fn(m.ArchiveDigest, m.Namespace+"/"+m.Name+"/"+m.System+" "+m.Version+" archive")
+	}
+	for _, v := range s.mirrored {
+		name := v.Host + "/" + v.Namespace + "/" + v.Type + " " + v.Version
+		fn(v.SHASumsDigest, name+" "+v.SHASumsFilename())
+		fn(v.SHASumsSignatureDigest, name+" "+v.SHASumsSignatureFilename())
+		for _, pl := range v.Platforms {
+			if pl.Held() { // a package not held yet is fetched on request
+				fn(pl.SHA256, name+" "+pl.Filename)
+			}
+		}
+	}
+}
+
+// Contents is what an index holds, as far as a backup needs to know.
+type Contents struct {
+	// Blobs maps every blob the index names to the first record found
+	// naming it ("acme/foo 1.0.0 terraform-provider-foo_1.0.0_linux_amd64.zip").
+	Blobs            map[string]string
+	Namespaces       int
+	ProviderVersions int
+	ModuleVersions   int
+	MirroredVersions int
+	// ManagedSigningKeys counts the registry-managed signing keys, whose
+	// private halves only the signing secret unseals.
+	ManagedSigningKeys int
+}
+
+// Inventory reads idx as Copy reads a source (record kind by record kind,
+// so it describes one point in time only if nothing writes idx meanwhile:
+// give it a snapshot) and returns what it holds.
+func Inventory(ctx context.Context, idx store.Index) (Contents, error) {
+	s, err := read(ctx, idx, nil)
+	if err != nil {
+		return Contents{}, err
+	}
+	c := Contents{
+		Blobs:            map[string]string{},
+		Namespaces:       len(s.namespaces),
+		ProviderVersions: len(s.providers),
+		ModuleVersions:   len(s.modules),
+		MirroredVersions: len(s.mirrored),
+	}
+	for _, k := range s.keys {
+		if k.Managed {
+			c.ManagedSigningKeys++
+		}
+	}
+	s.eachBlob(func(digest, what string) {
+		if _, ok := c.Blobs[digest]; !ok {
+			c.Blobs[digest] = what
+		}
+	})
+	return c, nil
 }
 
 // copyBlobs copies the blobs the target lacks, concurrency at a time,

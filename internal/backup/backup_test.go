@@ -1,0 +1,155 @@
+package backup
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/store/fsblob"
+	"trove.dev/trove/internal/store/sqlite"
+)
+
+func sha(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// embedded makes a data directory with one namespace and one module
+// version (whose archive is the only blob the index names) plus a stray
+// blob, and returns the directory, the options of a backup of it and the
+// archive.
+func embedded(t *testing.T) (string, Options, []byte) {
+	t.Helper()
+	ctx := t.Context()
+	dir := t.TempDir()
+	idx, err := sqlite.Open(ctx, filepath.Join(dir, "trove.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { idx.Close() })
+	blobs, err := fsblob.Open(filepath.Join(dir, "blobs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { blobs.Close() })
+	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	if err := idx.CreateNamespace(ctx, registry.Namespace{Name: "acme", CreatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	archive := []byte("module archive bytes")
+	if err := blobs.Put(ctx, sha(archive), int64(len(archive)), bytes.NewReader(archive)); err != nil {
+		t.Fatal(err)
+	}
+	stray := []byte("a blob no version names")
+	if err := blobs.Put(ctx, sha(stray), int64(len(stray)), bytes.NewReader(stray)); err != nil {
+		t.Fatal(err)
+	}
+	if err := idx.CreateModuleVersion(ctx, registry.ModuleVersion{
+		Namespace: "acme", Name: "network", System: "aws", Version: "0.1.0",
+		ArchiveDigest: sha(archive), ArchiveFormat: "tar.gz", ArchiveSize: int64(len(archive)),
+		Metadata: []byte(`{"root":{"inputs":[]}}`), PublishedAt: now,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	secret := filepath.Join(dir, "signing-secret")
+	if err := os.WriteFile(secret, []byte("0123456789abcdef0123456789abcdef"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir, Options{IndexPath: filepath.Join(dir, "trove.db"), Blobs: blobs, TroveVersion: "test", SigningSecretFile: secret}, archive
+}
+
+func TestRoundTrip(t *testing.T) {
+	for _, name := range []string{"backup.tar", "backup.tar.gz"} {
+		t.Run(name, func(t *testing.T) {
+			ctx := t.Context()
+			_, opt, archive := embedded(t)
+			out := filepath.Join(t.TempDir(), name)
+			m, err := Create(ctx, out, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.Counts.Blobs != 1 || m.Blobs[0].Digest != sha(archive) || m.Counts.ModuleVersions != 1 || m.Counts.Namespaces != 1 {
+				t.Errorf("manifest = %+v; want the one module archive (not the stray blob), 1 module version, 1 namespace", m)
+			}
+			if m.SchemaVersion != sqlite.SchemaVersion() || m.SigningSecret == nil {
+				t.Errorf("manifest schema %d (want %d), signing secret %v", m.SchemaVersion, sqlite.SchemaVersion(), m.SigningSecret)
+			}
+			if fi, err := os.Stat(out); err != nil || fi.Mode().Perm() != 0o600 {
+				t.Fatalf("backup file: %v, %v; want mode 0600", err, fi)
+			}
+			entries, _ := os.ReadDir(filepath.Dir(out))
+			if len(entries) != 1 {
+				t.Errorf("the backup's directory holds %d entries, want the backup alone (no temporary files)", len(entries))
+			}
+			if _, err := Verify(ctx, out, nil); err != nil {
+				t.Fatalf("Verify: %v", err)
+			}
+
+			target := filepath.Join(t.TempDir(), "restored")
+			if _, aside, err := Restore(ctx, out, Target{DataDir: target, LockFile: filepath.Join(target, "serve.lock")}, nil); err != nil || aside != "" {
+				t.Fatalf("Restore: %q, %v", aside, err)
+			}
+			got, err := os.ReadFile(filepath.Join(target, "blobs", "sha256", sha(archive)[:2], sha(archive)))
+			if err != nil || !bytes.Equal(got, archive) {
+				t.Errorf("restored blob: %q, %v", got, err)
+			}
+			if fi, err := os.Stat(filepath.Join(target, "signing-secret")); err != nil || fi.Mode().Perm() != 0o600 {
+				t.Errorf("restored signing secret: %v, %v; want mode 0600", err, fi)
+			}
+			idx, err := sqlite.Open(ctx, filepath.Join(target, "trove.db"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer idx.Close()
+			if v, err := idx.GetModuleVersion(ctx, "acme", "network", "aws", "0.1.0"); err != nil || v.ArchiveDigest != sha(archive) {
+				t.Errorf("restored module version: %+v, %v", v, err)
+			}
+		})
+	}
+}
+
+func TestCreateRefusesDamagedStore(t *testing.T) {
+	for name, damage := range map[string]func(path string) error{
+		"a changed blob": func(p string) error { return os.WriteFile(p, []byte("module archive bytez"), 0o600) },
+		"a missing blob": os.Remove,
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir, opt, archive := embedded(t)
+			if err := damage(filepath.Join(dir, "blobs", "sha256", sha(archive)[:2], sha(archive))); err != nil {
+				t.Fatal(err)
+			}
+			out := filepath.Join(t.TempDir(), "backup.tar")
+			if _, err := Create(t.Context(), out, opt); err == nil {
+				t.Fatal("Create of a damaged store succeeded")
+			} else {
+				t.Log(err)
+			}
+			entries, _ := os.ReadDir(filepath.Dir(out))
+			if len(entries) != 0 {
+				t.Errorf("a failed Create left %d files behind", len(entries))
+			}
+		})
+	}
+}
+
+func TestSecretLeftOutByDefault(t *testing.T) {
+	_, opt, _ := embedded(t)
+	opt.SigningSecretFile = ""
+	out := filepath.Join(t.TempDir(), "backup.tar")
+	m, err := Create(t.Context(), out, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.SigningSecret != nil {
+		t.Errorf("the manifest lists a signing secret")
+	}
+	b, _ := os.ReadFile(out)
+	if bytes.Contains(b, []byte("0123456789abcdef0123456789abcdef")) {
+		t.Errorf("the backup holds the signing secret's bytes")
+	}
+}
