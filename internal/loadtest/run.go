@@ -70,6 +70,9 @@ type Options struct {
 	MixDocs     int
 	MixDuration time.Duration
 	MixRounds   int
+	// UIDocs is how many distinct pages the UI pages row asks for, and
+	// how many distinct searches the UI search row sends (0: no UI rows).
+	UIDocs int
 	// Single adds the one-document rows (one document per endpoint in a
 	// hot loop, Duration and Rounds), labelled as such.
 	Single bool
@@ -104,6 +107,7 @@ func DefaultOptions() Options {
 		MixDocs:       300,
 		MixDuration:   CacheMaxAge*2 + 5*time.Second,
 		MixRounds:     1,
+		UIDocs:        1000,
 		FillDocs:      16_000,
 	}
 }
@@ -146,6 +150,9 @@ func Run(ctx context.Context, opt Options) (Report, error) {
 	}
 	if opt.MixDocs < 1 || opt.MixDocs > 100_000 {
 		return Report{}, registry.Errorf(registry.Invalid, "mix documents must be between 1 and 100,000, got %d", opt.MixDocs)
+	}
+	if opt.UIDocs < 0 || opt.UIDocs > 100_000 {
+		return Report{}, registry.Errorf(registry.Invalid, "UI documents must be between 0 and 100,000, got %d", opt.UIDocs)
 	}
 	if opt.FillDocs < 0 || opt.FillDocs > 1_000_000 {
 		return Report{}, registry.Errorf(registry.Invalid, "fill documents must be between 0 and 1,000,000, got %d", opt.FillDocs)
@@ -293,9 +300,12 @@ func troveEnv() []string {
 // module download).
 type document struct {
 	name     string // row label
-	path     string // URL path
+	path     string // URL path (with a query for a web UI page)
 	body     []byte
 	location string
+	// html marks a page of the web UI: asked for with Accept: text/html,
+	// answered as HTML.
+	html bool
 }
 
 // side is one server of a measurement and how to load it.
@@ -311,6 +321,7 @@ type side struct {
 	// Trove, so that nothing is cached).
 	prepare func(ctx context.Context) error
 	tls     *tls.Config // nil for plain HTTP
+	header  http.Header // sent with every request (may be nil)
 	follow  bool        // follow redirects, timing the whole chain
 	// alive returns an error once the server has exited (nil: not ours
 	// to watch); cpu and backendCPU read its CPU time and that of the
@@ -354,7 +365,9 @@ type measurement struct {
 	rounds   int
 	duration time.Duration
 	backend  string // Row.Backend
-	trove    side
+	// p99Goal is Row.P99Goal.
+	p99Goal time.Duration
+	trove   side
 	refs     []reference
 	notes    []string
 }
@@ -409,16 +422,20 @@ func (r *runner) measureAll(ctx context.Context, troveBin string) (RSS, string, 
 	if err != nil {
 		return RSS{}, "", err
 	}
+	uiSets, err := r.uiPicks()
+	if err != nil {
+		return RSS{}, "", err
+	}
 	n := 0
-	for _, set := range sets {
+	for _, set := range append(sets, uiSets...) {
 		n += len(set.docs)
 	}
 	r.progress("fetching the %s documents of the realistic mix", thousands(n))
-	if err := fetchMix(ctx, poolClient(tlsCfg, 8), origin, sets); err != nil {
+	if err := fetchMix(ctx, poolClient(tlsCfg, 8), origin, append(sets, uiSets...)); err != nil {
 		return RSS{}, "", err
 	}
 	all := slices.Clone(docs)
-	for _, set := range sets {
+	for _, set := range append(sets, uiSets...) {
 		all = append(all, set.docs...)
 	}
 	bl, err := r.startBaseline(ctx, all, nil, archiveURL.Path,
@@ -428,21 +445,8 @@ func (r *runner) measureAll(ctx context.Context, troveBin string) (RSS, string, 
 	}
 	defer bl.stop(10 * time.Second)
 
-	troveProc := func() *child { return trove }
 	for _, set := range sets {
-		ts := childSide("trove", origin+set.docs[0].path, tlsCfg, troveProc)
-		bs := childSide("baseline", "https://"+bl.tlsAddr+set.docs[0].path, tlsCfg, func() *child { return bl.child })
-		if ts.mix, err = NewURLMix(mixURLs(origin, set)); err != nil {
-			return RSS{}, "", err
-		}
-		if bs.mix, err = NewURLMix(mixURLs("https://"+bl.tlsAddr, set)); err != nil {
-			return RSS{}, "", err
-		}
-		err := r.measure(ctx, measurement{
-			name: set.name, conns: r.opt.Conns, latency: true, rounds: r.opt.MixRounds, duration: r.opt.MixDuration,
-			trove: ts, refs: []reference{{side: bs}}, notes: []string{mixNote(set, r.opt.MixDuration)},
-		})
-		if err != nil {
+		if err := r.measureMix(ctx, set, origin, tlsCfg, trove, bl, 0); err != nil {
 			return RSS{}, "", err
 		}
 	}
@@ -483,6 +487,24 @@ func (r *runner) measureAll(ctx context.Context, troveBin string) (RSS, string, 
 		return RSS{}, "", err
 	}
 	r.progress("trove VmRSS %s, VmHWM %s", formatMiB(rss.Current), formatMiB(rss.Peak))
+	// The web UI's rows come after the memory was read, so that the
+	// memory goal keeps measuring the protocols alone; the rows say what
+	// the pages added.
+	for i, set := range uiSets {
+		goal := UIPageP99Goal
+		if i > 0 {
+			goal = UISearchP99Goal
+		}
+		if err := r.measureMix(ctx, set, origin, tlsCfg, trove, bl, goal); err != nil {
+			return RSS{}, "", err
+		}
+		after, err := ReadRSS(trove.pid())
+		if err != nil {
+			return RSS{}, "", err
+		}
+		row := &r.rows[len(r.rows)-1]
+		row.Notes = append(row.Notes, fmt.Sprintf("Trove VmRSS after this row: %s (%s before the web UI rows)", formatMiB(after.Current), formatMiB(rss.Current)))
+	}
 	trove.stop(30 * time.Second)
 
 	plain := endpoint{name: archiveName + ", plain HTTP", conns: r.opt.StreamConns, stream: true}
@@ -490,6 +512,55 @@ func (r *runner) measureAll(ctx context.Context, troveBin string) (RSS, string, 
 		return RSS{}, "", err
 	}
 	return rss, memory, nil
+}
+
+// uiPicks returns the sets of the web UI rows (none without opt.UIDocs
+// or modules to show).
+func (r *runner) uiPicks() ([]mixSet, error) {
+	if r.opt.UIDocs == 0 || len(r.opt.Spec.Modules) == 0 {
+		return nil, nil
+	}
+	pages, err := uiPagePicks(r.opt.Spec, r.opt.UIDocs)
+	if err != nil {
+		return nil, err
+	}
+	search, err := uiSearchPicks(r.opt.Spec, r.opt.UIDocs)
+	if err != nil {
+		return nil, err
+	}
+	return []mixSet{pages, search}, nil
+}
+
+// measureMix measures a realistic-mix row: every request draws one of
+// set's documents, on Trove and on the baseline. A row with a p99 goal
+// (the web UI's) is checked against it rather than against the
+// baseline's latency.
+func (r *runner) measureMix(ctx context.Context, set mixSet, origin string, tlsCfg *tls.Config, trove *child, bl *baseline, p99Goal time.Duration) error {
+	ts := childSide("trove", origin+set.docs[0].path, tlsCfg, func() *child { return trove })
+	bs := childSide("baseline", "https://"+bl.tlsAddr+set.docs[0].path, tlsCfg, func() *child { return bl.child })
+	if set.docs[0].html {
+		ts.header, bs.header = htmlHeader(), htmlHeader()
+	}
+	var err error
+	if set.weights != nil {
+		ts.mix, err = NewWeightedURLMix(mixURLs(origin, set), set.weights)
+		if err == nil {
+			bs.mix, err = NewWeightedURLMix(mixURLs("https://"+bl.tlsAddr, set), set.weights)
+		}
+	} else {
+		ts.mix, err = NewURLMix(mixURLs(origin, set))
+		if err == nil {
+			bs.mix, err = NewURLMix(mixURLs("https://"+bl.tlsAddr, set))
+		}
+	}
+	if err != nil {
+		return err
+	}
+	notes := append(slices.Clone(set.notes), mixNote(set, r.opt.MixDuration))
+	return r.measure(ctx, measurement{
+		name: set.name, conns: r.opt.Conns, latency: p99Goal == 0, p99Goal: p99Goal, rounds: r.opt.MixRounds, duration: r.opt.MixDuration,
+		trove: ts, refs: []reference{{side: bs}}, notes: notes,
+	})
 }
 
 // fillCache asks Trove for opt.FillDocs download documents, every
@@ -608,7 +679,7 @@ func (r *runner) measure(ctx context.Context, m measurement) error {
 					return err
 				}
 			}
-			opt := LoadOptions{Conns: m.conns, Warmup: r.opt.Warmup, Duration: duration, TLS: sd.tls,
+			opt := LoadOptions{Conns: m.conns, Warmup: r.opt.Warmup, Duration: duration, TLS: sd.tls, Header: sd.header,
 				FollowRedirects: sd.follow, CPU: sd.cpu, BackendCPU: sd.backendCPU}
 			if sd.mix != nil {
 				opt.NextURL = sd.mix.Next
@@ -671,7 +742,7 @@ func (r *runner) measure(ctx context.Context, m measurement) error {
 	}
 	for j, ref := range m.refs {
 		r.rows = append(r.rows, Row{
-			Endpoint: m.name, Reference: ref.label, Backend: m.backend, Conns: m.conns, Stream: m.stream, Latency: m.latency,
+			Endpoint: m.name, Reference: ref.label, Backend: m.backend, Conns: m.conns, Stream: m.stream, Latency: m.latency, P99Goal: m.p99Goal,
 			Trove: totals[0], Baseline: totals[j+1], Rounds: rounds,
 			RatioMin: ratioMin[j], RatioMax: ratioMax[j], Notes: notes,
 		})
@@ -849,6 +920,7 @@ func (r *runner) startBaseline(ctx context.Context, docs []document, families ma
 		CertFile: certFile, KeyFile: keyFile,
 		Documents:   map[string]string{},
 		Locations:   map[string]string{},
+		Pages:       map[string]string{},
 		Families:    map[string]string{},
 		ArchivePath: archivePath,
 		ArchiveFile: r.seeded.Archive.File,
@@ -863,6 +935,14 @@ func (r *runner) startBaseline(ctx context.Context, docs []document, families ma
 	for i, d := range docs {
 		if d.location != "" {
 			cfg.Locations[d.path] = d.location
+			continue
+		}
+		if d.html {
+			file := filepath.Join(r.tmp, "page-"+strconv.Itoa(i)+".html")
+			if err := os.WriteFile(file, d.body, 0o600); err != nil {
+				return nil, registry.Wrap(registry.Internal, err, "writing a baseline page")
+			}
+			cfg.Pages[d.path] = file
 			continue
 		}
 		file := filepath.Join(r.tmp, "document-"+strconv.Itoa(i)+".json")

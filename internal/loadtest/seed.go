@@ -283,9 +283,12 @@ feed:
 	}
 	res.Versions = int(written.Load())
 	res.Packages = res.Versions * len(spec.Platforms)
-	for _, m := range spec.Modules {
+	for mi, m := range spec.Modules {
+		// One metadata document per module, the same for all its
+		// versions: realistic pages at no cost to the seeding time.
+		metadata, description := moduleMetadata(spec.Namespace, m, mi), moduleDescription(mi)
 		for i := range m.Versions {
-			if err := idx.CreateModuleVersion(ctx, seedModuleVersion(spec.Namespace, m, i, now)); err != nil {
+			if err := idx.CreateModuleVersion(ctx, seedModuleVersion(spec.Namespace, m, i, now, metadata, description)); err != nil {
 				return Seeded{}, fmt.Errorf("seeding module %s/%s/%s %s: %w", spec.Namespace, m.Name, m.System, VersionAt(i), err)
 			}
 			res.ModuleVersions++
@@ -324,14 +327,13 @@ func feedOrder(provs []ProviderSpec, interleave bool) iter.Seq2[string, int] {
 }
 
 // seedModuleVersion returns the i-th version of module m, with a made-up
-// archive digest and a small metadata document.
-func seedModuleVersion(namespace string, m ModuleSpec, i int, now time.Time) registry.ModuleVersion {
+// archive digest and the given metadata (moduleMetadata) and description.
+func seedModuleVersion(namespace string, m ModuleSpec, i int, now time.Time, metadata []byte, description string) registry.ModuleVersion {
 	ver := VersionAt(i)
 	return registry.ModuleVersion{
 		Namespace: namespace, Name: m.Name, System: m.System, Version: ver,
 		ArchiveDigest: fakeDigest("module", m.Name, m.System, ver), ArchiveFormat: "tar.gz", ArchiveSize: 16<<10 + int64(i),
-		Metadata:    []byte(`{"root":{"path":"","name":"","readme":"","empty":false,"inputs":[],"outputs":[]},"submodules":[],"examples":[]}`),
-		Description: "Load test module " + m.Name, Origin: "trove-loadtest", PublishedAt: now,
+		Metadata: metadata, Description: description, Origin: "trove-loadtest", PublishedAt: now,
 	}
 }
 
