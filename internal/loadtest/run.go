@@ -368,8 +368,8 @@ type measurement struct {
 	// p99Goal is Row.P99Goal.
 	p99Goal time.Duration
 	trove   side
-	refs     []reference
-	notes    []string
+	refs    []reference
+	notes   []string
 }
 
 // endpoint is one measured URL pair of Trove and the static baseline.
