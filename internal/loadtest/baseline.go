@@ -96,7 +96,7 @@ func NewBaselineHandler(c BaselineConfig) (http.Handler, error) {
 	pages := make(map[string][]byte, len(c.Pages))
 	for uri, file := range c.Pages {
 		u, err := url.ParseRequestURI(uri)
-		if err != nil || !validPath(u.Path) || u.Fragment != "" {
+		if err != nil || !validPath(u.Path) || strings.ContainsAny(uri, "# ") {
 			return nil, registry.Errorf(registry.Invalid, "baseline page %q must be an absolute, clean URL path with an optional query", uri)
 		}
 		body, err := readLimited(file, maxDocumentBytes)
