@@ -422,23 +422,19 @@ func (r *runner) measureAll(ctx context.Context, troveBin string) (RSS, string, 
 	if err != nil {
 		return RSS{}, "", err
 	}
-	uiSets, err := r.uiPicks()
-	if err != nil {
-		return RSS{}, "", err
-	}
 	n := 0
-	for _, set := range append(sets, uiSets...) {
+	for _, set := range sets {
 		n += len(set.docs)
 	}
 	r.progress("fetching the %s documents of the realistic mix", thousands(n))
-	if err := fetchMix(ctx, poolClient(tlsCfg, 8), origin, append(sets, uiSets...)); err != nil {
+	if err := fetchMix(ctx, poolClient(tlsCfg, 8), origin, sets); err != nil {
 		return RSS{}, "", err
 	}
 	all := slices.Clone(docs)
-	for _, set := range append(sets, uiSets...) {
+	for _, set := range sets {
 		all = append(all, set.docs...)
 	}
-	bl, err := r.startBaseline(ctx, all, nil, archiveURL.Path,
+	bl, err := r.startBaseline(ctx, "", all, nil, archiveURL.Path,
 		filepath.Join(tlsDir, server.CertFileName), filepath.Join(tlsDir, server.KeyFileName))
 	if err != nil {
 		return RSS{}, "", err
@@ -487,23 +483,8 @@ func (r *runner) measureAll(ctx context.Context, troveBin string) (RSS, string, 
 		return RSS{}, "", err
 	}
 	r.progress("trove VmRSS %s, VmHWM %s", formatMiB(rss.Current), formatMiB(rss.Peak))
-	// The web UI's rows come after the memory was read, so that the
-	// memory goal keeps measuring the protocols alone; the rows say what
-	// the pages added.
-	for i, set := range uiSets {
-		goal := UIPageP99Goal
-		if i > 0 {
-			goal = UISearchP99Goal
-		}
-		if err := r.measureMix(ctx, set, origin, tlsCfg, trove, bl, goal); err != nil {
-			return RSS{}, "", err
-		}
-		after, err := ReadRSS(trove.pid())
-		if err != nil {
-			return RSS{}, "", err
-		}
-		row := &r.rows[len(r.rows)-1]
-		row.Notes = append(row.Notes, fmt.Sprintf("Trove VmRSS after this row: %s (%s before the web UI rows)", formatMiB(after.Current), formatMiB(rss.Current)))
+	if err := r.measureUI(ctx, origin, tlsCfg, trove, rss, tlsDir); err != nil {
+		return RSS{}, "", err
 	}
 	trove.stop(30 * time.Second)
 
@@ -512,6 +493,47 @@ func (r *runner) measureAll(ctx context.Context, troveBin string) (RSS, string, 
 		return RSS{}, "", err
 	}
 	return rss, memory, nil
+}
+
+// measureUI measures the web UI's rows on trove. They come after its
+// memory was read (rss), and their pages are fetched only then, for a
+// baseline of their own, so that the memory goal keeps measuring the
+// protocols alone; each row's notes say what the pages added.
+func (r *runner) measureUI(ctx context.Context, origin string, tlsCfg *tls.Config, trove *child, rss RSS, tlsDir string) error {
+	sets, err := r.uiPicks()
+	if err != nil || len(sets) == 0 {
+		return err
+	}
+	var docs []document
+	for _, set := range sets {
+		docs = append(docs, set.docs...)
+	}
+	r.progress("fetching the %s pages of the web UI rows", thousands(len(docs)))
+	if err := fetchMix(ctx, poolClient(tlsCfg, 8), origin, sets); err != nil {
+		return err
+	}
+	bl, err := r.startBaseline(ctx, "-ui", docs, nil, "",
+		filepath.Join(tlsDir, server.CertFileName), filepath.Join(tlsDir, server.KeyFileName))
+	if err != nil {
+		return err
+	}
+	defer bl.stop(10 * time.Second)
+	for i, set := range sets {
+		goal := UIPageP99Goal
+		if i > 0 {
+			goal = UISearchP99Goal
+		}
+		if err := r.measureMix(ctx, set, origin, tlsCfg, trove, bl, goal); err != nil {
+			return err
+		}
+		after, err := ReadRSS(trove.pid())
+		if err != nil {
+			return err
+		}
+		row := &r.rows[len(r.rows)-1]
+		row.Notes = append(row.Notes, fmt.Sprintf("Trove VmRSS after this row: %s (%s before the web UI rows)", formatMiB(after.Current), formatMiB(rss.Current)))
+	}
+	return nil
 }
 
 // uiPicks returns the sets of the web UI rows (none without opt.UIDocs
@@ -912,10 +934,11 @@ func (b *baseline) stop(grace time.Duration) {
 }
 
 // startBaseline writes the documents and the baseline configuration into
-// the temporary directory and starts `<BaselineBinary> baseline`.
+// the temporary directory and starts `<BaselineBinary> baseline`; tag
+// tells the files of a second baseline from the first's.
 // families maps URL path prefixes to the one body answered under each
 // (BaselineConfig.Families); it may be nil.
-func (r *runner) startBaseline(ctx context.Context, docs []document, families map[string][]byte, archivePath, certFile, keyFile string) (*baseline, error) {
+func (r *runner) startBaseline(ctx context.Context, tag string, docs []document, families map[string][]byte, archivePath, certFile, keyFile string) (*baseline, error) {
 	cfg := BaselineConfig{
 		CertFile: certFile, KeyFile: keyFile,
 		Documents:   map[string]string{},
@@ -926,7 +949,7 @@ func (r *runner) startBaseline(ctx context.Context, docs []document, families ma
 		ArchiveFile: r.seeded.Archive.File,
 	}
 	for prefix, body := range families {
-		file := filepath.Join(r.tmp, "family-"+strconv.Itoa(len(cfg.Families))+".json")
+		file := filepath.Join(r.tmp, "family"+tag+"-"+strconv.Itoa(len(cfg.Families))+".json")
 		if err := os.WriteFile(file, body, 0o600); err != nil {
 			return nil, registry.Wrap(registry.Internal, err, "writing a baseline document")
 		}
@@ -938,20 +961,20 @@ func (r *runner) startBaseline(ctx context.Context, docs []document, families ma
 			continue
 		}
 		if d.html {
-			file := filepath.Join(r.tmp, "page-"+strconv.Itoa(i)+".html")
+			file := filepath.Join(r.tmp, "page"+tag+"-"+strconv.Itoa(i)+".html")
 			if err := os.WriteFile(file, d.body, 0o600); err != nil {
 				return nil, registry.Wrap(registry.Internal, err, "writing a baseline page")
 			}
 			cfg.Pages[d.path] = file
 			continue
 		}
-		file := filepath.Join(r.tmp, "document-"+strconv.Itoa(i)+".json")
+		file := filepath.Join(r.tmp, "document"+tag+"-"+strconv.Itoa(i)+".json")
 		if err := os.WriteFile(file, d.body, 0o600); err != nil {
 			return nil, registry.Wrap(registry.Internal, err, "writing a baseline document")
 		}
 		cfg.Documents[d.path] = file
 	}
-	cfgFile := filepath.Join(r.tmp, "baseline.json")
+	cfgFile := filepath.Join(r.tmp, "baseline"+tag+".json")
 	if err := WriteBaselineConfig(cfgFile, cfg); err != nil {
 		return nil, err
 	}
@@ -975,7 +998,7 @@ func (r *runner) startBaseline(ctx context.Context, docs []document, families ma
 	}
 	r.progress("starting the baseline server")
 	c, err := startChild("baseline", bin, []string{"baseline", "-config", cfgFile}, os.Environ(),
-		filepath.Join(r.tmp, "baseline.log"), stdoutW, stdinR)
+		filepath.Join(r.tmp, "baseline"+tag+".log"), stdoutW, stdinR)
 	stdinR.Close()
 	stdoutW.Close()
 	if err != nil {

@@ -76,7 +76,9 @@ type Spec struct {
 // to 100,000 versions in total, each on four platforms, a 50 MiB archive
 // for linux_amd64 of acme/small's newest version, and modules:
 // acme/network/aws with 30 versions and DefaultFillerModules more of 10
-// versions each (m001/aws, m002/aws, ...), for the realistic mix.
+// versions each (m001/aws, m002/aws, ...), for the realistic mix, each
+// with a description and metadata like a real module's (moduleMetadata),
+// for the web UI rows. The namespace is public.
 func DefaultSpec() Spec {
 	mods := []ModuleSpec{{Name: "network", System: "aws", Versions: 30}}
 	for i := 1; i <= DefaultFillerModules; i++ {
