@@ -504,13 +504,17 @@ func (r *runner) measureUI(ctx context.Context, origin string, tlsCfg *tls.Confi
 	if err != nil || len(sets) == 0 {
 		return err
 	}
-	var docs []document
+	n := 0
 	for _, set := range sets {
-		docs = append(docs, set.docs...)
+		n += len(set.docs)
 	}
-	r.progress("fetching the %s pages of the web UI rows", thousands(len(docs)))
+	r.progress("fetching the %s pages of the web UI rows", thousands(n))
 	if err := fetchMix(ctx, poolClient(tlsCfg, 8), origin, sets); err != nil {
 		return err
+	}
+	var docs []document // with the bodies just fetched
+	for _, set := range sets {
+		docs = append(docs, set.docs...)
 	}
 	bl, err := r.startBaseline(ctx, "-ui", docs, nil, "",
 		filepath.Join(tlsDir, server.CertFileName), filepath.Join(tlsDir, server.KeyFileName))
