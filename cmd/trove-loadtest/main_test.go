@@ -30,6 +30,7 @@ func TestRunInvalidSettingsFail(t *testing.T) {
 	tests := map[string][]string{
 		"zero connections": {"-conns", "0", "-trove", "/nonexistent"},
 		"zero rounds":      {"-rounds", "0", "-trove", "/nonexistent"},
+		"negative UI docs": {"-ui-docs", "-1", "-trove", "/nonexistent"},
 		"missing config":   {"baseline", "-config", filepath.Join(t.TempDir(), "none.json")},
 	}
 	for name, args := range tests {

@@ -9,6 +9,7 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path"
 	"slices"
@@ -29,6 +30,10 @@ type BaselineConfig struct {
 	// Documents maps URL paths to files whose content is answered as
 	// application/json.
 	Documents map[string]string `json:"documents"`
+	// Pages maps request URIs (a path, with its query if it has one, as
+	// the load sends it) to files whose content is answered as
+	// text/html; charset=utf-8: the web UI's pages.
+	Pages map[string]string `json:"pages,omitempty"`
 	// Locations maps URL paths to X-Terraform-Get values, answered with
 	// 204 No Content as Trove answers a module download.
 	Locations map[string]string `json:"locations,omitempty"`
@@ -88,6 +93,18 @@ func NewBaselineHandler(c BaselineConfig) (http.Handler, error) {
 		}
 		docs[p] = body
 	}
+	pages := make(map[string][]byte, len(c.Pages))
+	for uri, file := range c.Pages {
+		u, err := url.ParseRequestURI(uri)
+		if err != nil || !validPath(u.Path) || strings.ContainsAny(uri, "# ") {
+			return nil, registry.Errorf(registry.Invalid, "baseline page %q must be an absolute, clean URL path with an optional query", uri)
+		}
+		body, err := readLimited(file, maxDocumentBytes)
+		if err != nil {
+			return nil, err
+		}
+		pages[uri] = body
+	}
 	locations := make(map[string][]string, len(c.Locations))
 	for p, loc := range c.Locations {
 		if !validPath(p) {
@@ -124,6 +141,13 @@ func NewBaselineHandler(c BaselineConfig) (http.Handler, error) {
 		if body, ok := docs[r.URL.Path]; ok {
 			h := w.Header()
 			h.Set("Content-Type", "application/json")
+			h.Set("Content-Length", strconv.Itoa(len(body)))
+			_, _ = w.Write(body)
+			return
+		}
+		if body, ok := pages[r.RequestURI]; ok {
+			h := w.Header()
+			h.Set("Content-Type", "text/html; charset=utf-8")
 			h.Set("Content-Length", strconv.Itoa(len(body)))
 			_, _ = w.Write(body)
 			return

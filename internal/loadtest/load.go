@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,6 +43,9 @@ type LoadOptions struct {
 	// fixed one (for requests that must each ask for something new); it
 	// must be safe for concurrent use. See URLCycle.
 	NextURL func() string
+	// Header is sent with every request (Accept: text/html for the web
+	// UI's pages, which protocol clients never ask for).
+	Header http.Header
 	// FollowRedirects makes a request follow redirects (a download from
 	// Trove in redirect mode ends at the object store) and counts the whole
 	// chain as one request; otherwise a redirect is the answer counted.
@@ -180,6 +184,7 @@ func (w window) contains(t time.Time) bool { return !t.Before(w.from) && t.Befor
 type worker struct {
 	url     string
 	nextURL func() string // nil: always url
+	header  http.Header
 	client  *http.Client
 	win     window
 	buf     []byte
@@ -216,6 +221,7 @@ func newWorker(url string, opt LoadOptions, win window) *worker {
 	return &worker{
 		url:     url,
 		nextURL: opt.NextURL,
+		header:  opt.Header.Clone(),
 		client:  client,
 		win:     win,
 		buf:     make([]byte, 64<<10),
@@ -257,6 +263,9 @@ func (w *worker) one(ctx context.Context) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
+	}
+	if w.header != nil {
+		req.Header = w.header // read only by the client
 	}
 	resp, err := w.client.Do(req)
 	if err != nil {
@@ -318,6 +327,8 @@ func (c *URLCycle) Len() int { return len(c.urls) }
 // one document in a hot loop. It is safe for concurrent use.
 type URLMix struct {
 	urls []string
+	// cum holds the cumulative weights of urls (nil: all equal).
+	cum []float64
 }
 
 // NewURLMix returns a mix of urls, which must not be empty.
@@ -328,8 +339,33 @@ func NewURLMix(urls []string) (*URLMix, error) {
 	return &URLMix{urls: urls}, nil
 }
 
-// Next returns a URL of the mix, each with the same probability.
-func (m *URLMix) Next() string { return m.urls[rand.IntN(len(m.urls))] }
+// NewWeightedURLMix returns a mix of urls in which each is drawn with a
+// probability proportional to its weight (one positive weight per URL).
+func NewWeightedURLMix(urls []string, weights []float64) (*URLMix, error) {
+	if len(urls) == 0 || len(weights) != len(urls) {
+		return nil, registry.Errorf(registry.Invalid, "a weighted URL mix needs at least one URL and one weight per URL, got %d URLs and %d weights", len(urls), len(weights))
+	}
+	cum, total := make([]float64, len(weights)), 0.0
+	for i, w := range weights {
+		if !(w > 0) {
+			return nil, registry.Errorf(registry.Invalid, "the weight of %s must be positive, got %v", urls[i], w)
+		}
+		total += w
+		cum[i] = total
+	}
+	return &URLMix{urls: urls, cum: cum}, nil
+}
+
+// Next returns a URL of the mix, each with the same probability unless
+// the mix is weighted.
+func (m *URLMix) Next() string {
+	if m.cum == nil {
+		return m.urls[rand.IntN(len(m.urls))]
+	}
+	x := rand.Float64() * m.cum[len(m.cum)-1]
+	i, _ := slices.BinarySearch(m.cum, x)
+	return m.urls[min(i, len(m.urls)-1)]
+}
 
 // Len returns the number of distinct URLs.
 func (m *URLMix) Len() int { return len(m.urls) }

@@ -23,6 +23,11 @@ const CacheMaxAge = providers.DefaultMaxAge
 type mixSet struct {
 	name string
 	docs []document
+	// weights, when set, hold the relative probability of each document
+	// (nil: all equal).
+	weights []float64
+	// notes say what the row's documents are, for the report.
+	notes []string
 }
 
 // mixPicks chooses the documents of the realistic-mix rows (providers.v1
@@ -142,9 +147,12 @@ func fetchMix(ctx context.Context, client *http.Client, origin string, sets []mi
 			for j := range jobs {
 				d := &sets[j.set].docs[j.doc]
 				var err error
-				if d.location != "" {
+				switch {
+				case d.location != "":
 					d.location, err = fetchLocation(ctx, client, origin+d.path)
-				} else {
+				case d.html:
+					d.body, err = fetchPage(ctx, client, origin+d.path)
+				default:
 					d.body, err = fetch(ctx, client, origin+d.path)
 				}
 				if err != nil {
@@ -194,8 +202,12 @@ func mixURLs(origin string, set mixSet) []string {
 
 // mixNote says how a realistic-mix row was measured.
 func mixNote(set mixSet, duration time.Duration) string {
-	note := fmt.Sprintf("each request asked for one of %s documents drawn at random; the baseline answers each URL with the bytes Trove gave for it; a window of %s per server, %.1f times Trove's cache maximum age of %s",
-		thousands(len(set.docs)), duration, duration.Seconds()/CacheMaxAge.Seconds(), CacheMaxAge)
+	drawn := "drawn at random"
+	if set.weights != nil {
+		drawn = "drawn at random in the shares above"
+	}
+	note := fmt.Sprintf("each request asked for one of %s documents %s; the baseline answers each URL with the bytes Trove gave for it; a window of %s per server, %.1f times Trove's cache maximum age of %s",
+		thousands(len(set.docs)), drawn, duration, duration.Seconds()/CacheMaxAge.Seconds(), CacheMaxAge)
 	if duration <= 2*CacheMaxAge {
 		note += ": shorter than twice the maximum age, so the periodic re-render of cached documents may not show"
 	}

@@ -158,9 +158,29 @@ func waitHealthy(ctx context.Context, c *child, url string, newClient func() (*h
 
 // fetch GETs url and returns its body, which must be a 200 JSON answer.
 func fetch(ctx context.Context, client *http.Client, url string) ([]byte, error) {
+	return fetchAs(ctx, client, url, "application/json")
+}
+
+// fetchPage fetches a page of the web UI as a browser asks for it
+// (Accept: text/html) and returns its body, which must be HTML.
+func fetchPage(ctx context.Context, client *http.Client, url string) ([]byte, error) {
+	return fetchAs(ctx, client, url, "text/html")
+}
+
+// htmlHeader is the header of the requests for the web UI's pages.
+func htmlHeader() http.Header {
+	return http.Header{"Accept": {"text/html,application/xhtml+xml"}}
+}
+
+// fetchAs fetches url and returns its body, which must be 200 with a
+// Content-Type of the media type want (text/html is asked for in Accept).
+func fetchAs(ctx context.Context, client *http.Client, url, want string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if want == "text/html" {
+		req.Header = htmlHeader()
+	}
 	resp, err := client.Do(req)
 	if err != nil {
 		return nil, registry.Wrap(registry.Unavailable, err, "fetching "+url)
@@ -176,8 +196,8 @@ func fetch(ctx context.Context, client *http.Client, url string) ([]byte, error)
 	if len(body) > maxDocumentBytes {
 		return nil, registry.Errorf(registry.TooLarge, "GET %s answered more than %d bytes", url, maxDocumentBytes)
 	}
-	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
-		return nil, registry.Errorf(registry.Invalid, "GET %s answered Content-Type %q, want application/json", url, ct)
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, want) {
+		return nil, registry.Errorf(registry.Invalid, "GET %s answered Content-Type %q, want %s", url, ct, want)
 	}
 	return body, nil
 }

@@ -208,3 +208,36 @@ func TestRenderMarkdownReferencesAndStorage(t *testing.T) {
 		}
 	}
 }
+
+func TestRenderMarkdownP99Goal(t *testing.T) {
+	r := Report{Goals: DefaultGoals, Rows: []Row{
+		{
+			Endpoint: "UI pages, mix", Conns: 32, P99Goal: UIPageP99Goal,
+			Trove:    Result{Requests: 10000, Elapsed: 5 * time.Second, P99: 19 * time.Millisecond, Max: 60 * time.Millisecond, Slow: 3},
+			Baseline: Result{Requests: 40000, Elapsed: 5 * time.Second, P99: 4 * time.Millisecond, Max: 9 * time.Millisecond},
+		},
+		{
+			Endpoint: "UI search, mix", Conns: 32, P99Goal: UISearchP99Goal,
+			Trove:    Result{Requests: 10000, Elapsed: 5 * time.Second, P99: 50 * time.Millisecond},
+			Baseline: Result{Requests: 10000, Elapsed: 5 * time.Second, P99: 4 * time.Millisecond},
+		},
+	}}
+	var b strings.Builder
+	if err := RenderMarkdown(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"- UI pages, mix: p99 19.0 ms (goal < 20.0 ms): met",
+		"  Trove at 25% of the baseline's requests/s, p99 19.0 ms against 4.00 ms (no goal: no static server renders a page)",
+		"  slowest request 60.0 ms, the baseline's 9.00 ms; requests over 50.0 ms: Trove 3 of 10,000, the baseline 0 of 40,000",
+		"- UI search, mix: p99 50.0 ms (goal < 50.0 ms): MISSED",
+	} {
+		if !strings.Contains(out, want+"\n") {
+			t.Errorf("output lacks line %q; got:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "goal >= 90%") || strings.Contains(out, "goal <= 2x") {
+		t.Errorf("a UI row is held to the protocol goals:\n%s", out)
+	}
+}

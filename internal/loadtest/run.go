@@ -70,6 +70,9 @@ type Options struct {
 	MixDocs     int
 	MixDuration time.Duration
 	MixRounds   int
+	// UIDocs is how many distinct pages the UI pages row asks for, and
+	// how many distinct searches the UI search row sends (0: no UI rows).
+	UIDocs int
 	// Single adds the one-document rows (one document per endpoint in a
 	// hot loop, Duration and Rounds), labelled as such.
 	Single bool
@@ -104,6 +107,7 @@ func DefaultOptions() Options {
 		MixDocs:       300,
 		MixDuration:   CacheMaxAge*2 + 5*time.Second,
 		MixRounds:     1,
+		UIDocs:        1000,
 		FillDocs:      16_000,
 	}
 }
@@ -146,6 +150,9 @@ func Run(ctx context.Context, opt Options) (Report, error) {
 	}
 	if opt.MixDocs < 1 || opt.MixDocs > 100_000 {
 		return Report{}, registry.Errorf(registry.Invalid, "mix documents must be between 1 and 100,000, got %d", opt.MixDocs)
+	}
+	if opt.UIDocs < 0 || opt.UIDocs > 100_000 {
+		return Report{}, registry.Errorf(registry.Invalid, "UI documents must be between 0 and 100,000, got %d", opt.UIDocs)
 	}
 	if opt.FillDocs < 0 || opt.FillDocs > 1_000_000 {
 		return Report{}, registry.Errorf(registry.Invalid, "fill documents must be between 0 and 1,000,000, got %d", opt.FillDocs)
@@ -293,9 +300,12 @@ func troveEnv() []string {
 // module download).
 type document struct {
 	name     string // row label
-	path     string // URL path
+	path     string // URL path (with a query for a web UI page)
 	body     []byte
 	location string
+	// html marks a page of the web UI: asked for with Accept: text/html,
+	// answered as HTML.
+	html bool
 }
 
 // side is one server of a measurement and how to load it.
@@ -311,6 +321,7 @@ type side struct {
 	// Trove, so that nothing is cached).
 	prepare func(ctx context.Context) error
 	tls     *tls.Config // nil for plain HTTP
+	header  http.Header // sent with every request (may be nil)
 	follow  bool        // follow redirects, timing the whole chain
 	// alive returns an error once the server has exited (nil: not ours
 	// to watch); cpu and backendCPU read its CPU time and that of the
@@ -354,9 +365,11 @@ type measurement struct {
 	rounds   int
 	duration time.Duration
 	backend  string // Row.Backend
-	trove    side
-	refs     []reference
-	notes    []string
+	// p99Goal is Row.P99Goal.
+	p99Goal time.Duration
+	trove   side
+	refs    []reference
+	notes   []string
 }
 
 // endpoint is one measured URL pair of Trove and the static baseline.
@@ -421,28 +434,15 @@ func (r *runner) measureAll(ctx context.Context, troveBin string) (RSS, string, 
 	for _, set := range sets {
 		all = append(all, set.docs...)
 	}
-	bl, err := r.startBaseline(ctx, all, nil, archiveURL.Path,
+	bl, err := r.startBaseline(ctx, "", all, nil, archiveURL.Path,
 		filepath.Join(tlsDir, server.CertFileName), filepath.Join(tlsDir, server.KeyFileName))
 	if err != nil {
 		return RSS{}, "", err
 	}
 	defer bl.stop(10 * time.Second)
 
-	troveProc := func() *child { return trove }
 	for _, set := range sets {
-		ts := childSide("trove", origin+set.docs[0].path, tlsCfg, troveProc)
-		bs := childSide("baseline", "https://"+bl.tlsAddr+set.docs[0].path, tlsCfg, func() *child { return bl.child })
-		if ts.mix, err = NewURLMix(mixURLs(origin, set)); err != nil {
-			return RSS{}, "", err
-		}
-		if bs.mix, err = NewURLMix(mixURLs("https://"+bl.tlsAddr, set)); err != nil {
-			return RSS{}, "", err
-		}
-		err := r.measure(ctx, measurement{
-			name: set.name, conns: r.opt.Conns, latency: true, rounds: r.opt.MixRounds, duration: r.opt.MixDuration,
-			trove: ts, refs: []reference{{side: bs}}, notes: []string{mixNote(set, r.opt.MixDuration)},
-		})
-		if err != nil {
+		if err := r.measureMix(ctx, set, origin, tlsCfg, trove, bl, 0); err != nil {
 			return RSS{}, "", err
 		}
 	}
@@ -483,6 +483,9 @@ func (r *runner) measureAll(ctx context.Context, troveBin string) (RSS, string, 
 		return RSS{}, "", err
 	}
 	r.progress("trove VmRSS %s, VmHWM %s", formatMiB(rss.Current), formatMiB(rss.Peak))
+	if err := r.measureUI(ctx, origin, tlsCfg, trove, rss, tlsDir); err != nil {
+		return RSS{}, "", err
+	}
 	trove.stop(30 * time.Second)
 
 	plain := endpoint{name: archiveName + ", plain HTTP", conns: r.opt.StreamConns, stream: true}
@@ -490,6 +493,100 @@ func (r *runner) measureAll(ctx context.Context, troveBin string) (RSS, string, 
 		return RSS{}, "", err
 	}
 	return rss, memory, nil
+}
+
+// measureUI measures the web UI's rows on trove. They come after its
+// memory was read (rss), and their pages are fetched only then, for a
+// baseline of their own, so that the memory goal keeps measuring the
+// protocols alone; each row's notes say what the pages added.
+func (r *runner) measureUI(ctx context.Context, origin string, tlsCfg *tls.Config, trove *child, rss RSS, tlsDir string) error {
+	sets, err := r.uiPicks()
+	if err != nil || len(sets) == 0 {
+		return err
+	}
+	n := 0
+	for _, set := range sets {
+		n += len(set.docs)
+	}
+	r.progress("fetching the %s pages of the web UI rows", thousands(n))
+	if err := fetchMix(ctx, poolClient(tlsCfg, 8), origin, sets); err != nil {
+		return err
+	}
+	var docs []document // with the bodies just fetched
+	for _, set := range sets {
+		docs = append(docs, set.docs...)
+	}
+	bl, err := r.startBaseline(ctx, "-ui", docs, nil, "",
+		filepath.Join(tlsDir, server.CertFileName), filepath.Join(tlsDir, server.KeyFileName))
+	if err != nil {
+		return err
+	}
+	defer bl.stop(10 * time.Second)
+	for i, set := range sets {
+		goal := UIPageP99Goal
+		if i > 0 {
+			goal = UISearchP99Goal
+		}
+		if err := r.measureMix(ctx, set, origin, tlsCfg, trove, bl, goal); err != nil {
+			return err
+		}
+		after, err := ReadRSS(trove.pid())
+		if err != nil {
+			return err
+		}
+		row := &r.rows[len(r.rows)-1]
+		row.Notes = append(row.Notes, fmt.Sprintf("Trove VmRSS after this row: %s (%s before the web UI rows)", formatMiB(after.Current), formatMiB(rss.Current)))
+	}
+	return nil
+}
+
+// uiPicks returns the sets of the web UI rows (none without opt.UIDocs
+// or modules to show).
+func (r *runner) uiPicks() ([]mixSet, error) {
+	if r.opt.UIDocs == 0 || len(r.opt.Spec.Modules) == 0 {
+		return nil, nil
+	}
+	pages, err := uiPagePicks(r.opt.Spec, r.opt.UIDocs)
+	if err != nil {
+		return nil, err
+	}
+	search, err := uiSearchPicks(r.opt.Spec, r.opt.UIDocs)
+	if err != nil {
+		return nil, err
+	}
+	return []mixSet{pages, search}, nil
+}
+
+// measureMix measures a realistic-mix row: every request draws one of
+// set's documents, on Trove and on the baseline. A row with a p99 goal
+// (the web UI's) is checked against it rather than against the
+// baseline's latency.
+func (r *runner) measureMix(ctx context.Context, set mixSet, origin string, tlsCfg *tls.Config, trove *child, bl *baseline, p99Goal time.Duration) error {
+	ts := childSide("trove", origin+set.docs[0].path, tlsCfg, func() *child { return trove })
+	bs := childSide("baseline", "https://"+bl.tlsAddr+set.docs[0].path, tlsCfg, func() *child { return bl.child })
+	if set.docs[0].html {
+		ts.header, bs.header = htmlHeader(), htmlHeader()
+	}
+	var err error
+	if set.weights != nil {
+		ts.mix, err = NewWeightedURLMix(mixURLs(origin, set), set.weights)
+		if err == nil {
+			bs.mix, err = NewWeightedURLMix(mixURLs("https://"+bl.tlsAddr, set), set.weights)
+		}
+	} else {
+		ts.mix, err = NewURLMix(mixURLs(origin, set))
+		if err == nil {
+			bs.mix, err = NewURLMix(mixURLs("https://"+bl.tlsAddr, set))
+		}
+	}
+	if err != nil {
+		return err
+	}
+	notes := append(slices.Clone(set.notes), mixNote(set, r.opt.MixDuration))
+	return r.measure(ctx, measurement{
+		name: set.name, conns: r.opt.Conns, latency: p99Goal == 0, p99Goal: p99Goal, rounds: r.opt.MixRounds, duration: r.opt.MixDuration,
+		trove: ts, refs: []reference{{side: bs}}, notes: notes,
+	})
 }
 
 // fillCache asks Trove for opt.FillDocs download documents, every
@@ -608,7 +705,7 @@ func (r *runner) measure(ctx context.Context, m measurement) error {
 					return err
 				}
 			}
-			opt := LoadOptions{Conns: m.conns, Warmup: r.opt.Warmup, Duration: duration, TLS: sd.tls,
+			opt := LoadOptions{Conns: m.conns, Warmup: r.opt.Warmup, Duration: duration, TLS: sd.tls, Header: sd.header,
 				FollowRedirects: sd.follow, CPU: sd.cpu, BackendCPU: sd.backendCPU}
 			if sd.mix != nil {
 				opt.NextURL = sd.mix.Next
@@ -671,7 +768,7 @@ func (r *runner) measure(ctx context.Context, m measurement) error {
 	}
 	for j, ref := range m.refs {
 		r.rows = append(r.rows, Row{
-			Endpoint: m.name, Reference: ref.label, Backend: m.backend, Conns: m.conns, Stream: m.stream, Latency: m.latency,
+			Endpoint: m.name, Reference: ref.label, Backend: m.backend, Conns: m.conns, Stream: m.stream, Latency: m.latency, P99Goal: m.p99Goal,
 			Trove: totals[0], Baseline: totals[j+1], Rounds: rounds,
 			RatioMin: ratioMin[j], RatioMax: ratioMax[j], Notes: notes,
 		})
@@ -841,20 +938,22 @@ func (b *baseline) stop(grace time.Duration) {
 }
 
 // startBaseline writes the documents and the baseline configuration into
-// the temporary directory and starts `<BaselineBinary> baseline`.
+// the temporary directory and starts `<BaselineBinary> baseline`; tag
+// tells the files of a second baseline from the first's.
 // families maps URL path prefixes to the one body answered under each
 // (BaselineConfig.Families); it may be nil.
-func (r *runner) startBaseline(ctx context.Context, docs []document, families map[string][]byte, archivePath, certFile, keyFile string) (*baseline, error) {
+func (r *runner) startBaseline(ctx context.Context, tag string, docs []document, families map[string][]byte, archivePath, certFile, keyFile string) (*baseline, error) {
 	cfg := BaselineConfig{
 		CertFile: certFile, KeyFile: keyFile,
 		Documents:   map[string]string{},
 		Locations:   map[string]string{},
+		Pages:       map[string]string{},
 		Families:    map[string]string{},
 		ArchivePath: archivePath,
 		ArchiveFile: r.seeded.Archive.File,
 	}
 	for prefix, body := range families {
-		file := filepath.Join(r.tmp, "family-"+strconv.Itoa(len(cfg.Families))+".json")
+		file := filepath.Join(r.tmp, "family"+tag+"-"+strconv.Itoa(len(cfg.Families))+".json")
 		if err := os.WriteFile(file, body, 0o600); err != nil {
 			return nil, registry.Wrap(registry.Internal, err, "writing a baseline document")
 		}
@@ -865,13 +964,21 @@ func (r *runner) startBaseline(ctx context.Context, docs []document, families ma
 			cfg.Locations[d.path] = d.location
 			continue
 		}
-		file := filepath.Join(r.tmp, "document-"+strconv.Itoa(i)+".json")
+		if d.html {
+			file := filepath.Join(r.tmp, "page"+tag+"-"+strconv.Itoa(i)+".html")
+			if err := os.WriteFile(file, d.body, 0o600); err != nil {
+				return nil, registry.Wrap(registry.Internal, err, "writing a baseline page")
+			}
+			cfg.Pages[d.path] = file
+			continue
+		}
+		file := filepath.Join(r.tmp, "document"+tag+"-"+strconv.Itoa(i)+".json")
 		if err := os.WriteFile(file, d.body, 0o600); err != nil {
 			return nil, registry.Wrap(registry.Internal, err, "writing a baseline document")
 		}
 		cfg.Documents[d.path] = file
 	}
-	cfgFile := filepath.Join(r.tmp, "baseline.json")
+	cfgFile := filepath.Join(r.tmp, "baseline"+tag+".json")
 	if err := WriteBaselineConfig(cfgFile, cfg); err != nil {
 		return nil, err
 	}
@@ -895,7 +1002,7 @@ func (r *runner) startBaseline(ctx context.Context, docs []document, families ma
 	}
 	r.progress("starting the baseline server")
 	c, err := startChild("baseline", bin, []string{"baseline", "-config", cfgFile}, os.Environ(),
-		filepath.Join(r.tmp, "baseline.log"), stdoutW, stdinR)
+		filepath.Join(r.tmp, "baseline"+tag+".log"), stdoutW, stdinR)
 	stdinR.Close()
 	stdoutW.Close()
 	if err != nil {

@@ -48,6 +48,7 @@ func TestRunAgainstRealTrove(t *testing.T) {
 	opt.Spec.ArchiveBytes = 2 << 20
 	opt.Spec.Modules = opt.Spec.Modules[:6]
 	opt.MixDocs, opt.MixDuration, opt.MixRounds = 5, 300*time.Millisecond, 1
+	opt.UIDocs = 20
 	opt.Single = true
 	opt.FillDocs = 200
 	var progress strings.Builder
@@ -70,9 +71,11 @@ func TestRunAgainstRealTrove(t *testing.T) {
 		"one document (hot loop): module versions acme/network/aws (30 versions)",
 		"one document (hot loop): module download acme/network/aws 0.2.9",
 		"archive 2.0 MiB, HTTPS",
+		"UI pages, mix of 20 pages",
+		"UI search, mix of 20 queries",
 		"archive 2.0 MiB, plain HTTP",
 	}
-	wantRounds := []int{1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2}
+	wantRounds := []int{1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 1, 1, 2}
 	if len(report.Rows) != len(wantRows) {
 		t.Fatalf("got %d rows, want %d: %+v", len(report.Rows), len(wantRows), report.Rows)
 	}
@@ -88,12 +91,20 @@ func TestRunAgainstRealTrove(t *testing.T) {
 			if res.Requests == 0 || res.Errors != 0 || res.CPU <= 0 {
 				t.Errorf("%s on %s: %d requests, %d errors (first: %s), CPU %v", row.Endpoint, name, res.Requests, res.Errors, res.FirstError, res.CPU)
 			}
+			// Every answer but a module download's 204 has a body.
+			if !strings.Contains(row.Endpoint, "module download") && res.Bytes == 0 {
+				t.Errorf("%s on %s: %d requests and no body bytes", row.Endpoint, name, res.Requests)
+			}
 		}
 		if res := row.Trove; res.Max < res.P99 || res.P99 < res.P50 {
 			t.Errorf("%s: Trove p50 %v, p99 %v, max %v", row.Endpoint, res.P50, res.P99, res.Max)
 		}
-		if row.Latency != !row.Stream {
-			t.Errorf("%s: latency goals %v", row.Endpoint, row.Latency)
+		ui := strings.HasPrefix(row.Endpoint, "UI ")
+		if row.Latency != (!row.Stream && !ui) || (row.P99Goal > 0) != ui {
+			t.Errorf("%s: latency goals %v, p99 goal %v", row.Endpoint, row.Latency, row.P99Goal)
+		}
+		if notes := strings.Join(row.Notes, "\n"); ui && (!strings.Contains(notes, "Accept: text/html") || !strings.Contains(notes, "Trove VmRSS after this row")) {
+			t.Errorf("%s: notes %q", row.Endpoint, notes)
 		}
 		if row.Rounds != wantRounds[i] || row.RatioMin > row.RatioMax {
 			t.Errorf("%s: rounds %d, ratio range %v-%v", row.Endpoint, row.Rounds, row.RatioMin, row.RatioMax)

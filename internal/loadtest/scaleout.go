@@ -510,7 +510,7 @@ func (s *scaleOut) measureAll(ctx context.Context) (RSS, error) {
 	tlsDir := filepath.Join(s.dataDir, "tls")
 	family := "/v1/providers/" + s.seeded.Namespace + "/"
 	families := map[string][]byte{family: hot.body, coldVersionsFamily: medianBody}
-	bl, err := s.startBaseline(ctx, docs, families, archiveURL.Path,
+	bl, err := s.startBaseline(ctx, "", docs, families, archiveURL.Path,
 		filepath.Join(tlsDir, server.CertFileName), filepath.Join(tlsDir, server.KeyFileName))
 	if err != nil {
 		return RSS{}, err

@@ -76,7 +76,9 @@ type Spec struct {
 // to 100,000 versions in total, each on four platforms, a 50 MiB archive
 // for linux_amd64 of acme/small's newest version, and modules:
 // acme/network/aws with 30 versions and DefaultFillerModules more of 10
-// versions each (m001/aws, m002/aws, ...), for the realistic mix.
+// versions each (m001/aws, m002/aws, ...), for the realistic mix, each
+// with a description and metadata like a real module's (moduleMetadata),
+// for the web UI rows. The namespace is public.
 func DefaultSpec() Spec {
 	mods := []ModuleSpec{{Name: "network", System: "aws", Versions: 30}}
 	for i := 1; i <= DefaultFillerModules; i++ {
@@ -283,9 +285,12 @@ feed:
 	}
 	res.Versions = int(written.Load())
 	res.Packages = res.Versions * len(spec.Platforms)
-	for _, m := range spec.Modules {
+	for mi, m := range spec.Modules {
+		// One metadata document per module, the same for all its
+		// versions: realistic pages at no cost to the seeding time.
+		metadata, description := moduleMetadata(spec.Namespace, m, mi), moduleDescription(mi)
 		for i := range m.Versions {
-			if err := idx.CreateModuleVersion(ctx, seedModuleVersion(spec.Namespace, m, i, now)); err != nil {
+			if err := idx.CreateModuleVersion(ctx, seedModuleVersion(spec.Namespace, m, i, now, metadata, description)); err != nil {
 				return Seeded{}, fmt.Errorf("seeding module %s/%s/%s %s: %w", spec.Namespace, m.Name, m.System, VersionAt(i), err)
 			}
 			res.ModuleVersions++
@@ -324,14 +329,13 @@ func feedOrder(provs []ProviderSpec, interleave bool) iter.Seq2[string, int] {
 }
 
 // seedModuleVersion returns the i-th version of module m, with a made-up
-// archive digest and a small metadata document.
-func seedModuleVersion(namespace string, m ModuleSpec, i int, now time.Time) registry.ModuleVersion {
+// archive digest and the given metadata (moduleMetadata) and description.
+func seedModuleVersion(namespace string, m ModuleSpec, i int, now time.Time, metadata []byte, description string) registry.ModuleVersion {
 	ver := VersionAt(i)
 	return registry.ModuleVersion{
 		Namespace: namespace, Name: m.Name, System: m.System, Version: ver,
 		ArchiveDigest: fakeDigest("module", m.Name, m.System, ver), ArchiveFormat: "tar.gz", ArchiveSize: 16<<10 + int64(i),
-		Metadata:    []byte(`{"root":{"path":"","name":"","readme":"","empty":false,"inputs":[],"outputs":[]},"submodules":[],"examples":[]}`),
-		Description: "Load test module " + m.Name, Origin: "trove-loadtest", PublishedAt: now,
+		Metadata: metadata, Description: description, Origin: "trove-loadtest", PublishedAt: now,
 	}
 }
 

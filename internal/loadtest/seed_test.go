@@ -168,6 +168,13 @@ func TestSeedSmallIndex(t *testing.T) {
 	if err != nil || len(mvs) != 30 {
 		t.Errorf("module acme/network/aws has %d versions (%v), want 30", len(mvs), err)
 	}
+	mv, err := idx.GetModuleVersion(ctx, "acme", "m001", "aws", "0.0.3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(mv.Metadata) != string(moduleMetadata("acme", spec.Modules[1], 1)) || mv.Description != moduleDescription(1) {
+		t.Errorf("module acme/m001/aws 0.0.3: description %q, metadata %.100s", mv.Description, mv.Metadata)
+	}
 
 	// The index is not empty any more: seeding again must fail, not mix.
 	if _, err := Seed(ctx, idx, blobs, spec, archiveFile); !registry.IsKind(err, registry.Conflict) {
