@@ -88,24 +88,15 @@ func (c *catalogCache) get(ctx context.Context) (*catalog, error) {
 	c.mu.Lock()
 	cur, gen, built := c.cur, c.gen, c.built
 	c.mu.Unlock()
-	if cur != nil && built == gen && c.now().Sub(cur.built) < catalogMaxAge {
+	if cur != nil && built == gen {
+		if c.now().Sub(cur.built) >= catalogMaxAge {
+			// Only old: rebuilt in the background while searches read
+			// the one they have (nothing changed through any replica).
+			c.group.DoChan("catalog", func() (any, error) { return c.rebuild(ctx) })
+		}
 		return cur, nil
 	}
-	v, err, _ := c.group.Do("catalog", func() (any, error) {
-		c.mu.Lock()
-		gen := c.gen
-		c.mu.Unlock()
-		cat, err := loadCatalog(context.WithoutCancel(ctx), c.idx, c.now())
-		if err != nil {
-			return nil, err
-		}
-		c.mu.Lock()
-		if c.cur == nil || gen >= c.built {
-			c.cur, c.built = cat, gen
-		}
-		c.mu.Unlock()
-		return cat, nil
-	})
+	v, err, _ := c.group.Do("catalog", func() (any, error) { return c.rebuild(ctx) })
 	if err != nil {
 		if cur != nil { // serve the last catalog while the index fails
 			return cur, nil
@@ -113,6 +104,24 @@ func (c *catalogCache) get(ctx context.Context) (*catalog, error) {
 		return nil, err
 	}
 	return v.(*catalog), nil
+}
+
+// rebuild loads a new catalog and makes it current unless a newer one
+// was stored meanwhile.
+func (c *catalogCache) rebuild(ctx context.Context) (any, error) {
+	c.mu.Lock()
+	gen := c.gen
+	c.mu.Unlock()
+	cat, err := loadCatalog(context.WithoutCancel(ctx), c.idx, c.now())
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if c.cur == nil || gen >= c.built {
+		c.cur, c.built = cat, gen
+	}
+	c.mu.Unlock()
+	return cat, nil
 }
 
 // loadCatalog reads every namespace, provider, module and mirrored

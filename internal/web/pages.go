@@ -171,9 +171,11 @@ func (s *Service) search(w http.ResponseWriter, r *http.Request, v *visit) error
 }
 
 type namespaceData struct {
-	Namespace registry.Namespace
-	Entries   []entry
-	Admin     bool
+	Namespace  registry.Namespace
+	Entries    []entry
+	Total      int
+	Admin      bool
+	Prev, Next string
 }
 
 func (s *Service) namespacePage(w http.ResponseWriter, r *http.Request, v *visit) error {
@@ -192,10 +194,23 @@ func (s *Service) namespacePage(w http.ResponseWriter, r *http.Request, v *visit
 		}
 	}
 	d := namespaceData{Namespace: n, Admin: v.p.Allows(registry.ScopeAdmin, ns, v.now)}
-	d.Entries, _ = cat.find(query{Namespace: ns}, map[string]bool{ns: true}, false, 0, len(cat.entries))
+	page, _ := strconv.Atoi(r.URL.Query().Get("page"))
+	page = min(max(page, 1), 10000)
+	d.Entries, d.Total = cat.find(query{Namespace: ns}, map[string]bool{ns: true}, false, (page-1)*searchPageSize, searchPageSize)
+	if page > 1 {
+		d.Prev = "/namespaces/" + ns + "?page=" + strconv.Itoa(page-1)
+	}
+	if page*searchPageSize < d.Total {
+		d.Next = "/namespaces/" + ns + "?page=" + strconv.Itoa(page+1)
+	}
 	s.render(w, r, v, http.StatusOK, "Namespace "+ns, "namespace", d)
 	return nil
 }
+
+// maxSelectorVersions bounds the versions a version selector offers: the
+// newest ones, and the one shown. Older versions stay reachable by
+// address.
+const maxSelectorVersions = 100
 
 // versionLink is one entry of a version selector.
 type versionLink struct {
@@ -242,6 +257,7 @@ type moduleData struct {
 	Diagnostics                              []string
 	Downloads                                int64 // of this version
 	AllDownloads                             int64 // of every version
+	VersionCount                             int
 	HasMetadata                              bool
 }
 
@@ -302,7 +318,10 @@ func (s *Service) modulePage(w http.ResponseWriter, r *http.Request, v *visit) e
 			Source: s.opt.Host + "/" + ns + "/" + name + "/" + system, Description: mv.Description,
 			Published: mv.PublishedAt, Origin: mv.Origin, ArchiveSize: mv.ArchiveSize, ArchiveFormat: mv.ArchiveFormat}
 		base := "/modules/" + ns + "/" + name + "/" + system + "/"
-		for _, n := range names {
+		for i, n := range names {
+			if i >= maxSelectorVersions && n != cur {
+				continue
+			}
 			d.Versions = append(d.Versions, versionLink{Version: n, URL: base + n, Current: n == cur,
 				Prerelease: mustVersion(n).Prerelease() != "", Published: published[n]})
 		}
@@ -321,6 +340,7 @@ func (s *Service) modulePage(w http.ResponseWriter, r *http.Request, v *visit) e
 			d.Examples = append(d.Examples, section(m, "example-"+m.Name))
 		}
 		d.Diagnostics = md.Diagnostics
+		d.VersionCount = len(names)
 		if s.opt.Downloads != nil {
 			counts, err := s.opt.Downloads.ModuleDownloads(ctx, ns, name, system)
 			if err != nil {
@@ -410,6 +430,7 @@ type providerData struct {
 	Namespace, Type, Version, Latest string
 	Private                          bool
 	Versions                         []versionLink
+	VersionCount                     int
 	Source                           string
 	Snippet                          string
 	Host                             string
@@ -453,7 +474,7 @@ func (s *Service) providerPage(w http.ResponseWriter, r *http.Request, v *visit)
 // providerData reads what a provider page shows of one version ("" for
 // the latest).
 func (s *Service) providerData(ctx context.Context, ns, typ, want string) (*providerData, error) {
-	vs, err := s.opt.Index.ListProviderVersions(ctx, ns, typ)
+	vs, err := s.providerVersions(ctx, ns, typ)
 	if registry.IsKind(err, registry.NotFound) {
 		return nil, errNotFound
 	} else if err != nil {
@@ -489,11 +510,15 @@ func (s *Service) providerData(ctx context.Context, ns, typ, want string) (*prov
 	d.SigningKey.ASCIIArmor = ""
 	slices.SortFunc(d.Platforms, func(a, b registry.Platform) int { return cmp.Or(cmp.Compare(a.OS, b.OS), cmp.Compare(a.Arch, b.Arch)) })
 	base := "/providers/" + ns + "/" + typ + "/"
-	for _, n := range names {
+	for i, n := range names {
+		if i >= maxSelectorVersions && n != cur {
+			continue
+		}
 		d.Versions = append(d.Versions, versionLink{Version: n, URL: base + n, Current: n == cur,
 			Prerelease: mustVersion(n).Prerelease() != "", Published: byVersion[n].PublishedAt})
 	}
 	d.Snippet = providerSnippet(typ, d.Source, cur)
+	d.VersionCount = len(names)
 	if s.opt.Downloads != nil {
 		counts, err := s.opt.Downloads.ProviderDownloads(ctx, ns, typ)
 		if err != nil {
@@ -592,4 +617,22 @@ func prettyJSON(raw json.RawMessage) string {
 		s = s[:2000] + "..."
 	}
 	return s
+}
+
+// providerVersions returns every version of a provider, read once per
+// generation of the page cache and maximum age: a page of any version
+// reuses the list (which, with its platforms, is the most expensive read
+// of a provider page).
+func (s *Service) providerVersions(ctx context.Context, ns, typ string) ([]registry.ProviderVersion, error) {
+	key := "versions\x00" + ns + "\x00" + typ
+	if vs, ok := s.lists.get(key); ok {
+		return vs, nil
+	}
+	gen := s.pages.generation()
+	vs, err := s.opt.Index.ListProviderVersions(ctx, ns, typ)
+	if err != nil {
+		return nil, err
+	}
+	s.lists.put(key, gen, vs, s.pages)
+	return vs, nil
 }

@@ -290,7 +290,7 @@ func (s *Service) write(w http.ResponseWriter, r *http.Request, v *visit, status
 const pageCacheMaxAge = 30 * time.Second
 
 // pageCacheBytes bounds the memory of cached page parts.
-const pageCacheBytes = 16 << 20
+const pageCacheBytes = 32 << 20
 
 // pageCache keeps rendered page parts that are the same for every
 // visitor allowed to see them, keyed by their page's path. Invalidate
@@ -396,4 +396,51 @@ func cleanPath(p string) bool {
 		return false
 	}
 	return path.Clean(u.Path) == u.Path || u.Path+"/" == path.Clean(u.Path)+"/"
+}
+
+// listCacheEntries bounds the provider version lists kept (listCache).
+const listCacheEntries = 256
+
+// listCache keeps the version lists of providers for the pages of their
+// versions, under the page cache's generation and maximum age.
+type listCache struct {
+	mu    sync.Mutex
+	lists map[string]cachedList
+	now   func() time.Time
+}
+
+type cachedList struct {
+	versions []registry.ProviderVersion
+	gen      uint64
+	at       time.Time
+}
+
+func newListCache(now func() time.Time) *listCache {
+	return &listCache{lists: map[string]cachedList{}, now: now}
+}
+
+func (c *listCache) get(key string) ([]registry.ProviderVersion, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	l, ok := c.lists[key]
+	return l.versions, ok && c.now().Sub(l.at) < pageCacheMaxAge
+}
+
+// put keeps vs under key if pages is still at generation gen.
+func (c *listCache) put(key string, gen uint64, vs []registry.ProviderVersion, pages *pageCache) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if pages.generation() != gen { // checked under c.mu: Invalidate bumps it before clearing c
+		return
+	}
+	if len(c.lists) >= listCacheEntries {
+		clear(c.lists)
+	}
+	c.lists[key] = cachedList{versions: vs, gen: gen, at: c.now()}
+}
+
+func (c *listCache) invalidate() {
+	c.mu.Lock()
+	clear(c.lists)
+	c.mu.Unlock()
 }

@@ -119,6 +119,7 @@ type Service struct {
 	log     *slog.Logger
 	csrfKey []byte
 	pages   *pageCache
+	lists   *listCache
 	catalog *catalogCache
 	docs    *docsCache
 }
@@ -156,6 +157,7 @@ func New(ctx context.Context, opt Options) (*Service, error) {
 	}
 	s := &Service{opt: opt, log: opt.Logger, csrfKey: key}
 	s.pages = newPageCache(opt.Now)
+	s.lists = newListCache(opt.Now)
 	s.catalog = newCatalogCache(opt.Index, opt.Now)
 	s.docs = newDocsCache(opt.Blobs)
 	return s, nil
@@ -209,6 +211,7 @@ func (s *Service) NotFound(w http.ResponseWriter, r *http.Request) {
 // namespace's visibility).
 func (s *Service) Invalidate() {
 	s.pages.invalidate()
+	s.lists.invalidate()
 	s.catalog.invalidate()
 }
 
