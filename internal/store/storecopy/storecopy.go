@@ -911,8 +911,12 @@ func (p *plan) apply(ctx context.Context, idx store.Index, r *Report) error {
 			return fmt.Errorf("creating module version %s/%s/%s %s: %w", v.Namespace, v.Name, v.System, v.Version, err)
 		}
 		if err := copyLifecycle(
-			func() error { return idx.SetModuleDeprecation(ctx, v.Namespace, v.Name, v.System, v.Version, v.Deprecation) },
-			func() error { return idx.SetModuleRevocation(ctx, v.Namespace, v.Name, v.System, v.Version, v.Revocation) },
+			func() error {
+				return idx.SetModuleDeprecation(ctx, v.Namespace, v.Name, v.System, v.Version, v.Deprecation)
+			},
+			func() error {
+				return idx.SetModuleRevocation(ctx, v.Namespace, v.Name, v.System, v.Version, v.Revocation)
+			},
 			v.Deprecation != nil, v.Revocation != nil); err != nil {
 			return fmt.Errorf("copying the lifecycle of module version %s/%s/%s %s: %w", v.Namespace, v.Name, v.System, v.Version, err)
 		}
