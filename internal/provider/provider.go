@@ -54,6 +54,11 @@ func New(version string) func() *schema.Provider {
 				"trove_user":             resourceUser(),
 				"trove_namespace_member": resourceNamespaceMember(),
 				"trove_mirror_upstream":  resourceMirrorUpstream(),
+
+				"trove_provider_version_deprecation": resourceProviderVersionDeprecation(),
+				"trove_provider_version_revocation":  resourceProviderVersionRevocation(),
+				"trove_module_version_deprecation":   resourceModuleVersionDeprecation(),
+				"trove_module_version_revocation":    resourceModuleVersionRevocation(),
 			},
 			DataSourcesMap: map[string]*schema.Resource{
 				"trove_namespace": dataSourceNamespace(),

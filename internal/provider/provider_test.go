@@ -167,6 +167,16 @@ func (e *accEnv) checkDestroyed(t *testing.T) resource.TestCheckFunc {
 				err = uerr
 			case "trove_mirror_upstream":
 				_, err = e.api.GetMirrorUpstream(ctx, rs.Primary.ID)
+			case "trove_provider_version_deprecation", "trove_provider_version_revocation",
+				"trove_module_version_deprecation", "trove_module_version_revocation":
+				set, lerr := e.lifecycleSet(ctx, rs.Type, rs.Primary.ID)
+				if lerr == nil && !set {
+					continue
+				}
+				if lerr == nil {
+					lerr = fmt.Errorf("%s (%s) is still set in Trove after destroy", addr, rs.Primary.ID)
+				}
+				return lerr
 			case "trove_namespace_member":
 				ns, user, _ := strings.Cut(rs.Primary.ID, "/")
 				_, found, merr := e.member(ctx, ns, user)
