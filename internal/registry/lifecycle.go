@@ -20,6 +20,10 @@ const (
 	MaxLifecycleBy = 256
 )
 
+// LifecycleLinkLimit is the limit of a deprecation's link, checked by
+// CheckLifecycleLink.
+var LifecycleLinkLimit = Limit{"link", MaxLifecycleLink}
+
 // Deprecation marks a published provider or module version as one its
 // users should move away from. The version stays listed and installable;
 // Terraform and OpenTofu show Reason and Link where they can (see
@@ -63,7 +67,7 @@ func CheckLifecycleLink(link string) error {
 	if link == "" {
 		return nil
 	}
-	if err := CheckText("link", link, MaxLifecycleLink); err != nil {
+	if err := CheckText(LifecycleLinkLimit.Field, link, LifecycleLinkLimit.Max); err != nil {
 		return err
 	}
 	if strings.ContainsAny(link, " \u00a0") {
