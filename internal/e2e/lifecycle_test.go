@@ -34,6 +34,11 @@ func TestLifecycleProviders(t *testing.T) {
 	// Each client initialises a project before anything changes: its lock
 	// file pins 1.1.0.
 	locked := map[string]string{}
+	type cachedProject struct {
+		tf  *terraformCLI
+		dir string
+	}
+	withCache := map[string]cachedProject{}
 	top := t // the projects outlive the subtests that create them
 	forEachClient(t, func(t *testing.T, client string) {
 		tf := newClient(t, client, srv, "")
@@ -46,6 +51,13 @@ func TestLifecycleProviders(t *testing.T) {
 			t.Fatalf("locked %q, want 1.1.0", lock.Version)
 		}
 		locked[client] = dir
+
+		// The same with a global plugin cache, which then holds 1.1.0.
+		cached := newClient(top, client, srv, "")
+		appendCLIConfig(t, cached, fmt.Sprintf("plugin_cache_dir = %q\n", top.TempDir()))
+		cdir := writeProject(top, srv, "~> 1.0", "cached")
+		cached.mustRun(t, cdir, "init", "-input=false")
+		withCache[client] = cachedProject{cached, cdir}
 	})
 
 	out := srv.mustCLI(t, publishToken, "provider", "deprecate", namespace+"/"+providerType, "1.0.0", "--reason", lifecycleReason, "--link", lifecycleLink)
@@ -130,6 +142,26 @@ func TestLifecycleProviders(t *testing.T) {
 			res = tf.mustRun(t, dir, "init", "-input=false", "-upgrade")
 			if lock := readLock(t, srv, dir); lock.Version != "1.0.0" {
 				t.Errorf("%s init -upgrade locked %q, want 1.0.0:\n%s", client, lock.Version, res.Output)
+			}
+		})
+	})
+
+	t.Run("a lock file pinning a revoked version, with a plugin cache", func(t *testing.T) {
+		forEachClient(t, func(t *testing.T, client string) {
+			p := withCache[client]
+			res := p.tf.run(t, p.dir, "init", "-input=false")
+			switch client {
+			case clientTofu:
+				// OpenTofu installs a locked version its global plugin cache
+				// holds without asking the registry.
+				if res.Code != 0 {
+					t.Errorf("tofu init with the locked revoked version in its plugin cache: exit %d\n%s", res.Code, res.Output)
+				}
+			default:
+				// Terraform asks the registry first, cache or not.
+				if res.Code == 0 || !strings.Contains(res.Flat, "the previously-selected version 1.1.0 is no longer available") {
+					t.Errorf("terraform init with a plugin cache and the revoked 1.1.0 locked: exit %d\n%s", res.Code, res.Output)
+				}
 			}
 		})
 	})
