@@ -230,6 +230,10 @@ type ProviderVersion struct {
 	// the version has no documentation.
 	DocsDigest string `json:"docs_digest,omitempty"`
 	DocsSize   int64  `json:"docs_size,omitempty"`
+	// Deprecation is present while the version is deprecated, Revocation
+	// while it is revoked (see RouteProviderDeprecation).
+	Deprecation *Deprecation `json:"deprecation,omitempty"`
+	Revocation  *Revocation  `json:"revocation,omitempty"`
 }
 
 // Platform is one package of a provider version.

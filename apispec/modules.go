@@ -97,6 +97,10 @@ type ModuleVersion struct {
 	// internal/modules.Metadata encodes it; present in the answer of GET
 	// RouteModuleVersion and of a publish only.
 	Metadata json.RawMessage `json:"metadata,omitempty"`
+	// Deprecation is present while the version is deprecated, Revocation
+	// while it is revoked (see RouteModuleDeprecation).
+	Deprecation *Deprecation `json:"deprecation,omitempty"`
+	Revocation  *Revocation  `json:"revocation,omitempty"`
 }
 
 // ModulePublishResult is the answer of a module publish: Created is false

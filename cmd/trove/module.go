@@ -288,7 +288,7 @@ func moduleShow() *command {
 				}
 				rows := make([]string, 0, len(m.Versions))
 				for _, v := range m.Versions {
-					rows = append(rows, row(v.Version, v.ArchiveFormat, size(v.ArchiveSize), when(v.PublishedAt), v.Origin))
+					rows = append(rows, row(versionLabel(v.Version, v.Deprecation, v.Revocation), v.ArchiveFormat, size(v.ArchiveSize), when(v.PublishedAt), v.Origin))
 				}
 				fmt.Fprintf(cl.stdout, "%s/%s/%s\n\n", m.Namespace, m.Name, m.System)
 				return table(cl.stdout, "VERSION\tFORMAT\tSIZE\tPUBLISHED\tORIGIN", rows)
@@ -298,13 +298,13 @@ func moduleShow() *command {
 }
 
 func printModuleVersion(cl *cli, v apispec.ModuleVersion) error {
-	err := table(cl.stdout, "Module:\t"+cell(v.Namespace+"/"+v.Name+"/"+v.System), []string{
+	err := table(cl.stdout, "Module:\t"+cell(v.Namespace+"/"+v.Name+"/"+v.System), append([]string{
 		"Version:\t" + cell(v.Version),
 		"Description:\t" + cell(v.Description),
 		"Archive:\t" + cell(v.ArchiveFormat+", "+size(v.ArchiveSize)+", sha256 "+v.ArchiveDigest),
 		"Origin:\t" + cell(v.Origin),
 		"Published:\t" + cell(when(v.PublishedAt)),
-	})
+	}, lifecycleRows(v.Deprecation, v.Revocation)...))
 	if err != nil || len(v.Metadata) == 0 {
 		return err
 	}

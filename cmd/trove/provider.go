@@ -78,7 +78,7 @@ func providerShow() *command {
 				}
 				rows := make([]string, 0, len(p.Versions))
 				for _, v := range p.Versions {
-					rows = append(rows, row(v.Version, strings.Join(v.Protocols, ","), strings.Join(platformNames(v.Platforms), ", "), when(v.PublishedAt)))
+					rows = append(rows, row(versionLabel(v.Version, v.Deprecation, v.Revocation), strings.Join(v.Protocols, ","), strings.Join(platformNames(v.Platforms), ", "), when(v.PublishedAt)))
 				}
 				fmt.Fprintf(cl.stdout, "%s/%s\n\n", p.Namespace, p.Type)
 				return table(cl.stdout, "VERSION\tPROTOCOLS\tPLATFORMS\tPUBLISHED", rows)
@@ -92,14 +92,14 @@ func printVersion(cl *cli, v apispec.ProviderVersion) error {
 	if v.DocsDigest != "" {
 		docs = size(v.DocsSize) + ", sha256 " + v.DocsDigest
 	}
-	err := table(cl.stdout, "Provider:\t"+cell(v.Namespace+"/"+v.Type), []string{
+	err := table(cl.stdout, "Provider:\t"+cell(v.Namespace+"/"+v.Type), append([]string{
 		"Version:\t" + cell(v.Version),
 		"Protocols:\t" + cell(strings.Join(v.Protocols, ", ")),
 		"Signed by key:\t" + cell(v.KeyID),
 		"SHA256SUMS digest:\t" + cell(v.SHASumsDigest),
 		"Documentation:\t" + cell(docs),
 		"Published:\t" + cell(when(v.PublishedAt)),
-	})
+	}, lifecycleRows(v.Deprecation, v.Revocation)...))
 	if err != nil {
 		return err
 	}

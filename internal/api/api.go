@@ -48,6 +48,7 @@ type Index interface {
 	store.AuditLog
 	store.Providers
 	store.Modules
+	store.Lifecycle
 	store.MirrorUpstreams
 	store.Bundles
 	store.SSO
@@ -111,6 +112,12 @@ type Options struct {
 	// ExchangeLimiter limits the exchanges per source address; nil means
 	// DefaultExchangeBurst and DefaultExchangeEvery.
 	ExchangeLimiter *auth.AddressLimiter
+	// OnProviderChange and OnModuleChange, if set, are called after the
+	// lifecycle of a version changed, so that this process's caches drop
+	// its documents at once (other replicas learn it from the change
+	// feed).
+	OnProviderChange func(namespace, typ string)
+	OnModuleChange   func(namespace, name, system string)
 	// MaxUploadBytes bounds a whole publish request; <= 0 means 2 GiB.
 	MaxUploadBytes int64
 	Now            func() time.Time
@@ -178,6 +185,7 @@ func New(opt Options) http.Handler {
 	h.registerProviderDocs(mux, route)
 
 	h.registerModules(route)
+	h.registerLifecycle(route)
 	h.registerMirror(route)
 	h.registerSSO(route)
 	h.registerTrust(route, open)
@@ -978,7 +986,8 @@ func VersionDoc(v registry.ProviderVersion) apispec.ProviderVersion {
 	out := apispec.ProviderVersion{Namespace: v.Namespace, Type: v.Type, Version: v.Version,
 		Protocols: v.Protocols, SHASumsDigest: v.SHASumsDigest, KeyID: v.SigningKey.KeyID,
 		PublishedAt: v.PublishedAt, Platforms: make([]apispec.Platform, 0, len(v.Platforms)),
-		DocsDigest: v.DocsDigest, DocsSize: v.DocsSize}
+		DocsDigest: v.DocsDigest, DocsSize: v.DocsSize,
+		Deprecation: apispec.DeprecationOf(v.Deprecation), Revocation: apispec.RevocationOf(v.Revocation)}
 	for _, p := range v.Platforms {
 		out.Platforms = append(out.Platforms, apispec.Platform{OS: p.OS, Arch: p.Arch, Filename: p.Filename, SHASum: p.SHA256, Size: p.Size})
 	}

@@ -310,6 +310,8 @@ func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
 		TempDir:          tempDir,
 		Downloads:        counter,
 		NoLocalPasswords: !cfg.Access.LocalPasswords,
+		OnProviderChange: changes.provider,
+		OnModuleChange:   changes.module,
 	})
 	ui, err := web.New(ctx, web.Options{
 		Index: idx, Access: access, Login: loginSvc, API: apiHandler, Blobs: a.Blobs, PublicURL: public,

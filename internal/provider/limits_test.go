@@ -45,6 +45,27 @@ var attributeLimits = map[string]registry.Limit{
 	"trove_trust_policy.description":        registry.DescriptionLimit,
 }
 
+func init() {
+	for _, r := range []string{"trove_provider_version_deprecation", "trove_provider_version_revocation"} {
+		attributeLimits[r+".namespace"] = registry.NamespaceLimit
+		attributeLimits[r+".type"] = registry.ProviderTypeLimit
+		attributeLimits[r+".version"] = registry.VersionLimit
+	}
+	for _, r := range []string{"trove_module_version_deprecation", "trove_module_version_revocation"} {
+		attributeLimits[r+".namespace"] = registry.NamespaceLimit
+		attributeLimits[r+".name"] = registry.ModuleNameLimit
+		attributeLimits[r+".system"] = registry.ModuleSystemLimit
+		attributeLimits[r+".version"] = registry.VersionLimit
+	}
+	for _, r := range []string{"trove_provider_version_deprecation", "trove_module_version_deprecation"} {
+		attributeLimits[r+".link"] = registry.LifecycleLinkLimit
+		boundedOtherwise[r+".reason"] = "at most 500 characters, one line: registry.CheckLifecycleReason"
+	}
+	for _, r := range []string{"trove_provider_version_revocation", "trove_module_version_revocation"} {
+		boundedOtherwise[r+".reason"] = "at most 500 characters, one line: registry.CheckLifecycleReason"
+	}
+}
+
 // textAttributes are the free-text arguments, which registry.CheckText
 // also checks: UTF-8, one line, no control characters.
 var textAttributes = []string{"trove_namespace.description", "trove_token.description", "trove_mirror_upstream.description",
@@ -108,6 +129,8 @@ func validValue(limit registry.Limit, n int) string {
 		return strings.Repeat("p", n)
 	case registry.VersionLimit:
 		return "1.0.0-" + strings.Repeat("a", n-len("1.0.0-"))
+	case registry.LifecycleLinkLimit:
+		return "https://example.com/" + strings.Repeat("a", n-len("https://example.com/"))
 	case registry.HostLimit:
 		// Labels of at most 63 letters: a host name but for its length.
 		var b strings.Builder

@@ -57,6 +57,11 @@ func New(version string) func() *schema.Provider {
 				"trove_identity_provider": resourceIdentityProvider(),
 				"trove_role_mapping":      resourceRoleMapping(),
 				"trove_trust_policy":      resourceTrustPolicy(),
+
+				"trove_provider_version_deprecation": resourceProviderVersionDeprecation(),
+				"trove_provider_version_revocation":  resourceProviderVersionRevocation(),
+				"trove_module_version_deprecation":   resourceModuleVersionDeprecation(),
+				"trove_module_version_revocation":    resourceModuleVersionRevocation(),
 			},
 			DataSourcesMap: map[string]*schema.Resource{
 				"trove_namespace": dataSourceNamespace(),

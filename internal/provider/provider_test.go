@@ -176,6 +176,16 @@ func (e *accEnv) checkDestroyed(t *testing.T) resource.TestCheckFunc {
 			case "trove_role_mapping":
 				id, _ := strconv.ParseInt(rs.Primary.ID, 10, 64)
 				_, err = e.api.GetRoleMapping(ctx, id)
+			case "trove_provider_version_deprecation", "trove_provider_version_revocation",
+				"trove_module_version_deprecation", "trove_module_version_revocation":
+				set, lerr := e.lifecycleSet(ctx, rs.Type, rs.Primary.ID)
+				if lerr == nil && !set {
+					continue
+				}
+				if lerr == nil {
+					lerr = fmt.Errorf("%s (%s) is still set in Trove after destroy", addr, rs.Primary.ID)
+				}
+				return lerr
 			case "trove_namespace_member":
 				ns, user, _ := strings.Cut(rs.Primary.ID, "/")
 				_, found, merr := e.member(ctx, ns, user)

@@ -151,27 +151,36 @@ type AuditFilter struct {
 
 // Audit actions recorded by Trove.
 const (
-	AuditLoginSuccess     = "login.success"
-	AuditLoginFailure     = "login.failure"
-	AuditTokenCreate      = "token.create"
-	AuditTokenRevoke      = "token.revoke"
-	AuditTokenExpire      = "token.expire"
-	AuditTokenReplay      = "token.code_replayed"
-	AuditNamespaceCreate  = "namespace.create"
-	AuditNamespaceUpdate  = "namespace.update"
-	AuditNamespaceDelete  = "namespace.delete"
-	AuditKeyAdd           = "key.add"
-	AuditKeyGenerate      = "key.generate" // a registry-managed key
-	AuditKeyRemove        = "key.remove"
-	AuditProviderPublish  = "provider.publish"
-	AuditProviderDocs     = "provider.docs" // documentation uploaded for a provider version
-	AuditModulePublish    = "module.publish"
-	AuditModuleDelete     = "module.delete"
-	AuditUserCreate       = "user.create"
-	AuditUserUpdate       = "user.update"
-	AuditPasswordChange   = "user.password"
-	AuditMembershipSet    = "membership.set"
-	AuditMembershipDelete = "membership.delete"
+	AuditLoginSuccess    = "login.success"
+	AuditLoginFailure    = "login.failure"
+	AuditTokenCreate     = "token.create"
+	AuditTokenRevoke     = "token.revoke"
+	AuditTokenExpire     = "token.expire"
+	AuditTokenReplay     = "token.code_replayed"
+	AuditNamespaceCreate = "namespace.create"
+	AuditNamespaceUpdate = "namespace.update"
+	AuditNamespaceDelete = "namespace.delete"
+	AuditKeyAdd          = "key.add"
+	AuditKeyGenerate     = "key.generate" // a registry-managed key
+	AuditKeyRemove       = "key.remove"
+	AuditProviderPublish = "provider.publish"
+	AuditProviderDocs    = "provider.docs" // documentation uploaded for a provider version
+	AuditModulePublish   = "module.publish"
+	AuditModuleDelete    = "module.delete"
+	// The lifecycle of provider and module versions (docs/lifecycle.md).
+	AuditProviderDeprecate   = "provider.deprecate"
+	AuditProviderUndeprecate = "provider.undeprecate"
+	AuditProviderRevoke      = "provider.revoke"
+	AuditProviderRestore     = "provider.restore"
+	AuditModuleDeprecate     = "module.deprecate"
+	AuditModuleUndeprecate   = "module.undeprecate"
+	AuditModuleRevoke        = "module.revoke"
+	AuditModuleRestore       = "module.restore"
+	AuditUserCreate          = "user.create"
+	AuditUserUpdate          = "user.update"
+	AuditPasswordChange      = "user.password"
+	AuditMembershipSet       = "membership.set"
+	AuditMembershipDelete    = "membership.delete"
 	// AuditMirrorUpstreamPut and AuditMirrorUpstreamDelete record changes
 	// of the provider mirror's upstream registries.
 	AuditMirrorUpstreamPut    = "mirror_upstream.put"

@@ -32,6 +32,11 @@ type ModuleVersion struct {
 	// <commit>"), free text for people.
 	Origin      string
 	PublishedAt time.Time
+
+	// Deprecation, if not nil, marks the version deprecated, and
+	// Revocation, if not nil, revoked (see Deprecation and Revocation).
+	Deprecation *Deprecation
+	Revocation  *Revocation
 }
 
 // Module summarises a module for listings and search.

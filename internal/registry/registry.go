@@ -71,6 +71,12 @@ type ProviderVersion struct {
 	// like the version, its documentation never changes.
 	DocsDigest string
 	DocsSize   int64
+
+	// Deprecation, if not nil, marks the version deprecated, and
+	// Revocation, if not nil, revoked (see Deprecation and Revocation).
+	// Both can be set and cleared after the publish.
+	Deprecation *Deprecation
+	Revocation  *Revocation
 }
 
 // SHASumsFilename is the name of the SHA256SUMS document as goreleaser writes it.

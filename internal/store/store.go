@@ -22,6 +22,7 @@ type Index interface {
 	Tokens
 	Providers
 	Modules
+	Lifecycle // deprecation and revocation of versions (lifecycle.go)
 	Downloads
 	Secrets
 	Access // users, memberships, personal tokens, authorization codes, audit log (access.go)

@@ -219,6 +219,8 @@ type versionLink struct {
 	Current    bool
 	Prerelease bool
 	Published  time.Time
+	Deprecated bool // marked in the selector (lifecycle.html)
+	Revoked    bool // listed only on its own page
 }
 
 // pickVersion sorts versions newest first and returns the one asked for
@@ -259,6 +261,7 @@ type moduleData struct {
 	AllDownloads                             int64 // of every version
 	VersionCount                             int
 	HasMetadata                              bool
+	Lifecycle                                lifecycle
 }
 
 // moduleSection is the root module, a submodule or an example.
@@ -297,12 +300,17 @@ func (s *Service) modulePage(w http.ResponseWriter, r *http.Request, v *visit) e
 		}
 		names := make([]string, len(vs))
 		published := map[string]time.Time{}
+		revoked, deprecated := map[string]bool{}, map[string]bool{}
 		for i, mv := range vs {
 			names[i] = mv.Version
 			published[mv.Version] = mv.PublishedAt
+			revoked[mv.Version], deprecated[mv.Version] = mv.Revocation != nil, mv.Deprecation != nil
 		}
-		latest, _ := pickVersion(names, "")
+		latest, _ := pickVersion(unrevoked(names, revoked), "")
 		cur, ok := pickVersion(names, want)
+		if want == "" {
+			cur = latest
+		}
 		if !ok {
 			return "", "", nil, errNotFound
 		}
@@ -316,14 +324,12 @@ func (s *Service) modulePage(w http.ResponseWriter, r *http.Request, v *visit) e
 		}
 		d := moduleData{Namespace: ns, Name: name, System: system, Version: cur, Latest: latest, Private: !nsInfo.Public(),
 			Source: s.opt.Host + "/" + ns + "/" + name + "/" + system, Description: mv.Description,
-			Published: mv.PublishedAt, Origin: mv.Origin, ArchiveSize: mv.ArchiveSize, ArchiveFormat: mv.ArchiveFormat}
+			Published: mv.PublishedAt, Origin: mv.Origin, ArchiveSize: mv.ArchiveSize, ArchiveFormat: mv.ArchiveFormat,
+			Lifecycle: lifecycle{Deprecation: mv.Deprecation, Revocation: mv.Revocation}}
 		base := "/modules/" + ns + "/" + name + "/" + system + "/"
-		for i, n := range names {
-			if i >= maxSelectorVersions && n != cur {
-				continue
-			}
+		for _, n := range listedVersions(names, revoked, cur) {
 			d.Versions = append(d.Versions, versionLink{Version: n, URL: base + n, Current: n == cur,
-				Prerelease: mustVersion(n).Prerelease() != "", Published: published[n]})
+				Prerelease: mustVersion(n).Prerelease() != "", Published: published[n], Deprecated: deprecated[n], Revoked: revoked[n]})
 		}
 		var md modules.Metadata
 		if len(mv.Metadata) > 0 {
@@ -445,6 +451,7 @@ type providerData struct {
 	Downloads                        int64 // of this version
 	AllDownloads                     int64 // of every version
 	PlatformDownloads                map[string]int64
+	Lifecycle                        lifecycle
 }
 
 func (s *Service) providerPage(w http.ResponseWriter, r *http.Request, v *visit) error {
@@ -482,12 +489,17 @@ func (s *Service) providerData(ctx context.Context, ns, typ, want string) (*prov
 	}
 	names := make([]string, len(vs))
 	byVersion := map[string]registry.ProviderVersion{}
+	revoked := map[string]bool{}
 	for i, pv := range vs {
 		names[i] = pv.Version
 		byVersion[pv.Version] = pv
+		revoked[pv.Version] = pv.Revocation != nil
 	}
-	latest, _ := pickVersion(names, "")
+	latest, _ := pickVersion(unrevoked(names, revoked), "")
 	cur, ok := pickVersion(names, want)
+	if want == "" {
+		cur = latest
+	}
 	if !ok {
 		return nil, errNotFound
 	}
@@ -506,16 +518,14 @@ func (s *Service) providerData(ctx context.Context, ns, typ, want string) (*prov
 	d := &providerData{Namespace: ns, Type: typ, Version: cur, Latest: latest, Private: !nsInfo.Public(),
 		Source: s.opt.Host + "/" + ns + "/" + typ, Host: s.opt.Host, TokenVariable: tokenVariable(s.opt.Host),
 		Protocols: pv.Protocols, Platforms: slices.Clone(pv.Platforms), SigningKey: pv.SigningKey, Keys: keys,
-		Published: pv.PublishedAt}
+		Published: pv.PublishedAt, Lifecycle: lifecycle{Deprecation: pv.Deprecation, Revocation: pv.Revocation}}
 	d.SigningKey.ASCIIArmor = ""
 	slices.SortFunc(d.Platforms, func(a, b registry.Platform) int { return cmp.Or(cmp.Compare(a.OS, b.OS), cmp.Compare(a.Arch, b.Arch)) })
 	base := "/providers/" + ns + "/" + typ + "/"
-	for i, n := range names {
-		if i >= maxSelectorVersions && n != cur {
-			continue
-		}
+	for _, n := range listedVersions(names, revoked, cur) {
 		d.Versions = append(d.Versions, versionLink{Version: n, URL: base + n, Current: n == cur,
-			Prerelease: mustVersion(n).Prerelease() != "", Published: byVersion[n].PublishedAt})
+			Prerelease: mustVersion(n).Prerelease() != "", Published: byVersion[n].PublishedAt,
+			Deprecated: byVersion[n].Deprecation != nil, Revoked: revoked[n]})
 	}
 	d.Snippet = providerSnippet(typ, d.Source, cur)
 	d.VersionCount = len(names)

@@ -371,7 +371,12 @@ func (s *Service) renderer(key modKey) respcache.RenderFunc[*module] {
 		doc := versionsDoc{Modules: []versionsModule{{Source: key.ns + "/" + key.name + "/" + key.system, Versions: make([]versionItem, 0, len(vs))}}}
 		size := int64(cap(vs)) * versionSize
 		for _, v := range vs {
-			doc.Modules[0].Versions = append(doc.Modules[0].Versions, versionItem{Version: v.Version})
+			// Revoked versions stay in the entry (their downloads keep
+			// working for configurations that have them installed) but
+			// are not listed, so new resolutions never choose them.
+			if v.Revocation == nil {
+				doc.Modules[0].Versions = append(doc.Modules[0].Versions, versionItem{Version: v.Version, Deprecation: deprecationOf(v)})
+			}
 			size += int64(len(v.Namespace) + len(v.Name) + len(v.System) + len(v.Version) + len(v.ArchiveDigest) + len(v.ArchiveFormat) +
 				len(v.Description) + len(v.Origin) + len(v.Metadata))
 		}
@@ -384,7 +389,8 @@ func (s *Service) renderer(key modKey) respcache.RenderFunc[*module] {
 }
 
 // The versions document: only modules[0].versions[].version is read by
-// the clients.
+// the released clients. "deprecation" is Trove's, for people and scripts
+// (no released Terraform or OpenTofu reads it; see docs/lifecycle.md).
 type (
 	versionsDoc struct {
 		Modules []versionsModule `json:"modules"`
@@ -394,9 +400,23 @@ type (
 		Versions []versionItem `json:"versions"`
 	}
 	versionItem struct {
-		Version string `json:"version"`
+		Version     string          `json:"version"`
+		Deprecation *deprecationDoc `json:"deprecation,omitempty"`
+	}
+	deprecationDoc struct {
+		Reason string `json:"reason"`
+		Link   string `json:"link,omitempty"`
 	}
 )
+
+// deprecationOf returns the deprecation of v as documents show it, nil
+// when v is not deprecated.
+func deprecationOf(v registry.ModuleVersion) *deprecationDoc {
+	if v.Deprecation == nil {
+		return nil
+	}
+	return &deprecationDoc{Reason: v.Deprecation.Reason, Link: v.Deprecation.Link}
+}
 
 func (s *Service) serveVersions(w http.ResponseWriter, r *http.Request) {
 	e, _, private, err := s.lookup(r.Context(), r)
@@ -472,11 +492,16 @@ func (s *Service) handler(fn httpjson.HandlerFunc) http.Handler {
 // newest pre-release when there is no release.
 func latest(e *entry) registry.ModuleVersion {
 	for _, v := range e.Value.versions {
-		if p, err := version.NewSemver(v.Version); err == nil && p.Prerelease() == "" {
+		if p, err := version.NewSemver(v.Version); err == nil && p.Prerelease() == "" && v.Revocation == nil {
 			return v
 		}
 	}
-	return e.Value.versions[0]
+	for _, v := range e.Value.versions {
+		if v.Revocation == nil {
+			return v
+		}
+	}
+	return e.Value.versions[0] // every version is revoked
 }
 
 // downloadLatest redirects to the download of the latest version, as the
@@ -537,7 +562,11 @@ type (
 		Submodules []modarchive.ModuleInfo `json:"submodules"`
 		Examples   []modarchive.ModuleInfo `json:"examples"`
 		Providers  []string                `json:"providers"`
-		Versions   []string                `json:"versions"`
+		Versions   []string                `json:"versions"` // revoked versions left out
+		// Deprecation is set for a deprecated version, Revoked for a
+		// revoked one (whose details stay readable by address).
+		Deprecation *deprecationDoc `json:"deprecation,omitempty"`
+		Revoked     bool            `json:"revoked,omitempty"`
 	}
 	listMeta struct {
 		Limit         int    `json:"limit"`
@@ -579,8 +608,11 @@ func (s *Service) writeDetails(w http.ResponseWriter, r *http.Request, e *entry,
 		}
 	}
 	for _, mv := range e.Value.versions {
-		doc.Versions = append(doc.Versions, mv.Version)
+		if mv.Revocation == nil {
+			doc.Versions = append(doc.Versions, mv.Version)
+		}
 	}
+	doc.Deprecation, doc.Revoked = deprecationOf(v), v.Revocation != nil
 	if doc.Downloads, err = s.moduleDownloads(r.Context(), v.Namespace, v.Name, v.System); err != nil {
 		return err
 	}

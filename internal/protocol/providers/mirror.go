@@ -246,7 +246,9 @@ func (s *Service) mirrorVersions(ctx context.Context, pk provKey) ([]string, err
 	}
 	versions := make([]string, 0, len(vs))
 	for _, v := range vs {
-		versions = append(versions, v.Version)
+		if v.Revocation == nil { // revoked: as in the versions document
+			versions = append(versions, v.Version)
+		}
 	}
 	return versions, nil
 }

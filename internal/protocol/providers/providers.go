@@ -372,7 +372,7 @@ func (s *Service) versionsRenderer(pk provKey) respcache.RenderFunc[urls] {
 		if err != nil {
 			return respcache.Rendered[urls]{}, err
 		}
-		body, err := renderVersions(vs)
+		body, err := renderVersions(pk.ns, pk.typ, vs)
 		if err != nil {
 			return respcache.Rendered[urls]{}, registry.Wrap(registry.Internal, err, "encoding the versions document")
 		}
@@ -456,6 +456,10 @@ func platformList(ps []registry.Platform) string {
 type (
 	versionsDoc struct {
 		Versions []versionDoc `json:"versions"`
+		// Warnings are printed by Terraform and OpenTofu on every init
+		// that queries the provider ("Additional provider information
+		// from registry"): one per deprecated version listed.
+		Warnings []string `json:"warnings,omitempty"`
 	}
 	versionDoc struct {
 		Version   string        `json:"version"`
@@ -490,13 +494,22 @@ type (
 	}
 )
 
-// renderVersions renders the versions document, newest version first and
-// platforms sorted, so that equal contents give equal bytes (and ETags).
-func renderVersions(vs []registry.ProviderVersion) ([]byte, error) {
+// renderVersions renders the versions document of provider ns/typ,
+// newest version first and platforms sorted, so that equal contents give
+// equal bytes (and ETags). Revoked versions are left out, so that new
+// resolutions never choose them; each deprecated version listed adds a
+// warning (at most maxWarnings, the newest), which the clients print.
+func renderVersions(ns, typ string, vs []registry.ProviderVersion) ([]byte, error) {
 	vs = slices.Clone(vs)
 	registry.SortNewestFirst(vs, func(v registry.ProviderVersion) string { return v.Version })
 	doc := versionsDoc{Versions: make([]versionDoc, 0, len(vs))}
 	for _, v := range vs {
+		if v.Revocation != nil {
+			continue
+		}
+		if v.Deprecation != nil && len(doc.Warnings) < maxWarnings {
+			doc.Warnings = append(doc.Warnings, registry.DeprecationWarning(ns, typ, v.Version, *v.Deprecation))
+		}
 		d := versionDoc{Version: v.Version, Protocols: nonNil(v.Protocols), Platforms: make([]platformDoc, 0, len(v.Platforms))}
 		for _, p := range v.Platforms {
 			d.Platforms = append(d.Platforms, platformDoc{OS: p.OS, Arch: p.Arch})
@@ -511,6 +524,10 @@ func renderVersions(vs []registry.ProviderVersion) ([]byte, error) {
 	}
 	return json.Marshal(doc)
 }
+
+// maxWarnings bounds the deprecation warnings of one versions document:
+// the clients print every one on every init.
+const maxWarnings = 10
 
 // renderDownload renders the download document of p as a head and a
 // tail, the "signing_keys" member and the closing brace. Every document

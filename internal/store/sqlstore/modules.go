@@ -90,10 +90,17 @@ func (x *Index) CreateModuleVersion(ctx context.Context, v registry.ModuleVersio
 
 // moduleVersionColumns are the columns moduleVersionTargets receives, in
 // its order.
-const moduleVersionColumns = `version, archive_digest, archive_format, archive_size, description, origin, published_at`
+var moduleVersionColumns = `version, archive_digest, archive_format, archive_size, description, origin, published_at, ` +
+	lifecycleColumns("")
 
-func moduleVersionTargets(v *registry.ModuleVersion) []any {
-	return []any{&v.Version, &v.ArchiveDigest, &v.ArchiveFormat, &v.ArchiveSize, &v.Description, &v.Origin, at(&v.PublishedAt)}
+// moduleVersionTargets returns the scan destinations of the
+// moduleVersionColumns; call done after the scan to set v's lifecycle.
+func moduleVersionTargets(v *registry.ModuleVersion) (targets []any, done func()) {
+	var lc lifecycleRow
+	return append([]any{&v.Version, &v.ArchiveDigest, &v.ArchiveFormat, &v.ArchiveSize, &v.Description, &v.Origin, at(&v.PublishedAt)},
+			lc.targets()...), func() {
+			v.Deprecation, v.Revocation = lc.states()
+		}
 }
 
 // GetModuleVersion returns one version with its metadata, or NotFound.
@@ -101,9 +108,11 @@ func (x *Index) GetModuleVersion(ctx context.Context, namespace, name, system, v
 	ctx, cancel := x.op(ctx)
 	defer cancel()
 	v := registry.ModuleVersion{Namespace: namespace, Name: name, System: system}
+	targets, done := moduleVersionTargets(&v)
 	err := x.row(ctx, `SELECT `+moduleVersionColumns+`, metadata FROM module_versions
 		WHERE namespace = $1 AND name = $2 AND system = $3 AND version = $4`, namespace, name, system, ver).
-		Scan(append(moduleVersionTargets(&v), &v.Metadata)...)
+		Scan(append(targets, &v.Metadata)...)
+	done()
 	if errors.Is(err, sql.ErrNoRows) {
 		return registry.ModuleVersion{}, registry.Errorf(registry.NotFound, "module %s/%s/%s has no version %s", namespace, name, system, ver)
 	}
@@ -122,7 +131,10 @@ func (x *Index) ListModuleVersions(ctx context.Context, namespace, name, system 
 		WHERE namespace = $1 AND name = $2 AND system = $3`, namespace, name, system)
 	out, err := collect(rows, err, func(s scanner) (registry.ModuleVersion, error) {
 		v := registry.ModuleVersion{Namespace: namespace, Name: name, System: system}
-		return v, s.Scan(moduleVersionTargets(&v)...)
+		targets, done := moduleVersionTargets(&v)
+		err := s.Scan(targets...)
+		done()
+		return v, err
 	})
 	if err != nil {
 		return nil, x.fail(err, fmt.Sprintf("listing the versions of module %s/%s/%s", namespace, name, system))

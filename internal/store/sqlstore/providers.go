@@ -140,8 +140,8 @@ func (x *Index) CreateProviderVersion(ctx context.Context, v registry.ProviderVe
 const platformsPerInsert = 100
 
 // versionColumns are the columns versionRow receives, in its order.
-const versionColumns = `v.id, v.version, v.protocols, v.shasums_digest, v.shasums_signature_digest, v.published_at,
-	v.docs_digest, v.docs_size`
+var versionColumns = `v.id, v.version, v.protocols, v.shasums_digest, v.shasums_signature_digest, v.published_at,
+	v.docs_digest, v.docs_size, ` + lifecycleColumns("v.")
 
 // keyColumns are the columns keyRow receives, in its order.
 const keyColumns = `k.key_namespace, k.key_id, k.fingerprint, k.ascii_armor, k.created_at, k.expires_at`
@@ -150,16 +150,18 @@ const keyColumns = `k.key_namespace, k.key_id, k.fingerprint, k.ascii_armor, k.c
 type versionRow struct {
 	id int64
 	v  registry.ProviderVersion
+	lc lifecycleRow
 }
 
 func (r *versionRow) targets(d Dialect) []any {
-	return []any{&r.id, &r.v.Version, d.ScanStrings(&r.v.Protocols), &r.v.SHASumsDigest, &r.v.SHASumsSignatureDigest, at(&r.v.PublishedAt),
-		&r.v.DocsDigest, &r.v.DocsSize}
+	return append([]any{&r.id, &r.v.Version, d.ScanStrings(&r.v.Protocols), &r.v.SHASumsDigest, &r.v.SHASumsSignatureDigest, at(&r.v.PublishedAt),
+		&r.v.DocsDigest, &r.v.DocsSize}, r.lc.targets()...)
 }
 
 func (r *versionRow) decode(namespace, typ string) registry.ProviderVersion {
 	v := r.v
 	v.Namespace, v.Type = namespace, typ
+	v.Deprecation, v.Revocation = r.lc.states()
 	return v
 }
 

@@ -959,6 +959,14 @@ func (p *plan) apply(ctx context.Context, idx store.Index, r *Report) error {
 		if err := idx.CreateProviderVersion(ctx, v); err != nil {
 			return fmt.Errorf("creating provider version %s/%s %s: %w", v.Namespace, v.Type, v.Version, err)
 		}
+		// The lifecycle of a copied version comes with it (a version the
+		// target has already keeps its own).
+		if err := copyLifecycle(
+			func() error { return idx.SetProviderDeprecation(ctx, v.Namespace, v.Type, v.Version, v.Deprecation) },
+			func() error { return idx.SetProviderRevocation(ctx, v.Namespace, v.Type, v.Version, v.Revocation) },
+			v.Deprecation != nil, v.Revocation != nil); err != nil {
+			return fmt.Errorf("copying the lifecycle of provider version %s/%s %s: %w", v.Namespace, v.Type, v.Version, err)
+		}
 	}
 	for _, v := range p.providerDocs {
 		if err := idx.SetProviderDocs(ctx, v.Namespace, v.Type, v.Version, v.DocsDigest, v.DocsSize); err != nil {
@@ -977,6 +985,16 @@ func (p *plan) apply(ctx context.Context, idx store.Index, r *Report) error {
 	for _, v := range p.modules {
 		if err := idx.CreateModuleVersion(ctx, v); err != nil {
 			return fmt.Errorf("creating module version %s/%s/%s %s: %w", v.Namespace, v.Name, v.System, v.Version, err)
+		}
+		if err := copyLifecycle(
+			func() error {
+				return idx.SetModuleDeprecation(ctx, v.Namespace, v.Name, v.System, v.Version, v.Deprecation)
+			},
+			func() error {
+				return idx.SetModuleRevocation(ctx, v.Namespace, v.Name, v.System, v.Version, v.Revocation)
+			},
+			v.Deprecation != nil, v.Revocation != nil); err != nil {
+			return fmt.Errorf("copying the lifecycle of module version %s/%s/%s %s: %w", v.Namespace, v.Name, v.System, v.Version, err)
 		}
 	}
 
@@ -1028,6 +1046,19 @@ func (p *plan) apply(ctx context.Context, idx store.Index, r *Report) error {
 		if !bytes.Equal(got, want) {
 			return registry.Errorf(registry.Conflict, "secret %s was created in the target during the copy (is Trove running on it?)", name)
 		}
+	}
+	return nil
+}
+
+// copyLifecycle runs deprecate if deprecated and revoke if revoked.
+func copyLifecycle(deprecate, revoke func() error, deprecated, revoked bool) error {
+	if deprecated {
+		if err := deprecate(); err != nil {
+			return err
+		}
+	}
+	if revoked {
+		return revoke()
 	}
 	return nil
 }

@@ -34,8 +34,14 @@ func TestChangeFeed(t *testing.T, open func(t *testing.T) (writer store.Index, f
 		m := registry.ModuleVersion{Namespace: "acme", Name: "network", System: "aws", Version: "0.1.0",
 			ArchiveDigest: strings.Repeat("a", 64), ArchiveFormat: "tar.gz", PublishedAt: now}
 		mustOK(t, writer.CreateModuleVersion(ctx, m), "CreateModuleVersion")
+		// Lifecycle changes drop the documents that show the versions.
+		mustOK(t, writer.SetProviderDeprecation(ctx, "acme", "cloud", "1.0.0", &registry.Deprecation{Reason: "old", At: now}), "SetProviderDeprecation")
+		mustOK(t, writer.SetModuleRevocation(ctx, "acme", "network", "aws", "0.1.0", &registry.Revocation{Reason: "broken", At: now}), "SetModuleRevocation")
+		wantKind(t, writer.SetProviderRevocation(ctx, "acme", "cloud", "9.0.0", nil), registry.NotFound, "SetProviderRevocation of a missing version")
 		mustOK(t, writer.DeleteModuleVersion(ctx, "acme", "network", "aws", "0.1.0"), "DeleteModuleVersion")
 		want := []store.Change{
+			{Kind: store.ChangeProvider, Namespace: "acme", Name: "cloud"},
+			{Kind: store.ChangeModule, Namespace: "acme", Name: "network", System: "aws"},
 			{Kind: store.ChangeProvider, Namespace: "acme", Name: "cloud"},
 			{Kind: store.ChangeModule, Namespace: "acme", Name: "network", System: "aws"},
 			{Kind: store.ChangeModule, Namespace: "acme", Name: "network", System: "aws"},
