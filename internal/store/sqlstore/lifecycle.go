@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hashicorp/go-version"
+
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/store"
 )
@@ -81,12 +83,53 @@ func (x *Index) revocationArgs(r *registry.Revocation) ([]any, error) {
 
 // setLifecycle runs one UPDATE of a version's lifecycle columns (set, with
 // args then the key arguments) and reports change; missing when no row
-// matched.
-func (x *Index) setLifecycle(ctx context.Context, what string, change store.Change, query string, args []any, missing error) error {
+// matched. then, if not nil, runs in the same transaction afterwards (a
+// revocation rebuilds the summary's latest version).
+func (x *Index) setLifecycle(ctx context.Context, what string, change store.Change, query string, args []any, missing error,
+	then func(ctx context.Context, t tx) error) error {
 	return x.writeChange(ctx, what, &change, func(ctx context.Context, t tx) error {
 		res, err := t.exec(ctx, query, args...)
-		return affected(res, err, missing)
+		if err := affected(res, err, missing); err != nil || then == nil {
+			return err
+		}
+		return then(ctx, t)
 	})
+}
+
+// relistProvider rebuilds the latest version of a provider's summary row:
+// the highest version not revoked, or the highest of all when every one
+// is revoked.
+func (x *Index) relistProvider(ctx context.Context, t tx, namespace, typ string) error {
+	type row struct {
+		version string
+		revoked time.Time
+	}
+	rows, err := t.query(ctx, `SELECT version, revoked_at FROM provider_versions WHERE namespace = $1 AND type = $2`, namespace, typ)
+	vs, err := collect(rows, err, func(s scanner) (row, error) {
+		var r row
+		return r, s.Scan(&r.version, at(&r.revoked))
+	})
+	if err != nil {
+		return err
+	}
+	var latest, latestAny string
+	for _, r := range vs {
+		sv, err := version.NewSemver(r.version)
+		if err != nil {
+			continue
+		}
+		if registry.NewerLatestProvider(sv, latestAny) {
+			latestAny = r.version
+		}
+		if r.revoked.IsZero() && registry.NewerLatestProvider(sv, latest) {
+			latest = r.version
+		}
+	}
+	if latest == "" {
+		latest = latestAny
+	}
+	_, err = t.exec(ctx, `UPDATE providers SET latest_version = $1 WHERE namespace = $2 AND type = $3`, latest, namespace, typ)
+	return err
 }
 
 // SetProviderDeprecation sets (d != nil) or clears (nil) the deprecation
@@ -100,7 +143,7 @@ func (x *Index) SetProviderDeprecation(ctx context.Context, namespace, typ, vers
 		store.Change{Kind: store.ChangeProvider, Namespace: namespace, Name: typ},
 		`UPDATE provider_versions SET deprecated_at = $1, deprecation_reason = $2, deprecation_link = $3, deprecated_by = $4
 			WHERE namespace = $5 AND type = $6 AND version = $7`,
-		append(args, namespace, typ, version), providerVersionMissing(namespace, typ, version))
+		append(args, namespace, typ, version), providerVersionMissing(namespace, typ, version), nil)
 }
 
 // SetProviderRevocation sets (r != nil) or clears (nil) the revocation
@@ -114,7 +157,8 @@ func (x *Index) SetProviderRevocation(ctx context.Context, namespace, typ, versi
 		store.Change{Kind: store.ChangeProvider, Namespace: namespace, Name: typ},
 		`UPDATE provider_versions SET revoked_at = $1, revocation_reason = $2, revoked_by = $3
 			WHERE namespace = $4 AND type = $5 AND version = $6`,
-		append(args, namespace, typ, version), providerVersionMissing(namespace, typ, version))
+		append(args, namespace, typ, version), providerVersionMissing(namespace, typ, version),
+		func(ctx context.Context, t tx) error { return x.relistProvider(ctx, t, namespace, typ) })
 }
 
 // SetModuleDeprecation sets (d != nil) or clears (nil) the deprecation of
@@ -128,7 +172,7 @@ func (x *Index) SetModuleDeprecation(ctx context.Context, namespace, name, syste
 		store.Change{Kind: store.ChangeModule, Namespace: namespace, Name: name, System: system},
 		`UPDATE module_versions SET deprecated_at = $1, deprecation_reason = $2, deprecation_link = $3, deprecated_by = $4
 			WHERE namespace = $5 AND name = $6 AND system = $7 AND version = $8`,
-		append(args, namespace, name, system, version), moduleVersionMissing(namespace, name, system, version))
+		append(args, namespace, name, system, version), moduleVersionMissing(namespace, name, system, version), nil)
 }
 
 // SetModuleRevocation sets (r != nil) or clears (nil) the revocation of a
@@ -142,7 +186,8 @@ func (x *Index) SetModuleRevocation(ctx context.Context, namespace, name, system
 		store.Change{Kind: store.ChangeModule, Namespace: namespace, Name: name, System: system},
 		`UPDATE module_versions SET revoked_at = $1, revocation_reason = $2, revoked_by = $3
 			WHERE namespace = $4 AND name = $5 AND system = $6 AND version = $7`,
-		append(args, namespace, name, system, version), moduleVersionMissing(namespace, name, system, version))
+		append(args, namespace, name, system, version), moduleVersionMissing(namespace, name, system, version),
+		func(ctx context.Context, t tx) error { return x.recountModule(ctx, t, namespace, name, system) })
 }
 
 func providerVersionMissing(namespace, typ, version string) error {

@@ -210,17 +210,18 @@ func (x *Index) DeleteModuleVersion(ctx context.Context, namespace, name, system
 }
 
 // recountModule rebuilds a module's summary row from its versions, and
-// removes the row when no version is left.
+// removes the row when no version is left. The latest version is the
+// newest one not revoked (the newest of all when every one is).
 func (x *Index) recountModule(ctx context.Context, t tx, namespace, name, system string) error {
 	type row struct {
 		version, description string
-		published            time.Time
+		published, revoked   time.Time
 	}
-	rows, err := t.query(ctx, `SELECT version, description, published_at FROM module_versions
+	rows, err := t.query(ctx, `SELECT version, description, published_at, revoked_at FROM module_versions
 		WHERE namespace = $1 AND name = $2 AND system = $3`, namespace, name, system)
 	vs, err := collect(rows, err, func(s scanner) (row, error) {
 		var r row
-		return r, s.Scan(&r.version, &r.description, at(&r.published))
+		return r, s.Scan(&r.version, &r.description, at(&r.published), at(&r.revoked))
 	})
 	if err != nil {
 		return err
@@ -229,16 +230,26 @@ func (x *Index) recountModule(ctx context.Context, t tx, namespace, name, system
 		_, err = t.exec(ctx, `DELETE FROM modules WHERE namespace = $1 AND name = $2 AND system = $3`, namespace, name, system)
 		return err
 	}
-	var latest *version.Version
-	var latestName, description string
 	var updated time.Time
+	var latest, latestAny *version.Version
+	var latestName, description, anyName, anyDescription string
 	for _, r := range vs {
 		if r.published.After(updated) {
 			updated = r.published
 		}
-		if sv, err := version.NewSemver(r.version); err == nil && (latest == nil || registry.NewerLatestModule(sv, latest)) {
+		sv, err := version.NewSemver(r.version)
+		if err != nil {
+			continue
+		}
+		if latestAny == nil || registry.NewerLatestModule(sv, latestAny) {
+			latestAny, anyName, anyDescription = sv, r.version, r.description
+		}
+		if r.revoked.IsZero() && (latest == nil || registry.NewerLatestModule(sv, latest)) {
 			latest, latestName, description = sv, r.version, r.description
 		}
+	}
+	if latest == nil {
+		latestName, description = anyName, anyDescription
 	}
 	_, err = t.exec(ctx, `UPDATE modules SET version_count = $1, latest_version = $2, description = $3, updated_at = $4
 		WHERE namespace = $5 AND name = $6 AND system = $7`, len(vs), latestName, description, x.d.Time(updated), namespace, name, system)

@@ -99,6 +99,39 @@ func testLifecycle(t *testing.T, newIndex func(*testing.T) store.Index) {
 			t.Errorf("after clearing: %+v %+v", got.Deprecation, got.Revocation)
 		}
 	})
+	t.Run("RevokedLatestLeftOutOfSummaries", func(t *testing.T) {
+		x, ctx := setup(t), t.Context()
+		latest := func(t *testing.T) (provider, module string) {
+			t.Helper()
+			ps, err := x.ListProviders(ctx, "acme")
+			mustOK(t, err, "ListProviders")
+			ms, _, err := x.ListModules(ctx, registry.ModuleFilter{Namespace: "acme", Limit: 10})
+			mustOK(t, err, "ListModules")
+			if len(ps) != 1 || len(ms) != 1 {
+				t.Fatalf("%d providers and %d modules listed, want 1 and 1", len(ps), len(ms))
+			}
+			if ps[0].VersionCount != 2 || ms[0].VersionCount != 2 {
+				t.Errorf("version counts %d and %d, want 2 (revoked versions still count)", ps[0].VersionCount, ms[0].VersionCount)
+			}
+			return ps[0].LatestVersion, ms[0].LatestVersion
+		}
+		check := func(t *testing.T, step, want string) {
+			t.Helper()
+			if p, m := latest(t); p != want || m != want {
+				t.Errorf("%s: latest versions %q (provider) and %q (module), want %q", step, p, m, want)
+			}
+		}
+		check(t, "before", "1.1.0")
+		mustOK(t, x.SetProviderRevocation(ctx, "acme", "cloud", "1.1.0", rev), "SetProviderRevocation 1.1.0")
+		mustOK(t, x.SetModuleRevocation(ctx, "acme", "network", "aws", "1.1.0", rev), "SetModuleRevocation 1.1.0")
+		check(t, "newest revoked", "1.0.0")
+		mustOK(t, x.SetProviderRevocation(ctx, "acme", "cloud", "1.0.0", rev), "SetProviderRevocation 1.0.0")
+		mustOK(t, x.SetModuleRevocation(ctx, "acme", "network", "aws", "1.0.0", rev), "SetModuleRevocation 1.0.0")
+		check(t, "every version revoked", "1.1.0")
+		mustOK(t, x.SetProviderRevocation(ctx, "acme", "cloud", "1.1.0", nil), "SetProviderRevocation nil")
+		mustOK(t, x.SetModuleRevocation(ctx, "acme", "network", "aws", "1.1.0", nil), "SetModuleRevocation nil")
+		check(t, "newest restored", "1.1.0")
+	})
 	t.Run("MissingVersions", func(t *testing.T) {
 		x, ctx := setup(t), t.Context()
 		wantKind(t, x.SetProviderDeprecation(ctx, "acme", "cloud", "9.9.9", dep), registry.NotFound, "SetProviderDeprecation of a missing version")
