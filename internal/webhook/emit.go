@@ -124,6 +124,14 @@ func (e *Emitter) Emit(ctx context.Context, r *http.Request, ev Event) {
 	}
 }
 
+// Wake makes the local Worker look for due deliveries at once (after a
+// test event or a redelivery was enqueued).
+func (e *Emitter) Wake() {
+	if e != nil && e.wake != nil {
+		e.wake()
+	}
+}
+
 // Payload returns the JSON document of ev, with the event ID id, at t.
 func (e *Emitter) Payload(ev Event, id string, t time.Time) apispec.WebhookPayload {
 	p := apispec.WebhookPayload{
