@@ -31,9 +31,12 @@ const (
 	DefaultPoll      = 5 * time.Second
 	DefaultRetention = 30 * 24 * time.Hour
 	DefaultBatch     = 10
-	// leaseMargin is how much longer than an attempt's timeout a lease
-	// lasts: an attempt never outlives its lease, so no two workers send
-	// one delivery at once.
+	// recordBudget bounds the reads and writes around one attempt
+	// (reading the webhook, recording the attempt).
+	recordBudget = 10 * time.Second
+	// leaseMargin is how much longer than the attempts of a claim may
+	// take a lease lasts, so that no attempt outlives its lease and no
+	// two workers send one delivery at once.
 	leaseMargin = 30 * time.Second
 )
 
@@ -200,18 +203,32 @@ func (w *Worker) Run(ctx context.Context) {
 	}
 }
 
+// Lease is how long a claim of Batch deliveries holds them: long enough
+// for each to be attempted, one after the other, within its timeout.
+func (w *Worker) Lease() time.Duration {
+	return time.Duration(w.o.Batch)*(w.o.Timeout+recordBudget) + leaseMargin
+}
+
 // RunOnce claims up to Batch due deliveries, attempts each (one after the
-// other) and returns how many it attempted.
+// other) and returns how many it attempted. A delivery whose attempt
+// could no longer finish within the claim's lease is left alone: it is
+// claimed again once the lease expired.
 func (w *Worker) RunOnce(ctx context.Context) (int, error) {
-	lease := w.o.Timeout + leaseMargin
-	ds, err := w.o.Store.ClaimDeliveries(ctx, w.o.Owner, w.o.Now(), lease, w.o.Batch)
+	start, lease := w.o.Now(), w.Lease()
+	ds, err := w.o.Store.ClaimDeliveries(ctx, w.o.Owner, start, lease, w.o.Batch)
 	if err != nil {
 		return 0, err
 	}
+	last := start.Add(lease - leaseMargin - w.o.Timeout - recordBudget) // the latest start of an attempt
+	n := 0
 	for _, d := range ds {
+		if ctx.Err() != nil || w.o.Now().After(last) {
+			break
+		}
 		w.attempt(ctx, d)
+		n++
 	}
-	return len(ds), nil
+	return n, nil
 }
 
 // attempt sends one delivery and records the result.
@@ -251,7 +268,7 @@ func (w *Worker) attempt(ctx context.Context, d registry.WebhookDelivery) {
 	}
 	w.outcomes.WithLabelValues(outcome).Inc()
 	// Record the attempt even if ctx ended meanwhile.
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordBudget)
 	defer cancel()
 	if err := w.o.Store.FinishAttempt(fctx, d.ID, w.o.Owner, a, next, state, disable); err != nil {
 		log.WarnContext(ctx, "recording a webhook delivery attempt failed", "err", err)

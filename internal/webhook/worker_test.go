@@ -305,3 +305,32 @@ func TestTwoWorkersOneIndex(t *testing.T) {
 		t.Errorf("workers attempted %v, want %d in all", counts, 2*events)
 	}
 }
+
+// TestWorkerStopsAtItsLease: when the attempts of a claim take so long
+// that the next could outlive the lease, the worker leaves the rest to be
+// claimed again after the lease, never attempting a delivery another
+// worker may hold.
+func TestWorkerStopsAtItsLease(t *testing.T) {
+	x := newIndex(t)
+	clk := &clock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	var w *Worker
+	var hits int
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		hits++
+		clk.Add(w.Lease()) // this attempt "took" the whole lease
+	}))
+	defer srv.Close()
+	addHook(t, x, srv.URL)
+	em := NewEmitter(EmitterOptions{Store: x, Now: clk.Now})
+	for _, v := range []string{"1.0.0", "1.0.1"} {
+		em.Emit(t.Context(), nil, Event{Type: registry.EventModulePublished, Namespace: "acme", Name: "n", System: "s", Version: v})
+	}
+	w, _ = NewWorker(WorkerOptions{Store: x, AllowPrivate: true, Owner: "slow", Now: clk.Now, Batch: 2})
+	if n, err := w.RunOnce(t.Context()); n != 1 || err != nil || hits != 1 {
+		t.Fatalf("RunOnce = %d, %v with %d requests; want 1 attempt", n, err, hits)
+	}
+	other, _ := NewWorker(WorkerOptions{Store: x, AllowPrivate: true, Owner: "other", Now: clk.Now, Batch: 2})
+	if n, _ := other.RunOnce(t.Context()); n != 1 || hits != 2 {
+		t.Errorf("after the lease the other worker attempted %d (requests %d), want the one left", n, hits)
+	}
+}
