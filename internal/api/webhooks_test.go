@@ -231,9 +231,17 @@ func TestWebhookDeliveryThroughAPI(t *testing.T) {
 		t.Fatalf("deliveries = %d %s, want the 2 newest", status, raw)
 	}
 	first := list.Deliveries[0]
+	// The receiver answered; the worker records the attempt just after.
 	var d apispec.WebhookDelivery
-	status, raw = apiDo(t, s, "GET", "/api/v1/webhooks/"+hook.ID+"/deliveries/"+first.ID, admin, "", nil)
-	if status != 200 || json.Unmarshal(raw, &d) != nil || d.State != registry.DeliverySucceeded || len(d.Log) != 1 ||
+	deadline := time.Now().Add(time.Minute)
+	for {
+		status, raw = apiDo(t, s, "GET", "/api/v1/webhooks/"+hook.ID+"/deliveries/"+first.ID, admin, "", nil)
+		if status != 200 || json.Unmarshal(raw, &d) != nil || d.State != registry.DeliveryPending || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if status != 200 || d.State != registry.DeliverySucceeded || len(d.Log) != 1 ||
 		d.Log[0].Status != 200 || d.Log[0].Response != "thanks" || d.Payload == nil || d.Payload.Type != registry.EventModuleDeleted {
 		t.Errorf("delivery = %d %s", status, raw)
 	}
