@@ -8,9 +8,12 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"trove.dev/trove/apispec"
 	"trove.dev/trove/internal/registry"
@@ -333,4 +336,63 @@ func TestWorkerStopsAtItsLease(t *testing.T) {
 	if n, _ := other.RunOnce(t.Context()); n != 1 || hits != 2 {
 		t.Errorf("after the lease the other worker attempted %d (requests %d), want the one left", n, hits)
 	}
+}
+
+// TestWorkerTimeoutAndMetrics: a receiver that never answers fails the
+// attempt with a timeout (counted as a retry); a 2xx counts as a success.
+func TestWorkerTimeoutAndMetrics(t *testing.T) {
+	x := newIndex(t)
+	release := make(chan struct{})
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	defer slow.Close()
+	defer close(release)
+	hook := addHook(t, x, slow.URL)
+	reg := prometheus.NewRegistry()
+	w, err := NewWorker(WorkerOptions{Store: x, AllowPrivate: true, Timeout: 50 * time.Millisecond, Metrics: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	NewEmitter(EmitterOptions{Store: x}).Emit(t.Context(), nil, Event{Type: registry.EventModulePublished, Namespace: "acme", Name: "n", System: "s", Version: "1.0.0"})
+	w.RunOnce(t.Context())
+	list, _ := x.ListWebhookDeliveries(t.Context(), hook.ID, 1)
+	d, _ := x.GetWebhookDelivery(t.Context(), hook.ID, list[0].ID)
+	if len(d.Log) != 1 || d.Log[0].Status != 0 || !strings.Contains(d.Log[0].Error, "no answer within 50ms") || d.State != registry.DeliveryPending {
+		t.Errorf("after a timeout: %+v", d)
+	}
+	if got := outcomeCount(t, reg, OutcomeRetry); got != 1 {
+		t.Errorf("retry count = %v, want 1", got)
+	}
+	if got := outcomeCount(t, reg, OutcomeSuccess); got != 0 {
+		t.Errorf("success count = %v, want 0", got)
+	}
+	if _, err := NewWorker(WorkerOptions{Store: x, Metrics: reg}); err == nil {
+		t.Errorf("a second worker registered the same metric")
+	}
+}
+
+func outcomeCount(t *testing.T, reg *prometheus.Registry, outcome string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "trove_webhook_deliveries_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "outcome" && l.GetValue() == outcome {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	t.Fatalf("no trove_webhook_deliveries_total{outcome=%q}", outcome)
+	return 0
 }
