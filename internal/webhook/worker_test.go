@@ -18,6 +18,8 @@ import (
 	"trove.dev/trove/apispec"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/store"
+	"trove.dev/trove/internal/store/postgres"
+	"trove.dev/trove/internal/store/postgres/pgtest"
 	"trove.dev/trove/internal/store/sqlite"
 )
 
@@ -246,23 +248,47 @@ func TestWorkerDoesNotFollowRedirects(t *testing.T) {
 	}
 }
 
-// TestTwoWorkersOneIndex runs two workers (two replicas) on one index
-// concurrently: every delivery reaches the receiver exactly once and no
-// delivery is ever in flight twice.
+// TestTwoWorkersOneIndex runs two workers (two replicas) concurrently on
+// one index, SQLite and PostgreSQL (there through two connection pools,
+// as two replicas have): every delivery reaches the receiver exactly once
+// and no delivery is ever in flight twice.
 func TestTwoWorkersOneIndex(t *testing.T) {
-	x := newIndex(t)
+	t.Run("sqlite", func(t *testing.T) {
+		x := newIndex(t)
+		testTwoWorkers(t, x, x)
+	})
+	t.Run("postgres", func(t *testing.T) {
+		pgtest.ServerDSN(t)
+		dsn := pgtest.NewSchema(t)
+		var idx [2]store.Index
+		for i := range idx {
+			x, err := postgres.Open(t.Context(), dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { x.Close() })
+			idx[i] = x
+		}
+		if err := idx[0].CreateNamespace(t.Context(), registry.Namespace{Name: "acme", CreatedAt: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+		testTwoWorkers(t, idx[0], idx[1])
+	})
+}
+
+func testTwoWorkers(t *testing.T, a, b store.Index) {
 	rc := &receiver{}
 	srv := httptest.NewServer(rc)
 	defer srv.Close()
-	addHook(t, x, srv.URL)
-	addHook(t, x, srv.URL+"/second")
-	em := NewEmitter(EmitterOptions{Store: x})
+	addHook(t, a, srv.URL)
+	addHook(t, a, srv.URL+"/second")
+	em := NewEmitter(EmitterOptions{Store: a})
 	const events = 15
 	for i := range events {
 		em.Emit(t.Context(), nil, Event{Type: registry.EventModulePublished, Namespace: "acme", Name: "n", System: "s", Version: fmt.Sprintf("1.0.%d", i)})
 	}
 	var workers []*Worker
-	for i := range 2 {
+	for i, x := range []store.Index{a, b} {
 		w, err := NewWorker(WorkerOptions{Store: x, AllowPrivate: true, Owner: fmt.Sprintf("replica-%d", i), Batch: 2})
 		if err != nil {
 			t.Fatal(err)
