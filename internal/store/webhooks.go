@@ -35,8 +35,9 @@ type Webhooks interface {
 	// delivery (due at e.Time) for every active webhook of e.Namespace
 	// and every active global webhook whose filter matches e.Type
 	// (registry.Webhook.Wants), with IDs from newID. It returns the
-	// number of deliveries; with none the event is not stored. Conflict
-	// if e.ID is taken.
+	// number of deliveries; with none the event is not stored, and no
+	// write transaction is taken (the common case costs one read).
+	// Conflict if e.ID is taken by a stored event.
 	EnqueueEvent(ctx context.Context, e registry.WebhookEvent, newID func() string) (int, error)
 	// EnqueueDelivery stores e (unless its ID is stored already) and one
 	// pending delivery of it to the webhook webhookID with the ID id, due

@@ -134,6 +134,11 @@ func (x *Index) EnqueueEvent(ctx context.Context, e registry.WebhookEvent, newID
 	if err != nil {
 		return 0, err
 	}
+	// Most changes concern no webhook: look outside a write transaction
+	// first, so that they take no write lock.
+	if ok, err := x.anyWebhook(ctx, e.Namespace); err != nil || !ok {
+		return 0, err
+	}
 	var n int
 	err = x.write(ctx, "enqueueing event "+e.ID, func(ctx context.Context, t tx) error {
 		n = 0
@@ -163,6 +168,16 @@ func (x *Index) EnqueueEvent(ctx context.Context, e registry.WebhookEvent, newID
 		return nil
 	})
 	return n, err
+}
+
+// anyWebhook reports whether an active webhook of namespace, or a global
+// one, exists.
+func (x *Index) anyWebhook(ctx context.Context, namespace string) (bool, error) {
+	ctx, cancel := x.op(ctx)
+	defer cancel()
+	var ok bool
+	err := x.row(ctx, `SELECT EXISTS (SELECT 1 FROM webhooks WHERE active AND (namespace = $1 OR namespace IS NULL))`, namespace).Scan(&ok)
+	return ok, x.fail(err, "looking for webhooks")
 }
 
 // EnqueueDelivery stores e if needed and one delivery of it to one
