@@ -27,6 +27,7 @@ func guardControl(network, address string, _ syscall.RawConn) error {
 // GuardError is the failure of a delivery refused by the SSRF guard.
 type GuardError struct{ Addr netip.Addr }
 
+// Error says which address was refused and how to allow it.
 func (e *GuardError) Error() string {
 	return fmt.Sprintf("refused to connect to the non-public address %s (serve with --webhook-allow-private to allow it)", e.Addr)
 }
