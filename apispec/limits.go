@@ -19,16 +19,18 @@ const otherLimit = 256
 
 // pathLimits are the limits of the {placeholders} of the route patterns.
 var pathLimits = map[string]registry.Limit{
-	"namespace": registry.NamespaceLimit,
-	"type":      registry.ProviderTypeLimit,
-	"version":   registry.VersionLimit,
-	"name":      registry.ModuleNameLimit,
-	"system":    registry.ModuleSystemLimit,
-	"user":      registry.UserNameLimit,
-	"id":        registry.TokenIDLimit,
-	"key_id":    registry.KeyIDLimit,
-	"host":      registry.HostLimit,
-	"policy_id": registry.TrustPolicyIDLimit,
+	"namespace":   registry.NamespaceLimit,
+	"type":        registry.ProviderTypeLimit,
+	"version":     registry.VersionLimit,
+	"name":        registry.ModuleNameLimit,
+	"system":      registry.ModuleSystemLimit,
+	"user":        registry.UserNameLimit,
+	"id":          registry.TokenIDLimit,
+	"key_id":      registry.KeyIDLimit,
+	"host":        registry.HostLimit,
+	"policy_id":   registry.TrustPolicyIDLimit,
+	"webhook_id":  registry.WebhookIDLimit,
+	"delivery_id": registry.DeliveryIDLimit,
 }
 
 // queryLimits are the limits of the query parameters of the routes.
@@ -39,10 +41,11 @@ var queryLimits = map[string]registry.Limit{
 	// The full address of a module version: namespace/name/system/version.
 	ModuleConfirmParam: {Field: ModuleConfirmParam, Max: registry.MaxNamespaceLength + registry.MaxModuleNameLength +
 		registry.MaxModuleSystemLength + registry.MaxVersionLength + 3},
-	"namespace": registry.NamespaceLimit,
-	"user":      registry.UserNameLimit,
-	"actor":     registry.AuditActorLimit,
-	"action":    registry.AuditActionLimit,
+	"namespace":       registry.NamespaceLimit,
+	"user":            registry.UserNameLimit,
+	"actor":           registry.AuditActorLimit,
+	"action":          registry.AuditActionLimit,
+	WebhookLimitParam: {Field: WebhookLimitParam, Max: 4},
 }
 
 // textParams are the query parameters that carry free text to be stored
@@ -55,9 +58,11 @@ var textParams = map[string]bool{ModuleOriginParam: true}
 // neither the client nor the server takes "../namespaces/acme" for an ID.
 // Names have their grammar checked by the handlers' Parse functions.
 var pathGrammars = map[string]func(string) (string, error){
-	"id":        registry.ParseTokenID,
-	"key_id":    registry.ParseKeyID,
-	"policy_id": registry.ParseTrustPolicyID,
+	"id":          registry.ParseTokenID,
+	"key_id":      registry.ParseKeyID,
+	"policy_id":   registry.ParseTrustPolicyID,
+	"webhook_id":  registry.ParseWebhookID,
+	"delivery_id": registry.ParseDeliveryID,
 }
 
 // CheckPathValue checks the value of the route placeholder {name} against

@@ -97,6 +97,7 @@ func commands() []*command {
 		userCreate(), userList(), userShow(), userPasswd(), userDisable(), userEnable(), userAdmin(),
 		memberAdd(), memberList(), memberRemove(),
 		trustPolicyCreate(), trustPolicyList(), trustPolicyDelete(),
+		webhookCreate(), webhookList(), webhookShow(), webhookUpdate(), webhookDelete(), webhookTest(), webhookDeliveries(), webhookRedeliver(),
 		auditCommand(),
 		publishCommand(),
 		providerList(), providerShow(), providerPackage(), providerDocsUpload(),

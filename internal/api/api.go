@@ -30,6 +30,7 @@ import (
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/signing"
 	"trove.dev/trove/internal/store"
+	"trove.dev/trove/internal/webhook"
 )
 
 // maxJSONBody bounds every JSON request body (a signing key is the largest).
@@ -54,6 +55,7 @@ type Index interface {
 	store.SSO
 	store.TrustPolicies
 	store.ReplayGuard
+	store.Webhooks
 }
 
 // Downloads reads download counts (store.Downloads's reads, which
@@ -118,6 +120,11 @@ type Options struct {
 	// feed).
 	OnProviderChange func(namespace, typ string)
 	OnModuleChange   func(namespace, name, system string)
+	// Events sends the changes made through the API to the webhooks
+	// subscribed to them; nil sends none.
+	Events *webhook.Emitter
+	// WebhookURLs are the rules webhook target URLs must follow.
+	WebhookURLs registry.WebhookURLRules
 	// MaxUploadBytes bounds a whole publish request; <= 0 means 2 GiB.
 	MaxUploadBytes int64
 	Now            func() time.Time
@@ -189,6 +196,7 @@ func New(opt Options) http.Handler {
 	h.registerMirror(route)
 	h.registerSSO(route)
 	h.registerTrust(route, open)
+	h.registerWebhooks(route)
 
 	route("GET "+apispec.RouteWhoAmI, h.whoAmI)
 	route("POST "+apispec.RouteLock, h.lock)
@@ -909,6 +917,7 @@ func (h *handler) publishProviderVersion(w http.ResponseWriter, r *http.Request)
 		status = http.StatusCreated
 		h.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditProviderPublish, Namespace: ns,
 			Target: ns + "/" + res.Version.Type + " " + res.Version.Version, Details: signedDetails(res.Version.SigningKey)})
+		h.Events.Emit(r.Context(), r, webhook.Event{Type: registry.EventProviderPublished, Namespace: ns, Name: res.Version.Type, Version: res.Version.Version})
 	}
 	return httpjson.Write(w, status, apispec.PublishResult{Created: res.Created, Version: VersionDoc(res.Version)})
 }

@@ -74,9 +74,9 @@ func mint(t *testing.T, s *trovetest.Server, ns string, scope registry.Scope, mu
 	return secret
 }
 
-func setup(t *testing.T) (*trovetest.Server, map[string]string) {
+func setup(t *testing.T, opts ...trovetest.Options) (*trovetest.Server, map[string]string) {
 	t.Helper()
-	s := trovetest.Start(t)
+	s := trovetest.Start(t, opts...)
 	ctx := context.Background()
 	for _, ns := range []string{"acme", "other"} {
 		if err := s.Index.CreateNamespace(ctx, registry.Namespace{Name: ns, CreatedAt: time.Now()}); err != nil {

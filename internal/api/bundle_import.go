@@ -23,6 +23,7 @@ import (
 	"trove.dev/trove/internal/release"
 	"trove.dev/trove/internal/signing"
 	"trove.dev/trove/internal/staging"
+	"trove.dev/trove/internal/webhook"
 )
 
 // bundleStagePrefix names the staging directories of imports. It starts
@@ -91,6 +92,11 @@ func (h *handler) importBundle(w http.ResponseWriter, r *http.Request) error {
 	h.Logger.InfoContext(ctx, "imported a bundle", "providers", len(out.Providers), "modules", len(out.Modules), "files", len(imp.order))
 	h.Audit.Record(ctx, r, registry.AuditEvent{Action: registry.AuditBundleImport, Target: bundleTarget(imp.sources, imp.modules),
 		Details: fmt.Sprintf("%d provider versions, %d module versions, %d files", len(out.Providers), len(out.Modules), len(imp.order))})
+	for i, v := range imp.modules {
+		if done.Modules[i] {
+			h.Events.Emit(ctx, r, webhook.Event{Type: registry.EventModulePublished, Namespace: v.Namespace, Name: v.Name, System: v.System, Version: v.Version})
+		}
+	}
 	return httpjson.Write(w, http.StatusOK, out)
 }
 

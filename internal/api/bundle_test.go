@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"trove.dev/trove/apispec"
 	"trove.dev/trove/client"
@@ -181,6 +182,11 @@ func TestBundleExportImport(t *testing.T) {
 	}
 
 	dst, c := newImporter(t)
+	// A global webhook hears of the module version imported (once).
+	hook := registry.Webhook{ID: "wh_00000000000000b1", URL: "https://hooks.example/trove", Secret: "0123456789abcdef", Active: true, CreatedAt: time.Now()}
+	if err := dst.Index.CreateWebhook(ctx, hook); err != nil {
+		t.Fatal(err)
+	}
 	res, err := c.ImportBundle(ctx, bytes.NewReader(src.bundle), int64(len(src.bundle)))
 	if err != nil {
 		t.Fatal(err)
@@ -210,6 +216,9 @@ func TestBundleExportImport(t *testing.T) {
 	again, err := c.ImportBundle(ctx, bytes.NewReader(src.bundle), -1)
 	if err != nil || again.Providers[0].Packages != 0 || again.Modules[0].Created {
 		t.Errorf("second import = %+v, %v; want nothing new", again, err)
+	}
+	if ds, err := dst.Index.ListWebhookDeliveries(ctx, hook.ID, 10); err != nil || len(ds) != 1 || ds[0].EventType != registry.EventModulePublished {
+		t.Errorf("webhook deliveries after two imports = %+v, %v; want one module.published", ds, err)
 	}
 
 	if ev := auditEvents(t, dst, registry.AuditBundleImport); len(ev) != 2 || !strings.Contains(ev[0].Target, src.source) {

@@ -7,6 +7,7 @@ import (
 	"trove.dev/trove/internal/auth"
 	"trove.dev/trove/internal/httpjson"
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/webhook"
 )
 
 // registerLifecycle mounts the routes that deprecate, undeprecate, revoke
@@ -53,6 +54,27 @@ func (op lifecycleOp) audit(module bool) string {
 		i = 1
 	}
 	return actions[i][op]
+}
+
+// event returns the webhook event of op for a provider or a module
+// version, with the reason and link of d or rv.
+func (op lifecycleOp) event(module bool, namespace, name, system, version string, d *registry.Deprecation, rv *registry.Revocation) webhook.Event {
+	types := [2][4]string{
+		{registry.EventProviderDeprecated, registry.EventProviderUndeprecated, registry.EventProviderRevoked, registry.EventProviderRestored},
+		{registry.EventModuleDeprecated, registry.EventModuleUndeprecated, registry.EventModuleRevoked, registry.EventModuleRestored},
+	}
+	i := 0
+	if module {
+		i = 1
+	}
+	ev := webhook.Event{Type: types[i][op], Namespace: namespace, Name: name, System: system, Version: version}
+	if d != nil {
+		ev.Reason, ev.Link = d.Reason, d.Link
+	}
+	if rv != nil {
+		ev.Reason = rv.Reason
+	}
+	return ev
 }
 
 // lifecycleChange decodes the request body of op and returns the
@@ -122,6 +144,7 @@ func (h *handler) providerLifecycle(op lifecycleOp) httpjson.HandlerFunc {
 		}
 		h.Audit.Record(ctx, r, registry.AuditEvent{Action: op.audit(false), Namespace: ns,
 			Target: ns + "/" + typ + " " + ver, Details: details})
+		h.Events.Emit(ctx, r, op.event(false, ns, typ, "", ver, d, rv))
 		v, err := h.Index.GetProviderVersion(ctx, ns, typ, ver)
 		if err != nil {
 			return err
@@ -169,6 +192,7 @@ func (h *handler) moduleLifecycle(op lifecycleOp) httpjson.HandlerFunc {
 		}
 		h.Audit.Record(ctx, r, registry.AuditEvent{Action: op.audit(true), Namespace: ns,
 			Target: ns + "/" + name + "/" + system + " " + ver, Details: details})
+		h.Events.Emit(ctx, r, op.event(true, ns, name, system, ver, d, rv))
 		v, err := h.Index.GetModuleVersion(ctx, ns, name, system, ver)
 		if err != nil {
 			return err

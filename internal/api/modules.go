@@ -13,6 +13,7 @@ import (
 	"trove.dev/trove/internal/httpjson"
 	"trove.dev/trove/internal/modules"
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/webhook"
 )
 
 // registerModules mounts the module routes with route.
@@ -157,6 +158,7 @@ func (h *handler) publishModuleVersion(w http.ResponseWriter, r *http.Request) e
 		v := res.Version
 		h.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditModulePublish, Namespace: v.Namespace,
 			Target: moduleTarget(v), Details: v.ArchiveFormat + " sha256 " + v.ArchiveDigest})
+		h.Events.Emit(r.Context(), r, webhook.Event{Type: registry.EventModulePublished, Namespace: v.Namespace, Name: v.Name, System: v.System, Version: v.Version})
 	}
 	warnings := res.Warnings
 	if warnings == nil {
@@ -253,6 +255,7 @@ func (h *handler) deleteModuleVersion(w http.ResponseWriter, r *http.Request) er
 	}
 	h.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditModuleDelete, Namespace: v.Namespace,
 		Target: moduleTarget(v), Details: "sha256 " + v.ArchiveDigest})
+	h.Events.Emit(r.Context(), r, webhook.Event{Type: registry.EventModuleDeleted, Namespace: v.Namespace, Name: v.Name, System: v.System, Version: v.Version})
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

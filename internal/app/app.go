@@ -16,8 +16,8 @@
 // (downloads.Counter.Run; once more after the server shut down, and in
 // Close), sweeps a blob store's stale staging (S3's
 // crashed multipart uploads) and computes the h1 hashes of packages
-// published before Trove did (publish.BackfillPackageHashes) until its
-// context ends. The caller owns the
+// published before Trove did (publish.BackfillPackageHashes) and delivers
+// webhook events (webhook.Worker.Run) until its context ends. The caller owns the
 // App and must Close it (after Serve returned) to close the listener, the
 // stores and the lock; New closes what it opened when it fails.
 //
@@ -39,6 +39,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -55,6 +56,7 @@ import (
 	protomodules "trove.dev/trove/internal/protocol/modules"
 	"trove.dev/trove/internal/protocol/providers"
 	"trove.dev/trove/internal/publish"
+	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/release"
 	"trove.dev/trove/internal/server"
 	"trove.dev/trove/internal/signedurl"
@@ -66,6 +68,7 @@ import (
 	"trove.dev/trove/internal/store/s3blob"
 	"trove.dev/trove/internal/store/sqlite"
 	"trove.dev/trove/internal/web"
+	"trove.dev/trove/internal/webhook"
 )
 
 // URLSigningKeyName is the name of the shared secret that signs download
@@ -112,6 +115,10 @@ type App struct {
 	// once more when Serve ends and in Close.
 	Downloads *downloads.Counter
 	Server    *server.Server
+	// Webhooks delivers the events of the index's outbox while Serve
+	// runs; Events enqueues them (docs/webhooks.md).
+	Webhooks *webhook.Worker
+	Events   *webhook.Emitter
 	// TLS names the certificate Serve uses; nil for plain HTTP.
 	TLS      *server.TLSFiles
 	Listener net.Listener
@@ -291,6 +298,15 @@ func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
 		return nil, err
 	}
 	a.Downloads = counter
+	a.Webhooks, err = webhook.NewWorker(webhook.WorkerOptions{
+		Store: idx, AllowPrivate: cfg.Webhooks.AllowPrivate, Timeout: cfg.Webhooks.Timeout,
+		Backoff:   webhook.Backoff{Base: webhook.DefaultBackoff.Base, Max: webhook.DefaultBackoff.Max, Attempts: cfg.Webhooks.Attempts},
+		Retention: cfg.Webhooks.Retention, Metrics: metrics, Logger: log, UserAgent: webhookUserAgent(opt.UserAgent),
+	})
+	if err != nil {
+		return nil, err
+	}
+	a.Events = webhook.NewEmitter(webhook.EmitterOptions{Store: idx, PublicURL: public, Logger: log, Wake: a.Webhooks.Wake})
 	// Closed before the index (closers run newest first): what Serve's
 	// final flush did not write, if Serve ran at all.
 	a.onClose(func() error { counter.FinalFlush(context.Background()); return nil })
@@ -312,6 +328,8 @@ func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
 		NoLocalPasswords: !cfg.Access.LocalPasswords,
 		OnProviderChange: changes.provider,
 		OnModuleChange:   changes.module,
+		Events:           a.Events,
+		WebhookURLs:      registry.WebhookURLRules{AllowHTTP: cfg.Webhooks.AllowHTTP, AllowPrivate: cfg.Webhooks.AllowPrivate},
 	})
 	ui, err := web.New(ctx, web.Options{
 		Index: idx, Access: access, Login: loginSvc, API: apiHandler, Blobs: a.Blobs, PublicURL: public,
@@ -462,7 +480,25 @@ func (a *App) Serve(ctx context.Context) error {
 		a.Downloads.Run(flushCtx)
 	}()
 	defer func() { stopFlush(); <-flushed }()
+	// Webhook deliveries: a delivery in flight at the stop is claimed
+	// again by a replica once its lease expires.
+	hooksCtx, stopHooks := context.WithCancel(ctx)
+	hooksDone := make(chan struct{})
+	go func() {
+		defer close(hooksDone)
+		a.Webhooks.Run(hooksCtx)
+	}()
+	defer func() { stopHooks(); <-hooksDone }()
 	return a.Server.Serve(ctx, a.Listener, a.TLS)
+}
+
+// webhookUserAgent names Trove in webhook deliveries: "Trove-Webhook"
+// and the version of ua ("Trove/1.2.3").
+func webhookUserAgent(ua string) string {
+	if v, ok := strings.CutPrefix(ua, "Trove/"); ok && v != "" {
+		return "Trove-Webhook/" + v
+	}
+	return "Trove-Webhook"
 }
 
 // stagingSweeper is a blob store whose staging (S3's multipart uploads)

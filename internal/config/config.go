@@ -97,6 +97,8 @@ type Config struct {
 	Blobs Blobs
 	// Signing configures registry-managed signing keys (see signing.go).
 	Signing Signing
+	// Webhooks configures the delivery of events to webhooks.
+	Webhooks Webhooks
 }
 
 // Limits bound the size of what a publish may upload.
@@ -185,6 +187,7 @@ func (c *Config) FlagSet(name string) *flag.FlagSet {
 	fs.StringVar(&c.Blobs.FS.Dir, "fs-blob-dir", "", "`directory` of the fs blob backend (default <data-dir>/blobs)")
 	c.s3Flags(fs)
 	c.signingFlags(fs)
+	c.webhookFlags(fs)
 	c.Limits.MaxUploadBytes = DefaultMaxUploadBytes
 	c.Limits.MaxZipBytes = DefaultMaxZipBytes
 	c.Limits.MaxUnpackedBytes = DefaultMaxUnpackedBytes
@@ -403,6 +406,7 @@ func (c Config) Validate() error {
 	}
 	errs = append(errs, c.Access.validate()...)
 	errs = append(errs, c.Signing.validate()...)
+	errs = append(errs, c.Webhooks.validate()...)
 	for _, l := range []struct {
 		flag string
 		v    int64

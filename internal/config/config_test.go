@@ -34,6 +34,7 @@ func TestLoadDefaults(t *testing.T) {
 		Index:                  Index{Backend: "sqlite", SQLite: SQLite{Path: "/home/u/.local/share/trove/trove.db"}, Postgres: Postgres{MigrateOnStart: true}},
 		Blobs:                  Blobs{Backend: "fs", FS: FS{Dir: "/home/u/.local/share/trove/blobs"}, S3: S3{DownloadMode: "redirect"}},
 		Signing:                Signing{SecretFile: "/home/u/.local/share/trove/signing-secret", CreateSecret: true},
+		Webhooks:               Webhooks{Timeout: 10 * time.Second, Attempts: 10, Retention: 720 * time.Hour},
 	}
 	if c != want {
 		t.Errorf("Load() =\n%+v\nwant\n%+v", c, want)
@@ -221,6 +222,7 @@ func TestEveryFlagHasAnEnvVar(t *testing.T) {
 			"s3-path-style": "true", "s3-access-key": "a", "s3-secret-key": "s", "download-mode": "proxy",
 			"private-download-url-ttl": "3m", "login-token-ttl": "24h", "config": "/etc/trove.env", "mirror-public": "true", "local-passwords": "false",
 			"signing-secret-file": "/etc/trove/signing-secret", "downloads-flush-interval": "30s",
+			"webhook-allow-private": "true", "webhook-allow-http": "true", "webhook-timeout": "5s", "webhook-attempts": "3", "webhook-retention": "48h",
 		}[f.Name]
 		if v == "" {
 			t.Errorf("flag --%s has no test value", f.Name)

@@ -43,6 +43,10 @@ var attributeLimits = map[string]registry.Limit{
 	"trove_trust_policy.audience":           registry.AudienceLimit,
 	"trove_trust_policy.conditions":         registry.ClaimPatternLimit,
 	"trove_trust_policy.description":        registry.DescriptionLimit,
+	"trove_webhook.namespace":               registry.NamespaceLimit,
+	"trove_webhook.url":                     registry.WebhookURLLimit,
+	"trove_webhook.events":                  registry.WebhookEventLimit,
+	"trove_webhook.description":             registry.DescriptionLimit,
 }
 
 func init() {
@@ -69,7 +73,8 @@ func init() {
 // textAttributes are the free-text arguments, which registry.CheckText
 // also checks: UTF-8, one line, no control characters.
 var textAttributes = []string{"trove_namespace.description", "trove_token.description", "trove_mirror_upstream.description",
-	"trove_mirror_upstream.service_url", "trove_trust_policy.audience", "trove_trust_policy.conditions", "trove_trust_policy.description"}
+	"trove_mirror_upstream.service_url", "trove_trust_policy.audience", "trove_trust_policy.conditions", "trove_trust_policy.description",
+	"trove_webhook.url", "trove_webhook.description"}
 
 // boundedOtherwise are the string arguments without a length limit of
 // their own, and why that is enough.
@@ -81,6 +86,7 @@ var boundedOtherwise = map[string]string{
 	"trove_signing_key.ascii_armor": "a key, bounded by the API's request body limit",
 	"trove_trust_policy.scope":      "a keyword: publish or read",
 	"trove_trust_policy.issuer":     "a URL: registry.CheckIssuer checks its length (registry.IssuerLimit) with its grammar",
+	"trove_webhook.secret":          "registry.CheckWebhookSecret: 16 to 128 printable ASCII characters",
 	// Single sign-on: the validators run the API's own checks
 	// (registry.IdentityProvider.Check, registry.RoleMapping.Check),
 	// length limits included.

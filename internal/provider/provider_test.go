@@ -171,6 +171,8 @@ func (e *accEnv) checkDestroyed(t *testing.T) resource.TestCheckFunc {
 			case "trove_trust_policy":
 				ns, id, _ := strings.Cut(rs.Primary.ID, "/")
 				_, err = e.api.GetTrustPolicy(ctx, ns, id)
+			case "trove_webhook":
+				_, err = e.api.GetWebhook(ctx, rs.Primary.ID)
 			case "trove_identity_provider":
 				_, err = e.api.GetIdentityProvider(ctx, rs.Primary.ID)
 			case "trove_role_mapping":

@@ -34,6 +34,7 @@ type Index interface {
 	SSO           // identity providers, role mappings, linked identities (sso.go)
 	TrustPolicies // keyless publishing (trust.go)
 	ReplayGuard
+	Webhooks // webhook subscriptions and their delivery outbox (webhooks.go)
 
 	// Ping reports whether the backend is reachable.
 	Ping(ctx context.Context) error

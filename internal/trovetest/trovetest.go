@@ -61,6 +61,10 @@ type Options struct {
 	Login login.Options
 	// NoLocalPasswords starts Trove with --local-passwords=false.
 	NoLocalPasswords bool
+	// WebhookReceivers starts Trove with --webhook-allow-private and
+	// --webhook-allow-http, so that webhooks can reach test receivers
+	// (httptest servers on loopback).
+	WebhookReceivers bool
 }
 
 // Start starts a Trove for the duration of the test, built by app.New
@@ -83,6 +87,9 @@ func Start(t testing.TB, opts ...Options) *Server {
 	args := []string{"--data-dir", dir, "--listen", host, "--public-url", "https://" + host}
 	if opt.NoLocalPasswords {
 		args = append(args, "--local-passwords=false")
+	}
+	if opt.WebhookReceivers {
+		args = append(args, "--webhook-allow-private", "--webhook-allow-http")
 	}
 	cfg, err := config.Load(args, noEnv)
 	if err != nil {

@@ -17,7 +17,7 @@
 //     damaged copy) stops the copy with a Conflict before any index record
 //     is written.
 //   - Index records follow in dependency order (namespaces, users,
-//     memberships, signing keys, trust policies, tokens, provider and module versions, the
+//     memberships, signing keys, trust policies, webhooks, tokens, provider and module versions, the
 //     mirror's versions and upstreams, the audit log, server secrets).
 //     Records already in the target are skipped; mutable fields the source
 //     changed since an earlier copy (a namespace's description, a user's
@@ -32,7 +32,9 @@
 // secret. OAuth authorization codes are not copied: they live for minutes;
 // neither are the records of exchanged CI ID tokens (store.ReplayGuard),
 // which live until those tokens expire, minutes: a copy is made with the
-// source stopped, and the replicas on the target start later.
+// source stopped, and the replicas on the target start later. Webhooks
+// are copied with their secrets, not their delivery logs: deliveries
+// still pending in the source are not sent by the target.
 package storecopy
 
 import (
@@ -88,6 +90,7 @@ type Report struct {
 	MirroredVersions Count
 	MirrorUpstreams  Count
 	TrustPolicies    Count
+	Webhooks         Count
 	AuditEvents      Count
 	Secrets          Count
 	Blobs            Count
@@ -182,6 +185,7 @@ type snapshot struct {
 	mirrored    []registry.MirroredVersion
 	upstreams   []registry.MirrorUpstream
 	trust       []registry.TrustPolicy
+	webhooks    []registry.Webhook    // without their deliveries
 	audit       []registry.AuditEvent // oldest first
 	secrets     map[string][]byte     // absent ones left out
 }
@@ -216,6 +220,11 @@ func read(ctx context.Context, idx store.Index, secrets []string) (*snapshot, er
 			return nil, err
 		}
 		s.trust = append(s.trust, trust...)
+		hooks, err := idx.ListWebhooks(ctx, ns.Name)
+		if err != nil {
+			return nil, err
+		}
+		s.webhooks = append(s.webhooks, hooks...)
 		providers, err := idx.ListProviders(ctx, ns.Name)
 		if err != nil {
 			return nil, err
@@ -240,6 +249,11 @@ func read(ctx context.Context, idx store.Index, secrets []string) (*snapshot, er
 	if s.tokens, err = idx.ListTokens(ctx, ""); err != nil {
 		return nil, err
 	}
+	global, err := idx.ListWebhooks(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	s.webhooks = append(s.webhooks, global...)
 	if a, ok := idx.(store.Access); ok {
 		s.access = true
 		if s.users, err = a.ListUsers(ctx); err != nil {
@@ -332,6 +346,7 @@ type plan struct {
 	memberships, membershipUpdates []registry.Membership
 	keys                           []registry.SigningKey
 	trust                          []registry.TrustPolicy
+	webhooks, webhookUpdates       []registry.Webhook
 	tokens                         []registry.Token
 	tokenRevokes, tokenExpiries    []registry.Token
 	providers                      []registry.ProviderVersion
@@ -414,6 +429,12 @@ func compare(src, dst *snapshot) *plan {
 		func(k registry.SigningKey) string { return k.Namespace + "/" + k.KeyID }, judgeKey)
 	p.trust, _, _ = match(p, "trust policy", src.trust, dst.trust,
 		func(tp registry.TrustPolicy) string { return tp.Namespace + "/" + tp.ID }, judgeTrustPolicy)
+	var pairsW [][2]registry.Webhook
+	p.webhooks, pairsW, _ = match(p, "webhook", src.webhooks, dst.webhooks,
+		func(w registry.Webhook) string { return w.ID }, judgeWebhook)
+	for _, pr := range pairsW {
+		p.webhookUpdates = append(p.webhookUpdates, pr[0])
+	}
 	var pairsT [][2]registry.Token
 	p.tokens, pairsT, _ = match(p, "token", src.tokens, dst.tokens,
 		func(t registry.Token) string { return t.ID }, judgeToken)
@@ -559,6 +580,19 @@ func judgeTrustPolicy(s, d registry.TrustPolicy) (verdict, string) {
 	if s.Issuer != d.Issuer || s.Audience != d.Audience || !maps.Equal(s.Conditions, d.Conditions) || s.Scope != d.Scope ||
 		s.TokenTTL != d.TokenTTL || s.Description != d.Description || !sameTime(s.CreatedAt, d.CreatedAt) {
 		return differs, "its issuer, audience, conditions, scope, lifetime, description or creation time"
+	}
+	return same, ""
+}
+
+// judgeWebhook: URL, events, secret, activity and description change;
+// the namespace and creation do not.
+func judgeWebhook(s, d registry.Webhook) (verdict, string) {
+	switch {
+	case s.Namespace != d.Namespace || !sameTime(s.CreatedAt, d.CreatedAt) || s.CreatedBy != d.CreatedBy:
+		return differs, "its namespace or creation"
+	case s.URL != d.URL || !slices.Equal(s.Events, d.Events) || s.Secret != d.Secret || s.Active != d.Active ||
+		s.Description != d.Description || s.DisabledReason != d.DisabledReason:
+		return outdated, ""
 	}
 	return same, ""
 }
@@ -928,6 +962,19 @@ func (p *plan) apply(ctx context.Context, idx store.Index, r *Report) error {
 		if err := idx.CreateTrustPolicy(ctx, tp); err != nil {
 			return fmt.Errorf("creating trust policy %s of %s: %w", tp.ID, tp.Namespace, err)
 		}
+	}
+
+	r.Webhooks = Count{len(p.webhooks), len(p.src.webhooks) - len(p.webhooks)}
+	for _, w := range p.webhooks {
+		if err := idx.CreateWebhook(ctx, w); err != nil {
+			return fmt.Errorf("creating webhook %s: %w", w.ID, err)
+		}
+	}
+	for _, w := range p.webhookUpdates {
+		if err := idx.UpdateWebhook(ctx, w); err != nil {
+			return fmt.Errorf("updating webhook %s: %w", w.ID, err)
+		}
+		r.Updated++
 	}
 
 	r.Tokens = Count{len(p.tokens), len(p.src.tokens) - len(p.tokens)}

@@ -38,6 +38,7 @@ func TestIndex(t *testing.T, newIndex func(t *testing.T) store.Index) {
 	t.Run("SSO", func(t *testing.T) { testSSO(t, newIndex) })
 	t.Run("TrustPolicies", func(t *testing.T) { testTrustPolicies(t, newIndex) })
 	t.Run("ReplayGuard", func(t *testing.T) { testReplayGuard(t, newIndex) })
+	t.Run("Webhooks", func(t *testing.T) { testWebhooks(t, newIndex) })
 }
 
 // createNamespaces creates a namespace for each name.

@@ -1,0 +1,176 @@
+// Package webhook sends Trove's events to the webhooks subscribed to
+// them (docs/webhooks.md): the Emitter turns a committed change into an
+// event and writes one outbox row per subscribed webhook into the index
+// (store.Webhooks.EnqueueEvent), and the Worker of every replica claims
+// due rows with a lease, sends them signed (Sign), records each attempt
+// and schedules retries with backoff (Backoff).
+//
+// Events are emitted right after the change's own transaction commits,
+// not in it: a process that dies between the two commits loses that one
+// event (the change itself is kept). Once enqueued, an event survives
+// restarts and is delivered by whichever replica claims it.
+package webhook
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"trove.dev/trove/apispec"
+	"trove.dev/trove/internal/auth"
+	"trove.dev/trove/internal/registry"
+)
+
+// Event is a change to announce: what Emit needs to know.
+type Event struct {
+	// Type is one of registry.EventTypes (registry.EventProviderDeleted,
+	// ...): the kind of subject is its prefix.
+	Type      string
+	Namespace string
+	// Name is the provider type or the module name.
+	Name string
+	// System is the module's target system; "" for a provider.
+	System string
+	// Version is the version changed; "" for a whole provider or module.
+	Version string
+	// Reason and Link of a deprecation or revocation.
+	Reason, Link string
+	// Actor who made the change; "" takes the caller of Emit's request,
+	// or "system" without one.
+	Actor string
+}
+
+// Enqueuer stores an event with its deliveries (store.Webhooks).
+type Enqueuer interface {
+	EnqueueEvent(ctx context.Context, e registry.WebhookEvent, newID func() string) (int, error)
+}
+
+// Emitter turns events into payloads and enqueues their deliveries. A nil
+// *Emitter emits nothing, so code can call Emit unconditionally.
+type Emitter struct {
+	store  Enqueuer
+	public *url.URL
+	log    *slog.Logger
+	now    func() time.Time
+	wake   func()
+}
+
+// EmitterOptions configure NewEmitter.
+type EmitterOptions struct {
+	Store Enqueuer
+	// PublicURL is the origin of the links in payloads and the host of
+	// source addresses.
+	PublicURL *url.URL
+	Logger    *slog.Logger
+	// Wake, if set, is called after deliveries were enqueued (the local
+	// Worker's Wake), so that they leave at once.
+	Wake func()
+	Now  func() time.Time
+}
+
+// NewEmitter returns an Emitter.
+func NewEmitter(o EmitterOptions) *Emitter {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.PublicURL == nil {
+		o.PublicURL = &url.URL{}
+	}
+	return &Emitter{store: o.Store, public: o.PublicURL, log: o.Logger, now: o.Now, wake: o.Wake}
+}
+
+// Emit enqueues the deliveries of ev for every webhook that wants it.
+// Call it after the change has committed, with the request that made it
+// (nil for none: the actor is then ev.Actor or "system"). Like the audit
+// log it is best effort: a failure is logged, never returned, since the
+// change has happened.
+func (e *Emitter) Emit(ctx context.Context, r *http.Request, ev Event) {
+	if e == nil || e.store == nil {
+		return
+	}
+	if ev.Actor == "" && r != nil {
+		ev.Actor = auth.FromContext(r.Context()).Actor()
+	}
+	if ev.Actor == "" {
+		ev.Actor = "system"
+	}
+	p := e.Payload(ev, NewID("ev_"), e.now())
+	body, err := json.Marshal(p)
+	if err != nil {
+		e.log.ErrorContext(ctx, "encoding a webhook event failed", "type", ev.Type, "err", err)
+		return
+	}
+	// The change has happened: enqueue even if the client went away.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	n, err := e.store.EnqueueEvent(ctx, registry.WebhookEvent{ID: p.ID, Type: p.Type, Namespace: p.Namespace, Time: p.Time, Payload: body},
+		func() string { return NewID("dl_") })
+	if err != nil {
+		e.log.ErrorContext(ctx, "enqueueing a webhook event failed: it is not delivered", "event", p.ID, "type", ev.Type,
+			"namespace", ev.Namespace, "subject", p.Subject.Address, "version", ev.Version, "err", err)
+		return
+	}
+	if n > 0 && e.wake != nil {
+		e.wake()
+	}
+}
+
+// Wake makes the local Worker look for due deliveries at once (after a
+// test event or a redelivery was enqueued).
+func (e *Emitter) Wake() {
+	if e != nil && e.wake != nil {
+		e.wake()
+	}
+}
+
+// Payload returns the JSON document of ev, with the event ID id, at t.
+func (e *Emitter) Payload(ev Event, id string, t time.Time) apispec.WebhookPayload {
+	p := apispec.WebhookPayload{
+		ID: id, Type: ev.Type, Time: t.UTC().Truncate(time.Microsecond), Namespace: ev.Namespace, Version: ev.Version,
+		Actor: ev.Actor, Reason: ev.Reason, Link: ev.Link,
+	}
+	host := e.public.Host
+	origin := strings.TrimSuffix(e.public.String(), "/")
+	switch {
+	case strings.HasPrefix(ev.Type, "provider."):
+		p.Subject = apispec.WebhookEventSubject{Kind: "provider", Name: ev.Name, Address: host + "/" + ev.Namespace + "/" + ev.Name}
+		ui := "/providers/" + ev.Namespace + "/" + ev.Name
+		api := "/api/v1/namespaces/" + ev.Namespace + "/providers/" + ev.Name
+		if ev.Version != "" {
+			ui += "/" + ev.Version
+			api += "/versions/" + ev.Version
+		}
+		if !strings.HasSuffix(ev.Type, ".deleted") {
+			p.URLs = apispec.WebhookEventURLs{UI: origin + ui, API: origin + api}
+		}
+	case strings.HasPrefix(ev.Type, "module."):
+		path := ev.Namespace + "/" + ev.Name + "/" + ev.System
+		p.Subject = apispec.WebhookEventSubject{Kind: "module", Name: ev.Name, System: ev.System, Address: host + "/" + path}
+		ui := "/modules/" + path
+		api := "/api/v1/namespaces/" + ev.Namespace + "/modules/" + ev.Name + "/" + ev.System
+		if ev.Version != "" {
+			ui += "/" + ev.Version
+			api += "/versions/" + ev.Version
+		}
+		if !strings.HasSuffix(ev.Type, ".deleted") {
+			p.URLs = apispec.WebhookEventURLs{UI: origin + ui, API: origin + api}
+		}
+	}
+	return p
+}
+
+// NewID returns prefix and 16 random lower-case hex digits.
+func NewID(prefix string) string {
+	b := make([]byte, 8)
+	rand.Read(b) // never fails (crypto/rand)
+	return prefix + hex.EncodeToString(b)
+}

@@ -1,0 +1,90 @@
+package webhook
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"testing"
+
+	"trove.dev/trove/internal/registry"
+)
+
+func TestGuardControl(t *testing.T) {
+	tests := map[string]bool{ // address: allowed
+		"127.0.0.1:443": false, "[::1]:443": false, "10.1.2.3:443": false, "172.16.0.1:80": false,
+		"192.168.1.1:443": false, "169.254.169.254:80": false, "[fe80::1]:443": false, "0.0.0.0:443": false,
+		"100.64.0.1:443": false, "[fd00::1]:443": false, "[::ffff:127.0.0.1]:443": false, "[::]:443": false,
+		"224.0.0.1:443": false, "[64:ff9b::a00:1]:443": false,
+		"93.184.215.14:443": true, "[2606:4700::1111]:443": true, "8.8.8.8:443": true,
+	}
+	for addr, allowed := range tests {
+		err := guardControl("tcp", addr, nil)
+		if allowed != (err == nil) {
+			t.Errorf("guardControl(%s) = %v, want allowed %v", addr, err, allowed)
+		}
+	}
+}
+
+// TestGuardRefusesLoopbackDial dials a real loopback server through the
+// guarded dialer: refused, and allowed with AllowPrivate.
+func TestGuardRefusesLoopbackDial(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer srv.Close()
+	_, err := NewDialer(false).DialContext(context.Background(), "tcp", srv.Listener.Addr().String())
+	var g *GuardError
+	if !errors.As(err, &g) || g.Addr != netip.MustParseAddr("127.0.0.1") {
+		t.Errorf("guarded dial of %s = %v, want a GuardError", srv.URL, err)
+	}
+	// A name that resolves to loopback is refused too: the check runs
+	// after resolution.
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	if _, err := NewDialer(false).DialContext(context.Background(), "tcp", net.JoinHostPort("localhost", port)); !errors.As(err, &g) {
+		t.Errorf("guarded dial of localhost = %v, want a GuardError", err)
+	}
+	c, err := NewDialer(true).DialContext(context.Background(), "tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatalf("dial with AllowPrivate: %v", err)
+	}
+	c.Close()
+}
+
+func TestCheckWebhookURL(t *testing.T) {
+	strict := registry.WebhookURLRules{}
+	loose := registry.WebhookURLRules{AllowHTTP: true, AllowPrivate: true}
+	long := "https://hooks.example/" + string(make([]byte, 3000))
+	tests := map[string]struct {
+		url           string
+		strict, loose bool // accepted
+	}{
+		"https":             {"https://hooks.example/trove?x=1", true, true},
+		"http":              {"http://hooks.example/trove", false, true},
+		"file":              {"file:///etc/passwd", false, false},
+		"ftp":               {"ftp://hooks.example/x", false, false},
+		"javascript":        {"javascript:alert(1)", false, false},
+		"userinfo":          {"https://user:pass@hooks.example/", false, false},
+		"no host":           {"https:///x", false, false},
+		"relative":          {"/hooks", false, false},
+		"fragment":          {"https://hooks.example/#x", false, false},
+		"loopback IP":       {"https://127.0.0.1/x", false, true},
+		"IPv6 loopback":     {"https://[::1]:8443/x", false, true},
+		"metadata":          {"http://169.254.169.254/latest", false, true},
+		"private":           {"https://10.0.0.1/", false, true},
+		"localhost":         {"https://localhost/", false, true},
+		"public IP":         {"https://93.184.215.14/", true, true},
+		"too long":          {long, false, false},
+		"control character": {"https://hooks.example/\n", false, false},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			if err := registry.CheckWebhookURL(tt.url, strict); (err == nil) != tt.strict {
+				t.Errorf("strict: %v, want accepted %v", err, tt.strict)
+			}
+			if err := registry.CheckWebhookURL(tt.url, loose); (err == nil) != tt.loose {
+				t.Errorf("loose: %v, want accepted %v", err, tt.loose)
+			}
+		})
+	}
+}
