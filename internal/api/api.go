@@ -23,6 +23,7 @@ import (
 	"trove.dev/trove/apispec"
 	"trove.dev/trove/internal/audit"
 	"trove.dev/trove/internal/auth"
+	"trove.dev/trove/internal/gc"
 	"trove.dev/trove/internal/httpjson"
 	"trove.dev/trove/internal/keyless"
 	"trove.dev/trove/internal/modules"
@@ -113,11 +114,14 @@ type Options struct {
 	// DefaultExchangeBurst and DefaultExchangeEvery.
 	ExchangeLimiter *auth.AddressLimiter
 	// OnProviderChange and OnModuleChange, if set, are called after the
-	// lifecycle of a version changed, so that this process's caches drop
+	// lifecycle of a version changed or versions were deleted, so that this process's caches drop
 	// its documents at once (other replicas learn it from the change
 	// feed).
 	OnProviderChange func(namespace, typ string)
 	OnModuleChange   func(namespace, name, system string)
+	// GC runs the garbage collections of POST apispec.RouteGC; nil
+	// answers them with an error.
+	GC *gc.Collector
 	// MaxUploadBytes bounds a whole publish request; <= 0 means 2 GiB.
 	MaxUploadBytes int64
 	Now            func() time.Time
@@ -186,6 +190,7 @@ func New(opt Options) http.Handler {
 
 	h.registerModules(route)
 	h.registerLifecycle(route)
+	h.registerDeletes(route)
 	h.registerMirror(route)
 	h.registerSSO(route)
 	h.registerTrust(route, open)

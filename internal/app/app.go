@@ -44,10 +44,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"trove.dev/trove/internal/api"
+	"trove.dev/trove/internal/audit"
 	"trove.dev/trove/internal/auth"
 	"trove.dev/trove/internal/config"
 	"trove.dev/trove/internal/downloads"
 	"trove.dev/trove/internal/flock"
+	"trove.dev/trove/internal/gc"
 	"trove.dev/trove/internal/mirror"
 	"trove.dev/trove/internal/modules"
 	"trove.dev/trove/internal/protocol/discovery"
@@ -55,6 +57,7 @@ import (
 	protomodules "trove.dev/trove/internal/protocol/modules"
 	"trove.dev/trove/internal/protocol/providers"
 	"trove.dev/trove/internal/publish"
+	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/release"
 	"trove.dev/trove/internal/server"
 	"trove.dev/trove/internal/signedurl"
@@ -111,7 +114,10 @@ type App struct {
 	// to the index every cfg.DownloadsFlushInterval while Serve runs, and
 	// once more when Serve ends and in Close.
 	Downloads *downloads.Counter
-	Server    *server.Server
+	// GC runs garbage collections: POST /api/v1/gc, and every
+	// cfg.GCInterval while Serve runs.
+	GC     *gc.Collector
+	Server *server.Server
 	// TLS names the certificate Serve uses; nil for plain HTTP.
 	TLS      *server.TLSFiles
 	Listener net.Listener
@@ -291,6 +297,9 @@ func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
 		return nil, err
 	}
 	a.Downloads = counter
+	if a.GC, err = gc.New(gc.Options{Index: idx, Blobs: a.Blobs, Logger: log, Metrics: metrics}); err != nil {
+		return nil, err
+	}
 	// Closed before the index (closers run newest first): what Serve's
 	// final flush did not write, if Serve ran at all.
 	a.onClose(func() error { counter.FinalFlush(context.Background()); return nil })
@@ -312,6 +321,7 @@ func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
 		NoLocalPasswords: !cfg.Access.LocalPasswords,
 		OnProviderChange: changes.provider,
 		OnModuleChange:   changes.module,
+		GC:               a.GC,
 	})
 	ui, err := web.New(ctx, web.Options{
 		Index: idx, Access: access, Login: loginSvc, API: apiHandler, Blobs: a.Blobs, PublicURL: public,
@@ -462,7 +472,43 @@ func (a *App) Serve(ctx context.Context) error {
 		a.Downloads.Run(flushCtx)
 	}()
 	defer func() { stopFlush(); <-flushed }()
+	if a.Config.GCInterval > 0 {
+		gcCtx, stopGC := context.WithCancel(ctx)
+		collected := make(chan struct{})
+		go func() {
+			defer close(collected)
+			a.collectGarbage(gcCtx)
+		}()
+		defer func() { stopGC(); <-collected }()
+	}
 	return a.Server.Serve(ctx, a.Listener, a.TLS)
+}
+
+// collectGarbage runs a garbage collection every cfg.GCInterval until ctx
+// ends (the first one interval after the start). A replica finding
+// another's collection running (Conflict) skips its turn: with every
+// replica doing this, about one collection runs per interval.
+func (a *App) collectGarbage(ctx context.Context) {
+	rec := audit.New(a.Index, a.log)
+	tick := time.NewTicker(a.Config.GCInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		rep, err := a.GC.Run(ctx, gc.Run{Grace: a.Config.GCGrace})
+		switch {
+		case registry.IsKind(err, registry.Conflict):
+			a.log.Info("garbage collection skipped: another replica is collecting")
+		case err != nil && ctx.Err() == nil:
+			a.log.Warn("garbage collection failed", "err", err)
+		case err == nil:
+			rec.Record(ctx, nil, registry.AuditEvent{Action: registry.AuditGC, Actor: "trove serve --gc-interval",
+				Target: "blobs", Details: api.GCDetails(rep)})
+		}
+	}
 }
 
 // stagingSweeper is a blob store whose staging (S3's multipart uploads)
