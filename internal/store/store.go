@@ -24,6 +24,7 @@ type Index interface {
 	Modules
 	Lifecycle         // deprecation and revocation of versions (lifecycle.go)
 	GarbageCollection // blob references and the collector's lease (gc.go)
+	RetentionRules    // which versions the collector deletes (retention.go)
 	Downloads
 	Secrets
 	Access // users, memberships, personal tokens, authorization codes, audit log (access.go)

@@ -244,3 +244,48 @@ func testGarbageCollection(t *testing.T, newIndex func(*testing.T) store.Index) 
 		}
 	})
 }
+
+// testRetentionRules checks store.RetentionRules: put, replace, read,
+// list, delete, and the cases that are refused.
+func testRetentionRules(t *testing.T, newIndex func(*testing.T) store.Index) {
+	x, ctx := newIndex(t), t.Context()
+	createNamespaces(t, x, "acme", "beta")
+	norm := func(r registry.RetentionRule) registry.RetentionRule { r.UpdatedAt = normTime(r.UpdatedAt); return r }
+	acme := registry.RetentionRule{Namespace: "acme", KeepLast: 5, KeepWithin: 30 * 24 * time.Hour,
+		Pin: []string{"~> 1.0", "2.3.4"}, UpdatedAt: at(time.Hour).In(east), UpdatedBy: "user:alice"}
+	_, err := x.GetRetentionRule(ctx, "acme")
+	wantKind(t, err, registry.NotFound, "GetRetentionRule before any")
+	mustOK(t, x.PutRetentionRule(ctx, acme), "PutRetentionRule")
+	got, err := x.GetRetentionRule(ctx, "acme")
+	mustOK(t, err, "GetRetentionRule")
+	checkEqual(t, "rule", got, acme, norm)
+	// Replaced whole.
+	acme = registry.RetentionRule{Namespace: "acme", KeepLast: 2, UpdatedAt: at(2 * time.Hour), UpdatedBy: "token:tok_1"}
+	mustOK(t, x.PutRetentionRule(ctx, acme), "PutRetentionRule again")
+	got, err = x.GetRetentionRule(ctx, "acme")
+	mustOK(t, err, "GetRetentionRule after the replace")
+	checkEqual(t, "replaced rule", got, acme, norm)
+	beta := registry.RetentionRule{Namespace: "beta", KeepWithin: 48 * time.Hour, UpdatedAt: at(0)}
+	mustOK(t, x.PutRetentionRule(ctx, beta), "PutRetentionRule beta")
+	list, err := x.ListRetentionRules(ctx)
+	mustOK(t, err, "ListRetentionRules")
+	checkList(t, "rules", list, []registry.RetentionRule{acme, beta}, norm)
+
+	wantKind(t, x.PutRetentionRule(ctx, registry.RetentionRule{Namespace: "nobody", KeepLast: 1, UpdatedAt: at(0)}), registry.NotFound, "PutRetentionRule of a missing namespace")
+	wantKind(t, x.PutRetentionRule(ctx, registry.RetentionRule{Namespace: "acme", UpdatedAt: at(0)}), registry.Invalid, "PutRetentionRule keeping everything")
+	wantKind(t, x.PutRetentionRule(ctx, registry.RetentionRule{Namespace: "acme", KeepLast: 1, Pin: []string{"nonsense"}, UpdatedAt: at(0)}), registry.Invalid, "PutRetentionRule with a bad pin")
+	got, _ = x.GetRetentionRule(ctx, "acme")
+	checkEqual(t, "rule after refused puts", got, acme, norm)
+
+	mustOK(t, x.DeleteRetentionRule(ctx, "acme"), "DeleteRetentionRule")
+	wantKind(t, x.DeleteRetentionRule(ctx, "acme"), registry.NotFound, "DeleteRetentionRule again")
+	_, err = x.GetRetentionRule(ctx, "acme")
+	wantKind(t, err, registry.NotFound, "GetRetentionRule after the delete")
+	// A namespace takes its rule with it.
+	mustOK(t, x.DeleteNamespace(ctx, "beta"), "DeleteNamespace")
+	list, err = x.ListRetentionRules(ctx)
+	mustOK(t, err, "ListRetentionRules after deleting the namespace")
+	if len(list) != 0 {
+		t.Errorf("rules after deleting their namespaces: %+v", list)
+	}
+}

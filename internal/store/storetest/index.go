@@ -30,6 +30,7 @@ func TestIndex(t *testing.T, newIndex func(t *testing.T) store.Index) {
 	t.Run("Lifecycle", func(t *testing.T) { testLifecycle(t, newIndex) })
 	t.Run("Deletions", func(t *testing.T) { testDeletions(t, newIndex) })
 	t.Run("GarbageCollection", func(t *testing.T) { testGarbageCollection(t, newIndex) })
+	t.Run("RetentionRules", func(t *testing.T) { testRetentionRules(t, newIndex) })
 	t.Run("Downloads", func(t *testing.T) { testDownloads(t, newIndex) })
 	t.Run("Secrets", func(t *testing.T) { testSecrets(t, newIndex) })
 	t.Run("Access", func(t *testing.T) { testAccess(t, newIndex) })

@@ -18,3 +18,16 @@ CREATE TABLE IF NOT EXISTS gc_lease (
 -- package and archive.
 CREATE INDEX IF NOT EXISTS provider_platforms_by_sha256 ON provider_platforms (sha256);
 CREATE INDEX IF NOT EXISTS module_versions_by_archive ON module_versions (archive_digest);
+
+-- The retention rule of a namespace (registry.RetentionRule): which of
+-- its provider and module versions the garbage collector deletes.
+-- keep_last 0 and keep_within_seconds 0 mean no such keep; pins is a
+-- JSON array of version constraints.
+CREATE TABLE IF NOT EXISTS retention_rules (
+    namespace           text COLLATE "C" NOT NULL PRIMARY KEY REFERENCES namespaces (name) ON DELETE CASCADE,
+    keep_last           integer          NOT NULL,
+    keep_within_seconds bigint           NOT NULL,
+    pins                text             NOT NULL,
+    updated_at          timestamptz      NOT NULL,
+    updated_by          text             NOT NULL
+);

@@ -18,3 +18,16 @@ CREATE TABLE IF NOT EXISTS gc_lease (
 -- package and archive.
 CREATE INDEX IF NOT EXISTS provider_platforms_by_sha256 ON provider_platforms (sha256);
 CREATE INDEX IF NOT EXISTS module_versions_by_archive ON module_versions (archive_digest);
+
+-- The retention rule of a namespace (registry.RetentionRule): which of
+-- its provider and module versions the garbage collector deletes.
+-- keep_last 0 and keep_within_seconds 0 mean no such keep; pins is a
+-- JSON array of version constraints. Times are Unix microseconds.
+CREATE TABLE IF NOT EXISTS retention_rules (
+    namespace           TEXT    NOT NULL PRIMARY KEY REFERENCES namespaces (name) ON DELETE CASCADE,
+    keep_last           INTEGER NOT NULL,
+    keep_within_seconds INTEGER NOT NULL,
+    pins                TEXT    NOT NULL,
+    updated_at          INTEGER NOT NULL,
+    updated_by          TEXT    NOT NULL
+) STRICT;
