@@ -83,4 +83,17 @@ type GCReport struct {
 	// when they were looked at a second time.
 	YoungBlobs   int `json:"young_blobs"`
 	RescuedBlobs int `json:"rescued_blobs"`
+	// ExpiredVersions are the versions the namespaces' retention rules
+	// deleted (would delete, in a dry run), before the blobs were
+	// collected.
+	ExpiredVersions []ExpiredVersion `json:"expired_versions"`
+}
+
+// ExpiredVersion is a version a retention rule deleted.
+type ExpiredVersion struct {
+	Kind      string `json:"kind"` // "provider" or "module"
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"` // provider type or module name
+	System    string `json:"system,omitempty"`
+	Version   string `json:"version"`
 }

@@ -43,3 +43,24 @@ func (c *Client) RunGC(ctx context.Context, req apispec.GCRequest) (apispec.GCRe
 	err := c.do(ctx, http.MethodPost, apispec.RouteGC, nil, nil, req, &out)
 	return out, err
 }
+
+// GetRetentionRule returns the retention rule of a namespace (NotFound
+// without one).
+func (c *Client) GetRetentionRule(ctx context.Context, namespace string) (apispec.RetentionRule, error) {
+	var out apispec.RetentionRule
+	err := c.do(ctx, http.MethodGet, apispec.RouteRetention, params("namespace", namespace), nil, nil, &out)
+	return out, err
+}
+
+// PutRetentionRule creates or replaces the retention rule of a namespace
+// (admin rights on it).
+func (c *Client) PutRetentionRule(ctx context.Context, namespace string, req apispec.RetentionRequest) (apispec.RetentionRule, error) {
+	var out apispec.RetentionRule
+	err := c.do(ctx, http.MethodPut, apispec.RouteRetention, params("namespace", namespace), nil, req, &out)
+	return out, err
+}
+
+// DeleteRetentionRule removes the retention rule of a namespace.
+func (c *Client) DeleteRetentionRule(ctx context.Context, namespace string) error {
+	return c.do(ctx, http.MethodDelete, apispec.RouteRetention, params("namespace", namespace), nil, nil, nil)
+}

@@ -83,9 +83,19 @@ func gcCommand() *command {
 				if err != nil {
 					return err
 				}
-				verb := "Reclaimed"
+				if cl.jsonOut {
+					return cl.printJSON(rep)
+				}
+				verb, deleted := "Reclaimed", "Deleted"
 				if rep.DryRun {
-					verb = "Would reclaim"
+					verb, deleted = "Would reclaim", "Would delete"
+				}
+				for _, e := range rep.ExpiredVersions {
+					address := e.Namespace + "/" + e.Name
+					if e.System != "" {
+						address += "/" + e.System
+					}
+					fmt.Fprintf(cl.stdout, "%s %s %s %s (retention rule of %s)\n", deleted, e.Kind, address, e.Version, e.Namespace)
 				}
 				for _, b := range rep.Reclaimed {
 					fmt.Fprintf(cl.stdout, "%s\t%s\n", b.Digest, size(b.Size))

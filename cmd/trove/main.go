@@ -108,6 +108,7 @@ func commands() []*command {
 		mirrorUpstreamList(), mirrorUpstreamShow(), mirrorUpstreamSet(), mirrorUpstreamRemove(), mirrorSyncCommand(),
 		ssoProviderList(), ssoProviderSet(), ssoProviderRemove(), ssoMappingList(), ssoMappingAdd(), ssoMappingRemove(),
 		lockCommand(), bundleExport(), bundleImport(), gcCommand(),
+		retentionSet(), retentionShow(), retentionDelete(),
 		versionCommand(), completionCommand(),
 	}
 }

@@ -50,6 +50,7 @@ type Index interface {
 	store.Providers
 	store.Modules
 	store.Lifecycle
+	store.RetentionRules
 	store.MirrorUpstreams
 	store.Bundles
 	store.SSO
@@ -191,6 +192,7 @@ func New(opt Options) http.Handler {
 	h.registerModules(route)
 	h.registerLifecycle(route)
 	h.registerDeletes(route)
+	h.registerRetention(route)
 	h.registerMirror(route)
 	h.registerSSO(route)
 	h.registerTrust(route, open)

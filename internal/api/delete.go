@@ -1,12 +1,14 @@
 package api
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
 	"trove.dev/trove/apispec"
+	"trove.dev/trove/internal/audit"
 	"trove.dev/trove/internal/gc"
 	"trove.dev/trove/internal/httpjson"
 	"trove.dev/trove/internal/registry"
@@ -162,23 +164,45 @@ func (h *handler) runGC(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if !rep.DryRun {
-		h.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditGC, Target: "blobs", Details: GCDetails(rep)})
-	}
+	RecordGC(r.Context(), h.Audit, r, "", rep)
 	return httpjson.Write(w, http.StatusOK, GCReportDoc(rep))
 }
 
-// GCDetails sums up a collection for the audit log.
-func GCDetails(rep gc.Report) string {
+// RecordGC records a collection that was not a dry run in the audit log:
+// each version a retention rule deleted (provider.delete, module.delete)
+// and the run (gc.run). actor is for collections without a request (r
+// nil).
+func RecordGC(ctx context.Context, rec *audit.Recorder, r *http.Request, actor string, rep gc.Report) {
+	if rep.DryRun {
+		return
+	}
+	for _, e := range rep.Expired {
+		action := registry.AuditProviderDelete
+		if e.Kind == "module" {
+			action = registry.AuditModuleDelete
+		}
+		rec.Record(ctx, r, registry.AuditEvent{Action: action, Actor: actor, Namespace: e.Namespace,
+			Target: e.Address() + " " + e.Version, Details: "retention rule of namespace " + e.Namespace})
+	}
+	rec.Record(ctx, r, registry.AuditEvent{Action: registry.AuditGC, Actor: actor, Target: "blobs", Details: gcDetails(rep)})
+}
+
+// gcDetails sums up a collection for the audit log.
+func gcDetails(rep gc.Report) string {
 	return "reclaimed " + strconv.Itoa(len(rep.Reclaimed)) + " blobs, " + strconv.FormatInt(rep.ReclaimedBytes, 10) +
-		" bytes; grace " + rep.Grace.String() + "; " + strconv.Itoa(rep.Stored) + " stored, " + strconv.Itoa(rep.Referenced) + " referenced"
+		" bytes; " + strconv.Itoa(len(rep.Expired)) + " versions deleted by retention rules; grace " + rep.Grace.String() +
+		"; " + strconv.Itoa(rep.Stored) + " stored, " + strconv.Itoa(rep.Referenced) + " referenced"
 }
 
 // GCReportDoc renders a collection's report as the API shows it.
 func GCReportDoc(rep gc.Report) apispec.GCReport {
 	doc := apispec.GCReport{DryRun: rep.DryRun, Grace: rep.Grace.Round(time.Second).String(), StoredBlobs: rep.Stored,
 		ReferencedBlobs: rep.Referenced, ReclaimedBytes: rep.ReclaimedBytes, YoungBlobs: rep.Young, RescuedBlobs: rep.Rescued,
-		Reclaimed: []apispec.GCBlob{}}
+		Reclaimed: []apispec.GCBlob{}, ExpiredVersions: []apispec.ExpiredVersion{}}
+	for _, e := range rep.Expired {
+		doc.ExpiredVersions = append(doc.ExpiredVersions, apispec.ExpiredVersion{Kind: e.Kind, Namespace: e.Namespace,
+			Name: e.Name, System: e.System, Version: e.Version})
+	}
 	for _, b := range rep.Reclaimed {
 		doc.Reclaimed = append(doc.Reclaimed, apispec.GCBlob{Digest: b.Digest, Size: b.Size})
 	}

@@ -297,7 +297,8 @@ func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
 		return nil, err
 	}
 	a.Downloads = counter
-	if a.GC, err = gc.New(gc.Options{Index: idx, Blobs: a.Blobs, Logger: log, Metrics: metrics}); err != nil {
+	if a.GC, err = gc.New(gc.Options{Index: idx, Blobs: a.Blobs, Logger: log, Metrics: metrics, Versions: idx,
+		OnProviderChange: changes.provider, OnModuleChange: changes.module}); err != nil {
 		return nil, err
 	}
 	// Closed before the index (closers run newest first): what Serve's
@@ -505,8 +506,7 @@ func (a *App) collectGarbage(ctx context.Context) {
 		case err != nil && ctx.Err() == nil:
 			a.log.Warn("garbage collection failed", "err", err)
 		case err == nil:
-			rec.Record(ctx, nil, registry.AuditEvent{Action: registry.AuditGC, Actor: "trove serve --gc-interval",
-				Target: "blobs", Details: api.GCDetails(rep)})
+			api.RecordGC(ctx, rec, nil, "trove serve --gc-interval", rep)
 		}
 	}
 }

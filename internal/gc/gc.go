@@ -62,6 +62,16 @@ type Options struct {
 	Now func() time.Time
 	// AllowShortGrace accepts grace periods below MinGrace (tests).
 	AllowShortGrace bool
+	// Versions, if set, applies the namespaces' retention rules at the
+	// start of every collection: the versions they expire are deleted
+	// (in a dry run: reported, with the blobs that frees).
+	Versions Versions
+	// OnProviderChange and OnModuleChange, if set, are called after a
+	// retention rule deleted a version, so that this process's caches
+	// drop its documents at once (other replicas learn it from the change
+	// feed).
+	OnProviderChange func(namespace, typ string)
+	OnModuleChange   func(namespace, name, system string)
 }
 
 // Collector runs garbage collections. It is safe for concurrent use; its
@@ -129,6 +139,10 @@ type Report struct {
 	// within the grace period; Rescued those a row referenced again by
 	// the time they were looked at a second time.
 	Young, Rescued int
+	// Expired are the versions the retention rules deleted (would
+	// delete, in a dry run, whose Reclaimed then includes the blobs that
+	// frees).
+	Expired []Expired
 }
 
 // Run runs one collection. Conflict if another collection (of any
@@ -165,9 +179,22 @@ func (c *Collector) Run(ctx context.Context, run Run) (Report, error) {
 		return c.opt.Index.AcquireGCLease(ctx, holder, renewed, renewed.Add(leaseTTL))
 	}
 
+	// Retention.
+	var freed map[string]bool // in a dry run: blobs only expired versions name
+	if c.opt.Versions != nil {
+		var err error
+		if rep.Expired, err = c.applyRetention(ctx, run.DryRun); err != nil {
+			return rep, err
+		}
+		if run.DryRun {
+			if freed, err = c.freedBy(ctx, rep.Expired); err != nil {
+				return rep, err
+			}
+		}
+	}
 	// Mark.
 	marked := map[string]bool{}
-	if err := c.opt.Index.ReferencedBlobs(ctx, func(d string) error { marked[d] = true; return nil }); err != nil {
+	if err := c.opt.Index.ReferencedBlobs(ctx, func(d string) error { marked[d] = !freed[d]; return nil }); err != nil {
 		return rep, err
 	}
 	rep.Referenced = len(marked)
@@ -189,7 +216,7 @@ func (c *Collector) Run(ctx context.Context, run Run) (Report, error) {
 		if err := renew(); err != nil {
 			return rep, err
 		}
-		collect, err := c.sweepable(ctx, b.Digest, run.Grace, &rep)
+		collect, err := c.sweepable(ctx, b.Digest, run.Grace, freed[b.Digest], &rep)
 		if err != nil {
 			return rep, err
 		}
@@ -219,10 +246,13 @@ func (c *Collector) Run(ctx context.Context, run Run) (Report, error) {
 // publish reusing the blob either commits before the question or renews
 // the time before it is read; what is left is the instant between reading
 // the time and deleting (see docs/lifecycle.md).
-func (c *Collector) sweepable(ctx context.Context, digest string, grace time.Duration, rep *Report) (bool, error) {
-	referenced, err := c.opt.Index.BlobReferenced(ctx, digest)
-	if err != nil {
-		return false, err
+func (c *Collector) sweepable(ctx context.Context, digest string, grace time.Duration, freed bool, rep *Report) (bool, error) {
+	referenced := false
+	if !freed { // the rows of a dry run's expired versions still name it
+		var err error
+		if referenced, err = c.opt.Index.BlobReferenced(ctx, digest); err != nil {
+			return false, err
+		}
 	}
 	if referenced {
 		rep.Rescued++

@@ -261,3 +261,76 @@ func TestShortGraceRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestRetention applies a namespace's rule (keep the last version): a dry
+// run reports the expired versions and the blobs only they name, and
+// changes nothing; a collection deletes the versions and those blobs,
+// and keeps a blob the kept version shares.
+func TestRetention(t *testing.T) {
+	e := newEnv(t)
+	ctx := t.Context()
+	shared := put(t, e.blobs, "archive of 1.1.0 and 1.2.0")
+	for i, v := range []string{"1.1.0", "1.2.0"} {
+		if err := e.idx.CreateModuleVersion(ctx, registry.ModuleVersion{Namespace: "acme", Name: "net", System: "aws", Version: v,
+			ArchiveDigest: shared, ArchiveFormat: "tar.gz", ArchiveSize: 26, PublishedAt: time.Now().Add(time.Duration(i+1) * time.Minute)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.idx.PutRetentionRule(ctx, registry.RetentionRule{Namespace: "acme", KeepLast: 1, UpdatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	var changed []string
+	c, err := gc.New(gc.Options{Index: e.idx, Blobs: e.blobs, Now: e.later, Versions: e.idx,
+		OnModuleChange: func(ns, name, system string) { changed = append(changed, ns+"/"+name+"/"+system) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	expired := func(rep gc.Report) []string {
+		var out []string
+		for _, x := range rep.Expired {
+			out = append(out, x.Kind+" "+x.Address()+" "+x.Version)
+		}
+		return out
+	}
+	reclaimed := func(rep gc.Report) map[string]bool {
+		out := map[string]bool{}
+		for _, b := range rep.Reclaimed {
+			out[b.Digest] = true
+		}
+		return out
+	}
+	rep, err := c.Run(ctx, gc.Run{DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := expired(rep); len(got) != 2 || got[0] != "module acme/net/aws 1.1.0" || got[1] != "module acme/net/aws 1.0.0" {
+		t.Errorf("dry run expired %v, want 1.1.0 and 1.0.0", got)
+	}
+	if r := reclaimed(rep); !r[e.kept] || r[shared] || len(r) != 3 {
+		t.Errorf("dry run would reclaim %v; want 1.0.0's archive and the 2 orphans, not the archive 1.2.0 shares", r)
+	}
+	if vs, err := e.idx.ListModuleVersions(ctx, "acme", "net", "aws"); err != nil || len(vs) != 3 || !e.stored(t, e.kept) || len(changed) != 0 {
+		t.Fatalf("the dry run changed something: %d versions (%v), archive stored %v, changes %v", len(vs), err, e.stored(t, e.kept), changed)
+	}
+	rep, err = c.Run(ctx, gc.Run{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := expired(rep); len(got) != 2 {
+		t.Errorf("collection expired %v, want 2 versions", got)
+	}
+	vs, err := e.idx.ListModuleVersions(ctx, "acme", "net", "aws")
+	if err != nil || len(vs) != 1 || vs[0].Version != "1.2.0" {
+		t.Errorf("versions after the collection = %+v, %v; want 1.2.0 only", vs, err)
+	}
+	if e.stored(t, e.kept) || !e.stored(t, shared) {
+		t.Errorf("after the collection: 1.0.0's archive stored %v (want false), the shared one %v (want true)", e.stored(t, e.kept), e.stored(t, shared))
+	}
+	if len(changed) != 2 {
+		t.Errorf("OnModuleChange calls = %v, want one per deleted version", changed)
+	}
+	// The newest version is never deleted.
+	if rep, err = c.Run(ctx, gc.Run{}); err != nil || len(rep.Expired) != 0 {
+		t.Errorf("another collection expired %v, %v; want nothing", expired(rep), err)
+	}
+}

@@ -183,6 +183,8 @@ const (
 	AuditProviderDeleteAll = "provider.delete_all"
 	AuditModuleDeleteAll   = "module.delete_all"
 	AuditGC                = "gc.run"
+	AuditRetentionPut      = "retention.put"
+	AuditRetentionDelete   = "retention.delete"
 	AuditUserCreate        = "user.create"
 	AuditUserUpdate        = "user.update"
 	AuditPasswordChange    = "user.password"

@@ -21,6 +21,9 @@ type GarbageCollection interface {
 	ReferencedBlobs(ctx context.Context, fn func(digest string) error) error
 	// BlobReferenced reports whether some row references digest now.
 	BlobReferenced(ctx context.Context, digest string) (bool, error)
+	// BlobReferences counts the references to digest now: one per row
+	// and column naming it (a version naming it twice counts twice).
+	BlobReferences(ctx context.Context, digest string) (int, error)
 	// AcquireGCLease takes (or, for the same holder, extends) the one
 	// collector lease until the given time. Conflict if another holder's
 	// lease has not expired at now; an expired lease is taken over, so a

@@ -204,6 +204,24 @@ func (x *Index) BlobReferenced(ctx context.Context, digest string) (bool, error)
 	return ok, nil
 }
 
+// BlobReferences counts the rows of blobColumns that name digest.
+func (x *Index) BlobReferences(ctx context.Context, digest string) (int, error) {
+	ctx, cancel := x.op(ctx)
+	defer cancel()
+	q := "SELECT "
+	for i, c := range blobColumns {
+		if i > 0 {
+			q += " + "
+		}
+		q += "(SELECT COUNT(*) FROM " + c[0] + " WHERE " + c[1] + " = $1)"
+	}
+	var n int
+	if err := x.row(ctx, q, digest).Scan(&n); err != nil {
+		return 0, x.fail(err, "counting the references of blob "+digest)
+	}
+	return n, nil
+}
+
 // gcLeaseID is the key of the one row of gc_lease (migration 0013).
 const gcLeaseID = 1
 

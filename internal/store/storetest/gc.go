@@ -188,6 +188,11 @@ func testGarbageCollection(t *testing.T, newIndex func(*testing.T) store.Index) 
 			if !ok {
 				t.Errorf("BlobReferenced(%s) = false", what)
 			}
+			n, err := x.BlobReferences(ctx, d)
+			mustOK(t, err, "BlobReferences")
+			if n != 1 {
+				t.Errorf("BlobReferences(%s) = %d, want 1", what, n)
+			}
 		}
 		if len(got) != len(want) {
 			t.Errorf("ReferencedBlobs reported %d digests, want %d", len(got), len(want))
@@ -195,6 +200,14 @@ func testGarbageCollection(t *testing.T, newIndex func(*testing.T) store.Index) 
 		if ok, err := x.BlobReferenced(ctx, digestOf("nothing")); err != nil || ok {
 			t.Errorf("BlobReferenced of an unnamed digest = %v, %v; want false", ok, err)
 		}
+		// A second version with the same archive: two references.
+		mv2 := mv
+		mv2.Version = "1.1.0"
+		mustOK(t, x.CreateModuleVersion(ctx, mv2), "CreateModuleVersion 1.1.0")
+		if n, err := x.BlobReferences(ctx, mv.ArchiveDigest); err != nil || n != 2 {
+			t.Errorf("BlobReferences of an archive two versions name = %d, %v; want 2", n, err)
+		}
+		mustOK(t, x.DeleteModuleVersion(ctx, "acme", "network", "aws", "1.1.0"), "DeleteModuleVersion 1.1.0")
 
 		// Deleting the rows drops their references (the mirror's stay).
 		mustOK(t, x.DeleteProviderVersion(ctx, "acme", "cloud", "1.0.0"), "DeleteProviderVersion")
