@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"trove.dev/trove/apispec"
 	"trove.dev/trove/internal/auth"
@@ -51,7 +52,8 @@ func (h *handler) putRetention(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	rule.UpdatedAt, rule.UpdatedBy = h.Now().UTC(), auth.FromContext(r.Context()).Actor()
+	// Microseconds, as the index stores it: the answer equals a later GET.
+	rule.UpdatedAt, rule.UpdatedBy = h.Now().UTC().Truncate(time.Microsecond), auth.FromContext(r.Context()).Actor()
 	if err := h.Index.PutRetentionRule(r.Context(), rule); err != nil {
 		return err
 	}
