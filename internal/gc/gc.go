@@ -13,6 +13,11 @@
 //     it now, skip it if it was modified within the grace period, and
 //     only then delete it.
 //
+// With Options.Versions, each collection first applies the namespaces'
+// retention rules (package retention): it deletes the versions they
+// expire, whose blobs the same run then reclaims; a dry run deletes
+// nothing and counts as reclaimable the blobs only those versions name.
+//
 // A publish stores its blobs before its index transaction commits, so a
 // blob may be unreferenced for as long as a publish takes; a Put of a
 // blob that is present already renews its modification time
