@@ -460,8 +460,8 @@ func (s *Store) key(digest string) string {
 }
 
 // Put stores the size bytes read from r under digest, after checking both
-// (see the package comment). If the blob exists already, Put renews its
-// modification time and returns nil without reading r. Put does not read r after it returns.
+// (see the package comment). If the blob exists already, Put uploads it
+// again (the same verified bytes), which renews its modification time. Put does not read r after it returns.
 func (s *Store) Put(ctx context.Context, digest string, size int64, r io.Reader) error {
 	if err := registry.CheckDigest(digest); err != nil {
 		return err
@@ -474,11 +474,11 @@ func (s *Store) Put(ctx context.Context, digest string, size int64, r io.Reader)
 	}
 	switch have, err := s.Stat(ctx, digest); {
 	case err == nil && have == size:
-		// Renew its modification time; if it was deleted (collected)
-		// since, store it again.
-		if err := s.touch(ctx, digest); !registry.IsKind(err, registry.NotFound) {
-			return err
-		}
+		// Stored already: upload it again all the same, which renews its
+		// LastModified (the garbage collector's grace period counts from
+		// it, see store.Blobs). A copy of the object onto itself would not
+		// read the content again, but S3-compatible servers (versitygw)
+		// keep LastModified on such a copy.
 	case err == nil:
 		return registry.Errorf(registry.Invalid, "blob %s is stored with %d bytes, not the declared %d", digest, have, size)
 	case !registry.IsKind(err, registry.NotFound):
@@ -503,25 +503,6 @@ func (s *Store) Put(ctx context.Context, digest string, size int64, r io.Reader)
 	}
 	if err != nil {
 		return s.fail(err, "storing blob "+digest)
-	}
-	return nil
-}
-
-// touch renews the LastModified time of a stored blob that a Put found
-// present, by copying the object onto itself with its metadata replaced
-// (a copy inside the bucket: no content passes through Trove). The
-// garbage collector's grace period counts from it (see store.Blobs).
-func (s *Store) touch(ctx context.Context, digest string) error {
-	key := s.key(digest)
-	_, err := s.client.CopyObject(ctx, &s3.CopyObjectInput{
-		Bucket:            &s.bucket,
-		Key:               aws.String(key),
-		CopySource:        aws.String(s.bucket + "/" + key),
-		MetadataDirective: types.MetadataDirectiveReplace,
-		ContentType:       aws.String("application/octet-stream"),
-	})
-	if err != nil {
-		return s.fail(err, "renewing the modification time of blob "+digest)
 	}
 	return nil
 }
