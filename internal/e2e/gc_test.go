@@ -175,6 +175,45 @@ func TestDeleteAndCollect(t *testing.T) {
 			t.Errorf("init of the deleted module succeeded:\n%s", res.Output)
 		}
 	})
+
+	t.Run("a retention rule", func(t *testing.T) {
+		for _, v := range []string{"2.0.0", "2.1.0", "2.2.0"} {
+			srv.mustCLI(t, publishToken, "module", "publish", namespace+"/labels/null", v, writeModuleDir(t, "labels", v, ""))
+		}
+		if r := srv.cli(t, publishToken, "retention", "set", namespace, "--keep-last", "1"); r.Code == 0 {
+			t.Errorf("retention set with a publish token: exit 0, want a refusal")
+		}
+		if r := srv.cli(t, srv.AdminToken, "retention", "set", namespace, "--keep-within", "1h"); r.Code != 2 {
+			t.Errorf("retention set --keep-within 1h: exit %d %s, want a usage error", r.Code, r.Stderr)
+		}
+		out := srv.mustCLI(t, srv.AdminToken, "retention", "set", namespace, "--keep-last", "1", "--pin", "~> 1.0")
+		if !strings.Contains(out, "keep the last 1 versions, versions matching ~> 1.0") {
+			t.Errorf("retention set printed %q", out)
+		}
+		out = srv.mustCLI(t, srv.AdminToken, "gc", "--dry-run")
+		for _, v := range []string{"2.1.0", "2.0.0"} {
+			if !strings.Contains(out, "Would delete module "+namespace+"/labels/null "+v+" (retention rule of "+namespace+")") {
+				t.Errorf("dry run does not announce the deletion of %s:\n%s", v, out)
+			}
+		}
+		if strings.Contains(out, "2.2.0") || strings.Contains(out, "Would delete provider") {
+			t.Errorf("dry run would delete the newest module version or the provider's only version:\n%s", out)
+		}
+		out = srv.mustCLI(t, srv.AdminToken, "gc")
+		if !strings.Contains(out, "Deleted module "+namespace+"/labels/null 2.0.0") {
+			t.Errorf("gc printed:\n%s", out)
+		}
+		mtf := newClient(t, clientTerraform, srv, "")
+		addModuleHost(t, mtf, srv)
+		res := mtf.mustRun(t, writeLabelsRoot(t, "~> 2.0"), "init", "-input=false")
+		if !strings.Contains(res.Flat, "Downloading "+moduleHost+"/"+namespace+"/labels/null 2.2.0") {
+			t.Errorf("init with ~> 2.0 after retention:\n%s", res.Output)
+		}
+		if res := mtf.run(t, writeLabelsRoot(t, "2.1.0"), "init", "-input=false"); res.Code == 0 {
+			t.Errorf("init pinning 2.1.0, which retention deleted, succeeded:\n%s", res.Output)
+		}
+		srv.mustCLI(t, srv.AdminToken, "retention", "delete", namespace)
+	})
 }
 
 // unique returns s without repeats.
