@@ -50,18 +50,24 @@ func moduleArchives(t *testing.T, n int) [][]byte {
 	t.Helper()
 	var out [][]byte
 	for i := range n {
-		dir := t.TempDir()
-		tf := fmt.Sprintf("variable \"cidr\" {\n  default = \"10.%d.0.0/16\"\n}\n", i)
-		if err := os.WriteFile(filepath.Join(dir, "main.tf"), []byte(tf), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		var buf bytes.Buffer
-		if _, err := modules.PackArchive(&buf, dir); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, buf.Bytes())
+		out = append(out, moduleArchive(t, i))
 	}
 	return out
+}
+
+// moduleArchive packs module archive number i.
+func moduleArchive(t *testing.T, i int) []byte {
+	t.Helper()
+	dir := t.TempDir()
+	tf := fmt.Sprintf("variable \"cidr\" {\n  default = \"10.%d.0.0/16\"\n}\n", i)
+	if err := os.WriteFile(filepath.Join(dir, "main.tf"), []byte(tf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if _, err := modules.PackArchive(&buf, dir); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
 }
 
 func digest(b []byte) string {
