@@ -161,18 +161,19 @@ func (h *handler) runGC(w http.ResponseWriter, r *http.Request) error {
 		return registry.Errorf(registry.Internal, "garbage collection is not configured on this server")
 	}
 	rep, err := h.GC.Run(r.Context(), gc.Run{DryRun: req.DryRun, Grace: grace})
+	RecordGC(r.Context(), h.Audit, r, "", rep, err)
 	if err != nil {
 		return err
 	}
-	RecordGC(r.Context(), h.Audit, r, "", rep)
 	return httpjson.Write(w, http.StatusOK, GCReportDoc(rep))
 }
 
 // RecordGC records a collection that was not a dry run in the audit log:
-// each version a retention rule deleted (provider.delete, module.delete)
-// and the run (gc.run). actor is for collections without a request (r
+// each version a retention rule deleted (provider.delete, module.delete),
+// also when the collection then failed (runErr), and a run that
+// completed (gc.run). actor is for collections without a request (r
 // nil).
-func RecordGC(ctx context.Context, rec *audit.Recorder, r *http.Request, actor string, rep gc.Report) {
+func RecordGC(ctx context.Context, rec *audit.Recorder, r *http.Request, actor string, rep gc.Report, runErr error) {
 	if rep.DryRun {
 		return
 	}
@@ -184,7 +185,9 @@ func RecordGC(ctx context.Context, rec *audit.Recorder, r *http.Request, actor s
 		rec.Record(ctx, r, registry.AuditEvent{Action: action, Actor: actor, Namespace: e.Namespace,
 			Target: e.Address() + " " + e.Version, Details: "retention rule of namespace " + e.Namespace})
 	}
-	rec.Record(ctx, r, registry.AuditEvent{Action: registry.AuditGC, Actor: actor, Target: "blobs", Details: gcDetails(rep)})
+	if runErr == nil {
+		rec.Record(ctx, r, registry.AuditEvent{Action: registry.AuditGC, Actor: actor, Target: "blobs", Details: gcDetails(rep)})
+	}
 }
 
 // gcDetails sums up a collection for the audit log.

@@ -500,13 +500,12 @@ func (a *App) collectGarbage(ctx context.Context) {
 		case <-tick.C:
 		}
 		rep, err := a.GC.Run(ctx, gc.Run{Grace: a.Config.GCGrace})
+		api.RecordGC(ctx, rec, nil, "trove serve --gc-interval", rep, err)
 		switch {
 		case registry.IsKind(err, registry.Conflict):
 			a.log.Info("garbage collection skipped: another replica is collecting")
 		case err != nil && ctx.Err() == nil:
 			a.log.Warn("garbage collection failed", "err", err)
-		case err == nil:
-			api.RecordGC(ctx, rec, nil, "trove serve --gc-interval", rep)
 		}
 	}
 }

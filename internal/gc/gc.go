@@ -125,14 +125,14 @@ type Run struct {
 
 // Blob is one blob a collection reclaimed (or would reclaim).
 type Blob struct {
-	Digest string `json:"digest"`
-	Size   int64  `json:"size"`
+	Digest string
+	Size   int64
 }
 
 // Report is what a collection found and did.
 type Report struct {
-	DryRun bool          `json:"dry_run"`
-	Grace  time.Duration `json:"-"`
+	DryRun bool
+	Grace  time.Duration
 	// Stored is how many blobs the store held; Referenced how many
 	// digests the index names.
 	Stored, Referenced int
@@ -152,7 +152,8 @@ type Report struct {
 
 // Run runs one collection. Conflict if another collection (of any
 // process sharing the index) is running; Invalid for a grace period below
-// MinGrace.
+// MinGrace. On another failure the report says what was done before it
+// (versions deleted by retention rules, blobs reclaimed).
 func (c *Collector) Run(ctx context.Context, run Run) (Report, error) {
 	if run.Grace == 0 {
 		run.Grace = DefaultGrace
@@ -206,6 +207,9 @@ func (c *Collector) Run(ctx context.Context, run Run) (Report, error) {
 	// List.
 	var candidates []Blob
 	err := c.opt.Blobs.Walk(ctx, func(d string, size int64) error {
+		if err := renew(); err != nil { // a long listing must not lose the lease
+			return err
+		}
 		rep.Stored++
 		if !marked[d] {
 			candidates = append(candidates, Blob{Digest: d, Size: size})

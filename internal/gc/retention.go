@@ -21,13 +21,10 @@ type Versions interface {
 // delete).
 type Expired struct {
 	// Kind is "provider" or "module".
-	Kind string `json:"kind"`
+	Kind string
 	// Namespace, Name (the provider type or module name), System (modules
 	// only) and Version name the version.
-	Namespace string `json:"namespace"`
-	Name      string `json:"name"`
-	System    string `json:"system,omitempty"`
-	Version   string `json:"version"`
+	Namespace, Name, System, Version string
 	// blobs are the digests the version names, once per reference.
 	blobs []string
 }
