@@ -17,16 +17,16 @@
 //     damaged copy) stops the copy with a Conflict before any index record
 //     is written.
 //   - Index records follow in dependency order (namespaces, users,
-//     memberships, signing keys, trust policies, tokens, provider and module versions, the
+//     memberships, signing keys, trust policies, retention rules, tokens, provider and module versions, the
 //     mirror's versions and upstreams, the audit log, server secrets).
 //     Records already in the target are skipped; mutable fields the source
 //     changed since an earlier copy (a namespace's description, a user's
 //     password hash, a revoked token, ...) are brought up to date, and so
 //     is what the source learnt since (a package's h1 hash, a mirrored
 //     package fetched, a provider version's documentation uploaded).
-//   - The mirror's upstreams are configuration, not records: the target
-//     ends with the source's, its own (the defaults its first migration
-//     stored) replaced or deleted.
+//   - The mirror's upstreams and the namespaces' retention rules are
+//     configuration, not records: the target ends with the source's, its
+//     own (the defaults its first migration stored) replaced or deleted.
 //
 // Tokens are copied as stored: by the hash of their secret, never the
 // secret. OAuth authorization codes are not copied: they live for minutes;
@@ -88,6 +88,7 @@ type Report struct {
 	MirroredVersions Count
 	MirrorUpstreams  Count
 	TrustPolicies    Count
+	RetentionRules   Count
 	AuditEvents      Count
 	Secrets          Count
 	Blobs            Count
@@ -182,6 +183,7 @@ type snapshot struct {
 	mirrored    []registry.MirroredVersion
 	upstreams   []registry.MirrorUpstream
 	trust       []registry.TrustPolicy
+	retention   []registry.RetentionRule
 	audit       []registry.AuditEvent // oldest first
 	secrets     map[string][]byte     // absent ones left out
 }
@@ -235,6 +237,9 @@ func read(ctx context.Context, idx store.Index, secrets []string) (*snapshot, er
 		return nil, err
 	}
 	if s.upstreams, err = idx.ListMirrorUpstreams(ctx); err != nil {
+		return nil, err
+	}
+	if s.retention, err = idx.ListRetentionRules(ctx); err != nil {
 		return nil, err
 	}
 	if s.tokens, err = idx.ListTokens(ctx, ""); err != nil {
@@ -342,6 +347,8 @@ type plan struct {
 	mirroredHeld                   []registry.MirroredVersion // present, with only the packages the target does not hold
 	upstreams                      []registry.MirrorUpstream  // to put: missing or changed
 	upstreamDeletes                []string                   // hosts only the target has
+	retention                      []registry.RetentionRule   // to put: missing or changed
+	retentionDeletes               []string                   // namespaces whose rule only the target has
 	audit                          []registry.AuditEvent      // to append, oldest first
 	secrets                        []string                   // names to store
 }
@@ -467,6 +474,21 @@ func compare(src, dst *snapshot) *plan {
 		p.upstreamDeletes = append(p.upstreamDeletes, host)
 	}
 	sort.Strings(p.upstreamDeletes)
+	// Retention rules are configuration, as upstreams: the source's win.
+	rules := make(map[string]registry.RetentionRule, len(dst.retention))
+	for _, r := range dst.retention {
+		rules[r.Namespace] = r
+	}
+	for _, r := range src.retention {
+		if d, ok := rules[r.Namespace]; !ok || !sameRetention(r, d) {
+			p.retention = append(p.retention, r)
+		}
+		delete(rules, r.Namespace)
+	}
+	for ns := range rules {
+		p.retentionDeletes = append(p.retentionDeletes, ns)
+	}
+	sort.Strings(p.retentionDeletes)
 	p.modules, _, _ = match(p, "module version", src.modules, dst.modules,
 		func(v registry.ModuleVersion) string {
 			return v.Namespace + "/" + v.Name + "/" + v.System + " " + v.Version
@@ -644,6 +666,12 @@ func judgeMirrored(s, d registry.MirroredVersion) (verdict, string) {
 		}
 	}
 	return v, ""
+}
+
+// sameRetention compares every field of two retention rules.
+func sameRetention(s, d registry.RetentionRule) bool {
+	return s.KeepLast == d.KeepLast && s.KeepWithin == d.KeepWithin && slices.Equal(s.Pin, d.Pin) &&
+		sameTime(s.UpdatedAt, d.UpdatedAt) && s.UpdatedBy == d.UpdatedBy
 }
 
 // sameUpstream compares every field of two upstreams but their times.
@@ -928,6 +956,19 @@ func (p *plan) apply(ctx context.Context, idx store.Index, r *Report) error {
 		if err := idx.CreateTrustPolicy(ctx, tp); err != nil {
 			return fmt.Errorf("creating trust policy %s of %s: %w", tp.ID, tp.Namespace, err)
 		}
+	}
+
+	r.RetentionRules = Count{len(p.retention), len(p.src.retention) - len(p.retention)}
+	for _, rule := range p.retention {
+		if err := idx.PutRetentionRule(ctx, rule); err != nil {
+			return fmt.Errorf("storing the retention rule of %s: %w", rule.Namespace, err)
+		}
+	}
+	for _, ns := range p.retentionDeletes {
+		if err := idx.DeleteRetentionRule(ctx, ns); err != nil && !registry.IsKind(err, registry.NotFound) {
+			return fmt.Errorf("deleting the retention rule of %s: %w", ns, err)
+		}
+		r.Updated++
 	}
 
 	r.Tokens = Count{len(p.tokens), len(p.src.tokens) - len(p.tokens)}
