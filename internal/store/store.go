@@ -154,9 +154,9 @@ type Providers interface {
 	// DeleteProviderVersion removes one version with its platforms and
 	// download counts, and updates (or, with the last version, removes)
 	// its provider's summary, in one transaction. NotFound if there is no
-	// such version. Blobs are left to the caller (they are
-	// content-addressed and may be shared): the garbage collector
-	// reclaims them. Reported on the change feed as a ChangeProvider.
+	// such version. Blobs are left to the garbage collector (they are
+	// content-addressed and may be shared). Reported on the change feed
+	// as a ChangeProvider.
 	DeleteProviderVersion(ctx context.Context, namespace, typ, version string) error
 	// DeleteProvider removes every version of a provider and the provider
 	// itself in one transaction, as DeleteProviderVersion does one, and
@@ -268,8 +268,9 @@ type Modules interface {
 	ListModules(ctx context.Context, f registry.ModuleFilter) ([]registry.Module, int, error)
 	// DeleteModuleVersion removes one version and updates its module's
 	// summary in the same transaction. NotFound if it does not exist. The
-	// archive blob is left to the caller (blobs are content-addressed and
-	// may be shared).
+	// archive blob is left to the garbage collector (blobs are
+	// content-addressed and may be shared). Reported on the change feed
+	// as a ChangeModule.
 	DeleteModuleVersion(ctx context.Context, namespace, name, system, version string) error
 	// DeleteModule removes every version of a module (with their download
 	// counts) and its summary in one transaction and returns how many
