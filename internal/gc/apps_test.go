@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -111,6 +112,32 @@ func (s *server) download(t *testing.T, token, version string) ([]byte, error) {
 	return body, err
 }
 
+// protocolVersions returns the versions of the modules.v1 versions
+// answer of s.
+func (s *server) protocolVersions(t *testing.T, token string) map[string]bool {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, s.url+"/v1/modules/acme/net/aws/versions", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := s.http.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var doc struct {
+		Modules []struct {
+			Versions []struct{ Version string } `json:"versions"`
+		} `json:"modules"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil || resp.StatusCode != http.StatusOK || len(doc.Modules) != 1 {
+		t.Fatalf("versions answer %d: %v", resp.StatusCode, err)
+	}
+	out := map[string]bool{}
+	for _, v := range doc.Modules[0].Versions {
+		out[v.Version] = true
+	}
+	return out
+}
+
 // TestTwoServersPublishWhileCollecting is the race of
 // TestTwoReplicasPublishWhileCollecting through two whole Trove servers
 // (app.New, as trove serve) sharing one PostgreSQL index and one S3
@@ -118,7 +145,8 @@ func (s *server) download(t *testing.T, token, version string) ([]byte, error) {
 // B's API deletes versions and B collects over and over with a grace
 // period of seconds. Afterwards every version the API lists downloads
 // through the modules protocol of the other server with the content of
-// its digest, and a final collection leaves only referenced blobs.
+// its digest, a delete through B reaches A's cache through the change
+// feed, and a final collection leaves only referenced blobs.
 func TestTwoServersPublishWhileCollecting(t *testing.T) {
 	dsn := pgtest.NewSchema(t)
 	bucket := s3test.NewBucket(t)
@@ -208,6 +236,25 @@ func TestTwoServersPublishWhileCollecting(t *testing.T) {
 		sum := sha256.Sum256(body)
 		if err != nil || hex.EncodeToString(sum[:]) != v.ArchiveDigest {
 			t.Errorf("version %s does not download with its archive %s: %v", v.Version, v.ArchiveDigest, err)
+		}
+	}
+
+	// A delete through B drops A's cached versions answer through the
+	// change feed: well before the cache's maximum age (30 s).
+	if len(m.Versions) > 1 {
+		gone := m.Versions[len(m.Versions)-1].Version
+		if got := a.protocolVersions(t, token); !got[gone] {
+			t.Fatalf("A's versions answer lacks %s before its delete: %v", gone, got)
+		}
+		if err := cb.DeleteModuleVersion(ctx, "acme", "net", "aws", gone); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for a.protocolVersions(t, token)[gone] && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+		}
+		if a.protocolVersions(t, token)[gone] {
+			t.Errorf("A still lists %s, deleted through B: the change feed did not reach A's cache", gone)
 		}
 	}
 
