@@ -102,13 +102,14 @@ func commands() []*command {
 		publishCommand(),
 		providerList(), providerShow(), providerPackage(), providerDocsUpload(),
 		lifecycleCommand(false, "deprecate"), lifecycleCommand(false, "undeprecate"),
-		lifecycleCommand(false, "revoke"), lifecycleCommand(false, "restore"),
+		lifecycleCommand(false, "revoke"), lifecycleCommand(false, "restore"), providerDelete(),
 		modulePublish(), moduleList(), moduleShow(), moduleDelete(),
 		lifecycleCommand(true, "deprecate"), lifecycleCommand(true, "undeprecate"),
 		lifecycleCommand(true, "revoke"), lifecycleCommand(true, "restore"),
 		mirrorUpstreamList(), mirrorUpstreamShow(), mirrorUpstreamSet(), mirrorUpstreamRemove(), mirrorSyncCommand(),
 		ssoProviderList(), ssoProviderSet(), ssoProviderRemove(), ssoMappingList(), ssoMappingAdd(), ssoMappingRemove(),
-		lockCommand(), bundleExport(), bundleImport(),
+		lockCommand(), bundleExport(), bundleImport(), gcCommand(),
+		retentionSet(), retentionShow(), retentionDelete(),
 		versionCommand(), completionCommand(),
 	}
 }

@@ -358,27 +358,36 @@ func printModuleVersion(cl *cli, v apispec.ModuleVersion) error {
 
 func moduleDelete() *command {
 	return &command{
-		name: "module delete", args: "NAMESPACE/NAME/SYSTEM VERSION --confirm", minArgs: 2, maxArgs: 2, client: true,
-		summary:  "Delete a module version (needs admin on the namespace and --confirm: configurations using it break).",
-		examples: []string{"trove module delete acme/network/aws 1.2.0 --confirm"},
+		name: "module delete", args: "NAMESPACE/NAME/SYSTEM [VERSION] --confirm", minArgs: 1, maxArgs: 2, client: true,
+		summary:  "Delete a module version, or without VERSION every version (needs admin on the namespace and --confirm: configurations using it break). `trove gc` reclaims the archives.",
+		examples: []string{"trove module delete acme/network/aws 1.2.0 --confirm", "trove module delete acme/network/aws --confirm"},
 		setup: func(fs *flag.FlagSet, cl *cli) func(context.Context, []string) error {
-			confirm := fs.Bool("confirm", false, "confirm the deletion: every configuration that uses this version stops working")
+			confirm := fs.Bool("confirm", false, "confirm the deletion: every configuration that uses a deleted version stops working")
 			return func(ctx context.Context, args []string) error {
 				ns, name, system, err := moduleAddress(args[0])
 				if err != nil {
 					return err
 				}
+				what := strings.Join(args, " ")
 				if !*confirm {
-					return usagef("deleting %s %s breaks every configuration that uses it; add --confirm to delete it anyway", args[0], args[1])
+					return usagef("deleting %s breaks every configuration that uses it; add --confirm to delete it anyway", what)
 				}
 				c, err := cl.client()
 				if err != nil {
 					return err
 				}
-				if err := c.DeleteModuleVersion(ctx, ns, name, system, args[1]); err != nil {
+				if len(args) == 2 {
+					if err := c.DeleteModuleVersion(ctx, ns, name, system, args[1]); err != nil {
+						return err
+					}
+					fmt.Fprintf(cl.stdout, "Deleted %s\n", what)
+					return nil
+				}
+				n, err := c.DeleteModule(ctx, ns, name, system)
+				if err != nil {
 					return err
 				}
-				fmt.Fprintf(cl.stdout, "Deleted %s %s\n", args[0], args[1])
+				fmt.Fprintf(cl.stdout, "Deleted %s (%d versions)\n", what, n)
 				return nil
 			}
 		},

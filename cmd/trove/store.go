@@ -131,7 +131,7 @@ func printCopyReport(w io.Writer, r storecopy.Report) {
 		c    storecopy.Count
 	}{
 		{"namespaces", r.Namespaces}, {"users", r.Users}, {"memberships", r.Memberships},
-		{"signing keys", r.SigningKeys}, {"trust policies", r.TrustPolicies}, {"webhooks", r.Webhooks}, {"tokens", r.Tokens}, {"provider versions", r.ProviderVersions},
+		{"signing keys", r.SigningKeys}, {"trust policies", r.TrustPolicies}, {"webhooks", r.Webhooks}, {"retention rules", r.RetentionRules}, {"tokens", r.Tokens}, {"provider versions", r.ProviderVersions},
 		{"module versions", r.ModuleVersions}, {"audit events", r.AuditEvents}, {"server secrets", r.Secrets},
 		{"blobs", r.Blobs},
 	} {

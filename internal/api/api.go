@@ -23,6 +23,7 @@ import (
 	"trove.dev/trove/apispec"
 	"trove.dev/trove/internal/audit"
 	"trove.dev/trove/internal/auth"
+	"trove.dev/trove/internal/gc"
 	"trove.dev/trove/internal/httpjson"
 	"trove.dev/trove/internal/keyless"
 	"trove.dev/trove/internal/modules"
@@ -50,6 +51,7 @@ type Index interface {
 	store.Providers
 	store.Modules
 	store.Lifecycle
+	store.RetentionRules
 	store.MirrorUpstreams
 	store.Bundles
 	store.SSO
@@ -115,7 +117,7 @@ type Options struct {
 	// DefaultExchangeBurst and DefaultExchangeEvery.
 	ExchangeLimiter *auth.AddressLimiter
 	// OnProviderChange and OnModuleChange, if set, are called after the
-	// lifecycle of a version changed, so that this process's caches drop
+	// lifecycle of a version changed or versions were deleted, so that this process's caches drop
 	// its documents at once (other replicas learn it from the change
 	// feed).
 	OnProviderChange func(namespace, typ string)
@@ -125,6 +127,9 @@ type Options struct {
 	Events *webhook.Emitter
 	// WebhookURLs are the rules webhook target URLs must follow.
 	WebhookURLs registry.WebhookURLRules
+	// GC runs the garbage collections of POST apispec.RouteGC; nil
+	// answers them with an error.
+	GC *gc.Collector
 	// MaxUploadBytes bounds a whole publish request; <= 0 means 2 GiB.
 	MaxUploadBytes int64
 	Now            func() time.Time
@@ -193,6 +198,8 @@ func New(opt Options) http.Handler {
 
 	h.registerModules(route)
 	h.registerLifecycle(route)
+	h.registerDeletes(route)
+	h.registerRetention(route)
 	h.registerMirror(route)
 	h.registerSSO(route)
 	h.registerTrust(route, open)

@@ -282,3 +282,58 @@ func TestWebhookDeliveryThroughAPI(t *testing.T) {
 		t.Errorf("audit of the creation = %+v", events)
 	}
 }
+
+// TestWebhookDeleteEvents: deleting a provider version, a whole provider
+// and a whole module sends provider.deleted and module.deleted, the
+// whole ones without a version.
+func TestWebhookDeleteEvents(t *testing.T) {
+	s, tokens := setup(t, trovetest.Options{WebhookReceivers: true})
+	pub, admin := tokens[acmePublish], tokens[acmeAdmin]
+	k, srv := newSink(t)
+	status, raw := apiDo(t, s, "POST", apispec.RouteWebhooks, admin, "application/json", jsonReader(apispec.CreateWebhookRequest{
+		Namespace: "acme", URL: srv.URL + "/hook", Events: []string{registry.EventProviderDeleted, registry.EventModuleDeleted}}))
+	var hook apispec.Webhook
+	if status != 201 || json.Unmarshal(raw, &hook) != nil {
+		t.Fatalf("create = %d %s", status, raw)
+	}
+	if status, raw := apiDo(t, s, "POST", "/api/v1/namespaces/acme/modules/network/aws/versions/1.0.0", pub, apispec.ModuleArchiveTarGz,
+		bytes.NewReader(moduleArchive(t, networkModule))); status != 201 {
+		t.Fatalf("publish = %d %s", status, raw)
+	}
+	for _, v := range []string{"1.0.0", "1.1.0"} {
+		pv := registry.ProviderVersion{Namespace: "acme", Type: "cloud", Version: v, Protocols: []string{"5.0"},
+			SigningKey: registry.SigningKey{Namespace: "acme", KeyID: "0123456789ABCDEF", CreatedAt: time.Now()}, PublishedAt: time.Now(),
+			Platforms: []registry.Platform{{OS: "linux", Arch: "amd64", Filename: "terraform-provider-cloud_" + v + "_linux_amd64.zip", SHA256: strings.Repeat("a", 64), Size: 1}}}
+		if err := s.Index.CreateProviderVersion(t.Context(), pv); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, path := range []string{
+		"/api/v1/namespaces/acme/providers/cloud/versions/1.1.0?confirm=acme/cloud/1.1.0",
+		"/api/v1/namespaces/acme/providers/cloud?confirm=acme/cloud",
+		"/api/v1/namespaces/acme/modules/network/aws?confirm=acme/network/aws",
+	} {
+		if status, raw := apiDo(t, s, "DELETE", path, admin, "", nil); status/100 != 2 {
+			t.Fatalf("DELETE %s = %d %s", path, status, raw)
+		}
+	}
+	var got []string
+	for _, g := range k.wait(t, 3) {
+		if err := webhook.Verify(hook.Secret, g.header.Get(apispec.HeaderSignature), g.body, time.Now(), 5*time.Minute); err != nil {
+			t.Errorf("signature of %s: %v", g.body, err)
+		}
+		var p apispec.WebhookPayload
+		if err := json.Unmarshal(g.body, &p); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, p.Type+" "+p.Subject.Address+" "+p.Version)
+	}
+	want := []string{
+		"provider.deleted " + s.Host + "/acme/cloud 1.1.0",
+		"provider.deleted " + s.Host + "/acme/cloud ",
+		"module.deleted " + s.Host + "/acme/network/aws ",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

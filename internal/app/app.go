@@ -45,10 +45,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"trove.dev/trove/internal/api"
+	"trove.dev/trove/internal/audit"
 	"trove.dev/trove/internal/auth"
 	"trove.dev/trove/internal/config"
 	"trove.dev/trove/internal/downloads"
 	"trove.dev/trove/internal/flock"
+	"trove.dev/trove/internal/gc"
 	"trove.dev/trove/internal/mirror"
 	"trove.dev/trove/internal/modules"
 	"trove.dev/trove/internal/protocol/discovery"
@@ -114,11 +116,14 @@ type App struct {
 	// to the index every cfg.DownloadsFlushInterval while Serve runs, and
 	// once more when Serve ends and in Close.
 	Downloads *downloads.Counter
-	Server    *server.Server
 	// Webhooks delivers the events of the index's outbox while Serve
 	// runs; Events enqueues them (docs/webhooks.md).
 	Webhooks *webhook.Worker
 	Events   *webhook.Emitter
+	// GC runs garbage collections: POST /api/v1/gc, and every
+	// cfg.GCInterval while Serve runs.
+	GC     *gc.Collector
+	Server *server.Server
 	// TLS names the certificate Serve uses; nil for plain HTTP.
 	TLS      *server.TLSFiles
 	Listener net.Listener
@@ -307,6 +312,10 @@ func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
 		return nil, err
 	}
 	a.Events = webhook.NewEmitter(webhook.EmitterOptions{Store: idx, PublicURL: public, Logger: log, Wake: a.Webhooks.Wake})
+	if a.GC, err = gc.New(gc.Options{Index: idx, Blobs: a.Blobs, Logger: log, Metrics: metrics, Versions: idx,
+		OnProviderChange: changes.provider, OnModuleChange: changes.module}); err != nil {
+		return nil, err
+	}
 	// Closed before the index (closers run newest first): what Serve's
 	// final flush did not write, if Serve ran at all.
 	a.onClose(func() error { counter.FinalFlush(context.Background()); return nil })
@@ -330,6 +339,7 @@ func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
 		OnModuleChange:   changes.module,
 		Events:           a.Events,
 		WebhookURLs:      registry.WebhookURLRules{AllowHTTP: cfg.Webhooks.AllowHTTP, AllowPrivate: cfg.Webhooks.AllowPrivate},
+		GC:               a.GC,
 	})
 	ui, err := web.New(ctx, web.Options{
 		Index: idx, Access: access, Login: loginSvc, API: apiHandler, Blobs: a.Blobs, PublicURL: public,
@@ -489,6 +499,15 @@ func (a *App) Serve(ctx context.Context) error {
 		a.Webhooks.Run(hooksCtx)
 	}()
 	defer func() { stopHooks(); <-hooksDone }()
+	if a.Config.GCInterval > 0 {
+		gcCtx, stopGC := context.WithCancel(ctx)
+		collected := make(chan struct{})
+		go func() {
+			defer close(collected)
+			a.collectGarbage(gcCtx)
+		}()
+		defer func() { stopGC(); <-collected }()
+	}
 	return a.Server.Serve(ctx, a.Listener, a.TLS)
 }
 
@@ -499,6 +518,31 @@ func webhookUserAgent(ua string) string {
 		return "Trove-Webhook/" + v
 	}
 	return "Trove-Webhook"
+}
+
+// collectGarbage runs a garbage collection every cfg.GCInterval until ctx
+// ends (the first one interval after the start). A replica finding
+// another's collection running (Conflict) skips its turn: with every
+// replica doing this, about one collection runs per interval.
+func (a *App) collectGarbage(ctx context.Context) {
+	rec := audit.New(a.Index, a.log)
+	tick := time.NewTicker(a.Config.GCInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		rep, err := a.GC.Run(ctx, gc.Run{Grace: a.Config.GCGrace})
+		api.RecordGC(ctx, rec, a.Events, nil, "trove serve --gc-interval", rep, err)
+		switch {
+		case registry.IsKind(err, registry.Conflict):
+			a.log.Info("garbage collection skipped: another replica is collecting")
+		case err != nil && ctx.Err() == nil:
+			a.log.Warn("garbage collection failed", "err", err)
+		}
+	}
 }
 
 // stagingSweeper is a blob store whose staging (S3's multipart uploads)

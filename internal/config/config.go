@@ -48,6 +48,12 @@ const (
 	// most, an hour of counts lost by a crash at most.
 	MinDownloadsFlushInterval = time.Second
 	MaxDownloadsFlushInterval = time.Hour
+	// DefaultGCGrace, MinGCGrace, MinGCInterval and MaxGCInterval bound
+	// the periodic garbage collection (--gc-grace, --gc-interval).
+	DefaultGCGrace = time.Hour
+	MinGCGrace     = time.Minute
+	MinGCInterval  = time.Minute
+	MaxGCInterval  = 30 * 24 * time.Hour
 )
 
 // Backend names.
@@ -91,6 +97,12 @@ type Config struct {
 	// DownloadsFlushInterval is how often the download counts this
 	// process counted are added to the index: what a crash loses at most.
 	DownloadsFlushInterval time.Duration
+	// GCInterval is how often the server runs a garbage collection of
+	// unreferenced blobs; 0 (the default) never.
+	GCInterval time.Duration
+	// GCGrace is the grace period of those collections: blobs modified
+	// more recently are kept.
+	GCGrace time.Duration
 	// Index selects and configures the metadata backend.
 	Index Index
 	// Blobs selects and configures the blob backend.
@@ -178,6 +190,8 @@ func (c *Config) FlagSet(name string) *flag.FlagSet {
 	fs.Var((*byteSize)(&c.Limits.MaxUnpackedBytes), "max-unpacked-bytes", "largest uncompressed size of one provider zip archive, in `bytes`")
 	fs.Var((*byteSize)(&c.CacheBytes), "cache-bytes", "memory for cached providers.v1 documents, in `bytes`")
 	fs.DurationVar(&c.DownloadsFlushInterval, "downloads-flush-interval", DefaultDownloadsFlushInterval, "how often download counts are written to the index (a crash loses at most this much of this server's counts)")
+	fs.DurationVar(&c.GCInterval, "gc-interval", 0, "how often to reclaim the stored files no version references (garbage collection; one replica at a time runs it), e.g. 24h; 0 never (run trove gc instead)")
+	fs.DurationVar(&c.GCGrace, "gc-grace", DefaultGCGrace, "grace period of the periodic garbage collection: files modified more recently are kept (longer than the slowest publish)")
 	fs.TextVar(&c.LogLevel, "log-level", slog.LevelInfo, "lowest `level` logged: debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", DefaultLogFormat, "log `format` on stderr: text or json")
 	fs.StringVar(&c.Index.Backend, "index-backend", IndexSQLite, "metadata `backend`: sqlite or postgres")
@@ -400,6 +414,12 @@ func (c Config) Validate() error {
 	}
 	if c.DownloadsFlushInterval < MinDownloadsFlushInterval || c.DownloadsFlushInterval > MaxDownloadsFlushInterval {
 		bad("--downloads-flush-interval must be between %s and %s, got %s", ShortDuration(MinDownloadsFlushInterval), ShortDuration(MaxDownloadsFlushInterval), ShortDuration(c.DownloadsFlushInterval))
+	}
+	if c.GCInterval != 0 && (c.GCInterval < MinGCInterval || c.GCInterval > MaxGCInterval) {
+		bad("--gc-interval must be 0 (never) or between %s and %s, got %s", ShortDuration(MinGCInterval), ShortDuration(MaxGCInterval), ShortDuration(c.GCInterval))
+	}
+	if c.GCGrace < MinGCGrace {
+		bad("--gc-grace must be at least %s, got %s", ShortDuration(MinGCGrace), ShortDuration(c.GCGrace))
 	}
 	if c.DownloadURLTTL < MinDownloadURLTTL || c.DownloadURLTTL > MaxDownloadURLTTL {
 		bad("--download-url-ttl must be between %s and %s, got %s", ShortDuration(MinDownloadURLTTL), ShortDuration(MaxDownloadURLTTL), ShortDuration(c.DownloadURLTTL))

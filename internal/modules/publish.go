@@ -257,9 +257,10 @@ func isUTF8(s string) bool { return strings.ToValidUTF8(s, "") == s }
 
 // Delete removes a module version from the index and returns what it was.
 // The archive blob stays in the blob store (it is content-addressed and
-// may be shared by other versions) but is no longer reachable: download
-// URLs are only signed for indexed versions, and those signed before
-// expire with their lifetime.
+// may be shared by other versions) until the garbage collector (package
+// gc) reclaims it; meanwhile it is no longer reachable: download URLs are
+// only signed for indexed versions, and those signed before expire with
+// their lifetime.
 func (p *Publisher) Delete(ctx context.Context, namespace, name, system, version string) (registry.ModuleVersion, error) {
 	v, err := ParseStoredAddress(namespace, name, system, version)
 	if err != nil {

@@ -40,6 +40,7 @@ var attributeLimits = map[string]registry.Limit{
 	"trove_mirror_upstream.ca_certificates": registry.CACertificatesLimit,
 	"trove_mirror_upstream.description":     registry.DescriptionLimit,
 	"trove_trust_policy.namespace":          registry.NamespaceLimit,
+	"trove_retention_rule.namespace":        registry.NamespaceLimit,
 	"trove_trust_policy.audience":           registry.AudienceLimit,
 	"trove_trust_policy.conditions":         registry.ClaimPatternLimit,
 	"trove_trust_policy.description":        registry.DescriptionLimit,
@@ -101,6 +102,8 @@ var boundedOtherwise = map[string]string{
 	"trove_role_mapping.claim":                  "registry.RoleMapping.Check: a claim name of at most 128 bytes",
 	"trove_role_mapping.value":                  "registry.RoleMapping.Check: at most 256 bytes of text",
 	"trove_role_mapping.role":                   "a keyword: reader, publisher or admin",
+	"trove_retention_rule.keep_within":          "apispec.ParseRetentionDuration: at most 32 bytes",
+	"trove_retention_rule.pin":                  "registry.ParsePin: at most 128 bytes each",
 }
 
 // stringArguments returns the string arguments (not computed-only) of the

@@ -54,6 +54,7 @@ func New(version string) func() *schema.Provider {
 				"trove_user":              resourceUser(),
 				"trove_namespace_member":  resourceNamespaceMember(),
 				"trove_mirror_upstream":   resourceMirrorUpstream(),
+				"trove_retention_rule":    resourceRetentionRule(),
 				"trove_identity_provider": resourceIdentityProvider(),
 				"trove_role_mapping":      resourceRoleMapping(),
 				"trove_trust_policy":      resourceTrustPolicy(),

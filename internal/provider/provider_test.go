@@ -168,6 +168,8 @@ func (e *accEnv) checkDestroyed(t *testing.T) resource.TestCheckFunc {
 				err = uerr
 			case "trove_mirror_upstream":
 				_, err = e.api.GetMirrorUpstream(ctx, rs.Primary.ID)
+			case "trove_retention_rule":
+				_, err = e.api.GetRetentionRule(ctx, rs.Primary.ID)
 			case "trove_trust_policy":
 				ns, id, _ := strings.Cut(rs.Primary.ID, "/")
 				_, err = e.api.GetTrustPolicy(ctx, ns, id)

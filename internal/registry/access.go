@@ -176,11 +176,20 @@ const (
 	AuditModuleUndeprecate   = "module.undeprecate"
 	AuditModuleRevoke        = "module.revoke"
 	AuditModuleRestore       = "module.restore"
-	AuditUserCreate          = "user.create"
-	AuditUserUpdate          = "user.update"
-	AuditPasswordChange      = "user.password"
-	AuditMembershipSet       = "membership.set"
-	AuditMembershipDelete    = "membership.delete"
+	// Deleting provider versions, whole providers and whole modules
+	// (module.delete is one module version), and garbage collection runs
+	// (docs/lifecycle.md).
+	AuditProviderDelete    = "provider.delete"
+	AuditProviderDeleteAll = "provider.delete_all"
+	AuditModuleDeleteAll   = "module.delete_all"
+	AuditGC                = "gc.run"
+	AuditRetentionPut      = "retention.put"
+	AuditRetentionDelete   = "retention.delete"
+	AuditUserCreate        = "user.create"
+	AuditUserUpdate        = "user.update"
+	AuditPasswordChange    = "user.password"
+	AuditMembershipSet     = "membership.set"
+	AuditMembershipDelete  = "membership.delete"
 	// AuditMirrorUpstreamPut and AuditMirrorUpstreamDelete record changes
 	// of the provider mirror's upstream registries.
 	AuditMirrorUpstreamPut    = "mirror_upstream.put"

@@ -22,7 +22,9 @@ type Index interface {
 	Tokens
 	Providers
 	Modules
-	Lifecycle // deprecation and revocation of versions (lifecycle.go)
+	Lifecycle         // deprecation and revocation of versions (lifecycle.go)
+	GarbageCollection // blob references and the collector's lease (gc.go)
+	RetentionRules    // which versions the collector deletes (retention.go)
 	Downloads
 	Secrets
 	Access // users, memberships, personal tokens, authorization codes, audit log (access.go)
@@ -150,6 +152,18 @@ type Providers interface {
 	// and their documentation are immutable. A digest that is not 64
 	// lower-case hex digits, or a size below 1, is Invalid.
 	SetProviderDocs(ctx context.Context, namespace, typ, version, digest string, size int64) error
+	// DeleteProviderVersion removes one version with its platforms and
+	// download counts, and updates (or, with the last version, removes)
+	// its provider's summary, in one transaction. NotFound if there is no
+	// such version. Blobs are left to the garbage collector (they are
+	// content-addressed and may be shared). Reported on the change feed
+	// as a ChangeProvider.
+	DeleteProviderVersion(ctx context.Context, namespace, typ, version string) error
+	// DeleteProvider removes every version of a provider and the provider
+	// itself in one transaction, as DeleteProviderVersion does one, and
+	// returns how many versions it removed. NotFound if the provider has
+	// no versions.
+	DeleteProvider(ctx context.Context, namespace, typ string) (int, error)
 }
 
 // PackageHashes records the "h1:" hashes of published provider packages
@@ -255,9 +269,16 @@ type Modules interface {
 	ListModules(ctx context.Context, f registry.ModuleFilter) ([]registry.Module, int, error)
 	// DeleteModuleVersion removes one version and updates its module's
 	// summary in the same transaction. NotFound if it does not exist. The
-	// archive blob is left to the caller (blobs are content-addressed and
-	// may be shared).
+	// archive blob is left to the garbage collector (blobs are
+	// content-addressed and may be shared). Reported on the change feed
+	// as a ChangeModule.
 	DeleteModuleVersion(ctx context.Context, namespace, name, system, version string) error
+	// DeleteModule removes every version of a module (with their download
+	// counts) and its summary in one transaction and returns how many
+	// versions it removed. NotFound if the module has no versions. The
+	// archives are left to the garbage collector. Reported on the change
+	// feed as a ChangeModule.
+	DeleteModule(ctx context.Context, namespace, name, system string) (int, error)
 }
 
 // Downloads stores download counts (registry.DownloadCount) of provider
@@ -306,7 +327,9 @@ type Blobs interface {
 	// Put stores the size bytes read from r under digest. It verifies the
 	// content's SHA-256 and size before making it visible and returns an
 	// Invalid error (storing nothing) on a mismatch. Putting a digest that
-	// exists already succeeds without change.
+	// exists already succeeds without changing its content but renews
+	// its modification time (Blob.ModTime), so that a garbage collector's
+	// grace period counts from the last Put of any publish that uses it.
 	Put(ctx context.Context, digest string, size int64, r io.Reader) error
 	// Open returns the blob for reading, or NotFound.
 	Open(ctx context.Context, digest string) (*Blob, error)
@@ -333,7 +356,8 @@ func (b *Blob) Close() error { return b.Content.Close() }
 
 // FilePutter is an optional ability of a Blobs backend: storing a local
 // file (already verified to hold digest) by moving it instead of copying.
-// The file at path is consumed.
+// The file at path is consumed. Like Put, putting a digest that exists
+// already renews its modification time.
 type FilePutter interface {
 	PutFile(ctx context.Context, digest string, size int64, path string) error
 }

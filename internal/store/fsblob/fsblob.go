@@ -182,7 +182,8 @@ func (s *Store) path(digest string) string {
 }
 
 // Put stores the size bytes read from r under digest, after checking both.
-// If the blob exists already, Put returns nil without reading r.
+// If the blob exists already, Put renews its modification time and
+// returns without reading r.
 func (s *Store) Put(ctx context.Context, digest string, size int64, r io.Reader) error {
 	if err := registry.CheckDigest(digest); err != nil {
 		return err
@@ -194,7 +195,10 @@ func (s *Store) Put(ctx context.Context, digest string, size int64, r io.Reader)
 		return registry.Wrap(registry.Unavailable, err, "storing blob "+digest)
 	}
 	if s.exists(digest) {
-		return nil
+		// Deleted (collected) since: store it again.
+		if err := s.touch(digest); !registry.IsKind(err, registry.NotFound) {
+			return err
+		}
 	}
 	f, err := os.CreateTemp(s.tmp, "put-*")
 	if errors.Is(err, fs.ErrNotExist) {
@@ -311,6 +315,21 @@ func (s *Store) exists(digest string) bool {
 	return err == nil
 }
 
+// touch renews the modification time of a stored blob that a Put found
+// present: the garbage collector's grace period counts from it (see
+// store.Blobs). A blob deleted meanwhile is NotFound.
+func (s *Store) touch(digest string) error {
+	now := time.Now()
+	err := os.Chtimes(s.path(digest), now, now)
+	if errors.Is(err, fs.ErrNotExist) {
+		return notFound(digest)
+	}
+	if err != nil {
+		return registry.Wrap(registry.Internal, err, "renewing the modification time of blob "+digest)
+	}
+	return nil
+}
+
 // PutFile stores the regular file at path under digest by renaming it into
 // place (copying it when path is on another filesystem). The file is
 // consumed on success; on failure it is left to the caller.
@@ -354,7 +373,12 @@ func (s *Store) PutFile(ctx context.Context, digest string, size int64, path str
 		return err
 	}
 	if s.exists(digest) {
-		return removeSource(path)
+		switch err := s.touch(digest); {
+		case err == nil:
+			return removeSource(path)
+		case !registry.IsKind(err, registry.NotFound): // else collected since: store it again
+			return err
+		}
 	}
 	if err := f.Sync(); err != nil {
 		return registry.Wrap(registry.Internal, err, "syncing blob "+digest)

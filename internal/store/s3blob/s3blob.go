@@ -460,8 +460,8 @@ func (s *Store) key(digest string) string {
 }
 
 // Put stores the size bytes read from r under digest, after checking both
-// (see the package comment). If the blob exists already, Put returns nil
-// without reading r. Put does not read r after it returns.
+// (see the package comment). If the blob exists already, Put uploads it
+// again (the same verified bytes), which renews its modification time. Put does not read r after it returns.
 func (s *Store) Put(ctx context.Context, digest string, size int64, r io.Reader) error {
 	if err := registry.CheckDigest(digest); err != nil {
 		return err
@@ -474,7 +474,11 @@ func (s *Store) Put(ctx context.Context, digest string, size int64, r io.Reader)
 	}
 	switch have, err := s.Stat(ctx, digest); {
 	case err == nil && have == size:
-		return nil
+		// Stored already: upload it again all the same, which renews its
+		// LastModified (the garbage collector's grace period counts from
+		// it, see store.Blobs). A copy of the object onto itself would not
+		// read the content again, but S3-compatible servers (versitygw)
+		// keep LastModified on such a copy.
 	case err == nil:
 		return registry.Errorf(registry.Invalid, "blob %s is stored with %d bytes, not the declared %d", digest, have, size)
 	case !registry.IsKind(err, registry.NotFound):

@@ -17,16 +17,16 @@
 //     damaged copy) stops the copy with a Conflict before any index record
 //     is written.
 //   - Index records follow in dependency order (namespaces, users,
-//     memberships, signing keys, trust policies, webhooks, tokens, provider and module versions, the
+//     memberships, signing keys, trust policies, webhooks, retention rules, tokens, provider and module versions, the
 //     mirror's versions and upstreams, the audit log, server secrets).
 //     Records already in the target are skipped; mutable fields the source
 //     changed since an earlier copy (a namespace's description, a user's
 //     password hash, a revoked token, ...) are brought up to date, and so
 //     is what the source learnt since (a package's h1 hash, a mirrored
 //     package fetched, a provider version's documentation uploaded).
-//   - The mirror's upstreams are configuration, not records: the target
-//     ends with the source's, its own (the defaults its first migration
-//     stored) replaced or deleted.
+//   - The mirror's upstreams and the namespaces' retention rules are
+//     configuration, not records: the target ends with the source's, its
+//     own (the defaults its first migration stored) replaced or deleted.
 //
 // Tokens are copied as stored: by the hash of their secret, never the
 // secret. OAuth authorization codes are not copied: they live for minutes;
@@ -91,6 +91,7 @@ type Report struct {
 	MirrorUpstreams  Count
 	TrustPolicies    Count
 	Webhooks         Count
+	RetentionRules   Count
 	AuditEvents      Count
 	Secrets          Count
 	Blobs            Count
@@ -186,6 +187,7 @@ type snapshot struct {
 	upstreams   []registry.MirrorUpstream
 	trust       []registry.TrustPolicy
 	webhooks    []registry.Webhook    // without their deliveries
+	retention   []registry.RetentionRule
 	audit       []registry.AuditEvent // oldest first
 	secrets     map[string][]byte     // absent ones left out
 }
@@ -244,6 +246,9 @@ func read(ctx context.Context, idx store.Index, secrets []string) (*snapshot, er
 		return nil, err
 	}
 	if s.upstreams, err = idx.ListMirrorUpstreams(ctx); err != nil {
+		return nil, err
+	}
+	if s.retention, err = idx.ListRetentionRules(ctx); err != nil {
 		return nil, err
 	}
 	if s.tokens, err = idx.ListTokens(ctx, ""); err != nil {
@@ -357,6 +362,8 @@ type plan struct {
 	mirroredHeld                   []registry.MirroredVersion // present, with only the packages the target does not hold
 	upstreams                      []registry.MirrorUpstream  // to put: missing or changed
 	upstreamDeletes                []string                   // hosts only the target has
+	retention                      []registry.RetentionRule   // to put: missing or changed
+	retentionDeletes               []string                   // namespaces whose rule only the target has
 	audit                          []registry.AuditEvent      // to append, oldest first
 	secrets                        []string                   // names to store
 }
@@ -488,6 +495,21 @@ func compare(src, dst *snapshot) *plan {
 		p.upstreamDeletes = append(p.upstreamDeletes, host)
 	}
 	sort.Strings(p.upstreamDeletes)
+	// Retention rules are configuration, as upstreams: the source's win.
+	rules := make(map[string]registry.RetentionRule, len(dst.retention))
+	for _, r := range dst.retention {
+		rules[r.Namespace] = r
+	}
+	for _, r := range src.retention {
+		if d, ok := rules[r.Namespace]; !ok || !sameRetention(r, d) {
+			p.retention = append(p.retention, r)
+		}
+		delete(rules, r.Namespace)
+	}
+	for ns := range rules {
+		p.retentionDeletes = append(p.retentionDeletes, ns)
+	}
+	sort.Strings(p.retentionDeletes)
 	p.modules, _, _ = match(p, "module version", src.modules, dst.modules,
 		func(v registry.ModuleVersion) string {
 			return v.Namespace + "/" + v.Name + "/" + v.System + " " + v.Version
@@ -678,6 +700,12 @@ func judgeMirrored(s, d registry.MirroredVersion) (verdict, string) {
 		}
 	}
 	return v, ""
+}
+
+// sameRetention compares every field of two retention rules.
+func sameRetention(s, d registry.RetentionRule) bool {
+	return s.KeepLast == d.KeepLast && s.KeepWithin == d.KeepWithin && slices.Equal(s.Pin, d.Pin) &&
+		sameTime(s.UpdatedAt, d.UpdatedAt) && s.UpdatedBy == d.UpdatedBy
 }
 
 // sameUpstream compares every field of two upstreams but their times.
@@ -973,6 +1001,19 @@ func (p *plan) apply(ctx context.Context, idx store.Index, r *Report) error {
 	for _, w := range p.webhookUpdates {
 		if err := idx.UpdateWebhook(ctx, w); err != nil {
 			return fmt.Errorf("updating webhook %s: %w", w.ID, err)
+		}
+		r.Updated++
+	}
+
+	r.RetentionRules = Count{len(p.retention), len(p.src.retention) - len(p.retention)}
+	for _, rule := range p.retention {
+		if err := idx.PutRetentionRule(ctx, rule); err != nil {
+			return fmt.Errorf("storing the retention rule of %s: %w", rule.Namespace, err)
+		}
+	}
+	for _, ns := range p.retentionDeletes {
+		if err := idx.DeleteRetentionRule(ctx, ns); err != nil && !registry.IsKind(err, registry.NotFound) {
+			return fmt.Errorf("deleting the retention rule of %s: %w", ns, err)
 		}
 		r.Updated++
 	}

@@ -121,6 +121,8 @@ func fill(t *testing.T, s Store) *registryData {
 		w.Secret, w.CreatedAt, w.CreatedBy = "whsec_"+w.ID, d.now, "user:alice"
 		must(t, s.Index.CreateWebhook(ctx, w))
 	}
+	must(t, s.Index.PutRetentionRule(ctx, registry.RetentionRule{Namespace: "acme", KeepLast: 3, KeepWithin: 90 * 24 * time.Hour,
+		Pin: []string{"~> 1.0"}, UpdatedAt: d.now, UpdatedBy: "user:alice"}))
 	archive := []byte("module archive bytes")
 	must(t, s.Blobs.Put(ctx, sha(archive), int64(len(archive)), bytes.NewReader(archive)))
 	must(t, s.Index.CreateModuleVersion(ctx, registry.ModuleVersion{
@@ -229,19 +231,19 @@ func checkSame(t *testing.T, a, b Store) {
 	if len(p.conflicts) > 0 {
 		t.Errorf("the copies differ:\n%s", strings.Join(p.conflicts, "\n"))
 	}
-	if n := len(p.namespaces) + len(p.users) + len(p.memberships) + len(p.keys) + len(p.trust) + len(p.webhooks) + len(p.tokens) + len(p.providers) + len(p.modules) +
+	if n := len(p.namespaces) + len(p.users) + len(p.memberships) + len(p.keys) + len(p.trust) + len(p.webhooks) + len(p.retention) + len(p.tokens) + len(p.providers) + len(p.modules) +
 		len(p.mirrored) + len(p.upstreams) + len(p.audit) + len(p.secrets); n > 0 {
 		t.Errorf("%d records of the source are missing from the copy", n)
 	}
 	n := len(p.namespaceUpdates) + len(p.userUpdates) + len(p.membershipUpdates) + len(p.tokenRevokes) + len(p.tokenExpiries) +
-		len(p.packageHashes) + len(p.upstreamDeletes) + len(p.providerDocs) + len(p.webhookUpdates)
+		len(p.packageHashes) + len(p.upstreamDeletes) + len(p.providerDocs) + len(p.webhookUpdates) + len(p.retentionDeletes)
 	for _, v := range p.mirroredHeld {
 		n += len(v.Platforms)
 	}
 	if n > 0 {
 		t.Errorf("%d records of the copy are outdated", n)
 	}
-	if len(sa.providers) == 0 || len(sa.trust) == 0 || len(sa.webhooks) == 0 || len(sa.tokens) == 0 || len(sa.audit) == 0 || len(sa.mirrored) == 0 || len(sa.upstreams) == 0 {
+	if len(sa.providers) == 0 || len(sa.trust) == 0 || len(sa.webhooks) == 0 || len(sa.retention) == 0 || len(sa.tokens) == 0 || len(sa.audit) == 0 || len(sa.mirrored) == 0 || len(sa.upstreams) == 0 {
 		t.Fatalf("the source snapshot is empty: %+v", sa)
 	}
 	ba, bb := blobContents(t, a.Blobs), blobContents(t, b.Blobs)
@@ -281,7 +283,7 @@ func TestCopyEmbeddedToEmbedded(t *testing.T) {
 		Namespaces: Count{Copied: 2}, Users: Count{Copied: 2}, Memberships: Count{Copied: 1}, SigningKeys: Count{Copied: 1},
 		Tokens: Count{Copied: 4}, ProviderVersions: Count{Copied: 3}, ModuleVersions: Count{Copied: 1},
 		MirroredVersions: Count{Copied: 1}, MirrorUpstreams: Count{Copied: 2}, TrustPolicies: Count{Copied: 1},
-		Webhooks: Count{Copied: 2}, AuditEvents: Count{Copied: 3}, Secrets: Count{Copied: 1}, Blobs: Count{Copied: 16},
+		Webhooks: Count{Copied: 2}, RetentionRules: Count{Copied: 1}, AuditEvents: Count{Copied: 3}, Secrets: Count{Copied: 1}, Blobs: Count{Copied: 16},
 		Updated: 1, // the default upstream the source deleted
 	}
 	r.BlobBytes = 0
@@ -297,7 +299,7 @@ func TestCopyEmbeddedToEmbedded(t *testing.T) {
 	if again.Blobs.Copied != 0 || again.ProviderVersions.Copied != 0 || again.Tokens.Copied != 0 || again.AuditEvents.Copied != 0 ||
 		again.Updated != 0 || again.BlobBytes != 0 || again.Blobs.Present != 16 || again.ProviderVersions.Present != 3 ||
 		again.MirroredVersions != (Count{Present: 1}) || again.MirrorUpstreams != (Count{Present: 2}) ||
-		again.TrustPolicies != (Count{Present: 1}) || again.Webhooks != (Count{Present: 2}) {
+		again.TrustPolicies != (Count{Present: 1}) || again.Webhooks != (Count{Present: 2}) || again.RetentionRules != (Count{Present: 1}) {
 		t.Errorf("second copy did something: %+v", again)
 	}
 	checkSame(t, src, dst)

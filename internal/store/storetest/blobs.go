@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/store"
@@ -144,6 +145,34 @@ func TestBlobs(t *testing.T, newBlobs func(t *testing.T) store.Blobs) {
 		checkContent(t, b, digest, data)
 		checkWalk(t, b, map[string]int64{digest: 5000})
 	})
+	t.Run("PutOfAPresentBlobRenewsModTime", func(t *testing.T) {
+		// The garbage collector's grace period counts from the last Put
+		// (store.Blobs). Modification times may have one-second
+		// granularity (S3), so the second Put comes after the next second.
+		b, ctx := newBlobs(t), t.Context()
+		data := randomBytes(3000, 11)
+		digest := sha256Hex(data)
+		mustOK(t, b.Put(ctx, digest, int64(len(data)), bytes.NewReader(data)), "Put")
+		first := modTime(t, b, digest)
+		time.Sleep(time.Until(first.Truncate(time.Second).Add(1100 * time.Millisecond)))
+		mustOK(t, b.Put(ctx, digest, int64(len(data)), bytes.NewReader(data)), "Put again")
+		if again := modTime(t, b, digest); !again.After(first) {
+			t.Errorf("ModTime after a second Put = %v, want after the first Put's %v", again, first)
+		}
+		checkContent(t, b, digest, data)
+		if fp, ok := b.(store.FilePutter); ok {
+			before := modTime(t, b, digest)
+			time.Sleep(time.Until(before.Truncate(time.Second).Add(1100 * time.Millisecond)))
+			path := filepath.Join(t.TempDir(), "again")
+			if err := os.WriteFile(path, data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			mustOK(t, fp.PutFile(ctx, digest, int64(len(data)), path), "PutFile of the present blob")
+			if again := modTime(t, b, digest); !again.After(before) {
+				t.Errorf("ModTime after PutFile of a present blob = %v, want after %v", again, before)
+			}
+		}
+	})
 	t.Run("FailingReaderStoresNothing", func(t *testing.T) {
 		b, ctx := newBlobs(t), t.Context()
 		data := randomBytes(200_000, 4)
@@ -269,6 +298,15 @@ func TestBlobs(t *testing.T, newBlobs func(t *testing.T) store.Blobs) {
 		}
 		checkWalk(t, b, map[string]int64{digest: int64(len(data))})
 	})
+}
+
+// modTime returns the blob's modification time.
+func modTime(t *testing.T, b store.Blobs, digest string) time.Time {
+	t.Helper()
+	blob, err := b.Open(t.Context(), digest)
+	mustOK(t, err, "Open")
+	defer blob.Close()
+	return blob.ModTime
 }
 
 // checkContent checks that the blob under digest holds exactly data.

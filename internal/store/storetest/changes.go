@@ -39,11 +39,30 @@ func TestChangeFeed(t *testing.T, open func(t *testing.T) (writer store.Index, f
 		mustOK(t, writer.SetModuleRevocation(ctx, "acme", "network", "aws", "0.1.0", &registry.Revocation{Reason: "broken", At: now}), "SetModuleRevocation")
 		wantKind(t, writer.SetProviderRevocation(ctx, "acme", "cloud", "9.0.0", nil), registry.NotFound, "SetProviderRevocation of a missing version")
 		mustOK(t, writer.DeleteModuleVersion(ctx, "acme", "network", "aws", "0.1.0"), "DeleteModuleVersion")
+		// Deletes of whole providers and modules, and of provider
+		// versions, drop their documents too.
+		mustOK(t, writer.CreateModuleVersion(ctx, m), "CreateModuleVersion again")
+		v2 := v
+		v2.Version = "2.0.0"
+		mustOK(t, writer.CreateProviderVersion(ctx, v2), "CreateProviderVersion 2.0.0")
+		mustOK(t, writer.DeleteProviderVersion(ctx, "acme", "cloud", "2.0.0"), "DeleteProviderVersion")
+		wantKind(t, writer.DeleteProviderVersion(ctx, "acme", "cloud", "2.0.0"), registry.NotFound, "DeleteProviderVersion again")
+		if _, err := writer.DeleteProvider(ctx, "acme", "cloud"); err != nil {
+			t.Fatalf("DeleteProvider: %v", err)
+		}
+		if _, err := writer.DeleteModule(ctx, "acme", "network", "aws"); err != nil {
+			t.Fatalf("DeleteModule: %v", err)
+		}
 		want := []store.Change{
 			{Kind: store.ChangeProvider, Namespace: "acme", Name: "cloud"},
 			{Kind: store.ChangeModule, Namespace: "acme", Name: "network", System: "aws"},
 			{Kind: store.ChangeProvider, Namespace: "acme", Name: "cloud"},
 			{Kind: store.ChangeModule, Namespace: "acme", Name: "network", System: "aws"},
+			{Kind: store.ChangeModule, Namespace: "acme", Name: "network", System: "aws"},
+			{Kind: store.ChangeModule, Namespace: "acme", Name: "network", System: "aws"},
+			{Kind: store.ChangeProvider, Namespace: "acme", Name: "cloud"},
+			{Kind: store.ChangeProvider, Namespace: "acme", Name: "cloud"},
+			{Kind: store.ChangeProvider, Namespace: "acme", Name: "cloud"},
 			{Kind: store.ChangeModule, Namespace: "acme", Name: "network", System: "aws"},
 		}
 		for i, w := range want {

@@ -1,0 +1,227 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"trove.dev/trove/apispec"
+	"trove.dev/trove/internal/audit"
+	"trove.dev/trove/internal/gc"
+	"trove.dev/trove/internal/httpjson"
+	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/webhook"
+)
+
+// registerDeletes mounts the deletes of provider versions, whole
+// providers and whole modules (a module version's is in modules.go) and
+// the garbage collection route (docs/lifecycle.md). Deletes need admin
+// rights on the namespace and a confirm parameter naming what goes; they
+// remove index rows only, and the garbage collector reclaims the blobs.
+func (h *handler) registerDeletes(route func(string, httpjson.HandlerFunc)) {
+	route("DELETE "+apispec.RouteProviderVersion, h.deleteProviderVersion)
+	route("DELETE "+apispec.RouteProvider, h.deleteProvider)
+	route("DELETE "+apispec.RouteModule, h.deleteModule)
+	route("POST "+apispec.RouteGC, h.runGC)
+}
+
+// confirmParts checks that the confirm parameter names want (parts of an
+// address, compared after parse normalizes each; the version exactly),
+// and refuses the delete with what to add otherwise.
+func confirmParts(r *http.Request, what, cli string, want []string, parse []func(string) (string, error)) error {
+	address := strings.Join(want, "/")
+	refuse := registry.Errorf(registry.Invalid,
+		"deleting %s %s breaks every configuration and lock file that uses it; to delete it anyway, repeat the request with %s=%s (%s --confirm)",
+		what, address, apispec.ConfirmParam, address, cli)
+	got := strings.Split(r.URL.Query().Get(apispec.ConfirmParam), "/")
+	if len(got) != len(want) {
+		return refuse
+	}
+	for i := range got {
+		v := got[i]
+		if parse[i] != nil {
+			var err error
+			if v, err = parse[i](v); err != nil {
+				return refuse
+			}
+		}
+		if v != want[i] {
+			return refuse
+		}
+	}
+	return nil
+}
+
+func parseVersion(v string) (string, error) {
+	_, err := registry.ParseVersion(v)
+	return v, err
+}
+
+func (h *handler) deleteProviderVersion(w http.ResponseWriter, r *http.Request) error {
+	ns, err := h.namespaceParam(r, registry.ScopeAdmin)
+	if err != nil {
+		return err
+	}
+	typ, err := registry.ParseProviderType(r.PathValue("type"))
+	if err != nil {
+		return err
+	}
+	ver := r.PathValue("version")
+	if _, err := registry.ParseVersion(ver); err != nil {
+		return err
+	}
+	if err := confirmParts(r, "provider version", "trove provider delete", []string{ns, typ, ver},
+		[]func(string) (string, error){registry.ParseNamespace, registry.ParseProviderType, parseVersion}); err != nil {
+		return err
+	}
+	ctx := r.Context()
+	v, err := h.Index.GetProviderVersion(ctx, ns, typ, ver)
+	if err != nil {
+		return err
+	}
+	if err := h.Index.DeleteProviderVersion(ctx, ns, typ, ver); err != nil {
+		return err
+	}
+	if h.OnProviderChange != nil {
+		h.OnProviderChange(ns, typ)
+	}
+	h.Audit.Record(ctx, r, registry.AuditEvent{Action: registry.AuditProviderDelete, Namespace: ns,
+		Target: ns + "/" + typ + " " + ver, Details: "sha256sums " + v.SHASumsDigest})
+	h.Events.Emit(ctx, r, webhook.Event{Type: registry.EventProviderDeleted, Namespace: ns, Name: typ, Version: ver})
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (h *handler) deleteProvider(w http.ResponseWriter, r *http.Request) error {
+	ns, err := h.namespaceParam(r, registry.ScopeAdmin)
+	if err != nil {
+		return err
+	}
+	typ, err := registry.ParseProviderType(r.PathValue("type"))
+	if err != nil {
+		return err
+	}
+	if err := confirmParts(r, "provider", "trove provider delete", []string{ns, typ},
+		[]func(string) (string, error){registry.ParseNamespace, registry.ParseProviderType}); err != nil {
+		return err
+	}
+	ctx := r.Context()
+	n, err := h.Index.DeleteProvider(ctx, ns, typ)
+	if err != nil {
+		return err
+	}
+	if h.OnProviderChange != nil {
+		h.OnProviderChange(ns, typ)
+	}
+	h.Audit.Record(ctx, r, registry.AuditEvent{Action: registry.AuditProviderDeleteAll, Namespace: ns,
+		Target: ns + "/" + typ, Details: strconv.Itoa(n) + " versions"})
+	h.Events.Emit(ctx, r, webhook.Event{Type: registry.EventProviderDeleted, Namespace: ns, Name: typ})
+	return httpjson.Write(w, http.StatusOK, apispec.DeleteResult{Versions: n})
+}
+
+func (h *handler) deleteModule(w http.ResponseWriter, r *http.Request) error {
+	ns, err := h.namespaceParam(r, registry.ScopeAdmin)
+	if err != nil {
+		return err
+	}
+	name, system, err := moduleParams(r)
+	if err != nil {
+		return err
+	}
+	if err := confirmParts(r, "module", "trove module delete", []string{ns, name, system},
+		[]func(string) (string, error){registry.ParseNamespace, registry.ParseModuleName, registry.ParseModuleSystem}); err != nil {
+		return err
+	}
+	ctx := r.Context()
+	n, err := h.Index.DeleteModule(ctx, ns, name, system)
+	if err != nil {
+		return err
+	}
+	if h.OnModuleChange != nil {
+		h.OnModuleChange(ns, name, system)
+	}
+	h.Audit.Record(ctx, r, registry.AuditEvent{Action: registry.AuditModuleDeleteAll, Namespace: ns,
+		Target: ns + "/" + name + "/" + system, Details: strconv.Itoa(n) + " versions"})
+	h.Events.Emit(ctx, r, webhook.Event{Type: registry.EventModuleDeleted, Namespace: ns, Name: name, System: system})
+	return httpjson.Write(w, http.StatusOK, apispec.DeleteResult{Versions: n})
+}
+
+// runGC runs one garbage collection (global admins).
+func (h *handler) runGC(w http.ResponseWriter, r *http.Request) error {
+	if err := h.require(r, registry.ScopeAdmin, ""); err != nil {
+		return err
+	}
+	var req apispec.GCRequest
+	if err := httpjson.Decode(w, r, maxJSONBody, &req); err != nil {
+		return err
+	}
+	grace, err := req.GraceDuration()
+	if err != nil {
+		return err
+	}
+	if h.GC == nil {
+		return registry.Errorf(registry.Internal, "garbage collection is not configured on this server")
+	}
+	// A collection the client stops waiting for (trove gc waits 5
+	// minutes for an answer) runs to its end and is audited all the same.
+	ctx := context.WithoutCancel(r.Context())
+	rep, err := h.GC.Run(ctx, gc.Run{DryRun: req.DryRun, Grace: grace})
+	RecordGC(ctx, h.Audit, h.Events, r, "", rep, err)
+	if err != nil {
+		return err
+	}
+	return httpjson.Write(w, http.StatusOK, GCReportDoc(rep))
+}
+
+// RecordGC records a collection that was not a dry run in the audit log:
+// each version a retention rule deleted (provider.delete, module.delete,
+// also sent to the webhooks as provider.deleted and module.deleted),
+// also when the collection then failed (runErr), and a run that
+// completed (gc.run). actor is for collections without a request (r
+// nil).
+func RecordGC(ctx context.Context, rec *audit.Recorder, events *webhook.Emitter, r *http.Request, actor string, rep gc.Report, runErr error) {
+	if rep.DryRun {
+		return
+	}
+	for _, e := range rep.Expired {
+		action := registry.AuditProviderDelete
+		if e.Kind == "module" {
+			action = registry.AuditModuleDelete
+		}
+		rec.Record(ctx, r, registry.AuditEvent{Action: action, Actor: actor, Namespace: e.Namespace,
+			Target: e.Address() + " " + e.Version, Details: "retention rule of namespace " + e.Namespace})
+		ev := webhook.Event{Type: registry.EventProviderDeleted, Namespace: e.Namespace, Name: e.Name, Version: e.Version,
+			Actor: actor, Reason: "retention rule of namespace " + e.Namespace}
+		if e.Kind == "module" {
+			ev.Type, ev.System = registry.EventModuleDeleted, e.System
+		}
+		events.Emit(ctx, r, ev)
+	}
+	if runErr == nil {
+		rec.Record(ctx, r, registry.AuditEvent{Action: registry.AuditGC, Actor: actor, Target: "blobs", Details: gcDetails(rep)})
+	}
+}
+
+// gcDetails sums up a collection for the audit log.
+func gcDetails(rep gc.Report) string {
+	return "reclaimed " + strconv.Itoa(len(rep.Reclaimed)) + " blobs, " + strconv.FormatInt(rep.ReclaimedBytes, 10) +
+		" bytes; " + strconv.Itoa(len(rep.Expired)) + " versions deleted by retention rules; grace " + rep.Grace.String() +
+		"; " + strconv.Itoa(rep.Stored) + " stored, " + strconv.Itoa(rep.Referenced) + " referenced"
+}
+
+// GCReportDoc renders a collection's report as the API shows it.
+func GCReportDoc(rep gc.Report) apispec.GCReport {
+	doc := apispec.GCReport{DryRun: rep.DryRun, Grace: rep.Grace.Round(time.Second).String(), StoredBlobs: rep.Stored,
+		ReferencedBlobs: rep.Referenced, ReclaimedBytes: rep.ReclaimedBytes, YoungBlobs: rep.Young, RescuedBlobs: rep.Rescued,
+		Reclaimed: []apispec.GCBlob{}, ExpiredVersions: []apispec.ExpiredVersion{}}
+	for _, e := range rep.Expired {
+		doc.ExpiredVersions = append(doc.ExpiredVersions, apispec.ExpiredVersion{Kind: e.Kind, Namespace: e.Namespace,
+			Name: e.Name, System: e.System, Version: e.Version})
+	}
+	for _, b := range rep.Reclaimed {
+		doc.Reclaimed = append(doc.Reclaimed, apispec.GCBlob{Digest: b.Digest, Size: b.Size})
+	}
+	return doc
+}

@@ -1,0 +1,77 @@
+package api
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"trove.dev/trove/apispec"
+	"trove.dev/trove/internal/auth"
+	"trove.dev/trove/internal/httpjson"
+	"trove.dev/trove/internal/registry"
+)
+
+// registerRetention mounts the retention rule of a namespace: read rights
+// to see it, admin rights to set or remove it (the collector deletes what
+// it expires).
+func (h *handler) registerRetention(route func(string, httpjson.HandlerFunc)) {
+	route("GET "+apispec.RouteRetention, h.getRetention)
+	route("PUT "+apispec.RouteRetention, h.putRetention)
+	route("DELETE "+apispec.RouteRetention, h.deleteRetention)
+}
+
+// RetentionDoc renders a rule as the API shows it.
+func RetentionDoc(r registry.RetentionRule) apispec.RetentionRule {
+	return apispec.RetentionRule{Namespace: r.Namespace, KeepLast: r.KeepLast,
+		KeepWithin: apispec.FormatRetentionDuration(r.KeepWithin), Pin: r.Pin, UpdatedAt: r.UpdatedAt, UpdatedBy: r.UpdatedBy}
+}
+
+func (h *handler) getRetention(w http.ResponseWriter, r *http.Request) error {
+	ns, err := h.namespaceParam(r, registry.ScopeRead)
+	if err != nil {
+		return err
+	}
+	rule, err := h.Index.GetRetentionRule(r.Context(), ns)
+	if err != nil {
+		return err
+	}
+	return httpjson.Write(w, http.StatusOK, RetentionDoc(rule))
+}
+
+func (h *handler) putRetention(w http.ResponseWriter, r *http.Request) error {
+	ns, err := h.namespaceParam(r, registry.ScopeAdmin)
+	if err != nil {
+		return err
+	}
+	var req apispec.RetentionRequest
+	if err := httpjson.Decode(w, r, maxJSONBody, &req); err != nil {
+		return err
+	}
+	rule, err := req.Rule(ns)
+	if err != nil {
+		return err
+	}
+	// Microseconds, as the index stores it: the answer equals a later GET.
+	rule.UpdatedAt, rule.UpdatedBy = h.Now().UTC().Truncate(time.Microsecond), auth.FromContext(r.Context()).Actor()
+	if err := h.Index.PutRetentionRule(r.Context(), rule); err != nil {
+		return err
+	}
+	doc := RetentionDoc(rule)
+	details := "keep_last " + strconv.Itoa(rule.KeepLast) + " keep_within " + doc.KeepWithin + " pin [" + strings.Join(rule.Pin, "; ") + "]"
+	h.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditRetentionPut, Namespace: ns, Target: ns, Details: details})
+	return httpjson.Write(w, http.StatusOK, doc)
+}
+
+func (h *handler) deleteRetention(w http.ResponseWriter, r *http.Request) error {
+	ns, err := h.namespaceParam(r, registry.ScopeAdmin)
+	if err != nil {
+		return err
+	}
+	if err := h.Index.DeleteRetentionRule(r.Context(), ns); err != nil {
+		return err
+	}
+	h.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditRetentionDelete, Namespace: ns, Target: ns})
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}

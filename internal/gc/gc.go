@@ -1,0 +1,291 @@
+// Package gc is the blob garbage collector: it deletes the blobs no index
+// row references any more (after provider versions, providers or modules
+// were deleted), and is safe against publishes running at the same time
+// on any replica sharing the index and the blob store.
+//
+// It is a mark and sweep with a grace period:
+//
+//  1. take the collector lease (store.GarbageCollection), so that one
+//     collection runs at a time among every replica;
+//  2. mark: read every digest the index references, in one snapshot;
+//  3. list the blob store and keep, as candidates, the blobs not marked;
+//  4. sweep each candidate: ask the index again whether a row references
+//     it now, skip it if it was modified within the grace period, and
+//     only then delete it.
+//
+// With Options.Versions, each collection first applies the namespaces'
+// retention rules (package retention): it deletes the versions they
+// expire, whose blobs the same run then reclaims; a dry run deletes
+// nothing and counts as reclaimable the blobs only those versions name.
+//
+// A publish stores its blobs before its index transaction commits, so a
+// blob may be unreferenced for as long as a publish takes; a Put of a
+// blob that is present already renews its modification time
+// (store.Blobs). The grace period must therefore be longer than the
+// slowest publish (and the clock difference between the replicas and
+// the blob store); the default is an hour. Step 4's second question
+// closes the window of a publish that committed after the mark.
+package gc
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/store"
+)
+
+// DefaultGrace is the grace period when none is given: blobs modified
+// more recently than this are never collected.
+const DefaultGrace = time.Hour
+
+// MinGrace is the shortest grace period a collection accepts from an
+// operator (tests may pass shorter ones through Options.AllowShortGrace).
+const MinGrace = time.Minute
+
+// leaseTTL is how long the collector lease lasts before it must be
+// renewed; a crashed collector blocks the next one for at most this.
+const leaseTTL = 5 * time.Minute
+
+// Options configures a Collector.
+type Options struct {
+	Index store.GarbageCollection
+	Blobs store.Blobs
+	// Logger hears what is collected; nil discards.
+	Logger *slog.Logger
+	// Metrics, if set, gets trove_gc_runs_total, trove_gc_blobs_reclaimed_total
+	// and trove_gc_bytes_reclaimed_total.
+	Metrics prometheus.Registerer
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// AllowShortGrace accepts grace periods below MinGrace (tests).
+	AllowShortGrace bool
+	// Versions, if set, applies the namespaces' retention rules at the
+	// start of every collection: the versions they expire are deleted
+	// (in a dry run: reported, with the blobs that frees).
+	Versions Versions
+	// OnProviderChange and OnModuleChange, if set, are called after a
+	// retention rule deleted a version, so that this process's caches
+	// drop its documents at once (other replicas learn it from the change
+	// feed).
+	OnProviderChange func(namespace, typ string)
+	OnModuleChange   func(namespace, name, system string)
+}
+
+// Collector runs garbage collections. It is safe for concurrent use; its
+// runs are serialized by the index's lease.
+type Collector struct {
+	opt                Options
+	runs, blobs, bytes prometheus.Counter
+	mu                 sync.Mutex // serializes this process's runs
+}
+
+// New returns a Collector, registering its metrics.
+func New(opt Options) (*Collector, error) {
+	if opt.Logger == nil {
+		opt.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	c := &Collector{
+		opt: opt,
+		runs: prometheus.NewCounter(prometheus.CounterOpts{Name: "trove_gc_runs_total",
+			Help: "Garbage collections this process completed (dry runs excluded)."}),
+		blobs: prometheus.NewCounter(prometheus.CounterOpts{Name: "trove_gc_blobs_reclaimed_total",
+			Help: "Blobs the garbage collections of this process deleted."}),
+		bytes: prometheus.NewCounter(prometheus.CounterOpts{Name: "trove_gc_bytes_reclaimed_total",
+			Help: "Bytes of the blobs the garbage collections of this process deleted."}),
+	}
+	if opt.Metrics != nil {
+		for _, m := range []prometheus.Collector{c.runs, c.blobs, c.bytes} {
+			if err := opt.Metrics.Register(m); err != nil {
+				return nil, registry.Wrap(registry.Internal, err, "registering the garbage collector's metrics")
+			}
+		}
+	}
+	return c, nil
+}
+
+// Run is one collection's settings.
+type Run struct {
+	// DryRun reports what would be deleted and deletes nothing (and takes
+	// no lease).
+	DryRun bool
+	// Grace keeps every blob modified within it; 0 means DefaultGrace.
+	Grace time.Duration
+}
+
+// Blob is one blob a collection reclaimed (or would reclaim).
+type Blob struct {
+	Digest string
+	Size   int64
+}
+
+// Report is what a collection found and did.
+type Report struct {
+	DryRun bool
+	Grace  time.Duration
+	// Stored is how many blobs the store held; Referenced how many
+	// digests the index names.
+	Stored, Referenced int
+	// Reclaimed are the blobs deleted (would be, in a dry run), by digest;
+	// ReclaimedBytes their total size.
+	Reclaimed      []Blob
+	ReclaimedBytes int64
+	// Young counts unreferenced blobs kept because they were modified
+	// within the grace period; Rescued those a row referenced again by
+	// the time they were looked at a second time.
+	Young, Rescued int
+	// Expired are the versions the retention rules deleted (would
+	// delete, in a dry run, whose Reclaimed then includes the blobs that
+	// frees).
+	Expired []Expired
+}
+
+// Run runs one collection. Conflict if another collection (of any
+// process sharing the index) is running; Invalid for a grace period below
+// MinGrace. On another failure the report says what was done before it
+// (versions deleted by retention rules, blobs reclaimed).
+func (c *Collector) Run(ctx context.Context, run Run) (Report, error) {
+	if run.Grace == 0 {
+		run.Grace = DefaultGrace
+	}
+	if run.Grace < 0 || (run.Grace < MinGrace && !c.opt.AllowShortGrace) {
+		return Report{}, registry.Errorf(registry.Invalid, "the grace period must be at least %s, got %s: a shorter one could delete the blobs of a publish in progress", MinGrace, run.Grace)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	rep := Report{DryRun: run.DryRun, Grace: run.Grace}
+	holder := ""
+	if !run.DryRun {
+		holder = newHolder()
+		if err := c.opt.Index.AcquireGCLease(ctx, holder, c.opt.Now(), c.opt.Now().Add(leaseTTL)); err != nil {
+			return rep, err
+		}
+		defer func() {
+			if err := c.opt.Index.ReleaseGCLease(context.WithoutCancel(ctx), holder); err != nil {
+				c.opt.Logger.WarnContext(ctx, "releasing the garbage collector lease failed; it expires by itself", "err", err)
+			}
+		}()
+	}
+	renewed := c.opt.Now()
+	renew := func() error {
+		if holder == "" || c.opt.Now().Sub(renewed) < leaseTTL/3 {
+			return nil
+		}
+		renewed = c.opt.Now()
+		return c.opt.Index.AcquireGCLease(ctx, holder, renewed, renewed.Add(leaseTTL))
+	}
+
+	// Retention.
+	var freed map[string]bool // in a dry run: blobs only expired versions name
+	if c.opt.Versions != nil {
+		var err error
+		if rep.Expired, err = c.applyRetention(ctx, run.DryRun); err != nil {
+			return rep, err
+		}
+		if run.DryRun {
+			if freed, err = c.freedBy(ctx, rep.Expired); err != nil {
+				return rep, err
+			}
+		}
+	}
+	// Mark.
+	marked := map[string]bool{}
+	if err := c.opt.Index.ReferencedBlobs(ctx, func(d string) error { marked[d] = !freed[d]; return nil }); err != nil {
+		return rep, err
+	}
+	rep.Referenced = len(marked)
+	// List.
+	var candidates []Blob
+	err := c.opt.Blobs.Walk(ctx, func(d string, size int64) error {
+		if err := renew(); err != nil { // a long listing must not lose the lease
+			return err
+		}
+		rep.Stored++
+		if !marked[d] {
+			candidates = append(candidates, Blob{Digest: d, Size: size})
+		}
+		return nil
+	})
+	if err != nil {
+		return rep, err
+	}
+	sort.Slice(candidates, func(i, j int) bool { return candidates[i].Digest < candidates[j].Digest })
+	// Sweep.
+	for _, b := range candidates {
+		if err := renew(); err != nil {
+			return rep, err
+		}
+		collect, err := c.sweepable(ctx, b.Digest, run.Grace, freed[b.Digest], &rep)
+		if err != nil {
+			return rep, err
+		}
+		if !collect {
+			continue
+		}
+		if !run.DryRun {
+			if err := c.opt.Blobs.Delete(ctx, b.Digest); err != nil {
+				return rep, err
+			}
+			c.blobs.Inc()
+			c.bytes.Add(float64(b.Size))
+			c.opt.Logger.InfoContext(ctx, "garbage collector deleted a blob", "digest", b.Digest, "bytes", b.Size)
+		}
+		rep.Reclaimed = append(rep.Reclaimed, b)
+		rep.ReclaimedBytes += b.Size
+	}
+	if !run.DryRun {
+		c.runs.Inc()
+	}
+	return rep, nil
+}
+
+// sweepable reports whether an unmarked blob may go: no row references
+// it now, and it is older than the grace period. The reference is asked
+// first and the time read last, right before the delete, so that a
+// publish reusing the blob either commits before the question or renews
+// the time before it is read; what is left is the instant between reading
+// the time and deleting (see docs/lifecycle.md).
+func (c *Collector) sweepable(ctx context.Context, digest string, grace time.Duration, freed bool, rep *Report) (bool, error) {
+	referenced := false
+	if !freed { // the rows of a dry run's expired versions still name it
+		var err error
+		if referenced, err = c.opt.Index.BlobReferenced(ctx, digest); err != nil {
+			return false, err
+		}
+	}
+	if referenced {
+		rep.Rescued++
+		return false, nil
+	}
+	b, err := c.opt.Blobs.Open(ctx, digest)
+	if registry.IsKind(err, registry.NotFound) {
+		return false, nil // deleted meanwhile
+	}
+	if err != nil {
+		return false, err
+	}
+	mod := b.ModTime
+	b.Close()
+	if c.opt.Now().Sub(mod) < grace {
+		rep.Young++
+		return false, nil
+	}
+	return true, nil
+}
+
+// newHolder returns a random lease holder id for one run.
+func newHolder() string {
+	b := make([]byte, 12)
+	rand.Read(b)
+	return "gc-" + hex.EncodeToString(b)
+}

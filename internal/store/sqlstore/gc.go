@@ -1,0 +1,257 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/store"
+)
+
+// DeleteProviderVersion removes one version (its platforms and download
+// counts go with it by ON DELETE CASCADE) and recomputes its provider's
+// summary, or removes it with the last version, in one transaction.
+func (x *Index) DeleteProviderVersion(ctx context.Context, namespace, typ, ver string) error {
+	what := fmt.Sprintf("deleting provider %s/%s version %s", namespace, typ, ver)
+	missing := providerVersionMissing(namespace, typ, ver)
+	change := store.Change{Kind: store.ChangeProvider, Namespace: namespace, Name: typ}
+	return x.writeChange(ctx, what, &change, func(ctx context.Context, t tx) error {
+		if err := x.lockProvider(ctx, t, namespace, typ, missing); err != nil {
+			return err
+		}
+		res, err := t.exec(ctx, `DELETE FROM provider_versions WHERE namespace = $1 AND type = $2 AND version = $3`,
+			namespace, typ, ver)
+		if err := affected(res, err, missing); err != nil {
+			return err
+		}
+		return x.recountProvider(ctx, t, namespace, typ)
+	})
+}
+
+// DeleteProvider removes every version of a provider and its summary row
+// in one transaction.
+func (x *Index) DeleteProvider(ctx context.Context, namespace, typ string) (int, error) {
+	what := fmt.Sprintf("deleting provider %s/%s", namespace, typ)
+	missing := registry.Errorf(registry.NotFound, "provider %s/%s has no versions", namespace, typ)
+	change := store.Change{Kind: store.ChangeProvider, Namespace: namespace, Name: typ}
+	var n int64
+	err := x.writeChange(ctx, what, &change, func(ctx context.Context, t tx) error {
+		if err := x.lockProvider(ctx, t, namespace, typ, missing); err != nil {
+			return err
+		}
+		res, err := t.exec(ctx, `DELETE FROM provider_versions WHERE namespace = $1 AND type = $2`, namespace, typ)
+		if err != nil {
+			return err
+		}
+		if n, err = res.RowsAffected(); err != nil {
+			return err
+		}
+		if n == 0 {
+			return missing
+		}
+		_, err = t.exec(ctx, `DELETE FROM providers WHERE namespace = $1 AND type = $2`, namespace, typ)
+		return err
+	})
+	return int(n), err
+}
+
+// lockProvider locks a provider's summary row, as creates do, so that
+// the recount after a delete sees every committed version; missing when
+// there is no such row.
+func (x *Index) lockProvider(ctx context.Context, t tx, namespace, typ string, missing error) error {
+	var one int
+	err := t.row(ctx, `SELECT 1 FROM providers WHERE namespace = $1 AND type = $2`+x.d.ForUpdate(), namespace, typ).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return missing
+	}
+	return err
+}
+
+// recountProvider rebuilds a provider's summary row from its versions,
+// and removes the row when no version is left.
+func (x *Index) recountProvider(ctx context.Context, t tx, namespace, typ string) error {
+	type row struct {
+		version   string
+		published time.Time
+	}
+	rows, err := t.query(ctx, `SELECT version, published_at FROM provider_versions WHERE namespace = $1 AND type = $2`,
+		namespace, typ)
+	vs, err := collect(rows, err, func(s scanner) (row, error) {
+		var r row
+		return r, s.Scan(&r.version, at(&r.published))
+	})
+	if err != nil {
+		return err
+	}
+	if len(vs) == 0 {
+		_, err = t.exec(ctx, `DELETE FROM providers WHERE namespace = $1 AND type = $2`, namespace, typ)
+		return err
+	}
+	var latest string
+	var updated time.Time
+	for _, r := range vs {
+		if r.published.After(updated) {
+			updated = r.published
+		}
+		if sv, err := registry.ParseVersion(r.version); err == nil && registry.NewerLatestProvider(sv, latest) {
+			latest = r.version
+		}
+	}
+	_, err = t.exec(ctx, `UPDATE providers SET version_count = $1, latest_version = $2, updated_at = $3
+		WHERE namespace = $4 AND type = $5`, len(vs), latest, x.d.Time(updated), namespace, typ)
+	return err
+}
+
+// DeleteModule removes every version of a module and its summary row in
+// one transaction.
+func (x *Index) DeleteModule(ctx context.Context, namespace, name, system string) (int, error) {
+	what := fmt.Sprintf("deleting module %s/%s/%s", namespace, name, system)
+	missing := registry.Errorf(registry.NotFound, "module %s/%s/%s has no versions", namespace, name, system)
+	change := store.Change{Kind: store.ChangeModule, Namespace: namespace, Name: name, System: system}
+	var n int64
+	err := x.writeChange(ctx, what, &change, func(ctx context.Context, t tx) error {
+		var one int
+		err := t.row(ctx, `SELECT 1 FROM modules WHERE namespace = $1 AND name = $2 AND system = $3`+x.d.ForUpdate(),
+			namespace, name, system).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return missing
+		}
+		if err != nil {
+			return err
+		}
+		res, err := t.exec(ctx, `DELETE FROM module_versions WHERE namespace = $1 AND name = $2 AND system = $3`,
+			namespace, name, system)
+		if err != nil {
+			return err
+		}
+		if n, err = res.RowsAffected(); err != nil {
+			return err
+		}
+		if n == 0 {
+			return missing
+		}
+		_, err = t.exec(ctx, `DELETE FROM modules WHERE namespace = $1 AND name = $2 AND system = $3`, namespace, name, system)
+		return err
+	})
+	return int(n), err
+}
+
+// blobColumns are the columns (table and column) that hold blob digests;
+// the garbage collector keeps every blob one of them names.
+var blobColumns = [][2]string{
+	{"provider_versions", "shasums_digest"},
+	{"provider_versions", "shasums_signature_digest"},
+	{"provider_versions", "docs_digest"},
+	{"provider_platforms", "sha256"},
+	{"module_versions", "archive_digest"},
+	{"mirrored_versions", "shasums_digest"},
+	{"mirrored_versions", "shasums_signature_digest"},
+	{"mirrored_platforms", "sha256"},
+}
+
+// ReferencedBlobs reads every digest of blobColumns in one statement (one
+// snapshot); a digest named by several rows is reported once.
+func (x *Index) ReferencedBlobs(ctx context.Context, fn func(digest string) error) error {
+	ctx, cancel := x.op(ctx)
+	defer cancel()
+	q := ""
+	for i, c := range blobColumns {
+		if i > 0 {
+			q += " UNION ALL "
+		}
+		q += "SELECT " + c[1] + " FROM " + c[0] + " WHERE " + c[1] + " <> ''"
+	}
+	rows, err := x.query(ctx, q)
+	if err != nil {
+		return x.fail(err, "listing the referenced blobs")
+	}
+	defer rows.Close()
+	seen := map[string]bool{}
+	for rows.Next() {
+		var d string
+		if err := rows.Scan(&d); err != nil {
+			return x.fail(err, "listing the referenced blobs")
+		}
+		if seen[d] {
+			continue
+		}
+		seen[d] = true
+		if err := fn(d); err != nil {
+			return err
+		}
+	}
+	return x.fail(rows.Err(), "listing the referenced blobs")
+}
+
+// BlobReferenced reports whether a row of blobColumns names digest.
+func (x *Index) BlobReferenced(ctx context.Context, digest string) (bool, error) {
+	ctx, cancel := x.op(ctx)
+	defer cancel()
+	q := "SELECT "
+	for i, c := range blobColumns {
+		if i > 0 {
+			q += " OR "
+		}
+		q += "EXISTS (SELECT 1 FROM " + c[0] + " WHERE " + c[1] + " = $1)"
+	}
+	var ok bool
+	if err := x.row(ctx, q, digest).Scan(&ok); err != nil {
+		return false, x.fail(err, "checking the references of blob "+digest)
+	}
+	return ok, nil
+}
+
+// BlobReferences counts the rows of blobColumns that name digest.
+func (x *Index) BlobReferences(ctx context.Context, digest string) (int, error) {
+	ctx, cancel := x.op(ctx)
+	defer cancel()
+	q := "SELECT "
+	for i, c := range blobColumns {
+		if i > 0 {
+			q += " + "
+		}
+		q += "(SELECT COUNT(*) FROM " + c[0] + " WHERE " + c[1] + " = $1)"
+	}
+	var n int
+	if err := x.row(ctx, q, digest).Scan(&n); err != nil {
+		return 0, x.fail(err, "counting the references of blob "+digest)
+	}
+	return n, nil
+}
+
+// gcLeaseID is the key of the one row of gc_lease (migration 0013).
+const gcLeaseID = 1
+
+// AcquireGCLease upserts the lease row, replacing another holder's only
+// when it has expired.
+func (x *Index) AcquireGCLease(ctx context.Context, holder string, now, until time.Time) error {
+	if holder == "" {
+		return registry.Errorf(registry.Invalid, "a garbage collector lease needs a holder")
+	}
+	n, err := x.time(now, "lease time")
+	if err != nil {
+		return err
+	}
+	u, err := x.time(until, "lease expiry")
+	if err != nil {
+		return err
+	}
+	busy := registry.Errorf(registry.Conflict, "another garbage collection is running; try again when it has finished")
+	return x.write(ctx, "taking the garbage collector lease", func(ctx context.Context, t tx) error {
+		res, err := t.exec(ctx, `INSERT INTO gc_lease (id, holder, expires_at) VALUES ($1, $2, $3)
+			ON CONFLICT (id) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
+			WHERE gc_lease.holder = excluded.holder OR gc_lease.expires_at <= $4`, gcLeaseID, holder, u, n)
+		return affected(res, err, busy)
+	})
+}
+
+// ReleaseGCLease deletes the lease row if holder holds it.
+func (x *Index) ReleaseGCLease(ctx context.Context, holder string) error {
+	return x.write(ctx, "releasing the garbage collector lease", func(ctx context.Context, t tx) error {
+		_, err := t.exec(ctx, `DELETE FROM gc_lease WHERE id = $1 AND holder = $2`, gcLeaseID, holder)
+		return err
+	})
+}
