@@ -74,27 +74,44 @@ func (s *Service) home(w http.ResponseWriter, r *http.Request, v *visit) error {
 	if err != nil {
 		return err
 	}
-	d := homeData{Host: s.opt.Host, SignedIn: v.signedIn()}
+	// The page depends on who asks only through what they may read and
+	// whether they are signed in: all of it is in the key.
+	mirror := s.mirrorVisible(v)
+	var key strings.Builder
+	key.WriteString("home\x00")
+	key.WriteString(strconv.FormatBool(v.signedIn()) + "\x00" + strconv.FormatBool(mirror))
 	for _, name := range cat.names {
 		if can[name] {
-			d.Namespaces = append(d.Namespaces, cat.namespaces[name])
+			key.WriteString("\x00" + name)
 		}
 	}
-	all, _ := cat.find(query{}, can, s.mirrorVisible(v), 0, len(cat.entries))
-	for _, e := range all {
-		switch e.Kind {
-		case kindProvider:
-			d.Providers++
-		case kindModule:
-			d.Modules++
-		case kindMirror:
-			d.Mirrored++
+	signedIn := v.signedIn()
+	return s.cached(w, r, v, key.String(), func(ctx context.Context) (string, string, any, error) {
+		cat, err := s.catalog.get(ctx)
+		if err != nil {
+			return "", "", nil, err
 		}
-	}
-	slices.SortStableFunc(all, func(a, b entry) int { return b.Updated.Compare(a.Updated) })
-	d.Recent = all[:min(len(all), 10)]
-	s.render(w, r, v, http.StatusOK, "Trove", "home", d)
-	return nil
+		d := homeData{Host: s.opt.Host, SignedIn: signedIn}
+		for _, name := range cat.names {
+			if can[name] {
+				d.Namespaces = append(d.Namespaces, cat.namespaces[name])
+			}
+		}
+		all, _ := cat.find(query{}, can, mirror, 0, len(cat.entries))
+		for _, e := range all {
+			switch e.Kind {
+			case kindProvider:
+				d.Providers++
+			case kindModule:
+				d.Modules++
+			case kindMirror:
+				d.Mirrored++
+			}
+		}
+		slices.SortStableFunc(all, func(a, b entry) int { return b.Updated.Compare(a.Updated) })
+		d.Recent = all[:min(len(all), 10)]
+		return "Trove", "home", d, nil
+	})
 }
 
 type searchData struct {
@@ -183,28 +200,31 @@ func (s *Service) namespacePage(w http.ResponseWriter, r *http.Request, v *visit
 	if err != nil {
 		return err
 	}
-	cat, err := s.catalog.get(r.Context())
-	if err != nil {
-		return err
-	}
-	n, ok := cat.namespaces[ns]
-	if !ok {
-		if n, err = s.opt.Index.GetNamespace(r.Context(), ns); err != nil {
-			return errNotFound
-		}
-	}
-	d := namespaceData{Namespace: n, Admin: v.p.Allows(registry.ScopeAdmin, ns, v.now)}
+	admin := v.p.Allows(registry.ScopeAdmin, ns, v.now)
 	page, _ := strconv.Atoi(r.URL.Query().Get("page"))
 	page = min(max(page, 1), 10000)
-	d.Entries, d.Total = cat.find(query{Namespace: ns}, map[string]bool{ns: true}, false, (page-1)*searchPageSize, searchPageSize)
-	if page > 1 {
-		d.Prev = "/namespaces/" + ns + "?page=" + strconv.Itoa(page-1)
-	}
-	if page*searchPageSize < d.Total {
-		d.Next = "/namespaces/" + ns + "?page=" + strconv.Itoa(page+1)
-	}
-	s.render(w, r, v, http.StatusOK, "Namespace "+ns, "namespace", d)
-	return nil
+	key := "namespace\x00" + ns + "\x00" + strconv.FormatBool(admin) + "\x00" + strconv.Itoa(page)
+	return s.cached(w, r, v, key, func(ctx context.Context) (string, string, any, error) {
+		cat, err := s.catalog.get(ctx)
+		if err != nil {
+			return "", "", nil, err
+		}
+		n, ok := cat.namespaces[ns]
+		if !ok {
+			if n, err = s.opt.Index.GetNamespace(ctx, ns); err != nil {
+				return "", "", nil, errNotFound
+			}
+		}
+		d := namespaceData{Namespace: n, Admin: admin}
+		d.Entries, d.Total = cat.find(query{Namespace: ns}, map[string]bool{ns: true}, false, (page-1)*searchPageSize, searchPageSize)
+		if page > 1 {
+			d.Prev = "/namespaces/" + ns + "?page=" + strconv.Itoa(page-1)
+		}
+		if page*searchPageSize < d.Total {
+			d.Next = "/namespaces/" + ns + "?page=" + strconv.Itoa(page+1)
+		}
+		return "Namespace " + ns, "namespace", d, nil
+	})
 }
 
 // maxSelectorVersions bounds the versions a version selector offers: the
@@ -290,8 +310,7 @@ func (s *Service) modulePage(w http.ResponseWriter, r *http.Request, v *visit) e
 		return nil
 	}
 	key := "module\x00" + ns + "\x00" + name + "\x00" + system + "\x00" + want
-	return s.cached(w, r, v, key, func() (string, string, any, error) {
-		ctx := r.Context()
+	return s.cached(w, r, v, key, func(ctx context.Context) (string, string, any, error) {
 		vs, err := s.opt.Index.ListModuleVersions(ctx, ns, name, system)
 		if registry.IsKind(err, registry.NotFound) {
 			return "", "", nil, errNotFound
@@ -469,8 +488,8 @@ func (s *Service) providerPage(w http.ResponseWriter, r *http.Request, v *visit)
 		return nil
 	}
 	key := "provider\x00" + ns + "\x00" + typ + "\x00" + want
-	return s.cached(w, r, v, key, func() (string, string, any, error) {
-		d, err := s.providerData(r.Context(), ns, typ, want)
+	return s.cached(w, r, v, key, func(ctx context.Context) (string, string, any, error) {
+		d, err := s.providerData(ctx, ns, typ, want)
 		if err != nil {
 			return "", "", nil, err
 		}

@@ -122,6 +122,7 @@ type Service struct {
 	lists   *listCache
 	catalog *catalogCache
 	docs    *docsCache
+	foot    []byte // the end of every page (layout-foot)
 }
 
 // New returns the web UI. It reads (or creates) the CSRF key in the
@@ -155,8 +156,12 @@ func New(ctx context.Context, opt Options) (*Service, error) {
 	if err != nil {
 		return nil, registry.Wrap(registry.KindOf(err), err, "loading the web UI's CSRF key")
 	}
-	s := &Service{opt: opt, log: opt.Logger, csrfKey: key}
-	s.pages = newPageCache(opt.Now)
+	foot, err := layoutFoot(opt.Host)
+	if err != nil {
+		return nil, registry.Wrap(registry.Internal, err, "rendering the web UI's layout")
+	}
+	s := &Service{opt: opt, log: opt.Logger, csrfKey: key, foot: foot}
+	s.pages = newPageCache(opt.Now, pageCacheBytes)
 	s.lists = newListCache(opt.Now)
 	s.catalog = newCatalogCache(opt.Index, opt.Now)
 	s.docs = newDocsCache(opt.Blobs)
