@@ -113,6 +113,8 @@ func benchService(tb testing.TB) *Service {
 	s := &Service{opt: Options{Host: "registry.example.com", Now: time.Now}, log: slog.New(slog.DiscardHandler),
 		csrfKey: []byte("0123456789abcdef0123456789abcdef"), foot: foot}
 	s.pages = newPageCache(time.Now, pageCacheBytes)
+	s.lists = newListCache(time.Now)
+	s.catalog = newCatalogCache(nil, time.Now)
 	return s
 }
 

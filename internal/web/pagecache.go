@@ -57,6 +57,7 @@ type pageCache struct {
 	flight singleflight.Group // keyed by generation and key
 	// refreshing holds a token per background rendering running.
 	refreshing chan struct{}
+	background sync.WaitGroup // the background renderings
 
 	mu    sync.Mutex
 	gen   uint64
@@ -243,7 +244,9 @@ func (s *Service) refreshPart(ctx context.Context, p *cachedPart, build pageBuil
 		return
 	}
 	ctx = context.WithoutCancel(ctx)
+	s.pages.background.Add(1)
 	go func() {
+		defer s.pages.background.Done()
 		defer func() { <-s.pages.refreshing }()
 		if _, err := s.renderPart(ctx, p.next, p.key, build); err != nil {
 			s.pages.remove(p)
