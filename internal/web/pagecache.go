@@ -273,7 +273,7 @@ func (s *Service) newPart(key string, gen uint64, title, next string, html templ
 }
 
 // listCacheEntries bounds the provider version lists kept (listCache).
-const listCacheEntries = 256
+const listCacheEntries = 1024
 
 // listCache keeps the version lists of providers for the pages of their
 // versions, under the page cache's generation and maximum age.
@@ -284,7 +284,7 @@ type listCache struct {
 }
 
 type cachedList struct {
-	versions []registry.ProviderVersion
+	versions *versionList
 	gen      uint64
 	at       time.Time
 }
@@ -293,7 +293,7 @@ func newListCache(now func() time.Time) *listCache {
 	return &listCache{lists: map[string]cachedList{}, now: now}
 }
 
-func (c *listCache) get(key string) ([]registry.ProviderVersion, bool) {
+func (c *listCache) get(key string) (*versionList, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	l, ok := c.lists[key]
@@ -301,7 +301,7 @@ func (c *listCache) get(key string) ([]registry.ProviderVersion, bool) {
 }
 
 // put keeps vs under key if pages is still at generation gen.
-func (c *listCache) put(key string, gen uint64, vs []registry.ProviderVersion, pages *pageCache) {
+func (c *listCache) put(key string, gen uint64, vs *versionList, pages *pageCache) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if pages.generation() != gen { // checked under c.mu: Invalidate bumps it before clearing c

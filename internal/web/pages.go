@@ -500,29 +500,25 @@ func (s *Service) providerPage(w http.ResponseWriter, r *http.Request, v *visit)
 // providerData reads what a provider page shows of one version ("" for
 // the latest).
 func (s *Service) providerData(ctx context.Context, ns, typ, want string) (*providerData, error) {
-	vs, err := s.providerVersions(ctx, ns, typ)
+	l, err := s.providerVersions(ctx, ns, typ)
 	if registry.IsKind(err, registry.NotFound) {
 		return nil, errNotFound
 	} else if err != nil {
 		return nil, err
 	}
-	names := make([]string, len(vs))
-	byVersion := map[string]registry.ProviderVersion{}
-	revoked := map[string]bool{}
-	for i, pv := range vs {
-		names[i] = pv.Version
-		byVersion[pv.Version] = pv
-		revoked[pv.Version] = pv.Revocation != nil
-	}
-	latest, _ := pickVersion(unrevoked(names, revoked), "")
-	cur, ok := pickVersion(names, want)
+	latest, cur := l.latest, want
 	if want == "" {
 		cur = latest
 	}
-	if !ok {
+	if _, ok := l.meta[cur]; !ok {
 		return nil, errNotFound
 	}
-	pv := byVersion[cur]
+	pv, err := s.opt.Index.GetProviderVersion(ctx, ns, typ, cur)
+	if registry.IsKind(err, registry.NotFound) {
+		return nil, errNotFound
+	} else if err != nil {
+		return nil, err
+	}
 	nsInfo, err := s.opt.Index.GetNamespace(ctx, ns)
 	if err != nil {
 		return nil, err
@@ -541,13 +537,13 @@ func (s *Service) providerData(ctx context.Context, ns, typ, want string) (*prov
 	d.SigningKey.ASCIIArmor = ""
 	slices.SortFunc(d.Platforms, func(a, b registry.Platform) int { return cmp.Or(cmp.Compare(a.OS, b.OS), cmp.Compare(a.Arch, b.Arch)) })
 	base := "/providers/" + ns + "/" + typ + "/"
-	for _, n := range listedVersions(names, revoked, cur) {
+	for _, n := range listedVersions(l.names, l.revoked, cur) {
+		m := l.meta[n]
 		d.Versions = append(d.Versions, versionLink{Version: n, URL: base + n, Current: n == cur,
-			Prerelease: mustVersion(n).Prerelease() != "", Published: byVersion[n].PublishedAt,
-			Deprecated: byVersion[n].Deprecation != nil, Revoked: revoked[n]})
+			Prerelease: m.prerelease, Published: m.published, Deprecated: m.deprecated, Revoked: l.revoked[n]})
 	}
 	d.Snippet = providerSnippet(typ, d.Source, cur)
-	d.VersionCount = len(names)
+	d.VersionCount = len(l.names)
 	if s.opt.Downloads != nil {
 		counts, err := s.opt.Downloads.ProviderDownloads(ctx, ns, typ)
 		if err != nil {
@@ -648,20 +644,56 @@ func prettyJSON(raw json.RawMessage) string {
 	return s
 }
 
-// providerVersions returns every version of a provider, read once per
+// versionList is what the pages of a provider's versions need of all of
+// them: their names newest first, the latest one (pickVersion of the
+// unrevoked ones), and what the version selector shows of each. It is
+// read once for every page of the provider (providerVersions) and is
+// small: a version's platforms, the bulk of the list in the index, are
+// read for the one version a page shows.
+type versionList struct {
+	names   []string // newest first
+	latest  string
+	revoked map[string]bool
+	meta    map[string]versionMeta
+}
+
+// versionMeta is what the version selector shows of a version.
+type versionMeta struct {
+	published              time.Time
+	prerelease, deprecated bool
+}
+
+// newVersionList sums up the versions of a provider.
+func newVersionList(vs []registry.ProviderVersion) *versionList {
+	l := &versionList{names: make([]string, len(vs)), revoked: map[string]bool{}, meta: make(map[string]versionMeta, len(vs))}
+	for i, pv := range vs {
+		l.names[i] = pv.Version
+		if pv.Revocation != nil {
+			l.revoked[pv.Version] = true
+		}
+		l.meta[pv.Version] = versionMeta{published: pv.PublishedAt, prerelease: mustVersion(pv.Version).Prerelease() != "",
+			deprecated: pv.Deprecation != nil}
+	}
+	registry.SortNewestFirst(l.names, func(s string) string { return s })
+	l.latest, _ = pickVersion(unrevoked(l.names, l.revoked), "")
+	return l
+}
+
+// providerVersions returns the versions of a provider, read once per
 // generation of the page cache and maximum age: a page of any version
-// reuses the list (which, with its platforms, is the most expensive read
-// of a provider page).
-func (s *Service) providerVersions(ctx context.Context, ns, typ string) ([]registry.ProviderVersion, error) {
+// reuses the list (whose reading, with every version's platforms, is
+// the most expensive read of a provider page).
+func (s *Service) providerVersions(ctx context.Context, ns, typ string) (*versionList, error) {
 	key := "versions\x00" + ns + "\x00" + typ
-	if vs, ok := s.lists.get(key); ok {
-		return vs, nil
+	if l, ok := s.lists.get(key); ok {
+		return l, nil
 	}
 	gen := s.pages.generation()
 	vs, err := s.opt.Index.ListProviderVersions(ctx, ns, typ)
 	if err != nil {
 		return nil, err
 	}
-	s.lists.put(key, gen, vs, s.pages)
-	return vs, nil
+	l := newVersionList(vs)
+	s.lists.put(key, gen, l, s.pages)
+	return l, nil
 }
