@@ -113,6 +113,7 @@ func benchService(tb testing.TB) *Service {
 	s := &Service{opt: Options{Host: "registry.example.com", Now: time.Now}, log: slog.New(slog.DiscardHandler),
 		csrfKey: []byte("0123456789abcdef0123456789abcdef"), foot: foot}
 	s.pages = newPageCache(time.Now, pageCacheBytes)
+	s.searches = newPageCache(time.Now, searchCacheBytes)
 	s.lists = newListCache(time.Now)
 	s.catalog = newCatalogCache(nil, time.Now)
 	return s
@@ -126,7 +127,7 @@ func BenchmarkCachedPage(b *testing.B) {
 	d := benchModule(b)
 	build := func(context.Context) (string, string, any, error) { return "acme/network/aws 1.0.29", "module", d, nil }
 	r := httptest.NewRequest(http.MethodGet, "/modules/acme/network/aws", nil)
-	if _, err := s.renderPart(r.Context(), r.URL.RequestURI(), "module", build); err != nil {
+	if _, err := s.renderPart(s.pages, r.Context(), r.URL.RequestURI(), "", "module", build); err != nil {
 		b.Fatal(err)
 	}
 	for _, c := range []struct {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"html/template"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -147,27 +148,39 @@ func (s *Service) search(w http.ResponseWriter, r *http.Request, v *visit) error
 	if err != nil {
 		return err
 	}
-	d := searchData{Query: q, Systems: cat.systems, Mirror: s.mirrorVisible(v)}
-	for _, ns := range cat.names {
-		if can[ns] {
-			d.Namespaces = append(d.Namespaces, ns)
+	mirror := s.mirrorVisible(v)
+	qv.Del("fragment")
+	results := func(ctx context.Context) (searchData, error) {
+		cat, err := s.catalog.get(ctx)
+		if err != nil {
+			return searchData{}, err
 		}
+		d := searchData{Query: q, Systems: cat.systems, Mirror: mirror}
+		for _, ns := range cat.names {
+			if can[ns] {
+				d.Namespaces = append(d.Namespaces, ns)
+			}
+		}
+		d.Results, d.Total = cat.find(q, can, d.Mirror, (page-1)*searchPageSize, searchPageSize)
+		d.From, d.To = (page-1)*searchPageSize+1, (page-1)*searchPageSize+len(d.Results)
+		link := func(p int) string {
+			vals := maps.Clone(qv)
+			vals.Set("page", strconv.Itoa(p))
+			return SearchPath + "?" + vals.Encode()
+		}
+		if page > 1 {
+			d.Prev = link(page - 1)
+		}
+		if d.To < d.Total {
+			d.Next = link(page + 1)
+		}
+		return d, nil
 	}
-	d.Results, d.Total = cat.find(q, can, d.Mirror, (page-1)*searchPageSize, searchPageSize)
-	d.From, d.To = (page-1)*searchPageSize+1, (page-1)*searchPageSize+len(d.Results)
-	link := func(p int) string {
-		vals := qv
-		vals.Del("fragment")
-		vals.Set("page", strconv.Itoa(p))
-		return SearchPath + "?" + vals.Encode()
-	}
-	if page > 1 {
-		d.Prev = link(page - 1)
-	}
-	if d.To < d.Total {
-		d.Next = link(page + 1)
-	}
-	if qv.Get("fragment") == "1" {
+	if r.URL.Query().Get("fragment") == "1" {
+		d, err := results(r.Context())
+		if err != nil {
+			return err
+		}
 		html, err := execute("results", d)
 		if err != nil {
 			return registry.Wrap(registry.Internal, err, "rendering search results")
@@ -179,12 +192,24 @@ func (s *Service) search(w http.ResponseWriter, r *http.Request, v *visit) error
 		_, _ = w.Write([]byte(html))
 		return nil
 	}
+	// The results depend on who asks only through what they may read:
+	// that is in the key, with the whole query the page's links repeat.
+	var key strings.Builder
+	key.WriteString("search\x00" + strconv.FormatBool(mirror))
+	for _, name := range cat.names {
+		if can[name] {
+			key.WriteString("\x00" + name)
+		}
+	}
+	key.WriteString("\x00\x00" + qv.Encode())
 	title := "Search"
 	if q.Text != "" {
 		title = "Search: " + q.Text
 	}
-	s.render(w, r, v, http.StatusOK, title, "search", d)
-	return nil
+	return s.cachedIn(s.searches, w, r, v, key.String(), func(ctx context.Context) (string, string, any, error) {
+		d, err := results(ctx)
+		return title, "search", d, err
+	})
 }
 
 type namespaceData struct {

@@ -331,10 +331,10 @@ func (s *Service) write(w http.ResponseWriter, r *http.Request, v *visit, status
 }
 
 // writePart sends a cached page part: the whole page kept for anonymous
-// visitors of the same address as it is, otherwise the part inside this
-// visitor's layout.
+// visitors of the same address (and search text) as it is, otherwise the
+// part inside this visitor's layout.
 func (s *Service) writePart(w http.ResponseWriter, r *http.Request, v *visit, p *cachedPart) {
-	if v.signedIn() || v.query != "" || r.URL.RequestURI() != p.next {
+	if v.signedIn() || v.query != p.query || r.URL.RequestURI() != p.next {
 		s.write(w, r, v, http.StatusOK, p.title, p.content(), p.sum)
 		return
 	}

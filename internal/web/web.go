@@ -115,14 +115,15 @@ type Options struct {
 
 // Service serves the web UI. Create it with New; mount it with Register.
 type Service struct {
-	opt     Options
-	log     *slog.Logger
-	csrfKey []byte
-	pages   *pageCache
-	lists   *listCache
-	catalog *catalogCache
-	docs    *docsCache
-	foot    []byte // the end of every page (layout-foot)
+	opt      Options
+	log      *slog.Logger
+	csrfKey  []byte
+	pages    *pageCache
+	searches *pageCache // search pages, apart from the others
+	lists    *listCache
+	catalog  *catalogCache
+	docs     *docsCache
+	foot     []byte // the end of every page (layout-foot)
 }
 
 // New returns the web UI. It reads (or creates) the CSRF key in the
@@ -162,6 +163,7 @@ func New(ctx context.Context, opt Options) (*Service, error) {
 	}
 	s := &Service{opt: opt, log: opt.Logger, csrfKey: key, foot: foot}
 	s.pages = newPageCache(opt.Now, pageCacheBytes)
+	s.searches = newPageCache(opt.Now, searchCacheBytes)
 	s.lists = newListCache(opt.Now)
 	s.catalog = newCatalogCache(opt.Index, opt.Now)
 	s.docs = newDocsCache(opt.Blobs)
@@ -216,6 +218,7 @@ func (s *Service) NotFound(w http.ResponseWriter, r *http.Request) {
 // namespace's visibility).
 func (s *Service) Invalidate() {
 	s.pages.invalidate()
+	s.searches.invalidate()
 	s.lists.invalidate()
 	s.catalog.invalidate()
 }

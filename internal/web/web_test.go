@@ -235,13 +235,13 @@ func TestPagesAndHeaders(t *testing.T) {
 
 	// A new version shows up at once: publishes drop cached pages, the
 	// home and namespace pages' too.
-	for _, path := range []string{"/", "/namespaces/acme"} {
+	for _, path := range []string{"/", "/namespaces/acme", "/search?q=network"} {
 		if p := b.get(path); !strings.Contains(p.body, "latest 1.1.0") {
 			t.Fatalf("%s does not list acme/network/aws 1.1.0:\n%s", path, p.body)
 		}
 	}
 	e.publishModule(t, "acme", "network", "aws", "1.2.0", networkModule)
-	for _, path := range []string{"/", "/namespaces/acme"} {
+	for _, path := range []string{"/", "/namespaces/acme", "/search?q=network"} {
 		if p := b.get(path); !strings.Contains(p.body, "latest 1.2.0") {
 			t.Errorf("%s still shows the old latest version after a publish:\n%s", path, p.body)
 		}
