@@ -30,13 +30,16 @@
 //
 // # Caching
 //
-// The parts of a page that are the same for every visitor allowed to see
-// them (a module version, a provider version, a documentation page) are
-// rendered once and kept in memory (pageCache) until a change to the
-// index drops them or they reach their maximum age; the header with the
-// visitor's name is added per request. Search reads an in-memory catalog
-// of every namespace, provider and module (catalog.go), rebuilt after
-// changes.
+// Pages are the same for every visitor allowed to see them but for the
+// layout's header (the visitor's name, the search box): each is rendered
+// once and kept in memory (pageCache, pagecache.go) under a key that holds
+// everything it depends on, what the visitor may read included for the
+// home, namespace and search pages, until a change to the index drops it
+// (Invalidate). An anonymous visitor gets the kept bytes as they are, with
+// their ETag; others get the part inside their own header. After 30
+// seconds a page is rendered again in the background while the old one is
+// served. Search reads an in-memory catalog of every namespace, provider
+// and module (catalog.go), rebuilt after changes.
 package web
 
 import (
