@@ -272,3 +272,21 @@ func TestCachedPageLayouts(t *testing.T) {
 		t.Errorf("%d renderings, want 1", n)
 	}
 }
+
+// TestPageCacheRefreshFailureDropsPage checks that a page whose
+// rendering in the background fails (it was deleted, say) is no longer
+// served: the next request renders it and gets the error.
+func TestPageCacheRefreshFailureDropsPage(t *testing.T) {
+	c := &clock{t: time.Unix(1e9, 0)}
+	s := cacheService(t, c, pageCacheBytes)
+	p := &versions{}
+	get(t, s, &visit{}, "/p", "k", p.build)
+	c.add(pageCacheMaxAge)
+	gone := func(context.Context) (string, string, any, error) { return "", "", nil, errNotFound }
+	get(t, s, &visit{}, "/p", "k", gone) // the old page, while rendering fails
+	s.pages.background.Wait()
+	r := httptest.NewRequest(http.MethodGet, "/p", nil)
+	if err := s.cached(httptest.NewRecorder(), r, &visit{}, "k", gone); !registry.IsKind(err, registry.NotFound) {
+		t.Errorf("after a failed rendering: %v, want NotFound", err)
+	}
+}
