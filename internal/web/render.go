@@ -234,7 +234,8 @@ func (s *Service) render(w http.ResponseWriter, r *http.Request, v *visit, statu
 		http.Error(w, "internal error", http.StatusInternalServerError)
 		return
 	}
-	s.write(w, r, v, status, title, []byte(content), sha256.Sum256([]byte(content)))
+	b := []byte(content)
+	s.write(w, r, v, status, title, b, sha256.Sum256(b))
 }
 
 // execute runs one template into HTML.
@@ -281,12 +282,12 @@ func pageETag(head []byte, contentSum [sha256.Size]byte, foot []byte) string {
 
 // The headers of every page, shared (never modified) header values.
 var (
-	headerHTML      = []string{"text/html; charset=utf-8"}
-	headerCSP       = []string{contentSecurityPolicy}
-	headerDeny      = []string{"DENY"}
-	headerReferrer  = []string{"same-origin"}
-	headerNoCache   = []string{"private, no-cache"}
-	headerVaryCooki = []string{"Cookie"}
+	headerHTML       = []string{"text/html; charset=utf-8"}
+	headerCSP        = []string{contentSecurityPolicy}
+	headerDeny       = []string{"DENY"}
+	headerReferrer   = []string{"same-origin"}
+	headerNoCache    = []string{"private, no-cache"}
+	headerVaryCookie = []string{"Cookie"}
 )
 
 // pageHeaders sets the headers of every page.
@@ -296,7 +297,7 @@ func pageHeaders(h http.Header) {
 	h["X-Frame-Options"] = headerDeny
 	h["Referrer-Policy"] = headerReferrer
 	h["Cache-Control"] = headerNoCache
-	h["Vary"] = headerVaryCooki
+	h["Vary"] = headerVaryCookie
 }
 
 // write sends content (whose SHA-256 is contentSum) inside the layout,
