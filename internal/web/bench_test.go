@@ -159,3 +159,18 @@ type discardWriter struct {
 func (w *discardWriter) Header() http.Header         { return w.h }
 func (w *discardWriter) WriteHeader(int)             {}
 func (w *discardWriter) Write(p []byte) (int, error) { w.n += len(p); return len(p), nil }
+
+// BenchmarkVersionList sums up the versions of a provider of 2,000
+// versions, as the pages of its versions do once per list read.
+func BenchmarkVersionList(b *testing.B) {
+	vs := make([]registry.ProviderVersion, 2000)
+	for i := range vs {
+		vs[i] = registry.ProviderVersion{Version: fmt.Sprintf("%d.%d.%d", i/400, i/20%20, i%20), PublishedAt: time.Unix(int64(i), 0)}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if l := newVersionList(vs); l.latest != "4.19.19" {
+			b.Fatalf("latest %s", l.latest)
+		}
+	}
+}
