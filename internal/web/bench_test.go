@@ -1,13 +1,19 @@
 package web
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"trove.dev/trove/internal/auth"
 	"trove.dev/trove/internal/modules"
+	"trove.dev/trove/internal/registry"
 )
 
 // benchCatalog is a catalog of the size of a large registry: 50
@@ -98,23 +104,73 @@ func BenchmarkModulePageRender(b *testing.B) {
 	}
 }
 
-// BenchmarkLayout is the per-request work of a cached page: the layout
-// around a cached part.
-func BenchmarkLayout(b *testing.B) {
-	html, err := execute("module", benchModule(b))
+// benchService is a Service with what serving cached pages needs.
+func benchService(tb testing.TB) *Service {
+	foot, err := layoutFoot("registry.example.com")
 	if err != nil {
+		tb.Fatal(err)
+	}
+	s := &Service{opt: Options{Host: "registry.example.com", Now: time.Now}, log: slog.New(slog.DiscardHandler),
+		csrfKey: []byte("0123456789abcdef0123456789abcdef"), foot: foot}
+	s.pages = newPageCache(time.Now, pageCacheBytes)
+	s.searches = newPageCache(time.Now, searchCacheBytes)
+	s.lists = newListCache(time.Now)
+	s.catalog = newCatalogCache(nil, time.Now)
+	return s
+}
+
+// BenchmarkCachedPage is the per-request work of a cached module page:
+// for an anonymous visitor (the whole page kept), and for a signed-in one
+// (the layout with the visitor's name around the cached part).
+func BenchmarkCachedPage(b *testing.B) {
+	s := benchService(b)
+	d := benchModule(b)
+	build := func(context.Context) (string, string, any, error) { return "acme/network/aws 1.0.29", "module", d, nil }
+	r := httptest.NewRequest(http.MethodGet, "/modules/acme/network/aws", nil)
+	if _, err := s.renderPart(s.pages, r.Context(), r.URL.RequestURI(), "", "module", build); err != nil {
 		b.Fatal(err)
 	}
-	d := layoutData{Title: "acme/network/aws", Content: html, User: "alice", CSRF: strings.Repeat("x", 43), Host: "registry.example.com", Next: "/"}
-	b.ReportAllocs()
-	b.SetBytes(int64(len(html)))
-	for b.Loop() {
-		if err := templates.ExecuteTemplate(discard{}, "layout", d); err != nil {
-			b.Fatal(err)
-		}
+	for _, c := range []struct {
+		name string
+		v    visit
+	}{
+		{"anonymous", visit{}},
+		{"signed-in", visit{p: auth.Principal{User: registry.User{Name: "alice"}}, sessionID: "tok-1"}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			w := &discardWriter{h: http.Header{}}
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := s.cached(w, r, &c.v, "module", build); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.SetBytes(int64(w.n / b.N))
+		})
 	}
 }
 
-type discard struct{}
+// discardWriter is a ResponseWriter that counts what it is sent.
+type discardWriter struct {
+	h http.Header
+	n int
+}
 
-func (discard) Write(p []byte) (int, error) { return len(p), nil }
+func (w *discardWriter) Header() http.Header         { return w.h }
+func (w *discardWriter) WriteHeader(int)             {}
+func (w *discardWriter) Write(p []byte) (int, error) { w.n += len(p); return len(p), nil }
+
+// BenchmarkVersionList sums up the versions of a provider of 2,000
+// versions, as the pages of its versions do once per list read.
+func BenchmarkVersionList(b *testing.B) {
+	vs := make([]registry.ProviderVersion, 2000)
+	for i := range vs {
+		vs[i] = registry.ProviderVersion{Version: fmt.Sprintf("%d.%d.%d", i/400, i/20%20, i%20), PublishedAt: time.Unix(int64(i), 0)}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if l := newVersionList(vs); l.latest != "4.19.19" {
+			b.Fatalf("latest %s", l.latest)
+		}
+	}
+}

@@ -260,8 +260,8 @@ func (s *Service) providerDocPage(w http.ResponseWriter, r *http.Request, v *vis
 		return errNotFound
 	}
 	key := "doc\x00" + ns + "\x00" + typ + "\x00" + version + "\x00" + category + "\x00" + slug
-	return s.cached(w, r, v, key, func() (string, string, any, error) {
-		ctx := r.Context()
+	path := r.URL.Path
+	return s.cached(w, r, v, key, func(ctx context.Context) (string, string, any, error) {
 		d, err := s.providerData(ctx, ns, typ, version)
 		if err != nil {
 			return "", "", nil, err
@@ -284,7 +284,7 @@ func (s *Service) providerDocPage(w http.ResponseWriter, r *http.Request, v *vis
 		md := renderMarkdown(p.Markdown, docsLinks(pv, p))
 		d.Doc = &docPage{Title: p.Title, Category: categoryTitles[category], Subcategory: p.Subcategory,
 			Description: p.Description, HTML: md.HTML, Truncated: md.Truncated, HasTitle: md.Title != ""}
-		d.Docs = d.Docs.withCurrent(r.URL.Path)
+		d.Docs = d.Docs.withCurrent(path)
 		return p.Title + " · " + ns + "/" + typ + " " + d.Version, "provider", d, nil
 	})
 }

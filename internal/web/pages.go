@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"html/template"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -74,27 +75,44 @@ func (s *Service) home(w http.ResponseWriter, r *http.Request, v *visit) error {
 	if err != nil {
 		return err
 	}
-	d := homeData{Host: s.opt.Host, SignedIn: v.signedIn()}
+	// The page depends on who asks only through what they may read and
+	// whether they are signed in: all of it is in the key.
+	mirror := s.mirrorVisible(v)
+	var key strings.Builder
+	key.WriteString("home\x00")
+	key.WriteString(strconv.FormatBool(v.signedIn()) + "\x00" + strconv.FormatBool(mirror))
 	for _, name := range cat.names {
 		if can[name] {
-			d.Namespaces = append(d.Namespaces, cat.namespaces[name])
+			key.WriteString("\x00" + name)
 		}
 	}
-	all, _ := cat.find(query{}, can, s.mirrorVisible(v), 0, len(cat.entries))
-	for _, e := range all {
-		switch e.Kind {
-		case kindProvider:
-			d.Providers++
-		case kindModule:
-			d.Modules++
-		case kindMirror:
-			d.Mirrored++
+	signedIn := v.signedIn()
+	return s.cached(w, r, v, key.String(), func(ctx context.Context) (string, string, any, error) {
+		cat, err := s.catalog.get(ctx)
+		if err != nil {
+			return "", "", nil, err
 		}
-	}
-	slices.SortStableFunc(all, func(a, b entry) int { return b.Updated.Compare(a.Updated) })
-	d.Recent = all[:min(len(all), 10)]
-	s.render(w, r, v, http.StatusOK, "Trove", "home", d)
-	return nil
+		d := homeData{Host: s.opt.Host, SignedIn: signedIn}
+		for _, name := range cat.names {
+			if can[name] {
+				d.Namespaces = append(d.Namespaces, cat.namespaces[name])
+			}
+		}
+		all, _ := cat.find(query{}, can, mirror, 0, len(cat.entries))
+		for _, e := range all {
+			switch e.Kind {
+			case kindProvider:
+				d.Providers++
+			case kindModule:
+				d.Modules++
+			case kindMirror:
+				d.Mirrored++
+			}
+		}
+		slices.SortStableFunc(all, func(a, b entry) int { return b.Updated.Compare(a.Updated) })
+		d.Recent = all[:min(len(all), 10)]
+		return "Trove", "home", d, nil
+	})
 }
 
 type searchData struct {
@@ -130,27 +148,39 @@ func (s *Service) search(w http.ResponseWriter, r *http.Request, v *visit) error
 	if err != nil {
 		return err
 	}
-	d := searchData{Query: q, Systems: cat.systems, Mirror: s.mirrorVisible(v)}
-	for _, ns := range cat.names {
-		if can[ns] {
-			d.Namespaces = append(d.Namespaces, ns)
+	mirror := s.mirrorVisible(v)
+	qv.Del("fragment")
+	results := func(ctx context.Context) (searchData, error) {
+		cat, err := s.catalog.get(ctx)
+		if err != nil {
+			return searchData{}, err
 		}
+		d := searchData{Query: q, Systems: cat.systems, Mirror: mirror}
+		for _, ns := range cat.names {
+			if can[ns] {
+				d.Namespaces = append(d.Namespaces, ns)
+			}
+		}
+		d.Results, d.Total = cat.find(q, can, d.Mirror, (page-1)*searchPageSize, searchPageSize)
+		d.From, d.To = (page-1)*searchPageSize+1, (page-1)*searchPageSize+len(d.Results)
+		link := func(p int) string {
+			vals := maps.Clone(qv)
+			vals.Set("page", strconv.Itoa(p))
+			return SearchPath + "?" + vals.Encode()
+		}
+		if page > 1 {
+			d.Prev = link(page - 1)
+		}
+		if d.To < d.Total {
+			d.Next = link(page + 1)
+		}
+		return d, nil
 	}
-	d.Results, d.Total = cat.find(q, can, d.Mirror, (page-1)*searchPageSize, searchPageSize)
-	d.From, d.To = (page-1)*searchPageSize+1, (page-1)*searchPageSize+len(d.Results)
-	link := func(p int) string {
-		vals := qv
-		vals.Del("fragment")
-		vals.Set("page", strconv.Itoa(p))
-		return SearchPath + "?" + vals.Encode()
-	}
-	if page > 1 {
-		d.Prev = link(page - 1)
-	}
-	if d.To < d.Total {
-		d.Next = link(page + 1)
-	}
-	if qv.Get("fragment") == "1" {
+	if r.URL.Query().Get("fragment") == "1" {
+		d, err := results(r.Context())
+		if err != nil {
+			return err
+		}
 		html, err := execute("results", d)
 		if err != nil {
 			return registry.Wrap(registry.Internal, err, "rendering search results")
@@ -162,12 +192,24 @@ func (s *Service) search(w http.ResponseWriter, r *http.Request, v *visit) error
 		_, _ = w.Write([]byte(html))
 		return nil
 	}
+	// The results depend on who asks only through what they may read:
+	// that is in the key, with the whole query the page's links repeat.
+	var key strings.Builder
+	key.WriteString("search\x00" + strconv.FormatBool(mirror))
+	for _, name := range cat.names {
+		if can[name] {
+			key.WriteString("\x00" + name)
+		}
+	}
+	key.WriteString("\x00\x00" + qv.Encode())
 	title := "Search"
 	if q.Text != "" {
 		title = "Search: " + q.Text
 	}
-	s.render(w, r, v, http.StatusOK, title, "search", d)
-	return nil
+	return s.cachedIn(s.searches, w, r, v, key.String(), func(ctx context.Context) (string, string, any, error) {
+		d, err := results(ctx)
+		return title, "search", d, err
+	})
 }
 
 type namespaceData struct {
@@ -183,28 +225,31 @@ func (s *Service) namespacePage(w http.ResponseWriter, r *http.Request, v *visit
 	if err != nil {
 		return err
 	}
-	cat, err := s.catalog.get(r.Context())
-	if err != nil {
-		return err
-	}
-	n, ok := cat.namespaces[ns]
-	if !ok {
-		if n, err = s.opt.Index.GetNamespace(r.Context(), ns); err != nil {
-			return errNotFound
-		}
-	}
-	d := namespaceData{Namespace: n, Admin: v.p.Allows(registry.ScopeAdmin, ns, v.now)}
+	admin := v.p.Allows(registry.ScopeAdmin, ns, v.now)
 	page, _ := strconv.Atoi(r.URL.Query().Get("page"))
 	page = min(max(page, 1), 10000)
-	d.Entries, d.Total = cat.find(query{Namespace: ns}, map[string]bool{ns: true}, false, (page-1)*searchPageSize, searchPageSize)
-	if page > 1 {
-		d.Prev = "/namespaces/" + ns + "?page=" + strconv.Itoa(page-1)
-	}
-	if page*searchPageSize < d.Total {
-		d.Next = "/namespaces/" + ns + "?page=" + strconv.Itoa(page+1)
-	}
-	s.render(w, r, v, http.StatusOK, "Namespace "+ns, "namespace", d)
-	return nil
+	key := "namespace\x00" + ns + "\x00" + strconv.FormatBool(admin) + "\x00" + strconv.Itoa(page)
+	return s.cached(w, r, v, key, func(ctx context.Context) (string, string, any, error) {
+		cat, err := s.catalog.get(ctx)
+		if err != nil {
+			return "", "", nil, err
+		}
+		n, ok := cat.namespaces[ns]
+		if !ok {
+			if n, err = s.opt.Index.GetNamespace(ctx, ns); err != nil {
+				return "", "", nil, errNotFound
+			}
+		}
+		d := namespaceData{Namespace: n, Admin: admin}
+		d.Entries, d.Total = cat.find(query{Namespace: ns}, map[string]bool{ns: true}, false, (page-1)*searchPageSize, searchPageSize)
+		if page > 1 {
+			d.Prev = "/namespaces/" + ns + "?page=" + strconv.Itoa(page-1)
+		}
+		if page*searchPageSize < d.Total {
+			d.Next = "/namespaces/" + ns + "?page=" + strconv.Itoa(page+1)
+		}
+		return "Namespace " + ns, "namespace", d, nil
+	})
 }
 
 // maxSelectorVersions bounds the versions a version selector offers: the
@@ -290,8 +335,7 @@ func (s *Service) modulePage(w http.ResponseWriter, r *http.Request, v *visit) e
 		return nil
 	}
 	key := "module\x00" + ns + "\x00" + name + "\x00" + system + "\x00" + want
-	return s.cached(w, r, v, key, func() (string, string, any, error) {
-		ctx := r.Context()
+	return s.cached(w, r, v, key, func(ctx context.Context) (string, string, any, error) {
 		vs, err := s.opt.Index.ListModuleVersions(ctx, ns, name, system)
 		if registry.IsKind(err, registry.NotFound) {
 			return "", "", nil, errNotFound
@@ -469,8 +513,8 @@ func (s *Service) providerPage(w http.ResponseWriter, r *http.Request, v *visit)
 		return nil
 	}
 	key := "provider\x00" + ns + "\x00" + typ + "\x00" + want
-	return s.cached(w, r, v, key, func() (string, string, any, error) {
-		d, err := s.providerData(r.Context(), ns, typ, want)
+	return s.cached(w, r, v, key, func(ctx context.Context) (string, string, any, error) {
+		d, err := s.providerData(ctx, ns, typ, want)
 		if err != nil {
 			return "", "", nil, err
 		}
@@ -481,29 +525,25 @@ func (s *Service) providerPage(w http.ResponseWriter, r *http.Request, v *visit)
 // providerData reads what a provider page shows of one version ("" for
 // the latest).
 func (s *Service) providerData(ctx context.Context, ns, typ, want string) (*providerData, error) {
-	vs, err := s.providerVersions(ctx, ns, typ)
+	l, err := s.providerVersions(ctx, ns, typ)
 	if registry.IsKind(err, registry.NotFound) {
 		return nil, errNotFound
 	} else if err != nil {
 		return nil, err
 	}
-	names := make([]string, len(vs))
-	byVersion := map[string]registry.ProviderVersion{}
-	revoked := map[string]bool{}
-	for i, pv := range vs {
-		names[i] = pv.Version
-		byVersion[pv.Version] = pv
-		revoked[pv.Version] = pv.Revocation != nil
-	}
-	latest, _ := pickVersion(unrevoked(names, revoked), "")
-	cur, ok := pickVersion(names, want)
+	latest, cur := l.latest, want
 	if want == "" {
 		cur = latest
 	}
-	if !ok {
+	if _, ok := l.meta[cur]; !ok {
 		return nil, errNotFound
 	}
-	pv := byVersion[cur]
+	pv, err := s.opt.Index.GetProviderVersion(ctx, ns, typ, cur)
+	if registry.IsKind(err, registry.NotFound) {
+		return nil, errNotFound
+	} else if err != nil {
+		return nil, err
+	}
 	nsInfo, err := s.opt.Index.GetNamespace(ctx, ns)
 	if err != nil {
 		return nil, err
@@ -522,13 +562,13 @@ func (s *Service) providerData(ctx context.Context, ns, typ, want string) (*prov
 	d.SigningKey.ASCIIArmor = ""
 	slices.SortFunc(d.Platforms, func(a, b registry.Platform) int { return cmp.Or(cmp.Compare(a.OS, b.OS), cmp.Compare(a.Arch, b.Arch)) })
 	base := "/providers/" + ns + "/" + typ + "/"
-	for _, n := range listedVersions(names, revoked, cur) {
+	for _, n := range listedVersions(l.names, l.revoked, cur) {
+		m := l.meta[n]
 		d.Versions = append(d.Versions, versionLink{Version: n, URL: base + n, Current: n == cur,
-			Prerelease: mustVersion(n).Prerelease() != "", Published: byVersion[n].PublishedAt,
-			Deprecated: byVersion[n].Deprecation != nil, Revoked: revoked[n]})
+			Prerelease: m.prerelease, Published: m.published, Deprecated: m.deprecated, Revoked: l.revoked[n]})
 	}
 	d.Snippet = providerSnippet(typ, d.Source, cur)
-	d.VersionCount = len(names)
+	d.VersionCount = len(l.names)
 	if s.opt.Downloads != nil {
 		counts, err := s.opt.Downloads.ProviderDownloads(ctx, ns, typ)
 		if err != nil {
@@ -629,20 +669,56 @@ func prettyJSON(raw json.RawMessage) string {
 	return s
 }
 
-// providerVersions returns every version of a provider, read once per
+// versionList is what the pages of a provider's versions need of all of
+// them: their names newest first, the latest one (pickVersion of the
+// unrevoked ones), and what the version selector shows of each. It is
+// read once for every page of the provider (providerVersions) and is
+// small: a version's platforms, the bulk of the list in the index, are
+// read for the one version a page shows.
+type versionList struct {
+	names   []string // newest first
+	latest  string
+	revoked map[string]bool
+	meta    map[string]versionMeta
+}
+
+// versionMeta is what the version selector shows of a version.
+type versionMeta struct {
+	published              time.Time
+	prerelease, deprecated bool
+}
+
+// newVersionList sums up the versions of a provider.
+func newVersionList(vs []registry.ProviderVersion) *versionList {
+	l := &versionList{names: make([]string, len(vs)), revoked: map[string]bool{}, meta: make(map[string]versionMeta, len(vs))}
+	for i, pv := range vs {
+		l.names[i] = pv.Version
+		if pv.Revocation != nil {
+			l.revoked[pv.Version] = true
+		}
+		l.meta[pv.Version] = versionMeta{published: pv.PublishedAt, prerelease: mustVersion(pv.Version).Prerelease() != "",
+			deprecated: pv.Deprecation != nil}
+	}
+	registry.SortNewestFirst(l.names, func(s string) string { return s })
+	l.latest, _ = pickVersion(unrevoked(l.names, l.revoked), "")
+	return l
+}
+
+// providerVersions returns the versions of a provider, read once per
 // generation of the page cache and maximum age: a page of any version
-// reuses the list (which, with its platforms, is the most expensive read
-// of a provider page).
-func (s *Service) providerVersions(ctx context.Context, ns, typ string) ([]registry.ProviderVersion, error) {
+// reuses the list (whose reading, with every version's platforms, is
+// the most expensive read of a provider page).
+func (s *Service) providerVersions(ctx context.Context, ns, typ string) (*versionList, error) {
 	key := "versions\x00" + ns + "\x00" + typ
-	if vs, ok := s.lists.get(key); ok {
-		return vs, nil
+	if l, ok := s.lists.get(key); ok {
+		return l, nil
 	}
 	gen := s.pages.generation()
 	vs, err := s.opt.Index.ListProviderVersions(ctx, ns, typ)
 	if err != nil {
 		return nil, err
 	}
-	s.lists.put(key, gen, vs, s.pages)
-	return vs, nil
+	l := newVersionList(vs)
+	s.lists.put(key, gen, l, s.pages)
+	return l, nil
 }

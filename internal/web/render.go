@@ -212,16 +212,17 @@ func (s *Service) errorPage(w http.ResponseWriter, r *http.Request, v *visit, er
 	}{title, msg, status})
 }
 
-// layoutData is what the layout around every page needs.
+// layoutData is what the layout around every page needs: the head
+// (layout-head, everything up to the page's content) and the foot
+// (layout-foot, the same on every page of a Service: layoutFoot).
 type layoutData struct {
-	Title   string
-	Content template.HTML
-	User    string
-	Admin   bool
-	CSRF    string
-	Query   string
-	Host    string
-	Next    string
+	Title string
+	User  string
+	Admin bool
+	CSRF  string
+	Query string
+	Host  string
+	Next  string
 }
 
 // render executes the page template name with data and writes it inside
@@ -233,7 +234,8 @@ func (s *Service) render(w http.ResponseWriter, r *http.Request, v *visit, statu
 		http.Error(w, "internal error", http.StatusInternalServerError)
 		return
 	}
-	s.write(w, r, v, status, title, content)
+	b := []byte(content)
+	s.write(w, r, v, status, title, b, sha256.Sum256(b))
 }
 
 // execute runs one template into HTML.
@@ -247,141 +249,108 @@ func execute(name string, data any) (template.HTML, error) {
 
 var bufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
-// write sends content inside the layout, with the headers of every page
-// and a validator (304 when the browser has this very page).
-func (s *Service) write(w http.ResponseWriter, r *http.Request, v *visit, status int, title string, content template.HTML) {
-	d := layoutData{Title: title, Content: content, Query: v.query, Host: s.opt.Host, Next: r.URL.RequestURI()}
+// layoutFoot renders the end of every page for host.
+func layoutFoot(host string) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := templates.ExecuteTemplate(&buf, "layout-foot", layoutData{Host: host}); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// layoutFor is the layout's data for visit v of r.
+func (s *Service) layoutFor(r *http.Request, v *visit, title string) layoutData {
+	d := layoutData{Title: title, Query: v.query, Host: s.opt.Host, Next: r.URL.RequestURI()}
 	if v.signedIn() {
 		d.User, d.Admin, d.CSRF = v.p.User.Name, v.p.User.Admin, s.csrfFor("session", v.sessionID)
 	}
+	return d
+}
+
+// pageETag is the validator of a page made of head, content (whose
+// SHA-256 is contentSum) and the layout's foot: a page's ETag changes
+// whenever one of its bytes does, and a cached page part is never hashed
+// again per request.
+func pageETag(head []byte, contentSum [sha256.Size]byte, foot []byte) string {
+	h := sha256.New()
+	h.Write(head)
+	h.Write(contentSum[:])
+	h.Write(foot)
+	var sum [sha256.Size]byte
+	return `"` + base64.RawURLEncoding.EncodeToString(h.Sum(sum[:0])[:16]) + `"`
+}
+
+// The headers of every page, shared (never modified) header values.
+var (
+	headerHTML       = []string{"text/html; charset=utf-8"}
+	headerCSP        = []string{contentSecurityPolicy}
+	headerDeny       = []string{"DENY"}
+	headerReferrer   = []string{"same-origin"}
+	headerNoCache    = []string{"private, no-cache"}
+	headerVaryCookie = []string{"Cookie"}
+)
+
+// pageHeaders sets the headers of every page.
+func pageHeaders(h http.Header) {
+	h["Content-Type"] = headerHTML
+	h["Content-Security-Policy"] = headerCSP
+	h["X-Frame-Options"] = headerDeny
+	h["Referrer-Policy"] = headerReferrer
+	h["Cache-Control"] = headerNoCache
+	h["Vary"] = headerVaryCookie
+}
+
+// write sends content (whose SHA-256 is contentSum) inside the layout,
+// with the headers of every page and a validator (304 when the browser
+// has this very page).
+func (s *Service) write(w http.ResponseWriter, r *http.Request, v *visit, status int, title string, content []byte, contentSum [sha256.Size]byte) {
 	buf := bufs.Get().(*bytes.Buffer)
 	buf.Reset()
 	defer bufs.Put(buf)
-	if err := templates.ExecuteTemplate(buf, "layout", d); err != nil {
+	if err := templates.ExecuteTemplate(buf, "layout-head", s.layoutFor(r, v, title)); err != nil {
 		s.log.ErrorContext(r.Context(), "web: rendering the layout failed", "err", err)
 		http.Error(w, "internal error", http.StatusInternalServerError)
 		return
 	}
 	h := w.Header()
-	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("Content-Security-Policy", contentSecurityPolicy)
-	h.Set("X-Frame-Options", "DENY")
-	h.Set("Referrer-Policy", "same-origin")
-	h.Set("Cache-Control", "private, no-cache")
-	h.Set("Vary", "Cookie")
+	pageHeaders(h)
 	if status == http.StatusOK {
-		sum := sha256.Sum256(buf.Bytes())
-		etag := `"` + base64.RawURLEncoding.EncodeToString(sum[:16]) + `"`
-		h.Set("ETag", etag)
+		etag := pageETag(buf.Bytes(), contentSum, s.foot)
+		h["Etag"] = []string{etag}
 		if httpjson.MatchETag(r.Header.Get("If-None-Match"), etag) {
 			w.WriteHeader(http.StatusNotModified)
 			return
 		}
 	}
-	h.Set("Content-Length", strconv.Itoa(buf.Len()))
+	h["Content-Length"] = []string{strconv.Itoa(buf.Len() + len(content) + len(s.foot))}
 	w.WriteHeader(status)
 	if r.Method != http.MethodHead {
+		buf.Write(content)
+		buf.Write(s.foot)
 		_, _ = w.Write(buf.Bytes())
 	}
 }
 
-// pageCacheMaxAge bounds how long a cached page part is served; changes
-// through any replica drop it sooner (Invalidate).
-const pageCacheMaxAge = 30 * time.Second
-
-// pageCacheBytes bounds the memory of cached page parts.
-const pageCacheBytes = 32 << 20
-
-// pageCache keeps rendered page parts that are the same for every
-// visitor allowed to see them, keyed by their page's path. Invalidate
-// starts a new generation: parts rendered before it are never served.
-type pageCache struct {
-	mu    sync.Mutex
-	gen   uint64
-	bytes int
-	parts map[string]cachedPart
-	now   func() time.Time
-}
-
-type cachedPart struct {
-	html  template.HTML
-	title string
-	gen   uint64
-	at    time.Time
-}
-
-func newPageCache(now func() time.Time) *pageCache {
-	return &pageCache{parts: map[string]cachedPart{}, now: now}
-}
-
-// generation returns the current generation, to be passed to put with
-// the part rendered after it was read.
-func (c *pageCache) generation() uint64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.gen
-}
-
-func (c *pageCache) get(key string) (cachedPart, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	p, ok := c.parts[key]
-	if !ok || p.gen != c.gen || c.now().Sub(p.at) >= pageCacheMaxAge {
-		return cachedPart{}, false
-	}
-	return p, true
-}
-
-func (c *pageCache) put(key string, gen uint64, title string, html template.HTML) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if gen != c.gen || len(html) > pageCacheBytes/8 {
+// writePart sends a cached page part: the whole page kept for anonymous
+// visitors of the same address (and search text) as it is, otherwise the
+// part inside this visitor's layout.
+func (s *Service) writePart(w http.ResponseWriter, r *http.Request, v *visit, p *cachedPart) {
+	if v.signedIn() || v.query != p.query || r.URL.RequestURI() != p.next {
+		s.write(w, r, v, http.StatusOK, p.title, p.content(), p.sum)
 		return
 	}
-	if old, ok := c.parts[key]; ok {
-		c.bytes -= len(old.html) + len(key)
+	h := w.Header()
+	pageHeaders(h)
+	h["Etag"] = p.etag
+	if httpjson.MatchETag(r.Header.Get("If-None-Match"), p.etag[0]) {
+		w.WriteHeader(http.StatusNotModified)
+		return
 	}
-	c.parts[key] = cachedPart{html: html, title: title, gen: gen, at: c.now()}
-	c.bytes += len(html) + len(key)
-	for k, p := range c.parts { // map order: a random victim each time
-		if c.bytes <= pageCacheBytes {
-			break
-		}
-		if k != key {
-			delete(c.parts, k)
-			c.bytes -= len(p.html) + len(k)
-		}
+	h["Content-Length"] = p.length
+	w.WriteHeader(http.StatusOK)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(p.page)
 	}
-}
-
-func (c *pageCache) invalidate() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.gen++
-	clear(c.parts)
-	c.bytes = 0
-}
-
-// cached serves the page part under key from the cache, or renders it
-// with build (title, template name, data) and keeps it. Call it only
-// after the visitor's right to see the page was checked.
-func (s *Service) cached(w http.ResponseWriter, r *http.Request, v *visit, key string, build func() (title, name string, data any, err error)) error {
-	if p, ok := s.pages.get(key); ok {
-		s.write(w, r, v, http.StatusOK, p.title, p.html)
-		return nil
-	}
-	gen := s.pages.generation()
-	title, name, data, err := build()
-	if err != nil {
-		return err
-	}
-	html, err := execute(name, data)
-	if err != nil {
-		return registry.Wrap(registry.Internal, err, "rendering the page")
-	}
-	s.pages.put(key, gen, title, html)
-	s.write(w, r, v, http.StatusOK, title, html)
-	return nil
 }
 
 // cleanPath reports whether p is a clean absolute path of this site, for
@@ -396,51 +365,4 @@ func cleanPath(p string) bool {
 		return false
 	}
 	return path.Clean(u.Path) == u.Path || u.Path+"/" == path.Clean(u.Path)+"/"
-}
-
-// listCacheEntries bounds the provider version lists kept (listCache).
-const listCacheEntries = 256
-
-// listCache keeps the version lists of providers for the pages of their
-// versions, under the page cache's generation and maximum age.
-type listCache struct {
-	mu    sync.Mutex
-	lists map[string]cachedList
-	now   func() time.Time
-}
-
-type cachedList struct {
-	versions []registry.ProviderVersion
-	gen      uint64
-	at       time.Time
-}
-
-func newListCache(now func() time.Time) *listCache {
-	return &listCache{lists: map[string]cachedList{}, now: now}
-}
-
-func (c *listCache) get(key string) ([]registry.ProviderVersion, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	l, ok := c.lists[key]
-	return l.versions, ok && c.now().Sub(l.at) < pageCacheMaxAge
-}
-
-// put keeps vs under key if pages is still at generation gen.
-func (c *listCache) put(key string, gen uint64, vs []registry.ProviderVersion, pages *pageCache) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if pages.generation() != gen { // checked under c.mu: Invalidate bumps it before clearing c
-		return
-	}
-	if len(c.lists) >= listCacheEntries {
-		clear(c.lists)
-	}
-	c.lists[key] = cachedList{versions: vs, gen: gen, at: c.now()}
-}
-
-func (c *listCache) invalidate() {
-	c.mu.Lock()
-	clear(c.lists)
-	c.mu.Unlock()
 }

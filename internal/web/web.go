@@ -30,13 +30,16 @@
 //
 // # Caching
 //
-// The parts of a page that are the same for every visitor allowed to see
-// them (a module version, a provider version, a documentation page) are
-// rendered once and kept in memory (pageCache) until a change to the
-// index drops them or they reach their maximum age; the header with the
-// visitor's name is added per request. Search reads an in-memory catalog
-// of every namespace, provider and module (catalog.go), rebuilt after
-// changes.
+// Pages are the same for every visitor allowed to see them but for the
+// layout's header (the visitor's name, the search box): each is rendered
+// once and kept in memory (pageCache, pagecache.go) under a key that holds
+// everything it depends on, what the visitor may read included for the
+// home, namespace and search pages, until a change to the index drops it
+// (Invalidate). An anonymous visitor gets the kept bytes as they are, with
+// their ETag; others get the part inside their own header. After 30
+// seconds a page is rendered again in the background while the old one is
+// served. Search reads an in-memory catalog of every namespace, provider
+// and module (catalog.go), rebuilt after changes.
 package web
 
 import (
@@ -115,13 +118,15 @@ type Options struct {
 
 // Service serves the web UI. Create it with New; mount it with Register.
 type Service struct {
-	opt     Options
-	log     *slog.Logger
-	csrfKey []byte
-	pages   *pageCache
-	lists   *listCache
-	catalog *catalogCache
-	docs    *docsCache
+	opt      Options
+	log      *slog.Logger
+	csrfKey  []byte
+	pages    *pageCache
+	searches *pageCache // search pages, apart from the others
+	lists    *listCache
+	catalog  *catalogCache
+	docs     *docsCache
+	foot     []byte // the end of every page (layout-foot)
 }
 
 // New returns the web UI. It reads (or creates) the CSRF key in the
@@ -155,8 +160,13 @@ func New(ctx context.Context, opt Options) (*Service, error) {
 	if err != nil {
 		return nil, registry.Wrap(registry.KindOf(err), err, "loading the web UI's CSRF key")
 	}
-	s := &Service{opt: opt, log: opt.Logger, csrfKey: key}
-	s.pages = newPageCache(opt.Now)
+	foot, err := layoutFoot(opt.Host)
+	if err != nil {
+		return nil, registry.Wrap(registry.Internal, err, "rendering the web UI's layout")
+	}
+	s := &Service{opt: opt, log: opt.Logger, csrfKey: key, foot: foot}
+	s.pages = newPageCache(opt.Now, pageCacheBytes)
+	s.searches = newPageCache(opt.Now, searchCacheBytes)
 	s.lists = newListCache(opt.Now)
 	s.catalog = newCatalogCache(opt.Index, opt.Now)
 	s.docs = newDocsCache(opt.Blobs)
@@ -211,6 +221,7 @@ func (s *Service) NotFound(w http.ResponseWriter, r *http.Request) {
 // namespace's visibility).
 func (s *Service) Invalidate() {
 	s.pages.invalidate()
+	s.searches.invalidate()
 	s.lists.invalidate()
 	s.catalog.invalidate()
 }

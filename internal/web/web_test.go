@@ -233,8 +233,19 @@ func TestPagesAndHeaders(t *testing.T) {
 		t.Errorf("empty search:\n%s", p.body)
 	}
 
-	// A new version shows up at once: publishes drop cached pages.
+	// A new version shows up at once: publishes drop cached pages, the
+	// home and namespace pages' too.
+	for _, path := range []string{"/", "/namespaces/acme", "/search?q=network"} {
+		if p := b.get(path); !strings.Contains(p.body, "latest 1.1.0") {
+			t.Fatalf("%s does not list acme/network/aws 1.1.0:\n%s", path, p.body)
+		}
+	}
 	e.publishModule(t, "acme", "network", "aws", "1.2.0", networkModule)
+	for _, path := range []string{"/", "/namespaces/acme", "/search?q=network"} {
+		if p := b.get(path); !strings.Contains(p.body, "latest 1.2.0") {
+			t.Errorf("%s still shows the old latest version after a publish:\n%s", path, p.body)
+		}
+	}
 	for range 2 { // downloads of the new version, counted in memory
 		resp, err := e.srv.HTTPClient().Get(e.srv.URL + "/v1/modules/acme/network/aws/1.2.0/download")
 		if err != nil {
@@ -330,9 +341,19 @@ func TestPrivateNamespaceLeavesNoTrace(t *testing.T) {
 		}
 	}
 
-	// alice administers it: she sees it everywhere.
+	// alice administers it: she sees it everywhere, though the pages of
+	// others are cached.
 	alice := e.browser(t)
 	alice.signIn("alice", password)
+	if p := alice.get("/"); !strings.Contains(p.body, `href="/namespaces/secret"`) || !strings.Contains(p.body, "secret/vault/aws") {
+		t.Errorf("alice's home page misses her namespace:\n%s", p.body)
+	}
+	if p := alice.get("/namespaces/secret"); p.status != 200 || !strings.Contains(p.body, "secret/vault/aws") || !strings.Contains(p.body, "Members and tokens") {
+		t.Errorf("alice's namespace page: %d\n%s", p.status, p.body)
+	}
+	if p := bob.get("/namespaces/acme"); strings.Contains(p.body, "Members and tokens") {
+		t.Error("bob sees the settings link of a namespace he does not administer")
+	}
 	if p := alice.get("/search?q=vault"); !strings.Contains(p.body, "secret/vault/aws") {
 		t.Errorf("alice's search misses her namespace:\n%s", p.body)
 	}
