@@ -186,7 +186,7 @@ type snapshot struct {
 	mirrored    []registry.MirroredVersion
 	upstreams   []registry.MirrorUpstream
 	trust       []registry.TrustPolicy
-	webhooks    []registry.Webhook    // without their deliveries
+	webhooks    []registry.Webhook // without their deliveries
 	retention   []registry.RetentionRule
 	audit       []registry.AuditEvent // oldest first
 	secrets     map[string][]byte     // absent ones left out
