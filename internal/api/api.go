@@ -257,6 +257,22 @@ func (h *handler) namespaceParam(r *http.Request, scope registry.Scope) (string,
 	return ns, nil
 }
 
+// providerVersionParams returns the namespace (checked as namespaceParam
+// does), provider type and version of a provider version's route.
+func (h *handler) providerVersionParams(r *http.Request, scope registry.Scope) (ns, typ, ver string, err error) {
+	if ns, err = h.namespaceParam(r, scope); err != nil {
+		return "", "", "", err
+	}
+	if typ, err = registry.ParseProviderType(r.PathValue("type")); err != nil {
+		return "", "", "", err
+	}
+	ver = r.PathValue("version")
+	if _, err := registry.ParseVersion(ver); err != nil {
+		return "", "", "", err
+	}
+	return ns, typ, ver, nil
+}
+
 // Namespaces.
 
 func (h *handler) listNamespaces(w http.ResponseWriter, r *http.Request) error {
@@ -835,16 +851,8 @@ func (h *handler) getProvider(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *handler) getProviderVersion(w http.ResponseWriter, r *http.Request) error {
-	ns, err := h.namespaceParam(r, registry.ScopeRead)
+	ns, typ, ver, err := h.providerVersionParams(r, registry.ScopeRead)
 	if err != nil {
-		return err
-	}
-	typ, err := registry.ParseProviderType(r.PathValue("type"))
-	if err != nil {
-		return err
-	}
-	ver := r.PathValue("version")
-	if _, err := registry.ParseVersion(ver); err != nil {
 		return err
 	}
 	v, err := h.Index.GetProviderVersion(r.Context(), ns, typ, ver)

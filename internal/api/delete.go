@@ -60,16 +60,8 @@ func parseVersion(v string) (string, error) {
 }
 
 func (h *handler) deleteProviderVersion(w http.ResponseWriter, r *http.Request) error {
-	ns, err := h.namespaceParam(r, registry.ScopeAdmin)
+	ns, typ, ver, err := h.providerVersionParams(r, registry.ScopeAdmin)
 	if err != nil {
-		return err
-	}
-	typ, err := registry.ParseProviderType(r.PathValue("type"))
-	if err != nil {
-		return err
-	}
-	ver := r.PathValue("version")
-	if _, err := registry.ParseVersion(ver); err != nil {
 		return err
 	}
 	if err := confirmParts(r, "provider version", "trove provider delete", []string{ns, typ, ver},

@@ -113,16 +113,8 @@ func (h *handler) lifecycleChange(w http.ResponseWriter, r *http.Request, op lif
 // answers the version document.
 func (h *handler) providerLifecycle(op lifecycleOp) httpjson.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		ns, err := h.namespaceParam(r, op.scope())
+		ns, typ, ver, err := h.providerVersionParams(r, op.scope())
 		if err != nil {
-			return err
-		}
-		typ, err := registry.ParseProviderType(r.PathValue("type"))
-		if err != nil {
-			return err
-		}
-		ver := r.PathValue("version")
-		if _, err := registry.ParseVersion(ver); err != nil {
 			return err
 		}
 		d, rv, details, err := h.lifecycleChange(w, r, op)

@@ -69,16 +69,8 @@ func (h *handler) uploadProviderDocs(w http.ResponseWriter, r *http.Request) err
 
 // getProviderDocs answers the archive of a version's documentation.
 func (h *handler) getProviderDocs(w http.ResponseWriter, r *http.Request) error {
-	ns, err := h.namespaceParam(r, registry.ScopeRead)
+	ns, typ, ver, err := h.providerVersionParams(r, registry.ScopeRead)
 	if err != nil {
-		return err
-	}
-	typ, err := registry.ParseProviderType(r.PathValue("type"))
-	if err != nil {
-		return err
-	}
-	ver := r.PathValue("version")
-	if _, err := registry.ParseVersion(ver); err != nil {
 		return err
 	}
 	v, err := h.Index.GetProviderVersion(r.Context(), ns, typ, ver)
