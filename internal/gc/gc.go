@@ -261,7 +261,7 @@ func (c *Collector) Run(ctx context.Context, run Run) (Report, error) {
 func (c *Collector) sweep(ctx context.Context, digest string, run Run, freed bool, rep *Report) (bool, error) {
 	var young, gone bool
 	collect := func(ctx context.Context) error {
-		young, gone = false, false // run again if the transaction is
+		young, gone = false, false // collect runs again if its transaction is retried
 		b, err := c.opt.Blobs.Open(ctx, digest)
 		if registry.IsKind(err, registry.NotFound) {
 			gone = true // deleted meanwhile
