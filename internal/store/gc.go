@@ -41,7 +41,8 @@ type GarbageCollection interface {
 	// blobs holds while it checks their presence (GuardBlobs) and until
 	// it commits: no such write commits between the question and the end
 	// of collect, and one that commits after sees the blob deleted and
-	// fails. collect may run again if the transaction is retried.
+	// fails. collect may run again if the transaction is retried, and
+	// must not use the index (writes wait for it to end).
 	CollectBlob(ctx context.Context, digest string, collect func(ctx context.Context) error) (referenced bool, err error)
 	// GuardBlobs sets the check that every write committing rows that name
 	// blobs runs, under the shared side of the blob lock, on the digests
