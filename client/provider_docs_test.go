@@ -29,7 +29,7 @@ func TestProviderDocsAgainstTrove(t *testing.T) {
 	}
 	key := registry.SigningKey{Namespace: "acme", KeyID: "FEDCBA9876543210", Fingerprint: strings.Repeat("E", 40), ASCIIArmor: "x", CreatedAt: time.Now()}
 	if err := s.Index.CreateProviderVersion(ctx, registry.ProviderVersion{Namespace: "acme", Type: "widget", Version: "1.0.0",
-		Protocols: []string{"5.0"}, SHASumsDigest: strings.Repeat("a", 64), SHASumsSignatureDigest: strings.Repeat("b", 64),
+		Protocols: []string{"5.0"}, SHASumsDigest: s.Blob(t, "a"), SHASumsSignatureDigest: s.Blob(t, "b"),
 		SigningKey: key, PublishedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,7 @@ func TestProviderDocsUploadCommand(t *testing.T) {
 	key := registry.SigningKey{Namespace: "acme", KeyID: "FEDCBA9876543210", Fingerprint: strings.Repeat("E", 40), ASCIIArmor: "x", CreatedAt: time.Now()}
 	for _, ver := range []string{"1.0.0", "1.1.0"} {
 		if err := s.Index.CreateProviderVersion(t.Context(), registry.ProviderVersion{Namespace: "acme", Type: "foo", Version: ver,
-			Protocols: []string{"5.0"}, SHASumsDigest: strings.Repeat("a", 64), SHASumsSignatureDigest: strings.Repeat("b", 64),
+			Protocols: []string{"5.0"}, SHASumsDigest: s.Blob(t, "a"), SHASumsSignatureDigest: s.Blob(t, "b"),
 			SigningKey: key, PublishedAt: time.Now()}); err != nil {
 			t.Fatal(err)
 		}

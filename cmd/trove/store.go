@@ -12,6 +12,7 @@ import (
 
 	"trove.dev/trove/internal/config"
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/store"
 	"trove.dev/trove/internal/store/storecopy"
 )
 
@@ -91,6 +92,9 @@ func openStore(ctx context.Context, cfg config.Config, log *slog.Logger, side st
 		idx.Close()
 		return storecopy.Store{}, nil, fmt.Errorf("%s: %w", side, err)
 	}
+	// The rows a copy writes name blobs it copied earlier: a collection
+	// of the target in between makes the write fail rather than lose them.
+	idx.GuardBlobs(store.BlobsPresent(blobs))
 	return storecopy.Store{Index: idx, Blobs: blobs}, func() { idx.Close() }, nil
 }
 

@@ -161,8 +161,8 @@ func TestAuthorizationMatrix(t *testing.T) {
 	}
 	err := s.Index.CreateProviderVersion(ctx, registry.ProviderVersion{
 		Namespace: "acme", Type: "widget", Version: "1.0.0", Protocols: []string{"5.0"},
-		SHASumsDigest: strings.Repeat("a", 64), SHASumsSignatureDigest: strings.Repeat("b", 64), SigningKey: key,
-		Platforms:   []registry.Platform{{OS: "linux", Arch: "amd64", Filename: "terraform-provider-widget_1.0.0_linux_amd64.zip", SHA256: strings.Repeat("d", 64), Size: 1}},
+		SHASumsDigest: stored(t, s, "a"), SHASumsSignatureDigest: stored(t, s, "b"), SigningKey: key,
+		Platforms:   []registry.Platform{{OS: "linux", Arch: "amd64", Filename: "terraform-provider-widget_1.0.0_linux_amd64.zip", SHA256: stored(t, s, "d"), Size: 1}},
 		PublishedAt: time.Now(),
 	})
 	if err != nil {
@@ -406,9 +406,9 @@ func TestNamespaceDeleteRefusedWhileNotEmpty(t *testing.T) {
 	ctx := context.Background()
 	err := s.Index.CreateProviderVersion(ctx, registry.ProviderVersion{
 		Namespace: "acme", Type: "example", Version: "1.0.0", Protocols: []string{"5.0"},
-		SHASumsDigest: strings.Repeat("a", 64), SHASumsSignatureDigest: strings.Repeat("b", 64),
+		SHASumsDigest: stored(t, s, "a"), SHASumsSignatureDigest: stored(t, s, "b"),
 		SigningKey:  registry.SigningKey{Namespace: "acme", KeyID: "0123456789ABCDEF", Fingerprint: strings.Repeat("C", 40), ASCIIArmor: "x", CreatedAt: time.Now()},
-		Platforms:   []registry.Platform{{OS: "linux", Arch: "amd64", Filename: "terraform-provider-example_1.0.0_linux_amd64.zip", SHA256: strings.Repeat("d", 64), Size: 1}},
+		Platforms:   []registry.Platform{{OS: "linux", Arch: "amd64", Filename: "terraform-provider-example_1.0.0_linux_amd64.zip", SHA256: stored(t, s, "d"), Size: 1}},
 		PublishedAt: time.Now(),
 	})
 	if err != nil {

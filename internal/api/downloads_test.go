@@ -13,7 +13,6 @@ import (
 
 	"trove.dev/trove/client"
 	"trove.dev/trove/internal/registry"
-	"trove.dev/trove/internal/store"
 	"trove.dev/trove/internal/trovetest"
 )
 
@@ -22,27 +21,39 @@ func sum(s string) string {
 	return hex.EncodeToString(h[:])
 }
 
+// stored stores content in s's blob store, as a publish does before it
+// writes the rows naming it (the index checks), and returns its digest.
+func stored(t *testing.T, s *trovetest.Server, content string) string {
+	t.Helper()
+	d := sum(content)
+	if err := s.Blobs.Put(t.Context(), d, int64(len(content)), strings.NewReader(content)); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
 // seedDownloads stores provider acme/widget 1.0.0 (linux_amd64,
 // darwin_arm64) and module acme/net/aws 1.0.0 in a public namespace acme.
-func seedDownloads(t *testing.T, idx store.Index) {
+func seedDownloads(t *testing.T, s *trovetest.Server) {
 	t.Helper()
+	idx := s.Index
 	ctx := t.Context()
 	if err := idx.CreateNamespace(ctx, registry.Namespace{Name: "acme", Visibility: registry.VisibilityPublic, CreatedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	v := registry.ProviderVersion{Namespace: "acme", Type: "widget", Version: "1.0.0", Protocols: []string{"6.0"}, PublishedAt: time.Now(),
-		SHASumsDigest: sum("sums"), SHASumsSignatureDigest: sum("sig"),
+		SHASumsDigest: stored(t, s, "sums"), SHASumsSignatureDigest: stored(t, s, "sig"),
 		SigningKey: registry.SigningKey{Namespace: "acme", KeyID: "0123456789ABCDEF", Fingerprint: strings.Repeat("AB", 20),
 			ASCIIArmor: "-----BEGIN PGP PUBLIC KEY BLOCK-----\n\nxx\n-----END PGP PUBLIC KEY BLOCK-----\n", CreatedAt: time.Now()}}
 	for _, p := range []string{"linux_amd64", "darwin_arm64"} {
 		os, arch, _ := strings.Cut(p, "_")
-		v.Platforms = append(v.Platforms, registry.Platform{OS: os, Arch: arch, Filename: "terraform-provider-widget_1.0.0_" + p + ".zip", SHA256: sum(p), Size: 1})
+		v.Platforms = append(v.Platforms, registry.Platform{OS: os, Arch: arch, Filename: "terraform-provider-widget_1.0.0_" + p + ".zip", SHA256: stored(t, s, p), Size: 1})
 	}
 	if err := idx.CreateProviderVersion(ctx, v); err != nil {
 		t.Fatal(err)
 	}
 	if err := idx.CreateModuleVersion(ctx, registry.ModuleVersion{Namespace: "acme", Name: "net", System: "aws", Version: "1.0.0",
-		ArchiveDigest: sum("net"), ArchiveFormat: "tar.gz", ArchiveSize: 1, PublishedAt: time.Now()}); err != nil {
+		ArchiveDigest: stored(t, s, "net"), ArchiveFormat: "tar.gz", ArchiveSize: 1, PublishedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -64,7 +75,7 @@ func get(t *testing.T, hc *http.Client, base, path string) (int, []byte) {
 // the index after a flush.
 func TestDownloadCounts(t *testing.T) {
 	s := trovetest.Start(t)
-	seedDownloads(t, s.Index)
+	seedDownloads(t, s)
 	ctx := t.Context()
 	hc := s.HTTPClient()
 	const n = 5

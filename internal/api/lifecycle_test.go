@@ -26,7 +26,7 @@ func TestVersionLifecycleAPI(t *testing.T) {
 		}
 		pv := registry.ProviderVersion{Namespace: "acme", Type: "cloud", Version: v, Protocols: []string{"5.0"},
 			SigningKey: registry.SigningKey{Namespace: "acme", KeyID: "0123456789ABCDEF", CreatedAt: time.Now()}, PublishedAt: time.Now(),
-			Platforms: []registry.Platform{{OS: "linux", Arch: "amd64", Filename: "terraform-provider-cloud_" + v + "_linux_amd64.zip", SHA256: strings.Repeat("a", 64), Size: 1}}}
+			Platforms: []registry.Platform{{OS: "linux", Arch: "amd64", Filename: "terraform-provider-cloud_" + v + "_linux_amd64.zip", SHA256: stored(t, s, "a"), Size: 1}}}
 		if err := s.Index.CreateProviderVersion(ctx, pv); err != nil {
 			t.Fatal(err)
 		}

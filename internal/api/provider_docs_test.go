@@ -42,7 +42,7 @@ func createVersion(t *testing.T, s *trovetest.Server, ns, typ, version string) {
 	key := registry.SigningKey{Namespace: ns, KeyID: "FEDCBA9876543210", Fingerprint: strings.Repeat("E", 40), ASCIIArmor: "x", CreatedAt: time.Now()}
 	err := s.Index.CreateProviderVersion(context.Background(), registry.ProviderVersion{
 		Namespace: ns, Type: typ, Version: version, Protocols: []string{"5.0"},
-		SHASumsDigest: strings.Repeat("a", 64), SHASumsSignatureDigest: strings.Repeat("b", 64), SigningKey: key,
+		SHASumsDigest: stored(t, s, "a"), SHASumsSignatureDigest: stored(t, s, "b"), SigningKey: key,
 		PublishedAt: time.Now(),
 	})
 	if err != nil {

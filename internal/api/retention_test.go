@@ -67,7 +67,7 @@ func TestRetentionAPI(t *testing.T) {
 	// the highest and newest (1.2.0) and the pinned 0.1.0.
 	for i, v := range []string{"0.1.0", "1.0.0", "1.2.0"} {
 		if err := s.Index.CreateModuleVersion(ctx, registry.ModuleVersion{Namespace: "acme", Name: "net", System: "aws", Version: v,
-			ArchiveDigest: strings.Repeat(string(rune('a'+i)), 64), ArchiveFormat: "tar.gz", ArchiveSize: 1,
+			ArchiveDigest: stored(t, s, string(rune('a'+i))), ArchiveFormat: "tar.gz", ArchiveSize: 1,
 			PublishedAt: time.Now().Add(-time.Duration(100-i) * 24 * time.Hour)}); err != nil {
 			t.Fatal(err)
 		}

@@ -162,6 +162,9 @@ func New(ctx context.Context, cfg config.Config, opt Options) (_ *App, err error
 	if c, ok := a.Blobs.(io.Closer); ok {
 		a.onClose(c.Close)
 	}
+	// Writes of rows naming blobs check them under the lock the garbage
+	// collector deletes under (store.GarbageCollection.GuardBlobs).
+	a.Index.GuardBlobs(store.BlobsPresent(a.Blobs))
 	if a.Server, err = a.build(ctx, opt); err != nil {
 		return nil, err
 	}

@@ -101,7 +101,15 @@ func TestDownloadCountsAcrossReplicas(t *testing.T) {
 func seed(t *testing.T, a *App) {
 	t.Helper()
 	ctx := t.Context()
-	sum := func(s string) string { h := sha256.Sum256([]byte(s)); return hex.EncodeToString(h[:]) }
+	// Stored, as a publish stores them before its rows: the index checks.
+	sum := func(s string) string {
+		h := sha256.Sum256([]byte(s))
+		d := hex.EncodeToString(h[:])
+		if err := a.Blobs.Put(ctx, d, int64(len(s)), strings.NewReader(s)); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
 	if err := a.Index.CreateNamespace(ctx, registry.Namespace{Name: "acme", Visibility: registry.VisibilityPublic, CreatedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}

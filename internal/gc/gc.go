@@ -9,9 +9,10 @@
 //     collection runs at a time among every replica;
 //  2. mark: read every digest the index references, in one snapshot;
 //  3. list the blob store and keep, as candidates, the blobs not marked;
-//  4. sweep each candidate: ask the index again whether a row references
-//     it now, skip it if it was modified within the grace period, and
-//     only then delete it.
+//  4. sweep each candidate, in one index transaction that no commit of
+//     rows naming blobs can come between (store.CollectBlob): ask the
+//     index again whether a row references it now, skip it if it was
+//     modified within the grace period, and only then delete it.
 //
 // With Options.Versions, each collection first applies the namespaces'
 // retention rules (package retention): it deletes the versions they
@@ -24,7 +25,11 @@
 // (store.Blobs). The grace period must therefore be longer than the
 // slowest publish (and the clock difference between the replicas and
 // the blob store); the default is an hour. Step 4's second question
-// closes the window of a publish that committed after the mark.
+// closes the window of a publish that committed after the mark, and its
+// transaction that of a publish committing during the sweep of its blob:
+// such a publish checks, under the same lock, that its blobs are still
+// stored (store.GarbageCollection.GuardBlobs), so it either commits
+// before the question or fails after the delete.
 package gc
 
 import (
@@ -225,17 +230,14 @@ func (c *Collector) Run(ctx context.Context, run Run) (Report, error) {
 		if err := renew(); err != nil {
 			return rep, err
 		}
-		collect, err := c.sweepable(ctx, b.Digest, run.Grace, freed[b.Digest], &rep)
+		collected, err := c.sweep(ctx, b.Digest, run, freed[b.Digest], &rep)
 		if err != nil {
 			return rep, err
 		}
-		if !collect {
+		if !collected {
 			continue
 		}
 		if !run.DryRun {
-			if err := c.opt.Blobs.Delete(ctx, b.Digest); err != nil {
-				return rep, err
-			}
 			c.blobs.Inc()
 			c.bytes.Add(float64(b.Size))
 			c.opt.Logger.InfoContext(ctx, "garbage collector deleted a blob", "digest", b.Digest, "bytes", b.Size)
@@ -249,38 +251,55 @@ func (c *Collector) Run(ctx context.Context, run Run) (Report, error) {
 	return rep, nil
 }
 
-// sweepable reports whether an unmarked blob may go: no row references
-// it now, and it is older than the grace period. The reference is asked
-// first and the time read last, right before the delete, so that a
-// publish reusing the blob either commits before the question or renews
-// the time before it is read; what is left is the instant between reading
-// the time and deleting (see docs/lifecycle.md).
-func (c *Collector) sweepable(ctx context.Context, digest string, grace time.Duration, freed bool, rep *Report) (bool, error) {
-	referenced := false
-	if !freed { // the rows of a dry run's expired versions still name it
-		var err error
-		if referenced, err = c.opt.Index.BlobReferenced(ctx, digest); err != nil {
-			return false, err
+// sweep deletes an unmarked blob (in a dry run: decides whether it
+// would) if no row references it now and it is older than the grace
+// period, and reports whether it did. Outside a dry run the question,
+// the reading of the time and the delete run in store.CollectBlob, which
+// no commit of rows naming blobs can come between (see docs/lifecycle.md):
+// a write that commits before it is seen by the question, and one that
+// commits after finds the blob gone and fails, writing nothing.
+func (c *Collector) sweep(ctx context.Context, digest string, run Run, freed bool, rep *Report) (bool, error) {
+	var young, gone bool
+	collect := func(ctx context.Context) error {
+		young, gone = false, false // collect runs again if its transaction is retried
+		b, err := c.opt.Blobs.Open(ctx, digest)
+		if registry.IsKind(err, registry.NotFound) {
+			gone = true // deleted meanwhile
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		mod := b.ModTime
+		b.Close()
+		if young = c.opt.Now().Sub(mod) < run.Grace; young || run.DryRun {
+			return nil
+		}
+		return c.opt.Blobs.Delete(ctx, digest)
+	}
+	var referenced bool
+	var err error
+	switch {
+	case !run.DryRun:
+		referenced, err = c.opt.Index.CollectBlob(ctx, digest, collect)
+	case freed: // the rows of a dry run's expired versions still name it
+		err = collect(ctx)
+	default:
+		if referenced, err = c.opt.Index.BlobReferenced(ctx, digest); err == nil && !referenced {
+			err = collect(ctx)
 		}
 	}
-	if referenced {
+	switch {
+	case err != nil:
+		return false, err
+	case referenced:
 		rep.Rescued++
 		return false, nil
-	}
-	b, err := c.opt.Blobs.Open(ctx, digest)
-	if registry.IsKind(err, registry.NotFound) {
-		return false, nil // deleted meanwhile
-	}
-	if err != nil {
-		return false, err
-	}
-	mod := b.ModTime
-	b.Close()
-	if c.opt.Now().Sub(mod) < grace {
+	case young:
 		rep.Young++
 		return false, nil
 	}
-	return true, nil
+	return !gone, nil
 }
 
 // newHolder returns a random lease holder id for one run.

@@ -42,6 +42,7 @@ func openReplica(t *testing.T, dsn string, bucket s3blob.Options) replica {
 	if err != nil {
 		t.Fatal(err)
 	}
+	idx.GuardBlobs(store.BlobsPresent(blobs))
 	return replica{idx: idx, blobs: blobs}
 }
 

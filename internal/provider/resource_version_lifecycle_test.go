@@ -59,7 +59,7 @@ func (e *accEnv) publishVersions(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := e.srv.Index.CreateModuleVersion(ctx, registry.ModuleVersion{Namespace: "acme", Name: "network", System: "aws", Version: "1.0.0",
-		ArchiveDigest: strings.Repeat("a", 64), ArchiveFormat: "tar.gz", ArchiveSize: 1, PublishedAt: now}); err != nil {
+		ArchiveDigest: e.srv.Blob(t, "a"), ArchiveFormat: "tar.gz", ArchiveSize: 1, PublishedAt: now}); err != nil {
 		t.Fatal(err)
 	}
 }

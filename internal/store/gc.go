@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"time"
+
+	"trove.dev/trove/internal/registry"
 )
 
 // GarbageCollection is what the blob garbage collector (package gc) needs
@@ -32,4 +34,43 @@ type GarbageCollection interface {
 	// ReleaseGCLease ends holder's lease; releasing a lease not held (or
 	// held by another) is not an error and changes nothing.
 	ReleaseGCLease(ctx context.Context, holder string) error
+	// CollectBlob calls collect, which may delete digest from the blob
+	// store, unless a row references digest, and reports whether one
+	// does. The question and collect run under the exclusive side of the
+	// blob lock, whose shared side every write that commits rows naming
+	// blobs holds while it checks their presence (GuardBlobs) and until
+	// it commits: no such write commits between the question and the end
+	// of collect, and one that commits after sees the blob deleted and
+	// fails. collect may run again if the transaction is retried, and
+	// must not use the index (writes wait for it to end).
+	CollectBlob(ctx context.Context, digest string, collect func(ctx context.Context) error) (referenced bool, err error)
+	// GuardBlobs sets the check that every write committing rows that name
+	// blobs runs, under the shared side of the blob lock, on the digests
+	// it names (a mirrored package not held yet excepted): the write fails
+	// with the check's error, writing nothing. Call it once, before the
+	// index is used; without it writes are not checked.
+	GuardBlobs(check BlobCheck)
+}
+
+// BlobCheck reports whether every blob of digests is stored: nil, or an
+// error that names one that is not.
+type BlobCheck func(ctx context.Context, digests []string) error
+
+// BlobsPresent returns the BlobCheck of b: a missing blob is Unavailable
+// (retryable: the garbage collector removed it while the write ran, and
+// the write stores it again when run again).
+func BlobsPresent(b Blobs) BlobCheck {
+	return func(ctx context.Context, digests []string) error {
+		for _, d := range digests {
+			_, err := b.Stat(ctx, d)
+			if registry.IsKind(err, registry.NotFound) {
+				return registry.Errorf(registry.Unavailable,
+					"blob %s was removed by the garbage collector while this write ran; nothing was written, try again", d)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 }

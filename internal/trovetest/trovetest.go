@@ -6,12 +6,15 @@ package trovetest
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/hex"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -149,6 +152,19 @@ func (s *Server) TLSConfig(t testing.TB) *tls.Config {
 		t.Fatal("trovetest: bad CA file")
 	}
 	return &tls.Config{RootCAs: pool}
+}
+
+// Blob stores content in the blob store, as a publish does before it
+// writes the rows that name it (the index refuses rows naming a blob it
+// lacks), and returns its digest.
+func (s *Server) Blob(t testing.TB, content string) string {
+	t.Helper()
+	sum := sha256.Sum256([]byte(content))
+	d := hex.EncodeToString(sum[:])
+	if err := s.Blobs.Put(t.Context(), d, int64(len(content)), strings.NewReader(content)); err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
 
 // HTTPClient returns an HTTP client that trusts the server.

@@ -369,6 +369,12 @@ func (dialect) LockTx(ctx context.Context, tx *sql.Tx, key int64) error {
 	return err
 }
 
+// LockTxShared takes the shared side of a transaction-level advisory lock.
+func (dialect) LockTxShared(ctx context.Context, tx *sql.Tx, key int64) error {
+	_, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock_shared($1)`, key)
+	return err
+}
+
 // Notify sends c on changeChannel, delivered when tx commits.
 func (dialect) Notify(ctx context.Context, tx *sql.Tx, c store.Change) error {
 	note, err := notification(c)

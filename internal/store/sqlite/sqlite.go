@@ -166,6 +166,8 @@ func (dialect) ForUpdate() string { return "" }
 
 func (dialect) LockTx(context.Context, *sql.Tx, int64) error { return nil }
 
+func (dialect) LockTxShared(context.Context, *sql.Tx, int64) error { return nil }
+
 func (dialect) Notify(context.Context, *sql.Tx, store.Change) error { return nil }
 
 // Classify reads SQLite's result codes.

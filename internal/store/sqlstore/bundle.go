@@ -30,9 +30,22 @@ func (x *Index) ImportBundle(ctx context.Context, providers []registry.MirroredV
 			return store.BundleImport{}, err
 		}
 	}
+	var blobs []string
+	for _, v := range providers {
+		blobs = append(blobs, v.SHASumsDigest, v.SHASumsSignatureDigest)
+		for _, p := range v.Platforms {
+			blobs = append(blobs, p.SHA256)
+		}
+	}
+	for _, v := range modules {
+		blobs = append(blobs, v.ArchiveDigest)
+	}
 	var out store.BundleImport
 	change := store.Change{Kind: store.ChangeAll}
 	err := x.writeChange(ctx, "importing a bundle", &change, func(ctx context.Context, t tx) error {
+		if err := x.guardBlobs(ctx, t, blobs...); err != nil {
+			return err
+		}
 		out = store.BundleImport{Providers: make([]int, len(providers)), Modules: make([]bool, len(modules))}
 		for i, v := range providers {
 			n, err := x.importMirrored(ctx, t, v)

@@ -186,10 +186,9 @@ func (x *Index) ReferencedBlobs(ctx context.Context, fn func(digest string) erro
 	return x.fail(rows.Err(), "listing the referenced blobs")
 }
 
-// BlobReferenced reports whether a row of blobColumns names digest.
-func (x *Index) BlobReferenced(ctx context.Context, digest string) (bool, error) {
-	ctx, cancel := x.op(ctx)
-	defer cancel()
+// blobReferenced is the query whose one boolean says whether a row of
+// blobColumns names the digest $1.
+func blobReferenced() string {
 	q := "SELECT "
 	for i, c := range blobColumns {
 		if i > 0 {
@@ -197,11 +196,69 @@ func (x *Index) BlobReferenced(ctx context.Context, digest string) (bool, error)
 		}
 		q += "EXISTS (SELECT 1 FROM " + c[0] + " WHERE " + c[1] + " = $1)"
 	}
+	return q
+}
+
+// BlobReferenced reports whether a row of blobColumns names digest.
+func (x *Index) BlobReferenced(ctx context.Context, digest string) (bool, error) {
+	ctx, cancel := x.op(ctx)
+	defer cancel()
 	var ok bool
-	if err := x.row(ctx, q, digest).Scan(&ok); err != nil {
+	if err := x.row(ctx, blobReferenced(), digest).Scan(&ok); err != nil {
 		return false, x.fail(err, "checking the references of blob "+digest)
 	}
 	return ok, nil
+}
+
+// blobLock is the key of the lock that makes the garbage collector's
+// question and delete of one blob (CollectBlob, exclusive) and a write's
+// presence check and commit of rows naming blobs (guardBlobs, shared)
+// exclusive of each other. SQLite needs none: its one writer connection
+// runs one write transaction at a time, and both run in one.
+const blobLock int64 = 0x74726f76652e6763 // "trove.gc"
+
+// CollectBlob asks blobReferenced and runs collect in one write
+// transaction holding blobLock exclusively.
+func (x *Index) CollectBlob(ctx context.Context, digest string, collect func(ctx context.Context) error) (bool, error) {
+	var referenced bool
+	err := x.write(ctx, "collecting blob "+digest, func(ctx context.Context, t tx) error {
+		if err := x.d.LockTx(ctx, t.Tx, blobLock); err != nil {
+			return err
+		}
+		// Asked after the lock: a statement's snapshot (read committed)
+		// then includes every write that held the shared side.
+		var err error
+		if referenced, err = t.exists(ctx, blobReferenced(), digest); err != nil || referenced {
+			return err
+		}
+		return collect(ctx)
+	})
+	return referenced, err
+}
+
+// GuardBlobs sets the check guardBlobs runs.
+func (x *Index) GuardBlobs(check store.BlobCheck) { x.check.Store(&check) }
+
+// guardBlobs takes blobLock shared in t and checks that the blobs of
+// digests (empty ones skipped) are stored. A write that commits rows
+// naming blobs calls it first in its transaction, before any row lock.
+func (x *Index) guardBlobs(ctx context.Context, t tx, digests ...string) error {
+	if err := x.d.LockTxShared(ctx, t.Tx, blobLock); err != nil {
+		return err
+	}
+	check := x.check.Load()
+	if check == nil {
+		return nil
+	}
+	var ds []string
+	seen := map[string]bool{}
+	for _, d := range digests {
+		if d != "" && !seen[d] {
+			seen[d] = true
+			ds = append(ds, d)
+		}
+	}
+	return (*check)(ctx, ds)
 }
 
 // BlobReferences counts the rows of blobColumns that name digest.

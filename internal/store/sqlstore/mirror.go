@@ -66,6 +66,12 @@ func (x *Index) PutMirroredVersion(ctx context.Context, v registry.MirroredVersi
 		if stored {
 			return errMirroredExists
 		}
+		// Its packages are named before they are held: only these two
+		// must be stored (a package is Put before SetMirroredPackage, while
+		// this row keeps it from the collector).
+		if err := x.guardBlobs(ctx, t, v.SHASumsDigest, v.SHASumsSignatureDigest); err != nil {
+			return err
+		}
 		return x.insertMirrored(ctx, t, notHeld(v)) // Conflict when stored concurrently
 	})
 	if err != nil && !registry.IsKind(err, registry.Conflict) {

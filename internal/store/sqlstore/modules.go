@@ -33,6 +33,9 @@ func (x *Index) CreateModuleVersion(ctx context.Context, v registry.ModuleVersio
 	}
 	change := store.Change{Kind: store.ChangeModule, Namespace: v.Namespace, Name: v.Name, System: v.System}
 	return x.writeChange(ctx, what, &change, func(ctx context.Context, t tx) error {
+		if err := x.guardBlobs(ctx, t, v.ArchiveDigest); err != nil {
+			return err
+		}
 		_, err := t.exec(ctx, `INSERT INTO modules (namespace, name, system, version_count, latest_version, description, updated_at)
 			VALUES ($1, $2, $3, 0, '', '', $4) ON CONFLICT (namespace, name, system) DO NOTHING`, v.Namespace, v.Name, v.System, published)
 		if x.is(err, FailForeignKey) {

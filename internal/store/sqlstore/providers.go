@@ -48,7 +48,14 @@ func (x *Index) CreateProviderVersion(ctx context.Context, v registry.ProviderVe
 	digest := registry.KeySnapshotDigest(v.Namespace, k)
 	what := fmt.Sprintf("storing provider %s/%s version %s", v.Namespace, v.Type, v.Version)
 	change := store.Change{Kind: store.ChangeProvider, Namespace: v.Namespace, Name: v.Type}
+	blobs := []string{v.SHASumsDigest, v.SHASumsSignatureDigest, v.DocsDigest}
+	for _, p := range v.Platforms {
+		blobs = append(blobs, p.SHA256)
+	}
 	return x.writeChange(ctx, what, &change, func(ctx context.Context, t tx) error {
+		if err := x.guardBlobs(ctx, t, blobs...); err != nil {
+			return err
+		}
 		// The first version of a provider creates its row (the foreign key
 		// checks the namespace); every create then locks it.
 		_, err := t.exec(ctx, `INSERT INTO providers (namespace, type, version_count, latest_version, updated_at)
@@ -352,6 +359,9 @@ func (x *Index) SetProviderDocs(ctx context.Context, namespace, typ, version, di
 	// documentation at once.
 	change := store.Change{Kind: store.ChangeProvider, Namespace: namespace, Name: typ}
 	return x.writeChange(ctx, what, &change, func(ctx context.Context, t tx) error {
+		if err := x.guardBlobs(ctx, t, digest); err != nil {
+			return err
+		}
 		res, err := t.exec(ctx, `UPDATE provider_versions SET docs_digest = $1, docs_size = $2
 			WHERE namespace = $3 AND type = $4 AND version = $5 AND docs_digest = ''`, digest, size, namespace, typ, version)
 		if err != nil {

@@ -77,6 +77,11 @@ type Dialect interface {
 	// transactions that take it across every process sharing the database
 	// (a no-op where one writer runs at a time).
 	LockTx(ctx context.Context, tx *sql.Tx, key int64) error
+	// LockTxShared takes the shared side of the transaction-level lock
+	// key: transactions holding it run concurrently, but not with one
+	// that holds it through LockTx (a no-op where one writer runs at a
+	// time).
+	LockTxShared(ctx context.Context, tx *sql.Tx, key int64) error
 	// Notify announces c to the other processes sharing the database as
 	// part of tx (delivered only if it commits); a no-op for a database
 	// only this process uses.
@@ -108,6 +113,7 @@ type Index struct {
 	d       Dialect
 	timeout time.Duration
 	feed    *feed // nil without Options.Feed
+	check   atomic.Pointer[store.BlobCheck]
 	closed  atomic.Bool
 	once    sync.Once
 	err     error

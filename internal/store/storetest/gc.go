@@ -1,7 +1,9 @@
 package storetest
 
 import (
+	"context"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -222,6 +224,67 @@ func testGarbageCollection(t *testing.T, newIndex func(*testing.T) store.Index) 
 		if len(got) != 2+len(mirrored.Platforms) || got[mirrored.SHASumsDigest] != 1 {
 			t.Errorf("ReferencedBlobs after the deletes = %v, want only the mirrored version's", got)
 		}
+	})
+	t.Run("GuardAndCollect", func(t *testing.T) {
+		x, ctx := newIndex(t), t.Context()
+		createNamespaces(t, x, "acme")
+		missing := map[string]bool{}
+		var checked []string
+		x.GuardBlobs(func(_ context.Context, ds []string) error {
+			checked = append(checked[:0], ds...)
+			for _, d := range ds {
+				if missing[d] {
+					return registry.Errorf(registry.Unavailable, "blob %s is missing", d)
+				}
+			}
+			return nil
+		})
+		sameSet := func(what string, want ...string) {
+			t.Helper()
+			got := append([]string(nil), checked...)
+			sort.Strings(got)
+			sort.Strings(want)
+			if strings.Join(got, ",") != strings.Join(want, ",") {
+				t.Errorf("%s checked %v, want %v", what, got, want)
+			}
+		}
+		pv := testVersion("acme", "cloud", "1.0.0", testKey("acme", 1), at(0))
+		pv.DocsDigest, pv.DocsSize = digestOf("docs"), 10
+		missing[pv.DocsDigest] = true
+		wantKind(t, x.CreateProviderVersion(ctx, pv), registry.Unavailable, "CreateProviderVersion with a missing blob")
+		_, err := x.GetProviderVersion(ctx, "acme", "cloud", "1.0.0")
+		wantKind(t, err, registry.NotFound, "GetProviderVersion after the refused create")
+		want := []string{pv.SHASumsDigest, pv.SHASumsSignatureDigest, pv.DocsDigest}
+		for _, p := range pv.Platforms {
+			want = append(want, p.SHA256)
+		}
+		sameSet("CreateProviderVersion", want...)
+		pv.DocsDigest, pv.DocsSize = "", 0
+		mustOK(t, x.CreateProviderVersion(ctx, pv), "CreateProviderVersion with its blobs")
+		wantKind(t, x.SetProviderDocs(ctx, "acme", "cloud", "1.0.0", digestOf("docs"), 10), registry.Unavailable, "SetProviderDocs of a missing blob")
+		sameSet("SetProviderDocs", digestOf("docs"))
+		mv := testModuleVersion("acme", "network", "aws", "1.0.0", at(0))
+		mustOK(t, x.CreateModuleVersion(ctx, mv), "CreateModuleVersion")
+		sameSet("CreateModuleVersion", mv.ArchiveDigest)
+		mirrored := mirroredVersion("upstream.example", "hashicorp", "null", "3.0.0", 1, at(0))
+		_, err = x.PutMirroredVersion(ctx, mirrored)
+		mustOK(t, err, "PutMirroredVersion")
+		sameSet("PutMirroredVersion (packages not held yet)", mirrored.SHASumsDigest, mirrored.SHASumsSignatureDigest)
+
+		calls := 0
+		collect := func(context.Context) error { calls++; return nil }
+		referenced, err := x.CollectBlob(ctx, mv.ArchiveDigest, collect)
+		if err != nil || !referenced || calls != 0 {
+			t.Errorf("CollectBlob of a referenced blob = %v, %v, collect called %d times; want true and no call", referenced, err, calls)
+		}
+		referenced, err = x.CollectBlob(ctx, digestOf("docs"), collect)
+		if err != nil || referenced || calls != 1 {
+			t.Errorf("CollectBlob of an unreferenced blob = %v, %v, collect called %d times; want false and one call", referenced, err, calls)
+		}
+		_, err = x.CollectBlob(ctx, digestOf("docs"), func(context.Context) error {
+			return registry.Errorf(registry.Unavailable, "the blob store is down")
+		})
+		wantKind(t, err, registry.Unavailable, "CollectBlob whose collect fails")
 	})
 	t.Run("Lease", func(t *testing.T) {
 		x, ctx := newIndex(t), t.Context()
