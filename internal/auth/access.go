@@ -11,6 +11,11 @@ import (
 	"trove.dev/trove/internal/store"
 )
 
+// staleIfUnavailable is how long past its TTL a cached visibility still
+// answers while the index is unavailable, so that cached protocol
+// documents stay served through a short outage of the index.
+const staleIfUnavailable = time.Minute
+
 // maxCachedNamespaces bounds the visibility cache; when it is full it is
 // emptied, so that requests for made-up namespaces cannot grow it.
 const maxCachedNamespaces = 10000
@@ -49,7 +54,8 @@ func (a *Access) Authenticator() *Authenticator { return a.authn }
 // public, from the cache when it is fresh.
 func (a *Access) visibility(ctx context.Context, namespace string, now time.Time) (exists, public bool, err error) {
 	nanos := now.UnixNano()
-	if cached, ok := a.vis.Load(namespace); ok {
+	cached, hit := a.vis.Load(namespace)
+	if hit {
 		if v := cached.(visibility); nanos < v.until {
 			return v.exists, v.public, nil
 		}
@@ -60,6 +66,13 @@ func (a *Access) visibility(ctx context.Context, namespace string, now time.Time
 	case registry.IsKind(err, registry.NotFound):
 		v = visibility{}
 	case err != nil:
+		// While the index is unreachable, what was read last serves
+		// for a while, as the cached documents it guards do.
+		if hit && registry.IsKind(err, registry.Unavailable) {
+			if v := cached.(visibility); nanos < v.until+int64(staleIfUnavailable) {
+				return v.exists, v.public, nil
+			}
+		}
 		return false, false, err
 	default:
 		v = visibility{exists: true, public: ns.Public()}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/store"
 	"trove.dev/trove/internal/store/sqlite"
 )
 
@@ -290,5 +291,56 @@ func TestAuthenticateFresh(t *testing.T) {
 	}
 	if _, err := get("reader"); !registry.IsKind(err, registry.Unauthenticated) {
 		t.Errorf("revoked reader token: %v", err)
+	}
+}
+
+// failingNamespaces wraps a store.Namespaces; with down set, GetNamespace
+// fails as an unreachable index does.
+type failingNamespaces struct {
+	store.Namespaces
+	down bool
+}
+
+func (f *failingNamespaces) GetNamespace(ctx context.Context, name string) (registry.Namespace, error) {
+	if f.down {
+		return registry.Namespace{}, registry.Errorf(registry.Unavailable, "the index is not reachable")
+	}
+	return f.Namespaces.GetNamespace(ctx, name)
+}
+
+// TestVisibilityThroughIndexOutage: a namespace's visibility read before
+// the index became unreachable keeps answering for a minute past its
+// TTL, so cached documents stay served; one never read, or read too
+// long ago, fails with the index's error.
+func TestVisibilityThroughIndexOutage(t *testing.T) {
+	f := newAccessFixture(t)
+	ns := &failingNamespaces{Namespaces: f.idx}
+	authn := NewAuthenticator(f.idx)
+	now := f.now
+	authn.SetClock(func() time.Time { return now })
+	authn.SetCacheTTL(5 * time.Second)
+	access := NewAccess(authn, ns)
+	read := func(namespace string) error {
+		_, err := access.ProtocolRead(httptest.NewRequest("GET", "/", nil), namespace)
+		return err
+	}
+	if err := read("open"); err != nil {
+		t.Fatalf("reading open: %v", err)
+	}
+	ns.down = true
+	now = now.Add(30 * time.Second) // past the TTL, within the stale minute
+	if err := read("open"); err != nil {
+		t.Errorf("reading open 30 s into an outage: %v, want the visibility read before it", err)
+	}
+	if err := read("secret"); !registry.IsKind(err, registry.Unavailable) {
+		t.Errorf("reading a namespace never read, during the outage: %v, want unavailable", err)
+	}
+	now = now.Add(time.Minute)
+	if err := read("open"); !registry.IsKind(err, registry.Unavailable) {
+		t.Errorf("reading open 90 s into an outage: %v, want unavailable", err)
+	}
+	ns.down = false
+	if err := read("open"); err != nil {
+		t.Errorf("reading open after the outage: %v", err)
 	}
 }
