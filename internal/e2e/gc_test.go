@@ -46,8 +46,8 @@ func blobStored(t *testing.T, s *troveServer, digest string) bool {
 // TestDeleteAndCollect deletes a provider version and a whole module
 // with the real trove CLI, lists what a garbage collection would reclaim
 // (`trove gc --dry-run`) and runs it (`trove gc`): the deleted versions'
-// files go, terraform init still installs the remaining version, no
-// longer sees the deleted one (a lock file pinning it stops installing,
+// files go, terraform and tofu init still install the remaining version, no
+// longer see the deleted one (a lock file pinning it stops installing,
 // see docs/lifecycle.md), and the deleted module no longer resolves.
 func TestDeleteAndCollect(t *testing.T) {
 	requireTerraform(t)
@@ -87,12 +87,15 @@ func TestDeleteAndCollect(t *testing.T) {
 	}
 	gone = append(gone, moduleDigests...)
 
-	// A project locked to 1.1.0 before the delete.
-	tf := newClient(t, clientTerraform, srv, "")
-	locked := writeProject(t, srv, "~> 1.0", "locked")
-	tf.mustRun(t, locked, "init", "-input=false")
-	if lock := readLock(t, srv, locked); lock.Version != "1.1.0" {
-		t.Fatalf("locked %q, want 1.1.0", lock.Version)
+	// A project per client, locked to 1.1.0 before the delete.
+	tfs, locked := map[string]*terraformCLI{}, map[string]string{}
+	for _, client := range clients {
+		tfs[client] = newClient(t, client, srv, "")
+		locked[client] = writeProject(t, srv, "~> 1.0", "locked")
+		tfs[client].mustRun(t, locked[client], "init", "-input=false")
+		if lock := readLock(t, srv, locked[client]); lock.Version != "1.1.0" {
+			t.Fatalf("%s locked %q, want 1.1.0", client, lock.Version)
+		}
 	}
 
 	// Deleting needs --confirm and admin rights.
@@ -152,28 +155,36 @@ func TestDeleteAndCollect(t *testing.T) {
 	}
 
 	t.Run("the remaining version installs", func(t *testing.T) {
-		dir := writeProject(t, srv, "~> 1.0", "fresh")
-		res := tf.mustRun(t, dir, "init", "-input=false")
-		if !strings.Contains(res.Flat, tf.installedLine(source, "1.0.0", key.KeyID)) {
-			t.Errorf("init with ~> 1.0 after deleting 1.1.0:\n%s", res.Output)
-		}
+		forEachClient(t, func(t *testing.T, client string) {
+			tf := tfs[client]
+			dir := writeProject(t, srv, "~> 1.0", "fresh")
+			res := tf.mustRun(t, dir, "init", "-input=false")
+			if !strings.Contains(res.Flat, tf.installedLine(source, "1.0.0", key.KeyID)) {
+				t.Errorf("%s init with ~> 1.0 after deleting 1.1.0:\n%s", client, res.Output)
+			}
+		})
 	})
 	t.Run("the deleted version is not seen", func(t *testing.T) {
-		dir := writeProject(t, srv, "1.1.0", "exact")
-		if res := tf.run(t, dir, "init", "-input=false"); res.Code == 0 {
-			t.Errorf("init pinning the deleted 1.1.0 succeeded:\n%s", res.Output)
-		}
-		res := tf.run(t, locked, "init", "-input=false")
-		if res.Code == 0 || !strings.Contains(res.Flat, "the previously-selected version 1.1.0 is no longer available") {
-			t.Errorf("init with a lock file pinning the deleted 1.1.0: exit %d\n%s", res.Code, res.Output)
-		}
+		forEachClient(t, func(t *testing.T, client string) {
+			tf := tfs[client]
+			dir := writeProject(t, srv, "1.1.0", "exact")
+			if res := tf.run(t, dir, "init", "-input=false"); res.Code == 0 {
+				t.Errorf("%s init pinning the deleted 1.1.0 succeeded:\n%s", client, res.Output)
+			}
+			res := tf.run(t, locked[client], "init", "-input=false")
+			if res.Code == 0 || !strings.Contains(res.Flat, "the previously-selected version 1.1.0 is no longer available") {
+				t.Errorf("%s init with a lock file pinning the deleted 1.1.0: exit %d\n%s", client, res.Code, res.Output)
+			}
+		})
 	})
 	t.Run("the deleted module is not found", func(t *testing.T) {
-		mtf := newClient(t, clientTerraform, srv, "")
-		addModuleHost(t, mtf, srv)
-		if res := mtf.run(t, writeLabelsRoot(t, "~> 1.0"), "init", "-input=false"); res.Code == 0 {
-			t.Errorf("init of the deleted module succeeded:\n%s", res.Output)
-		}
+		forEachClient(t, func(t *testing.T, client string) {
+			mtf := newClient(t, client, srv, "")
+			addModuleHost(t, mtf, srv)
+			if res := mtf.run(t, writeLabelsRoot(t, "~> 1.0"), "init", "-input=false"); res.Code == 0 {
+				t.Errorf("%s init of the deleted module succeeded:\n%s", client, res.Output)
+			}
+		})
 	})
 
 	t.Run("a retention rule", func(t *testing.T) {
