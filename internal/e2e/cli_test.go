@@ -113,11 +113,12 @@ func troveLogin(t *testing.T, srv *troveServer, home, user, password string) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	var output bytes.Buffer
-	authz, ok := <-watchAuthorizeURL(stderr, &output)
+	output := newLineLog(stderr)
+	authz, ok := output.waitMatch(ctx, authorizeURL)
 	if !ok {
+		output.waitEOF(ctx)
 		_ = cmd.Wait()
-		t.Fatalf("trove login printed no authorization URL:\n%s", output.String())
+		t.Fatalf("trove login printed no authorization URL:\n%s", output)
 	}
 	back, err := url.Parse(playBrowser(t, srv, authz, user, password))
 	if err != nil {
@@ -132,8 +133,10 @@ func troveLogin(t *testing.T, srv *troveServer, home, user, password string) {
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("trove login's listener answered %d", resp.StatusCode)
 	}
+	// Every line is read before Wait closes the pipe.
+	output.waitEOF(ctx)
 	if err := cmd.Wait(); err != nil {
-		t.Fatalf("trove login: %v\n%s\n%s", err, stdout.String(), output.String())
+		t.Fatalf("trove login: %v\n%s\n%s", err, stdout.String(), output)
 	}
 	if !strings.Contains(stdout.String(), "Logged in to "+srv.Host+" as "+user) {
 		t.Errorf("trove login printed %q", stdout.String())
