@@ -33,7 +33,7 @@ import (
 
 // MaxTokenLifetime bounds an explicit expiry: a token that should never
 // expire is created without one.
-const MaxTokenLifetime = 10 * 365 * 24 * time.Hour
+const MaxTokenLifetime = 100 * 365 * 24 * time.Hour
 
 // SessionDescription is the description of every web session's token;
 // no other token may carry it, so that token lists can tell sessions.
