@@ -202,7 +202,15 @@ func ParseManifest(data []byte) ([]string, error) {
 	if *doc.Version != 1 {
 		return nil, registry.Errorf(registry.Invalid, "manifest version %d is not supported; want 1", *doc.Version)
 	}
-	protocols := doc.Metadata.ProtocolVersions
+	return CheckProtocols(doc.Metadata.ProtocolVersions)
+}
+
+// CheckProtocols checks the plugin protocol versions of a release, as its
+// manifest declares them (ParseManifest) or a bundle carries them, and
+// returns them: none means ["5.0"]; at most 16, each MAJOR.MINOR, none
+// twice, and one 5.x or 6.x, else Terraform and OpenTofu would refuse the
+// package.
+func CheckProtocols(protocols []string) ([]string, error) {
 	if len(protocols) == 0 {
 		return append([]string(nil), defaultProtocols...), nil
 	}
