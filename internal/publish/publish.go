@@ -294,45 +294,15 @@ func firstFileErr(err error, sumsName string) error {
 }
 
 // indexSums checks that every archive SHA256SUMS lists is a package of
-// this very provider version and remembers the expected digests.
+// this very provider version (release.CheckSums) and remembers the
+// expected digests.
 func (pub *publication) indexSums(sums []release.Sum, manifestName string) error {
-	v := &pub.v
-	pub.listed = make(map[string]string, len(sums))
-	pub.zips = make(map[string]release.PackageName)
-	pub.staged = make(map[string]stagedFile)
-	seenPlatform := make(map[string]string)
-	docsNames := release.DocsNames(v.Type, v.Version)
-	for _, s := range sums {
-		pub.listed[s.Filename] = s.Digest
-		if release.IsDocsName(s.Filename) {
-			// Only this version's documentation, once: it becomes the
-			// version's documentation, covered by the signature.
-			if s.Filename != docsNames[0] && s.Filename != docsNames[1] {
-				return registry.Errorf(registry.Invalid, "SHA256SUMS lists %s, which is not the documentation of %s %s: name it %s (or .zip)", s.Filename, v.Type, v.Version, docsNames[0])
-			}
-			if pub.docsName != "" {
-				return registry.Errorf(registry.Invalid, "SHA256SUMS lists two documentation archives, %s and %s: a release has one", pub.docsName, s.Filename)
-			}
-			pub.docsName = s.Filename
-			continue
-		}
-		if !strings.HasSuffix(s.Filename, ".zip") {
-			continue
-		}
-		pkg, err := release.ParsePackageFilename(s.Filename)
-		if err != nil {
-			return err
-		}
-		if pkg.Type != v.Type || pkg.Version != v.Version {
-			return registry.Errorf(registry.Invalid, "SHA256SUMS lists %s, which is not a package of %s %s", s.Filename, v.Type, v.Version)
-		}
-		platform := pkg.OS + "_" + pkg.Arch
-		if other, dup := seenPlatform[platform]; dup {
-			return registry.Errorf(registry.Invalid, "SHA256SUMS lists two archives for %s: %s and %s", platform, other, s.Filename)
-		}
-		seenPlatform[platform] = s.Filename
-		pub.zips[s.Filename] = pkg
+	l, err := release.CheckSums(sums, pub.v.Type, pub.v.Version)
+	if err != nil {
+		return err
 	}
+	pub.listed, pub.zips, pub.docsName = l.Digests, l.Packages, l.Docs
+	pub.staged = make(map[string]stagedFile)
 	return nil
 }
 
