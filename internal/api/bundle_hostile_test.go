@@ -300,6 +300,10 @@ func TestBundleImportRefusesWhatPublishesRefuse(t *testing.T) {
 				*sums = strings.Replace(*sums, p.Platforms[0].Filename, name, 1)
 				p.Platforms[0].Filename = name
 			})},
+		{"provider SHA256SUMS listing another version", 400, "which is not a package of gadget 1.0.0",
+			withProvider(t, gadgetKey, host, goodPackage, func(_ *apispec.BundleProvider, sums *string) {
+				*sums += strings.Repeat("0", 64) + "  terraform-provider-gadget_2.0.0_linux_amd64.zip\n"
+			})},
 		{"provider SHA256SUMS with CR LF", 400, "CR LF", withProvider(t, gadgetKey, host, goodPackage, func(_ *apispec.BundleProvider, sums *string) {
 			*sums = strings.Replace(*sums, "\n", "\r\n", 1)
 		})},

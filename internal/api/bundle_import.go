@@ -372,12 +372,16 @@ func (h *handler) verifyBundle(ctx context.Context, b *bundleImport, dir string,
 		if err != nil {
 			return registry.Errorf(registry.Invalid, "%s: its SHA256SUMS does not verify with the key %s the bundle gives (%s); nothing was imported", what, v.SigningKey.KeyID, registry.Message(err))
 		}
-		listed, err := release.ParseSHA256SUMS(sums)
+		parsed, err := release.ParseSHA256SUMS(sums)
 		if err != nil {
 			return registry.Errorf(registry.Invalid, "%s: its SHA256SUMS does not parse: %s", what, registry.Message(err))
 		}
+		listed, err := release.CheckSums(parsed, v.Type, v.Version)
+		if err != nil {
+			return registry.Wrap(registry.Invalid, err, what)
+		}
 		for _, pl := range v.Platforms {
-			if !slices.Contains(listed, release.Sum{Digest: pl.SHA256, Filename: pl.Filename}) {
+			if _, ok := listed.Packages[pl.Filename]; !ok || listed.Digests[pl.Filename] != pl.SHA256 {
 				return registry.Errorf(registry.Invalid, "%s: its signed SHA256SUMS does not list %s with digest %s; nothing was imported", what, pl.Filename, pl.SHA256)
 			}
 			if sizes[pl.SHA256] != pl.Size {
