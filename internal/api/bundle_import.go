@@ -39,8 +39,9 @@ const bundleStagePrefix = "publish-bundle-"
 // with its key, judged when the signature was made; each package against
 // SHA256SUMS, its size and its h1 hash, and as a provider publish checks
 // it; each module version as a module publish checks it), and only then
-// stores the files and writes the index in one transaction. Nothing is written for a bundle that fails a check; the
-// staged files are removed in any case.
+// stores the files and writes the index in one transaction. Nothing is
+// written for a bundle that fails a check; the staged files are removed
+// in any case.
 func (h *handler) importBundle(w http.ResponseWriter, r *http.Request) error {
 	if err := h.require(r, registry.ScopeAdmin, ""); err != nil {
 		return err
