@@ -292,6 +292,31 @@ func testGarbageCollection(t *testing.T, newIndex func(*testing.T) store.Index) 
 		wantKind(t, err, registry.Unavailable, "CollectBlob whose collect fails")
 	})
 	t.Run("Releases", func(t *testing.T) { testBlobReleases(t, newIndex) })
+	t.Run("ReleasedByConcurrentDeletes", func(t *testing.T) {
+		// Modules of their own (their deletes lock different rows), one
+		// archive: whichever delete commits last drops its last reference,
+		// and the release must be recorded whatever each delete saw of
+		// the others while it ran.
+		x, ctx := newIndex(t), t.Context()
+		createNamespaces(t, x, "acme")
+		systems := []string{"aws", "azure", "gcp", "hetzner", "oci", "openstack", "vsphere", "ovh"}
+		archive := testModuleVersion("acme", "network", "shared", "1.0.0", at(0)).ArchiveDigest
+		for _, sys := range systems {
+			mv := testModuleVersion("acme", "network", sys, "1.0.0", at(0))
+			mv.ArchiveDigest = archive
+			mustOK(t, x.CreateModuleVersion(ctx, mv), "CreateModuleVersion "+sys)
+		}
+		errs := make([]error, len(systems))
+		runTogether(len(systems), func(i int) {
+			errs[i] = x.DeleteModuleVersion(ctx, "acme", "network", systems[i], "1.0.0")
+		})
+		for i, err := range errs {
+			mustOK(t, err, "DeleteModuleVersion "+systems[i])
+		}
+		if r, err := x.BlobReleased(ctx, archive); err != nil || r.IsZero() {
+			t.Errorf("BlobReleased of an archive whose versions were deleted concurrently = %v, %v; want the time of the last delete", r, err)
+		}
+	})
 	t.Run("Lease", func(t *testing.T) {
 		x, ctx := newIndex(t), t.Context()
 		now := at(0)
