@@ -384,7 +384,11 @@ func (x *Index) GuardBlobs(check store.BlobCheck) { x.check.Store(&check) }
 // guardBlobs takes blobLock shared in t, checks that the blobs of
 // digests (empty ones skipped) are stored, and forgets their releases: a
 // write that commits rows naming blobs calls it first in its
-// transaction, before any row lock.
+// transaction, before any other row lock. (Forgetting locks the records
+// of released blobs, which a delete locks after its provider or module:
+// a publish naming a released blob again and a delete in the same
+// provider or module releasing it at the same moment can deadlock on
+// PostgreSQL, which aborts one of them; it is run again, FailRetry.)
 func (x *Index) guardBlobs(ctx context.Context, t tx, digests ...string) error {
 	if err := x.d.LockTxShared(ctx, t.Tx, blobLock); err != nil {
 		return err
