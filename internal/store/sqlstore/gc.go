@@ -74,14 +74,14 @@ func (x *Index) DeleteProvider(ctx context.Context, namespace, typ string) (int,
 		if err != nil {
 			return err
 		}
+		if err := x.releaseBlobs(ctx, t, digests); err != nil {
+			return err
+		}
 		if n, err = res.RowsAffected(); err != nil {
 			return err
 		}
 		if n == 0 {
 			return missing
-		}
-		if err := x.releaseBlobs(ctx, t, digests); err != nil {
-			return err
 		}
 		_, err = t.exec(ctx, `DELETE FROM providers WHERE namespace = $1 AND type = $2`, namespace, typ)
 		return err
@@ -162,14 +162,14 @@ func (x *Index) DeleteModule(ctx context.Context, namespace, name, system string
 		if err != nil {
 			return err
 		}
+		if err := x.releaseBlobs(ctx, t, digests); err != nil {
+			return err
+		}
 		if n, err = res.RowsAffected(); err != nil {
 			return err
 		}
 		if n == 0 {
 			return missing
-		}
-		if err := x.releaseBlobs(ctx, t, digests); err != nil {
-			return err
 		}
 		_, err = t.exec(ctx, `DELETE FROM modules WHERE namespace = $1 AND name = $2 AND system = $3`, namespace, name, system)
 		return err
