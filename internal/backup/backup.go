@@ -10,9 +10,13 @@
 // snapshot names. That order is what makes the backup whole: blobs are
 // content-addressed and never change, and a publish commits its index
 // records only after its blobs are durable, so every blob a committed
-// record names exists in the store when the snapshot is taken. Blobs
-// written after the snapshot belong to versions the snapshot does not
-// hold and are not needed. Each blob's SHA-256 is checked while it is
+// record names exists in the store when the snapshot is taken; and the
+// garbage collector deletes a blob only once its grace period has passed
+// since the delete of the last record naming it (store.GarbageCollection
+// records that release), so the blobs the snapshot names stay while they
+// are copied, when the copy ends within the grace period of the snapshot.
+// Blobs written after the snapshot belong to versions the snapshot does
+// not hold and are not needed. Each blob's SHA-256 is checked while it is
 // copied: a damaged store fails the backup instead of producing a backup
 // that restores damage.
 //

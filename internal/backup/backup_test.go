@@ -2,14 +2,18 @@ package backup
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
+	"trove.dev/trove/internal/gc"
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/store"
 	"trove.dev/trove/internal/store/fsblob"
 	"trove.dev/trove/internal/store/sqlite"
 )
@@ -151,5 +155,96 @@ func TestSecretLeftOutByDefault(t *testing.T) {
 	b, _ := os.ReadFile(out)
 	if bytes.Contains(b, []byte("0123456789abcdef0123456789abcdef")) {
 		t.Errorf("the backup holds the signing secret's bytes")
+	}
+}
+
+// afterSnapshot is a blob store that calls fn at its first Stat: Create
+// asks for the blobs' sizes once it has taken the snapshot of the index.
+type afterSnapshot struct {
+	store.Blobs
+	once sync.Once
+	fn   func()
+}
+
+func (a *afterSnapshot) Stat(ctx context.Context, d string) (int64, error) {
+	a.once.Do(a.fn)
+	return a.Blobs.Stat(ctx, d)
+}
+
+// TestCreateWhileCollecting: a version deleted and a garbage collection
+// run between the snapshot of the index and the copy of the blobs, within
+// the grace period of the delete, leave the backup whole: it holds the
+// deleted version, which the snapshot lists, with its archive, although
+// the archive was last written long before (by the clock of the index
+// and the collector).
+func TestCreateWhileCollecting(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	idx, err := sqlite.Open(ctx, filepath.Join(dir, "trove.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { idx.Close() })
+	blobs, err := fsblob.Open(filepath.Join(dir, "blobs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { blobs.Close() })
+	now := time.Now().Add(2 * gc.DefaultGrace) // past the grace period of every write below
+	idx.SetClock(func() time.Time { return now })
+	if err := idx.CreateNamespace(ctx, registry.Namespace{Name: "acme", CreatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	archives := map[string][]byte{}
+	for _, v := range []string{"0.1.0", "0.2.0"} {
+		archive := []byte("module archive of " + v)
+		archives[v] = archive
+		if err := blobs.Put(ctx, sha(archive), int64(len(archive)), bytes.NewReader(archive)); err != nil {
+			t.Fatal(err)
+		}
+		if err := idx.CreateModuleVersion(ctx, registry.ModuleVersion{Namespace: "acme", Name: "network", System: "aws", Version: v,
+			ArchiveDigest: sha(archive), ArchiveFormat: "tar.gz", ArchiveSize: int64(len(archive)), PublishedAt: now}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	collector, err := gc.New(gc.Options{Index: idx, Blobs: blobs, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hooked := &afterSnapshot{Blobs: blobs, fn: func() {
+		if err := idx.DeleteModuleVersion(ctx, "acme", "network", "aws", "0.1.0"); err != nil {
+			t.Fatal(err)
+		}
+		now = now.Add(gc.DefaultGrace / 2)
+		if rep, err := collector.Run(ctx, gc.Run{}); err != nil || rep.Young != 1 {
+			t.Errorf("collection between the snapshot and the blob copy = %+v, %v; want the deleted version's archive young", rep, err)
+		}
+	}}
+	out := filepath.Join(t.TempDir(), "backup.tar")
+	m, err := Create(ctx, out, Options{IndexPath: filepath.Join(dir, "trove.db"), Blobs: hooked, TroveVersion: "test"})
+	if err != nil {
+		t.Fatalf("Create while a version is deleted and collected: %v", err)
+	}
+	if m.Counts.ModuleVersions != 2 || m.Counts.Blobs != 2 {
+		t.Errorf("manifest counts %+v; want the snapshot's 2 module versions and their 2 archives", m.Counts)
+	}
+	target := filepath.Join(t.TempDir(), "restored")
+	if _, _, err := Restore(ctx, out, Target{DataDir: target, LockFile: filepath.Join(target, "serve.lock")}, nil); err != nil {
+		t.Fatalf("Restore: %v", err)
+	}
+	restored, err := sqlite.Open(ctx, filepath.Join(target, "trove.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer restored.Close()
+	for v, archive := range archives {
+		mv, err := restored.GetModuleVersion(ctx, "acme", "network", "aws", v)
+		if err != nil {
+			t.Fatalf("restored module version %s: %v", v, err)
+		}
+		got, err := os.ReadFile(filepath.Join(target, "blobs", "sha256", mv.ArchiveDigest[:2], mv.ArchiveDigest))
+		if err != nil || !bytes.Equal(got, archive) {
+			t.Errorf("restored archive of %s: %q, %v; want %q", v, got, err, archive)
+		}
 	}
 }

@@ -94,7 +94,7 @@ func Create(ctx context.Context, out string, opt Options) (Manifest, error) {
 		size, err := opt.Blobs.Stat(ctx, d)
 		if err != nil {
 			if registry.IsKind(err, registry.NotFound) {
-				return Manifest{}, registry.Errorf(registry.NotFound, "the blob store lacks blob %s (%s), which the index names: the store is damaged; restore the blob or delete that version, then back up again", d, what)
+				return Manifest{}, registry.Errorf(registry.NotFound, "the blob store lacks blob %s (%s), which the index names: the garbage collector removed it after its version was deleted, more than its grace period after the snapshot began (back up again), or the store is damaged (restore the blob or delete that version, then back up again)", d, what)
 			}
 			return Manifest{}, fmt.Errorf("blob %s: %w", d, err)
 		}

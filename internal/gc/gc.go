@@ -12,12 +12,14 @@
 //  4. sweep each candidate, in one index transaction that no commit of
 //     rows naming blobs can come between (store.CollectBlob): ask the
 //     index again whether a row references it now, skip it if it was
-//     modified within the grace period, and only then delete it.
+//     modified or released (its last row deleted) within the grace
+//     period, and only then delete it.
 //
 // With Options.Versions, each collection first applies the namespaces'
 // retention rules (package retention): it deletes the versions they
-// expire, whose blobs the same run then reclaims; a dry run deletes
-// nothing and counts as reclaimable the blobs only those versions name.
+// expire, whose blobs a collection at least the grace period later
+// reclaims; a dry run deletes nothing and counts the blobs only those
+// versions name as young.
 //
 // A publish stores its blobs before its index transaction commits, so a
 // blob may be unreferenced for as long as a publish takes; a Put of a
@@ -30,6 +32,15 @@
 // such a publish checks, under the same lock, that its blobs are still
 // stored (store.GarbageCollection.GuardBlobs), so it either commits
 // before the question or fails after the delete.
+//
+// The grace period also counts from a blob's release: the index records
+// when the last row naming a blob was deleted, in the delete's own
+// transaction, and the collector keeps the blob until the grace period
+// has passed since then too. A blob that a snapshot of the index names is
+// therefore still stored until at least the grace period after the
+// snapshot, whatever is deleted and collected meanwhile: a copy of the
+// blob store made within that time holds every blob the snapshot names
+// (docs/backup.md).
 package gc
 
 import (
@@ -47,8 +58,8 @@ import (
 	"trove.dev/trove/internal/store"
 )
 
-// DefaultGrace is the grace period when none is given: blobs modified
-// more recently than this are never collected.
+// DefaultGrace is the grace period when none is given: blobs modified or
+// released more recently than this are never collected.
 const DefaultGrace = time.Hour
 
 // MinGrace is the shortest grace period a collection accepts from an
@@ -68,7 +79,8 @@ type Options struct {
 	// Metrics, if set, gets trove_gc_runs_total, trove_gc_blobs_reclaimed_total
 	// and trove_gc_bytes_reclaimed_total.
 	Metrics prometheus.Registerer
-	// Now is the clock; nil means time.Now.
+	// Now is the clock; nil means time.Now. The index dates the releases
+	// of blobs by its own clock, time.Now unless a test set another.
 	Now func() time.Time
 	// AllowShortGrace accepts grace periods below MinGrace (tests).
 	AllowShortGrace bool
@@ -124,7 +136,8 @@ type Run struct {
 	// DryRun reports what would be deleted and deletes nothing (and takes
 	// no lease).
 	DryRun bool
-	// Grace keeps every blob modified within it; 0 means DefaultGrace.
+	// Grace keeps every blob modified or released within it; 0 means
+	// DefaultGrace.
 	Grace time.Duration
 }
 
@@ -145,13 +158,13 @@ type Report struct {
 	// ReclaimedBytes their total size.
 	Reclaimed      []Blob
 	ReclaimedBytes int64
-	// Young counts unreferenced blobs kept because they were modified
-	// within the grace period; Rescued those a row referenced again by
-	// the time they were looked at a second time.
+	// Young counts unreferenced blobs kept because they were modified or
+	// released within the grace period; Rescued those a row referenced
+	// again by the time they were looked at a second time.
 	Young, Rescued int
 	// Expired are the versions the retention rules deleted (would
-	// delete, in a dry run, whose Reclaimed then includes the blobs that
-	// frees).
+	// delete, in a dry run). The blobs that frees are released by the
+	// run, so it keeps them as young, and a later one reclaims them.
 	Expired []Expired
 }
 
@@ -252,41 +265,50 @@ func (c *Collector) Run(ctx context.Context, run Run) (Report, error) {
 }
 
 // sweep deletes an unmarked blob (in a dry run: decides whether it
-// would) if no row references it now and it is older than the grace
-// period, and reports whether it did. Outside a dry run the question,
+// would) if no row references it now and the grace period has passed
+// since its last write and since its release (store.GarbageCollection:
+// the delete of the last row that named it), and reports whether it did. Outside a dry run the question,
 // the reading of the time and the delete run in store.CollectBlob, which
 // no commit of rows naming blobs can come between (see docs/lifecycle.md):
 // a write that commits before it is seen by the question, and one that
 // commits after finds the blob gone and fails, writing nothing.
 func (c *Collector) sweep(ctx context.Context, digest string, run Run, freed bool, rep *Report) (bool, error) {
 	var young, gone bool
-	collect := func(ctx context.Context) error {
+	collect := func(ctx context.Context, released time.Time) (bool, error) {
 		young, gone = false, false // collect runs again if its transaction is retried
 		b, err := c.opt.Blobs.Open(ctx, digest)
 		if registry.IsKind(err, registry.NotFound) {
 			gone = true // deleted meanwhile
-			return nil
+			return false, nil
 		}
 		if err != nil {
-			return err
+			return false, err
 		}
-		mod := b.ModTime
+		since := b.ModTime
 		b.Close()
-		if young = c.opt.Now().Sub(mod) < run.Grace; young || run.DryRun {
-			return nil
+		if released.After(since) {
+			since = released
 		}
-		return c.opt.Blobs.Delete(ctx, digest)
+		if young = c.opt.Now().Sub(since) < run.Grace; young || run.DryRun {
+			return false, nil
+		}
+		return true, c.opt.Blobs.Delete(ctx, digest)
 	}
 	var referenced bool
 	var err error
 	switch {
 	case !run.DryRun:
 		referenced, err = c.opt.Index.CollectBlob(ctx, digest, collect)
-	case freed: // the rows of a dry run's expired versions still name it
-		err = collect(ctx)
+	case freed:
+		// The rows of a dry run's expired versions still name it; the
+		// run would release it now, and so keep it.
+		_, err = collect(ctx, c.opt.Now())
 	default:
 		if referenced, err = c.opt.Index.BlobReferenced(ctx, digest); err == nil && !referenced {
-			err = collect(ctx)
+			var released time.Time
+			if released, err = c.opt.Index.BlobReleased(ctx, digest); err == nil {
+				_, err = collect(ctx, released)
+			}
 		}
 	}
 	switch {

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -262,13 +263,129 @@ func TestShortGraceRefused(t *testing.T) {
 	}
 }
 
+// clock is a settable clock, shared by an index (which dates the
+// releases of blobs by it) and a collector.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newClock(t time.Time) *clock { return &clock{t: t} }
+
+// Now reads the clock.
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+// Add moves the clock by d.
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// shareClock makes idx date releases by c.
+func shareClock(t *testing.T, idx store.GarbageCollection, c *clock) {
+	t.Helper()
+	x, ok := idx.(interface{ SetClock(func() time.Time) })
+	if !ok {
+		t.Fatalf("index %T has no SetClock", idx)
+	}
+	x.SetClock(c.Now)
+}
+
+// reclaimedSet returns the digests a report reclaimed.
+func reclaimedSet(rep gc.Report) map[string]bool {
+	out := map[string]bool{}
+	for _, b := range rep.Reclaimed {
+		out[b.Digest] = true
+	}
+	return out
+}
+
+// TestGraceCountsFromTheDelete: a blob written long ago (its last write
+// is older than the grace period) whose version is deleted now is kept
+// until the grace period has passed since the delete, by a dry run as by
+// a collection.
+func TestGraceCountsFromTheDelete(t *testing.T) {
+	e := newEnv(t)
+	ctx := t.Context()
+	clk := newClock(e.later()) // every blob's last write is past the grace period
+	shareClock(t, e.idx, clk)
+	c := e.collector(t, clk.Now, nil, nil)
+	if err := e.idx.DeleteModuleVersion(ctx, "acme", "net", "aws", "1.0.0"); err != nil {
+		t.Fatal(err)
+	}
+	clk.Add(gc.DefaultGrace - time.Minute)
+	for _, dry := range []bool{true, false} {
+		rep, err := c.Run(ctx, gc.Run{DryRun: dry})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := reclaimedSet(rep); r[e.kept] || len(r) != 2 || rep.Young != 1 {
+			t.Errorf("run (dry %v) within the grace period of the delete reclaimed %v (%d young); want the 2 orphans only, the deleted version's archive young", dry, r, rep.Young)
+		}
+	}
+	if !e.stored(t, e.kept) {
+		t.Fatal("the archive of a version deleted within the grace period was collected")
+	}
+	clk.Add(2 * time.Minute)
+	rep, err := c.Run(ctx, gc.Run{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := reclaimedSet(rep); !r[e.kept] || len(r) != 1 || e.stored(t, e.kept) {
+		t.Errorf("run past the grace period of the delete reclaimed %v; want the deleted version's archive", r)
+	}
+}
+
+// TestReferencedAgainIsKept: a released blob that a version names again
+// is kept however old its release; deleted again, it is kept until the
+// grace period has passed since that second delete.
+func TestReferencedAgainIsKept(t *testing.T) {
+	e := newEnv(t)
+	ctx := t.Context()
+	clk := newClock(e.later())
+	shareClock(t, e.idx, clk)
+	c := e.collector(t, clk.Now, nil, nil)
+	if err := e.idx.DeleteModuleVersion(ctx, "acme", "net", "aws", "1.0.0"); err != nil {
+		t.Fatal(err)
+	}
+	clk.Add(10 * time.Minute)
+	again := registry.ModuleVersion{Namespace: "acme", Name: "net", System: "aws", Version: "1.1.0",
+		ArchiveDigest: e.kept, ArchiveFormat: "tar.gz", ArchiveSize: 14, PublishedAt: clk.Now()}
+	if err := e.idx.CreateModuleVersion(ctx, again); err != nil {
+		t.Fatal(err)
+	}
+	clk.Add(3 * gc.DefaultGrace)
+	if _, err := c.Run(ctx, gc.Run{}); err != nil || !e.stored(t, e.kept) {
+		t.Fatalf("run = %v; the archive a version names again stored %v, want true", err, e.stored(t, e.kept))
+	}
+	if err := e.idx.DeleteModuleVersion(ctx, "acme", "net", "aws", "1.1.0"); err != nil {
+		t.Fatal(err)
+	}
+	clk.Add(gc.DefaultGrace / 2)
+	if rep, err := c.Run(ctx, gc.Run{}); err != nil || rep.Young != 1 || !e.stored(t, e.kept) {
+		t.Fatalf("run within the grace period of the second delete = %+v, %v; want the archive kept as young", rep, err)
+	}
+	clk.Add(gc.DefaultGrace)
+	if rep, err := c.Run(ctx, gc.Run{}); err != nil || !reclaimedSet(rep)[e.kept] {
+		t.Errorf("run past the grace period of the second delete = %+v, %v; want the archive reclaimed", rep, err)
+	}
+}
+
 // TestRetention applies a namespace's rule (keep the last version): a dry
-// run reports the expired versions and the blobs only they name, and
-// changes nothing; a collection deletes the versions and those blobs,
-// and keeps a blob the kept version shares.
+// run reports the expired versions and changes nothing; a collection
+// deletes the versions and keeps their blobs, which it has just released,
+// as young; a collection a grace period later reclaims them, and keeps a
+// blob the kept version shares.
 func TestRetention(t *testing.T) {
 	e := newEnv(t)
 	ctx := t.Context()
+	clk := newClock(e.later())
+	shareClock(t, e.idx, clk)
 	shared := put(t, e.blobs, "archive of 1.1.0 and 1.2.0")
 	for i, v := range []string{"1.1.0", "1.2.0"} {
 		if err := e.idx.CreateModuleVersion(ctx, registry.ModuleVersion{Namespace: "acme", Name: "net", System: "aws", Version: v,
@@ -280,7 +397,7 @@ func TestRetention(t *testing.T) {
 		t.Fatal(err)
 	}
 	var changed []string
-	c, err := gc.New(gc.Options{Index: e.idx, Blobs: e.blobs, Now: e.later, Versions: e.idx,
+	c, err := gc.New(gc.Options{Index: e.idx, Blobs: e.blobs, Now: clk.Now, Versions: e.idx,
 		OnModuleChange: func(ns, name, system string) { changed = append(changed, ns+"/"+name+"/"+system) }})
 	if err != nil {
 		t.Fatal(err)
@@ -292,13 +409,7 @@ func TestRetention(t *testing.T) {
 		}
 		return out
 	}
-	reclaimed := func(rep gc.Report) map[string]bool {
-		out := map[string]bool{}
-		for _, b := range rep.Reclaimed {
-			out[b.Digest] = true
-		}
-		return out
-	}
+	reclaimed := reclaimedSet
 	rep, err := c.Run(ctx, gc.Run{DryRun: true})
 	if err != nil {
 		t.Fatal(err)
@@ -306,8 +417,8 @@ func TestRetention(t *testing.T) {
 	if got := expired(rep); len(got) != 2 || got[0] != "module acme/net/aws 1.1.0" || got[1] != "module acme/net/aws 1.0.0" {
 		t.Errorf("dry run expired %v, want 1.1.0 and 1.0.0", got)
 	}
-	if r := reclaimed(rep); !r[e.kept] || r[shared] || len(r) != 3 {
-		t.Errorf("dry run would reclaim %v; want 1.0.0's archive and the 2 orphans, not the archive 1.2.0 shares", r)
+	if r := reclaimed(rep); r[e.kept] || r[shared] || len(r) != 2 || rep.Young != 1 {
+		t.Errorf("dry run would reclaim %v (%d young); want the 2 orphans, and 1.0.0's archive, which the run would release, young", r, rep.Young)
 	}
 	if vs, err := e.idx.ListModuleVersions(ctx, "acme", "net", "aws"); err != nil || len(vs) != 3 || !e.stored(t, e.kept) || len(changed) != 0 {
 		t.Fatalf("the dry run changed something: %d versions (%v), archive stored %v, changes %v", len(vs), err, e.stored(t, e.kept), changed)
@@ -323,11 +434,19 @@ func TestRetention(t *testing.T) {
 	if err != nil || len(vs) != 1 || vs[0].Version != "1.2.0" {
 		t.Errorf("versions after the collection = %+v, %v; want 1.2.0 only", vs, err)
 	}
-	if e.stored(t, e.kept) || !e.stored(t, shared) {
-		t.Errorf("after the collection: 1.0.0's archive stored %v (want false), the shared one %v (want true)", e.stored(t, e.kept), e.stored(t, shared))
+	if r := reclaimed(rep); r[e.kept] || len(r) != 2 || rep.Young != 1 || !e.stored(t, e.kept) || !e.stored(t, shared) {
+		t.Errorf("the collection reclaimed %v (%d young), kept 1.0.0's archive %v, the shared one %v; want the 2 orphans reclaimed and both archives kept",
+			r, rep.Young, e.stored(t, e.kept), e.stored(t, shared))
 	}
 	if len(changed) != 2 {
 		t.Errorf("OnModuleChange calls = %v, want one per deleted version", changed)
+	}
+	clk.Add(gc.DefaultGrace + time.Minute)
+	if rep, err = c.Run(ctx, gc.Run{}); err != nil || !reclaimed(rep)[e.kept] || len(rep.Reclaimed) != 1 {
+		t.Errorf("collection a grace period later = %+v, %v; want 1.0.0's archive reclaimed", rep, err)
+	}
+	if e.stored(t, e.kept) || !e.stored(t, shared) {
+		t.Errorf("a grace period later: 1.0.0's archive stored %v (want false), the shared one %v (want true)", e.stored(t, e.kept), e.stored(t, shared))
 	}
 	// The newest version is never deleted.
 	if rep, err = c.Run(ctx, gc.Run{}); err != nil || len(rep.Expired) != 0 {

@@ -7,6 +7,7 @@ import (
 
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/store/postgres/pgtest"
+	"trove.dev/trove/internal/store/storetest"
 )
 
 // TestMigrateVersionLifecycle takes an index back to schema version 11
@@ -63,4 +64,38 @@ func TestMigrateVersionLifecycle(t *testing.T) {
 	if m, err = x.GetModuleVersion(ctx, "acme", "network", "aws", "1.0.0"); err != nil || m.Revocation == nil || m.Revocation.Reason != "broken" {
 		t.Errorf("after SetModuleRevocation: %+v, %v", m.Revocation, err)
 	}
+}
+
+// TestMigrateReleasedBlobs takes an index back to schema version 14 with
+// a provider version and a module version in it, migrates it to version
+// 15 (0015_released_blobs) and checks that nothing is released until the
+// versions are deleted.
+func TestMigrateReleasedBlobs(t *testing.T) {
+	dsn := pgtest.NewSchema(t)
+	x := open(t, dsn)
+	ctx := t.Context()
+	if err := x.CreateNamespace(ctx, registry.Namespace{Name: "acme", CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`DROP TABLE released_blobs`,
+		`DROP INDEX provider_versions_by_shasums, provider_versions_by_signature, provider_versions_by_docs,
+			mirrored_versions_by_shasums, mirrored_versions_by_signature`,
+		`DELETE FROM schema_migrations WHERE version = 15`,
+		`INSERT INTO signing_key_snapshots (digest, namespace, key_namespace, key_id, fingerprint, ascii_armor, created_at)
+			VALUES ('d', 'acme', 'acme', '0123456789ABCDEF', 'F', 'armor', now())`,
+		`INSERT INTO providers (namespace, type, version_count, latest_version, updated_at) VALUES ('acme', 'cloud', 1, '1.0.0', now())`,
+		`INSERT INTO provider_versions (namespace, type, version, protocols, shasums_digest, shasums_signature_digest, signing_key_snapshot, published_at)
+			VALUES ('acme', 'cloud', '1.0.0', '{5.0}', '` + strings.Repeat("a", 64) + `', '` + strings.Repeat("b", 64) + `',
+			(SELECT id FROM signing_key_snapshots WHERE digest = 'd'), now())`,
+		`INSERT INTO modules (namespace, name, system, version_count, latest_version, description, updated_at)
+			VALUES ('acme', 'network', 'aws', 1, '1.0.0', 'net', now())`,
+		`INSERT INTO module_versions (namespace, name, system, version, archive_digest, archive_format, archive_size, description, origin, published_at)
+			VALUES ('acme', 'network', 'aws', '1.0.0', '` + strings.Repeat("c", 64) + `', 'tar.gz', 10, 'net', '', now())`,
+	} {
+		if _, err := x.pool.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	storetest.CheckMigratedReleases(t, open(t, dsn)) // applies 0015
 }

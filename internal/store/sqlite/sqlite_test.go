@@ -327,6 +327,16 @@ func TestQueryPlansUseIndexes(t *testing.T) {
 		"tokens of ns":    `SELECT id FROM tokens WHERE namespace = 'a' ORDER BY created_at, id`,
 		"all tokens":      `SELECT id FROM tokens ORDER BY created_at, id`,
 		"snapshot digest": `SELECT id FROM signing_key_snapshots WHERE digest = 'd'`,
+		// as the garbage collector and every release ask it (migration 0015)
+		"blob referenced": `SELECT EXISTS (SELECT 1 FROM provider_versions WHERE shasums_digest = 'd')
+			OR EXISTS (SELECT 1 FROM provider_versions WHERE shasums_signature_digest = 'd')
+			OR EXISTS (SELECT 1 FROM provider_versions WHERE docs_digest = 'd')
+			OR EXISTS (SELECT 1 FROM provider_platforms WHERE sha256 = 'd')
+			OR EXISTS (SELECT 1 FROM module_versions WHERE archive_digest = 'd')
+			OR EXISTS (SELECT 1 FROM mirrored_versions WHERE shasums_digest = 'd')
+			OR EXISTS (SELECT 1 FROM mirrored_versions WHERE shasums_signature_digest = 'd')
+			OR EXISTS (SELECT 1 FROM mirrored_platforms WHERE sha256 = 'd'),
+			(SELECT released_at FROM released_blobs WHERE digest = 'd')`,
 	}
 	for name, q := range queries {
 		t.Run(name, func(t *testing.T) {

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"trove.dev/trove/internal/registry"
@@ -22,12 +24,33 @@ func (x *Index) DeleteProviderVersion(ctx context.Context, namespace, typ, ver s
 		if err := x.lockProvider(ctx, t, namespace, typ, missing); err != nil {
 			return err
 		}
-		res, err := t.exec(ctx, `DELETE FROM provider_versions WHERE namespace = $1 AND type = $2 AND version = $3`,
-			namespace, typ, ver)
+		const which = `namespace = $1 AND type = $2 AND version = $3`
+		digests, err := providerBlobs(ctx, t, which, namespace, typ, ver)
+		if err != nil {
+			return err
+		}
+		res, err := t.exec(ctx, `DELETE FROM provider_versions WHERE `+which, namespace, typ, ver)
 		if err := affected(res, err, missing); err != nil {
 			return err
 		}
+		if err := x.releaseBlobs(ctx, t, digests); err != nil {
+			return err
+		}
 		return x.recountProvider(ctx, t, namespace, typ)
+	})
+}
+
+// providerBlobs returns the digests the provider versions matching the
+// condition which (on provider_versions, with args) name.
+func providerBlobs(ctx context.Context, t tx, which string, args ...any) ([]string, error) {
+	rows, err := t.query(ctx, `SELECT shasums_digest FROM provider_versions WHERE `+which+`
+		UNION SELECT shasums_signature_digest FROM provider_versions WHERE `+which+`
+		UNION SELECT docs_digest FROM provider_versions WHERE `+which+`
+		UNION SELECT sha256 FROM provider_platforms WHERE version_id IN (SELECT id FROM provider_versions WHERE `+which+`)`,
+		args...)
+	return collect(rows, err, func(s scanner) (string, error) {
+		var d string
+		return d, s.Scan(&d)
 	})
 }
 
@@ -42,8 +65,16 @@ func (x *Index) DeleteProvider(ctx context.Context, namespace, typ string) (int,
 		if err := x.lockProvider(ctx, t, namespace, typ, missing); err != nil {
 			return err
 		}
-		res, err := t.exec(ctx, `DELETE FROM provider_versions WHERE namespace = $1 AND type = $2`, namespace, typ)
+		const which = `namespace = $1 AND type = $2`
+		digests, err := providerBlobs(ctx, t, which, namespace, typ)
 		if err != nil {
+			return err
+		}
+		res, err := t.exec(ctx, `DELETE FROM provider_versions WHERE `+which, namespace, typ)
+		if err != nil {
+			return err
+		}
+		if err := x.releaseBlobs(ctx, t, digests); err != nil {
 			return err
 		}
 		if n, err = res.RowsAffected(); err != nil {
@@ -122,9 +153,16 @@ func (x *Index) DeleteModule(ctx context.Context, namespace, name, system string
 		if err != nil {
 			return err
 		}
-		res, err := t.exec(ctx, `DELETE FROM module_versions WHERE namespace = $1 AND name = $2 AND system = $3`,
-			namespace, name, system)
+		const which = `namespace = $1 AND name = $2 AND system = $3`
+		digests, err := moduleBlobs(ctx, t, which, namespace, name, system)
 		if err != nil {
+			return err
+		}
+		res, err := t.exec(ctx, `DELETE FROM module_versions WHERE `+which, namespace, name, system)
+		if err != nil {
+			return err
+		}
+		if err := x.releaseBlobs(ctx, t, digests); err != nil {
 			return err
 		}
 		if n, err = res.RowsAffected(); err != nil {
@@ -137,6 +175,76 @@ func (x *Index) DeleteModule(ctx context.Context, namespace, name, system string
 		return err
 	})
 	return int(n), err
+}
+
+// moduleBlobs returns the digests the module versions matching the
+// condition which (on module_versions, with args) name.
+func moduleBlobs(ctx context.Context, t tx, which string, args ...any) ([]string, error) {
+	rows, err := t.query(ctx, `SELECT DISTINCT archive_digest FROM module_versions WHERE `+which, args...)
+	return collect(rows, err, func(s scanner) (string, error) {
+		var d string
+		return d, s.Scan(&d)
+	})
+}
+
+// SetClock sets the clock that dates the releases of blobs (time.Now by
+// default). Call it before the index is used.
+func (x *Index) SetClock(now func() time.Time) { x.clock.Store(&now) }
+
+// now reads the clock.
+func (x *Index) now() time.Time {
+	if c := x.clock.Load(); c != nil {
+		return (*c)()
+	}
+	return time.Now()
+}
+
+// releaseChunk is how many digests one statement of releaseBlobs names,
+// well below the placeholder limits of both backends.
+const releaseChunk = 500
+
+// releaseBlobs records, in t, the release of every digest of digests
+// (empty ones skipped) that no row names any more, at the index's time: a
+// transaction that deleted rows naming them calls it after the deletes.
+//
+// Every digest is first upserted (a later time replaces an earlier one,
+// never the reverse), which locks its row, and then the rows of the
+// digests still named are removed. The row lock orders two deletes that
+// release the same digest concurrently: the one that locks second sees
+// the first committed, so the last reference to go always leaves a row,
+// even when each of the deletes saw the other's reference when it ran.
+// Digests are taken in order, so that such deletes cannot deadlock.
+func (x *Index) releaseBlobs(ctx context.Context, t tx, digests []string) error {
+	ds := make([]string, 0, len(digests))
+	for _, d := range digests {
+		if d != "" {
+			ds = append(ds, d)
+		}
+	}
+	slices.Sort(ds)
+	ds = slices.Compact(ds)
+	now, err := x.time(x.now(), "release time")
+	if err != nil {
+		return err
+	}
+	for chunk := range slices.Chunk(ds, releaseChunk) {
+		values := make([]string, len(chunk))
+		for i := range chunk {
+			values[i] = fmt.Sprintf("($%d, $1)", i+2)
+		}
+		in, args := placeholders(chunk, 2)
+		if _, err := t.exec(ctx, `INSERT INTO released_blobs (digest, released_at) VALUES `+strings.Join(values, ", ")+`
+			ON CONFLICT (digest) DO UPDATE SET released_at = excluded.released_at
+			WHERE excluded.released_at > released_blobs.released_at`, append([]any{now}, args...)...); err != nil {
+			return err
+		}
+		in, args = placeholders(chunk, 1)
+		if _, err := t.exec(ctx, `DELETE FROM released_blobs WHERE digest IN (`+in+`)
+			AND (`+referencedCond("released_blobs.digest")+`)`, args...); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // blobColumns are the columns (table and column) that hold blob digests;
@@ -186,17 +294,28 @@ func (x *Index) ReferencedBlobs(ctx context.Context, fn func(digest string) erro
 	return x.fail(rows.Err(), "listing the referenced blobs")
 }
 
-// blobReferenced is the query whose one boolean says whether a row of
-// blobColumns names the digest $1.
-func blobReferenced() string {
-	q := "SELECT "
+// referencedCond is the condition that a row of blobColumns names the
+// digest expr (a placeholder or a column).
+func referencedCond(expr string) string {
+	q := ""
 	for i, c := range blobColumns {
 		if i > 0 {
 			q += " OR "
 		}
-		q += "EXISTS (SELECT 1 FROM " + c[0] + " WHERE " + c[1] + " = $1)"
+		q += "EXISTS (SELECT 1 FROM " + c[0] + " WHERE " + c[1] + " = " + expr + ")"
 	}
 	return q
+}
+
+// blobReferenced is the query whose one boolean says whether a row of
+// blobColumns names the digest $1.
+func blobReferenced() string { return "SELECT " + referencedCond("$1") }
+
+// blobState is the query whose one row says whether a row of blobColumns
+// names the digest $1 and when it was released (NULL without a record),
+// in one statement: one snapshot.
+func blobState() string {
+	return "SELECT " + referencedCond("$1") + ", (SELECT released_at FROM released_blobs WHERE digest = $1)"
 }
 
 // BlobReferenced reports whether a row of blobColumns names digest.
@@ -217,21 +336,44 @@ func (x *Index) BlobReferenced(ctx context.Context, digest string) (bool, error)
 // runs one write transaction at a time, and both run in one.
 const blobLock int64 = 0x74726f76652e6763 // "trove.gc"
 
-// CollectBlob asks blobReferenced and runs collect in one write
-// transaction holding blobLock exclusively.
-func (x *Index) CollectBlob(ctx context.Context, digest string, collect func(ctx context.Context) error) (bool, error) {
+// BlobReleased reads blobState.
+func (x *Index) BlobReleased(ctx context.Context, digest string) (time.Time, error) {
+	ctx, cancel := x.op(ctx)
+	defer cancel()
+	var referenced bool
+	var released time.Time
+	if err := x.row(ctx, blobState(), digest).Scan(&referenced, at(&released)); err != nil {
+		return time.Time{}, x.fail(err, "reading the release of blob "+digest)
+	}
+	if referenced {
+		return time.Time{}, nil
+	}
+	return released, nil
+}
+
+// CollectBlob asks blobState and runs collect in one write transaction
+// holding blobLock exclusively, then removes the digest's release when
+// collect deleted the blob.
+func (x *Index) CollectBlob(ctx context.Context, digest string, collect func(ctx context.Context, released time.Time) (bool, error)) (bool, error) {
 	var referenced bool
 	err := x.write(ctx, "collecting blob "+digest, func(ctx context.Context, t tx) error {
 		if err := x.d.LockTx(ctx, t.Tx, blobLock); err != nil {
 			return err
 		}
 		// Asked after the lock: a statement's snapshot (read committed)
-		// then includes every write that held the shared side.
-		var err error
-		if referenced, err = t.exists(ctx, blobReferenced(), digest); err != nil || referenced {
+		// then includes every write that held the shared side. Deletes do
+		// not take the lock; the one statement sees a delete's removal of
+		// rows and its release together, or neither.
+		var released time.Time
+		if err := t.row(ctx, blobState(), digest).Scan(&referenced, at(&released)); err != nil || referenced {
 			return err
 		}
-		return collect(ctx)
+		deleted, err := collect(ctx, released)
+		if err != nil || !deleted {
+			return err
+		}
+		_, err = t.exec(ctx, `DELETE FROM released_blobs WHERE digest = $1`, digest)
+		return err
 	})
 	return referenced, err
 }
@@ -239,16 +381,17 @@ func (x *Index) CollectBlob(ctx context.Context, digest string, collect func(ctx
 // GuardBlobs sets the check guardBlobs runs.
 func (x *Index) GuardBlobs(check store.BlobCheck) { x.check.Store(&check) }
 
-// guardBlobs takes blobLock shared in t and checks that the blobs of
-// digests (empty ones skipped) are stored. A write that commits rows
-// naming blobs calls it first in its transaction, before any row lock.
+// guardBlobs takes blobLock shared in t, checks that the blobs of
+// digests (empty ones skipped) are stored, and forgets their releases: a
+// write that commits rows naming blobs calls it first in its
+// transaction, before any other row lock. (Forgetting locks the records
+// of released blobs, which a delete locks after its provider or module:
+// a publish naming a released blob again and a delete in the same
+// provider or module releasing it at the same moment can deadlock on
+// PostgreSQL, which aborts one of them; it is run again, FailRetry.)
 func (x *Index) guardBlobs(ctx context.Context, t tx, digests ...string) error {
 	if err := x.d.LockTxShared(ctx, t.Tx, blobLock); err != nil {
 		return err
-	}
-	check := x.check.Load()
-	if check == nil {
-		return nil
 	}
 	var ds []string
 	seen := map[string]bool{}
@@ -258,7 +401,28 @@ func (x *Index) guardBlobs(ctx context.Context, t tx, digests ...string) error {
 			ds = append(ds, d)
 		}
 	}
-	return (*check)(ctx, ds)
+	if check := x.check.Load(); check != nil {
+		if err := (*check)(ctx, ds); err != nil {
+			return err
+		}
+	}
+	for chunk := range slices.Chunk(ds, releaseChunk) {
+		in, args := placeholders(chunk, 1)
+		if _, err := t.exec(ctx, `DELETE FROM released_blobs WHERE digest IN (`+in+`)`, args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// placeholders returns "$first, $first+1, ..." for the digests ds, and ds
+// as arguments.
+func placeholders(ds []string, first int) (string, []any) {
+	in, args := make([]string, len(ds)), make([]any, len(ds))
+	for i, d := range ds {
+		in[i], args[i] = fmt.Sprintf("$%d", first+i), d
+	}
+	return strings.Join(in, ", "), args
 }
 
 // BlobReferences counts the rows of blobColumns that name digest.

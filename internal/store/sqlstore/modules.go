@@ -203,9 +203,16 @@ func (x *Index) DeleteModuleVersion(ctx context.Context, namespace, name, system
 		if err != nil {
 			return err
 		}
-		res, err := t.exec(ctx, `DELETE FROM module_versions WHERE namespace = $1 AND name = $2 AND system = $3 AND version = $4`,
-			namespace, name, system, ver)
+		const which = `namespace = $1 AND name = $2 AND system = $3 AND version = $4`
+		digests, err := moduleBlobs(ctx, t, which, namespace, name, system, ver)
+		if err != nil {
+			return err
+		}
+		res, err := t.exec(ctx, `DELETE FROM module_versions WHERE `+which, namespace, name, system, ver)
 		if err := affected(res, err, missing); err != nil {
+			return err
+		}
+		if err := x.releaseBlobs(ctx, t, digests); err != nil {
 			return err
 		}
 		return x.recountModule(ctx, t, namespace, name, system)

@@ -114,6 +114,7 @@ type Index struct {
 	timeout time.Duration
 	feed    *feed // nil without Options.Feed
 	check   atomic.Pointer[store.BlobCheck]
+	clock   atomic.Pointer[func() time.Time] // nil: time.Now
 	closed  atomic.Bool
 	once    sync.Once
 	err     error

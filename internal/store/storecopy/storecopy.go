@@ -34,7 +34,11 @@
 // which live until those tokens expire, minutes: a copy is made with the
 // source stopped, and the replicas on the target start later. Webhooks
 // are copied with their secrets, not their delivery logs: deliveries
-// still pending in the source are not sent by the target.
+// still pending in the source are not sent by the target. Neither are the
+// source's releases of blobs (store.GarbageCollection): a released blob
+// is named by no record the target gets, and the target's collector
+// counts its grace period from the blob's write into the target, which
+// comes after the release.
 package storecopy
 
 import (

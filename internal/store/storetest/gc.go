@@ -272,19 +272,50 @@ func testGarbageCollection(t *testing.T, newIndex func(*testing.T) store.Index) 
 		sameSet("PutMirroredVersion (packages not held yet)", mirrored.SHASumsDigest, mirrored.SHASumsSignatureDigest)
 
 		calls := 0
-		collect := func(context.Context) error { calls++; return nil }
+		var releasedAt time.Time
+		collect := func(_ context.Context, released time.Time) (bool, error) {
+			calls++
+			releasedAt = released
+			return true, nil
+		}
 		referenced, err := x.CollectBlob(ctx, mv.ArchiveDigest, collect)
 		if err != nil || !referenced || calls != 0 {
 			t.Errorf("CollectBlob of a referenced blob = %v, %v, collect called %d times; want true and no call", referenced, err, calls)
 		}
 		referenced, err = x.CollectBlob(ctx, digestOf("docs"), collect)
-		if err != nil || referenced || calls != 1 {
-			t.Errorf("CollectBlob of an unreferenced blob = %v, %v, collect called %d times; want false and one call", referenced, err, calls)
+		if err != nil || referenced || calls != 1 || !releasedAt.IsZero() {
+			t.Errorf("CollectBlob of a blob never referenced = %v, %v, collect called %d times with release %v; want false and one call with none", referenced, err, calls, releasedAt)
 		}
-		_, err = x.CollectBlob(ctx, digestOf("docs"), func(context.Context) error {
-			return registry.Errorf(registry.Unavailable, "the blob store is down")
+		_, err = x.CollectBlob(ctx, digestOf("docs"), func(context.Context, time.Time) (bool, error) {
+			return false, registry.Errorf(registry.Unavailable, "the blob store is down")
 		})
 		wantKind(t, err, registry.Unavailable, "CollectBlob whose collect fails")
+	})
+	t.Run("Releases", func(t *testing.T) { testBlobReleases(t, newIndex) })
+	t.Run("ReleasedByConcurrentDeletes", func(t *testing.T) {
+		// Modules of their own (their deletes lock different rows), one
+		// archive: whichever delete commits last drops its last reference,
+		// and the release must be recorded whatever each delete saw of
+		// the others while it ran.
+		x, ctx := newIndex(t), t.Context()
+		createNamespaces(t, x, "acme")
+		systems := []string{"aws", "azure", "gcp", "hetzner", "oci", "openstack", "vsphere", "ovh"}
+		archive := testModuleVersion("acme", "network", "shared", "1.0.0", at(0)).ArchiveDigest
+		for _, sys := range systems {
+			mv := testModuleVersion("acme", "network", sys, "1.0.0", at(0))
+			mv.ArchiveDigest = archive
+			mustOK(t, x.CreateModuleVersion(ctx, mv), "CreateModuleVersion "+sys)
+		}
+		errs := make([]error, len(systems))
+		runTogether(len(systems), func(i int) {
+			errs[i] = x.DeleteModuleVersion(ctx, "acme", "network", systems[i], "1.0.0")
+		})
+		for i, err := range errs {
+			mustOK(t, err, "DeleteModuleVersion "+systems[i])
+		}
+		if r, err := x.BlobReleased(ctx, archive); err != nil || r.IsZero() {
+			t.Errorf("BlobReleased of an archive whose versions were deleted concurrently = %v, %v; want the time of the last delete", r, err)
+		}
 	})
 	t.Run("Lease", func(t *testing.T) {
 		x, ctx := newIndex(t), t.Context()
@@ -363,5 +394,132 @@ func testRetentionRules(t *testing.T, newIndex func(*testing.T) store.Index) {
 	mustOK(t, err, "ListRetentionRules after deleting the namespace")
 	if len(list) != 0 {
 		t.Errorf("rules after deleting their namespaces: %+v", list)
+	}
+}
+
+// testBlobReleases checks the releases of store.GarbageCollection: every
+// delete records, for each digest no row names any more, its own time
+// (BlobReleased, and the time CollectBlob hands its collect); a digest
+// another row still names is not released; a write naming a digest again
+// forgets its release; CollectBlob forgets the release of a blob its
+// collect deleted, and keeps that of one it kept.
+func testBlobReleases(t *testing.T, newIndex func(*testing.T) store.Index) {
+	x, ctx := newIndex(t), t.Context()
+	createNamespaces(t, x, "acme", "other")
+	released := func(d string) time.Time {
+		t.Helper()
+		r, err := x.BlobReleased(ctx, d)
+		mustOK(t, err, "BlobReleased")
+		return r
+	}
+	// check reports an error unless each digest was released between
+	// before and after (the index's clock is the wall clock here; it
+	// keeps microseconds), or not released if before is zero.
+	check := func(what string, before, after time.Time, digests ...string) {
+		t.Helper()
+		for _, d := range digests {
+			got := released(d)
+			switch {
+			case before.IsZero() && !got.IsZero():
+				t.Errorf("%s: BlobReleased(%s) = %v, want no release", what, d, got)
+			case !before.IsZero() && (got.Before(before.Truncate(time.Microsecond)) || got.After(after)):
+				t.Errorf("%s: BlobReleased(%s) = %v, want the time of the delete, between %v and %v", what, d, got, before, after)
+			}
+		}
+	}
+	var never time.Time
+	// deleting returns the times before and after calling del.
+	deleting := func(what string, del func() error) (time.Time, time.Time) {
+		t.Helper()
+		before := time.Now()
+		mustOK(t, del(), what)
+		return before, time.Now()
+	}
+	packages := func(v registry.ProviderVersion) []string {
+		var out []string
+		for _, p := range v.Platforms {
+			out = append(out, p.SHA256)
+		}
+		return out
+	}
+
+	// acme/cloud and other/cloud 1.0.0 have the same SHA256SUMS and
+	// signature digests (the files' names), and packages of their own.
+	pv := testVersion("acme", "cloud", "1.0.0", testKey("acme", 1), at(0))
+	pv.DocsDigest, pv.DocsSize = digestOf("docs of acme/cloud 1.0.0"), 10
+	mustOK(t, x.CreateProviderVersion(ctx, pv), "CreateProviderVersion acme")
+	twin := testVersion("other", "cloud", "1.0.0", testKey("other", 1), at(0))
+	mustOK(t, x.CreateProviderVersion(ctx, twin), "CreateProviderVersion other")
+	mv := testModuleVersion("acme", "network", "aws", "1.0.0", at(0))
+	mustOK(t, x.CreateModuleVersion(ctx, mv), "CreateModuleVersion 1.0.0")
+	mv2 := mv
+	mv2.Version = "1.1.0" // the same archive
+	mustOK(t, x.CreateModuleVersion(ctx, mv2), "CreateModuleVersion 1.1.0")
+	check("before any delete", never, never, append(packages(pv), pv.SHASumsDigest, pv.DocsDigest, mv.ArchiveDigest)...)
+
+	b, a := deleting("DeleteProviderVersion", func() error { return x.DeleteProviderVersion(ctx, "acme", "cloud", "1.0.0") })
+	check("a deleted version's own files", b, a, append(packages(pv), pv.DocsDigest)...)
+	check("files another version names", never, never, pv.SHASumsDigest, pv.SHASumsSignatureDigest)
+	check("the other version's packages", never, never, packages(twin)...)
+	b, a = deleting("DeleteProvider", func() error { _, err := x.DeleteProvider(ctx, "other", "cloud"); return err })
+	check("the files of a deleted provider", b, a, append(packages(twin), pv.SHASumsDigest, pv.SHASumsSignatureDigest)...)
+
+	deleting("DeleteModuleVersion", func() error { return x.DeleteModuleVersion(ctx, "acme", "network", "aws", "1.0.0") })
+	check("an archive another version names", never, never, mv.ArchiveDigest)
+	b, a = deleting("DeleteModule", func() error { _, err := x.DeleteModule(ctx, "acme", "network", "aws"); return err })
+	check("the archive of a deleted module", b, a, mv.ArchiveDigest)
+
+	// Named again: no release; deleted again: released again.
+	mustOK(t, x.CreateModuleVersion(ctx, mv), "CreateModuleVersion again")
+	check("an archive named again", never, never, mv.ArchiveDigest)
+	b, a = deleting("DeleteModuleVersion again", func() error { return x.DeleteModuleVersion(ctx, "acme", "network", "aws", "1.0.0") })
+	check("an archive deleted again", b, a, mv.ArchiveDigest)
+	mirrored := mirroredVersion("upstream.example", "hashicorp", "null", "3.0.0", 1, at(0))
+	mirrored.SHASumsDigest = pv.SHASumsDigest
+	_, err := x.PutMirroredVersion(ctx, mirrored)
+	mustOK(t, err, "PutMirroredVersion naming a released SHA256SUMS")
+	check("a SHA256SUMS the mirror names", never, never, pv.SHASumsDigest)
+
+	// CollectBlob hands collect the release, and forgets it only once
+	// collect deleted the blob.
+	want := released(mv.ArchiveDigest)
+	for _, deleted := range []bool{false, true} {
+		var got time.Time
+		referenced, err := x.CollectBlob(ctx, mv.ArchiveDigest, func(_ context.Context, r time.Time) (bool, error) {
+			got = r
+			return deleted, nil
+		})
+		if err != nil || referenced || !got.Equal(want) {
+			t.Errorf("CollectBlob (collect deleting: %v) = %v, %v, collect got release %v; want false and %v", deleted, referenced, err, got, want)
+		}
+	}
+	check("a collected blob", never, never, mv.ArchiveDigest)
+	if got := released(pv.DocsDigest); got.IsZero() {
+		t.Error("collecting one blob forgot the release of another")
+	}
+}
+
+// CheckMigratedReleases checks an index just migrated to schema version
+// 15 (0015_released_blobs) from one holding provider acme/cloud 1.0.0,
+// whose SHA256SUMS and signature digests are 64 a's and 64 b's, and
+// module acme/network/aws 1.0.0, whose archive digest is 64 c's: no
+// digest is released, and deleting the versions releases theirs.
+func CheckMigratedReleases(t *testing.T, x store.Index) {
+	t.Helper()
+	ctx := t.Context()
+	a, b, c := strings.Repeat("a", 64), strings.Repeat("b", 64), strings.Repeat("c", 64)
+	for _, d := range []string{a, b, c} {
+		if r, err := x.BlobReleased(ctx, d); err != nil || !r.IsZero() {
+			t.Errorf("BlobReleased(%s) after the migration = %v, %v; want no release", d, r, err)
+		}
+	}
+	before := time.Now().Truncate(time.Microsecond)
+	mustOK(t, x.DeleteModuleVersion(ctx, "acme", "network", "aws", "1.0.0"), "DeleteModuleVersion")
+	mustOK(t, x.DeleteProviderVersion(ctx, "acme", "cloud", "1.0.0"), "DeleteProviderVersion")
+	after := time.Now()
+	for _, d := range []string{a, b, c} {
+		if r, err := x.BlobReleased(ctx, d); err != nil || r.Before(before) || r.After(after) {
+			t.Errorf("BlobReleased(%s) after the deletes = %v, %v; want a time between %v and %v", d, r, err, before, after)
+		}
 	}
 }
