@@ -1,7 +1,8 @@
 // Package trovetest starts a real Trove server in-process for the tests of
 // other packages: built by app.New as `trove serve` builds it, with the
-// SQLite index and filesystem blobs in a temporary directory, HTTPS with
-// a self-signed certificate, and a first admin token.
+// SQLite index and filesystem blobs in a temporary directory (or the
+// PostgreSQL index and S3 bucket Options name), HTTPS with a self-signed
+// certificate, and a first admin token.
 package trovetest
 
 import (
@@ -25,6 +26,7 @@ import (
 	"trove.dev/trove/internal/signedurl"
 	"trove.dev/trove/internal/signing"
 	"trove.dev/trove/internal/store"
+	"trove.dev/trove/internal/store/s3blob"
 )
 
 // Server is a running in-process Trove.
@@ -68,6 +70,13 @@ type Options struct {
 	// --webhook-allow-http, so that webhooks can reach test receivers
 	// (httptest servers on loopback).
 	WebhookReceivers bool
+	// PostgresDSN, when set, starts Trove on this PostgreSQL index
+	// (--index-backend postgres; pgtest.NewSchema gives one) instead of
+	// SQLite.
+	PostgresDSN string
+	// S3, when its Bucket is set, starts Trove on this S3 bucket
+	// (--blob-backend s3; s3test.NewBucket gives one) instead of files.
+	S3 s3blob.Options
 }
 
 // Start starts a Trove for the duration of the test, built by app.New
@@ -93,6 +102,19 @@ func Start(t testing.TB, opts ...Options) *Server {
 	}
 	if opt.WebhookReceivers {
 		args = append(args, "--webhook-allow-private", "--webhook-allow-http")
+	}
+	if opt.PostgresDSN != "" {
+		args = append(args, "--index-backend", "postgres", "--postgres-dsn", opt.PostgresDSN)
+	}
+	if b := opt.S3; b.Bucket != "" {
+		args = append(args, "--blob-backend", "s3", "--s3-endpoint", b.Endpoint, "--s3-region", b.Region, "--s3-bucket", b.Bucket,
+			"--s3-access-key", b.AccessKey, "--s3-secret-key", b.SecretKey)
+		if b.Prefix != "" {
+			args = append(args, "--s3-prefix", b.Prefix)
+		}
+		if b.PathStyle {
+			args = append(args, "--s3-path-style")
+		}
 	}
 	cfg, err := config.Load(args, noEnv)
 	if err != nil {
