@@ -41,62 +41,20 @@ var publishBackends = []struct {
 // it and returns its uploads: upload(i) is the request of publisher i,
 // the same bytes for every i when identical, other bytes for each i
 // otherwise. stored reads the digest the index keeps for the version,
-// and digestOf the digest upload i would store.
+// and digestOf the digest upload i would store. identicalOnly leaves the
+// kind out of the test of different bytes.
 type publishKind struct {
-	name    string
-	prepare func(t *testing.T, s *trovetest.Server, version string, identical bool) (upload func(i int) (*http.Request, error), digestOf func(i int) string)
-	stored  func(t *testing.T, s *trovetest.Server, version string) string
+	name          string
+	prepare       func(t *testing.T, s *trovetest.Server, version string, identical bool) (upload func(i int) (*http.Request, error), digestOf func(i int) string)
+	stored        func(t *testing.T, s *trovetest.Server, version string) string
+	identicalOnly bool
 }
 
 var publishKinds = []publishKind{
-	{
-		name: "Provider",
-		prepare: func(t *testing.T, s *trovetest.Server, version string, identical bool) (func(int) (*http.Request, error), func(int) string) {
-			key := signingtest.NewKey(t, "acme")
-			addKey, _ := json.Marshal(apispec.AddSigningKeyRequest{ASCIIArmor: key.ArmoredPublic})
-			if status, body := apiDo(t, s, "POST", "/api/v1/namespaces/acme/keys", "Bearer "+s.AdminToken, "application/json", bytes.NewReader(addKey)); status != 201 {
-				t.Fatalf("adding the signing key = %d %s", status, body)
-			}
-			bodies, types, sums := make([][]byte, concurrentPublishes), make([]string, concurrentPublishes), make([]string, concurrentPublishes)
-			for i := range bodies {
-				spec := releasetest.Spec{Type: "cloud", Version: version, Platforms: []string{"linux_amd64", "darwin_arm64"}, Protocols: []string{"6.0"}}
-				if !identical {
-					spec.Payload = fmt.Sprint(i)
-				}
-				if i > 0 && identical {
-					bodies[i], types[i], sums[i] = bodies[0], types[0], sums[0]
-					continue
-				}
-				rel := releasetest.Build(t, key, spec)
-				var body bytes.Buffer
-				mw := multipart.NewWriter(&body)
-				for _, f := range rel.Files {
-					w, err := mw.CreateFormFile(apispec.PublishFileField, f.Name)
-					if err != nil {
-						t.Fatal(err)
-					}
-					w.Write(f.Data)
-				}
-				mw.Close()
-				bodies[i], types[i], sums[i] = body.Bytes(), mw.FormDataContentType(), rel.SHA256(rel.Prefix()+"_SHA256SUMS")
-			}
-			return func(i int) (*http.Request, error) {
-					req, err := http.NewRequest("POST", s.URL+"/api/v1/namespaces/acme/providers/cloud/versions/"+version, bytes.NewReader(bodies[i]))
-					if err == nil {
-						req.Header.Set("Content-Type", types[i])
-					}
-					return req, err
-				},
-				func(i int) string { return sums[i] }
-		},
-		stored: func(t *testing.T, s *trovetest.Server, version string) string {
-			v, err := s.Index.GetProviderVersion(t.Context(), "acme", "cloud", version)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return v.SHASumsDigest
-		},
-	},
+	providerKind("Provider", "acme", false),
+	// Trove signs each of these publishes itself, so their signatures
+	// differ: only SHA256SUMS decides whether two are the same release.
+	providerKind("ProviderManagedKey", "managed", true),
 	{
 		name: "Module",
 		prepare: func(t *testing.T, s *trovetest.Server, version string, identical bool) (func(int) (*http.Request, error), func(int) string) {
@@ -155,6 +113,73 @@ var publishKinds = []publishKind{
 			return v.DocsDigest
 		},
 	},
+}
+
+// providerKind publishes releases of provider namespace/cloud, signed by
+// a key of the namespace, or without a signature for its managed key to
+// sign (only identical ones: signing is slow, and the unmanaged kind
+// covers other bytes).
+func providerKind(name, namespace string, managed bool) publishKind {
+	return publishKind{
+		name:          name,
+		identicalOnly: managed,
+		prepare: func(t *testing.T, s *trovetest.Server, version string, identical bool) (func(int) (*http.Request, error), func(int) string) {
+			if _, err := s.Index.GetNamespace(t.Context(), namespace); registry.IsKind(err, registry.NotFound) {
+				if err := s.Index.CreateNamespace(t.Context(), registry.Namespace{Name: namespace, CreatedAt: time.Now()}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			key := signingtest.NewKey(t, namespace)
+			addKey, _ := json.Marshal(apispec.AddSigningKeyRequest{ASCIIArmor: key.ArmoredPublic})
+			if managed {
+				addKey = []byte(generateBody)
+			}
+			if status, body := apiDo(t, s, "POST", "/api/v1/namespaces/"+namespace+"/keys", "Bearer "+s.AdminToken, "application/json", bytes.NewReader(addKey)); status != 201 {
+				t.Fatalf("adding the signing key = %d %s", status, body)
+			}
+			bodies, types, sums := make([][]byte, concurrentPublishes), make([]string, concurrentPublishes), make([]string, concurrentPublishes)
+			for i := range bodies {
+				if i > 0 && identical {
+					bodies[i], types[i], sums[i] = bodies[0], types[0], sums[0]
+					continue
+				}
+				spec := releasetest.Spec{Type: "cloud", Version: version, Platforms: []string{"linux_amd64", "darwin_arm64"}, Protocols: []string{"6.0"}}
+				if !identical {
+					spec.Payload = fmt.Sprint(i)
+				}
+				rel := releasetest.Build(t, key, spec)
+				var body bytes.Buffer
+				mw := multipart.NewWriter(&body)
+				for _, f := range rel.Files {
+					if managed && strings.HasSuffix(f.Name, ".sig") {
+						continue
+					}
+					w, err := mw.CreateFormFile(apispec.PublishFileField, f.Name)
+					if err != nil {
+						t.Fatal(err)
+					}
+					w.Write(f.Data)
+				}
+				mw.Close()
+				bodies[i], types[i], sums[i] = body.Bytes(), mw.FormDataContentType(), rel.SHA256(rel.Prefix()+"_SHA256SUMS")
+			}
+			return func(i int) (*http.Request, error) {
+					req, err := http.NewRequest("POST", s.URL+"/api/v1/namespaces/"+namespace+"/providers/cloud/versions/"+version, bytes.NewReader(bodies[i]))
+					if err == nil {
+						req.Header.Set("Content-Type", types[i])
+					}
+					return req, err
+				},
+				func(i int) string { return sums[i] }
+		},
+		stored: func(t *testing.T, s *trovetest.Server, version string) string {
+			v, err := s.Index.GetProviderVersion(t.Context(), namespace, "cloud", version)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return v.SHASumsDigest
+		},
+	}
 }
 
 // publishAnswer is what one concurrent publish was answered.
@@ -267,6 +292,9 @@ func TestConcurrentDifferentPublishesConflict(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, k := range publishKinds {
+				if k.identicalOnly {
+					continue
+				}
 				t.Run(k.name, func(t *testing.T) {
 					upload, digestOf := k.prepare(t, s, "2.0.0", false)
 					answers := publishTogether(t, s, "Bearer "+s.AdminToken, upload)
