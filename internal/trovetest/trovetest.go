@@ -7,6 +7,7 @@ package trovetest
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
@@ -15,6 +16,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -43,7 +45,8 @@ type Server struct {
 	PrivateSigner *signedurl.Signer
 	// SigningSecret is the key-encryption secret of managed signing
 	// keys: DataDir/signing-secret, created by the first managed key, as
-	// the embedded default of `trove serve`.
+	// the embedded default of `trove serve` (written at the start with
+	// Options.PostgresDSN).
 	SigningSecret signing.SecretFile
 	// Downloads is the server's download counter: Flush writes what it
 	// counted to Index.
@@ -72,7 +75,8 @@ type Options struct {
 	WebhookReceivers bool
 	// PostgresDSN, when set, starts Trove on this PostgreSQL index
 	// (--index-backend postgres; pgtest.NewSchema gives one) instead of
-	// SQLite.
+	// SQLite, with a signing secret file of its own, as replicas need
+	// one (--signing-secret-file DataDir/signing-secret).
 	PostgresDSN string
 	// S3, when its Bucket is set, starts Trove on this S3 bucket
 	// (--blob-backend s3; s3test.NewBucket gives one) instead of files.
@@ -104,7 +108,12 @@ func Start(t testing.TB, opts ...Options) *Server {
 		args = append(args, "--webhook-allow-private", "--webhook-allow-http")
 	}
 	if opt.PostgresDSN != "" {
-		args = append(args, "--index-backend", "postgres", "--postgres-dsn", opt.PostgresDSN)
+		secret := filepath.Join(dir, "signing-secret")
+		if err := os.WriteFile(secret, []byte(rand.Text()+rand.Text()+"\n"), 0o600); err != nil {
+			ln.Close()
+			t.Fatal(err)
+		}
+		args = append(args, "--index-backend", "postgres", "--postgres-dsn", opt.PostgresDSN, "--signing-secret-file", secret)
 	}
 	if b := opt.S3; b.Bucket != "" {
 		args = append(args, "--blob-backend", "s3", "--s3-endpoint", b.Endpoint, "--s3-region", b.Region, "--s3-bucket", b.Bucket,
