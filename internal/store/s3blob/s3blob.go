@@ -168,8 +168,6 @@ type Store struct {
 
 	log            *slog.Logger
 	staleUploadAge time.Duration // StaleUploadAge unless a test changes it
-
-	puts puts // the Puts under way, for reads that overlap them (overwrite.go)
 }
 
 var (
@@ -474,7 +472,7 @@ func (s *Store) Put(ctx context.Context, digest string, size int64, r io.Reader)
 	if err := ctx.Err(); err != nil {
 		return registry.Wrap(registry.Unavailable, err, "storing blob "+digest)
 	}
-	switch have, err := s.head(ctx, digest); {
+	switch have, err := s.Stat(ctx, digest); {
 	case err == nil && have == size:
 		// Stored already: upload it again all the same, which renews its
 		// LastModified (the garbage collector's grace period counts from
@@ -486,9 +484,6 @@ func (s *Store) Put(ctx context.Context, digest string, size int64, r io.Reader)
 	case !registry.IsKind(err, registry.NotFound):
 		return err
 	}
-	// An overwrite may hide the blob from a concurrent read for a moment
-	// on some servers: reads through s wait for it (overwrite.go).
-	defer s.puts.begin(digest)()
 	vr := newVerifyingReader(r, digest, size)
 	var err error
 	switch {
@@ -714,15 +709,9 @@ func (s *Store) Open(ctx context.Context, digest string) (*store.Blob, error) {
 	if err := registry.CheckDigest(digest); err != nil {
 		return nil, err
 	}
-	out, err := settledRead(ctx, &s.puts, digest, func() (*s3.GetObjectOutput, error) {
-		out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: aws.String(s.key(digest))})
-		if err != nil {
-			return nil, s.fail(err, "opening blob "+digest)
-		}
-		return out, nil
-	})
+	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: aws.String(s.key(digest))})
 	if err != nil {
-		return nil, err
+		return nil, s.fail(err, "opening blob "+digest)
 	}
 	if out.ContentLength == nil || *out.ContentLength < 0 {
 		out.Body.Close()
@@ -817,17 +806,11 @@ func (o *object) Close() error {
 	return nil
 }
 
-// Stat returns the blob's size. Like Open, it does not answer NotFound
-// for a blob that a Put through s was overwriting (see overwrite.go).
+// Stat returns the blob's size.
 func (s *Store) Stat(ctx context.Context, digest string) (int64, error) {
 	if err := registry.CheckDigest(digest); err != nil {
 		return 0, err
 	}
-	return settledRead(ctx, &s.puts, digest, func() (int64, error) { return s.head(ctx, digest) })
-}
-
-// head returns the size of the blob of a checked digest, or NotFound.
-func (s *Store) head(ctx context.Context, digest string) (int64, error) {
 	out, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &s.bucket, Key: aws.String(s.key(digest))})
 	if err != nil {
 		return 0, s.fail(err, "inspecting blob "+digest)
