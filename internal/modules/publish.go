@@ -177,15 +177,23 @@ func (p *Publisher) Publish(ctx context.Context, up Upload) (Result, error) {
 
 	// 2. An existing version: the same bytes are an idempotent retry,
 	// anything else is refused before any further work.
-	if existing, err := p.opt.Index.GetModuleVersion(ctx, v.Namespace, v.Name, v.System, v.Version); err == nil {
-		return existingVersion(existing, v)
+	stored := func() (registry.ModuleVersion, error) {
+		return p.opt.Index.GetModuleVersion(ctx, v.Namespace, v.Name, v.System, v.Version)
+	}
+	existing := func(have registry.ModuleVersion) (Result, error) { return existingVersion(have, v) }
+	if have, err := stored(); err == nil {
+		return existing(have)
 	} else if !registry.IsKind(err, registry.NotFound) {
 		return Result{}, err
 	}
 	if err := registry.CheckPrecedence(fmt.Sprintf("module %s/%s/%s", v.Namespace, v.Name, v.System), v.Version,
 		func() ([]registry.ModuleVersion, error) {
 			return p.opt.Index.ListModuleVersions(ctx, v.Namespace, v.Name, v.System)
-		}, moduleVersion); err != nil {
+		}, moduleVersion); registry.IsKind(err, registry.Conflict) {
+		// The clash may be this very version, published concurrently
+		// since the lookup above.
+		return registry.ResolveCreateConflict(err, stored, existing)
+	} else if err != nil {
 		return Result{}, err
 	}
 
@@ -205,9 +213,7 @@ func (p *Publisher) Publish(ctx context.Context, up Upload) (Result, error) {
 	v.PublishedAt = p.opt.Now().UTC()
 	err = p.opt.Index.CreateModuleVersion(ctx, v)
 	if registry.IsKind(err, registry.Conflict) {
-		return registry.ResolveCreateConflict(err, func() (registry.ModuleVersion, error) {
-			return p.opt.Index.GetModuleVersion(ctx, v.Namespace, v.Name, v.System, v.Version)
-		}, func(existing registry.ModuleVersion) (Result, error) { return existingVersion(existing, v) })
+		return registry.ResolveCreateConflict(err, stored, existing)
 	}
 	if err != nil {
 		return Result{}, err

@@ -2,6 +2,7 @@ package modules
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
@@ -224,5 +225,58 @@ func TestDelete(t *testing.T) {
 	}
 	if _, err := e.pub.Delete(ctx, "CAFÉ", "net", "aws", "1.0.0"); err != nil {
 		t.Errorf("Delete of a version under a namespace publish refuses: %v", err)
+	}
+}
+
+// publishedMeanwhile is an index on which another publish commits right
+// after the first lookup of a version (by running commit once), as a
+// concurrent publish of that version may.
+type publishedMeanwhile struct {
+	*sqlite.Index
+	once   sync.Once
+	commit func()
+}
+
+func (x *publishedMeanwhile) GetModuleVersion(ctx context.Context, namespace, name, system, version string) (registry.ModuleVersion, error) {
+	v, err := x.Index.GetModuleVersion(ctx, namespace, name, system, version)
+	x.once.Do(x.commit)
+	return v, err
+}
+
+// TestPublishedMeanwhile publishes an archive while another publish of
+// the same version commits between the publisher's first lookup of the
+// version and its precedence check: the same archive is an idempotent
+// retry (Created false), another one a Conflict.
+func TestPublishedMeanwhile(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		winner   string
+		conflict bool
+	}{
+		{"Identical", mainTF, false},
+		{"Different", mainTF + "# other\n", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newPublishEnv(t)
+			archive := packed(t, map[string]string{"main.tf": mainTF})
+			winner := packed(t, map[string]string{"main.tf": c.winner})
+			up := Upload{Namespace: "acme", Name: "net", System: "aws", Version: "1.0.0"}
+			x := &publishedMeanwhile{Index: e.idx, commit: func() {
+				up := up
+				up.Archive = bytes.NewReader(winner)
+				if res, err := e.pub.Publish(t.Context(), up); err != nil || !res.Created {
+					t.Errorf("the concurrent publish = %+v, %v", res, err)
+				}
+			}}
+			pub := NewPublisher(Options{Index: x, Blobs: e.blobs, TempDir: e.tempDir})
+			up.Archive = bytes.NewReader(archive)
+			res, err := pub.Publish(t.Context(), up)
+			switch {
+			case c.conflict && !registry.IsKind(err, registry.Conflict):
+				t.Fatalf("publish of another archive = %+v, %v; want a Conflict", res, err)
+			case !c.conflict && (err != nil || res.Created || res.Version.ArchiveDigest != fmt.Sprintf("%x", sha256.Sum256(archive))):
+				t.Fatalf("publish of the same archive = %+v, %v; want the stored version, not created", res, err)
+			}
+		})
 	}
 }

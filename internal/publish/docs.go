@@ -76,18 +76,25 @@ func (p *Publisher) PublishDocs(ctx context.Context, namespace, typ, version str
 	if err := staging.Store(ctx, p.opt.Blobs, digest, n, f.Name()); err != nil {
 		return DocsResult{}, fmt.Errorf("store the documentation archive: %w", err)
 	}
-	err = p.opt.Index.SetProviderDocs(ctx, ns, typ, version, digest, n)
+	// Of concurrent uploads of this archive (which all found the version
+	// without documentation above), the index tells the one that recorded
+	// it: the others are retries.
+	created, err := p.opt.Index.SetProviderDocs(ctx, ns, typ, version, digest, n)
 	if registry.IsKind(err, registry.Conflict) {
-		// A concurrent upload won: the same archive is a retry.
+		// A concurrent upload of another archive won.
 		if v, gerr := p.opt.Index.GetProviderVersion(ctx, ns, typ, version); gerr == nil {
-			if v.DocsDigest == digest {
-				return DocsResult{Version: v, Docs: docs}, nil
-			}
 			return DocsResult{}, docsConflict(v)
 		}
 	}
 	if err != nil {
 		return DocsResult{}, err
+	}
+	if !created {
+		v, err := p.opt.Index.GetProviderVersion(ctx, ns, typ, version)
+		if err != nil {
+			return DocsResult{}, err
+		}
+		return DocsResult{Version: v, Docs: docs}, nil
 	}
 	v.DocsDigest, v.DocsSize = digest, n
 	p.opt.OnPublish(ns, typ)

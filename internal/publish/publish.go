@@ -194,7 +194,7 @@ func (pub *publication) run(src FileSource) (Result, error) {
 	// anything else is refused, both before the signature is judged (a
 	// retry after the key expired still succeeds: the stored version was
 	// verified when it was published) and before the archives are read.
-	if existing, err := pub.p.opt.Index.GetProviderVersion(pub.ctx, v.Namespace, v.Type, v.Version); err == nil {
+	if existing, err := pub.stored(); err == nil {
 		return pub.existing(existing)
 	} else if !registry.IsKind(err, registry.NotFound) {
 		return Result{}, err
@@ -232,7 +232,12 @@ func (pub *publication) run(src FileSource) (Result, error) {
 	if err := registry.CheckPrecedence(fmt.Sprintf("provider %s/%s", v.Namespace, v.Type), v.Version,
 		func() ([]registry.ProviderVersion, error) {
 			return pub.p.opt.Index.ListProviderVersions(pub.ctx, v.Namespace, v.Type)
-		}, providerVersion); err != nil {
+		}, providerVersion); registry.IsKind(err, registry.Conflict) {
+		// The clash may be this very version, published concurrently
+		// since the lookup above: an idempotent retry unless its content
+		// differs.
+		return registry.ResolveCreateConflict(err, pub.stored, pub.existing)
+	} else if err != nil {
 		return Result{}, err
 	}
 
@@ -474,9 +479,7 @@ func (pub *publication) commit() (Result, error) {
 	v.PublishedAt = pub.p.opt.Now().UTC()
 	err := pub.p.opt.Index.CreateProviderVersion(ctx, *v)
 	if registry.IsKind(err, registry.Conflict) {
-		return registry.ResolveCreateConflict(err, func() (registry.ProviderVersion, error) {
-			return pub.p.opt.Index.GetProviderVersion(ctx, v.Namespace, v.Type, v.Version)
-		}, pub.existing)
+		return registry.ResolveCreateConflict(err, pub.stored, pub.existing)
 	}
 	if err != nil {
 		return Result{}, err
@@ -493,6 +496,11 @@ func (pub *publication) putStaged(pl registry.Platform) error {
 }
 
 func providerVersion(v registry.ProviderVersion) string { return v.Version }
+
+// stored reads the stored version of the same namespace, type and version.
+func (pub *publication) stored() (registry.ProviderVersion, error) {
+	return pub.p.opt.Index.GetProviderVersion(pub.ctx, pub.v.Namespace, pub.v.Type, pub.v.Version)
+}
 
 // existing decides between an idempotent retry and a conflict.
 func (pub *publication) existing(existing registry.ProviderVersion) (Result, error) {

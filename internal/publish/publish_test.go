@@ -456,3 +456,58 @@ func TestRemoveStaleUploads(t *testing.T) {
 		t.Errorf("a file Trove did not stage was removed: %v", err)
 	}
 }
+
+// publishedMeanwhile is an index on which another publish commits right
+// after the first lookup of a version (by running commit once), as a
+// concurrent publish of that version may.
+type publishedMeanwhile struct {
+	store.Index
+	once   sync.Once
+	commit func()
+}
+
+func (x *publishedMeanwhile) GetProviderVersion(ctx context.Context, namespace, typ, version string) (registry.ProviderVersion, error) {
+	v, err := x.Index.GetProviderVersion(ctx, namespace, typ, version)
+	x.once.Do(x.commit)
+	return v, err
+}
+
+// TestPublishedMeanwhile publishes a release while another publish of the
+// same version commits between the publisher's first lookup of the
+// version and its precedence check: the same release is an idempotent
+// retry (Created false), another one a Conflict.
+func TestPublishedMeanwhile(t *testing.T) {
+	for _, c := range []struct {
+		name, payload string
+		conflict      bool
+	}{
+		{"Identical", "", false},
+		{"Different", "other", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var x *publishedMeanwhile
+			e := newEnv(t, func(idx store.Index) store.Index {
+				x = &publishedMeanwhile{Index: idx}
+				return x
+			})
+			rel := build(t, e.key, "1.0.0", "")
+			winner := publish.New(publish.Options{Index: e.idx, Blobs: e.blobs, TempDir: t.TempDir()})
+			x.commit = func() {
+				res, err := winner.PublishProvider(context.Background(), "acme", "example", "1.0.0", build(t, e.key, "1.0.0", c.payload).Source())
+				if err != nil || !res.Created {
+					t.Errorf("the concurrent publish = %+v, %v", res, err)
+				}
+			}
+			res, err := e.publish(t, "1.0.0", rel.Files)
+			switch {
+			case c.conflict && !registry.IsKind(err, registry.Conflict):
+				t.Fatalf("publish of other content = %+v, %v; want a Conflict", res, err)
+			case !c.conflict && (err != nil || res.Created || res.Version.SHASumsDigest != sha(rel.Files[0].Data)):
+				t.Fatalf("publish of the same content = %+v, %v; want the stored version, not created", res, err)
+			}
+			if len(e.published) != 0 {
+				t.Errorf("OnPublish called for a version another publish created")
+			}
+		})
+	}
+}

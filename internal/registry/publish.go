@@ -36,11 +36,15 @@ func CheckPrecedence[T any](what, v string, list func() ([]T, error), version fu
 }
 
 // ResolveCreateConflict decides what a Conflict createErr, answered by the
-// index to the creation of a version, means: either a concurrent publish
-// of the same version won the race, or a stored version equals it but for
-// build metadata. get looks the version up by its exact name: not found,
-// createErr stands; found, existing decides between an idempotent retry
-// and a conflict, as it did before the creation.
+// index to the creation of a version (or by CheckPrecedence before it),
+// means: either a concurrent publish of the same version won the race, or
+// a stored version equals it but for build metadata. get looks the
+// version up by its exact name: not found, createErr stands; found,
+// existing decides between an idempotent retry and a conflict, as it did
+// before the creation. A publisher's first lookup of its version and
+// CheckPrecedence read the index at different moments, so a concurrent
+// publish of the same version that commits between the two shows up as a
+// precedence clash with the version itself: it must be resolved here too.
 func ResolveCreateConflict[V any](createErr error, get func() (V, error), existing func(V) (PublishResult[V], error)) (PublishResult[V], error) {
 	stored, err := get()
 	if IsKind(err, NotFound) {

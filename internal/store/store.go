@@ -145,13 +145,15 @@ type Providers interface {
 	// SetProviderDocs records that the documentation archive of a
 	// version is the blob digest, of size bytes (the caller stored it
 	// first): GetProviderVersion and ListProviderVersions return them as
-	// DocsDigest and DocsSize. NotFound if there is no such version.
-	// Setting the digest the version has already is not an error (an
-	// idempotent retry; the size stays the first); another digest when
-	// the version has documentation already is Conflict, since versions
-	// and their documentation are immutable. A digest that is not 64
-	// lower-case hex digits, or a size below 1, is Invalid.
-	SetProviderDocs(ctx context.Context, namespace, typ, version, digest string, size int64) error
+	// DocsDigest and DocsSize. created reports whether this call recorded
+	// it. NotFound if there is no such version. Setting the digest the
+	// version has already is not an error but created is false (an
+	// idempotent retry; the size stays the first), so that of concurrent
+	// calls with one digest exactly one reports created; another digest
+	// when the version has documentation already is Conflict, since
+	// versions and their documentation are immutable. A digest that is
+	// not 64 lower-case hex digits, or a size below 1, is Invalid.
+	SetProviderDocs(ctx context.Context, namespace, typ, version, digest string, size int64) (created bool, err error)
 	// DeleteProviderVersion removes one version with its platforms and
 	// download counts, and updates (or, with the last version, removes)
 	// its provider's summary, in one transaction. NotFound if there is no

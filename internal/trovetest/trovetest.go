@@ -1,11 +1,13 @@
 // Package trovetest starts a real Trove server in-process for the tests of
 // other packages: built by app.New as `trove serve` builds it, with the
-// SQLite index and filesystem blobs in a temporary directory, HTTPS with
-// a self-signed certificate, and a first admin token.
+// SQLite index and filesystem blobs in a temporary directory (or the
+// PostgreSQL index and S3 bucket Options name), HTTPS with a self-signed
+// certificate, and a first admin token.
 package trovetest
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
@@ -14,6 +16,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +28,7 @@ import (
 	"trove.dev/trove/internal/signedurl"
 	"trove.dev/trove/internal/signing"
 	"trove.dev/trove/internal/store"
+	"trove.dev/trove/internal/store/s3blob"
 )
 
 // Server is a running in-process Trove.
@@ -41,7 +45,8 @@ type Server struct {
 	PrivateSigner *signedurl.Signer
 	// SigningSecret is the key-encryption secret of managed signing
 	// keys: DataDir/signing-secret, created by the first managed key, as
-	// the embedded default of `trove serve`.
+	// the embedded default of `trove serve` (written at the start with
+	// Options.PostgresDSN).
 	SigningSecret signing.SecretFile
 	// Downloads is the server's download counter: Flush writes what it
 	// counted to Index.
@@ -71,6 +76,14 @@ type Options struct {
 	// --webhook-allow-http, so that webhooks can reach test receivers
 	// (httptest servers on loopback).
 	WebhookReceivers bool
+	// PostgresDSN, when set, starts Trove on this PostgreSQL index
+	// (--index-backend postgres; pgtest.NewSchema gives one) instead of
+	// SQLite, with a signing secret file of its own, as replicas need
+	// one (--signing-secret-file DataDir/signing-secret).
+	PostgresDSN string
+	// S3, when its Bucket is set, starts Trove on this S3 bucket
+	// (--blob-backend s3; s3test.NewBucket gives one) instead of files.
+	S3 s3blob.Options
 }
 
 // Start starts a Trove for the duration of the test, built by app.New
@@ -96,6 +109,24 @@ func Start(t testing.TB, opts ...Options) *Server {
 	}
 	if opt.WebhookReceivers {
 		args = append(args, "--webhook-allow-private", "--webhook-allow-http")
+	}
+	if opt.PostgresDSN != "" {
+		secret := filepath.Join(dir, "signing-secret")
+		if err := os.WriteFile(secret, []byte(rand.Text()+rand.Text()+"\n"), 0o600); err != nil {
+			ln.Close()
+			t.Fatal(err)
+		}
+		args = append(args, "--index-backend", "postgres", "--postgres-dsn", opt.PostgresDSN, "--signing-secret-file", secret)
+	}
+	if b := opt.S3; b.Bucket != "" {
+		args = append(args, "--blob-backend", "s3", "--s3-endpoint", b.Endpoint, "--s3-region", b.Region, "--s3-bucket", b.Bucket,
+			"--s3-access-key", b.AccessKey, "--s3-secret-key", b.SecretKey)
+		if b.Prefix != "" {
+			args = append(args, "--s3-prefix", b.Prefix)
+		}
+		if b.PathStyle {
+			args = append(args, "--s3-path-style")
+		}
 	}
 	cfg, err := config.Load(args, noEnv)
 	if err != nil {

@@ -35,7 +35,7 @@ func TestMigrateProviderDocs(t *testing.T) {
 		t.Errorf("migrated version = %+v, want it unchanged and without documentation", v)
 	}
 	docs := strings.Repeat("c", 64)
-	if err := x.SetProviderDocs(ctx, "acme", "cloud", "1.0.0", docs, 42); err != nil {
+	if _, err := x.SetProviderDocs(ctx, "acme", "cloud", "1.0.0", docs, 42); err != nil {
 		t.Fatal(err)
 	}
 	if v, err = x.GetProviderVersion(ctx, "acme", "cloud", "1.0.0"); err != nil || v.DocsDigest != docs || v.DocsSize != 42 {

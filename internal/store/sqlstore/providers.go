@@ -349,16 +349,19 @@ func checkDocs(digest string, size int64) error {
 // SetProviderDocs records the documentation archive of a version once:
 // the update only fills an empty digest, and a version that kept another
 // one is a Conflict. Concurrent calls serialize on the version's row, so
-// exactly one of several different digests wins.
-func (x *Index) SetProviderDocs(ctx context.Context, namespace, typ, version, digest string, size int64) error {
+// exactly one of several calls, with the same digest or different ones,
+// changes it and reports created.
+func (x *Index) SetProviderDocs(ctx context.Context, namespace, typ, version, digest string, size int64) (bool, error) {
 	if err := checkDocs(digest, size); err != nil {
-		return err
+		return false, err
 	}
 	what := fmt.Sprintf("recording the documentation of provider %s/%s version %s", namespace, typ, version)
 	// Reported on the change feed: every replica's pages show the
 	// documentation at once.
 	change := store.Change{Kind: store.ChangeProvider, Namespace: namespace, Name: typ}
-	return x.writeChange(ctx, what, &change, func(ctx context.Context, t tx) error {
+	var created bool
+	err := x.writeChange(ctx, what, &change, func(ctx context.Context, t tx) error {
+		created = false // a retried transaction starts over
 		if err := x.guardBlobs(ctx, t, digest); err != nil {
 			return err
 		}
@@ -368,6 +371,7 @@ func (x *Index) SetProviderDocs(ctx context.Context, namespace, typ, version, di
 			return err
 		}
 		if n, err := res.RowsAffected(); err != nil || n > 0 {
+			created = err == nil
 			return err
 		}
 		var have string
@@ -384,4 +388,5 @@ func (x *Index) SetProviderDocs(ctx context.Context, namespace, typ, version, di
 		}
 		return nil
 	})
+	return created && err == nil, err
 }

@@ -1061,7 +1061,7 @@ func (p *plan) apply(ctx context.Context, idx store.Index, r *Report) error {
 		}
 	}
 	for _, v := range p.providerDocs {
-		if err := idx.SetProviderDocs(ctx, v.Namespace, v.Type, v.Version, v.DocsDigest, v.DocsSize); err != nil {
+		if _, err := idx.SetProviderDocs(ctx, v.Namespace, v.Type, v.Version, v.DocsDigest, v.DocsSize); err != nil {
 			return fmt.Errorf("recording the documentation of provider version %s/%s %s: %w", v.Namespace, v.Type, v.Version, err)
 		}
 		r.Updated++

@@ -333,7 +333,9 @@ func TestCopyCatchesUp(t *testing.T) {
 	// Documentation uploaded for a version the first copy carried.
 	docs := "a documentation archive"
 	must(t, src.Blobs.Put(ctx, sha([]byte(docs)), int64(len(docs)), strings.NewReader(docs)))
-	must(t, src.Index.SetProviderDocs(ctx, "acme", "legacy", "0.9.0", sha([]byte(docs)), int64(len(docs))))
+	if _, err := src.Index.SetProviderDocs(ctx, "acme", "legacy", "0.9.0", sha([]byte(docs)), int64(len(docs))); err != nil {
+		t.Fatal(err)
+	}
 	// A webhook deactivated by a 410 Gone.
 	hook, err := src.Index.GetWebhook(ctx, "wh_00000000000000a1")
 	must(t, err)

@@ -27,6 +27,12 @@ func testProviderDocs(t *testing.T, newIndex func(*testing.T) store.Index) {
 		}
 		return got
 	}
+	// set is SetProviderDocs for the calls whose created flag is not
+	// the question.
+	set := func(x store.Index, ns, typ, version, digest string, size int64) error {
+		_, err := x.SetProviderDocs(t.Context(), ns, typ, version, digest, size)
+		return err
+	}
 	t.Run("NoneByDefault", func(t *testing.T) {
 		x, ctx := newIndex(t), t.Context()
 		createNamespaces(t, x, "acme")
@@ -55,9 +61,17 @@ func testProviderDocs(t *testing.T, newIndex func(*testing.T) store.Index) {
 		v := testVersion("acme", "cloud", "1.0.0", testKey("acme", 1), t0)
 		mustOK(t, x.CreateProviderVersion(ctx, v), "CreateProviderVersion")
 		mustOK(t, x.CreateProviderVersion(ctx, testVersion("acme", "cloud", "1.1.0", testKey("acme", 1), at(time.Hour))), "CreateProviderVersion 1.1.0")
-		mustOK(t, x.SetProviderDocs(ctx, "acme", "cloud", "1.0.0", docs, 1234), "SetProviderDocs")
-		mustOK(t, x.SetProviderDocs(ctx, "acme", "cloud", "1.0.0", docs, 1234), "SetProviderDocs again with the same digest")
-		wantKind(t, x.SetProviderDocs(ctx, "acme", "cloud", "1.0.0", other, 99), registry.Conflict, "SetProviderDocs with another digest")
+		created, err := x.SetProviderDocs(ctx, "acme", "cloud", "1.0.0", docs, 1234)
+		mustOK(t, err, "SetProviderDocs")
+		if !created {
+			t.Error("the first SetProviderDocs reported created false")
+		}
+		created, err = x.SetProviderDocs(ctx, "acme", "cloud", "1.0.0", docs, 1234)
+		mustOK(t, err, "SetProviderDocs again with the same digest")
+		if created {
+			t.Error("SetProviderDocs again with the same digest reported created true")
+		}
+		wantKind(t, set(x, "acme", "cloud", "1.0.0", other, 99), registry.Conflict, "SetProviderDocs with another digest")
 		got := read(t, x, "acme", "cloud", "1.0.0")
 		v.DocsDigest, v.DocsSize = docs, 1234
 		checkEqual(t, "version after SetProviderDocs", got, v, normVersion)
@@ -71,8 +85,12 @@ func testProviderDocs(t *testing.T, newIndex func(*testing.T) store.Index) {
 		v := testVersion("acme", "cloud", "1.0.0", testKey("acme", 1), t0)
 		v.DocsDigest, v.DocsSize = docs, 10
 		mustOK(t, x.CreateProviderVersion(ctx, v), "CreateProviderVersion with docs")
-		mustOK(t, x.SetProviderDocs(ctx, "acme", "cloud", "1.0.0", docs, 10), "SetProviderDocs with the created digest")
-		wantKind(t, x.SetProviderDocs(ctx, "acme", "cloud", "1.0.0", other, 10), registry.Conflict, "SetProviderDocs with another digest")
+		created, err := x.SetProviderDocs(ctx, "acme", "cloud", "1.0.0", docs, 10)
+		mustOK(t, err, "SetProviderDocs with the created digest")
+		if created {
+			t.Error("SetProviderDocs with the digest the version was created with reported created true")
+		}
+		wantKind(t, set(x, "acme", "cloud", "1.0.0", other, 10), registry.Conflict, "SetProviderDocs with another digest")
 	})
 	t.Run("Missing", func(t *testing.T) {
 		x, ctx := newIndex(t), t.Context()
@@ -82,7 +100,7 @@ func testProviderDocs(t *testing.T, newIndex func(*testing.T) store.Index) {
 			{"nope", "cloud", "1.0.0"}, {"empty", "cloud", "1.0.0"}, {"acme", "dns", "1.0.0"},
 			{"acme", "cloud", "1.0.1"}, {"acme", "cloud", "1.0.0+build"},
 		} {
-			wantKind(t, x.SetProviderDocs(ctx, c[0], c[1], c[2], docs, 10), registry.NotFound, "SetProviderDocs "+c[0]+"/"+c[1]+" "+c[2])
+			wantKind(t, set(x, c[0], c[1], c[2], docs, 10), registry.NotFound, "SetProviderDocs "+c[0]+"/"+c[1]+" "+c[2])
 		}
 	})
 	t.Run("Invalid", func(t *testing.T) {
@@ -99,7 +117,7 @@ func testProviderDocs(t *testing.T, newIndex func(*testing.T) store.Index) {
 			"zero size":         {docs, 0},
 			"negative size":     {docs, -1},
 		} {
-			wantKind(t, x.SetProviderDocs(ctx, "acme", "cloud", "1.0.0", c.digest, c.size), registry.Invalid, "SetProviderDocs with "+name)
+			wantKind(t, set(x, "acme", "cloud", "1.0.0", c.digest, c.size), registry.Invalid, "SetProviderDocs with "+name)
 		}
 		if got := read(t, x, "acme", "cloud", "1.0.0"); got.DocsDigest != "" {
 			t.Errorf("refused SetProviderDocs calls left docs %q", got.DocsDigest)
@@ -112,7 +130,7 @@ func testProviderDocs(t *testing.T, newIndex func(*testing.T) store.Index) {
 		const n = 6
 		errs := make([]error, n)
 		runTogether(n, func(i int) {
-			errs[i] = x.SetProviderDocs(ctx, "acme", "cloud", "1.0.0", digestOf("docs "+string(rune('a'+i))), int64(10+i))
+			errs[i] = set(x, "acme", "cloud", "1.0.0", digestOf("docs "+string(rune('a'+i))), int64(10+i))
 		})
 		winner := -1
 		for i, err := range errs {
@@ -130,6 +148,30 @@ func testProviderDocs(t *testing.T, newIndex func(*testing.T) store.Index) {
 		}
 		if got := read(t, x, "acme", "cloud", "1.0.0"); got.DocsDigest != digestOf("docs "+string(rune('a'+winner))) || got.DocsSize != int64(10+winner) {
 			t.Errorf("docs = %q (%d bytes), want those of the winner %d", got.DocsDigest, got.DocsSize, winner)
+		}
+	})
+	t.Run("ConcurrentSameDigestOneCreated", func(t *testing.T) {
+		x, ctx := newIndex(t), t.Context()
+		createNamespaces(t, x, "acme")
+		mustOK(t, x.CreateProviderVersion(ctx, testVersion("acme", "cloud", "1.0.0", testKey("acme", 1), t0)), "CreateProviderVersion")
+		const n = 6
+		created := make([]bool, n)
+		errs := make([]error, n)
+		runTogether(n, func(i int) {
+			created[i], errs[i] = x.SetProviderDocs(ctx, "acme", "cloud", "1.0.0", docs, 10)
+		})
+		count := 0
+		for i := range n {
+			mustOK(t, errs[i], "SetProviderDocs of the same digest")
+			if created[i] {
+				count++
+			}
+		}
+		if count != 1 {
+			t.Errorf("%d of %d concurrent SetProviderDocs of one digest reported created, want exactly 1", count, n)
+		}
+		if got := read(t, x, "acme", "cloud", "1.0.0"); got.DocsDigest != docs || got.DocsSize != 10 {
+			t.Errorf("docs = %q (%d bytes), want %q (10 bytes)", got.DocsDigest, got.DocsSize, docs)
 		}
 	})
 }
