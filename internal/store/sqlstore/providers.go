@@ -20,6 +20,7 @@ import (
 // concurrent creates of one provider run one after the other and exactly
 // one of two creates of the same version succeeds.
 func (x *Index) CreateProviderVersion(ctx context.Context, v registry.ProviderVersion) error {
+	store.EffectsFrom(ctx).Bound(v)
 	semver, err := registry.ParseVersion(v.Version)
 	if err != nil {
 		return err

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/store"
 )
 
 func notFoundIdentityProvider(name string) error {
@@ -120,6 +121,9 @@ func (x *Index) CreateRoleMapping(ctx context.Context, m registry.RoleMapping) (
 			m.Provider, m.Claim, m.Value, m.Namespace, string(m.Role), created).Scan(&m.ID)
 		if x.is(err, FailUnique) {
 			return registry.Errorf(registry.Conflict, "identity provider %q has a mapping of %s=%q to namespace %s already", m.Provider, m.Claim, m.Value, m.Namespace)
+		}
+		if err == nil {
+			store.EffectsFrom(ctx).Bound(m)
 		}
 		return err
 	})
