@@ -15,6 +15,7 @@ import (
 	"trove.dev/trove/internal/httpjson"
 	"trove.dev/trove/internal/keyless"
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/store"
 )
 
 // Defaults of the exchange's rate limit per source address: a burst of 30
@@ -91,12 +92,13 @@ func (h *handler) createTrustPolicy(w http.ResponseWriter, r *http.Request) erro
 		return err
 	}
 	p.ID = "tp_" + hex.EncodeToString(b)
-	if err := h.Index.CreateTrustPolicy(r.Context(), p); err != nil {
-		return err
-	}
-	h.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditTrustPolicyCreate, Namespace: ns, Target: p.ID,
+	fx := h.effects(r, registry.AuditEvent{Action: registry.AuditTrustPolicyCreate, Namespace: ns, Target: p.ID,
 		Details: fmt.Sprintf("issuer %s, audience %s, conditions %s, scope %s, token lifetime %s", p.Issuer, p.Audience,
 			conditionsText(p.Conditions), p.Scope, p.TokenTTL)})
+	if err := h.Index.CreateTrustPolicy(store.WithEffects(r.Context(), fx), p); err != nil {
+		return err
+	}
+	h.done(r.Context(), fx)
 	return httpjson.Write(w, http.StatusCreated, trustPolicyDoc(p))
 }
 
@@ -121,11 +123,12 @@ func (h *handler) deleteTrustPolicy(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	if err := h.Index.DeleteTrustPolicy(r.Context(), p.Namespace, p.ID); err != nil {
+	fx := h.effects(r, registry.AuditEvent{Action: registry.AuditTrustPolicyDelete, Namespace: p.Namespace, Target: p.ID,
+		Details: "issuer " + p.Issuer + ", conditions " + conditionsText(p.Conditions)})
+	if err := h.Index.DeleteTrustPolicy(store.WithEffects(r.Context(), fx), p.Namespace, p.ID); err != nil {
 		return err
 	}
-	h.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditTrustPolicyDelete, Namespace: p.Namespace, Target: p.ID,
-		Details: "issuer " + p.Issuer + ", conditions " + conditionsText(p.Conditions)})
+	h.done(r.Context(), fx)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
