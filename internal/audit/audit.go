@@ -59,6 +59,16 @@ func (rec *Recorder) Add(fx *store.Effects, r *http.Request, e registry.AuditEve
 	fx.Audit = append(fx.Audit, rec.fill(r, e))
 }
 
+// Effects returns new effects holding events (see Add), for a write that
+// records no webhook event.
+func (rec *Recorder) Effects(r *http.Request, events ...registry.AuditEvent) *store.Effects {
+	fx := &store.Effects{}
+	for _, e := range events {
+		rec.Add(fx, r, e)
+	}
+	return fx
+}
+
 // Done is called after the write fx went with succeeded: it logs the
 // audit events of fx, and appends them to the log, best effort, if that
 // write did not take them (an index without effects, or a write that

@@ -47,9 +47,11 @@ type Effects struct {
 	// registry.ProviderVersion or registry.ModuleVersion they store
 	// (before their transaction), and by DeleteProvider and DeleteModule
 	// with the DeletedVersions they delete, by ImportBundle with its
-	// BundleImport, and by SSO.CreateRoleMapping with the
-	// registry.RoleMapping it stores, its ID set (in their transaction,
-	// again if it is run again).
+	// BundleImport, by SSO.CreateRoleMapping with the
+	// registry.RoleMapping it stores, its ID set, and by
+	// SSO.ReconcileRoles with the []registry.RoleChange it makes (in
+	// their transaction, again if it is run again). Effects with a Bind
+	// are taken by the first write that commits even while empty.
 	Bind func(record any)
 
 	mu         sync.Mutex
@@ -90,16 +92,15 @@ func EffectsFrom(ctx context.Context) *Effects {
 
 // Claim is for an Index: it reserves fx for the transaction about to
 // commit and reports whether it got them (false if fx is nil, taken or
-// reserved by another transaction, or empty: effects completed later by
-// Bind are taken by the write that binds them). Release or Commit must
-// follow a claim.
+// reserved by another transaction, or empty without a Bind). Release or
+// Commit must follow a claim.
 func (fx *Effects) Claim() bool {
 	if fx == nil {
 		return false
 	}
 	fx.mu.Lock()
 	defer fx.mu.Unlock()
-	if fx.claimed || fx.taken || len(fx.Audit) == 0 && len(fx.Events) == 0 {
+	if fx.claimed || fx.taken || fx.Bind == nil && len(fx.Audit) == 0 && len(fx.Events) == 0 {
 		return false
 	}
 	fx.claimed = true

@@ -14,6 +14,7 @@ import (
 	"trove.dev/trove/client"
 	"trove.dev/trove/internal/auth"
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/store"
 )
 
 // Cookies of the UI. The __Host- prefix makes browsers insist on Secure,
@@ -169,11 +170,12 @@ func (s *Service) signIn(w http.ResponseWriter, r *http.Request, v *visit) error
 	now := s.opt.Now().UTC()
 	t := registry.Token{ID: id, Hash: hash, User: user.Name, Scopes: []registry.Scope{registry.ScopeAdmin},
 		Description: sessionDescription, CreatedAt: now, ExpiresAt: now.Add(s.opt.SessionTTL)}
-	if err := s.opt.Index.CreateToken(r.Context(), t); err != nil {
+	fx := s.opt.Audit.Effects(r, registry.AuditEvent{Action: registry.AuditLoginSuccess, Actor: "user:" + user.Name,
+		Target: id, Details: "web session for " + lifetimeText(s.opt.SessionTTL)})
+	if err := s.opt.Index.CreateToken(store.WithEffects(r.Context(), fx), t); err != nil {
 		return err
 	}
-	s.opt.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditLoginSuccess, Actor: "user:" + user.Name,
-		Target: id, Details: "web session for " + lifetimeText(s.opt.SessionTTL)})
+	s.opt.Audit.Done(r.Context(), fx)
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: secret, Path: "/", MaxAge: int(s.opt.SessionTTL / time.Second),
 		Secure: true, HttpOnly: true, SameSite: http.SameSiteLaxMode})
 	http.SetCookie(w, &http.Cookie{Name: signInCookie, Value: "", Path: "/", MaxAge: -1, Secure: true, HttpOnly: true, SameSite: http.SameSiteStrictMode})
@@ -191,12 +193,13 @@ func (s *Service) signOut(w http.ResponseWriter, r *http.Request, v *visit) erro
 	if _, err := s.parseForm(w, r, v); err != nil {
 		return err
 	}
-	if err := s.opt.Index.RevokeToken(r.Context(), v.sessionID, s.opt.Now().UTC()); err != nil {
+	fx := s.opt.Audit.Effects(r, registry.AuditEvent{Action: registry.AuditTokenRevoke, Actor: v.p.Actor(),
+		Target: v.sessionID, Details: "signed out of the web UI"})
+	if err := s.opt.Index.RevokeToken(store.WithEffects(r.Context(), fx), v.sessionID, s.opt.Now().UTC()); err != nil {
 		return err
 	}
 	s.opt.Access.Authenticator().Invalidate()
-	s.opt.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditTokenRevoke, Actor: v.p.Actor(),
-		Target: v.sessionID, Details: "signed out of the web UI"})
+	s.opt.Audit.Done(r.Context(), fx)
 	clearSession(w)
 	http.Redirect(w, r, HomePath, http.StatusSeeOther)
 	return nil

@@ -8,6 +8,7 @@ import (
 	"trove.dev/trove/internal/auth"
 	"trove.dev/trove/internal/protocol/login"
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/store"
 )
 
 // ssoChoices is what the sign-in page offers besides the password form:
@@ -63,11 +64,12 @@ func (s *Service) StartSession(w http.ResponseWriter, r *http.Request, user regi
 	now := s.opt.Now().UTC()
 	t := registry.Token{ID: id, Hash: hash, User: user.Name, Scopes: []registry.Scope{registry.ScopeAdmin},
 		Description: sessionDescription, CreatedAt: now, ExpiresAt: now.Add(s.opt.SessionTTL)}
-	if err := s.opt.Index.CreateToken(r.Context(), t); err != nil {
+	fx := s.opt.Audit.Effects(r, registry.AuditEvent{Action: registry.AuditLoginSuccess, Actor: "user:" + user.Name,
+		Target: id, Details: "web session for " + lifetimeText(s.opt.SessionTTL) + " through identity provider " + via})
+	if err := s.opt.Index.CreateToken(store.WithEffects(r.Context(), fx), t); err != nil {
 		return err
 	}
-	s.opt.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditLoginSuccess, Actor: "user:" + user.Name,
-		Target: id, Details: "web session for " + lifetimeText(s.opt.SessionTTL) + " through identity provider " + via})
+	s.opt.Audit.Done(r.Context(), fx)
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: secret, Path: "/", MaxAge: int(s.opt.SessionTTL / time.Second),
 		Secure: true, HttpOnly: true, SameSite: http.SameSiteLaxMode})
 	http.Redirect(w, r, next, http.StatusSeeOther)

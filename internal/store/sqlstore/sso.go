@@ -379,11 +379,12 @@ func (x *Index) ReconcileRoles(ctx context.Context, user string, grants []regist
 				changes = append(changes, registry.RoleChange{Namespace: registry.GlobalAdminNamespace, Removed: true})
 			}
 		}
+		slices.SortFunc(changes, func(a, b registry.RoleChange) int { return strings.Compare(a.Namespace, b.Namespace) })
+		store.EffectsFrom(ctx).Bound(changes)
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	slices.SortFunc(changes, func(a, b registry.RoleChange) int { return strings.Compare(a.Namespace, b.Namespace) })
 	return changes, nil
 }
