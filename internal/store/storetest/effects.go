@@ -205,4 +205,50 @@ func testEffects(t *testing.T, newIndex func(*testing.T) store.Index) {
 			t.Errorf("deliveries = %+v, want one per delete", ds)
 		}
 	})
+
+	t.Run("BindLearnsWhatOnlyTheWriteKnows", func(t *testing.T) {
+		x, ctx := newIndex(t), t.Context()
+		createNamespaces(t, x, "acme")
+		key := testKey("acme", 1)
+		mustOK(t, x.AddSigningKey(ctx, key), "AddSigningKey")
+		for _, v := range []string{"1.0.0", "1.1.0"} {
+			mustOK(t, x.CreateProviderVersion(ctx, testVersion("acme", "cloud", v, key, t0)), "CreateProviderVersion")
+		}
+		// bindInto returns effects whose Bind writes what it is given
+		// into their audit entry's details.
+		bindInto := func(n int) *store.Effects {
+			fx := effects(n, "acme")
+			fx.Bind = func(record any) { fx.Audit[0].Details = fmt.Sprintf("%v", record) }
+			return fx
+		}
+		fx := bindInto(30)
+		n, err := x.DeleteProvider(store.WithEffects(ctx, fx), "acme", "cloud")
+		mustOK(t, err, "DeleteProvider with effects")
+		if got := audited(t, x, "target 30"); n != 2 || len(got) != 1 || got[0].Details != "2" {
+			t.Errorf("DeleteProvider = %d, audit %+v; want 2 versions named by Bind", n, got)
+		}
+		_, err = x.PutIdentityProvider(ctx, testIdentityProvider("corp"))
+		mustOK(t, err, "PutIdentityProvider")
+		fx = bindInto(31)
+		m, err := x.CreateRoleMapping(store.WithEffects(ctx, fx), registry.RoleMapping{Provider: "corp", Claim: "groups", Value: "platform",
+			Namespace: "acme", Role: registry.RolePublisher, CreatedAt: t0})
+		mustOK(t, err, "CreateRoleMapping with effects")
+		if got := audited(t, x, "target 31"); len(got) != 1 || got[0].Details != fmt.Sprintf("%v", m) || m.ID == 0 {
+			t.Errorf("audit %+v, want the mapping %+v with its ID named by Bind", got, m)
+		}
+		mustOK(t, x.CreateUser(ctx, registry.User{Name: "bob", CreatedAt: t0}), "CreateUser")
+		// Effects empty until Bind fills them are taken all the same.
+		fx = &store.Effects{}
+		fx.Bind = func(record any) {
+			fx.Audit = nil
+			for _, c := range record.([]registry.RoleChange) {
+				fx.Audit = append(fx.Audit, registry.AuditEvent{Time: t0, Action: "effects.test", Actor: "sso:corp", Target: "role " + c.Namespace})
+			}
+		}
+		changes, err := x.ReconcileRoles(store.WithEffects(ctx, fx), "bob", []registry.RoleGrant{{Namespace: "acme", Role: registry.RoleReader}}, false, t0)
+		mustOK(t, err, "ReconcileRoles with effects")
+		if got := audited(t, x, "role acme"); len(changes) != 1 || len(got) != 1 || !fx.Taken() {
+			t.Errorf("ReconcileRoles = %+v, audit %+v (Taken %v); want one change and its entry", changes, got, fx.Taken())
+		}
+	})
 }
