@@ -42,16 +42,17 @@ type Effects struct {
 	NewID func() string
 	// Bind, if not nil, is called by the writes that know more than
 	// their caller, so that the effects can name it (the signing key, the
-	// archive digest, a count); it may change the effects. It is called
-	// by CreateProviderVersion and CreateModuleVersion with the
-	// registry.ProviderVersion or registry.ModuleVersion they store
-	// (before their transaction), and by DeleteProvider and DeleteModule
-	// with the DeletedVersions they delete, by ImportBundle with its
-	// BundleImport, by SSO.CreateRoleMapping with the
-	// registry.RoleMapping it stores, its ID set, and by
-	// SSO.ReconcileRoles with the []registry.RoleChange it makes (in
-	// their transaction, again if it is run again). Effects with a Bind
-	// are taken by the first write that commits even while empty.
+	// archive digest, a count); it may change the effects. Before their
+	// transaction: CreateProviderVersion and CreateModuleVersion with the
+	// registry.ProviderVersion or registry.ModuleVersion they store,
+	// AddManagedSigningKey with its registry.SigningKey, SetProviderDocs
+	// with the DocsDigest. In their transaction (again if it is run
+	// again): DeleteProvider and DeleteModule with the DeletedVersions
+	// they delete, ImportBundle with its BundleImport,
+	// SSO.CreateRoleMapping with the registry.RoleMapping it stores, its
+	// ID set, and SSO.ReconcileRoles with the []registry.RoleChange it
+	// makes. Effects with a Bind are taken by the first write that
+	// commits even while empty.
 	Bind func(record any)
 
 	mu         sync.Mutex
@@ -63,6 +64,10 @@ type Effects struct {
 // DeletedVersions is the number of versions a delete of a whole
 // provider or module removed (Effects.Bind).
 type DeletedVersions int
+
+// DocsDigest is the digest of the documentation archive SetProviderDocs
+// records (Effects.Bind).
+type DocsDigest string
 
 type effectsKey struct{}
 

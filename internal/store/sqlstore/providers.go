@@ -355,6 +355,7 @@ func (x *Index) SetProviderDocs(ctx context.Context, namespace, typ, version, di
 	if err := checkDocs(digest, size); err != nil {
 		return err
 	}
+	store.EffectsFrom(ctx).Bound(store.DocsDigest(digest))
 	what := fmt.Sprintf("recording the documentation of provider %s/%s version %s", namespace, typ, version)
 	// Reported on the change feed: every replica's pages show the
 	// documentation at once.

@@ -250,5 +250,24 @@ func testEffects(t *testing.T, newIndex func(*testing.T) store.Index) {
 		if got := audited(t, x, "role acme"); len(changes) != 1 || len(got) != 1 || !fx.Taken() {
 			t.Errorf("ReconcileRoles = %+v, audit %+v (Taken %v); want one change and its entry", changes, got, fx.Taken())
 		}
+		mustOK(t, x.CreateProviderVersion(ctx, testVersion("acme", "cloud", "2.0.0", key, t0)), "CreateProviderVersion")
+		fx = bindInto(32)
+		digest := digestOf("docs")
+		mustOK(t, x.SetProviderDocs(store.WithEffects(ctx, fx), "acme", "cloud", "2.0.0", digest, 100), "SetProviderDocs with effects")
+		if got := audited(t, x, "target 32"); len(got) != 1 || got[0].Details != digest {
+			t.Errorf("audit %+v, want the digest %s named by Bind", got, digest)
+		}
+		managed := testKey("acme", 2)
+		managed.Managed = true
+		fx = bindInto(33)
+		fx.Bind = func(record any) {
+			if k, ok := record.(registry.SigningKey); ok {
+				fx.Audit[0].Details = k.KeyID
+			}
+		}
+		mustOK(t, x.AddManagedSigningKey(store.WithEffects(ctx, fx), managed, []byte("sealed")), "AddManagedSigningKey with effects")
+		if got := audited(t, x, "target 33"); len(got) != 1 || got[0].Details != managed.KeyID {
+			t.Errorf("audit %+v, want the key %s named by Bind", got, managed.KeyID)
+		}
 	})
 }
