@@ -153,7 +153,17 @@ func (h *handler) exchange(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	res, err := h.Keyless.Exchange(r.Context(), ns, req.Token)
+	// The audit entry of the token commits with it, named by the
+	// exchange once it knows the token (Effects.Bind).
+	fx := h.effects(r, registry.AuditEvent{Action: registry.AuditTokenExchange, Namespace: ns})
+	fx.Bind = func(record any) {
+		if res, ok := record.(keyless.Result); ok {
+			a := &fx.Audit[0]
+			a.Actor, a.Target = "oidc:"+res.Subject, res.Token.ID
+			a.Details = exchangeDetails(res) + ", expires " + res.Token.ExpiresAt.UTC().Format(time.RFC3339)
+		}
+	}
+	res, err := h.Keyless.Exchange(store.WithEffects(r.Context(), fx), ns, req.Token)
 	details := exchangeDetails(res)
 	if err != nil {
 		e := registry.AuditEvent{Action: registry.AuditTokenExchangeFails, Target: "namespace " + ns,
@@ -165,8 +175,7 @@ func (h *handler) exchange(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	t := res.Token
-	h.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditTokenExchange, Actor: "oidc:" + res.Subject,
-		Namespace: ns, Target: t.ID, Details: details + ", expires " + t.ExpiresAt.UTC().Format(time.RFC3339)})
+	h.done(r.Context(), fx)
 	scopes := make([]string, len(t.Scopes))
 	for i, s := range t.Scopes {
 		scopes[i] = string(s)

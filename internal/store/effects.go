@@ -51,7 +51,10 @@ type Effects struct {
 	// they delete, ImportBundle with its BundleImport,
 	// SSO.CreateRoleMapping with the registry.RoleMapping it stores, its
 	// ID set, and SSO.ReconcileRoles with the []registry.RoleChange it
-	// makes. Effects with a Bind are taken by the first write that
+	// makes. Layers above the store that know more call it too, before
+	// the write: modules.Publisher.Delete with the registry.ModuleVersion
+	// it deletes, keyless.Exchanger with the keyless.Result of the token
+	// it issues. Effects with a Bind are taken by the first write that
 	// commits even while empty.
 	Bind func(record any)
 
