@@ -212,7 +212,9 @@ func (x *Index) row(ctx context.Context, query string, args ...any) *sql.Row {
 }
 
 // write runs fn in a write transaction and commits it if fn succeeds,
-// running it again after a FailRetry.
+// running it again after a FailRetry. The audit entries and webhook
+// events ctx carries (store.Effects), unless another transaction took
+// them, are inserted last in the transaction and commit with it.
 func (x *Index) write(ctx context.Context, what string, fn func(ctx context.Context, t tx) error) error {
 	return x.writeChange(ctx, what, nil, fn)
 }
@@ -233,7 +235,7 @@ func (x *Index) writeChange(ctx context.Context, what string, c *store.Change, f
 	return x.fail(err, what)
 }
 
-func (x *Index) writeOnce(ctx context.Context, c *store.Change, fn func(ctx context.Context, t tx) error) (err error) {
+func (x *Index) writeOnce(ctx context.Context, c *store.Change, fn func(ctx context.Context, t tx) error) error {
 	// The effects the context carries commit with this transaction, if
 	// no other took them (store.Effects).
 	fx := store.EffectsFrom(ctx)
