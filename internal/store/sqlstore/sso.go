@@ -246,7 +246,7 @@ func (x *Index) ReconcileRoles(ctx context.Context, user string, grants []regist
 		return nil, err
 	}
 	var changes []registry.RoleChange
-	err = x.write(ctx, "applying the role mappings of user "+user, func(ctx context.Context, t tx) error {
+	apply := func(ctx context.Context, t tx) error {
 		changes = nil
 		var isAdmin bool
 		err := t.row(ctx, `SELECT admin FROM users WHERE name = $1`+x.d.ForUpdate(), user).Scan(&isAdmin)
@@ -379,8 +379,14 @@ func (x *Index) ReconcileRoles(ctx context.Context, user string, grants []regist
 				changes = append(changes, registry.RoleChange{Namespace: registry.GlobalAdminNamespace, Removed: true})
 			}
 		}
+		return nil
+	}
+	err = x.write(ctx, "applying the role mappings of user "+user, func(ctx context.Context, t tx) error {
+		if err := apply(ctx, t); err != nil {
+			return err
+		}
 		slices.SortFunc(changes, func(a, b registry.RoleChange) int { return strings.Compare(a.Namespace, b.Namespace) })
-		store.EffectsFrom(ctx).Bound(changes)
+		store.EffectsFrom(ctx).Bound(changes) // their audit entries commit with them
 		return nil
 	})
 	if err != nil {
