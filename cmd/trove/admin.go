@@ -149,24 +149,17 @@ type adminTokenIndex interface {
 // the audit log as done by localAdminActor on this host. auditErr is a
 // failure to record it, after the token was stored.
 func mintAdminToken(ctx context.Context, idx adminTokenIndex, f adminTokenFlags, now time.Time) (secret string, t registry.Token, auditErr, err error) {
-	secret, hash, err := auth.NewToken()
-	if err != nil {
-		return "", registry.Token{}, nil, err
-	}
-	id, err := auth.NewID()
-	if err != nil {
-		return "", registry.Token{}, nil, err
-	}
 	origin := localOrigin()
-	t = registry.Token{
-		ID: id, Hash: hash, Scopes: []registry.Scope{registry.ScopeAdmin},
-		Description: f.description, CreatedAt: now.UTC(),
-	}
-	if t.Description == "" {
-		t.Description = "created with trove admin token " + origin
+	req := auth.Request{Scopes: []registry.Scope{registry.ScopeAdmin}, Description: f.description}
+	if req.Description == "" {
+		req.Description = "created with trove admin token " + origin
 	}
 	if f.expires > 0 {
-		t.ExpiresAt = now.Add(f.expires).UTC().Truncate(time.Second)
+		req.ExpiresAt = now.Add(f.expires).Truncate(time.Second)
+	}
+	t, secret, err = auth.Issue(auth.OperatorParent(), req, now)
+	if err != nil {
+		return "", registry.Token{}, nil, err
 	}
 	details := "global admin token (admin on every namespace) created with trove admin token " + origin
 	if !t.ExpiresAt.IsZero() {

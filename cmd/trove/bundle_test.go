@@ -1,11 +1,20 @@
 package main
 
 import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"trove.dev/trove/apispec"
+	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/signing/signingtest"
 	"trove.dev/trove/internal/trovetest"
 )
@@ -45,6 +54,20 @@ func TestBundleCommands(t *testing.T) {
 	if !strings.Contains(r.stdout, "Wrote "+out) {
 		t.Errorf("bundle export printed %q", r.stdout)
 	}
+	// A bundle whose module archive holds a link to /etc/passwd: refused
+	// as trove module publish refuses it, and nothing of it is imported.
+	hostile := filepath.Join(t.TempDir(), "hostile.tar")
+	withModuleArchive(t, out, hostile, hostileModuleArchive(t))
+	if r := run(dst, exitError, "bundle", "import", hostile); !strings.Contains(r.stderr, `symbolic link to "/etc/passwd"`) {
+		t.Errorf("import of a bundle with a hostile module archive: %q", r.stderr)
+	}
+	if vs, err := dst.Index.ListModuleVersions(t.Context(), "acme", "labels", "null"); len(vs) != 0 {
+		t.Errorf("module versions after the refused import: %+v, %v; want none", vs, err)
+	}
+	if _, err := dst.Index.GetMirroredVersion(t.Context(), src.Host, "acme", "foo", "1.2.0"); !registry.IsKind(err, registry.NotFound) {
+		t.Errorf("the provider after the refused import: %v, want NotFound", err)
+	}
+
 	r = run(dst, exitOK, "bundle", "import", out)
 	for _, want := range []string{"Provider " + src.Host + "/acme/foo 1.2.0: 1 package(s) added", "Module acme/labels/null 1.0.0: imported", "Imported 1 provider and 1 module version(s)"} {
 		if !strings.Contains(r.stdout, want) {
@@ -82,5 +105,73 @@ func TestBundleCommands(t *testing.T) {
 	}
 	if _, err := os.Stat(out); err != nil {
 		t.Errorf("a refused export removed the earlier bundle: %v", err)
+	}
+}
+
+// hostileModuleArchive returns a .tar.gz module archive with a
+// configuration file and a symbolic link to /etc/passwd.
+func hostileModuleArchive(t *testing.T) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: "main.tf", Mode: 0o644, Size: 3})
+	tw.Write([]byte("# x"))
+	tw.WriteHeader(&tar.Header{Typeflag: tar.TypeSymlink, Name: "passwd", Linkname: "/etc/passwd", Mode: 0o777})
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// withModuleArchive copies the bundle in to out with archive as the
+// archive of its (first) module version, manifest and file name adjusted.
+func withModuleArchive(t *testing.T, in, out string, archive []byte) {
+	t.Helper()
+	data, err := os.ReadFile(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(bytes.NewReader(data))
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	sum := sha256.Sum256(archive)
+	digest := hex.EncodeToString(sum[:])
+	var old string
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		content, _ := io.ReadAll(tr)
+		switch {
+		case hdr.Name == apispec.BundleManifestName:
+			var m apispec.BundleManifest
+			if err := json.Unmarshal(content, &m); err != nil || len(m.Modules) == 0 {
+				t.Fatalf("the bundle's manifest: %v", err)
+			}
+			old = apispec.BundleBlobPrefix + m.Modules[0].Archive
+			m.Modules[0].Archive, m.Modules[0].Size = digest, int64(len(archive))
+			content, _ = json.Marshal(m)
+		case hdr.Name == old:
+			hdr.Name, content = apispec.BundleBlobPrefix+digest, archive
+		}
+		hdr.Size = int64(len(content))
+		if err := tw.WriteHeader(hdr); err != nil {
+			t.Fatal(err)
+		}
+		tw.Write(content)
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

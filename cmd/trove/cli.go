@@ -141,28 +141,31 @@ func (c *cli) serverAddr() string {
 
 // storedToken returns the token Terraform would use for the host of addr
 // (its TF_TOKEN_<host> variable, else the credentials file) and a
-// description of where it came from, or "" and "" if there is none.
+// description of where it came from, or "" and "" if there is none. For
+// a local address the clients know as trove.localhost, that name's token
+// serves when the address has none of its own.
 func (c *cli) storedToken(addr string) (token, source string, err error) {
-	host, err := credentialsHost(addr)
+	hosts, err := credentialsHosts(addr)
 	if err != nil {
 		return "", "", nil // client.New explains a bad address
 	}
-	// Terraform's own order: its TF_TOKEN_<host> variable first.
-	if name := tfTokenVar(host); c.getenv(name) != "" {
-		return c.getenv(name), name, nil
+	var doc credentialsDoc
+	path, pathErr := credentialsPath(c.getenv)
+	if pathErr == nil {
+		if doc, err = readCredentials(path); err != nil {
+			return "", "", fmt.Errorf("reading the token for %s: %w (fix or remove the file, or pass --token)", hosts[0].ForDisplay(), err)
+		}
 	}
-	path, err := credentialsPath(c.getenv)
-	if err != nil {
-		return "", "", nil // no file to look in
+	for _, host := range hosts {
+		// Terraform's own order: its TF_TOKEN_<host> variable first.
+		if name := tfTokenVar(host); c.getenv(name) != "" {
+			return c.getenv(name), name, nil
+		}
+		if token = doc.token(host); token != "" {
+			return token, fmt.Sprintf("%s (host %s, written by trove login or terraform login)", path, host.ForDisplay()), nil
+		}
 	}
-	doc, err := readCredentials(path)
-	if err != nil {
-		return "", "", fmt.Errorf("reading the token for %s: %w (fix or remove the file, or pass --token)", host.ForDisplay(), err)
-	}
-	if token = doc.token(host); token == "" {
-		return "", "", nil
-	}
-	return token, fmt.Sprintf("%s (host %s, written by trove login or terraform login)", path, host.ForDisplay()), nil
+	return "", "", nil
 }
 
 // tfTokenVar returns the TF_TOKEN_ variable that Terraform and OpenTofu

@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	svchost "github.com/hashicorp/terraform-svchost"
+
+	"trove.dev/trove/internal/protocol/discovery"
 )
 
 // The credentials file of `terraform login`, which trove login writes and
@@ -59,6 +61,23 @@ func credentialsHost(addr string) (svchost.Hostname, error) {
 		return "", fmt.Errorf("invalid host %q: %w", u.Host, err)
 	}
 	return h, nil
+}
+
+// credentialsHosts returns the host keys a token for the server at addr
+// is stored under: its own (credentialsHost) and, for an address that
+// Terraform and OpenTofu reach as trove.localhost through the host block
+// of `trove serve` (localhost, an IP address), that name too, so that one
+// login serves trove, terraform and tofu.
+func credentialsHosts(addr string) ([]svchost.Hostname, error) {
+	host, err := credentialsHost(addr)
+	if err != nil {
+		return nil, err
+	}
+	hosts := []svchost.Hostname{host}
+	if local := svchost.Hostname(localHostName); host != local && discovery.NeedsLocalHostName("https://"+host.String()) {
+		hosts = append(hosts, local)
+	}
+	return hosts, nil
 }
 
 // isLoopback reports whether host names this machine: localhost or a

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -36,10 +37,7 @@ func loginCommand() *command {
 		setup: func(fs *flag.FlagSet, cl *cli) func(context.Context, []string) error {
 			timeout := fs.Duration("timeout", defaultLoginTimeout, "how long to wait for the login in the browser")
 			return func(ctx context.Context, args []string) error {
-				addr := cl.serverAddr()
-				if len(args) == 1 {
-					addr = args[0]
-				}
+				addr := cl.hostArg(args)
 				if *timeout <= 0 {
 					return usagef("--timeout must be positive, got %s", config.ShortDuration(*timeout))
 				}
@@ -70,10 +68,11 @@ func unresolvedHost(host svchost.Hostname, err error) error {
 // runLogin runs the authorization code flow with PKCE against the login.v1
 // service of the host of addr and stores the token it obtains.
 func runLogin(ctx context.Context, cl *cli, addr string, timeout time.Duration) error {
-	host, err := credentialsHost(addr)
+	hosts, err := credentialsHosts(addr)
 	if err != nil {
 		return usagef("%s", err)
 	}
+	host := hosts[0]
 	path, err := credentialsPath(cl.getenv)
 	if err != nil {
 		return err
@@ -128,7 +127,11 @@ func runLogin(ctx context.Context, cl *cli, addr string, timeout time.Duration) 
 	if err != nil {
 		return err
 	}
-	doc.set(host, token)
+	names := make([]string, len(hosts))
+	for i, h := range hosts {
+		doc.set(h, token)
+		names[i] = h.ForDisplay()
+	}
 	if err := doc.write(path); err != nil {
 		return fmt.Errorf("storing the token in %s: %w", path, err)
 	}
@@ -139,8 +142,26 @@ func runLogin(ctx context.Context, cl *cli, addr string, timeout time.Duration) 
 		}
 	}
 	fmt.Fprintf(cl.stdout, "Logged in to %s%s.\nThe token is stored in %s, where terraform, tofu and trove find it for %s; `trove logout %s` removes it.\n",
-		host.ForDisplay(), who, path, host.ForDisplay(), host.ForDisplay())
+		host.ForDisplay(), who, path, strings.Join(names, " and "), host.ForDisplay())
 	return nil
+}
+
+// hostArg returns the server address a login or logout is for: the
+// command's HOST argument, else that of --addr or TROVE_ADDR. HOST
+// trove.localhost, the name Terraform and OpenTofu give a local Trove
+// through its host block, means that local server (--addr or
+// TROVE_ADDR), which is where the name leads them.
+func (c *cli) hostArg(args []string) string {
+	addr := c.serverAddr()
+	if len(args) == 0 {
+		return addr
+	}
+	if h, err := credentialsHost(args[0]); err == nil && h == svchost.Hostname(localHostName) {
+		if hosts, err := credentialsHosts(addr); err == nil && slices.Contains(hosts, h) {
+			return addr
+		}
+	}
+	return args[0]
 }
 
 // listenLoopback listens on 127.0.0.1 on a free port from lo to hi-1
@@ -235,14 +256,12 @@ func logoutCommand() *command {
 		setup: func(fs *flag.FlagSet, cl *cli) func(context.Context, []string) error {
 			keep := fs.Bool("keep-token", false, "only remove the token from the file; it stays valid until it expires")
 			return func(ctx context.Context, args []string) error {
-				addr := cl.serverAddr()
-				if len(args) == 1 {
-					addr = args[0]
-				}
-				host, err := credentialsHost(addr)
+				addr := cl.hostArg(args)
+				hosts, err := credentialsHosts(addr)
 				if err != nil {
 					return usagef("%s", err)
 				}
+				host := hosts[0]
 				path, err := credentialsPath(cl.getenv)
 				if err != nil {
 					return err
@@ -251,7 +270,13 @@ func logoutCommand() *command {
 				if err != nil {
 					return err
 				}
-				token := doc.token(host)
+				var token string
+				for _, h := range hosts {
+					if token = doc.token(h); token != "" {
+						host = h
+						break
+					}
+				}
 				if token == "" {
 					fmt.Fprintf(cl.stdout, "No token for %s in %s: nothing to do.\n", host.ForDisplay(), path)
 					return nil
@@ -261,7 +286,11 @@ func logoutCommand() *command {
 						return fmt.Errorf("revoking the token on %s: %w (the file is unchanged; --keep-token removes it from the file only)", host.ForDisplay(), err)
 					}
 				}
-				doc.set(host, "")
+				for _, h := range hosts {
+					if doc.token(h) == token {
+						doc.set(h, "")
+					}
+				}
 				if err := doc.write(path); err != nil {
 					return err
 				}

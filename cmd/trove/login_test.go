@@ -166,6 +166,11 @@ func TestLoginStoresTokenForEveryCommand(t *testing.T) {
 	if doc.Credentials["other.example"].Token != "keep-me" || !strings.HasPrefix(doc.Credentials[s.Host].Token, "trove_") {
 		t.Fatalf("credentials file after login:\n%s", data)
 	}
+	// One login serves terraform and tofu too: they know this local
+	// server as trove.localhost, through its host block.
+	if doc.Credentials["trove.localhost"].Token != doc.Credentials[s.Host].Token || !strings.Contains(r.stdout, "trove.localhost") {
+		t.Fatalf("after login, trove.localhost lacks the token of %s:\n%s\nstdout: %s", s.Host, data, r.stdout)
+	}
 	if fi, err := os.Stat(credFile); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("credentials file mode %v, %v; want 0600", fi.Mode(), err)
 	}
@@ -206,6 +211,27 @@ func TestLoginStoresTokenForEveryCommand(t *testing.T) {
 	delete(user, "TROVE_TOKEN")
 	if r := runTrove(t, user, "", "logout", s.Host); r.code != exitOK || !strings.Contains(r.stdout, "nothing to do") {
 		t.Errorf("second logout: exit %d, stdout %q", r.code, r.stdout)
+	}
+
+	// A token that terraform login stored for trove.localhost alone serves
+	// trove too, and `trove logout trove.localhost` is the local server's.
+	user["TROVE_TOKEN"] = s.AdminToken
+	minted := runTrove(t, user, "", "token", "create", "--namespace", "acme", "--scope", "read")
+	delete(user, "TROVE_TOKEN")
+	if minted.code != exitOK {
+		t.Fatalf("token create: exit %d, stderr %q", minted.code, minted.stderr)
+	}
+	if err := os.WriteFile(credFile, []byte(`{"credentials":{"trove.localhost":{"token":"`+strings.TrimSpace(minted.stdout)+`"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := runTrove(t, user, "", "namespace", "list"); r.code != exitOK || !strings.Contains(r.stdout, "acme") {
+		t.Errorf("namespace list with the token of trove.localhost: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	if r := runTrove(t, user, "", "logout", "trove.localhost"); r.code != exitOK || !strings.Contains(r.stdout, "revoked") {
+		t.Errorf("trove logout trove.localhost: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	if data, _ := os.ReadFile(credFile); strings.Contains(string(data), "trove.localhost") {
+		t.Errorf("credentials file after logout of trove.localhost:\n%s", data)
 	}
 
 	// A token the server refuses, found in the file, is named with the file.

@@ -16,7 +16,6 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 	"time"
 
@@ -132,8 +131,16 @@ type Options struct {
 	GC *gc.Collector
 	// MaxUploadBytes bounds a whole publish request; <= 0 means 2 GiB.
 	MaxUploadBytes int64
+	// SignInTokenTTL is the longest life of a token a web session
+	// creates, what a sign-in grants (--login-token-ttl); <= 0 means
+	// DefaultSignInTokenTTL.
+	SignInTokenTTL time.Duration
 	Now            func() time.Time
 }
+
+// DefaultSignInTokenTTL is SignInTokenTTL's default, the default
+// lifetime of a login.v1 token.
+const DefaultSignInTokenTTL = 30 * 24 * time.Hour
 
 type handler struct {
 	Options
@@ -528,65 +535,44 @@ func (h *handler) createToken(w http.ResponseWriter, r *http.Request) error {
 	if err := httpjson.Decode(w, r, maxJSONBody, &req); err != nil {
 		return err
 	}
-	t := registry.Token{Description: req.Description, CreatedAt: h.Now().UTC()}
-	names := req.Namespaces
+	tr := auth.Request{User: req.User, Namespaces: req.Namespaces, Description: req.Description}
 	if req.Namespace != "" {
 		if len(req.Namespaces) > 0 {
 			return registry.Errorf(registry.Invalid, "both namespace and namespaces are given: use namespaces alone (namespace is its deprecated form for one namespace)")
 		}
-		names = []string{req.Namespace}
-	}
-	var err error
-	if t.Namespaces, err = registry.ParseNamespaces(names); err != nil {
-		return err
-	}
-	if len(t.Namespaces) > registry.MaxTokenNamespaces {
-		return registry.Errorf(registry.Invalid, "a token is bound to at most %d namespaces, not %d: make it global, or use several tokens", registry.MaxTokenNamespaces, len(t.Namespaces))
-	}
-	if len(req.Scopes) == 0 {
-		return registry.Errorf(registry.Invalid, "a token needs at least one scope: read, publish or admin")
+		tr.Namespaces = []string{req.Namespace}
 	}
 	for _, s := range req.Scopes {
 		scope, err := registry.ParseScope(s)
 		if err != nil {
 			return err
 		}
-		if !slices.Contains(t.Scopes, scope) {
-			t.Scopes = append(t.Scopes, scope)
-		}
-	}
-	if err := validDescription(req.Description); err != nil {
-		return err
+		tr.Scopes = append(tr.Scopes, scope)
 	}
 	if req.ExpiresAt != nil {
-		if !req.ExpiresAt.After(h.Now()) {
-			return registry.Errorf(registry.Invalid, "expires_at %s is not in the future", req.ExpiresAt.UTC().Format(time.RFC3339))
-		}
-		t.ExpiresAt = req.ExpiresAt.UTC()
+		tr.ExpiresAt = *req.ExpiresAt
 	}
-	if req.User == "" {
-		// A service token: admins of every namespace of its set (global
-		// admins for a global token) create it.
-		if t.Global() {
-			if err := h.require(r, registry.ScopeAdmin, ""); err != nil {
-				return err
+	p := auth.FromContext(r.Context())
+	now := h.Now()
+	t, secret, err := auth.Issue(auth.TokenParent(p, h.signInTokenTTL(), now), tr, now)
+	if err != nil {
+		return err
+	}
+	if t.User != "" {
+		if !p.Allows(registry.ScopeAdmin, "", now) {
+			// A namespace the user may not read answers as one that does
+			// not exist, so that binding tokens does not reveal private
+			// namespaces.
+			for _, ns := range t.Namespaces {
+				if ok, err := h.Access.CanRead(r.Context(), p, ns); err != nil || !ok {
+					if err != nil {
+						return err
+					}
+					return registry.Errorf(registry.NotFound, "namespace %q not found", ns)
+				}
 			}
 		}
-		for _, ns := range t.Namespaces {
-			if err := h.require(r, registry.ScopeAdmin, ns); err != nil {
-				return err
-			}
-		}
-	} else {
-		user, err := registry.ParseUserName(req.User)
-		if err != nil {
-			return err
-		}
-		t.User = user
-		if err := h.mayCreatePersonal(r, &t); err != nil {
-			return err
-		}
-		if _, err := h.Index.GetUser(r.Context(), user); err != nil {
+		if _, err := h.Index.GetUser(r.Context(), t.User); err != nil {
 			return err
 		}
 	}
@@ -595,14 +581,6 @@ func (h *handler) createToken(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	secret, hash, err := auth.NewToken()
-	if err != nil {
-		return err
-	}
-	if t.ID, err = auth.NewID(); err != nil {
-		return err
-	}
-	t.Hash = hash
 	fx := h.tokenEffects(r, registry.AuditTokenCreate, t, describeToken(t))
 	if err := h.Index.CreateToken(store.WithEffects(r.Context(), fx), t); err != nil {
 		return err
@@ -611,72 +589,13 @@ func (h *handler) createToken(w http.ResponseWriter, r *http.Request) error {
 	return httpjson.Write(w, http.StatusCreated, apispec.CreatedToken{Token: h.tokenDoc(r, t), Secret: secret})
 }
 
-// mayCreatePersonal checks that the caller may create the personal token
-// t (t.User set): a global admin may create one for anyone; a user may
-// create one for themselves with a personal token, never granting more
-// or living longer than that token. A token without an expiry made by
-// a caller whose token expires gets the caller's expiry.
-func (h *handler) mayCreatePersonal(r *http.Request, t *registry.Token) error {
-	p := auth.FromContext(r.Context())
-	if p.Allows(registry.ScopeAdmin, "", h.Now()) {
-		return nil
+// signInTokenTTL is the longest life of a token a web session creates:
+// what a sign-in grants.
+func (h *handler) signInTokenTTL() time.Duration {
+	if h.SignInTokenTTL > 0 {
+		return h.SignInTokenTTL
 	}
-	if p.Token.User != t.User {
-		if p.Token.User == "" {
-			return registry.Errorf(registry.Forbidden, "only global admins create personal tokens for users; a user creates their own with a personal token")
-		}
-		return registry.Errorf(registry.Forbidden, "user %s cannot create tokens for user %s: only global admins can", p.Token.User, t.User)
-	}
-	var top registry.Scope
-	for _, s := range p.Token.Scopes {
-		if s.Includes(top) || top == "" {
-			top = s
-		}
-	}
-	for _, s := range t.Scopes {
-		if !top.Includes(s) {
-			return registry.Errorf(registry.Forbidden, "token %s grants at most %s: it cannot create a token with %s", p.Token.ID, top, s)
-		}
-	}
-	if !p.Token.Global() {
-		if t.Global() {
-			return registry.Errorf(registry.Forbidden, "token %s is bound to namespaces %s: the new token must be bound to some of them too",
-				p.Token.ID, strings.Join(p.Token.Namespaces, ","))
-		}
-		for _, ns := range t.Namespaces {
-			if !p.Token.Covers(ns) {
-				return registry.Errorf(registry.Forbidden, "token %s is bound to namespaces %s: the new token cannot be bound to %s",
-					p.Token.ID, strings.Join(p.Token.Namespaces, ","), ns)
-			}
-		}
-	}
-	// A namespace the user may not read answers as one that does not
-	// exist, so that binding tokens does not reveal private namespaces.
-	for _, ns := range t.Namespaces {
-		if ok, err := h.Access.CanRead(r.Context(), p, ns); err != nil || !ok {
-			if err != nil {
-				return err
-			}
-			return registry.Errorf(registry.NotFound, "namespace %q not found", ns)
-		}
-	}
-	limit := p.Token.ExpiresAt
-	if d, ok := auth.SignedInFor(r.Context()); ok {
-		// A web session the user signed into with their password may
-		// mint what a password login mints.
-		limit = h.Now().Add(d)
-	}
-	if !limit.IsZero() {
-		if t.ExpiresAt.IsZero() {
-			t.ExpiresAt = limit
-		} else if t.ExpiresAt.After(limit) {
-			if limit.Equal(p.Token.ExpiresAt) {
-				return registry.Errorf(registry.Forbidden, "token %s expires at %s: the new token cannot outlive it", p.Token.ID, limit.UTC().Format(time.RFC3339))
-			}
-			return registry.Errorf(registry.Forbidden, "a token created in the web UI lives at most until %s", limit.UTC().Format(time.RFC3339))
-		}
-	}
-	return nil
+	return DefaultSignInTokenTTL
 }
 
 // tokenParam loads the {id} token if the caller may manage it: a global

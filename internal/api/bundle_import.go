@@ -19,6 +19,7 @@ import (
 
 	"trove.dev/trove/apispec"
 	"trove.dev/trove/internal/httpjson"
+	"trove.dev/trove/internal/modules"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/release"
 	"trove.dev/trove/internal/signing"
@@ -37,10 +38,11 @@ const bundleStagePrefix = "publish-bundle-"
 // in the body, checking each against the digest it is named by, then
 // verifies everything (each provider's signature over its SHA256SUMS
 // with its key, judged when the signature was made; each package against
-// SHA256SUMS, its size and its h1 hash; each module archive's size),
-// and only then stores the files and writes the index in one
-// transaction. Nothing is written for a bundle that fails a check; the
-// staged files are removed in any case.
+// SHA256SUMS, its size and its h1 hash, and as a provider publish checks
+// it; each module version as a module publish checks it), and only then
+// stores the files and writes the index in one transaction. Nothing is
+// written for a bundle that fails a check; the staged files are removed
+// in any case.
 func (h *handler) importBundle(w http.ResponseWriter, r *http.Request) error {
 	if err := h.require(r, registry.ScopeAdmin, ""); err != nil {
 		return err
@@ -71,7 +73,7 @@ func (h *handler) importBundle(w http.ResponseWriter, r *http.Request) error {
 			return registry.Errorf(registry.Invalid, "the bundle lacks the file %s%s (%s)", apispec.BundleBlobPrefix, d, imp.needed[d])
 		}
 	}
-	if err := imp.verify(dir, sizes); err != nil {
+	if err := h.verifyBundle(ctx, imp, dir, sizes); err != nil {
 		return err
 	}
 	for _, d := range imp.order {
@@ -163,6 +165,16 @@ type bundleImport struct {
 	modules   []registry.ModuleVersion
 	needed    map[string]string // digest -> what it is, for messages
 	order     []string          // the digests of needed, in manifest order
+	versions  map[string]bool   // the versions named so far, as messages name them
+}
+
+// once refuses a version (what names it) that the manifest names twice.
+func (b *bundleImport) once(what string) error {
+	if b.versions[what] {
+		return registry.Errorf(registry.Invalid, "the bundle's manifest names %s twice", what)
+	}
+	b.versions[what] = true
+	return nil
 }
 
 // need records that the bundle must hold the file digest.
@@ -180,7 +192,7 @@ func (b *bundleImport) need(digest, what string) error {
 // checkManifest checks the names, versions and digests of a manifest and
 // the namespaces of its modules, and returns what to import.
 func (h *handler) checkManifest(ctx context.Context, m apispec.BundleManifest) (*bundleImport, error) {
-	b := &bundleImport{needed: map[string]string{}}
+	b := &bundleImport{needed: map[string]string{}, versions: map[string]bool{}}
 	own, _ := svchost.ForComparison(h.PublicURL.Host)
 	now := h.Now().UTC()
 	for _, p := range m.Providers {
@@ -195,6 +207,16 @@ func (h *handler) checkManifest(ctx context.Context, m apispec.BundleManifest) (
 			return nil, err
 		}
 		what := fmt.Sprintf("provider %s %s", addr, p.Version)
+		if err := b.once(what); err != nil {
+			return nil, err
+		}
+		protocols, err := release.CheckProtocols(p.Protocols)
+		if err != nil {
+			return nil, registry.Wrap(registry.Invalid, err, what)
+		}
+		if _, err := registry.ParseKeyID(p.Key.KeyID); err != nil {
+			return nil, registry.Wrap(registry.Invalid, err, what)
+		}
 		if err := firstError(b.need(p.SHASums, "the SHA256SUMS of "+what), b.need(p.Signature, "the signature of "+what)); err != nil {
 			return nil, err
 		}
@@ -202,7 +224,7 @@ func (h *handler) checkManifest(ctx context.Context, m apispec.BundleManifest) (
 			return nil, registry.Errorf(registry.Invalid, "%s has no packages in the bundle", what)
 		}
 		v := registry.MirroredVersion{Host: addr.Hostname.String(), ProviderVersion: registry.ProviderVersion{
-			Namespace: addr.Namespace, Type: addr.Type, Version: p.Version, Protocols: p.Protocols,
+			Namespace: addr.Namespace, Type: addr.Type, Version: p.Version, Protocols: protocols,
 			SHASumsDigest: p.SHASums, SHASumsSignatureDigest: p.Signature,
 			SigningKey:  registry.SigningKey{Namespace: addr.Namespace, KeyID: p.Key.KeyID, ASCIIArmor: p.Key.ASCIIArmor},
 			PublishedAt: now,
@@ -226,14 +248,15 @@ func (h *handler) checkManifest(ctx context.Context, m apispec.BundleManifest) (
 		b.sources = append(b.sources, addr.String())
 	}
 	for _, bm := range m.Modules {
-		ns, err1 := registry.ParseNamespace(bm.Namespace)
-		name, err2 := registry.ParseModuleName(bm.Name)
-		system, err3 := registry.ParseModuleSystem(bm.System)
-		_, err4 := registry.ParseVersion(bm.Version)
-		if err := firstError(err1, err2, err3, err4); err != nil {
+		addr, err := modules.ParseAddress(bm.Namespace, bm.Name, bm.System, bm.Version)
+		if err != nil {
 			return nil, err
 		}
+		ns, name, system := addr.Namespace, addr.Name, addr.System
 		what := fmt.Sprintf("module %s/%s/%s %s", ns, name, system, bm.Version)
+		if err := b.once(what); err != nil {
+			return nil, err
+		}
 		if bm.Format != "tar.gz" && bm.Format != "zip" {
 			return nil, registry.Errorf(registry.Invalid, "%s: unknown archive format %q", what, bm.Format)
 		}
@@ -253,7 +276,7 @@ func (h *handler) checkManifest(ctx context.Context, m apispec.BundleManifest) (
 		if published.IsZero() {
 			published = now
 		}
-		var metadata []byte
+		var metadata []byte // checked, then replaced by the archive's (modules.Publisher.CheckImport)
 		if len(bm.Metadata) > 0 && string(bm.Metadata) != "null" {
 			metadata = bm.Metadata
 		}
@@ -334,10 +357,16 @@ func stageFile(path string, r io.Reader, limit int64, what string) (int64, strin
 	return n, digest, f.Close()
 }
 
-// verify checks the staged files against the manifest: each provider's
-// signature, its packages against SHA256SUMS, their sizes and h1 hashes,
-// and each module archive's size.
-func (b *bundleImport) verify(dir string, sizes map[string]int64) error {
+// verifyBundle checks the staged files against the manifest: each
+// provider's signature, its packages against SHA256SUMS, their sizes and
+// h1 hashes, and each package as a provider publish checks it
+// (publish.Publisher.CheckPackage); each module version as a module
+// publish checks it (modules.Publisher.CheckImport), taking the metadata
+// and description that check extracts.
+func (h *handler) verifyBundle(ctx context.Context, b *bundleImport, dir string, sizes map[string]int64) error {
+	if (len(b.providers) > 0 && h.Publisher == nil) || (len(b.modules) > 0 && h.Modules == nil) {
+		return registry.Errorf(registry.Internal, "bundle import is not configured on this server")
+	}
 	for i, v := range b.providers {
 		what := fmt.Sprintf("provider %s %s", b.sources[i], v.Version)
 		sums, err := readStaged(dir, v.SHASumsDigest, release.MaxSHASumsBytes)
@@ -355,30 +384,42 @@ func (b *bundleImport) verify(dir string, sizes map[string]int64) error {
 		if err != nil {
 			return registry.Errorf(registry.Invalid, "%s: its SHA256SUMS does not verify with the key %s the bundle gives (%s); nothing was imported", what, v.SigningKey.KeyID, registry.Message(err))
 		}
-		listed, err := release.ParseSHA256SUMS(sums)
+		parsed, err := release.ParseSHA256SUMS(sums)
 		if err != nil {
 			return registry.Errorf(registry.Invalid, "%s: its SHA256SUMS does not parse: %s", what, registry.Message(err))
 		}
+		listed, err := release.CheckSums(parsed, v.Type, v.Version)
+		if err != nil {
+			return registry.Wrap(registry.Invalid, err, what)
+		}
 		for _, pl := range v.Platforms {
-			if !slices.Contains(listed, release.Sum{Digest: pl.SHA256, Filename: pl.Filename}) {
+			if _, ok := listed.Packages[pl.Filename]; !ok || listed.Digests[pl.Filename] != pl.SHA256 {
 				return registry.Errorf(registry.Invalid, "%s: its signed SHA256SUMS does not list %s with digest %s; nothing was imported", what, pl.Filename, pl.SHA256)
 			}
 			if sizes[pl.SHA256] != pl.Size {
 				return registry.Errorf(registry.Invalid, "%s: package %s has %d bytes, the manifest says %d", what, pl.Filename, sizes[pl.SHA256], pl.Size)
 			}
-			h1, err := release.PackageHash(filepath.Join(dir, pl.SHA256))
+			got, err := h.Publisher.CheckPackage(filepath.Join(dir, pl.SHA256), pl.Size, pl.Filename, v.Type, v.Version)
 			if err != nil {
-				return registry.Errorf(registry.Invalid, "%s: package %s is not a zip archive (%s)", what, pl.Filename, registry.Message(err))
+				return registry.Wrap(registry.KindOf(err), err, fmt.Sprintf("%s: package %s", what, pl.Filename))
 			}
-			if h1 != pl.H1 {
-				return registry.Errorf(registry.Invalid, "%s: package %s has the h1 hash %s, the manifest says %s; nothing was imported", what, pl.Filename, h1, pl.H1)
+			if got.OS != pl.OS || got.Arch != pl.Arch {
+				return registry.Errorf(registry.Invalid, "%s: package %s is the one of %s_%s, the manifest says %s_%s", what, pl.Filename, got.OS, got.Arch, pl.OS, pl.Arch)
+			}
+			if got.H1 != pl.H1 {
+				return registry.Errorf(registry.Invalid, "%s: package %s has the h1 hash %s, the manifest says %s; nothing was imported", what, pl.Filename, got.H1, pl.H1)
 			}
 		}
 	}
-	for _, m := range b.modules {
+	for i, m := range b.modules {
 		if sizes[m.ArchiveDigest] != m.ArchiveSize {
 			return registry.Errorf(registry.Invalid, "module %s/%s/%s %s: its archive has %d bytes, the manifest says %d", m.Namespace, m.Name, m.System, m.Version, sizes[m.ArchiveDigest], m.ArchiveSize)
 		}
+		res, err := h.Modules.CheckImport(ctx, m, filepath.Join(dir, m.ArchiveDigest))
+		if err != nil {
+			return err
+		}
+		b.modules[i] = res.Version
 	}
 	return nil
 }

@@ -343,6 +343,7 @@ func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
 		Events:           a.Events,
 		WebhookURLs:      registry.WebhookURLRules{AllowHTTP: cfg.Webhooks.AllowHTTP, AllowPrivate: cfg.Webhooks.AllowPrivate},
 		GC:               a.GC,
+		SignInTokenTTL:   lopt.TokenTTL,
 	})
 	ui, err := web.New(ctx, web.Options{
 		Index: idx, Access: access, Login: loginSvc, API: apiHandler, Blobs: a.Blobs, PublicURL: public,

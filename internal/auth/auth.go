@@ -27,14 +27,30 @@ import (
 // can recognise one.
 const TokenPrefix = "trove_"
 
+// SessionPrefix starts the secret of every web session. It is not
+// TokenPrefix: the management API and the protocols refuse a session's
+// secret as a bearer token, and the web UI's cookie takes nothing else.
+// The stored hash covers the prefix, so no bearer token's secret ever
+// finds a session's row, nor a session's secret another token's row.
+const SessionPrefix = "trovesession_"
+
+// maxSecretLength bounds a presented secret before it is hashed.
+const maxSecretLength = 128
+
 // NewToken returns a fresh token secret (256 random bits) and the hash
 // under which it is stored.
-func NewToken() (secret, hash string, err error) {
+func NewToken() (secret, hash string, err error) { return newSecret(TokenPrefix) }
+
+// NewSessionToken returns a fresh web session secret (SessionPrefix and
+// 256 random bits) and the hash under which it is stored.
+func NewSessionToken() (secret, hash string, err error) { return newSecret(SessionPrefix) }
+
+func newSecret(prefix string) (secret, hash string, err error) {
 	var b [32]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", "", err
 	}
-	secret = TokenPrefix + base64.RawURLEncoding.EncodeToString(b[:])
+	secret = prefix + base64.RawURLEncoding.EncodeToString(b[:])
 	return secret, HashToken(secret), nil
 }
 
@@ -62,6 +78,10 @@ type Principal struct {
 	User registry.User
 	// Roles maps each namespace the user is a member of to their role.
 	Roles map[string]registry.Role
+	// Session reports a web session: the token was presented as a
+	// session secret (SessionPrefix) by the web UI, never as a bearer
+	// token. Only the Authenticator sets it.
+	Session bool
 }
 
 // Anonymous reports whether no token was presented.
@@ -193,7 +213,10 @@ func bearer(r *http.Request) (string, error) {
 		return "", nil
 	}
 	scheme, secret, ok := strings.Cut(h, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") || !strings.HasPrefix(secret, TokenPrefix) || len(secret) > 128 {
+	if ok && strings.HasPrefix(secret, SessionPrefix) {
+		return "", registry.Errorf(registry.Unauthenticated, "a web session's cookie is no API token: create a token on the web UI's tokens page or with trove token create")
+	}
+	if !ok || !strings.EqualFold(scheme, "Bearer") || !strings.HasPrefix(secret, TokenPrefix) || len(secret) > maxSecretLength {
 		return "", registry.Errorf(registry.Unauthenticated, "malformed Authorization header: want \"Bearer trove_...\"")
 	}
 	return secret, nil
@@ -202,8 +225,14 @@ func bearer(r *http.Request) (string, error) {
 // Authenticate returns the Principal for r, reading the index. No
 // Authorization header gives the anonymous Principal; a malformed,
 // unknown, revoked or expired token, or one of a disabled user, is an
-// Unauthenticated error. The token is never logged or echoed.
+// Unauthenticated error. The token is never logged or echoed. A request
+// whose context carries a web session (WithSession: the web UI calling
+// the management API in this process) acts as that session instead,
+// whatever its headers say.
 func (a *Authenticator) Authenticate(r *http.Request) (Principal, error) {
+	if secret, ok := r.Context().Value(sessionKey{}).(string); ok {
+		return a.session(r.Context(), secret, false)
+	}
 	secret, err := bearer(r)
 	if secret == "" || err != nil {
 		return Principal{}, err
@@ -225,15 +254,45 @@ func (a *Authenticator) AuthenticateCached(r *http.Request) (Principal, error) {
 	if secret == "" || err != nil {
 		return Principal{}, err
 	}
-	return a.AuthenticateSecret(r.Context(), secret)
+	return a.cached(r.Context(), secret)
 }
 
-// AuthenticateSecret is AuthenticateCached for a token secret that came
-// another way than the Authorization header (the web UI's session
-// cookie). A secret that is not shaped like a Trove token is
-// Unauthenticated without a lookup.
-func (a *Authenticator) AuthenticateSecret(ctx context.Context, secret string) (Principal, error) {
-	if !strings.HasPrefix(secret, TokenPrefix) || len(secret) > 128 {
+// AuthenticateSession returns the Principal of a web session's secret
+// (the web UI's cookie), reusing lookups as AuthenticateCached does.
+// Only a session's secret (SessionPrefix), made by a sign-in, is taken:
+// a bearer token placed in the cookie is Unauthenticated without a
+// lookup, as is an unknown, revoked or expired session, or one of a
+// disabled user.
+func (a *Authenticator) AuthenticateSession(ctx context.Context, secret string) (Principal, error) {
+	return a.session(ctx, secret, true)
+}
+
+func (a *Authenticator) session(ctx context.Context, secret string, useCache bool) (Principal, error) {
+	if !strings.HasPrefix(secret, SessionPrefix) || len(secret) > maxSecretLength {
+		return Principal{}, registry.Errorf(registry.Unauthenticated, "the web session is not valid: sign in again")
+	}
+	var p Principal
+	var err error
+	if useCache {
+		p, err = a.cached(ctx, secret)
+	} else if p, err = a.load(ctx, HashToken(secret)); err == nil {
+		err = active(p.Token, a.now())
+	}
+	if err != nil {
+		return Principal{}, err
+	}
+	if p.Token.User == "" || p.Token.Description != SessionDescription {
+		// Only Issue makes session secrets, always for a user's session.
+		return Principal{}, registry.Errorf(registry.Unauthenticated, "the web session is not valid: sign in again")
+	}
+	p.Session = true
+	return p, nil
+}
+
+// cached is AuthenticateCached for a secret already taken from its
+// carrier.
+func (a *Authenticator) cached(ctx context.Context, secret string) (Principal, error) {
+	if len(secret) > maxSecretLength {
 		return Principal{}, registry.Errorf(registry.Unauthenticated, "the token is not valid")
 	}
 	if a.ttl <= 0 {
@@ -342,21 +401,15 @@ func FromContext(ctx context.Context) Principal {
 	return p
 }
 
-type signedInKey struct{}
+type sessionKey struct{}
 
-// WithSignedIn marks ctx as a request of a web session into which its
-// user signed in with their password: the personal tokens it creates may
-// live up to d (what a password login grants), not only as long as the
-// session. Only code in this process can set it (the web UI calling the
-// management API in process); no request header does.
-func WithSignedIn(ctx context.Context, d time.Duration) context.Context {
-	return context.WithValue(ctx, signedInKey{}, d)
-}
-
-// SignedInFor returns the lifetime WithSignedIn set on ctx.
-func SignedInFor(ctx context.Context) (time.Duration, bool) {
-	d, ok := ctx.Value(signedInKey{}).(time.Duration)
-	return d, ok && d > 0
+// WithSession returns ctx carrying the secret of a web session, which
+// Authenticate then takes instead of the request's Authorization
+// header: the web UI calls the management API in this process as the
+// visitor's session this way. Only code in this process can set it; no
+// request header or cookie does.
+func WithSession(ctx context.Context, secret string) context.Context {
+	return context.WithValue(ctx, sessionKey{}, secret)
 }
 
 // Bootstrap creates the first global admin token when the index holds no
@@ -366,18 +419,13 @@ func Bootstrap(ctx context.Context, tokens store.Tokens, now time.Time) (string,
 	if n, err := tokens.CountTokens(ctx); err != nil || n > 0 {
 		return "", err // the common case, without taking a lock
 	}
-	secret, hash, err := NewToken()
+	t, secret, err := Issue(OperatorParent(), Request{
+		Scopes: []registry.Scope{registry.ScopeAdmin}, Description: "first admin token, created at start-up",
+	}, now)
 	if err != nil {
 		return "", err
 	}
-	id, err := NewID()
-	if err != nil {
-		return "", err
-	}
-	created, err := tokens.CreateFirstToken(ctx, registry.Token{
-		ID: id, Hash: hash, Scopes: []registry.Scope{registry.ScopeAdmin},
-		Description: "first admin token, created at start-up", CreatedAt: now,
-	})
+	created, err := tokens.CreateFirstToken(ctx, t)
 	if err != nil || !created {
 		return "", err // another replica starting at the same time won
 	}

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -188,26 +187,6 @@ func (tf *terraformCLI) home() string {
 
 var authorizeURL = regexp.MustCompile(`https://\S+/oauth/authorize\?\S+`)
 
-// watchAuthorizeURL copies what a login command prints from r into
-// output and sends the first authorization URL in it on the channel, which
-// is closed when r ends.
-func watchAuthorizeURL(r io.Reader, output *bytes.Buffer) <-chan string {
-	found := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(io.TeeReader(r, output))
-		for sc.Scan() {
-			if u := authorizeURL.FindString(sc.Text()); u != "" {
-				select {
-				case found <- u:
-				default:
-				}
-			}
-		}
-		close(found)
-	}()
-	return found
-}
-
 // terraformLogin runs `terraform login <host>` (or tofu's), answers its prompt, and
 // plays the browser: it opens the authorization URL terraform prints,
 // submits the login form with the user's credentials and the form's CSRF
@@ -257,16 +236,12 @@ func terraformLoginVia(t *testing.T, tf *terraformCLI, host string, browse func(
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	var output bytes.Buffer
-	found := watchAuthorizeURL(stdout, &output)
-	var authz string
-	select {
-	case authz = <-found:
-	case <-ctx.Done():
-	}
-	if authz == "" {
+	output := newLineLog(stdout)
+	authz, ok := output.waitMatch(ctx, authorizeURL)
+	if !ok {
+		output.waitEOF(ctx)
 		_ = cmd.Wait()
-		t.Fatalf("terraform login printed no authorization URL:\n%s\n%s", output.String(), stderr.String())
+		t.Fatalf("terraform login printed no authorization URL:\n%s\n%s", output, stderr.String())
 	}
 
 	code := browse(authz)
@@ -285,8 +260,10 @@ func terraformLoginVia(t *testing.T, tf *terraformCLI, host string, browse func(
 			t.Errorf("terraform's listener answered %d", resp.StatusCode)
 		}
 	}
+	// Every line is read before Wait closes the pipe.
+	output.waitEOF(ctx)
 	if err := cmd.Wait(); err != nil {
-		t.Fatalf("terraform login: %v\n%s\n%s", err, output.String(), stderr.String())
+		t.Fatalf("terraform login: %v\n%s\n%s", err, output, stderr.String())
 	}
 	if !strings.Contains(output.String(), "Success!") {
 		t.Errorf("terraform login output lacks Success!:\n%s", output.String())

@@ -3,8 +3,10 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -85,13 +87,37 @@ func TestTroveLoginSharesCredentials(t *testing.T) {
 			t.Errorf("%s init with the token of trove login lacks %q:\n%s", client, want, out.Output)
 		}
 
-		// trove logout revokes it: the client is locked out again.
+		// And through trove.localhost, the name the banner gives the
+		// clients, with its host block copied as the README says: the
+		// same login stored the token under that name too.
+		configDir := filepath.Join(home, ".terraform.d")
+		block, err := os.ReadFile(srv.hostBlockFile(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, configDir, filepath.Base(srv.hostBlockFile(t)), block)
+		localSource := moduleHost + "/" + namespace + "/" + providerType
+		localProject := func() string {
+			dir := t.TempDir()
+			writeFile(t, dir, "main.tf", []byte(fmt.Sprintf("terraform {\n  required_providers {\n    example = {\n      source  = %q\n      version = \"1.0.0\"\n    }\n  }\n}\n", localSource)))
+			return dir
+		}
+		out = tf.mustRun(t, localProject(), "init", "-input=false")
+		if want := tf.installedLine(localSource, "1.0.0", key.KeyID); !strings.Contains(out.Flat, want) {
+			t.Errorf("%s init through %s with the token of trove login lacks %q:\n%s", client, moduleHost, want, out.Output)
+		}
+
+		// trove logout revokes it: the client is locked out again, by
+		// either name.
 		res, err = srv.runCLI(t.Context(), home, "", "logout", srv.Host)
 		if err != nil || res.Code != 0 {
 			t.Fatalf("trove logout: %v, exit %d\n%s", err, res.Code, res.Stderr)
 		}
 		if out := tf.run(t, writeProject(t, srv, "1.0.0", "after-logout-"+client), "init", "-input=false"); out.Code == 0 {
 			t.Errorf("%s init after trove logout succeeded:\n%s", client, out.Output)
+		}
+		if out := tf.run(t, localProject(), "init", "-input=false"); out.Code == 0 {
+			t.Errorf("%s init through %s after trove logout succeeded:\n%s", client, moduleHost, out.Output)
 		}
 	})
 }
@@ -113,11 +139,12 @@ func troveLogin(t *testing.T, srv *troveServer, home, user, password string) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	var output bytes.Buffer
-	authz, ok := <-watchAuthorizeURL(stderr, &output)
+	output := newLineLog(stderr)
+	authz, ok := output.waitMatch(ctx, authorizeURL)
 	if !ok {
+		output.waitEOF(ctx)
 		_ = cmd.Wait()
-		t.Fatalf("trove login printed no authorization URL:\n%s", output.String())
+		t.Fatalf("trove login printed no authorization URL:\n%s", output)
 	}
 	back, err := url.Parse(playBrowser(t, srv, authz, user, password))
 	if err != nil {
@@ -132,8 +159,10 @@ func troveLogin(t *testing.T, srv *troveServer, home, user, password string) {
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("trove login's listener answered %d", resp.StatusCode)
 	}
+	// Every line is read before Wait closes the pipe.
+	output.waitEOF(ctx)
 	if err := cmd.Wait(); err != nil {
-		t.Fatalf("trove login: %v\n%s\n%s", err, stdout.String(), output.String())
+		t.Fatalf("trove login: %v\n%s\n%s", err, stdout.String(), output)
 	}
 	if !strings.Contains(stdout.String(), "Logged in to "+srv.Host+" as "+user) {
 		t.Errorf("trove login printed %q", stdout.String())

@@ -81,10 +81,27 @@ func newLineLog(r io.Reader) *lineLog {
 // wait returns the first line with the given prefix (after trimming
 // leading space), waiting for it until the stream ends or ctx is done.
 func (l *lineLog) wait(ctx context.Context, prefix string) (string, bool) {
+	return l.find(ctx, func(line string) string {
+		if s := strings.TrimSpace(line); strings.HasPrefix(s, prefix) {
+			return s
+		}
+		return ""
+	})
+}
+
+// waitMatch returns the first match of re in any line, waiting for it
+// until the stream ends or ctx is done.
+func (l *lineLog) waitMatch(ctx context.Context, re *regexp.Regexp) (string, bool) {
+	return l.find(ctx, re.FindString)
+}
+
+// find returns the first non-empty result of match on the lines read so
+// far, waiting for more lines until the stream ends or ctx is done.
+func (l *lineLog) find(ctx context.Context, match func(line string) string) (string, bool) {
 	for {
 		l.mu.Lock()
 		for _, line := range l.lines {
-			if s := strings.TrimSpace(line); strings.HasPrefix(s, prefix) {
+			if s := match(line); s != "" {
 				l.mu.Unlock()
 				return s, true
 			}
@@ -98,6 +115,26 @@ func (l *lineLog) wait(ctx context.Context, prefix string) (string, bool) {
 		case <-changed:
 		case <-ctx.Done():
 			return "", false
+		}
+	}
+}
+
+// waitEOF waits until the stream has been read to its end, or ctx is
+// done: every line is in the log once it returns true. Call it before
+// exec.Cmd.Wait when the stream is a StdoutPipe or StderrPipe, which Wait
+// closes, possibly before its last lines were read.
+func (l *lineLog) waitEOF(ctx context.Context) bool {
+	for {
+		l.mu.Lock()
+		eof, changed := l.eof, l.changed
+		l.mu.Unlock()
+		if eof {
+			return true
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return false
 		}
 	}
 }

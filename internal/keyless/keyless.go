@@ -275,18 +275,12 @@ func match(namespace string, policies []registry.TrustPolicy, aud []string, clai
 
 // issue stores the token the exchange hands out.
 func (e *Exchanger) issue(ctx context.Context, namespace string, p registry.TrustPolicy, res *Result) error {
-	secret, hash, err := auth.NewToken()
+	now := e.now()
+	t, secret, err := auth.Issue(auth.TrustParent(p, now), auth.Request{
+		Namespaces: []string{namespace}, Scopes: []registry.Scope{p.Scope}, Description: description(p, res),
+	}, now)
 	if err != nil {
 		return err
-	}
-	id, err := auth.NewID()
-	if err != nil {
-		return err
-	}
-	now := e.now().UTC()
-	t := registry.Token{
-		ID: id, Hash: hash, Namespaces: []string{namespace}, Scopes: []registry.Scope{p.Scope},
-		Description: description(p, res), CreatedAt: now, ExpiresAt: now.Add(p.TokenTTL),
 	}
 	res.Token = t
 	store.EffectsFrom(ctx).Bound(*res) // the token's audit entry commits with it

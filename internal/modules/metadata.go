@@ -1,10 +1,12 @@
 package modules
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -184,6 +186,28 @@ func encodeMetadata(md Metadata) ([]byte, error) {
 	return nil, registry.Errorf(registry.TooLarge,
 		"the module's metadata encodes to %d bytes, more than the limit of %d MiB: %d module directories with %d inputs, %d outputs, %d resources, %d module calls and %d bytes of README",
 		len(b), MaxMetadataBytes>>20, dirs, inputs, outputs, resources, calls, readme)
+}
+
+// ParseMetadata reads module metadata as it is stored and served (what
+// Inspect returns, encoded): at most MaxMetadataBytes of one JSON object of
+// exactly Metadata's shape, without unknown fields or data after it. The
+// web pages and the protocol's module details decode what is stored as a
+// Metadata, so metadata of another shape, which no publish writes, is
+// refused where it could enter (an air-gap bundle).
+func ParseMetadata(data []byte) (Metadata, error) {
+	var md Metadata
+	if len(data) > MaxMetadataBytes {
+		return md, registry.Errorf(registry.TooLarge, "its metadata has %d bytes, more than the limit of %d MiB", len(data), MaxMetadataBytes>>20)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&md); err != nil {
+		return md, registry.Errorf(registry.Invalid, "its metadata is not module metadata as Trove extracts it (%s)", strings.TrimPrefix(err.Error(), "json: "))
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return md, registry.Errorf(registry.Invalid, "its metadata has data after its JSON object")
+	}
+	return md, nil
 }
 
 // inspectDir describes the module directory dir of fsys.

@@ -6,9 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"strings"
 	"time"
-	"unicode"
 
 	tfaddr "github.com/hashicorp/terraform-registry-address"
 
@@ -150,7 +148,7 @@ func (p *Publisher) Publish(ctx context.Context, up Upload) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	if err := checkOrigin(up.Origin); err != nil {
+	if err := CheckOrigin(up.Origin); err != nil {
 		return Result{}, err
 	}
 	v.Origin = up.Origin
@@ -192,22 +190,10 @@ func (p *Publisher) Publish(ctx context.Context, up Upload) (Result, error) {
 	}
 
 	// 3. Check the archive and extract its metadata from a staged copy.
-	stageDir, err := p.stage.MkdirTemp("*.d")
+	v, warnings, err := p.checkArchive(ctx, v, f)
 	if err != nil {
 		return Result{}, err
 	}
-	defer os.RemoveAll(stageDir)
-	if v.ArchiveFormat, err = CheckArchive(f, n, p.opt.Limits, stageDir); err != nil {
-		return Result{}, err
-	}
-	md, err := p.ins.inspect(ctx, stageDir)
-	if err != nil {
-		return Result{}, err
-	}
-	if v.Metadata, err = encodeMetadata(md); err != nil {
-		return Result{}, err
-	}
-	v.Description = Description(md.Root.Readme)
 	if err := f.Sync(); err != nil {
 		return Result{}, err
 	}
@@ -229,7 +215,83 @@ func (p *Publisher) Publish(ctx context.Context, up Upload) (Result, error) {
 	p.opt.OnChange(v.Namespace, v.Name, v.System)
 	p.opt.Logger.InfoContext(ctx, "published module version", "namespace", v.Namespace, "name", v.Name, "system", v.System,
 		"version", v.Version, "format", v.ArchiveFormat, "size", v.ArchiveSize, "digest", v.ArchiveDigest)
-	return Result{Version: v, Created: true, Warnings: md.Diagnostics}, nil
+	return Result{Version: v, Created: true, Warnings: warnings}, nil
+}
+
+// checkArchive checks the archive of v, ArchiveSize bytes in f, as every
+// entrance checks it (CheckArchive within the Publisher's Limits, then
+// metadata extraction within its budget) and returns v with its format,
+// metadata and description, and the extraction's diagnostics.
+func (p *Publisher) checkArchive(ctx context.Context, v registry.ModuleVersion, f io.ReaderAt) (registry.ModuleVersion, []string, error) {
+	stageDir, err := p.stage.MkdirTemp("*.d")
+	if err != nil {
+		return v, nil, err
+	}
+	defer os.RemoveAll(stageDir)
+	if v.ArchiveFormat, err = CheckArchive(f, v.ArchiveSize, p.opt.Limits, stageDir); err != nil {
+		return v, nil, err
+	}
+	md, err := p.ins.inspect(ctx, stageDir)
+	if err != nil {
+		return v, nil, err
+	}
+	if v.Metadata, err = encodeMetadata(md); err != nil {
+		return v, nil, err
+	}
+	v.Description = Description(md.Root.Readme)
+	return v, md.Diagnostics, nil
+}
+
+// CheckImport checks a module version that arrives with its archive
+// rather than through Publish (an air-gap bundle's, staged at path) with
+// the checks of Publish: its address (ParseAddress), its origin
+// (CheckOrigin), a non-empty archive within MaxArchiveBytes, CheckArchive
+// within the Publisher's Limits, and metadata extraction. The metadata
+// and description v carries (from another Trove) must be well-formed
+// (ParseMetadata, registry.DescriptionLimit) and ArchiveFormat, if set,
+// must be the archive's; they are then replaced by what this Trove
+// extracts, as a publish stores them. ArchiveDigest and ArchiveSize must
+// be the staged file's (the caller verified them); PublishedAt is kept.
+// It stores nothing and reads no index.
+func (p *Publisher) CheckImport(ctx context.Context, v registry.ModuleVersion, path string) (Result, error) {
+	addr, err := ParseAddress(v.Namespace, v.Name, v.System, v.Version)
+	if err != nil {
+		return Result{}, err
+	}
+	what := fmt.Sprintf("module %s/%s/%s %s", addr.Namespace, addr.Name, addr.System, addr.Version)
+	wrap := func(err error) error { return registry.Wrap(registry.KindOf(err), err, what) }
+	if err := CheckOrigin(v.Origin); err != nil {
+		return Result{}, wrap(err)
+	}
+	if err := registry.DescriptionLimit.CheckText(v.Description); err != nil {
+		return Result{}, wrap(err)
+	}
+	if len(v.Metadata) > 0 {
+		if _, err := ParseMetadata(v.Metadata); err != nil {
+			return Result{}, wrap(err)
+		}
+	}
+	switch {
+	case v.ArchiveSize < 1:
+		return Result{}, wrap(registry.Errorf(registry.Invalid, "the module archive is empty"))
+	case v.ArchiveSize > p.opt.MaxArchiveBytes:
+		return Result{}, wrap(registry.Errorf(registry.TooLarge, "the module archive is larger than %d bytes, the limit", p.opt.MaxArchiveBytes))
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return Result{}, registry.Wrap(registry.Internal, err, "opening a staged module archive")
+	}
+	defer f.Close()
+	claimed := v.ArchiveFormat
+	v.Namespace, v.Name, v.System = addr.Namespace, addr.Name, addr.System
+	v, warnings, err := p.checkArchive(ctx, v, f)
+	if err != nil {
+		return Result{}, wrap(err)
+	}
+	if claimed != "" && claimed != v.ArchiveFormat {
+		return Result{}, wrap(registry.Errorf(registry.Invalid, "its archive is a %s file, not %s as the manifest says", v.ArchiveFormat, claimed))
+	}
+	return Result{Version: v, Created: true, Warnings: warnings}, nil
 }
 
 // existingVersion decides between an idempotent retry and a conflict.
@@ -242,18 +304,9 @@ func existingVersion(existing, v registry.ModuleVersion) (Result, error) {
 		v.Namespace, v.Name, v.System, v.Version, existing.ArchiveDigest)
 }
 
-// checkOrigin refuses an origin that is too long or not one line of text.
-func checkOrigin(origin string) error {
-	switch {
-	case len(origin) > MaxOriginBytes:
-		return registry.Errorf(registry.Invalid, "the origin is longer than %d bytes", MaxOriginBytes)
-	case strings.ContainsFunc(origin, unicode.IsControl), !isUTF8(origin):
-		return registry.Errorf(registry.Invalid, "the origin must be one line of text without control characters")
-	}
-	return nil
-}
-
-func isUTF8(s string) bool { return strings.ToValidUTF8(s, "") == s }
+// CheckOrigin refuses an origin that is not one line of text of at most
+// MaxOriginBytes, as the API refuses it (registry.OriginLimit).
+func CheckOrigin(origin string) error { return registry.OriginLimit.CheckText(origin) }
 
 // Delete removes a module version from the index and returns what it was.
 // The archive blob stays in the blob store (it is content-addressed and

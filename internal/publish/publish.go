@@ -294,45 +294,15 @@ func firstFileErr(err error, sumsName string) error {
 }
 
 // indexSums checks that every archive SHA256SUMS lists is a package of
-// this very provider version and remembers the expected digests.
+// this very provider version (release.CheckSums) and remembers the
+// expected digests.
 func (pub *publication) indexSums(sums []release.Sum, manifestName string) error {
-	v := &pub.v
-	pub.listed = make(map[string]string, len(sums))
-	pub.zips = make(map[string]release.PackageName)
-	pub.staged = make(map[string]stagedFile)
-	seenPlatform := make(map[string]string)
-	docsNames := release.DocsNames(v.Type, v.Version)
-	for _, s := range sums {
-		pub.listed[s.Filename] = s.Digest
-		if release.IsDocsName(s.Filename) {
-			// Only this version's documentation, once: it becomes the
-			// version's documentation, covered by the signature.
-			if s.Filename != docsNames[0] && s.Filename != docsNames[1] {
-				return registry.Errorf(registry.Invalid, "SHA256SUMS lists %s, which is not the documentation of %s %s: name it %s (or .zip)", s.Filename, v.Type, v.Version, docsNames[0])
-			}
-			if pub.docsName != "" {
-				return registry.Errorf(registry.Invalid, "SHA256SUMS lists two documentation archives, %s and %s: a release has one", pub.docsName, s.Filename)
-			}
-			pub.docsName = s.Filename
-			continue
-		}
-		if !strings.HasSuffix(s.Filename, ".zip") {
-			continue
-		}
-		pkg, err := release.ParsePackageFilename(s.Filename)
-		if err != nil {
-			return err
-		}
-		if pkg.Type != v.Type || pkg.Version != v.Version {
-			return registry.Errorf(registry.Invalid, "SHA256SUMS lists %s, which is not a package of %s %s", s.Filename, v.Type, v.Version)
-		}
-		platform := pkg.OS + "_" + pkg.Arch
-		if other, dup := seenPlatform[platform]; dup {
-			return registry.Errorf(registry.Invalid, "SHA256SUMS lists two archives for %s: %s and %s", platform, other, s.Filename)
-		}
-		seenPlatform[platform] = s.Filename
-		pub.zips[s.Filename] = pkg
+	l, err := release.CheckSums(sums, pub.v.Type, pub.v.Version)
+	if err != nil {
+		return err
 	}
+	pub.listed, pub.zips, pub.docsName = l.Digests, l.Packages, l.Docs
+	pub.staged = make(map[string]stagedFile)
 	return nil
 }
 
@@ -402,7 +372,7 @@ func (pub *publication) stageDocs(name string, r io.Reader) error {
 // checks its digest against SHA256SUMS and its contents, and computes its
 // h1 hash (registry.Platform.H1).
 func (pub *publication) stageZip(name string, r io.Reader) error {
-	pkg, listed := pub.zips[name]
+	_, listed := pub.zips[name]
 	if !listed {
 		return registry.Errorf(registry.Invalid, "%s is not listed in SHA256SUMS", name)
 	}
@@ -423,27 +393,58 @@ func (pub *publication) stageZip(name string, r io.Reader) error {
 	if want := pub.listed[name]; got != want {
 		return registry.Errorf(registry.Invalid, "%s has checksum %s but SHA256SUMS lists %s: the archive was changed after SHA256SUMS was made, or corrupted in transit", name, got, want)
 	}
-	pkg, perr := release.ParsePackageFilename(name)
-	if perr != nil {
-		return perr
-	}
-	if err := release.CheckZip(f, n, pub.v.Type, pkg.OS, pub.p.opt.ZipLimits); err != nil {
-		return err
-	}
 	if err := f.Sync(); err != nil {
 		return err
+	}
+	pl, err := pub.p.checkPackage(f, n, name, pub.v.Type, pub.v.Version)
+	if err != nil {
+		return err
+	}
+	pl.SHA256 = got
+	pub.staged[name] = stagedFile{path: f.Name(), size: n}
+	pub.v.Platforms = append(pub.v.Platforms, pl)
+	return nil
+}
+
+// CheckPackage checks a provider package that arrives without a release
+// upload (an air-gap bundle's, staged at path, size bytes) as a publish
+// checks each zip: filename names a package of typ and version
+// (release.ParsePackageFilename), size is within MaxZipBytes and the
+// content passes release.CheckZip within ZipLimits. It returns the
+// package's platform with its h1 hash (SHA256 is left to the caller, who
+// verified it).
+func (p *Publisher) CheckPackage(path string, size int64, filename, typ, version string) (registry.Platform, error) {
+	if size > p.opt.MaxZipBytes {
+		return registry.Platform{}, registry.Errorf(registry.TooLarge, "%s is larger than %d bytes, the limit", filename, p.opt.MaxZipBytes)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return registry.Platform{}, registry.Wrap(registry.Internal, err, "opening a staged package")
+	}
+	defer f.Close()
+	return p.checkPackage(f, size, filename, typ, version)
+}
+
+// checkPackage checks the package filename, size bytes in f, of typ and
+// version, and computes its h1 hash.
+func (p *Publisher) checkPackage(f *os.File, size int64, filename, typ, version string) (registry.Platform, error) {
+	pkg, err := release.ParsePackageFilename(filename)
+	if err != nil {
+		return registry.Platform{}, err
+	}
+	if pkg.Type != typ || pkg.Version != version {
+		return registry.Platform{}, registry.Errorf(registry.Invalid, "%s is not a package of %s %s", filename, typ, version)
+	}
+	if err := release.CheckZip(f, size, typ, pkg.OS, p.opt.ZipLimits); err != nil {
+		return registry.Platform{}, err
 	}
 	// The "h1:" hash lock files record, so that the clients need not
 	// download every platform's package to write them.
 	h1, err := release.PackageHash(f.Name())
 	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
+		return registry.Platform{}, fmt.Errorf("%s: %w", filename, err)
 	}
-	pub.staged[name] = stagedFile{path: f.Name(), size: n}
-	pub.v.Platforms = append(pub.v.Platforms, registry.Platform{
-		OS: pkg.OS, Arch: pkg.Arch, Filename: name, SHA256: got, Size: n, H1: h1,
-	})
-	return nil
+	return registry.Platform{OS: pkg.OS, Arch: pkg.Arch, Filename: filename, Size: size, H1: h1}, nil
 }
 
 // commit stores the blobs, then the version in one index transaction.

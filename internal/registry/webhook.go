@@ -252,13 +252,50 @@ func CheckWebhookURL(raw string, rules WebhookURLRules) error {
 	if u.Fragment != "" || strings.Contains(raw, "#") {
 		return Errorf(Invalid, "webhook URL must not have a fragment")
 	}
-	if ip, err := netip.ParseAddr(strings.Trim(u.Hostname(), "[]")); err == nil && !rules.AllowPrivate && !PublicAddr(ip) {
-		return Errorf(Invalid, "webhook URL %s names the non-public address %s: this Trove delivers to public addresses only", quote(Elide(raw)), ip)
+	if rules.AllowPrivate {
+		return nil
 	}
-	if strings.EqualFold(u.Hostname(), "localhost") && !rules.AllowPrivate {
-		return Errorf(Invalid, "webhook URL names localhost: this Trove delivers to public addresses only")
+	// The name as a resolver reads it: case and the root's trailing dots
+	// do not change which address it names.
+	host := strings.TrimRight(strings.ToLower(strings.Trim(u.Hostname(), "[]")), ".")
+	if ip, err := netip.ParseAddr(host); err == nil {
+		if !PublicAddr(ip) {
+			return Errorf(Invalid, "webhook URL %s names the non-public address %s: this Trove delivers to public addresses only", quote(Elide(raw)), ip)
+		}
+		return nil
+	}
+	if host == "" || host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return Errorf(Invalid, "webhook URL %s names localhost: this Trove delivers to public addresses only", quote(Elide(raw)))
+	}
+	if numericHost(host) {
+		return Errorf(Invalid, "webhook URL %s names the address %s in a non-standard form: write an IP address in dotted decimal (IPv4) or in brackets (IPv6), or use a host name", quote(Elide(raw)), quote(host))
 	}
 	return nil
+}
+
+// numericHost reports whether host could be read as an IPv4 address in one
+// of the legacy forms resolvers accept (127.1, 0x7f.1, 2130706433, 0177.0.0.1):
+// dot-separated parts of digits or 0x-prefixed hex digits only. Such names
+// are refused rather than judged, as their meaning differs between
+// resolvers.
+func numericHost(host string) bool {
+	for part := range strings.SplitSeq(host, ".") {
+		digits := part
+		if h, ok := strings.CutPrefix(part, "0x"); ok {
+			digits = h
+			if digits == "" {
+				continue
+			}
+			if strings.Trim(digits, "0123456789abcdef") != "" {
+				return false
+			}
+			continue
+		}
+		if digits == "" || strings.Trim(digits, "0123456789") != "" {
+			return false
+		}
+	}
+	return true
 }
 
 // nonPublic are the address ranges besides loopback, private, link-local,

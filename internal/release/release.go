@@ -117,6 +117,56 @@ func checkSumFilename(name string) error {
 	return nil
 }
 
+// Listing is what the SHA256SUMS of one provider version lists.
+type Listing struct {
+	Digests  map[string]string      // every file name -> its digest
+	Packages map[string]PackageName // the package zips, by file name
+	Docs     string                 // the documentation archive's file name; "" for none
+}
+
+// CheckSums checks that the files sums (of ParseSHA256SUMS) lists belong
+// to version of provider typ: every zip is a package of it
+// (ParsePackageFilename), one per platform, and a documentation archive
+// is its own (DocsNames), at most one. Other files (the manifest) are
+// listed with their digests only.
+func CheckSums(sums []Sum, typ, version string) (Listing, error) {
+	l := Listing{Digests: make(map[string]string, len(sums)), Packages: make(map[string]PackageName)}
+	seenPlatform := make(map[string]string)
+	docsNames := DocsNames(typ, version)
+	for _, s := range sums {
+		l.Digests[s.Filename] = s.Digest
+		if IsDocsName(s.Filename) {
+			// Only this version's documentation, once: it becomes the
+			// version's documentation, covered by the signature.
+			if s.Filename != docsNames[0] && s.Filename != docsNames[1] {
+				return Listing{}, registry.Errorf(registry.Invalid, "SHA256SUMS lists %s, which is not the documentation of %s %s: name it %s (or .zip)", s.Filename, typ, version, docsNames[0])
+			}
+			if l.Docs != "" {
+				return Listing{}, registry.Errorf(registry.Invalid, "SHA256SUMS lists two documentation archives, %s and %s: a release has one", l.Docs, s.Filename)
+			}
+			l.Docs = s.Filename
+			continue
+		}
+		if !strings.HasSuffix(s.Filename, ".zip") {
+			continue
+		}
+		pkg, err := ParsePackageFilename(s.Filename)
+		if err != nil {
+			return Listing{}, err
+		}
+		if pkg.Type != typ || pkg.Version != version {
+			return Listing{}, registry.Errorf(registry.Invalid, "SHA256SUMS lists %s, which is not a package of %s %s", s.Filename, typ, version)
+		}
+		platform := pkg.OS + "_" + pkg.Arch
+		if other, dup := seenPlatform[platform]; dup {
+			return Listing{}, registry.Errorf(registry.Invalid, "SHA256SUMS lists two archives for %s: %s and %s", platform, other, s.Filename)
+		}
+		seenPlatform[platform] = s.Filename
+		l.Packages[s.Filename] = pkg
+	}
+	return l, nil
+}
+
 // PackageName is the parsed name of a provider package archive.
 type PackageName struct {
 	Type    string
@@ -202,7 +252,15 @@ func ParseManifest(data []byte) ([]string, error) {
 	if *doc.Version != 1 {
 		return nil, registry.Errorf(registry.Invalid, "manifest version %d is not supported; want 1", *doc.Version)
 	}
-	protocols := doc.Metadata.ProtocolVersions
+	return CheckProtocols(doc.Metadata.ProtocolVersions)
+}
+
+// CheckProtocols checks the plugin protocol versions of a release, as its
+// manifest declares them (ParseManifest) or a bundle carries them, and
+// returns them: none means ["5.0"]; at most 16, each MAJOR.MINOR, none
+// twice, and one 5.x or 6.x, else Terraform and OpenTofu would refuse the
+// package.
+func CheckProtocols(protocols []string) ([]string, error) {
 	if len(protocols) == 0 {
 		return append([]string(nil), defaultProtocols...), nil
 	}

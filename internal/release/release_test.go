@@ -281,3 +281,47 @@ func FuzzParseSHA256SUMS(f *testing.F) {
 		}
 	})
 }
+
+func TestCheckSums(t *testing.T) {
+	sums := []release.Sum{
+		{Digest: d1, Filename: "terraform-provider-example_1.0.0_linux_amd64.zip"},
+		{Digest: d2, Filename: "terraform-provider-example_1.0.0_manifest.json"},
+		{Digest: d3, Filename: "terraform-provider-example_1.0.0_docs.tar.gz"},
+	}
+	l, err := release.CheckSums(sums, "example", "1.0.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Digests) != 3 || len(l.Packages) != 1 || l.Packages[sums[0].Filename].Arch != "amd64" || l.Docs != sums[2].Filename {
+		t.Errorf("CheckSums = %+v", l)
+	}
+	for name, c := range map[string]struct {
+		sum  release.Sum
+		want string
+	}{
+		"another version":       {release.Sum{Digest: d2, Filename: "terraform-provider-example_2.0.0_darwin_arm64.zip"}, "not a package of example 1.0.0"},
+		"another provider":      {release.Sum{Digest: d2, Filename: "terraform-provider-other_1.0.0_darwin_arm64.zip"}, "not a package of example 1.0.0"},
+		"a zip of another name": {release.Sum{Digest: d2, Filename: "example.zip"}, "invalid package file name"},
+		"other documentation":   {release.Sum{Digest: d2, Filename: "terraform-provider-example_0.9.0_docs.zip"}, "not the documentation of example 1.0.0"},
+		"second documentation":  {release.Sum{Digest: d2, Filename: "terraform-provider-example_1.0.0_docs.zip"}, "two documentation archives"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := release.CheckSums(append(sums[:3:3], c.sum), "example", "1.0.0")
+			wantErr(t, err, registry.Invalid, c.want)
+		})
+	}
+}
+
+func TestCheckProtocols(t *testing.T) {
+	if got, err := release.CheckProtocols(nil); err != nil || !reflect.DeepEqual(got, []string{"5.0"}) {
+		t.Errorf("CheckProtocols(nil) = %v, %v; want [5.0]", got, err)
+	}
+	if got, err := release.CheckProtocols([]string{"6.0", "5.1"}); err != nil || !reflect.DeepEqual(got, []string{"6.0", "5.1"}) {
+		t.Errorf("CheckProtocols = %v, %v", got, err)
+	}
+	for _, bad := range [][]string{{"4.0"}, {"5"}, {"5.0", "5.0"}, {"5.0\n"}, {"v5.0"}} {
+		if _, err := release.CheckProtocols(bad); !registry.IsKind(err, registry.Invalid) {
+			t.Errorf("CheckProtocols(%q) = %v, want Invalid", bad, err)
+		}
+	}
+}

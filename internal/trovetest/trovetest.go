@@ -57,6 +57,9 @@ type Options struct {
 	DownloadURLTTL time.Duration
 	// MaxZipBytes bounds each archive (0: the default, 1 GiB).
 	MaxZipBytes int64
+	// MaxUnpackedBytes bounds what each archive unpacks to (0: the
+	// default, 1 GiB).
+	MaxUnpackedBytes int64
 	// PrivateDownloadURLTTL is the lifetime of the file URLs of private
 	// namespaces (0: the default, 5m).
 	PrivateDownloadURLTTL time.Duration
@@ -107,6 +110,9 @@ func Start(t testing.TB, opts ...Options) *Server {
 	}
 	if opt.MaxZipBytes > 0 {
 		cfg.Limits.MaxZipBytes = opt.MaxZipBytes
+	}
+	if opt.MaxUnpackedBytes > 0 {
+		cfg.Limits.MaxUnpackedBytes = opt.MaxUnpackedBytes
 	}
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	ctx, cancel := context.WithCancel(context.Background())

@@ -169,9 +169,9 @@ func (s *Service) page(h pageHandler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		v := &visit{now: s.opt.Now()}
 		if c, err := r.Cookie(sessionCookie); err == nil && c.Value != "" {
-			p, err := s.opt.Access.Authenticator().AuthenticateSecret(r.Context(), c.Value)
+			p, err := s.opt.Access.Authenticator().AuthenticateSession(r.Context(), c.Value)
 			switch {
-			case err == nil && p.Token.User != "":
+			case err == nil && p.Session && p.Token.User != "":
 				v.p, v.sessionID = p, p.Token.ID
 			case err == nil || registry.IsKind(err, registry.Unauthenticated):
 				clearSession(w) // expired, revoked, or not a session

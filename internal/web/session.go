@@ -27,9 +27,6 @@ const (
 // maxFormBytes bounds the body of every form of the UI.
 const maxFormBytes = 16 << 10
 
-// sessionDescription marks the tokens that are web sessions.
-const sessionDescription = "web session"
-
 func clearSession(w http.ResponseWriter) {
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1,
 		Secure: true, HttpOnly: true, SameSite: http.SameSiteLaxMode})
@@ -159,26 +156,37 @@ func (s *Service) signIn(w http.ResponseWriter, r *http.Request, v *visit) error
 		})
 		return nil
 	}
-	secret, hash, err := auth.NewToken()
+	http.SetCookie(w, &http.Cookie{Name: signInCookie, Value: "", Path: "/", MaxAge: -1, Secure: true, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	return s.startSession(w, r, user, "", next)
+}
+
+// startSession opens a web session for user, who has just signed in
+// (the password form, or single sign-on through identity provider via):
+// a personal token minted under the sign-in (auth.SignInParent), whose
+// secret (auth.SessionPrefix) becomes the session cookie. It lives
+// SessionTTL, and never longer than a sign-in's tokens. It audits the
+// sign-in and sends the browser to next, a checked path of this site.
+func (s *Service) startSession(w http.ResponseWriter, r *http.Request, user registry.User, via, next string) error {
+	now := s.opt.Now()
+	life := min(s.opt.SessionTTL, s.tokenTTL())
+	t, secret, err := auth.Issue(auth.SignInParent(user, s.tokenTTL(), now), auth.Request{
+		User: user.Name, Scopes: []registry.Scope{registry.ScopeAdmin}, ExpiresAt: now.Add(life), Session: true,
+	}, now)
 	if err != nil {
-		return registry.Wrap(registry.Internal, err, "creating a session")
+		return err
 	}
-	id, err := auth.NewID()
-	if err != nil {
-		return registry.Wrap(registry.Internal, err, "creating a session")
+	details := "web session for " + lifetimeText(life)
+	if via != "" {
+		details += " through identity provider " + via
 	}
-	now := s.opt.Now().UTC()
-	t := registry.Token{ID: id, Hash: hash, User: user.Name, Scopes: []registry.Scope{registry.ScopeAdmin},
-		Description: sessionDescription, CreatedAt: now, ExpiresAt: now.Add(s.opt.SessionTTL)}
 	fx := s.opt.Audit.Effects(r, registry.AuditEvent{Action: registry.AuditLoginSuccess, Actor: "user:" + user.Name,
-		Target: id, Details: "web session for " + lifetimeText(s.opt.SessionTTL)})
+		Target: t.ID, Details: details})
 	if err := s.opt.Index.CreateToken(store.WithEffects(r.Context(), fx), t); err != nil {
 		return err
 	}
 	s.opt.Audit.Done(r.Context(), fx)
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: secret, Path: "/", MaxAge: int(s.opt.SessionTTL / time.Second),
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: secret, Path: "/", MaxAge: int(life / time.Second),
 		Secure: true, HttpOnly: true, SameSite: http.SameSiteLaxMode})
-	http.SetCookie(w, &http.Cookie{Name: signInCookie, Value: "", Path: "/", MaxAge: -1, Secure: true, HttpOnly: true, SameSite: http.SameSiteStrictMode})
 	http.Redirect(w, r, next, http.StatusSeeOther)
 	return nil
 }
@@ -218,27 +226,29 @@ func lifetimeText(d time.Duration) string {
 
 // apiClient returns a management API client that acts as the visitor's
 // session and calls the API handler in this process, so that the API's
-// rights checks, validation and audit apply to every change made in the
-// UI. The API sees the browser's address for its audit events.
+// rights checks, validation, token policy and audit apply to every
+// change made in the UI. The session travels in the request's context
+// (auth.WithSession), never as a bearer token, which the API would
+// refuse. The API sees the browser's address for its audit events.
 func (s *Service) apiClient(r *http.Request) (*client.Client, error) {
 	c, err := r.Cookie(sessionCookie)
 	if err != nil {
 		return nil, registry.Errorf(registry.Unauthenticated, "Sign in first.")
 	}
-	hc := &http.Client{Transport: inProcess{handler: s.opt.API, remoteAddr: r.RemoteAddr, lifetime: s.tokenTTL()}}
-	return client.New(s.opt.PublicURL.String(), c.Value, client.WithHTTPClient(hc), client.WithUserAgent("trove-web"))
+	hc := &http.Client{Transport: inProcess{handler: s.opt.API, remoteAddr: r.RemoteAddr, session: c.Value}}
+	return client.New(s.opt.PublicURL.String(), "", client.WithHTTPClient(hc), client.WithUserAgent("trove-web"))
 }
 
 // inProcess is a RoundTripper that serves requests with a handler of this
-// process.
+// process, as a web session.
 type inProcess struct {
 	handler    http.Handler
 	remoteAddr string
-	lifetime   time.Duration // the longest life of a token the session creates
+	session    string // the session cookie's secret
 }
 
 func (t inProcess) RoundTrip(req *http.Request) (*http.Response, error) {
-	req = req.Clone(auth.WithSignedIn(req.Context(), t.lifetime))
+	req = req.Clone(auth.WithSession(req.Context(), t.session))
 	req.RemoteAddr = t.remoteAddr
 	req.RequestURI = req.URL.RequestURI()
 	if req.Body == nil {

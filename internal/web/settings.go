@@ -10,6 +10,7 @@ import (
 
 	"trove.dev/trove/apispec"
 	"trove.dev/trove/client"
+	"trove.dev/trove/internal/auth"
 	"trove.dev/trove/internal/registry"
 )
 
@@ -116,7 +117,7 @@ func (s *Service) showTokens(w http.ResponseWriter, r *http.Request, v *visit, s
 	d.CSRF, d.User, d.Lifetimes, d.Host, d.TokenVar = s.csrfFor("session", v.sessionID), v.p.User.Name, s.lifetimes(), s.opt.Host, tokenVariable(s.opt.Host)
 	for _, t := range ts {
 		d.Tokens = append(d.Tokens, tokenView{Token: t, Active: apiTokenActive(t, v.now),
-			Session: t.Description == sessionDescription, Current: t.ID == v.sessionID})
+			Session: t.Description == auth.SessionDescription, Current: t.ID == v.sessionID})
 	}
 	slices.SortStableFunc(d.Tokens, func(a, b tokenView) int { return b.CreatedAt.Compare(a.CreatedAt) })
 	for ns := range v.p.Roles {

@@ -3,12 +3,9 @@ package web
 import (
 	"net/http"
 	"net/url"
-	"time"
 
-	"trove.dev/trove/internal/auth"
 	"trove.dev/trove/internal/protocol/login"
 	"trove.dev/trove/internal/registry"
-	"trove.dev/trove/internal/store"
 )
 
 // ssoChoices is what the sign-in page offers besides the password form:
@@ -48,30 +45,8 @@ func CleanNext(next string) string {
 
 // StartSession signs user in to the web UI after a sign-in through the
 // identity provider via (package sso checked it): it starts a web
-// session as the sign-in form does (a personal token whose secret is the
-// session cookie), audits it and sends the browser to next (a path of
-// this site; the home page otherwise).
+// session as the sign-in form does (startSession), audits it and sends
+// the browser to next (a path of this site; the home page otherwise).
 func (s *Service) StartSession(w http.ResponseWriter, r *http.Request, user registry.User, via, next string) error {
-	next = CleanNext(next)
-	secret, hash, err := auth.NewToken()
-	if err != nil {
-		return registry.Wrap(registry.Internal, err, "creating a session")
-	}
-	id, err := auth.NewID()
-	if err != nil {
-		return registry.Wrap(registry.Internal, err, "creating a session")
-	}
-	now := s.opt.Now().UTC()
-	t := registry.Token{ID: id, Hash: hash, User: user.Name, Scopes: []registry.Scope{registry.ScopeAdmin},
-		Description: sessionDescription, CreatedAt: now, ExpiresAt: now.Add(s.opt.SessionTTL)}
-	fx := s.opt.Audit.Effects(r, registry.AuditEvent{Action: registry.AuditLoginSuccess, Actor: "user:" + user.Name,
-		Target: id, Details: "web session for " + lifetimeText(s.opt.SessionTTL) + " through identity provider " + via})
-	if err := s.opt.Index.CreateToken(store.WithEffects(r.Context(), fx), t); err != nil {
-		return err
-	}
-	s.opt.Audit.Done(r.Context(), fx)
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: secret, Path: "/", MaxAge: int(s.opt.SessionTTL / time.Second),
-		Secure: true, HttpOnly: true, SameSite: http.SameSiteLaxMode})
-	http.Redirect(w, r, next, http.StatusSeeOther)
-	return nil
+	return s.startSession(w, r, user, via, CleanNext(next))
 }

@@ -718,14 +718,15 @@ func (s *Service) exchange(w http.ResponseWriter, r *http.Request) (tokenRespons
 	if err != nil || u.Disabled {
 		return tokenResponse{}, grantError("the user cannot log in")
 	}
-	secret, hash, err := auth.NewToken()
+	t, secret, err := auth.Issue(auth.SignInParent(u, s.opt.TokenTTL, now), auth.Request{
+		ID: c.TokenID, User: c.User, Scopes: c.Scopes,
+		Description: "login by " + c.ClientID + " from " + audit.SourceAddr(r), ExpiresAt: now.Add(s.opt.TokenTTL),
+	}, now)
+	if registry.IsKind(err, registry.Invalid) || registry.IsKind(err, registry.Forbidden) {
+		return tokenResponse{}, grantError(registry.Message(err))
+	}
 	if err != nil {
 		return tokenResponse{}, err
-	}
-	t := registry.Token{
-		ID: c.TokenID, Hash: hash, User: c.User, Scopes: c.Scopes,
-		Description: "login by " + c.ClientID + " from " + audit.SourceAddr(r),
-		CreatedAt:   now.UTC(), ExpiresAt: now.Add(s.opt.TokenTTL).UTC(),
 	}
 	scopes := make([]string, len(t.Scopes))
 	for i, sc := range t.Scopes {
