@@ -161,16 +161,21 @@ func mintAdminToken(ctx context.Context, idx adminTokenIndex, f adminTokenFlags,
 	if err != nil {
 		return "", registry.Token{}, nil, err
 	}
-	if err := idx.CreateToken(ctx, t); err != nil {
-		return "", registry.Token{}, nil, fmt.Errorf("storing the token: %w", err)
-	}
 	details := "global admin token (admin on every namespace) created with trove admin token " + origin
 	if !t.ExpiresAt.IsZero() {
 		details += ", expires " + t.ExpiresAt.Format(time.RFC3339)
 	}
-	_, auditErr = idx.AppendAudit(ctx, registry.AuditEvent{
+	// The audit entry commits with the token (store.Effects).
+	e := registry.AuditEvent{
 		Time: now.UTC(), Action: registry.AuditTokenCreate, Actor: localAdminActor, Target: t.ID, Details: details,
-	})
+	}
+	fx := &store.Effects{Audit: []registry.AuditEvent{e}}
+	if err := idx.CreateToken(store.WithEffects(ctx, fx), t); err != nil {
+		return "", registry.Token{}, nil, fmt.Errorf("storing the token: %w", err)
+	}
+	if !fx.Taken() { // an index that does not take effects
+		_, auditErr = idx.AppendAudit(ctx, e)
+	}
 	return secret, t, auditErr, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"trove.dev/trove/internal/auth"
 	"trove.dev/trove/internal/httpjson"
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/store"
 )
 
 // registerAccess mounts the routes of users, memberships and the audit log.
@@ -94,17 +95,18 @@ func (h *handler) createUser(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	acc := h.Index
-	if err := acc.CreateUser(r.Context(), u); err != nil {
+	details := "user"
+	if u.Admin {
+		details = "global admin"
+	}
+	fx := h.effects(r, registry.AuditEvent{Action: registry.AuditUserCreate, Target: name, Details: details})
+	if err := acc.CreateUser(store.WithEffects(r.Context(), fx), u); err != nil {
 		if registry.IsKind(err, registry.Conflict) {
 			return registry.Errorf(registry.Conflict, "user %q already exists", name)
 		}
 		return err
 	}
-	details := "user"
-	if u.Admin {
-		details = "global admin"
-	}
-	h.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditUserCreate, Target: name, Details: details})
+	h.done(r.Context(), fx)
 	return httpjson.Write(w, http.StatusCreated, userDoc(u))
 }
 
@@ -207,12 +209,9 @@ func (h *handler) updateUser(w http.ResponseWriter, r *http.Request) error {
 	if len(changes) == 0 && !passwordChanged {
 		return httpjson.Write(w, http.StatusOK, userDoc(u))
 	}
-	if err := acc.UpdateUser(r.Context(), u); err != nil {
-		return err
-	}
-	h.Access.Authenticator().Invalidate()
+	fx := &store.Effects{}
 	if passwordChanged {
-		h.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditPasswordChange, Target: name})
+		h.Audit.Add(fx, r, registry.AuditEvent{Action: registry.AuditPasswordChange, Target: name})
 	}
 	if len(changes) > 0 {
 		details := ""
@@ -222,8 +221,13 @@ func (h *handler) updateUser(w http.ResponseWriter, r *http.Request) error {
 			}
 			details += c
 		}
-		h.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditUserUpdate, Target: name, Details: details})
+		h.Audit.Add(fx, r, registry.AuditEvent{Action: registry.AuditUserUpdate, Target: name, Details: details})
 	}
+	if err := acc.UpdateUser(store.WithEffects(r.Context(), fx), u); err != nil {
+		return err
+	}
+	h.Access.Authenticator().Invalidate()
+	h.done(r.Context(), fx)
 	return httpjson.Write(w, http.StatusOK, userDoc(u))
 }
 
@@ -265,11 +269,12 @@ func (h *handler) setMember(w http.ResponseWriter, r *http.Request) error {
 	}
 	acc := h.Index
 	m := registry.Membership{User: user, Namespace: ns, Role: role, CreatedAt: h.Now().UTC()}
-	if err := acc.SetMembership(r.Context(), m); err != nil {
+	fx := h.effects(r, registry.AuditEvent{Action: registry.AuditMembershipSet, Namespace: ns, Target: user, Details: "role " + string(role)})
+	if err := acc.SetMembership(store.WithEffects(r.Context(), fx), m); err != nil {
 		return err
 	}
 	h.Access.Authenticator().Invalidate()
-	h.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditMembershipSet, Namespace: ns, Target: user, Details: "role " + string(role)})
+	h.done(r.Context(), fx)
 	ms, err := acc.ListMemberships(r.Context(), user, ns)
 	if err != nil {
 		return err
@@ -290,11 +295,12 @@ func (h *handler) deleteMember(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	acc := h.Index
-	if err := acc.DeleteMembership(r.Context(), user, ns); err != nil {
+	fx := h.effects(r, registry.AuditEvent{Action: registry.AuditMembershipDelete, Namespace: ns, Target: user})
+	if err := acc.DeleteMembership(store.WithEffects(r.Context(), fx), user, ns); err != nil {
 		return err
 	}
 	h.Access.Authenticator().Invalidate()
-	h.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditMembershipDelete, Namespace: ns, Target: user})
+	h.done(r.Context(), fx)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

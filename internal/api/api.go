@@ -319,7 +319,8 @@ func (h *handler) createNamespace(w http.ResponseWriter, r *http.Request) error 
 		}
 	}
 	ns := registry.Namespace{Name: name, Description: req.Description, Visibility: vis, CreatedAt: h.Now().UTC()}
-	if err := h.Index.CreateNamespace(r.Context(), ns); err != nil {
+	fx := h.effects(r, registry.AuditEvent{Action: registry.AuditNamespaceCreate, Namespace: name, Target: name, Details: "visibility " + string(vis)})
+	if err := h.Index.CreateNamespace(store.WithEffects(r.Context(), fx), ns); err != nil {
 		if registry.IsKind(err, registry.Conflict) {
 			return registry.Errorf(registry.Conflict, "namespace %q already exists (its visibility and description change with PATCH %s/%s, trove namespace update)",
 				name, apispec.RouteNamespaces, name)
@@ -327,7 +328,7 @@ func (h *handler) createNamespace(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	h.Access.InvalidateNamespace(name)
-	h.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditNamespaceCreate, Namespace: name, Target: name, Details: "visibility " + string(vis)})
+	h.done(r.Context(), fx)
 	return httpjson.Write(w, http.StatusCreated, namespaceDoc(ns))
 }
 
@@ -368,14 +369,16 @@ func (h *handler) updateNamespace(w http.ResponseWriter, r *http.Request) error 
 			return err
 		}
 	}
-	if err := h.Index.UpdateNamespace(r.Context(), ns); err != nil {
+	var fx *store.Effects // visibility changes are audited
+	if ns.Visibility != before {
+		fx = h.effects(r, registry.AuditEvent{Action: registry.AuditNamespaceUpdate, Namespace: name, Target: name,
+			Details: "visibility " + string(before) + " -> " + string(ns.Visibility)})
+	}
+	if err := h.Index.UpdateNamespace(store.WithEffects(r.Context(), fx), ns); err != nil {
 		return err
 	}
 	h.Access.InvalidateNamespace(name)
-	if ns.Visibility != before {
-		h.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditNamespaceUpdate, Namespace: name, Target: name,
-			Details: "visibility " + string(before) + " -> " + string(ns.Visibility)})
-	}
+	h.done(r.Context(), fx)
 	return httpjson.Write(w, http.StatusOK, namespaceDoc(ns))
 }
 
@@ -387,7 +390,8 @@ func (h *handler) deleteNamespace(w http.ResponseWriter, r *http.Request) error 
 	if err := h.require(r, registry.ScopeAdmin, ""); err != nil {
 		return err
 	}
-	if err := h.Index.DeleteNamespace(r.Context(), name); err != nil {
+	fx := h.effects(r, registry.AuditEvent{Action: registry.AuditNamespaceDelete, Namespace: name, Target: name})
+	if err := h.Index.DeleteNamespace(store.WithEffects(r.Context(), fx), name); err != nil {
 		if registry.IsKind(err, registry.Conflict) {
 			return registry.Errorf(registry.Conflict, "namespace %q still holds provider or module versions; only an empty namespace can be deleted", name)
 		}
@@ -395,7 +399,7 @@ func (h *handler) deleteNamespace(w http.ResponseWriter, r *http.Request) error 
 	}
 	h.Access.InvalidateNamespace(name)
 	h.Access.Authenticator().Invalidate() // tokens and memberships of the namespace are gone
-	h.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditNamespaceDelete, Namespace: name, Target: name})
+	h.done(r.Context(), fx)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
@@ -436,13 +440,14 @@ func (h *handler) addKey(w http.ResponseWriter, r *http.Request) error {
 	}
 	key.Namespace = ns
 	key.CreatedAt = h.Now().UTC()
-	if err := h.Index.AddSigningKey(r.Context(), key); err != nil {
+	fx := h.effects(r, registry.AuditEvent{Action: registry.AuditKeyAdd, Namespace: ns, Target: key.KeyID, Details: "fingerprint " + key.Fingerprint})
+	if err := h.Index.AddSigningKey(store.WithEffects(r.Context(), fx), key); err != nil {
 		if registry.IsKind(err, registry.Conflict) {
 			return registry.Errorf(registry.Conflict, "key %s is already registered for namespace %s", key.KeyID, ns)
 		}
 		return err
 	}
-	h.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditKeyAdd, Namespace: ns, Target: key.KeyID, Details: "fingerprint " + key.Fingerprint})
+	h.done(r.Context(), fx)
 	return httpjson.Write(w, http.StatusCreated, keyDoc(key))
 }
 
@@ -470,13 +475,14 @@ func (h *handler) deleteKey(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	id := strings.ToUpper(r.PathValue("key_id"))
-	if err := h.Index.DeleteSigningKey(r.Context(), ns, id); err != nil {
+	fx := h.effects(r, registry.AuditEvent{Action: registry.AuditKeyRemove, Namespace: ns, Target: id})
+	if err := h.Index.DeleteSigningKey(store.WithEffects(r.Context(), fx), ns, id); err != nil {
 		if registry.IsKind(err, registry.NotFound) {
 			return registry.Errorf(registry.NotFound, "namespace %s has no signing key %s", ns, id)
 		}
 		return err
 	}
-	h.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditKeyRemove, Namespace: ns, Target: id})
+	h.done(r.Context(), fx)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
@@ -575,10 +581,11 @@ func (h *handler) createToken(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	if err := h.Index.CreateToken(r.Context(), t); err != nil {
+	fx := h.tokenEffects(r, registry.AuditTokenCreate, t, describeToken(t))
+	if err := h.Index.CreateToken(store.WithEffects(r.Context(), fx), t); err != nil {
 		return err
 	}
-	h.auditToken(r, registry.AuditTokenCreate, t, describeToken(t))
+	h.done(r.Context(), fx)
 	return httpjson.Write(w, http.StatusCreated, apispec.CreatedToken{Token: h.tokenDoc(r, t), Secret: secret})
 }
 
@@ -641,11 +648,12 @@ func (h *handler) revokeToken(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := h.Index.RevokeToken(r.Context(), t.ID, h.Now().UTC()); err != nil {
+	fx := h.tokenEffects(r, registry.AuditTokenRevoke, t, describeToken(t))
+	if err := h.Index.RevokeToken(store.WithEffects(r.Context(), fx), t.ID, h.Now().UTC()); err != nil {
 		return err
 	}
 	h.Access.Authenticator().Invalidate()
-	h.auditToken(r, registry.AuditTokenRevoke, t, describeToken(t))
+	h.done(r.Context(), fx)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
@@ -668,22 +676,24 @@ func (h *handler) expireToken(w http.ResponseWriter, r *http.Request) error {
 		return registry.Errorf(registry.Invalid, "token %s expires at %s already: an expiry can be moved earlier, never later",
 			t.ID, t.ExpiresAt.UTC().Format(time.RFC3339))
 	}
-	if err := h.Index.ExpireToken(r.Context(), t.ID, at); err != nil {
+	fx := h.tokenEffects(r, registry.AuditTokenExpire, t, "expires "+at.Format(time.RFC3339))
+	if err := h.Index.ExpireToken(store.WithEffects(r.Context(), fx), t.ID, at); err != nil {
 		return err
 	}
 	h.Access.Authenticator().Invalidate()
 	t.ExpiresAt = at
-	h.auditToken(r, registry.AuditTokenExpire, t, "expires "+at.Format(time.RFC3339))
+	h.done(r.Context(), fx)
 	return httpjson.Write(w, http.StatusOK, h.tokenDoc(r, t))
 }
 
-// auditToken records an event about token t once for each of its
-// namespaces, so that the audit log of every one of them shows it, or
-// once without a namespace for a global token.
-func (h *handler) auditToken(r *http.Request, action string, t registry.Token, details string) {
+// tokenEffects returns the effects of a change of token t: an audit
+// event once for each of its namespaces, so that the audit log of every
+// one of them shows it, or once without a namespace for a global token.
+func (h *handler) tokenEffects(r *http.Request, action string, t registry.Token, details string) *store.Effects {
+	fx := &store.Effects{}
 	if t.Global() {
-		h.Audit.Record(r.Context(), r, registry.AuditEvent{Action: action, Target: t.ID, Details: details})
-		return
+		h.Audit.Add(fx, r, registry.AuditEvent{Action: action, Target: t.ID, Details: details})
+		return fx
 	}
 	// Each namespace's log names that namespace only: its admins may not
 	// be allowed to know the others.
@@ -696,8 +706,9 @@ func (h *handler) auditToken(r *http.Request, action string, t registry.Token, d
 	}
 	for _, ns := range t.Namespaces {
 		d := details + "; bound to " + ns + others
-		h.Audit.Record(r.Context(), r, registry.AuditEvent{Action: action, Namespace: ns, Target: t.ID, Details: d})
+		h.Audit.Add(fx, r, registry.AuditEvent{Action: action, Namespace: ns, Target: t.ID, Details: d})
 	}
+	return fx
 }
 
 // describeToken says what a token grants, for the audit log.
@@ -842,16 +853,27 @@ func (h *handler) publishProviderVersion(w http.ResponseWriter, r *http.Request)
 	// so that it sees the answer instead of a reset connection.
 	defer func() { _, _ = io.Copy(io.Discard, body) }()
 	src := &multipartSource{r: multipart.NewReader(body, params["boundary"])}
-	res, err := h.Publisher.PublishProvider(r.Context(), ns, r.PathValue("type"), r.PathValue("version"), src)
+	// The audit entry and event commit with the version, named after
+	// what the store creates (the signing key is known only then).
+	fx := &store.Effects{}
+	fx.Bind = func(record any) {
+		v, ok := record.(registry.ProviderVersion)
+		if !ok {
+			return
+		}
+		fx.Audit, fx.Events = nil, nil
+		h.Audit.Add(fx, r, registry.AuditEvent{Action: registry.AuditProviderPublish, Namespace: v.Namespace,
+			Target: v.Namespace + "/" + v.Type + " " + v.Version, Details: signedDetails(v.SigningKey)})
+		h.Events.Add(r.Context(), fx, r, webhook.Event{Type: registry.EventProviderPublished, Namespace: v.Namespace, Name: v.Type, Version: v.Version})
+	}
+	res, err := h.Publisher.PublishProvider(store.WithEffects(r.Context(), fx), ns, r.PathValue("type"), r.PathValue("version"), src)
 	if err != nil {
 		return err
 	}
 	status := http.StatusOK
 	if res.Created {
 		status = http.StatusCreated
-		h.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditProviderPublish, Namespace: ns,
-			Target: ns + "/" + res.Version.Type + " " + res.Version.Version, Details: signedDetails(res.Version.SigningKey)})
-		h.Events.Emit(r.Context(), r, webhook.Event{Type: registry.EventProviderPublished, Namespace: ns, Name: res.Version.Type, Version: res.Version.Version})
+		h.done(r.Context(), fx)
 	}
 	return httpjson.Write(w, status, apispec.PublishResult{Created: res.Created, Version: VersionDoc(res.Version)})
 }

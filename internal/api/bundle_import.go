@@ -24,6 +24,7 @@ import (
 	"trove.dev/trove/internal/release"
 	"trove.dev/trove/internal/signing"
 	"trove.dev/trove/internal/staging"
+	"trove.dev/trove/internal/store"
 	"trove.dev/trove/internal/webhook"
 )
 
@@ -80,7 +81,23 @@ func (h *handler) importBundle(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	done, err := h.Index.ImportBundle(ctx, imp.providers, imp.modules)
+	// The audit entry and the events of the modules the import stores
+	// commit with it.
+	fx := h.effects(r, registry.AuditEvent{Action: registry.AuditBundleImport, Target: bundleTarget(imp.sources, imp.modules),
+		Details: fmt.Sprintf("%d provider versions, %d module versions, %d files", len(m.Providers), len(imp.modules), len(imp.order))})
+	fx.Bind = func(record any) {
+		done, ok := record.(store.BundleImport)
+		if !ok {
+			return
+		}
+		fx.Events = nil
+		for i, v := range imp.modules {
+			if done.Modules[i] {
+				h.Events.Add(ctx, fx, r, webhook.Event{Type: registry.EventModulePublished, Namespace: v.Namespace, Name: v.Name, System: v.System, Version: v.Version})
+			}
+		}
+	}
+	done, err := h.Index.ImportBundle(store.WithEffects(ctx, fx), imp.providers, imp.modules)
 	if err != nil {
 		return err
 	}
@@ -92,13 +109,7 @@ func (h *handler) importBundle(w http.ResponseWriter, r *http.Request) error {
 		out.Modules = append(out.Modules, apispec.BundleImportedModule{Address: v.Namespace + "/" + v.Name + "/" + v.System, Version: v.Version, Created: done.Modules[i]})
 	}
 	h.Logger.InfoContext(ctx, "imported a bundle", "providers", len(out.Providers), "modules", len(out.Modules), "files", len(imp.order))
-	h.Audit.Record(ctx, r, registry.AuditEvent{Action: registry.AuditBundleImport, Target: bundleTarget(imp.sources, imp.modules),
-		Details: fmt.Sprintf("%d provider versions, %d module versions, %d files", len(out.Providers), len(out.Modules), len(imp.order))})
-	for i, v := range imp.modules {
-		if done.Modules[i] {
-			h.Events.Emit(ctx, r, webhook.Event{Type: registry.EventModulePublished, Namespace: v.Namespace, Name: v.Name, System: v.System, Version: v.Version})
-		}
-	}
+	h.done(ctx, fx)
 	return httpjson.Write(w, http.StatusOK, out)
 }
 

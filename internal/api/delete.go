@@ -12,6 +12,7 @@ import (
 	"trove.dev/trove/internal/gc"
 	"trove.dev/trove/internal/httpjson"
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/store"
 	"trove.dev/trove/internal/webhook"
 )
 
@@ -73,15 +74,16 @@ func (h *handler) deleteProviderVersion(w http.ResponseWriter, r *http.Request) 
 	if err != nil {
 		return err
 	}
-	if err := h.Index.DeleteProviderVersion(ctx, ns, typ, ver); err != nil {
+	fx := h.effects(r, registry.AuditEvent{Action: registry.AuditProviderDelete, Namespace: ns,
+		Target: ns + "/" + typ + " " + ver, Details: "sha256sums " + v.SHASumsDigest},
+		webhook.Event{Type: registry.EventProviderDeleted, Namespace: ns, Name: typ, Version: ver})
+	if err := h.Index.DeleteProviderVersion(store.WithEffects(ctx, fx), ns, typ, ver); err != nil {
 		return err
 	}
 	if h.OnProviderChange != nil {
 		h.OnProviderChange(ns, typ)
 	}
-	h.Audit.Record(ctx, r, registry.AuditEvent{Action: registry.AuditProviderDelete, Namespace: ns,
-		Target: ns + "/" + typ + " " + ver, Details: "sha256sums " + v.SHASumsDigest})
-	h.Events.Emit(ctx, r, webhook.Event{Type: registry.EventProviderDeleted, Namespace: ns, Name: typ, Version: ver})
+	h.done(ctx, fx)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
@@ -100,16 +102,17 @@ func (h *handler) deleteProvider(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	ctx := r.Context()
-	n, err := h.Index.DeleteProvider(ctx, ns, typ)
+	fx := h.effects(r, registry.AuditEvent{Action: registry.AuditProviderDeleteAll, Namespace: ns, Target: ns + "/" + typ},
+		webhook.Event{Type: registry.EventProviderDeleted, Namespace: ns, Name: typ})
+	fx.Bind = countVersions(fx)
+	n, err := h.Index.DeleteProvider(store.WithEffects(ctx, fx), ns, typ)
 	if err != nil {
 		return err
 	}
 	if h.OnProviderChange != nil {
 		h.OnProviderChange(ns, typ)
 	}
-	h.Audit.Record(ctx, r, registry.AuditEvent{Action: registry.AuditProviderDeleteAll, Namespace: ns,
-		Target: ns + "/" + typ, Details: strconv.Itoa(n) + " versions"})
-	h.Events.Emit(ctx, r, webhook.Event{Type: registry.EventProviderDeleted, Namespace: ns, Name: typ})
+	h.done(ctx, fx)
 	return httpjson.Write(w, http.StatusOK, apispec.DeleteResult{Versions: n})
 }
 
@@ -127,17 +130,28 @@ func (h *handler) deleteModule(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	ctx := r.Context()
-	n, err := h.Index.DeleteModule(ctx, ns, name, system)
+	fx := h.effects(r, registry.AuditEvent{Action: registry.AuditModuleDeleteAll, Namespace: ns, Target: ns + "/" + name + "/" + system},
+		webhook.Event{Type: registry.EventModuleDeleted, Namespace: ns, Name: name, System: system})
+	fx.Bind = countVersions(fx)
+	n, err := h.Index.DeleteModule(store.WithEffects(ctx, fx), ns, name, system)
 	if err != nil {
 		return err
 	}
 	if h.OnModuleChange != nil {
 		h.OnModuleChange(ns, name, system)
 	}
-	h.Audit.Record(ctx, r, registry.AuditEvent{Action: registry.AuditModuleDeleteAll, Namespace: ns,
-		Target: ns + "/" + name + "/" + system, Details: strconv.Itoa(n) + " versions"})
-	h.Events.Emit(ctx, r, webhook.Event{Type: registry.EventModuleDeleted, Namespace: ns, Name: name, System: system})
+	h.done(ctx, fx)
 	return httpjson.Write(w, http.StatusOK, apispec.DeleteResult{Versions: n})
+}
+
+// countVersions returns an Effects.Bind that names the number of versions
+// a whole delete removed in the details of its audit entry.
+func countVersions(fx *store.Effects) func(any) {
+	return func(record any) {
+		if n, ok := record.(store.DeletedVersions); ok && len(fx.Audit) > 0 {
+			fx.Audit[0].Details = strconv.Itoa(int(n)) + " versions"
+		}
+	}
 }
 
 // runGC runs one garbage collection (global admins).
@@ -159,41 +173,56 @@ func (h *handler) runGC(w http.ResponseWriter, r *http.Request) error {
 	// A collection the client stops waiting for (trove gc waits 5
 	// minutes for an answer) runs to its end and is audited all the same.
 	ctx := context.WithoutCancel(r.Context())
-	rep, err := h.GC.Run(ctx, gc.Run{DryRun: req.DryRun, Grace: grace})
-	RecordGC(ctx, h.Audit, h.Events, r, "", rep, err)
+	rep, err := h.GC.Run(ctx, GCEffects(gc.Run{DryRun: req.DryRun, Grace: grace}, h.Audit, h.Events, r, ""))
+	RecordGC(ctx, h.Audit, r, "", rep, err)
 	if err != nil {
 		return err
 	}
 	return httpjson.Write(w, http.StatusOK, GCReportDoc(rep))
 }
 
-// RecordGC records a collection that was not a dry run in the audit log:
-// each version a retention rule deleted (provider.delete, module.delete,
-// also sent to the webhooks as provider.deleted and module.deleted),
-// also when the collection then failed (runErr), and a run that
-// completed (gc.run). actor is for collections without a request (r
-// nil).
-func RecordGC(ctx context.Context, rec *audit.Recorder, events *webhook.Emitter, r *http.Request, actor string, rep gc.Report, runErr error) {
-	if rep.DryRun {
-		return
-	}
-	for _, e := range rep.Expired {
+// GCEffects returns run with the effects of the versions its retention
+// rules delete: each deletion commits its audit entry (provider.delete,
+// module.delete) and its webhook event (provider.deleted,
+// module.deleted) in its own transaction. actor is for collections
+// without a request (r nil).
+func GCEffects(run gc.Run, rec *audit.Recorder, events *webhook.Emitter, r *http.Request, actor string) gc.Run {
+	run.Effects = func(e gc.Expired) *store.Effects {
 		action := registry.AuditProviderDelete
 		if e.Kind == "module" {
 			action = registry.AuditModuleDelete
 		}
-		rec.Record(ctx, r, registry.AuditEvent{Action: action, Actor: actor, Namespace: e.Namespace,
+		fx := &store.Effects{}
+		rec.Add(fx, r, registry.AuditEvent{Action: action, Actor: actor, Namespace: e.Namespace,
 			Target: e.Address() + " " + e.Version, Details: "retention rule of namespace " + e.Namespace})
 		ev := webhook.Event{Type: registry.EventProviderDeleted, Namespace: e.Namespace, Name: e.Name, Version: e.Version,
 			Actor: actor, Reason: "retention rule of namespace " + e.Namespace}
 		if e.Kind == "module" {
 			ev.Type, ev.System = registry.EventModuleDeleted, e.System
 		}
-		events.Emit(ctx, r, ev)
+		ctx := context.Background()
+		if r != nil {
+			ctx = r.Context()
+		}
+		events.Add(ctx, fx, r, ev)
+		return fx
 	}
-	if runErr == nil {
-		rec.Record(ctx, r, registry.AuditEvent{Action: registry.AuditGC, Actor: actor, Target: "blobs", Details: gcDetails(rep)})
+	run.Done = func(ctx context.Context, fx *store.Effects) {
+		rec.Done(ctx, fx)
+		events.Done(ctx, fx)
 	}
+	return run
+}
+
+// RecordGC records a collection that was not a dry run and completed in
+// the audit log (gc.run). It deletes no index row: the versions deleted
+// by retention rules were recorded with their deletion (GCEffects).
+// actor is for collections without a request (r nil).
+func RecordGC(ctx context.Context, rec *audit.Recorder, r *http.Request, actor string, rep gc.Report, runErr error) {
+	if rep.DryRun || runErr != nil {
+		return
+	}
+	rec.Record(ctx, r, registry.AuditEvent{Action: registry.AuditGC, Actor: actor, Target: "blobs", Details: gcDetails(rep)})
 }
 
 // gcDetails sums up a collection for the audit log.

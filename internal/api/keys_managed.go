@@ -6,6 +6,7 @@ import (
 	"trove.dev/trove/apispec"
 	"trove.dev/trove/internal/httpjson"
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/store"
 )
 
 // generateKey answers POST RouteKeys with {"managed": true}: Trove
@@ -19,12 +20,18 @@ func (h *handler) generateKey(w http.ResponseWriter, r *http.Request, ns string,
 	if h.Managed == nil {
 		return registry.Errorf(registry.Unavailable, "this Trove does not generate managed signing keys; add a public key instead: trove key add %s --file key.asc", ns)
 	}
-	key, err := h.Managed.Generate(r.Context(), ns)
+	// The audit entry commits with the key, named once it is made.
+	fx := h.effects(r, registry.AuditEvent{Action: registry.AuditKeyGenerate, Namespace: ns})
+	fx.Bind = func(record any) {
+		if key, ok := record.(registry.SigningKey); ok {
+			fx.Audit[0].Target, fx.Audit[0].Details = key.KeyID, "registry-managed key, fingerprint "+key.Fingerprint
+		}
+	}
+	key, err := h.Managed.Generate(store.WithEffects(r.Context(), fx), ns)
 	if err != nil {
 		return err
 	}
-	h.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditKeyGenerate, Namespace: ns, Target: key.KeyID,
-		Details: "registry-managed key, fingerprint " + key.Fingerprint})
+	h.done(r.Context(), fx)
 	h.Logger.InfoContext(r.Context(), "generated managed signing key", "namespace", ns, "key_id", key.KeyID)
 	return httpjson.Write(w, http.StatusCreated, keyDoc(key))
 }

@@ -7,6 +7,7 @@ import (
 	"trove.dev/trove/internal/auth"
 	"trove.dev/trove/internal/httpjson"
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/store"
 	"trove.dev/trove/internal/webhook"
 )
 
@@ -122,11 +123,14 @@ func (h *handler) providerLifecycle(op lifecycleOp) httpjson.HandlerFunc {
 			return err
 		}
 		ctx := r.Context()
+		fx := h.effects(r, registry.AuditEvent{Action: op.audit(false), Namespace: ns,
+			Target: ns + "/" + typ + " " + ver, Details: details}, op.event(false, ns, typ, "", ver, d, rv))
+		wctx := store.WithEffects(ctx, fx)
 		switch op {
 		case opDeprecate, opUndeprecate:
-			err = h.Index.SetProviderDeprecation(ctx, ns, typ, ver, d)
+			err = h.Index.SetProviderDeprecation(wctx, ns, typ, ver, d)
 		default:
-			err = h.Index.SetProviderRevocation(ctx, ns, typ, ver, rv)
+			err = h.Index.SetProviderRevocation(wctx, ns, typ, ver, rv)
 		}
 		if err != nil {
 			return err
@@ -134,9 +138,7 @@ func (h *handler) providerLifecycle(op lifecycleOp) httpjson.HandlerFunc {
 		if h.OnProviderChange != nil {
 			h.OnProviderChange(ns, typ)
 		}
-		h.Audit.Record(ctx, r, registry.AuditEvent{Action: op.audit(false), Namespace: ns,
-			Target: ns + "/" + typ + " " + ver, Details: details})
-		h.Events.Emit(ctx, r, op.event(false, ns, typ, "", ver, d, rv))
+		h.done(ctx, fx)
 		v, err := h.Index.GetProviderVersion(ctx, ns, typ, ver)
 		if err != nil {
 			return err
@@ -170,11 +172,14 @@ func (h *handler) moduleLifecycle(op lifecycleOp) httpjson.HandlerFunc {
 			return err
 		}
 		ctx := r.Context()
+		fx := h.effects(r, registry.AuditEvent{Action: op.audit(true), Namespace: ns,
+			Target: ns + "/" + name + "/" + system + " " + ver, Details: details}, op.event(true, ns, name, system, ver, d, rv))
+		wctx := store.WithEffects(ctx, fx)
 		switch op {
 		case opDeprecate, opUndeprecate:
-			err = h.Index.SetModuleDeprecation(ctx, ns, name, system, ver, d)
+			err = h.Index.SetModuleDeprecation(wctx, ns, name, system, ver, d)
 		default:
-			err = h.Index.SetModuleRevocation(ctx, ns, name, system, ver, rv)
+			err = h.Index.SetModuleRevocation(wctx, ns, name, system, ver, rv)
 		}
 		if err != nil {
 			return err
@@ -182,9 +187,7 @@ func (h *handler) moduleLifecycle(op lifecycleOp) httpjson.HandlerFunc {
 		if h.OnModuleChange != nil {
 			h.OnModuleChange(ns, name, system)
 		}
-		h.Audit.Record(ctx, r, registry.AuditEvent{Action: op.audit(true), Namespace: ns,
-			Target: ns + "/" + name + "/" + system + " " + ver, Details: details})
-		h.Events.Emit(ctx, r, op.event(true, ns, name, system, ver, d, rv))
+		h.done(ctx, fx)
 		v, err := h.Index.GetModuleVersion(ctx, ns, name, system, ver)
 		if err != nil {
 			return err

@@ -15,6 +15,7 @@ import (
 	"trove.dev/trove/internal/httpjson"
 	"trove.dev/trove/internal/mirror"
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/store"
 )
 
 // registerMirror mounts the routes of the provider mirror's upstream
@@ -81,11 +82,12 @@ func (h *handler) putMirrorUpstream(w http.ResponseWriter, r *http.Request) erro
 	default:
 		u.CreatedAt = old.CreatedAt
 	}
-	if err := h.Index.PutMirrorUpstream(ctx, u); err != nil {
+	fx := h.effects(r, registry.AuditEvent{Action: registry.AuditMirrorUpstreamPut, Target: host, Details: describeUpstream(u, created)})
+	if err := h.Index.PutMirrorUpstream(store.WithEffects(ctx, fx), u); err != nil {
 		return err
 	}
 	h.mirrorChanged()
-	h.Audit.Record(ctx, r, registry.AuditEvent{Action: registry.AuditMirrorUpstreamPut, Target: host, Details: describeUpstream(u, created)})
+	h.done(ctx, fx)
 	stored, err := h.Index.GetMirrorUpstream(ctx, host)
 	if err != nil {
 		return err
@@ -102,11 +104,12 @@ func (h *handler) deleteMirrorUpstream(w http.ResponseWriter, r *http.Request) e
 	if err != nil {
 		return err
 	}
-	if err := h.Index.DeleteMirrorUpstream(r.Context(), host); err != nil {
+	fx := h.effects(r, registry.AuditEvent{Action: registry.AuditMirrorUpstreamDelete, Target: host})
+	if err := h.Index.DeleteMirrorUpstream(store.WithEffects(r.Context(), fx), host); err != nil {
 		return upstreamNotFound(err, host)
 	}
 	h.mirrorChanged()
-	h.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditMirrorUpstreamDelete, Target: host})
+	h.done(r.Context(), fx)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"trove.dev/trove/internal/httpjson"
 	"trove.dev/trove/internal/modules"
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/store"
 	"trove.dev/trove/internal/webhook"
 )
 
@@ -145,7 +146,8 @@ func (h *handler) publishModuleVersion(w http.ResponseWriter, r *http.Request) e
 		return err
 	}
 	archive = clientReader{archive}
-	res, err := h.Modules.Publish(r.Context(), modules.Upload{
+	fx := h.modulePublishEffects(r, ns)
+	res, err := h.Modules.Publish(store.WithEffects(r.Context(), fx), modules.Upload{
 		Namespace: ns, Name: r.PathValue("name"), System: r.PathValue("system"), Version: r.PathValue("version"),
 		Origin: r.URL.Query().Get(apispec.ModuleOriginParam), Archive: archive,
 	})
@@ -155,16 +157,31 @@ func (h *handler) publishModuleVersion(w http.ResponseWriter, r *http.Request) e
 	status := http.StatusOK
 	if res.Created {
 		status = http.StatusCreated
-		v := res.Version
-		h.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditModulePublish, Namespace: v.Namespace,
-			Target: moduleTarget(v), Details: v.ArchiveFormat + " sha256 " + v.ArchiveDigest})
-		h.Events.Emit(r.Context(), r, webhook.Event{Type: registry.EventModulePublished, Namespace: v.Namespace, Name: v.Name, System: v.System, Version: v.Version})
+		h.done(r.Context(), fx)
 	}
 	warnings := res.Warnings
 	if warnings == nil {
 		warnings = []string{}
 	}
 	return httpjson.Write(w, status, apispec.ModulePublishResult{Created: res.Created, Version: ModuleVersionDoc(res.Version), Warnings: warnings})
+}
+
+// modulePublishEffects returns the effects of a module publish in
+// namespace ns: its audit entry and module.published event, completed
+// with the version the store creates (Effects.Bind).
+func (h *handler) modulePublishEffects(r *http.Request, ns string) *store.Effects {
+	fx := &store.Effects{}
+	fx.Bind = func(record any) {
+		v, ok := record.(registry.ModuleVersion)
+		if !ok {
+			return
+		}
+		fx.Audit, fx.Events = nil, nil
+		h.Audit.Add(fx, r, registry.AuditEvent{Action: registry.AuditModulePublish, Namespace: v.Namespace,
+			Target: moduleTarget(v), Details: v.ArchiveFormat + " sha256 " + v.ArchiveDigest})
+		h.Events.Add(r.Context(), fx, r, webhook.Event{Type: registry.EventModulePublished, Namespace: v.Namespace, Name: v.Name, System: v.System, Version: v.Version})
+	}
+	return fx
 }
 
 // moduleArchive returns the archive of a publish request: the body itself,
@@ -249,13 +266,17 @@ func (h *handler) deleteModuleVersion(w http.ResponseWriter, r *http.Request) er
 			"deleting a module version breaks every configuration that uses it; to delete it anyway, repeat the request with %s=%s (trove module delete --confirm)",
 			apispec.ModuleConfirmParam, address)
 	}
-	v, err := h.Modules.Delete(r.Context(), want.Namespace, want.Name, want.System, want.Version)
-	if err != nil {
+	fx := h.effects(r, registry.AuditEvent{Action: registry.AuditModuleDelete, Namespace: want.Namespace, Target: moduleTarget(want)},
+		webhook.Event{Type: registry.EventModuleDeleted, Namespace: want.Namespace, Name: want.Name, System: want.System, Version: want.Version})
+	fx.Bind = func(record any) {
+		if v, ok := record.(registry.ModuleVersion); ok {
+			fx.Audit[0].Details = "sha256 " + v.ArchiveDigest
+		}
+	}
+	if _, err := h.Modules.Delete(store.WithEffects(r.Context(), fx), want.Namespace, want.Name, want.System, want.Version); err != nil {
 		return err
 	}
-	h.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditModuleDelete, Namespace: v.Namespace,
-		Target: moduleTarget(v), Details: "sha256 " + v.ArchiveDigest})
-	h.Events.Emit(r.Context(), r, webhook.Event{Type: registry.EventModuleDeleted, Namespace: v.Namespace, Name: v.Name, System: v.System, Version: v.Version})
+	h.done(r.Context(), fx)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

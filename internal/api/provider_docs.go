@@ -10,6 +10,7 @@ import (
 	"trove.dev/trove/internal/httpjson"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/release"
+	"trove.dev/trove/internal/store"
 )
 
 // The documentation of provider versions (apispec.RouteProviderDocs): PUT
@@ -48,7 +49,16 @@ func (h *handler) uploadProviderDocs(w http.ResponseWriter, r *http.Request) err
 	// message; more is never read.
 	body := http.MaxBytesReader(w, r.Body, apispec.MaxProviderDocsBytes+1)
 	defer func() { _, _ = io.Copy(io.Discard, body) }()
-	res, err := h.Publisher.PublishDocs(r.Context(), ns, r.PathValue("type"), r.PathValue("version"), clientReader{body})
+	// The audit entry commits with the documentation, named once its
+	// digest is known.
+	typ, version := r.PathValue("type"), r.PathValue("version")
+	fx := h.effects(r, registry.AuditEvent{Action: registry.AuditProviderDocs, Namespace: ns, Target: ns + "/" + typ + " " + version})
+	fx.Bind = func(record any) {
+		if d, ok := record.(store.DocsDigest); ok {
+			fx.Audit[0].Details = "documentation " + string(d)
+		}
+	}
+	res, err := h.Publisher.PublishDocs(store.WithEffects(r.Context(), fx), ns, typ, version, clientReader{body})
 	if err != nil {
 		return err
 	}
@@ -56,8 +66,7 @@ func (h *handler) uploadProviderDocs(w http.ResponseWriter, r *http.Request) err
 	status := http.StatusOK
 	if res.Created {
 		status = http.StatusCreated
-		h.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditProviderDocs, Namespace: ns,
-			Target: ns + "/" + v.Type + " " + v.Version, Details: "documentation " + v.DocsDigest})
+		h.done(r.Context(), fx)
 	}
 	out := apispec.ProviderDocsResult{Created: res.Created, Namespace: v.Namespace, Type: v.Type, Version: v.Version,
 		Digest: v.DocsDigest, Size: v.DocsSize, PageCount: len(res.Docs.Pages), Pages: make([]apispec.ProviderDocsPage, 0, len(res.Docs.Pages))}

@@ -10,6 +10,7 @@ import (
 	"trove.dev/trove/internal/auth"
 	"trove.dev/trove/internal/httpjson"
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/store"
 )
 
 // registerRetention mounts the retention rule of a namespace: read rights
@@ -54,12 +55,13 @@ func (h *handler) putRetention(w http.ResponseWriter, r *http.Request) error {
 	}
 	// Microseconds, as the index stores it: the answer equals a later GET.
 	rule.UpdatedAt, rule.UpdatedBy = h.Now().UTC().Truncate(time.Microsecond), auth.FromContext(r.Context()).Actor()
-	if err := h.Index.PutRetentionRule(r.Context(), rule); err != nil {
-		return err
-	}
 	doc := RetentionDoc(rule)
 	details := "keep_last " + strconv.Itoa(rule.KeepLast) + " keep_within " + doc.KeepWithin + " pin [" + strings.Join(rule.Pin, "; ") + "]"
-	h.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditRetentionPut, Namespace: ns, Target: ns, Details: details})
+	fx := h.effects(r, registry.AuditEvent{Action: registry.AuditRetentionPut, Namespace: ns, Target: ns, Details: details})
+	if err := h.Index.PutRetentionRule(store.WithEffects(r.Context(), fx), rule); err != nil {
+		return err
+	}
+	h.done(r.Context(), fx)
 	return httpjson.Write(w, http.StatusOK, doc)
 }
 
@@ -68,10 +70,11 @@ func (h *handler) deleteRetention(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	if err := h.Index.DeleteRetentionRule(r.Context(), ns); err != nil {
+	fx := h.effects(r, registry.AuditEvent{Action: registry.AuditRetentionDelete, Namespace: ns, Target: ns})
+	if err := h.Index.DeleteRetentionRule(store.WithEffects(r.Context(), fx), ns); err != nil {
 		return err
 	}
-	h.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditRetentionDelete, Namespace: ns, Target: ns})
+	h.done(r.Context(), fx)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

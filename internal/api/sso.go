@@ -8,6 +8,7 @@ import (
 	"trove.dev/trove/apispec"
 	"trove.dev/trove/internal/httpjson"
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/store"
 )
 
 // registerSSO mounts the routes of single sign-on's identity providers
@@ -88,16 +89,21 @@ func (h *handler) putIdentityProvider(w http.ResponseWriter, r *http.Request) er
 	p := req.Provider(name)
 	now := h.Now().UTC()
 	p.CreatedAt, p.UpdatedAt = now, now
-	created, err := h.Index.PutIdentityProvider(r.Context(), p)
+	// Whether the provider is created is known before the write, for
+	// the audit entry that commits with it (as for mirror upstreams).
+	verb := "replaced"
+	if _, err := h.Index.GetIdentityProvider(r.Context(), name); registry.IsKind(err, registry.NotFound) {
+		verb = "created"
+	} else if err != nil {
+		return err
+	}
+	fx := h.effects(r, registry.AuditEvent{Action: registry.AuditIdentityProviderPut, Target: name,
+		Details: verb + ": issuer " + p.Issuer + ", client " + p.ClientID + ", scopes " + strings.Join(p.Scopes, " ")})
+	created, err := h.Index.PutIdentityProvider(store.WithEffects(r.Context(), fx), p)
 	if err != nil {
 		return err
 	}
-	verb := "replaced"
-	if created {
-		verb = "created"
-	}
-	h.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditIdentityProviderPut, Target: name,
-		Details: verb + ": issuer " + p.Issuer + ", client " + p.ClientID + ", scopes " + strings.Join(p.Scopes, " ")})
+	h.done(r.Context(), fx)
 	stored, err := h.Index.GetIdentityProvider(r.Context(), name)
 	if err != nil {
 		return err
@@ -114,11 +120,12 @@ func (h *handler) deleteIdentityProvider(w http.ResponseWriter, r *http.Request)
 	if err != nil {
 		return err
 	}
-	if err := h.Index.DeleteIdentityProvider(r.Context(), name); err != nil {
+	fx := h.effects(r, registry.AuditEvent{Action: registry.AuditIdentityProviderDelete, Target: name,
+		Details: "with its role mappings; the users it created stay"})
+	if err := h.Index.DeleteIdentityProvider(store.WithEffects(r.Context(), fx), name); err != nil {
 		return err
 	}
-	h.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditIdentityProviderDelete, Target: name,
-		Details: "with its role mappings; the users it created stay"})
+	h.done(r.Context(), fx)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
@@ -170,16 +177,22 @@ func (h *handler) createRoleMapping(w http.ResponseWriter, r *http.Request) erro
 		return registry.Errorf(registry.Invalid, "identity provider %q has %d role mappings, the limit", m.Provider, len(existing))
 	}
 	m.CreatedAt = h.Now().UTC()
-	m, err := h.Index.CreateRoleMapping(r.Context(), m)
-	if err != nil {
-		return err
-	}
-	e := registry.AuditEvent{Action: registry.AuditRoleMappingCreate, Target: strconv.FormatInt(m.ID, 10),
+	e := registry.AuditEvent{Action: registry.AuditRoleMappingCreate,
 		Details: "identity provider " + m.Provider + ": " + m.Claim + "=" + m.Value + " gives " + string(m.Role) + " in " + m.Namespace}
 	if m.Namespace != registry.GlobalAdminNamespace {
 		e.Namespace = m.Namespace
 	}
-	h.Audit.Record(r.Context(), r, e)
+	fx := h.effects(r, e)
+	fx.Bind = func(record any) { // the ID, assigned by the store
+		if stored, ok := record.(registry.RoleMapping); ok {
+			fx.Audit[0].Target = strconv.FormatInt(stored.ID, 10)
+		}
+	}
+	m, err := h.Index.CreateRoleMapping(store.WithEffects(r.Context(), fx), m)
+	if err != nil {
+		return err
+	}
+	h.done(r.Context(), fx)
 	return httpjson.Write(w, http.StatusCreated, roleMappingDoc(m))
 }
 
@@ -215,15 +228,16 @@ func (h *handler) deleteRoleMapping(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	if err := h.Index.DeleteRoleMapping(r.Context(), id); err != nil {
-		return err
-	}
 	e := registry.AuditEvent{Action: registry.AuditRoleMappingDelete, Target: strconv.FormatInt(id, 10),
 		Details: "identity provider " + m.Provider + ": " + m.Claim + "=" + m.Value + " gave " + string(m.Role) + " in " + m.Namespace + "; granted roles stay until each user's next sign-in"}
 	if m.Namespace != registry.GlobalAdminNamespace {
 		e.Namespace = m.Namespace
 	}
-	h.Audit.Record(r.Context(), r, e)
+	fx := h.effects(r, e)
+	if err := h.Index.DeleteRoleMapping(store.WithEffects(r.Context(), fx), id); err != nil {
+		return err
+	}
+	h.done(r.Context(), fx)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

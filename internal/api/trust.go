@@ -15,6 +15,7 @@ import (
 	"trove.dev/trove/internal/httpjson"
 	"trove.dev/trove/internal/keyless"
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/store"
 )
 
 // Defaults of the exchange's rate limit per source address: a burst of 30
@@ -91,12 +92,13 @@ func (h *handler) createTrustPolicy(w http.ResponseWriter, r *http.Request) erro
 		return err
 	}
 	p.ID = "tp_" + hex.EncodeToString(b)
-	if err := h.Index.CreateTrustPolicy(r.Context(), p); err != nil {
-		return err
-	}
-	h.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditTrustPolicyCreate, Namespace: ns, Target: p.ID,
+	fx := h.effects(r, registry.AuditEvent{Action: registry.AuditTrustPolicyCreate, Namespace: ns, Target: p.ID,
 		Details: fmt.Sprintf("issuer %s, audience %s, conditions %s, scope %s, token lifetime %s", p.Issuer, p.Audience,
 			conditionsText(p.Conditions), p.Scope, p.TokenTTL)})
+	if err := h.Index.CreateTrustPolicy(store.WithEffects(r.Context(), fx), p); err != nil {
+		return err
+	}
+	h.done(r.Context(), fx)
 	return httpjson.Write(w, http.StatusCreated, trustPolicyDoc(p))
 }
 
@@ -121,11 +123,12 @@ func (h *handler) deleteTrustPolicy(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	if err := h.Index.DeleteTrustPolicy(r.Context(), p.Namespace, p.ID); err != nil {
+	fx := h.effects(r, registry.AuditEvent{Action: registry.AuditTrustPolicyDelete, Namespace: p.Namespace, Target: p.ID,
+		Details: "issuer " + p.Issuer + ", conditions " + conditionsText(p.Conditions)})
+	if err := h.Index.DeleteTrustPolicy(store.WithEffects(r.Context(), fx), p.Namespace, p.ID); err != nil {
 		return err
 	}
-	h.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditTrustPolicyDelete, Namespace: p.Namespace, Target: p.ID,
-		Details: "issuer " + p.Issuer + ", conditions " + conditionsText(p.Conditions)})
+	h.done(r.Context(), fx)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
@@ -150,7 +153,17 @@ func (h *handler) exchange(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	res, err := h.Keyless.Exchange(r.Context(), ns, req.Token)
+	// The audit entry of the token commits with it, named by the
+	// exchange once it knows the token (Effects.Bind).
+	fx := h.effects(r, registry.AuditEvent{Action: registry.AuditTokenExchange, Namespace: ns})
+	fx.Bind = func(record any) {
+		if res, ok := record.(keyless.Result); ok {
+			a := &fx.Audit[0]
+			a.Actor, a.Target = "oidc:"+res.Subject, res.Token.ID
+			a.Details = exchangeDetails(res) + ", expires " + res.Token.ExpiresAt.UTC().Format(time.RFC3339)
+		}
+	}
+	res, err := h.Keyless.Exchange(store.WithEffects(r.Context(), fx), ns, req.Token)
 	details := exchangeDetails(res)
 	if err != nil {
 		e := registry.AuditEvent{Action: registry.AuditTokenExchangeFails, Target: "namespace " + ns,
@@ -162,8 +175,7 @@ func (h *handler) exchange(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	t := res.Token
-	h.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditTokenExchange, Actor: "oidc:" + res.Subject,
-		Namespace: ns, Target: t.ID, Details: details + ", expires " + t.ExpiresAt.UTC().Format(time.RFC3339)})
+	h.done(r.Context(), fx)
 	scopes := make([]string, len(t.Scopes))
 	for i, s := range t.Scopes {
 		scopes[i] = string(s)

@@ -12,6 +12,7 @@ import (
 	"trove.dev/trove/internal/auth"
 	"trove.dev/trove/internal/httpjson"
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/store"
 	"trove.dev/trove/internal/webhook"
 )
 
@@ -147,11 +148,11 @@ func (h *handler) createWebhook(w http.ResponseWriter, r *http.Request) error {
 	if len(existing) >= registry.MaxWebhooksPerNamespace {
 		return registry.Errorf(registry.Conflict, "%s has %d webhooks, the most it may have: delete one first", webhookOwner(ns), len(existing))
 	}
-	if err := h.Index.CreateWebhook(r.Context(), hk); err != nil {
+	fx := h.effects(r, registry.AuditEvent{Action: registry.AuditWebhookCreate, Namespace: ns, Target: hk.ID, Details: describeWebhook(hk)})
+	if err := h.Index.CreateWebhook(store.WithEffects(r.Context(), fx), hk); err != nil {
 		return err
 	}
-	h.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditWebhookCreate, Namespace: ns, Target: hk.ID,
-		Details: describeWebhook(hk)})
+	h.done(r.Context(), fx)
 	doc := webhookDoc(hk)
 	doc.Secret = hk.Secret // shown once
 	return httpjson.Write(w, http.StatusCreated, doc)
@@ -206,14 +207,15 @@ func (h *handler) updateWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err := h.checkWebhook(hk); err != nil {
 		return err
 	}
-	if err := h.Index.UpdateWebhook(r.Context(), hk); err != nil {
-		return err
-	}
 	details := describeWebhook(hk)
 	if shown != "" {
 		details += ", new secret"
 	}
-	h.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditWebhookUpdate, Namespace: hk.Namespace, Target: hk.ID, Details: details})
+	fx := h.effects(r, registry.AuditEvent{Action: registry.AuditWebhookUpdate, Namespace: hk.Namespace, Target: hk.ID, Details: details})
+	if err := h.Index.UpdateWebhook(store.WithEffects(r.Context(), fx), hk); err != nil {
+		return err
+	}
+	h.done(r.Context(), fx)
 	doc := webhookDoc(hk)
 	doc.Secret = shown
 	return httpjson.Write(w, http.StatusOK, doc)
@@ -224,10 +226,11 @@ func (h *handler) deleteWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := h.Index.DeleteWebhook(r.Context(), hk.ID); err != nil {
+	fx := h.effects(r, registry.AuditEvent{Action: registry.AuditWebhookDelete, Namespace: hk.Namespace, Target: hk.ID, Details: "url " + hk.URL})
+	if err := h.Index.DeleteWebhook(store.WithEffects(r.Context(), fx), hk.ID); err != nil {
 		return err
 	}
-	h.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditWebhookDelete, Namespace: hk.Namespace, Target: hk.ID, Details: "url " + hk.URL})
+	h.done(r.Context(), fx)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
@@ -250,11 +253,12 @@ func (h *handler) testWebhook(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	id := webhook.NewID("dl_")
-	if err := h.Index.EnqueueDelivery(r.Context(), hk.ID, id, registry.WebhookEvent{ID: p.ID, Type: p.Type, Namespace: hk.Namespace, Time: p.Time, Payload: body}); err != nil {
+	fx := h.effects(r, registry.AuditEvent{Action: registry.AuditWebhookTest, Namespace: hk.Namespace, Target: hk.ID, Details: "delivery " + id})
+	if err := h.Index.EnqueueDelivery(store.WithEffects(r.Context(), fx), hk.ID, id, registry.WebhookEvent{ID: p.ID, Type: p.Type, Namespace: hk.Namespace, Time: p.Time, Payload: body}); err != nil {
 		return err
 	}
 	h.Events.Wake()
-	h.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditWebhookTest, Namespace: hk.Namespace, Target: hk.ID, Details: "delivery " + id})
+	h.done(r.Context(), fx)
 	d, err := h.Index.GetWebhookDelivery(r.Context(), hk.ID, id)
 	if err != nil {
 		return err
@@ -321,12 +325,13 @@ func (h *handler) redeliverWebhook(w http.ResponseWriter, r *http.Request) error
 	}
 	id := webhook.NewID("dl_")
 	e := registry.WebhookEvent{ID: d.EventID, Type: d.EventType, Namespace: hk.Namespace, Time: h.Now(), Payload: d.Payload}
-	if err := h.Index.EnqueueDelivery(r.Context(), hk.ID, id, e); err != nil {
+	fx := h.effects(r, registry.AuditEvent{Action: registry.AuditWebhookRedeliver, Namespace: hk.Namespace, Target: hk.ID,
+		Details: "delivery " + d.ID + " as " + id + ", event " + d.EventID})
+	if err := h.Index.EnqueueDelivery(store.WithEffects(r.Context(), fx), hk.ID, id, e); err != nil {
 		return err
 	}
 	h.Events.Wake()
-	h.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditWebhookRedeliver, Namespace: hk.Namespace, Target: hk.ID,
-		Details: "delivery " + d.ID + " as " + id + ", event " + d.EventID})
+	h.done(r.Context(), fx)
 	nd, err := h.Index.GetWebhookDelivery(r.Context(), hk.ID, id)
 	if err != nil {
 		return err

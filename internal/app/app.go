@@ -538,8 +538,9 @@ func (a *App) collectGarbage(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
-		rep, err := a.GC.Run(ctx, gc.Run{Grace: a.Config.GCGrace})
-		api.RecordGC(ctx, rec, a.Events, nil, "trove serve --gc-interval", rep, err)
+		const actor = "trove serve --gc-interval"
+		rep, err := a.GC.Run(ctx, api.GCEffects(gc.Run{Grace: a.Config.GCGrace}, rec, a.Events, nil, actor))
+		api.RecordGC(ctx, rec, nil, actor, rep, err)
 		switch {
 		case registry.IsKind(err, registry.Conflict):
 			a.log.Info("garbage collection skipped: another replica is collecting")

@@ -7,9 +7,11 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"trove.dev/trove/internal/auth"
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/store"
 	"trove.dev/trove/internal/store/sqlite"
 )
 
@@ -53,5 +55,44 @@ func TestRecordFillsAndStores(t *testing.T) {
 	}
 	if !bytes.Contains(logged.Bytes(), []byte("action=membership.set")) {
 		t.Errorf("events are not logged:\n%s", logged.String())
+	}
+}
+
+func TestAddCommitsWithTheWriteAndDoneLogs(t *testing.T) {
+	ctx := context.Background()
+	idx, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "index.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idx.Close()
+	var logged bytes.Buffer
+	rec := New(idx, slog.New(slog.NewTextHandler(&logged, nil)))
+	r := httptest.NewRequest("POST", "/", nil)
+	r.RemoteAddr = "192.0.2.7:5555"
+	r = r.WithContext(auth.WithPrincipal(r.Context(), auth.Principal{Token: registry.Token{ID: "tok_1"}}))
+
+	// Taken by the write: stored once, with the request's actor and
+	// address, and logged by Done.
+	fx := rec.Effects(r, registry.AuditEvent{Action: "namespace.create", Target: "acme"})
+	if err := idx.CreateNamespace(store.WithEffects(ctx, fx), registry.Namespace{Name: "acme", CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if logged.Len() != 0 {
+		t.Errorf("logged before Done:\n%s", logged.String())
+	}
+	rec.Done(ctx, fx)
+	got, err := idx.ListAudit(ctx, registry.AuditFilter{Action: "namespace.create"})
+	if err != nil || len(got) != 1 || got[0].Actor != "token:tok_1" || got[0].SourceAddr != "192.0.2.7" {
+		t.Fatalf("ListAudit = %+v, %v; want the one event of token:tok_1 from 192.0.2.7", got, err)
+	}
+	if !bytes.Contains(logged.Bytes(), []byte("action=namespace.create")) {
+		t.Errorf("Done did not log the event:\n%s", logged.String())
+	}
+
+	// Not taken (the write changed nothing): Done appends it on its own.
+	fx = rec.Effects(r, registry.AuditEvent{Action: "namespace.update", Target: "acme"})
+	rec.Done(store.WithEffects(ctx, fx), fx)
+	if got, err := idx.ListAudit(ctx, registry.AuditFilter{Action: "namespace.update"}); err != nil || len(got) != 1 {
+		t.Errorf("ListAudit after Done of untaken effects = %+v, %v; want the event once", got, err)
 	}
 }

@@ -139,6 +139,12 @@ type Run struct {
 	// Grace keeps every blob modified or released within it; 0 means
 	// DefaultGrace.
 	Grace time.Duration
+	// Effects, if set, returns what the deletion of e by a retention
+	// rule commits with it (its audit entry and webhook event,
+	// store.Effects); Done, if set, is called after that deletion
+	// committed, with those effects.
+	Effects func(e Expired) *store.Effects
+	Done    func(ctx context.Context, fx *store.Effects)
 }
 
 // Blob is one blob a collection reclaimed (or would reclaim).
@@ -207,7 +213,7 @@ func (c *Collector) Run(ctx context.Context, run Run) (Report, error) {
 	var freed map[string]bool // in a dry run: blobs only expired versions name
 	if c.opt.Versions != nil {
 		var err error
-		if rep.Expired, err = c.applyRetention(ctx, run.DryRun); err != nil {
+		if rep.Expired, err = c.applyRetention(ctx, run); err != nil {
 			return rep, err
 		}
 		if run.DryRun {

@@ -39,7 +39,7 @@ func (e Expired) Address() string {
 
 // applyRetention finds the versions every rule expires and, unless
 // dryRun, deletes them (a version deleted meanwhile is skipped).
-func (c *Collector) applyRetention(ctx context.Context, dryRun bool) ([]Expired, error) {
+func (c *Collector) applyRetention(ctx context.Context, run Run) ([]Expired, error) {
 	v := c.opt.Versions
 	rules, err := v.ListRetentionRules(ctx)
 	if err != nil {
@@ -52,11 +52,15 @@ func (c *Collector) applyRetention(ctx context.Context, dryRun bool) ([]Expired,
 			return nil, err
 		}
 		for _, e := range expired {
-			if !dryRun {
+			if !run.DryRun {
+				var fx *store.Effects
+				if run.Effects != nil {
+					fx = run.Effects(e)
+				}
 				if e.Kind == "module" {
-					err = v.DeleteModuleVersion(ctx, e.Namespace, e.Name, e.System, e.Version)
+					err = v.DeleteModuleVersion(store.WithEffects(ctx, fx), e.Namespace, e.Name, e.System, e.Version)
 				} else {
-					err = v.DeleteProviderVersion(ctx, e.Namespace, e.Name, e.Version)
+					err = v.DeleteProviderVersion(store.WithEffects(ctx, fx), e.Namespace, e.Name, e.Version)
 				}
 				if registry.IsKind(err, registry.NotFound) {
 					continue
@@ -70,6 +74,9 @@ func (c *Collector) applyRetention(ctx context.Context, dryRun bool) ([]Expired,
 					c.opt.OnProviderChange(e.Namespace, e.Name)
 				}
 				c.opt.Logger.InfoContext(ctx, "retention rule deleted a version", "kind", e.Kind, "address", e.Address(), "version", e.Version)
+				if run.Done != nil {
+					run.Done(ctx, fx)
+				}
 			}
 			out = append(out, e)
 		}

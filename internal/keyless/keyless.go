@@ -223,7 +223,9 @@ func (e *Exchanger) Exchange(ctx context.Context, namespace, raw string) (Result
 		return res, err
 	}
 	res.Policy = policy
-	if err := e.idx.UseTokenID(ctx, iss, jti, tok.Expiry.Add(ClockSkew), now); err != nil {
+	// The effects of the exchange (store.Effects) go with the token, not
+	// with the record of its ID token.
+	if err := e.idx.UseTokenID(store.WithoutEffects(ctx), iss, jti, tok.Expiry.Add(ClockSkew), now); err != nil {
 		if registry.IsKind(err, registry.Conflict) {
 			return res, unauthenticated("the ID token %s was exchanged already: every ID token is exchanged once; request a new one", res.JTI)
 		}
@@ -280,10 +282,13 @@ func (e *Exchanger) issue(ctx context.Context, namespace string, p registry.Trus
 	if err != nil {
 		return err
 	}
+	res.Token = t
+	store.EffectsFrom(ctx).Bound(*res) // the token's audit entry commits with it
 	if err := e.idx.CreateToken(ctx, t); err != nil {
+		res.Token = registry.Token{}
 		return err
 	}
-	res.Token, res.Secret = t, secret
+	res.Secret = secret
 	return nil
 }
 

@@ -329,6 +329,7 @@ func (p *Publisher) Delete(ctx context.Context, namespace, name, system, version
 	if err != nil {
 		return registry.ModuleVersion{}, err
 	}
+	store.EffectsFrom(ctx).Bound(existing)
 	if err := p.opt.Index.DeleteModuleVersion(ctx, v.Namespace, v.Name, v.System, v.Version); err != nil {
 		return registry.ModuleVersion{}, err
 	}

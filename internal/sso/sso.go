@@ -516,10 +516,11 @@ func (s *Service) link(ctx context.Context, idp registry.IdentityProvider, issue
 				name = base + "-" + strconv.Itoa(n)
 			}
 			u := registry.User{Name: name, CreatedAt: now}
-			err := s.opt.Index.CreateIdentityUser(ctx, registry.Identity{Issuer: issuer, Subject: subject, Provider: idp.Name, CreatedAt: now, LastLoginAt: now}, u)
+			fx := s.opt.Audit.Effects(nil, registry.AuditEvent{Action: registry.AuditUserCreate, Actor: "sso:" + idp.Name, Target: name,
+				Details: "created at the first sign-in through identity provider " + idp.Name})
+			err := s.opt.Index.CreateIdentityUser(store.WithEffects(ctx, fx), registry.Identity{Issuer: issuer, Subject: subject, Provider: idp.Name, CreatedAt: now, LastLoginAt: now}, u)
 			if err == nil {
-				s.opt.Audit.Record(ctx, nil, registry.AuditEvent{Action: registry.AuditUserCreate, Actor: "sso:" + idp.Name, Target: name,
-					Details: "created at the first sign-in through identity provider " + idp.Name})
+				s.opt.Audit.Done(ctx, fx)
 				return u, nil
 			}
 			if !registry.IsKind(err, registry.Conflict) {
@@ -591,25 +592,36 @@ func (s *Service) applyMappings(r *http.Request, idp registry.IdentityProvider, 
 		return err
 	}
 	grants, admin := Grants(ms, claims)
-	changes, err := s.opt.Index.ReconcileRoles(ctx, user, grants, admin, s.opt.Now().UTC())
+	// The audit entries of the changes, known in the store's
+	// transaction, commit with them.
+	fx := &store.Effects{}
+	fx.Bind = func(record any) {
+		changes, ok := record.([]registry.RoleChange)
+		if !ok {
+			return
+		}
+		fx.Audit = nil
+		for _, c := range changes {
+			e := registry.AuditEvent{Actor: "sso:" + idp.Name, Target: user, Details: c.String() + " of identity provider " + idp.Name}
+			switch {
+			case c.Namespace == registry.GlobalAdminNamespace:
+				e.Action = registry.AuditAdminSet
+			case c.Removed:
+				e.Action, e.Namespace = registry.AuditMembershipDelete, c.Namespace
+			default:
+				e.Action, e.Namespace = registry.AuditMembershipSet, c.Namespace
+			}
+			s.opt.Audit.Add(fx, r, e)
+		}
+	}
+	changes, err := s.opt.Index.ReconcileRoles(store.WithEffects(ctx, fx), user, grants, admin, s.opt.Now().UTC())
 	if err != nil {
 		return err
 	}
 	if len(changes) > 0 && s.opt.Authenticator != nil {
 		s.opt.Authenticator.Invalidate()
 	}
-	for _, c := range changes {
-		e := registry.AuditEvent{Actor: "sso:" + idp.Name, Target: user, Details: c.String() + " of identity provider " + idp.Name}
-		switch {
-		case c.Namespace == registry.GlobalAdminNamespace:
-			e.Action = registry.AuditAdminSet
-		case c.Removed:
-			e.Action, e.Namespace = registry.AuditMembershipDelete, c.Namespace
-		default:
-			e.Action, e.Namespace = registry.AuditMembershipSet, c.Namespace
-		}
-		s.opt.Audit.Record(ctx, r, e)
-	}
+	s.opt.Audit.Done(ctx, fx)
 	return nil
 }
 

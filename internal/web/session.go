@@ -14,6 +14,7 @@ import (
 	"trove.dev/trove/client"
 	"trove.dev/trove/internal/auth"
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/store"
 )
 
 // Cookies of the UI. The __Host- prefix makes browsers insist on Secure,
@@ -174,15 +175,16 @@ func (s *Service) startSession(w http.ResponseWriter, r *http.Request, user regi
 	if err != nil {
 		return err
 	}
-	if err := s.opt.Index.CreateToken(r.Context(), t); err != nil {
-		return err
-	}
 	details := "web session for " + lifetimeText(life)
 	if via != "" {
 		details += " through identity provider " + via
 	}
-	s.opt.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditLoginSuccess, Actor: "user:" + user.Name,
+	fx := s.opt.Audit.Effects(r, registry.AuditEvent{Action: registry.AuditLoginSuccess, Actor: "user:" + user.Name,
 		Target: t.ID, Details: details})
+	if err := s.opt.Index.CreateToken(store.WithEffects(r.Context(), fx), t); err != nil {
+		return err
+	}
+	s.opt.Audit.Done(r.Context(), fx)
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: secret, Path: "/", MaxAge: int(life / time.Second),
 		Secure: true, HttpOnly: true, SameSite: http.SameSiteLaxMode})
 	http.Redirect(w, r, next, http.StatusSeeOther)
@@ -199,12 +201,13 @@ func (s *Service) signOut(w http.ResponseWriter, r *http.Request, v *visit) erro
 	if _, err := s.parseForm(w, r, v); err != nil {
 		return err
 	}
-	if err := s.opt.Index.RevokeToken(r.Context(), v.sessionID, s.opt.Now().UTC()); err != nil {
+	fx := s.opt.Audit.Effects(r, registry.AuditEvent{Action: registry.AuditTokenRevoke, Actor: v.p.Actor(),
+		Target: v.sessionID, Details: "signed out of the web UI"})
+	if err := s.opt.Index.RevokeToken(store.WithEffects(r.Context(), fx), v.sessionID, s.opt.Now().UTC()); err != nil {
 		return err
 	}
 	s.opt.Access.Authenticator().Invalidate()
-	s.opt.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditTokenRevoke, Actor: v.p.Actor(),
-		Target: v.sessionID, Details: "signed out of the web UI"})
+	s.opt.Audit.Done(r.Context(), fx)
 	clearSession(w)
 	http.Redirect(w, r, HomePath, http.StatusSeeOther)
 	return nil

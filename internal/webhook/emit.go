@@ -1,14 +1,13 @@
 // Package webhook sends Trove's events to the webhooks subscribed to
-// them (docs/webhooks.md): the Emitter turns a committed change into an
-// event and writes one outbox row per subscribed webhook into the index
-// (store.Webhooks.EnqueueEvent), and the Worker of every replica claims
-// due rows with a lease, sends them signed (Sign), records each attempt
-// and schedules retries with backoff (Backoff).
+// them (docs/webhooks.md): the Emitter turns a change into an event
+// that the change's own index transaction stores with one outbox row per
+// subscribed webhook (Emitter.Add, store.Effects), and the Worker of
+// every replica claims due rows with a lease, sends them signed (Sign),
+// records each attempt and schedules retries with backoff (Backoff).
 //
-// Events are emitted right after the change's own transaction commits,
-// not in it: a process that dies between the two commits loses that one
-// event (the change itself is kept). Once enqueued, an event survives
-// restarts and is delivered by whichever replica claims it.
+// An event is committed with its change or not at all: no crash between
+// the two can lose it. Once committed, it survives restarts and is
+// delivered by whichever replica claims it.
 package webhook
 
 import (
@@ -25,6 +24,7 @@ import (
 	"trove.dev/trove/apispec"
 	"trove.dev/trove/internal/auth"
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/store"
 )
 
 // Event is a change to announce: what Emit needs to know.
@@ -88,15 +88,59 @@ func NewEmitter(o EmitterOptions) *Emitter {
 	return &Emitter{store: o.Store, public: o.PublicURL, log: o.Logger, now: o.Now, wake: o.Wake}
 }
 
-// Emit enqueues the deliveries of ev for every webhook that wants it.
-// Call it after the change has committed, with the request that made it
-// (nil for none: the actor is then ev.Actor or "system"). Like the audit
-// log it is best effort: a failure is logged, never returned, since the
-// change has happened.
+// Emit enqueues the deliveries of ev for every webhook that wants it, on
+// their own, after the change (with the request that made it, nil for
+// none: the actor is then ev.Actor or "system"). Like the audit log it is
+// best effort: a failure is logged, never returned. The event of a write
+// is committed with it instead (Add, then Done).
 func (e *Emitter) Emit(ctx context.Context, r *http.Request, ev Event) {
 	if e == nil || e.store == nil {
 		return
 	}
+	we, ok := e.event(ctx, r, ev)
+	if ok {
+		e.enqueue(ctx, we)
+	}
+}
+
+// Add adds the event ev, made by the request r (nil for none), to fx, to
+// be committed with the write fx goes with (store.WithEffects): its ID,
+// time and payload are fixed now. After the write, call Done.
+func (e *Emitter) Add(ctx context.Context, fx *store.Effects, r *http.Request, ev Event) {
+	if e == nil || e.store == nil || fx == nil {
+		return
+	}
+	we, ok := e.event(ctx, r, ev)
+	if !ok {
+		return
+	}
+	fx.Events = append(fx.Events, we)
+	if fx.NewID == nil {
+		fx.NewID = func() string { return NewID("dl_") }
+	}
+}
+
+// Done is called after the write fx went with succeeded: it wakes the
+// local Worker for the deliveries that write enqueued, or, if it did not
+// take fx (an index without effects), enqueues the events now, best
+// effort.
+func (e *Emitter) Done(ctx context.Context, fx *store.Effects) {
+	if e == nil || e.store == nil || fx == nil {
+		return
+	}
+	if fx.Taken() {
+		if fx.Deliveries() > 0 {
+			e.Wake()
+		}
+		return
+	}
+	for _, we := range fx.Events {
+		e.enqueue(ctx, we)
+	}
+}
+
+// event returns the stored form of ev.
+func (e *Emitter) event(ctx context.Context, r *http.Request, ev Event) (registry.WebhookEvent, bool) {
 	if ev.Actor == "" && r != nil {
 		ev.Actor = auth.FromContext(r.Context()).Actor()
 	}
@@ -107,16 +151,22 @@ func (e *Emitter) Emit(ctx context.Context, r *http.Request, ev Event) {
 	body, err := json.Marshal(p)
 	if err != nil {
 		e.log.ErrorContext(ctx, "encoding a webhook event failed", "type", ev.Type, "err", err)
-		return
+		return registry.WebhookEvent{}, false
 	}
+	return registry.WebhookEvent{ID: p.ID, Type: p.Type, Namespace: p.Namespace, Time: p.Time, Payload: body}, true
+}
+
+// enqueue stores we with its deliveries on its own, best effort.
+func (e *Emitter) enqueue(ctx context.Context, we registry.WebhookEvent) {
 	// The change has happened: enqueue even if the client went away.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	ctx, cancel := context.WithTimeout(store.WithoutEffects(context.WithoutCancel(ctx)), 10*time.Second)
 	defer cancel()
-	n, err := e.store.EnqueueEvent(ctx, registry.WebhookEvent{ID: p.ID, Type: p.Type, Namespace: p.Namespace, Time: p.Time, Payload: body},
-		func() string { return NewID("dl_") })
+	n, err := e.store.EnqueueEvent(ctx, we, func() string { return NewID("dl_") })
 	if err != nil {
-		e.log.ErrorContext(ctx, "enqueueing a webhook event failed: it is not delivered", "event", p.ID, "type", ev.Type,
-			"namespace", ev.Namespace, "subject", p.Subject.Address, "version", ev.Version, "err", err)
+		var p apispec.WebhookPayload
+		_ = json.Unmarshal(we.Payload, &p)
+		e.log.ErrorContext(ctx, "enqueueing a webhook event failed: it is not delivered", "event", we.ID, "type", we.Type,
+			"namespace", we.Namespace, "subject", p.Subject.Address, "version", p.Version, "err", err)
 		return
 	}
 	if n > 0 && e.wake != nil {

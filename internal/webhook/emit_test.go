@@ -12,6 +12,7 @@ import (
 	"trove.dev/trove/apispec"
 	"trove.dev/trove/internal/auth"
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/store"
 )
 
 func TestPayload(t *testing.T) {
@@ -87,3 +88,33 @@ func TestEmit(t *testing.T) {
 }
 
 func contains(b []byte, s string) bool { return strings.Contains(string(b), s) }
+
+func TestAddAndDone(t *testing.T) {
+	rec := &recording{}
+	woken := 0
+	e := NewEmitter(EmitterOptions{Store: rec, Wake: func() { woken++ }})
+	r := httptest.NewRequest("DELETE", "/", nil)
+	r = r.WithContext(auth.WithPrincipal(r.Context(), auth.Principal{Token: registry.Token{ID: "tok_1", User: "alice"}}))
+
+	// Add fixes the event before the write and enqueues nothing.
+	fx := &store.Effects{}
+	e.Add(t.Context(), fx, r, Event{Type: registry.EventProviderDeleted, Namespace: "acme", Name: "cloud", Version: "1.0.0"})
+	if len(fx.Events) != 1 || fx.NewID == nil || !contains(fx.Events[0].Payload, `"actor":"user:alice"`) ||
+		!strings.HasPrefix(fx.Events[0].ID, "ev_") || fx.Events[0].Time.IsZero() || len(rec.got) != 0 {
+		t.Fatalf("after Add: effects %+v, enqueued %d; want one complete event, nothing enqueued", fx.Events, len(rec.got))
+	}
+	// Taken by a write that enqueued a delivery: Done only wakes.
+	fx.Claim()
+	fx.Commit(1)
+	e.Done(t.Context(), fx)
+	if len(rec.got) != 0 || woken != 1 {
+		t.Errorf("Done of taken effects: enqueued %d, woke %d; want 0 and 1", len(rec.got), woken)
+	}
+	// Not taken (an index without effects): Done enqueues the same event.
+	fx2 := &store.Effects{}
+	e.Add(t.Context(), fx2, nil, Event{Type: registry.EventModuleDeleted, Namespace: "acme", Name: "n", System: "s"})
+	e.Done(t.Context(), fx2)
+	if len(rec.got) != 1 || rec.got[0].ID != fx2.Events[0].ID || woken != 2 {
+		t.Errorf("Done of untaken effects: enqueued %+v, woke %d; want %s and 2", rec.got, woken, fx2.Events[0].ID)
+	}
+}

@@ -432,7 +432,13 @@ func (s *Service) issueCode(w http.ResponseWriter, r *http.Request, a authzReque
 		s.errorPage(w, r, http.StatusInternalServerError, "internal error")
 		return
 	}
-	err = s.opt.Index.CreateAuthCode(r.Context(), registry.AuthCode{
+	details := "authorization code for " + a.ClientID + " (" + access + " access) to " + a.RedirectURI
+	if via != "" {
+		details += " through identity provider " + via
+	}
+	fx := s.opt.Audit.Effects(r, registry.AuditEvent{Action: registry.AuditLoginSuccess, Actor: "user:" + user.Name,
+		Target: tokenID, Details: details})
+	err = s.opt.Index.CreateAuthCode(store.WithEffects(r.Context(), fx), registry.AuthCode{
 		Hash: hashCode(code), ClientID: a.ClientID, RedirectURI: a.RedirectURI, Challenge: a.Challenge,
 		User: user.Name, Scopes: scopes, TokenID: tokenID, CreatedAt: now.UTC(), ExpiresAt: now.Add(s.opt.CodeTTL).UTC(),
 	})
@@ -445,12 +451,7 @@ func (s *Service) issueCode(w http.ResponseWriter, r *http.Request, a authzReque
 	if _, err := s.opt.Index.DeleteAuthCodes(r.Context(), now.Add(-time.Hour)); err != nil {
 		s.opt.Logger.WarnContext(r.Context(), "login: deleting expired authorization codes failed", "err", err)
 	}
-	details := "authorization code for " + a.ClientID + " (" + access + " access) to " + a.RedirectURI
-	if via != "" {
-		details += " through identity provider " + via
-	}
-	s.opt.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditLoginSuccess, Actor: "user:" + user.Name,
-		Target: tokenID, Details: details})
+	s.opt.Audit.Done(r.Context(), fx)
 	s.redirect(w, r, a, url.Values{"code": {code}})
 }
 
@@ -692,11 +693,12 @@ func (s *Service) exchange(w http.ResponseWriter, r *http.Request) (tokenRespons
 	}
 	if !c.UsedAt.IsZero() {
 		// A replayed code: someone else may hold it. Revoke what it gave.
-		if err := s.revokeIssued(r.Context(), c, now.UTC()); err != nil {
+		fx := s.opt.Audit.Effects(r, registry.AuditEvent{Action: registry.AuditTokenReplay, Actor: "user:" + c.User, Target: c.TokenID,
+			Details: "an authorization code was presented a second time; the token issued for it was revoked"})
+		if err := s.revokeIssued(store.WithEffects(r.Context(), fx), c, now.UTC()); err != nil {
 			return tokenResponse{}, err
 		}
-		s.opt.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditTokenReplay, Actor: "user:" + c.User, Target: c.TokenID,
-			Details: "an authorization code was presented a second time; the token issued for it was revoked"})
+		s.opt.Audit.Done(r.Context(), fx)
 		return tokenResponse{}, grantError("the authorization code was used already")
 	}
 	if !now.Before(c.ExpiresAt) {
@@ -726,19 +728,20 @@ func (s *Service) exchange(w http.ResponseWriter, r *http.Request) (tokenRespons
 	if err != nil {
 		return tokenResponse{}, err
 	}
-	if err := s.opt.Index.CreateToken(r.Context(), t); err != nil {
+	scopes := make([]string, len(t.Scopes))
+	for i, sc := range t.Scopes {
+		scopes[i] = string(sc)
+	}
+	fx := s.opt.Audit.Effects(r, registry.AuditEvent{Action: registry.AuditTokenCreate, Actor: "user:" + c.User, Target: t.ID,
+		Details: "personal token of " + c.User + ", " + strings.Join(scopes, ",") + ", issued by login, expires " + t.ExpiresAt.Format(time.RFC3339)})
+	if err := s.opt.Index.CreateToken(store.WithEffects(r.Context(), fx), t); err != nil {
 		if registry.IsKind(err, registry.Conflict) {
 			// A replay of the code stored the revoked token first.
 			return tokenResponse{}, grantError("the authorization code was used already")
 		}
 		return tokenResponse{}, err
 	}
-	scopes := make([]string, len(t.Scopes))
-	for i, sc := range t.Scopes {
-		scopes[i] = string(sc)
-	}
-	s.opt.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditTokenCreate, Actor: "user:" + c.User, Target: t.ID,
-		Details: "personal token of " + c.User + ", " + strings.Join(scopes, ",") + ", issued by login, expires " + t.ExpiresAt.Format(time.RFC3339)})
+	s.opt.Audit.Done(r.Context(), fx)
 	return tokenResponse{AccessToken: secret, TokenType: "bearer", ExpiresIn: int64(s.opt.TokenTTL / time.Second)}, nil
 }
 

@@ -221,19 +221,32 @@ func (x *Index) DeleteAuthCodes(ctx context.Context, expiredBefore time.Time) (i
 
 // AppendAudit stores an audit event and returns its ID.
 func (x *Index) AppendAudit(ctx context.Context, e registry.AuditEvent) (int64, error) {
+	if _, err := x.time(e.Time, "audit event time"); err != nil {
+		return 0, err
+	}
+	var id int64
+	err := x.write(ctx, "appending to the audit log", func(ctx context.Context, t tx) error {
+		var err error
+		id, err = x.appendAudit(ctx, t, e)
+		return err
+	})
+	return id, err
+}
+
+// appendAudit stores an audit event in t (AppendAudit, store.Effects)
+// and returns its ID. It takes the audit lock, held until t ends.
+func (x *Index) appendAudit(ctx context.Context, t tx, e registry.AuditEvent) (int64, error) {
 	when, err := x.time(e.Time, "audit event time")
 	if err != nil {
 		return 0, err
 	}
+	if err := x.d.LockTx(ctx, t.Tx, auditLock); err != nil {
+		return 0, err
+	}
 	var id int64
-	err = x.write(ctx, "appending to the audit log", func(ctx context.Context, t tx) error {
-		if err := x.d.LockTx(ctx, t.Tx, auditLock); err != nil {
-			return err
-		}
-		return t.row(ctx, `INSERT INTO audit_events (at, action, actor, source_addr, namespace, target, details)
-			VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id`,
-			when, e.Action, e.Actor, e.SourceAddr, e.Namespace, e.Target, e.Details).Scan(&id)
-	})
+	err = t.row(ctx, `INSERT INTO audit_events (at, action, actor, source_addr, namespace, target, details)
+		VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id`,
+		when, e.Action, e.Actor, e.SourceAddr, e.Namespace, e.Target, e.Details).Scan(&id)
 	return id, err
 }
 

@@ -61,6 +61,7 @@ func (x *Index) ImportBundle(ctx context.Context, providers []registry.MirroredV
 			}
 			out.Modules[i] = stored
 		}
+		store.EffectsFrom(ctx).Bound(out)
 		return nil
 	})
 	if err != nil {

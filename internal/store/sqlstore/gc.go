@@ -83,6 +83,7 @@ func (x *Index) DeleteProvider(ctx context.Context, namespace, typ string) (int,
 		if n == 0 {
 			return missing
 		}
+		store.EffectsFrom(ctx).Bound(store.DeletedVersions(n))
 		_, err = t.exec(ctx, `DELETE FROM providers WHERE namespace = $1 AND type = $2`, namespace, typ)
 		return err
 	})
@@ -171,6 +172,7 @@ func (x *Index) DeleteModule(ctx context.Context, namespace, name, system string
 		if n == 0 {
 			return missing
 		}
+		store.EffectsFrom(ctx).Bound(store.DeletedVersions(n))
 		_, err = t.exec(ctx, `DELETE FROM modules WHERE namespace = $1 AND name = $2 AND system = $3`, namespace, name, system)
 		return err
 	})

@@ -18,6 +18,7 @@ import (
 // exists. The summary row is created if missing and locked first, so that
 // concurrent writes of the module's versions run one after the other.
 func (x *Index) CreateModuleVersion(ctx context.Context, v registry.ModuleVersion) error {
+	store.EffectsFrom(ctx).Bound(v)
 	what := fmt.Sprintf("storing module %s/%s/%s version %s", v.Namespace, v.Name, v.System, v.Version)
 	semver, err := registry.ParseVersion(v.Version)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/store"
 )
 
 // CreateNamespace stores ns; Conflict if the name is taken.
@@ -133,6 +134,7 @@ func (x *Index) AddManagedSigningKey(ctx context.Context, key registry.SigningKe
 	if len(sealed) == 0 {
 		return registry.Errorf(registry.Invalid, "the managed signing key %s of namespace %q has no sealed private key", key.KeyID, key.Namespace)
 	}
+	store.EffectsFrom(ctx).Bound(key)
 	return x.addKey(ctx, "adding managed signing key "+key.KeyID+" to namespace "+key.Namespace, key, sealed)
 }
 

@@ -20,6 +20,7 @@ import (
 // concurrent creates of one provider run one after the other and exactly
 // one of two creates of the same version succeeds.
 func (x *Index) CreateProviderVersion(ctx context.Context, v registry.ProviderVersion) error {
+	store.EffectsFrom(ctx).Bound(v)
 	semver, err := registry.ParseVersion(v.Version)
 	if err != nil {
 		return err
@@ -355,6 +356,7 @@ func (x *Index) SetProviderDocs(ctx context.Context, namespace, typ, version, di
 	if err := checkDocs(digest, size); err != nil {
 		return false, err
 	}
+	store.EffectsFrom(ctx).Bound(store.DocsDigest(digest))
 	what := fmt.Sprintf("recording the documentation of provider %s/%s version %s", namespace, typ, version)
 	// Reported on the change feed: every replica's pages show the
 	// documentation at once.

@@ -17,6 +17,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -212,7 +213,9 @@ func (x *Index) row(ctx context.Context, query string, args ...any) *sql.Row {
 }
 
 // write runs fn in a write transaction and commits it if fn succeeds,
-// running it again after a FailRetry.
+// running it again after a FailRetry. The audit entries and webhook
+// events ctx carries (store.Effects), unless another transaction took
+// them, are inserted last in the transaction and commit with it.
 func (x *Index) write(ctx context.Context, what string, fn func(ctx context.Context, t tx) error) error {
 	return x.writeChange(ctx, what, nil, fn)
 }
@@ -234,30 +237,82 @@ func (x *Index) writeChange(ctx context.Context, what string, c *store.Change, f
 }
 
 func (x *Index) writeOnce(ctx context.Context, c *store.Change, fn func(ctx context.Context, t tx) error) error {
+	// The effects the context carries commit with this transaction, if
+	// no other took them (store.Effects).
+	fx := store.EffectsFrom(ctx)
+	if !fx.Claim() {
+		fx = nil
+	}
+	committed := false
+	if fx != nil {
+		defer func() {
+			if !committed {
+				fx.Release()
+			}
+		}()
+	}
 	sqlTx, err := x.w.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer sqlTx.Rollback()
-	if err := fn(ctx, tx{sqlTx, x.d}); err != nil {
+	t := tx{sqlTx, x.d}
+	if err := fn(ctx, t); err != nil {
 		return err
 	}
-	if c == nil {
-		return sqlTx.Commit()
-	}
-	if err := x.d.Notify(ctx, sqlTx, *c); err != nil {
+	deliveries, err := x.insertEffects(ctx, t, fx)
+	if err != nil {
 		return err
 	}
-	if x.feed == nil {
-		return sqlTx.Commit()
+	if c != nil {
+		if err := x.d.Notify(ctx, sqlTx, *c); err != nil {
+			return err
+		}
+		if x.feed != nil {
+			x.feed.mu.Lock() // commit and publish in one step: in commit order
+			defer x.feed.mu.Unlock()
+		}
 	}
-	x.feed.mu.Lock() // commit and publish in one step: in commit order
-	defer x.feed.mu.Unlock()
 	if err := sqlTx.Commit(); err != nil {
 		return err
 	}
-	x.feed.publish(*c)
+	committed = true
+	if fx != nil {
+		fx.Commit(deliveries)
+	}
+	if c != nil && x.feed != nil {
+		x.feed.publish(*c)
+	}
 	return nil
+}
+
+// insertEffects writes the audit entries and webhook events of fx (nil
+// for none) in t, last before its commit: the audit lock taken here is
+// held for the shortest time, and after every other lock of t. It returns
+// the number of webhook deliveries enqueued.
+func (x *Index) insertEffects(ctx context.Context, t tx, fx *store.Effects) (int, error) {
+	if fx == nil {
+		return 0, nil
+	}
+	for _, e := range fx.Audit {
+		if _, err := x.appendAudit(ctx, t, e); err != nil {
+			return 0, err
+		}
+	}
+	n := 0
+	for _, e := range fx.Events {
+		newID := fx.NewID
+		if newID == nil {
+			i := 0
+			newID = func() string { i++; return e.ID + "_" + strconv.Itoa(i) }
+		}
+		k, err := x.enqueueEvent(ctx, t, e, newID)
+		if err != nil {
+			return 0, err
+		}
+		n += k
+	}
+	return n, nil
 }
 
 // fail classifies err as a *registry.Error (see Classify); once the index

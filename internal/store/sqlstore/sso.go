@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/store"
 )
 
 func notFoundIdentityProvider(name string) error {
@@ -120,6 +121,9 @@ func (x *Index) CreateRoleMapping(ctx context.Context, m registry.RoleMapping) (
 			m.Provider, m.Claim, m.Value, m.Namespace, string(m.Role), created).Scan(&m.ID)
 		if x.is(err, FailUnique) {
 			return registry.Errorf(registry.Conflict, "identity provider %q has a mapping of %s=%q to namespace %s already", m.Provider, m.Claim, m.Value, m.Namespace)
+		}
+		if err == nil {
+			store.EffectsFrom(ctx).Bound(m)
 		}
 		return err
 	})
@@ -242,7 +246,7 @@ func (x *Index) ReconcileRoles(ctx context.Context, user string, grants []regist
 		return nil, err
 	}
 	var changes []registry.RoleChange
-	err = x.write(ctx, "applying the role mappings of user "+user, func(ctx context.Context, t tx) error {
+	apply := func(ctx context.Context, t tx) error {
 		changes = nil
 		var isAdmin bool
 		err := t.row(ctx, `SELECT admin FROM users WHERE name = $1`+x.d.ForUpdate(), user).Scan(&isAdmin)
@@ -376,10 +380,17 @@ func (x *Index) ReconcileRoles(ctx context.Context, user string, grants []regist
 			}
 		}
 		return nil
+	}
+	err = x.write(ctx, "applying the role mappings of user "+user, func(ctx context.Context, t tx) error {
+		if err := apply(ctx, t); err != nil {
+			return err
+		}
+		slices.SortFunc(changes, func(a, b registry.RoleChange) int { return strings.Compare(a.Namespace, b.Namespace) })
+		store.EffectsFrom(ctx).Bound(changes) // their audit entries commit with them
+		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	slices.SortFunc(changes, func(a, b registry.RoleChange) int { return strings.Compare(a.Namespace, b.Namespace) })
 	return changes, nil
 }

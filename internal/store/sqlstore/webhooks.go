@@ -130,8 +130,7 @@ func insertDelivery(ctx context.Context, t tx, id, webhookID, eventID string, wh
 // EnqueueEvent stores an event with one delivery per active webhook
 // that wants it, in one transaction.
 func (x *Index) EnqueueEvent(ctx context.Context, e registry.WebhookEvent, newID func() string) (int, error) {
-	when, err := x.time(e.Time, "event time")
-	if err != nil {
+	if _, err := x.time(e.Time, "event time"); err != nil {
 		return 0, err
 	}
 	// Most changes concern no webhook: look outside a write transaction
@@ -140,34 +139,45 @@ func (x *Index) EnqueueEvent(ctx context.Context, e registry.WebhookEvent, newID
 		return 0, err
 	}
 	var n int
-	err = x.write(ctx, "enqueueing event "+e.ID, func(ctx context.Context, t tx) error {
-		n = 0
-		rows, err := t.query(ctx, `SELECT `+webhookColumns+` FROM webhooks WHERE active AND (namespace = $1 OR namespace IS NULL) ORDER BY created_at, id`, e.Namespace)
-		hooks, err := collect(rows, err, x.scanWebhook)
-		if err != nil {
-			return err
-		}
-		var ids []string
-		for _, w := range hooks {
-			if w.Wants(e.Type) {
-				ids = append(ids, w.ID)
-			}
-		}
-		if len(ids) == 0 {
-			return nil
-		}
-		if err := x.insertEvent(ctx, t, e, when, false); err != nil {
-			return err
-		}
-		for _, id := range ids {
-			if err := insertDelivery(ctx, t, newID(), id, e.ID, when); err != nil {
-				return err
-			}
-		}
-		n = len(ids)
-		return nil
+	err := x.write(ctx, "enqueueing event "+e.ID, func(ctx context.Context, t tx) error {
+		var err error
+		n, err = x.enqueueEvent(ctx, t, e, newID)
+		return err
 	})
 	return n, err
+}
+
+// enqueueEvent stores e in t with one delivery per active webhook that
+// wants it (EnqueueEvent, store.Effects), and returns their number; with
+// none, e is not stored.
+func (x *Index) enqueueEvent(ctx context.Context, t tx, e registry.WebhookEvent, newID func() string) (int, error) {
+	when, err := x.time(e.Time, "event time")
+	if err != nil {
+		return 0, err
+	}
+	rows, err := t.query(ctx, `SELECT `+webhookColumns+` FROM webhooks WHERE active AND (namespace = $1 OR namespace IS NULL) ORDER BY created_at, id`, e.Namespace)
+	hooks, err := collect(rows, err, x.scanWebhook)
+	if err != nil {
+		return 0, err
+	}
+	var ids []string
+	for _, w := range hooks {
+		if w.Wants(e.Type) {
+			ids = append(ids, w.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	if err := x.insertEvent(ctx, t, e, when, false); err != nil {
+		return 0, err
+	}
+	for _, id := range ids {
+		if err := insertDelivery(ctx, t, newID(), id, e.ID, when); err != nil {
+			return 0, err
+		}
+	}
+	return len(ids), nil
 }
 
 // anyWebhook reports whether an active webhook of namespace, or a global

@@ -42,6 +42,7 @@ func TestIndex(t *testing.T, newIndex func(t *testing.T) store.Index) {
 	t.Run("TrustPolicies", func(t *testing.T) { testTrustPolicies(t, newIndex) })
 	t.Run("ReplayGuard", func(t *testing.T) { testReplayGuard(t, newIndex) })
 	t.Run("Webhooks", func(t *testing.T) { testWebhooks(t, newIndex) })
+	t.Run("Effects", func(t *testing.T) { testEffects(t, newIndex) })
 }
 
 // createNamespaces creates a namespace for each name.
