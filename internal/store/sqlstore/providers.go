@@ -388,7 +388,7 @@ func (x *Index) SetProviderDocs(ctx context.Context, namespace, typ, version, di
 			return registry.Errorf(registry.Conflict, "provider %s/%s version %s has other documentation already (archive %s); a version and its documentation are immutable: publish a new version to change it",
 				namespace, typ, version, have)
 		}
-		return nil
+		return errUnchanged // a repeat: no audit entry, no event
 	})
 	return created && err == nil, err
 }

@@ -236,6 +236,12 @@ func (x *Index) writeChange(ctx context.Context, what string, c *store.Change, f
 	return x.fail(err, what)
 }
 
+// errUnchanged is what a write's fn returns when it found nothing to
+// change (an idempotent repeat): its transaction is rolled back, no change
+// is announced, the effects the context carries stay untaken, and the
+// write returns nil.
+var errUnchanged = errors.New("sqlstore: nothing to change")
+
 func (x *Index) writeOnce(ctx context.Context, c *store.Change, fn func(ctx context.Context, t tx) error) error {
 	// The effects the context carries commit with this transaction, if
 	// no other took them (store.Effects).
@@ -257,7 +263,9 @@ func (x *Index) writeOnce(ctx context.Context, c *store.Change, fn func(ctx cont
 	}
 	defer sqlTx.Rollback()
 	t := tx{sqlTx, x.d}
-	if err := fn(ctx, t); err != nil {
+	if err := fn(ctx, t); errors.Is(err, errUnchanged) {
+		return nil
+	} else if err != nil {
 		return err
 	}
 	deliveries, err := x.insertEffects(ctx, t, fx)

@@ -253,9 +253,18 @@ func testEffects(t *testing.T, newIndex func(*testing.T) store.Index) {
 		mustOK(t, x.CreateProviderVersion(ctx, testVersion("acme", "cloud", "2.0.0", key, t0)), "CreateProviderVersion")
 		fx = bindInto(32)
 		digest := digestOf("docs")
-		mustOK(t, x.SetProviderDocs(store.WithEffects(ctx, fx), "acme", "cloud", "2.0.0", digest, 100), "SetProviderDocs with effects")
-		if got := audited(t, x, "target 32"); len(got) != 1 || got[0].Details != digest {
-			t.Errorf("audit %+v, want the digest %s named by Bind", got, digest)
+		created, err := x.SetProviderDocs(store.WithEffects(ctx, fx), "acme", "cloud", "2.0.0", digest, 100)
+		mustOK(t, err, "SetProviderDocs with effects")
+		if got := audited(t, x, "target 32"); !created || len(got) != 1 || got[0].Details != digest {
+			t.Errorf("SetProviderDocs created %v, audit %+v; want created and the digest %s named by Bind", created, got, digest)
+		}
+		// A repeat of the same documentation changes nothing: its effects
+		// stay untaken, nothing more is audited.
+		fx = bindInto(32)
+		created, err = x.SetProviderDocs(store.WithEffects(ctx, fx), "acme", "cloud", "2.0.0", digest, 100)
+		mustOK(t, err, "SetProviderDocs repeated with effects")
+		if got := audited(t, x, "target 32"); created || fx.Taken() || len(got) != 1 {
+			t.Errorf("repeated SetProviderDocs: created %v, effects taken %v, audit %+v; want neither and the one entry of the first", created, fx.Taken(), got)
 		}
 		managed := testKey("acme", 2)
 		managed.Managed = true
