@@ -596,9 +596,6 @@ func (m *Mirror) OpenPackage(ctx context.Context, origin, digest string) (body i
 	}
 	d.mu.Lock()
 	size, failed := d.size, d.failed
-	if d.stored {
-		size = pl.Size
-	}
 	d.mu.Unlock()
 	if failed != nil {
 		d.release()
