@@ -571,3 +571,39 @@ func TestLargePackageFlatMemory(t *testing.T) {
 		t.Errorf("the heap grew by %d MiB while streaming a %d MiB package, want under %d MiB", (peak-base)>>20, n>>20, bound>>20)
 	}
 }
+
+// TestOpenStoredPackage: a package stored by an earlier fetch that
+// stopped before recording it is read from the blob store, with its size,
+// and recorded; the upstream is not asked.
+func TestOpenStoredPackage(t *testing.T) {
+	u := newTestRegistry(t, "upstream.example", 1<<10, nil)
+	e := newEnv(t, false, 0, u)
+	e.version(t, u.host)
+	var pkg bytes.Buffer
+	if err := writePackage(&pkg, u.execSize); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := e.blobs.Put(ctx, u.digest, int64(pkg.Len()), bytes.NewReader(pkg.Bytes())); err != nil {
+		t.Fatal(err)
+	}
+	body, size, err := e.m.OpenPackage(ctx, origin(u.host).String(), u.digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(body)
+	body.Close()
+	if err != nil || size != int64(pkg.Len()) || !bytes.Equal(got, pkg.Bytes()) {
+		t.Errorf("OpenPackage of a stored package: size %d, %d bytes, %v; want %d", size, len(got), err, pkg.Len())
+	}
+	if err := e.m.FetchPackage(ctx, origin(u.host)); err != nil {
+		t.Fatal(err)
+	}
+	mv, err := e.idx.GetMirroredVersion(ctx, u.host, "acme", "time", timeVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pl, _ := mv.Platform("linux", "amd64"); !pl.Held() || u.archiveGets.Load() != 0 {
+		t.Errorf("after OpenPackage of a stored package: %+v, %d upstream downloads; want held, none", pl, u.archiveGets.Load())
+	}
+}
