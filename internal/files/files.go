@@ -1,9 +1,9 @@
 // Package files serves the blobs behind signed download URLs:
-// GET and HEAD /v1/files/{digest}/{filename}?expires=..&signature=..
+// GET and HEAD /v1/files/{digest}/{filename}?expires=..[&origin=..]&signature=..
 // (see internal/signedurl). Terraform and OpenTofu fetch provider
 // archives, SHA256SUMS and signatures there without the registry token, so
-// the signature is the only credential: it binds the digest, the file name
-// and the expiry.
+// the signature is the only credential: it binds the digest, the file name,
+// the expiry and, for a mirrored package, its origin.
 //
 // Blobs are served with http.ServeContent: Range requests, If-None-Match
 // and If-Modified-Since work, and a file-backed blob reaches the socket
@@ -11,8 +11,10 @@
 // redirects are enabled, the handler answers 302 to the store instead.
 //
 // With a Fetcher (the provider mirror), a blob that is not stored yet may
-// be fetched on the first request for it: a mirrored provider's package is
-// downloaded from its upstream registry, checked and stored, then served.
+// be fetched on request: a mirrored provider's package is downloaded from
+// the upstream registry its origin names, and every request for it gets
+// the bytes as they arrive; a response ends cleanly only once the fetcher
+// verified every byte (stream). Only a stored blob is redirected to.
 package files
 
 import (
