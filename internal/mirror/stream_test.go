@@ -76,8 +76,6 @@ type testRegistry struct {
 	down        atomic.Bool
 	tamper      atomic.Bool   // one byte of the package is changed
 	gate        chan struct{} // if set, the package stops at half until it is closed
-	halfSent    chan struct{} // closed once half the package is sent (with gate)
-	halfOnce    sync.Once
 }
 
 // newTestRegistry serves a package whose executable has execSize bytes,
@@ -87,7 +85,7 @@ func newTestRegistry(t testing.TB, host string, execSize int64, key *signingtest
 	if key == nil {
 		key = newKey(t)
 	}
-	u := &testRegistry{host: host, key: key, execSize: execSize, halfSent: make(chan struct{})}
+	u := &testRegistry{host: host, key: key, execSize: execSize}
 	u.signedBy = u.key
 	h := sha256.New()
 	cw := &countWriter{w: h}
@@ -175,7 +173,6 @@ func (p *packageWriter) Write(b []byte) (int, error) {
 		}
 		http.NewResponseController(p.w).Flush()
 		p.n += k
-		p.u.halfOnce.Do(func() { close(p.u.halfSent) })
 		select {
 		case <-p.u.gate:
 		case <-p.r.Context().Done():
