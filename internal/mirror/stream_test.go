@@ -467,38 +467,44 @@ func TestStalledUpstreamTimesOut(t *testing.T) {
 // other's provider installs from its own upstream.
 func TestPackageFromTheUpstreamAskedFor(t *testing.T) {
 	key := newKey(t)
-	a := newTestRegistry(t, "upstream-a.example", 1<<10, key)
-	b := newTestRegistry(t, "upstream-b.example", 1<<10, key)
-	if a.digest != b.digest {
-		t.Fatal("the two upstreams should serve the same package")
-	}
-	e := newEnv(t, false, 0, a, b)
-	e.version(t, a.host)
-	e.version(t, b.host)
-	a.down.Store(true)
-	for proto, client := range e.clients(t) {
-		resp, err := client.Get(e.url(b))
+	for _, downFirst := range []bool{true, false} {
+		a := newTestRegistry(t, "upstream-a.example", 1<<10, key)
+		b := newTestRegistry(t, "upstream-b.example", 1<<10, key)
+		if a.digest != b.digest {
+			t.Fatal("the two upstreams should serve the same package")
+		}
+		e := newEnv(t, false, 0, a, b)
+		e.version(t, a.host)
+		e.version(t, b.host)
+		asked, down := b, a // the one whose host sorts first is down
+		if !downFirst {
+			asked, down = a, b
+		}
+		down.down.Store(true)
+		for proto, client := range e.clients(t) {
+			resp, err := client.Get(e.url(asked))
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK || err != nil || int64(len(body)) != asked.zipSize {
+				t.Errorf("%s: package of %s with %s down: status %d, %d bytes, %v: %s", proto, asked.host, down.host, resp.StatusCode, len(body), err, body[:min(len(body), 300)])
+			}
+		}
+		if down.archiveGets.Load() != 0 || asked.archiveGets.Load() != 1 {
+			t.Errorf("archive downloads: %s %d, %s %d; want the package from %s once", down.host, down.archiveGets.Load(), asked.host, asked.archiveGets.Load(), asked.host)
+		}
+		// A URL whose origin lists another package is not served.
+		bad := e.srv.URL + e.signer.PathFrom(strings.Repeat("0", 64), timeZip, origin(asked.host).String())
+		resp, err := e.clients(t)["HTTP/2"].Get(bad)
 		if err != nil {
 			t.Fatal(err)
 		}
-		body, err := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK || err != nil || int64(len(body)) != b.zipSize {
-			t.Errorf("%s: package of %s with %s down: status %d, %d bytes, %v: %s", proto, b.host, a.host, resp.StatusCode, len(body), err, body[:min(len(body), 300)])
+		if resp.StatusCode != http.StatusNotFound {
+			t.Errorf("a digest the origin does not list: status %d, want 404", resp.StatusCode)
 		}
-	}
-	if a.archiveGets.Load() != 0 || b.archiveGets.Load() != 1 {
-		t.Errorf("archive downloads: %s %d, %s %d; want the package from %s once", a.host, a.archiveGets.Load(), b.host, b.archiveGets.Load(), b.host)
-	}
-	// A URL whose origin lists another package is not served.
-	bad := e.srv.URL + e.signer.PathFrom(strings.Repeat("0", 64), timeZip, origin(b.host).String())
-	resp, err := e.clients(t)["HTTP/2"].Get(bad)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusNotFound {
-		t.Errorf("a digest the origin does not list: status %d, want 404", resp.StatusCode)
 	}
 }
 
