@@ -225,7 +225,7 @@ func (h *handler) bundledVersion(ctx context.Context, addr tfaddr.Provider, vers
 	fetched := false
 	for _, pl := range v.Platforms {
 		if !pl.Held() && (len(platforms) == 0 || slices.Contains(platforms, [2]string{pl.OS, pl.Arch})) {
-			if err := h.Mirror.FetchPackage(ctx, pl.SHA256, pl.Filename); err != nil {
+			if err := h.Mirror.FetchPackage(ctx, registry.PackageOrigin{Host: host, Namespace: addr.Namespace, Type: addr.Type, Version: version, OS: pl.OS, Arch: pl.Arch}); err != nil {
 				return v, err
 			}
 			fetched = true

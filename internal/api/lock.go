@@ -23,7 +23,7 @@ import (
 type Mirror interface {
 	MirroredVersions(ctx context.Context, host, namespace, typ string) ([]string, error)
 	MirroredVersion(ctx context.Context, host, namespace, typ, version string) (registry.ProviderVersion, error)
-	FetchPackage(ctx context.Context, digest, filename string) error
+	FetchPackage(ctx context.Context, o registry.PackageOrigin) error
 }
 
 // lock answers POST /api/v1/lock with a lock file for the providers the
@@ -121,7 +121,7 @@ func (s *lockSource) PackageHash(ctx context.Context, p tfaddr.Provider, v regis
 		return pl.H1, nil
 	}
 	if _, err := s.h.Blobs.Stat(ctx, pl.SHA256); registry.IsKind(err, registry.NotFound) && s.h.Mirror != nil {
-		if err := s.h.Mirror.FetchPackage(ctx, pl.SHA256, pl.Filename); err != nil {
+		if err := s.h.Mirror.FetchPackage(ctx, registry.PackageOrigin{Host: p.Hostname.String(), Namespace: p.Namespace, Type: p.Type, Version: v.Version, OS: pl.OS, Arch: pl.Arch}); err != nil {
 			return "", err
 		}
 		if mv, err := s.Version(ctx, p, v.Version); err == nil {

@@ -292,6 +292,7 @@ func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
 	mir, err := mirror.New(mirror.Options{
 		Index: idx, Blobs: a.Blobs, TempDir: tempDir, MaxPackageBytes: cfg.Limits.MaxZipBytes,
 		Invalidate: changes.mirrored, UserAgent: opt.UserAgent, Logger: log, Metrics: metrics,
+		IdleTimeout: cfg.MirrorIdleTimeout,
 	})
 	if err != nil {
 		return nil, err

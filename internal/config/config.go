@@ -37,6 +37,11 @@ const (
 	// DefaultDownloadsFlushInterval is how often download counts are
 	// written to the index.
 	DefaultDownloadsFlushInterval = 10 * time.Second
+	// DefaultMirrorIdleTimeout is how long a mirror download waits for
+	// an upstream's next bytes; Min and Max bound it.
+	DefaultMirrorIdleTimeout = time.Minute
+	MinMirrorIdleTimeout     = time.Second
+	MaxMirrorIdleTimeout     = 30 * time.Minute
 
 	// Bounds of DownloadURLTTL: a URL must outlive the gap between the
 	// client reading the download document and fetching the file, and a
@@ -97,6 +102,9 @@ type Config struct {
 	// DownloadsFlushInterval is how often the download counts this
 	// process counted are added to the index: what a crash loses at most.
 	DownloadsFlushInterval time.Duration
+	// MirrorIdleTimeout is how long the mirror's download of a package
+	// waits for the upstream's next bytes before it gives up.
+	MirrorIdleTimeout time.Duration
 	// GCInterval is how often the server runs a garbage collection of
 	// unreferenced blobs; 0 (the default) never.
 	GCInterval time.Duration
@@ -190,6 +198,7 @@ func (c *Config) FlagSet(name string) *flag.FlagSet {
 	fs.Var((*byteSize)(&c.Limits.MaxUnpackedBytes), "max-unpacked-bytes", "largest uncompressed size of one provider zip archive, in `bytes`")
 	fs.Var((*byteSize)(&c.CacheBytes), "cache-bytes", "memory for cached providers.v1 documents, in `bytes`")
 	fs.DurationVar(&c.DownloadsFlushInterval, "downloads-flush-interval", DefaultDownloadsFlushInterval, "how often download counts are written to the index (a crash loses at most this much of this server's counts)")
+	fs.DurationVar(&c.MirrorIdleTimeout, "mirror-idle-timeout", DefaultMirrorIdleTimeout, "how long the mirror's download of a package from an upstream registry waits for its next bytes before it gives up (the clients waiting for it get an error)")
 	fs.DurationVar(&c.GCInterval, "gc-interval", 0, "how often to reclaim the stored files no version references (garbage collection; one replica at a time runs it), e.g. 24h; 0 never (run trove gc instead)")
 	fs.DurationVar(&c.GCGrace, "gc-grace", DefaultGCGrace, "grace period of the periodic garbage collection: files modified more recently are kept (longer than the slowest publish)")
 	fs.TextVar(&c.LogLevel, "log-level", slog.LevelInfo, "lowest `level` logged: debug, info, warn or error")
@@ -414,6 +423,9 @@ func (c Config) Validate() error {
 	}
 	if c.DownloadsFlushInterval < MinDownloadsFlushInterval || c.DownloadsFlushInterval > MaxDownloadsFlushInterval {
 		bad("--downloads-flush-interval must be between %s and %s, got %s", ShortDuration(MinDownloadsFlushInterval), ShortDuration(MaxDownloadsFlushInterval), ShortDuration(c.DownloadsFlushInterval))
+	}
+	if c.MirrorIdleTimeout < MinMirrorIdleTimeout || c.MirrorIdleTimeout > MaxMirrorIdleTimeout {
+		bad("--mirror-idle-timeout must be between %s and %s, got %s", ShortDuration(MinMirrorIdleTimeout), ShortDuration(MaxMirrorIdleTimeout), ShortDuration(c.MirrorIdleTimeout))
 	}
 	if c.GCInterval != 0 && (c.GCInterval < MinGCInterval || c.GCInterval > MaxGCInterval) {
 		bad("--gc-interval must be 0 (never) or between %s and %s, got %s", ShortDuration(MinGCInterval), ShortDuration(MaxGCInterval), ShortDuration(c.GCInterval))

@@ -31,6 +31,7 @@ func TestLoadDefaults(t *testing.T) {
 		LogFormat:              "text",
 		CacheBytes:             12 << 20,
 		DownloadsFlushInterval: 10 * time.Second,
+		MirrorIdleTimeout:      time.Minute,
 		GCGrace:                time.Hour,
 		Index:                  Index{Backend: "sqlite", SQLite: SQLite{Path: "/home/u/.local/share/trove/trove.db"}, Postgres: Postgres{MigrateOnStart: true}},
 		Blobs:                  Blobs{Backend: "fs", FS: FS{Dir: "/home/u/.local/share/trove/blobs"}, S3: S3{DownloadMode: "redirect"}},
@@ -224,7 +225,7 @@ func TestEveryFlagHasAnEnvVar(t *testing.T) {
 			"private-download-url-ttl": "3m", "login-token-ttl": "24h", "config": "/etc/trove.env", "mirror-public": "true", "local-passwords": "false",
 			"signing-secret-file": "/etc/trove/signing-secret", "downloads-flush-interval": "30s",
 			"webhook-allow-private": "true", "webhook-allow-http": "true", "webhook-timeout": "5s", "webhook-attempts": "3", "webhook-retention": "48h",
-			"gc-interval": "24h", "gc-grace": "2h",
+			"gc-interval": "24h", "gc-grace": "2h", "mirror-idle-timeout": "2m",
 		}[f.Name]
 		if v == "" {
 			t.Errorf("flag --%s has no test value", f.Name)

@@ -186,6 +186,12 @@ func TestMirrorRefusesTamperedPackage(t *testing.T) {
 		if res.Code == 0 {
 			t.Fatalf("init of a tampered package succeeded:\n%s", res.Output)
 		}
+		// The client never had the whole (changed) archive to check: the
+		// mirror broke the download off before its end.
+		if strings.Contains(res.Output, "incorrect checksum") {
+			t.Errorf("the client received the whole tampered archive and checked it itself:\n%s", res.Output)
+		}
+		t.Logf("%s init through the mirror of a tampered upstream:\n%s", client, res.Output)
 	})
 	if !strings.Contains(mirror.log(), "signed SHA256SUMS") {
 		t.Errorf("the mirror's log does not say why it refused the package:\n%s", mirror.log())

@@ -1,9 +1,9 @@
 // Package files serves the blobs behind signed download URLs:
-// GET and HEAD /v1/files/{digest}/{filename}?expires=..&signature=..
+// GET and HEAD /v1/files/{digest}/{filename}?expires=..[&origin=..]&signature=..
 // (see internal/signedurl). Terraform and OpenTofu fetch provider
 // archives, SHA256SUMS and signatures there without the registry token, so
-// the signature is the only credential: it binds the digest, the file name
-// and the expiry.
+// the signature is the only credential: it binds the digest, the file name,
+// the expiry and, for a mirrored package, its origin.
 //
 // Blobs are served with http.ServeContent: Range requests, If-None-Match
 // and If-Modified-Since work, and a file-backed blob reaches the socket
@@ -11,21 +11,21 @@
 // redirects are enabled, the handler answers 302 to the store instead.
 //
 // With a Fetcher (the provider mirror), a blob that is not stored yet may
-// be fetched on the first request for it: a mirrored provider's package is
-// downloaded from its upstream registry, checked and stored, then served.
+// be fetched on request: a mirrored provider's package is downloaded from
+// the upstream registry its origin names, and every request for it gets
+// the bytes as they arrive; a response ends cleanly only once the fetcher
+// verified every byte (stream). Only a stored blob is redirected to.
 package files
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"log/slog"
 	"mime"
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"trove.dev/trove/internal/httpjson"
@@ -53,80 +53,24 @@ type Options struct {
 }
 
 // Fetcher makes a blob that is not stored available, for the provider
-// mirror's packages (*mirror.Mirror implements it).
+// mirror's packages (*mirror.Mirror implements it). origin is what the
+// signed URL was issued with (signedurl.PathFrom): the mirrored provider
+// version and platform the package was listed for, "" for a URL without.
 type Fetcher interface {
-	// FetchPackage stores the blob digest (served as filename), or
-	// returns NotFound when it knows no such blob.
-	FetchPackage(ctx context.Context, digest, filename string) error
-	// HasPackage reports whether the fetcher can fetch blob digest.
-	HasPackage(ctx context.Context, digest string) (bool, error)
-	// StreamPackage is FetchPackage that also writes the blob to into as
-	// it arrives, when this call is the one that downloads it (streamed
-	// is then true); see mirror.Mirror.StreamPackage.
-	StreamPackage(ctx context.Context, digest, filename string, into io.Writer) (streamed bool, err error)
+	// HasPackage reports whether the fetcher can fetch blob digest of
+	// origin.
+	HasPackage(ctx context.Context, origin, digest string) (bool, error)
+	// OpenPackage returns blob digest of origin as it arrives (size -1 if
+	// unknown), or NotFound when the fetcher knows no such blob. Its
+	// Read returns io.EOF only once every byte was verified; any other
+	// error means what was read must not pass for the blob. See
+	// mirror.Mirror.OpenPackage.
+	OpenPackage(ctx context.Context, origin, digest string) (body io.ReadCloser, size int64, err error)
 }
 
-// streamWriter answers a download with the bytes a Fetcher streams while
-// it stores them: the headers go out with the first byte. It is written
-// from the Fetcher's goroutine; close, called by the handler before it
-// returns, makes later writes fail so that nothing reaches a finished
-// response.
-type streamWriter struct {
-	mu         sync.Mutex
-	w          http.ResponseWriter
-	setHeaders func()
-	length     int64
-	started    bool
-	closed     bool
-}
-
-var errStreamClosed = errors.New("the download's request has ended")
-
-// SetContentLength announces the size of the bytes to come.
-func (s *streamWriter) SetContentLength(n int64) {
-	s.mu.Lock()
-	s.length = n
-	s.mu.Unlock()
-}
-
-func (s *streamWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return 0, errStreamClosed
-	}
-	if !s.started {
-		s.started = true
-		s.setHeaders()
-		if s.length > 0 {
-			s.w.Header().Set("Content-Length", strconv.FormatInt(s.length, 10))
-		}
-		s.w.WriteHeader(http.StatusOK)
-	}
-	// The fetch waits for this write, and every request for the package
-	// waits for the fetch: a client too slow to take a chunk within
-	// streamWriteTimeout is dropped (its download fails) and the fetch
-	// goes on without it.
-	rc := http.NewResponseController(s.w)
-	_ = rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
-	n, err := s.w.Write(p)
-	if err == nil {
-		err = rc.Flush()
-	}
-	_ = rc.SetWriteDeadline(time.Time{})
-	return n, err
-}
-
-// streamWriteTimeout bounds one write of a streamed download.
+// streamWriteTimeout bounds one write of a streamed download: a client
+// that takes no chunk for that long is dropped.
 const streamWriteTimeout = 10 * time.Second
-
-// close ends the stream and reports whether any of it was written.
-func (s *streamWriter) close() (started bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.closed = true
-	return s.started
-}
 
 // Handler serves signed file downloads. It is safe for concurrent use.
 type Handler struct {
@@ -166,7 +110,7 @@ func (h *Handler) serveFile(w http.ResponseWriter, r *http.Request) error {
 		return registry.Errorf(registry.NotFound, "files are served to GET and HEAD only")
 	}
 	query := r.URL.Query()
-	digest, filename, err := h.signer.Verify(r.URL.Path, query)
+	digest, filename, origin, err := h.signer.VerifyOrigin(r.URL.Path, query)
 	if err != nil {
 		return err
 	}
@@ -179,22 +123,25 @@ func (h *Handler) serveFile(w http.ResponseWriter, r *http.Request) error {
 
 	// A presigned URL is valid for GET only (its signature covers the
 	// method), so a HEAD, which Terraform sends before the GET, is
-	// answered here from the store rather than redirected to a 403.
+	// answered here from the store rather than redirected to a 403. A
+	// blob the fetcher has yet to fetch is streamed below as it is
+	// verified: only a stored (verified) blob is redirected to.
 	if h.presigner != nil && r.Method == http.MethodGet {
+		stored := true
 		if h.fetcher != nil {
 			if _, err := h.blobs.Stat(r.Context(), digest); registry.IsKind(err, registry.NotFound) {
-				if err := h.fetch(r.Context(), digest, filename); err != nil {
-					return err
-				}
+				stored = false
 			}
 		}
-		target, err := h.presigner.PresignGet(r.Context(), digest, filename, max(remaining, time.Minute))
-		if err != nil {
-			return err
+		if stored {
+			target, err := h.presigner.PresignGet(r.Context(), digest, filename, max(remaining, time.Minute))
+			if err != nil {
+				return err
+			}
+			hdr.Set("Cache-Control", "no-store")
+			http.Redirect(w, r, target, http.StatusFound)
+			return nil
 		}
-		hdr.Set("Cache-Control", "no-store")
-		http.Redirect(w, r, target, http.StatusFound)
-		return nil
 	}
 
 	setHeaders := func() {
@@ -209,38 +156,19 @@ func (h *Handler) serveFile(w http.ResponseWriter, r *http.Request) error {
 	blob, err := h.blobs.Open(r.Context(), digest)
 	if registry.IsKind(err, registry.NotFound) && h.fetcher != nil {
 		if r.Method == http.MethodGet {
-			// The request that makes the fetcher download the blob gets
-			// its bytes as they arrive; the others wait for it to be stored.
-			sw := &streamWriter{w: w, setHeaders: setHeaders}
-			_, err = h.fetcher.StreamPackage(r.Context(), digest, filename, sw)
-			switch started := sw.close(); {
-			case started && err != nil:
-				// Some bytes went out unverified and the rest never will:
-				// the client must see a broken download, not a short one.
-				h.log.WarnContext(r.Context(), "aborting a streamed download", "file", filename, "error", registry.Message(err))
-				panic(http.ErrAbortHandler)
-			case started:
-				return nil
-			case registry.IsKind(err, registry.NotFound):
-				err = registry.Errorf(registry.NotFound, "file %s is not stored on this registry (blob %s is missing)", filename, digest)
-			}
-		} else {
-			// A HEAD (which clients send before their GET) is answered
-			// from what the fetcher knows, without fetching: the GET that
-			// follows streams the package while it is fetched.
-			known, herr := h.fetcher.HasPackage(r.Context(), digest)
-			switch {
-			case herr != nil:
-				return herr
-			case known:
-				setHeaders()
-				w.WriteHeader(http.StatusOK)
-				return nil
-			}
-			err = registry.Errorf(registry.NotFound, "file %s is not stored on this registry (blob %s is missing)", filename, digest)
+			return h.stream(w, r, origin, digest, filename, setHeaders)
 		}
-		if err == nil {
-			blob, err = h.blobs.Open(r.Context(), digest)
+		// A HEAD (which clients send before their GET) is answered from
+		// what the fetcher knows, without fetching: the GET that follows
+		// streams the package while it is fetched.
+		known, err := h.fetcher.HasPackage(r.Context(), origin, digest)
+		if err != nil {
+			return err
+		}
+		if known {
+			setHeaders()
+			w.WriteHeader(http.StatusOK)
+			return nil
 		}
 	}
 	if registry.IsKind(err, registry.NotFound) {
@@ -258,13 +186,62 @@ func (h *Handler) serveFile(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// fetch asks the Fetcher for a blob that is not stored.
-func (h *Handler) fetch(ctx context.Context, digest, filename string) error {
-	err := h.fetcher.FetchPackage(ctx, digest, filename)
+// stream answers a GET of a blob the fetcher fetches with its bytes as
+// they arrive. An error before the first byte is answered as usual; after
+// it, the response is aborted (panic(http.ErrAbortHandler): a reset
+// HTTP/2 stream, an HTTP/1.1 connection closed before its Content-Length
+// or final chunk), so that a client never takes a refused or short
+// package for a whole one. The fetcher keeps the last bytes back until
+// the blob is verified, so an unverified response never has all of them.
+func (h *Handler) stream(w http.ResponseWriter, r *http.Request, origin, digest, filename string, setHeaders func()) error {
+	body, size, err := h.fetcher.OpenPackage(r.Context(), origin, digest)
 	if registry.IsKind(err, registry.NotFound) {
 		return registry.Errorf(registry.NotFound, "file %s is not stored on this registry (blob %s is missing)", filename, digest)
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	defer body.Close()
+	buf := make([]byte, 32<<10)
+	n, err := body.Read(buf)
+	for n == 0 && err == nil {
+		n, err = body.Read(buf)
+	}
+	if n == 0 && err != io.EOF {
+		return err // nothing was sent: the status says what failed
+	}
+	setHeaders()
+	if size >= 0 {
+		w.Header().Set("Content-Length", strconv.FormatInt(size, 10))
+	}
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	for {
+		if n > 0 {
+			// A slow client holds up no one (every request reads the
+			// staged file at its own pace), but one that takes no chunk
+			// for streamWriteTimeout is dropped.
+			_ = rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+			_, werr := w.Write(buf[:n])
+			if werr == nil {
+				werr = rc.Flush()
+			}
+			if werr != nil {
+				panic(http.ErrAbortHandler) // the client is gone or stalled: never end its response cleanly
+			}
+		}
+		switch {
+		case err == io.EOF:
+			_ = rc.SetWriteDeadline(time.Time{})
+			return nil
+		case err != nil:
+			// Some bytes went out unverified and the rest never will:
+			// the client must see a broken download, not a short one.
+			h.log.WarnContext(r.Context(), "aborting a streamed download", "file", filename, "error", registry.Message(err))
+			panic(http.ErrAbortHandler)
+		}
+		n, err = body.Read(buf)
+	}
 }
 
 // rangeErrorWriter turns the one error http.ServeContent answers itself

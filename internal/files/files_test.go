@@ -290,52 +290,46 @@ func BenchmarkServe50MiB(b *testing.B) {
 	}
 }
 
-// fakeFetcher stores the blobs it knows when asked, counting the calls.
+// fakeFetcher streams the blobs it knows and stores each once it was
+// read whole, counting the calls.
 type fakeFetcher struct {
-	blobs store.Blobs
-	known map[string][]byte // digest -> content
-	err   error             // returned instead when set
-	calls atomic.Int64
+	blobs  store.Blobs
+	known  map[string][]byte // digest -> content
+	err    error             // returned instead when set
+	calls  atomic.Int64
+	origin atomic.Value // the last origin asked for
 
-	breakAfterHalf bool
+	breakAfterHalf bool // the stream fails after half of the content
 }
 
-func (f *fakeFetcher) HasPackage(ctx context.Context, digest string) (bool, error) {
+func (f *fakeFetcher) HasPackage(ctx context.Context, origin, digest string) (bool, error) {
 	_, ok := f.known[digest]
 	return ok, f.err
 }
 
-func (f *fakeFetcher) FetchPackage(ctx context.Context, digest, filename string) error {
-	_, err := f.StreamPackage(ctx, digest, filename, nil)
-	return err
-}
-
-// StreamPackage writes the content to into (all of it, or half when
-// breakAfterHalf is set, then fails) before storing it.
-func (f *fakeFetcher) StreamPackage(ctx context.Context, digest, filename string, into io.Writer) (bool, error) {
+func (f *fakeFetcher) OpenPackage(ctx context.Context, origin, digest string) (io.ReadCloser, int64, error) {
 	f.calls.Add(1)
+	f.origin.Store(origin)
 	if f.err != nil {
-		return false, f.err
+		return nil, 0, f.err
 	}
 	content, ok := f.known[digest]
 	if !ok {
-		return false, registry.Errorf(registry.NotFound, "unknown")
+		return nil, 0, registry.Errorf(registry.NotFound, "unknown")
 	}
-	if into != nil {
-		if s, ok := into.(interface{ SetContentLength(int64) }); ok {
-			s.SetContentLength(int64(len(content)))
-		}
-		if f.breakAfterHalf {
-			into.Write(content[:len(content)/2])
-			return true, registry.Errorf(registry.Unavailable, "upstream sent a package that does not match SHA256SUMS")
-		}
+	if f.breakAfterHalf {
+		return io.NopCloser(io.MultiReader(bytes.NewReader(content[:len(content)/2]),
+			errReader{registry.Errorf(registry.UpstreamInvalid, "upstream sent a package that does not match SHA256SUMS")})), int64(len(content)), nil
 	}
-	if err := f.blobs.Put(ctx, digest, int64(len(content)), bytes.NewReader(content)); err != nil || into == nil {
-		return false, err
+	if err := f.blobs.Put(ctx, digest, int64(len(content)), bytes.NewReader(content)); err != nil {
+		return nil, 0, err
 	}
-	into.Write(content)
-	return true, nil
+	return io.NopCloser(bytes.NewReader(content)), int64(len(content)), nil
 }
+
+type errReader struct{ err error }
+
+func (r errReader) Read([]byte) (int, error) { return 0, r.err }
 
 func TestStreamedFetch(t *testing.T) {
 	blobs := openBlobs(t)
@@ -344,10 +338,14 @@ func TestStreamedFetch(t *testing.T) {
 	digest := hex.EncodeToString(sum[:])
 	fetcher := &fakeFetcher{blobs: blobs, known: map[string][]byte{digest: content}}
 	f := newFixture(t, false, blobs, fetcher)
-	resp, body := f.get(t, http.MethodGet, f.signer.Path(digest, zipName))
+	const origin = "registry.example.com/acme/widget/1.2.0/linux_amd64"
+	resp, body := f.get(t, http.MethodGet, f.signer.PathFrom(digest, zipName, origin))
 	if resp.StatusCode != http.StatusOK || !bytes.Equal(body, content) || resp.ContentLength != int64(len(content)) ||
 		resp.Header.Get("ETag") != `"`+digest+`"` || resp.Header.Get("Content-Type") != "application/zip" {
 		t.Errorf("streamed download: status %d, %d bytes, Content-Length %d, header %v", resp.StatusCode, len(body), resp.ContentLength, resp.Header)
+	}
+	if got := fetcher.origin.Load(); got != origin {
+		t.Errorf("the fetcher was asked for origin %q, want the signed URL's %q", got, origin)
 	}
 
 	broken := bytes.Repeat([]byte("tampered "), 5000)
@@ -377,19 +375,21 @@ func TestFetcherFillsMissingBlobs(t *testing.T) {
 		fetcher := &fakeFetcher{blobs: blobs, known: map[string][]byte{digest: content}}
 		f := newFixture(t, redirect, blobs, fetcher)
 
+		// A blob being fetched is streamed, with redirects too: only a
+		// stored (verified) blob is redirected to.
 		resp, body := f.get(t, http.MethodGet, f.signer.Path(digest, zipName))
-		switch {
-		case redirect && resp.StatusCode != http.StatusFound:
-			t.Errorf("redirect: status %d %s, want 302 once fetched", resp.StatusCode, body)
-		case !redirect && (resp.StatusCode != http.StatusOK || !bytes.Equal(body, content)):
-			t.Errorf("status %d, %d bytes: want the fetched blob", resp.StatusCode, len(body))
+		if resp.StatusCode != http.StatusOK || !bytes.Equal(body, content) {
+			t.Errorf("redirect %v: status %d, %d bytes: want the fetched blob", redirect, resp.StatusCode, len(body))
 		}
 		if _, err := blobs.Stat(context.Background(), digest); err != nil || fetcher.calls.Load() != 1 {
 			t.Errorf("redirect %v: blob after the first request: %v, %d fetches", redirect, err, fetcher.calls.Load())
 		}
-		f.get(t, http.MethodGet, f.signer.Path(digest, zipName))
+		resp, _ = f.get(t, http.MethodGet, f.signer.Path(digest, zipName))
 		if fetcher.calls.Load() != 1 {
 			t.Errorf("redirect %v: a stored blob was fetched again", redirect)
+		}
+		if redirect && resp.StatusCode != http.StatusFound {
+			t.Errorf("redirect: a stored blob answered %d, want 302", resp.StatusCode)
 		}
 
 		unknown := strings.Repeat("ab", 32)
@@ -400,6 +400,11 @@ func TestFetcherFillsMissingBlobs(t *testing.T) {
 		other := strings.Repeat("cd", 32)
 		if resp, body := f.get(t, http.MethodGet, f.signer.Path(other, zipName)); resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "registry.example.com") {
 			t.Errorf("redirect %v: upstream down: status %d %s, want 503 naming the upstream", redirect, resp.StatusCode, body)
+		}
+		// A refusal is permanent: 502, not "try again later".
+		fetcher.err = registry.Errorf(registry.UpstreamInvalid, "upstream registry.example.com sent a package that does not match its signed SHA256SUMS")
+		if resp, body := f.get(t, http.MethodGet, f.signer.Path(other, zipName)); resp.StatusCode != http.StatusBadGateway || resp.Header.Get("Retry-After") != "" || strings.Contains(string(body), "temporarily") {
+			t.Errorf("redirect %v: refused package: status %d, Retry-After %q, %s; want 502 without a retry hint", redirect, resp.StatusCode, resp.Header.Get("Retry-After"), body)
 		}
 	}
 }

@@ -42,6 +42,10 @@ func Status(kind registry.Kind) int {
 		return http.StatusRequestEntityTooLarge
 	case registry.Unavailable:
 		return http.StatusServiceUnavailable
+	case registry.UpstreamInvalid:
+		// The gateway got an invalid answer from upstream: not "try again
+		// later" (no Retry-After), the refusal stands until it changes.
+		return http.StatusBadGateway
 	default:
 		return http.StatusInternalServerError
 	}
@@ -68,7 +72,7 @@ func WriteError(log *slog.Logger, w http.ResponseWriter, r *http.Request, err er
 	// driver's or an SDK's may name hosts, queries or files): the log has
 	// the whole chain.
 	switch {
-	case kind == registry.Internal || kind == registry.Unavailable:
+	case kind == registry.Internal || kind == registry.Unavailable || kind == registry.UpstreamInvalid:
 		log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
 	case registry.HidesCause(err):
 		log.InfoContext(r.Context(), "request refused", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)

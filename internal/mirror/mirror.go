@@ -13,9 +13,13 @@
 //
 // A version is fetched (its SHA256SUMS, signature and platforms) when a
 // client first asks for its mirror document; each package when a client
-// first downloads it, through the signed file URL of that document
-// (FetchPackage). However many clients ask at once, each version and each
-// package is fetched from the upstream once.
+// first downloads it, through the signed file URL of that document, which
+// names the provider version and platform it was listed for (OpenPackage,
+// FetchPackage): a package is fetched from the upstream of the provider
+// asked for. However many clients ask at once, each version and each
+// package is fetched from the upstream once, and every client gets the
+// package's bytes as they arrive; the end of them only once all matched
+// the signed SHA256SUMS (download.go).
 //
 // When an upstream cannot be reached, the versions the mirror holds a
 // package of keep being listed and installed; anything else fails with an
@@ -59,6 +63,7 @@ const (
 	DefaultConfigTTL    = 5 * time.Second
 	DefaultVersionsTTL  = time.Minute
 	DefaultFetchTimeout = 30 * time.Minute
+	DefaultIdleTimeout  = time.Minute
 )
 
 // Options configures a Mirror.
@@ -82,6 +87,10 @@ type Options struct {
 	// VersionsTTL is how long an upstream's versions document is used
 	// before it is fetched again (DefaultVersionsTTL).
 	VersionsTTL time.Duration
+	// IdleTimeout is how long a package download waits for the
+	// upstream's next bytes (or its answer) before it gives up
+	// (DefaultIdleTimeout). A download takes DefaultFetchTimeout at most.
+	IdleTimeout time.Duration
 	Logger      *slog.Logger
 	// Metrics receives the mirror's collectors (nil: none).
 	Metrics prometheus.Registerer
@@ -104,6 +113,10 @@ type Mirror struct {
 
 	flights singleflight.Group
 	metrics *metrics
+
+	fetchTimeout time.Duration
+	dlMu         sync.Mutex
+	downloads    map[string]*download // running package downloads by origin
 }
 
 type provider struct{ host, namespace, typ string }
@@ -124,6 +137,9 @@ func New(opt Options) (*Mirror, error) {
 	if opt.VersionsTTL <= 0 {
 		opt.VersionsTTL = DefaultVersionsTTL
 	}
+	if opt.IdleTimeout <= 0 {
+		opt.IdleTimeout = DefaultIdleTimeout
+	}
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
@@ -139,7 +155,8 @@ func New(opt Options) (*Mirror, error) {
 	}
 	m := &Mirror{
 		opt: opt, log: log, stage: staging.Dir{Path: opt.TempDir, Prefix: "mirror-"},
-		versions: make(map[provider]cachedVersions),
+		versions: make(map[provider]cachedVersions), fetchTimeout: DefaultFetchTimeout,
+		downloads: make(map[string]*download),
 	}
 	var err error
 	if m.metrics, err = newMetrics(opt.Metrics); err != nil {
@@ -404,7 +421,7 @@ func (m *Mirror) fetchVersion(ctx context.Context, u *upstream, p provider, vers
 	}
 	listed, err := release.ParseSHA256SUMS(sums)
 	if err != nil {
-		return registry.MirroredVersion{}, registry.Errorf(registry.Unavailable, "upstream %s: the SHA256SUMS of %s/%s %s does not parse: %s", p.host, p.namespace, p.typ, version, registry.Message(err))
+		return registry.MirroredVersion{}, registry.Errorf(registry.UpstreamInvalid, "upstream %s: the SHA256SUMS of %s/%s %s does not parse: %s", p.host, p.namespace, p.typ, version, registry.Message(err))
 	}
 	byName := make(map[string]string, len(listed))
 	for _, s := range listed {
@@ -431,7 +448,7 @@ func (m *Mirror) fetchVersion(ctx context.Context, u *upstream, p provider, vers
 		mv.Platforms = append(mv.Platforms, registry.Platform{OS: pl.OS, Arch: pl.Arch, Filename: name, SHA256: sum})
 	}
 	if len(mv.Platforms) == 0 {
-		return registry.MirroredVersion{}, registry.Errorf(registry.Unavailable, "upstream %s: the SHA256SUMS of %s/%s %s lists none of its platforms' packages", p.host, p.namespace, p.typ, version)
+		return registry.MirroredVersion{}, registry.Errorf(registry.UpstreamInvalid, "upstream %s: the SHA256SUMS of %s/%s %s lists none of its platforms' packages", p.host, p.namespace, p.typ, version)
 	}
 	for _, b := range [][]byte{sums, sig} {
 		if err := m.opt.Blobs.Put(ctx, digestOf(b), int64(len(b)), strings.NewReader(string(b))); err != nil {
@@ -472,15 +489,25 @@ func (m *Mirror) fetchSums(ctx context.Context, u *upstream, p provider, version
 		keys = append(keys, registry.SigningKey{Namespace: p.namespace, KeyID: k.KeyID, ASCIIArmor: k.ASCIIArmor})
 	}
 	if len(keys) == 0 {
-		return nil, nil, key, registry.Errorf(registry.Unavailable, "upstream %s lists no signing key for %s/%s %s: refusing to mirror a release that cannot be verified", p.host, p.namespace, p.typ, version)
+		return nil, nil, key, registry.Errorf(registry.UpstreamInvalid, "upstream %s lists no signing key for %s/%s %s: refusing to mirror a release that cannot be verified", p.host, p.namespace, p.typ, version)
 	}
 	made, err := signing.SignatureTime(sig)
 	if err == nil {
 		key, err = signing.VerifyDetachedAt(keys, sums, sig, made)
 	}
-	if err != nil {
+	var unknown *signing.UnknownIssuerError
+	switch {
+	case errors.As(err, &unknown):
+		// Not "add the key": a key only the upstream vouches for is no
+		// reason to trust a release, the mirror's operator must not be
+		// nudged to trust it.
 		m.metrics.refused.WithLabelValues(p.host).Inc()
-		return nil, nil, key, registry.Errorf(registry.Unavailable, "upstream %s: the SHA256SUMS of %s/%s %s does not verify with the keys its download document lists (%s); nothing was mirrored",
+		return nil, nil, key, registry.Errorf(registry.UpstreamInvalid, "upstream %s: the SHA256SUMS of %s/%s %s is signed by key %s, which is none of the keys its download document lists; refused, nothing was mirrored. "+
+			"Do not trust that key because the upstream serves it: verify it out of band with the provider's publisher",
+			p.host, p.namespace, p.typ, version, unknown.Issuer)
+	case err != nil:
+		m.metrics.refused.WithLabelValues(p.host).Inc()
+		return nil, nil, key, registry.Errorf(registry.UpstreamInvalid, "upstream %s: the SHA256SUMS of %s/%s %s does not verify with the keys its download document lists (%s); refused, nothing was mirrored",
 			p.host, p.namespace, p.typ, version, registry.Message(err))
 	}
 	return sums, sig, key, nil
@@ -493,86 +520,98 @@ func (m *Mirror) fetchErr(p provider, version, what string, err error) error {
 	return registry.Errorf(registry.Unavailable, "%s; %s/%s/%s %s is not held by this mirror", registry.Message(err), p.host, p.namespace, p.typ, version)
 }
 
-// FetchPackage makes the package with the given digest available in the
-// blob store when it belongs to a mirrored version the mirror does not
-// hold a package of yet: it downloads it from the upstream, checks it
-// against the verified SHA256SUMS, computes its h1 hash and stores it.
-// NotFound when no mirrored package has that digest. Concurrent calls for
-// one digest share one download; each caller may give up with its ctx.
-func (m *Mirror) FetchPackage(ctx context.Context, digest, filename string) error {
-	_, err := m.StreamPackage(ctx, digest, filename, nil)
-	return err
+// FetchPackage makes the package of one platform of a mirrored version
+// available in the blob store when the mirror does not hold it yet: it
+// downloads it from the upstream of o.Host, checks it against the
+// verified SHA256SUMS, computes its h1 hash and stores it. NotFound when
+// no mirrored version has that platform. Concurrent calls (and
+// OpenPackage) for one package share one download; each caller may give
+// up with its ctx, the download goes on.
+func (m *Mirror) FetchPackage(ctx context.Context, o registry.PackageOrigin) error {
+	mv, pl, err := m.findPackage(ctx, o.String(), "")
+	if err != nil {
+		return err
+	}
+	d := m.join(mv, pl)
+	defer d.release()
+	if err := d.wait(ctx, func() bool { return d.done }); err != nil {
+		return err
+	}
+	return d.err
 }
 
-// HasPackage reports whether a mirrored version has a package with the
-// given digest (which FetchPackage can then fetch).
-func (m *Mirror) HasPackage(ctx context.Context, digest string) (bool, error) {
-	_, _, err := m.opt.Index.FindMirroredPackage(ctx, digest)
+// HasPackage reports whether origin (a registry.PackageOrigin's String;
+// "" for a signed URL issued without one) names a mirrored package with
+// the given digest, which OpenPackage can then fetch.
+func (m *Mirror) HasPackage(ctx context.Context, origin, digest string) (bool, error) {
+	_, _, err := m.findPackage(ctx, origin, digest)
 	if registry.IsKind(err, registry.NotFound) {
 		return false, nil
 	}
 	return err == nil, err
 }
 
-// StreamPackage is FetchPackage that also writes the package to into as
-// it arrives from the upstream, when this call is the one that downloads
-// it (streamed is then true; the others wait for the download and get
-// false). Bytes written to into are not checked yet: when err is not nil
-// after some were written, the caller must abort its answer. If into has
-// a SetContentLength(int64) method, it is called with the upstream's
-// Content-Length before the first write. Writes to into that fail are
-// dropped: the download goes on for the other callers.
-func (m *Mirror) StreamPackage(ctx context.Context, digest, filename string, into io.Writer) (streamed bool, err error) {
-	mv, pl, err := m.opt.Index.FindMirroredPackage(ctx, digest)
+// findPackage returns the mirrored version and platform that origin
+// names, NotFound if there is none or its package is not digest. An
+// empty origin (a URL signed before URLs carried one) looks the digest
+// up among all mirrored packages.
+func (m *Mirror) findPackage(ctx context.Context, origin, digest string) (registry.MirroredVersion, registry.Platform, error) {
+	if origin == "" {
+		return m.opt.Index.FindMirroredPackage(ctx, digest)
+	}
+	o, err := registry.ParsePackageOrigin(origin)
 	if err != nil {
-		return false, err
+		return registry.MirroredVersion{}, registry.Platform{}, registry.Errorf(registry.NotFound, "%s", registry.Message(err))
 	}
-	// Used only if this call's function runs (it leads the download);
-	// its fields are read after verified is closed or the result arrives.
-	var tee *teeWriter
-	verified := make(chan struct{})
-	ch := m.flights.DoChan("package "+digest, func() (any, error) {
-		if into != nil {
-			tee = &teeWriter{w: into, verified: verified}
-		}
-		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultFetchTimeout)
-		defer cancel()
-		return nil, m.fetchPackage(fctx, mv, pl, tee)
-	})
-	select {
-	case r := <-ch:
-		return tee != nil && tee.started, r.Err
-	case <-verified:
-		// Every byte went to into and matched SHA256SUMS: the caller may
-		// end its answer while the package is stored.
-		return true, nil
-	case <-ctx.Done():
-		return false, registry.Wrap(registry.Unavailable, ctx.Err(), "the request ended while the package was fetched from its upstream; the fetch goes on")
+	mv, err := m.opt.Index.GetMirroredVersion(ctx, o.Host, o.Namespace, o.Type, o.Version)
+	if err != nil {
+		return mv, registry.Platform{}, err
 	}
+	pl, ok := mv.Platform(o.OS, o.Arch)
+	if !ok || digest != "" && pl.SHA256 != digest {
+		return mv, registry.Platform{}, registry.Errorf(registry.NotFound, "the mirror has no package %s of %s", digest, origin)
+	}
+	return mv, pl, nil
 }
 
-// teeWriter copies a download to a caller's writer, dropping the copy
-// after the first failed write.
-type teeWriter struct {
-	w        io.Writer
-	verified chan struct{} // closed once the whole download matched SHA256SUMS
-	started  bool          // a byte was offered
-	failed   bool
-}
-
-func (t *teeWriter) Write(p []byte) (int, error) {
-	t.started = true
-	if !t.failed {
-		if _, err := t.w.Write(p); err != nil {
-			t.failed = true
-		}
+// OpenPackage returns the package that origin names (see HasPackage),
+// which the mirror does not hold yet, as it arrives from the upstream:
+// body's Read gives the last HoldBack bytes only once the whole package
+// matched the signed SHA256SUMS, then io.EOF; any other error means the
+// package was refused or its download failed, and the caller must not let
+// what it passed on look whole (abort the response). size is the
+// upstream's Content-Length, -1 if unknown. OpenPackage returns once the
+// upstream answered, with its error if it failed before. However many
+// callers open one package, it is downloaded once, and each gets its
+// bytes as they arrive. Close body.
+func (m *Mirror) OpenPackage(ctx context.Context, origin, digest string) (body io.ReadCloser, size int64, err error) {
+	mv, pl, err := m.findPackage(ctx, origin, digest)
+	if err != nil {
+		return nil, 0, err
 	}
-	return len(p), nil
+	d := m.join(mv, pl)
+	if err := d.wait(ctx, func() bool { return d.started }); err != nil {
+		d.release()
+		return nil, 0, err
+	}
+	d.mu.Lock()
+	size, failed := d.size, d.failed
+	d.mu.Unlock()
+	if failed != nil {
+		d.release()
+		return nil, 0, failed
+	}
+	return &packageReader{d: d, ctx: ctx}, size, nil
 }
 
-func (m *Mirror) fetchPackage(ctx context.Context, mv registry.MirroredVersion, pl registry.Platform, tee *teeWriter) error {
+// fetchPackage is the work of download d: it downloads d's package into
+// a staged file that d's readers read as it grows, checks it, stores it
+// and records it as held.
+func (m *Mirror) fetchPackage(ctx context.Context, d *download) error {
+	mv, pl := d.mv, d.pl
 	p := provider{mv.Host, mv.Namespace, mv.Type}
 	if size, err := m.opt.Blobs.Stat(ctx, pl.SHA256); err == nil {
+		d.update(func() { d.stored, d.started, d.verified, d.size = true, true, true, size })
 		return m.held(ctx, mv, pl, size, "") // stored by an earlier fetch that stopped before recording it
 	}
 	u, rule, err := m.upstream(ctx, p)
@@ -592,7 +631,7 @@ func (m *Mirror) fetchPackage(ctx context.Context, mv registry.MirroredVersion, 
 	}
 	if dl.SHASum != "" && !strings.EqualFold(dl.SHASum, pl.SHA256) {
 		m.metrics.refused.WithLabelValues(p.host).Inc()
-		return registry.Errorf(registry.Unavailable, "upstream %s: the download document of %s gives checksum %s, but its signed SHA256SUMS lists %s; nothing was mirrored", p.host, pl.Filename, dl.SHASum, pl.SHA256)
+		return registry.Errorf(registry.UpstreamInvalid, "upstream %s: the download document of %s gives checksum %s, but its signed SHA256SUMS lists %s; refused, nothing was mirrored", p.host, pl.Filename, dl.SHASum, pl.SHA256)
 	}
 	target, err := u.resolve(dlURL, dl.DownloadURL)
 	if err != nil {
@@ -602,26 +641,32 @@ func (m *Mirror) fetchPackage(ctx context.Context, mv registry.MirroredVersion, 
 	if err != nil {
 		return registry.Wrap(registry.Internal, err, "creating a staging file for a mirrored package")
 	}
-	defer os.Remove(f.Name())
-	defer f.Close()
-	resp, err := u.open(ctx, target)
+	defer os.Remove(f.Name()) // readers read on through d.f, closed with the last of them
+	d.update(func() { d.f = f })
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	idle := newIdleBody(m.opt.IdleTimeout, cancel, fmt.Sprintf("upstream %s (%s)", p.host, pl.Filename))
+	defer idle.stop()
+	resp, err := u.open(rctx, target)
 	if err != nil {
 		m.metrics.upstream(p.host, "package", err)
+		if idle.errStalled(err) {
+			err = idle.stallErr(err)
+		}
 		return m.fetchErr(p, mv.Version, pl.Filename, err)
 	}
 	defer resp.Body.Close()
+	size := resp.ContentLength
+	if size < 0 {
+		size = -1
+	}
+	d.update(func() { d.started, d.size = true, size })
 	limit := m.opt.MaxPackageBytes
 	if limit <= 0 {
 		limit = 1 << 30
 	}
-	body := io.Reader(resp.Body)
-	if tee != nil {
-		if s, ok := tee.w.(interface{ SetContentLength(int64) }); ok && resp.ContentLength > 0 {
-			s.SetContentLength(resp.ContentLength)
-		}
-		body = io.TeeReader(resp.Body, tee)
-	}
-	n, got, err := staging.Copy(f, body, limit, pl.Filename)
+	idle.r = resp.Body
+	n, got, err := staging.Copy(d, idle, limit, pl.Filename)
 	m.metrics.upstream(p.host, "package", err)
 	if err != nil { // a package over the limit too: the client asked for nothing too large
 		return registry.Errorf(registry.Unavailable, "upstream %s: downloading %s failed: %s", p.host, pl.Filename, registry.Message(err))
@@ -629,18 +674,18 @@ func (m *Mirror) fetchPackage(ctx context.Context, mv registry.MirroredVersion, 
 	m.metrics.bytes.WithLabelValues(p.host).Add(float64(n))
 	if got != pl.SHA256 {
 		m.metrics.refused.WithLabelValues(p.host).Inc()
-		return registry.Errorf(registry.Unavailable, "upstream %s sent %s with checksum %s, but its signed SHA256SUMS lists %s: refused, nothing was mirrored", p.host, pl.Filename, got, pl.SHA256)
+		return registry.Errorf(registry.UpstreamInvalid, "upstream %s sent %s with checksum %s, but its signed SHA256SUMS lists %s: refused, nothing was mirrored", p.host, pl.Filename, got, pl.SHA256)
 	}
-	if tee != nil && tee.started {
-		close(tee.verified) // the streaming client has all of it, checked; storing goes on
-	}
+	// Every byte matched SHA256SUMS: the readers may end their answers
+	// while the package is stored.
+	d.update(func() { d.verified = true })
 	if err := f.Sync(); err != nil {
 		return registry.Wrap(registry.Internal, err, "writing a mirrored package")
 	}
 	h1, err := release.PackageHash(f.Name())
 	if err != nil {
 		m.metrics.refused.WithLabelValues(p.host).Inc()
-		return registry.Errorf(registry.Unavailable, "upstream %s sent %s, which is not a zip archive (%s)", p.host, pl.Filename, registry.Message(err))
+		return registry.Errorf(registry.UpstreamInvalid, "upstream %s sent %s, which is not a zip archive (%s)", p.host, pl.Filename, registry.Message(err))
 	}
 	if err := staging.Store(ctx, m.opt.Blobs, got, n, f.Name()); err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/pem"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -178,6 +179,11 @@ func (f *fixture) version(t *testing.T) registry.ProviderVersion {
 	return v
 }
 
+// origin names platform pl of the upstream's hashicorp/random 3.1.0.
+func (f *fixture) origin(pl registry.Platform) registry.PackageOrigin {
+	return registry.PackageOrigin{Host: upstreamHost, Namespace: "hashicorp", Type: "random", Version: "3.1.0", OS: pl.OS, Arch: pl.Arch}
+}
+
 func (f *fixture) platform(t *testing.T, v registry.ProviderVersion, p string) registry.Platform {
 	t.Helper()
 	os, arch, _ := strings.Cut(p, "_")
@@ -216,7 +222,7 @@ func TestFetchVerifyHold(t *testing.T) {
 	}
 
 	linux := f.platform(t, v, "linux_amd64")
-	if err := f.m.FetchPackage(ctx, linux.SHA256, linux.Filename); err != nil {
+	if err := f.m.FetchPackage(ctx, f.origin(linux)); err != nil {
 		t.Fatal(err)
 	}
 	if size, err := f.blobs.Stat(ctx, linux.SHA256); err != nil || size != int64(len(f.up.rel.ByName(linux.Filename))) {
@@ -236,11 +242,11 @@ func TestFetchVerifyHold(t *testing.T) {
 	}
 	// A second fetch of a held package does not download it again.
 	gets := f.up.archiveGets.Load()
-	if err := f.m.FetchPackage(ctx, linux.SHA256, linux.Filename); err != nil || f.up.archiveGets.Load() != gets {
+	if err := f.m.FetchPackage(ctx, f.origin(linux)); err != nil || f.up.archiveGets.Load() != gets {
 		t.Errorf("second FetchPackage: %v after %d more downloads", err, f.up.archiveGets.Load()-gets)
 	}
-	if err := f.m.FetchPackage(ctx, strings.Repeat("0", 64), "other.zip"); !registry.IsKind(err, registry.NotFound) {
-		t.Errorf("FetchPackage of an unknown digest: %v, want NotFound", err)
+	if err := f.m.FetchPackage(ctx, registry.PackageOrigin{Host: upstreamHost, Namespace: "hashicorp", Type: "random", Version: "3.1.0", OS: "plan9", Arch: "amd64"}); !registry.IsKind(err, registry.NotFound) {
+		t.Errorf("FetchPackage of an unknown package: %v, want NotFound", err)
 	}
 }
 
@@ -262,7 +268,7 @@ func TestTamperedSignatureStoresNothing(t *testing.T) {
 	ctx := context.Background()
 	f.up.tamperSig.Store(true)
 	_, err := f.m.MirroredVersion(ctx, upstreamHost, "hashicorp", "random", "3.1.0")
-	if !registry.IsKind(err, registry.Unavailable) || !strings.Contains(registry.Message(err), "does not verify") {
+	if !registry.IsKind(err, registry.UpstreamInvalid) || !strings.Contains(registry.Message(err), "does not verify") {
 		t.Fatalf("MirroredVersion with a bad signature: %v, want a refusal", err)
 	}
 	if _, err := f.idx.GetMirroredVersion(ctx, upstreamHost, "hashicorp", "random", "3.1.0"); !registry.IsKind(err, registry.NotFound) {
@@ -281,8 +287,8 @@ func TestTamperedPackageStoresNothing(t *testing.T) {
 	v := f.version(t)
 	f.up.tamperZip.Store(true)
 	pl := f.platform(t, v, "darwin_arm64")
-	err := f.m.FetchPackage(ctx, pl.SHA256, pl.Filename)
-	if !registry.IsKind(err, registry.Unavailable) || !strings.Contains(registry.Message(err), "signed SHA256SUMS lists") {
+	err := f.m.FetchPackage(ctx, f.origin(pl))
+	if !registry.IsKind(err, registry.UpstreamInvalid) || !strings.Contains(registry.Message(err), "signed SHA256SUMS lists") {
 		t.Fatalf("FetchPackage of a tampered package: %v, want a refusal", err)
 	}
 	if _, err := f.blobs.Stat(ctx, pl.SHA256); !registry.IsKind(err, registry.NotFound) {
@@ -299,7 +305,7 @@ func TestUpstreamDown(t *testing.T) {
 	ctx := context.Background()
 	v := f.version(t)
 	pl := f.platform(t, v, "linux_amd64")
-	if err := f.m.FetchPackage(ctx, pl.SHA256, pl.Filename); err != nil {
+	if err := f.m.FetchPackage(ctx, f.origin(pl)); err != nil {
 		t.Fatal(err)
 	}
 	f.up.down.Store(true)
@@ -312,7 +318,7 @@ func TestUpstreamDown(t *testing.T) {
 		t.Errorf("MirroredVersion of a held version with the upstream down: %v", err)
 	}
 	other := f.platform(t, v, "darwin_arm64")
-	if err := f.m.FetchPackage(ctx, other.SHA256, other.Filename); !registry.IsKind(err, registry.Unavailable) || !strings.Contains(registry.Message(err), upstreamHost) {
+	if err := f.m.FetchPackage(ctx, f.origin(other)); !registry.IsKind(err, registry.Unavailable) || !strings.Contains(registry.Message(err), upstreamHost) {
 		t.Errorf("FetchPackage of a package not held with the upstream down: %v, want Unavailable naming the upstream", err)
 	}
 	if _, err := f.m.MirroredVersion(ctx, upstreamHost, "hashicorp", "random", "2.0.0"); !registry.IsKind(err, registry.Unavailable) {
@@ -329,7 +335,7 @@ func TestConcurrentFetchesDownloadOnce(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make(chan error, 50)
 	for range 50 {
-		wg.Go(func() { errs <- f.m.FetchPackage(ctx, pl.SHA256, pl.Filename) })
+		wg.Go(func() { errs <- f.m.FetchPackage(ctx, f.origin(pl)) })
 	}
 	for f.up.archiveGets.Load() == 0 {
 		time.Sleep(time.Millisecond) // wait for the download to start; the assertion does not depend on timing
@@ -390,26 +396,51 @@ func TestMatchAndCheckRule(t *testing.T) {
 	}
 }
 
-func TestStreamPackage(t *testing.T) {
+func TestOpenPackage(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	v := f.version(t)
 	pl := f.platform(t, v, "linux_amd64")
-	var got bytes.Buffer
-	streamed, err := f.m.StreamPackage(ctx, pl.SHA256, pl.Filename, &got)
-	if err != nil || !streamed || !bytes.Equal(got.Bytes(), f.up.rel.ByName(pl.Filename)) {
-		t.Fatalf("StreamPackage: streamed %v, %d bytes, %v; want the whole package streamed", streamed, got.Len(), err)
+	body, size, err := f.m.OpenPackage(ctx, f.origin(pl).String(), pl.SHA256)
+	if err != nil {
+		t.Fatal(err)
 	}
-	got.Reset()
-	if streamed, err := f.m.StreamPackage(ctx, pl.SHA256, pl.Filename, &got); err != nil || streamed || got.Len() != 0 {
-		t.Errorf("StreamPackage of a held package: streamed %v, %d bytes, %v; want nothing streamed", streamed, got.Len(), err)
+	got, err := io.ReadAll(body)
+	body.Close()
+	want := f.up.rel.ByName(pl.Filename)
+	if err != nil || !bytes.Equal(got, want) || size != int64(len(want)) {
+		t.Fatalf("OpenPackage: %d bytes (size %d), %v; want the whole package of %d", len(got), size, err, len(want))
+	}
+	// The readers may get the end before the package is stored: a fetch
+	// waits for it (joining the download, or finding it stored).
+	if err := f.m.FetchPackage(ctx, f.origin(pl)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.blobs.Stat(ctx, pl.SHA256); err != nil {
+		t.Errorf("the package read is not stored: %v", err)
+	}
+	if known, err := f.m.HasPackage(ctx, f.origin(pl).String(), strings.Repeat("0", 64)); known || err != nil {
+		t.Errorf("HasPackage of another digest under the origin: %v, %v", known, err)
+	}
+	if _, _, err := f.m.OpenPackage(ctx, "nonsense", pl.SHA256); !registry.IsKind(err, registry.NotFound) {
+		t.Errorf("OpenPackage of a malformed origin: %v, want NotFound", err)
 	}
 
+	// A tampered package smaller than HoldBack is refused before a byte
+	// of it can be read.
 	f.up.tamperZip.Store(true)
 	other := f.platform(t, v, "darwin_arm64")
-	streamed, err = f.m.StreamPackage(ctx, other.SHA256, other.Filename, &got)
-	if err == nil || !streamed {
-		t.Errorf("StreamPackage of a tampered package: streamed %v, %v; want the bytes streamed and an error, so the caller aborts", streamed, err)
+	body, _, err = f.m.OpenPackage(ctx, f.origin(other).String(), other.SHA256)
+	if err == nil {
+		var n int
+		n, err = body.Read(make([]byte, 1<<20))
+		body.Close()
+		if n != 0 {
+			t.Errorf("read %d bytes of a tampered package", n)
+		}
+	}
+	if !registry.IsKind(err, registry.UpstreamInvalid) {
+		t.Errorf("reading a tampered package: %v, want UpstreamInvalid", err)
 	}
 }
 
@@ -421,7 +452,7 @@ func TestHeldWithoutUpstream(t *testing.T) {
 	ctx := context.Background()
 	v := f.version(t)
 	pl := f.platform(t, v, "linux_amd64")
-	if err := f.m.FetchPackage(ctx, pl.SHA256, pl.Filename); err != nil {
+	if err := f.m.FetchPackage(ctx, f.origin(pl)); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.idx.DeleteMirrorUpstream(ctx, upstreamHost); err != nil {
@@ -435,7 +466,7 @@ func TestHeldWithoutUpstream(t *testing.T) {
 		t.Errorf("MirroredVersion of a held version after the upstream was removed: %v", err)
 	}
 	other := f.platform(t, v, "darwin_arm64")
-	if err := f.m.FetchPackage(ctx, other.SHA256, other.Filename); !registry.IsKind(err, registry.Unavailable) || !strings.Contains(registry.Message(err), "not one of its upstream registries") {
+	if err := f.m.FetchPackage(ctx, f.origin(other)); !registry.IsKind(err, registry.Unavailable) || !strings.Contains(registry.Message(err), "not one of its upstream registries") {
 		t.Errorf("FetchPackage without an upstream: %v", err)
 	}
 	if _, err := f.m.MirroredVersions(ctx, upstreamHost, "hashicorp", "other"); !registry.IsKind(err, registry.NotFound) {
@@ -455,7 +486,7 @@ func TestHostileUpstreamDocuments(t *testing.T) {
 	}
 	f.up.plainHTTP.Store(true)
 	pl := f.platform(t, v, "linux_amd64")
-	if err := f.m.FetchPackage(ctx, pl.SHA256, pl.Filename); !registry.IsKind(err, registry.Unavailable) || !strings.Contains(registry.Message(err), "not an https URL") {
+	if err := f.m.FetchPackage(ctx, f.origin(pl)); !registry.IsKind(err, registry.Unavailable) || !strings.Contains(registry.Message(err), "not an https URL") {
 		t.Errorf("FetchPackage with an http download URL: %v", err)
 	}
 	if _, err := f.blobs.Stat(ctx, pl.SHA256); !registry.IsKind(err, registry.NotFound) {
@@ -479,7 +510,7 @@ func TestNarrowedRuleStopsFetches(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.m.Reload()
-	if err := f.m.FetchPackage(ctx, pl.SHA256, pl.Filename); !registry.IsKind(err, registry.NotFound) || !strings.Contains(registry.Message(err), "~> 2.0") {
+	if err := f.m.FetchPackage(ctx, f.origin(pl)); !registry.IsKind(err, registry.NotFound) || !strings.Contains(registry.Message(err), "~> 2.0") {
 		t.Errorf("FetchPackage of a version the narrowed rule refuses: %v", err)
 	}
 	if n := f.up.archiveGets.Load(); n != 0 {
@@ -495,7 +526,7 @@ func TestPackageOverTheLimit(t *testing.T) {
 	ctx := context.Background()
 	f.m.opt.MaxPackageBytes = 100
 	pl := f.platform(t, f.version(t), "linux_amd64")
-	err := f.m.FetchPackage(ctx, pl.SHA256, pl.Filename)
+	err := f.m.FetchPackage(ctx, f.origin(pl))
 	if !registry.IsKind(err, registry.Unavailable) || !strings.Contains(registry.Message(err), upstreamHost) {
 		t.Errorf("FetchPackage of a package over the limit: %v, want Unavailable naming the upstream", err)
 	}

@@ -19,11 +19,17 @@ const (
 	Forbidden                   // valid credentials without the needed right
 	TooLarge                    // the input exceeds a configured limit
 	Unavailable                 // a backend is unreachable; retry later
+	// UpstreamInvalid: an upstream registry sent something that fails
+	// Trove's checks (a signature that does not verify, a package that
+	// does not match its signed checksum). Refused for good: retrying
+	// does not help until the upstream changes what it sends.
+	UpstreamInvalid
 )
 
 var kindNames = map[Kind]string{
 	Internal: "internal", Invalid: "invalid", NotFound: "not found", Conflict: "conflict",
 	Unauthenticated: "unauthenticated", Forbidden: "forbidden", TooLarge: "too large", Unavailable: "unavailable",
+	UpstreamInvalid: "upstream invalid",
 }
 
 func (k Kind) String() string { return kindNames[k] }
@@ -74,7 +80,7 @@ func IsKind(err error, kind Kind) bool { return err != nil && KindOf(err) == kin
 var kindMessages = map[Kind]string{
 	Internal: "internal error", Invalid: "invalid request", NotFound: "not found", Conflict: "conflict",
 	Unauthenticated: "authentication required", Forbidden: "forbidden", TooLarge: "request too large",
-	Unavailable: "a backend is unavailable",
+	Unavailable: "a backend is unavailable", UpstreamInvalid: "an upstream registry sent something that fails verification",
 }
 
 // Message returns the user-facing text of err: the message of its first

@@ -2,7 +2,9 @@
 // which Trove serves archives, SHA256SUMS and signatures. The clients fetch
 // those without the registry token, so the URL itself is the credential:
 // it is bound to one blob digest and file name and stops working after its
-// expiry.
+// expiry. A mirrored package's URL is also bound to its origin (the
+// provider version and platform it was listed for), so that the mirror
+// fetches it from that provider's upstream.
 package signedurl
 
 import (
@@ -55,39 +57,64 @@ func (s *Signer) Expiry() time.Time {
 // Path returns the signed path and query for a blob, relative to the
 // server root: /v1/files/<digest>/<filename>?expires=<unix>&signature=<mac>.
 func (s *Signer) Path(digest, filename string) string {
+	return s.PathFrom(digest, filename, "")
+}
+
+// PathFrom is Path for a blob fetched on request from origin (a mirrored
+// package's registry.PackageOrigin): the query carries origin=, and the
+// signature binds it too. An empty origin gives Path's URL.
+func (s *Signer) PathFrom(digest, filename, origin string) string {
 	exp := s.Expiry().Unix()
-	return PathPrefix + digest + "/" + url.PathEscape(filename) +
-		"?expires=" + strconv.FormatInt(exp, 10) + "&signature=" + s.mac(digest, filename, exp)
+	p := PathPrefix + digest + "/" + url.PathEscape(filename) + "?expires=" + strconv.FormatInt(exp, 10)
+	if origin != "" {
+		p += "&origin=" + url.QueryEscape(origin)
+	}
+	return p + "&signature=" + s.mac(digest, filename, origin, exp)
 }
 
 // Verify checks a request for /v1/files/<digest>/<filename> with its
 // query. It returns the digest and filename on success, and a Forbidden
 // (bad or expired signature) or NotFound (malformed path) error otherwise.
 func (s *Signer) Verify(path string, query url.Values) (digest, filename string, err error) {
+	digest, filename, _, err = s.VerifyOrigin(path, query)
+	return digest, filename, err
+}
+
+// VerifyOrigin is Verify that also returns the origin the URL was signed
+// with ("" for a URL of Path).
+func (s *Signer) VerifyOrigin(path string, query url.Values) (digest, filename, origin string, err error) {
 	rest, ok := strings.CutPrefix(path, PathPrefix)
 	if !ok {
-		return "", "", registry.Errorf(registry.NotFound, "not found")
+		return "", "", "", registry.Errorf(registry.NotFound, "not found")
 	}
 	digest, filename, ok = strings.Cut(rest, "/")
 	if !ok || registry.CheckDigest(digest) != nil || filename == "" || strings.Contains(filename, "/") {
-		return "", "", registry.Errorf(registry.NotFound, "not found")
+		return "", "", "", registry.Errorf(registry.NotFound, "not found")
 	}
 	exp, err := strconv.ParseInt(query.Get("expires"), 10, 64)
 	if err != nil {
-		return "", "", registry.Errorf(registry.Forbidden, "download URL is missing a valid expiry; ask the registry for a new one")
+		return "", "", "", registry.Errorf(registry.Forbidden, "download URL is missing a valid expiry; ask the registry for a new one")
 	}
-	want := s.mac(digest, filename, exp)
+	origin = query.Get("origin")
+	want := s.mac(digest, filename, origin, exp)
 	if !hmac.Equal([]byte(want), []byte(query.Get("signature"))) {
-		return "", "", registry.Errorf(registry.Forbidden, "download URL signature is invalid")
+		return "", "", "", registry.Errorf(registry.Forbidden, "download URL signature is invalid")
 	}
 	if s.now().Unix() >= exp {
-		return "", "", registry.Errorf(registry.Forbidden, "download URL has expired; run the command again to get a fresh one")
+		return "", "", "", registry.Errorf(registry.Forbidden, "download URL has expired; run the command again to get a fresh one")
 	}
-	return digest, filename, nil
+	return digest, filename, origin, nil
 }
 
-func (s *Signer) mac(digest, filename string, exp int64) string {
+// mac signs a URL's parts. A URL without an origin keeps the v1 message,
+// so that URLs handed out before origins existed stay valid; one with an
+// origin signs a v2 message, which no v1 message equals.
+func (s *Signer) mac(digest, filename, origin string, exp int64) string {
 	m := hmac.New(sha256.New, s.key)
-	m.Write([]byte("trove-file-v1\n" + digest + "\n" + filename + "\n" + strconv.FormatInt(exp, 10)))
+	if origin == "" {
+		m.Write([]byte("trove-file-v1\n" + digest + "\n" + filename + "\n" + strconv.FormatInt(exp, 10)))
+	} else {
+		m.Write([]byte("trove-file-v2\n" + digest + "\n" + filename + "\n" + origin + "\n" + strconv.FormatInt(exp, 10)))
+	}
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }

@@ -97,3 +97,36 @@ func TestRefused(t *testing.T) {
 		}
 	})
 }
+
+// TestOriginIsBound: a URL signed with an origin returns it, and one whose
+// origin was changed, added or dropped does not verify.
+func TestOriginIsBound(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	s := New([]byte("k"), 10*time.Minute).WithClock(func() time.Time { return now })
+	const origin = "upstream-a.example/acme/time/1.0.0/linux_amd64"
+	path, q := split(t, s.PathFrom(digest, "a.zip", origin))
+	if d, name, got, err := s.VerifyOrigin(path, q); err != nil || d != digest || name != "a.zip" || got != origin {
+		t.Fatalf("VerifyOrigin = %q %q %q %v", d, name, got, err)
+	}
+	if _, _, err := s.Verify(path, q); err != nil {
+		t.Errorf("Verify of a URL with an origin: %v", err)
+	}
+	for name, change := range map[string]func(url.Values){
+		"other origin":   func(q url.Values) { q.Set("origin", "upstream-b.example/acme/time/1.0.0/linux_amd64") },
+		"origin dropped": func(q url.Values) { q.Del("origin") },
+	} {
+		q2 := url.Values{}
+		for k, v := range q {
+			q2[k] = append([]string(nil), v...)
+		}
+		change(q2)
+		if _, _, _, err := s.VerifyOrigin(path, q2); !registry.IsKind(err, registry.Forbidden) {
+			t.Errorf("%s: VerifyOrigin = %v, want Forbidden", name, err)
+		}
+	}
+	path, q = split(t, s.Path(digest, "a.zip"))
+	q.Set("origin", origin)
+	if _, _, _, err := s.VerifyOrigin(path, q); !registry.IsKind(err, registry.Forbidden) {
+		t.Errorf("origin added to a URL signed without one: VerifyOrigin = %v, want Forbidden", err)
+	}
+}

@@ -402,8 +402,19 @@ func VerifyDetachedAt(keys []registry.SigningKey, signed, sig []byte, now time.T
 			return registry.SigningKey{}, registry.Errorf(registry.Invalid, "signature does not match SHA256SUMS (key %s: %s): the file changed after it was signed, or the signature belongs to another file", key.KeyID, pgpReason(err))
 		}
 	}
-	return registry.SigningKey{}, registry.Errorf(registry.Invalid, "SHA256SUMS is signed by key %s, which is not registered for %s; add it with trove key add", issuer, namespace)
+	return registry.SigningKey{}, registry.Wrap(registry.Invalid, &UnknownIssuerError{Issuer: issuer},
+		fmt.Sprintf("SHA256SUMS is signed by key %s, which is not registered for %s; add it with trove key add", issuer, namespace))
 }
+
+// UnknownIssuerError is the cause of VerifyDetachedAt's error when the
+// signature was made by none of the keys: callers whose keys are not an
+// operator's (the mirror's come from an upstream) answer it in their own
+// words (errors.As).
+type UnknownIssuerError struct {
+	Issuer string // the signature's issuer key ID, 16 hex digits
+}
+
+func (e *UnknownIssuerError) Error() string { return "signed by unknown key " + e.Issuer }
 
 // weakHashes are message digests the clients still accept but that no
 // longer protect a signed document.

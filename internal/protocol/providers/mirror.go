@@ -223,7 +223,7 @@ func (s *Service) mirrorRenderer(pk provKey, dk docKey, signer *signedurl.Signer
 		if err != nil {
 			return respcache.Rendered[urls]{}, err
 		}
-		body, err := json.Marshal(s.renderMirrorVersion(v, signer))
+		body, err := json.Marshal(s.renderMirrorVersion(pk.host, v, signer))
 		if err != nil {
 			return respcache.Rendered[urls]{}, registry.Wrap(registry.Internal, err, "encoding the mirror version document")
 		}
@@ -268,8 +268,10 @@ func (s *Service) mirrorVersion(ctx context.Context, pk provKey, dk docKey) (reg
 
 // renderMirrorVersion lists every package of v with a signed URL and its
 // hashes: "zh:" (the zip's SHA-256, as SHA256SUMS lists it) and, where
-// known, "h1:" (which the clients record in lock files).
-func (s *Service) renderMirrorVersion(v registry.ProviderVersion, signer *signedurl.Signer) mirrorVersionDoc {
+// known, "h1:" (which the clients record in lock files). The URL of a
+// mirrored provider's package (host is not "") is bound to its origin, so
+// that the mirror fetches it from that provider's upstream.
+func (s *Service) renderMirrorVersion(host string, v registry.ProviderVersion, signer *signedurl.Signer) mirrorVersionDoc {
 	doc := mirrorVersionDoc{Archives: make(map[string]mirrorArchive, len(v.Platforms))}
 	for _, p := range v.Platforms {
 		hashes := make([]string, 0, 2)
@@ -278,7 +280,11 @@ func (s *Service) renderMirrorVersion(v registry.ProviderVersion, signer *signed
 		}
 		hashes = append(hashes, "zh:"+p.SHA256)
 		slices.Sort(hashes)
-		doc.Archives[p.OS+"_"+p.Arch] = mirrorArchive{URL: s.base + signer.Path(p.SHA256, p.Filename), Hashes: hashes}
+		origin := ""
+		if host != "" {
+			origin = registry.PackageOrigin{Host: host, Namespace: v.Namespace, Type: v.Type, Version: v.Version, OS: p.OS, Arch: p.Arch}.String()
+		}
+		doc.Archives[p.OS+"_"+p.Arch] = mirrorArchive{URL: s.base + signer.PathFrom(p.SHA256, p.Filename, origin), Hashes: hashes}
 	}
 	return doc
 }

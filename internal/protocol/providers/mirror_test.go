@@ -54,8 +54,8 @@ func TestMirrorOwnProvider(t *testing.T) {
 		if err != nil || u.Scheme != "https" || u.Host != "trove.example:8443" {
 			t.Fatalf("url %q: want an absolute URL on the public base", a.URL)
 		}
-		if digest, name, err := f.signer.Verify(u.Path, u.Query()); err != nil || digest != p.SHA256 || name != p.Filename {
-			t.Errorf("url %q verifies as %q %q %v, want %s %s", a.URL, digest, name, err, p.SHA256, p.Filename)
+		if digest, name, origin, err := f.signer.VerifyOrigin(u.Path, u.Query()); err != nil || digest != p.SHA256 || name != p.Filename || origin != "" {
+			t.Errorf("url %q verifies as %q %q origin %q %v, want %s %s and no origin (Trove's own provider)", a.URL, digest, name, origin, err, p.SHA256, p.Filename)
 		}
 		want := []string{"zh:" + p.SHA256}
 		if p.H1 != "" {
@@ -153,6 +153,18 @@ func TestMirrorOtherHosts(t *testing.T) {
 	}
 	if a := archives["linux_amd64"]; len(a.Hashes) != 1 || !strings.HasPrefix(a.Hashes[0], "zh:") || !strings.Contains(a.URL, "/v1/files/") {
 		t.Errorf("linux_amd64 %+v, want its zh alone and a signed file URL", a)
+	}
+	// The package URLs name the provider they were listed for, so that
+	// the mirror fetches each from that provider's upstream.
+	for platform, a := range archives {
+		u, err := url.Parse(a.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "registry.example.com/hashicorp/random/3.1.0/" + platform
+		if _, _, origin, err := f.signer.VerifyOrigin(u.Path, u.Query()); err != nil || origin != want {
+			t.Errorf("%s URL %q: origin %q, %v; want %q, signed", platform, a.URL, origin, err, want)
+		}
 	}
 
 	for path, want := range map[string]string{
