@@ -13,8 +13,6 @@ import (
 	"strings"
 
 	svchost "github.com/hashicorp/terraform-svchost"
-
-	"trove.dev/trove/internal/protocol/discovery"
 )
 
 // The credentials file of `terraform login`, which trove login writes and
@@ -64,20 +62,29 @@ func credentialsHost(addr string) (svchost.Hostname, error) {
 }
 
 // credentialsHosts returns the host keys a token for the server at addr
-// is stored under: its own (credentialsHost) and, for an address that
-// Terraform and OpenTofu reach as trove.localhost through the host block
-// of `trove serve` (localhost, an IP address), that name too, so that one
-// login serves trove, terraform and tofu.
+// is stored under: its own (credentialsHost) and, for a server on this
+// machine (localhost or a loopback address, which Terraform and OpenTofu
+// reach as trove.localhost through the host block of `trove serve`), that
+// name too, so that one login serves trove, terraform and tofu. Only a
+// loopback address gets trove.localhost's token: another address without a
+// dot is another machine, which must never be sent it.
 func credentialsHosts(addr string) ([]svchost.Hostname, error) {
 	host, err := credentialsHost(addr)
 	if err != nil {
 		return nil, err
 	}
 	hosts := []svchost.Hostname{host}
-	if local := svchost.Hostname(localHostName); host != local && discovery.NeedsLocalHostName("https://"+host.String()) {
+	if local := svchost.Hostname(localHostName); host != local && loopbackHost(host) {
 		hosts = append(hosts, local)
 	}
 	return hosts, nil
+}
+
+// loopbackHost reports whether host (a normalized host key, with its port
+// if any) names this machine.
+func loopbackHost(host svchost.Hostname) bool {
+	u, err := url.Parse("https://" + host.String())
+	return err == nil && isLoopback(u.Hostname())
 }
 
 // isLoopback reports whether host names this machine: localhost or a

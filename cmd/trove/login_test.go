@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -371,6 +372,41 @@ func TestLoginFlags(t *testing.T) {
 		}
 		if r := runTrove(t, nil, "", name, "--help"); !strings.Contains(r.stdout, "--addr") || !strings.Contains(r.stdout, "--ca-file") {
 			t.Errorf("trove %s --help lacks --addr or --ca-file:\n%s", name, r.stdout)
+		}
+	}
+}
+
+// TestTroveLocalhostTokenOnlyForThisMachine: the token of trove.localhost
+// (the name the clients give a local Trove) serves a loopback address
+// without a token of its own, and never another machine's address, with
+// or without a dot.
+func TestTroveLocalhostTokenOnlyForThisMachine(t *testing.T) {
+	c := &cli{env: env{getenv: func(k string) string {
+		if k == "TF_TOKEN_trove_localhost" {
+			return "trove_local"
+		}
+		return ""
+	}}}
+	for addr, want := range map[string]string{
+		"https://localhost:8443":      "trove_local",
+		"https://127.0.0.1:8443":      "trove_local",
+		"127.0.0.2:9443":              "trove_local",
+		"https://10.0.0.5":            "",
+		"https://203.0.113.7:8443":    "",
+		"https://registry":            "",
+		"https://trove-prod:8443":     "",
+		"https://registry.internal":   "",
+		"https://localhost.evil.test": "",
+	} {
+		if tok, src, _ := c.storedToken(addr); tok != want {
+			t.Errorf("storedToken(%s) = %q from %q, want %q", addr, tok, src, want)
+		}
+		hosts, err := credentialsHosts(addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := slices.Contains(hosts, svchost.Hostname(localHostName)); got != (want != "") {
+			t.Errorf("credentialsHosts(%s) = %v: a login there stores the token for %s %v, want %v", addr, hosts, localHostName, got, want != "")
 		}
 	}
 }
