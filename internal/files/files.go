@@ -69,8 +69,8 @@ type Fetcher interface {
 }
 
 // streamWriteTimeout bounds one write of a streamed download: a client
-// that takes no chunk for that long is dropped.
-const streamWriteTimeout = 10 * time.Second
+// that takes no chunk for that long is dropped. A variable for tests.
+var streamWriteTimeout = 10 * time.Second
 
 // Handler serves signed file downloads. It is safe for concurrent use.
 type Handler struct {
@@ -229,10 +229,13 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, origin, digest,
 			if werr != nil {
 				panic(http.ErrAbortHandler) // the client is gone or stalled: never end its response cleanly
 			}
+			// The deadline bounds the write alone: over HTTP/2 a
+			// deadline left armed resets the stream when it passes,
+			// even while the response only waits for the upstream.
+			_ = rc.SetWriteDeadline(time.Time{})
 		}
 		switch {
 		case err == io.EOF:
-			_ = rc.SetWriteDeadline(time.Time{})
 			return nil
 		case err != nil:
 			// Some bytes went out unverified and the rest never will:

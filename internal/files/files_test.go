@@ -408,3 +408,72 @@ func TestFetcherFillsMissingBlobs(t *testing.T) {
 		}
 	}
 }
+
+// pausingFetcher streams its content in two halves with a pause between
+// them that lasts until release is closed: an upstream that is slow, not
+// stalled.
+type pausingFetcher struct {
+	content []byte
+	release chan struct{}
+}
+
+func (f *pausingFetcher) HasPackage(context.Context, string, string) (bool, error) { return true, nil }
+
+func (f *pausingFetcher) OpenPackage(ctx context.Context, origin, digest string) (io.ReadCloser, int64, error) {
+	half := len(f.content) / 2
+	rest := &waitingReader{release: f.release, r: bytes.NewReader(f.content[half:])}
+	return io.NopCloser(io.MultiReader(bytes.NewReader(f.content[:half]), rest)), int64(len(f.content)), nil
+}
+
+type waitingReader struct {
+	release chan struct{}
+	r       io.Reader
+}
+
+func (w *waitingReader) Read(p []byte) (int, error) {
+	<-w.release
+	return w.r.Read(p)
+}
+
+// TestStreamSurvivesUpstreamPauseOverHTTP2: a streamed download whose
+// upstream pauses for longer than the write timeout still arrives whole
+// over HTTP/2 (a write deadline left armed while the handler waits for
+// the upstream would reset the stream).
+func TestStreamSurvivesUpstreamPauseOverHTTP2(t *testing.T) {
+	saved := streamWriteTimeout
+	streamWriteTimeout = 20 * time.Millisecond
+	t.Cleanup(func() { streamWriteTimeout = saved })
+
+	content := bytes.Repeat([]byte("paused "), 20000)
+	sum := sha256.Sum256(content)
+	digest := hex.EncodeToString(sum[:])
+	fetcher := &pausingFetcher{content: content, release: make(chan struct{})}
+	signer := signedurl.New([]byte("files test key"), 10*time.Minute)
+	h := New(Options{Blobs: openBlobs(t), Signer: signer, Fetcher: fetcher})
+	mux := http.NewServeMux()
+	h.Register(mux)
+	srv := httptest.NewUnstartedServer(mux)
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+
+	resp, err := srv.Client().Get(srv.URL + signer.Path(digest, zipName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.ProtoMajor != 2 || resp.StatusCode != http.StatusOK {
+		t.Fatalf("got %s %d, want HTTP/2 200", resp.Proto, resp.StatusCode)
+	}
+	first := make([]byte, len(content)/2)
+	if _, err := io.ReadFull(resp.Body, first); err != nil {
+		t.Fatalf("reading the first half: %v", err)
+	}
+	// Many times the write timeout: a deadline still armed has passed.
+	time.Sleep(100 * streamWriteTimeout)
+	close(fetcher.release)
+	rest, err := io.ReadAll(resp.Body)
+	if err != nil || !bytes.Equal(append(first, rest...), content) {
+		t.Errorf("after the upstream's pause: %d more bytes, %v; want the rest of the download", len(rest), err)
+	}
+}
