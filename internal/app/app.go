@@ -297,6 +297,7 @@ func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	a.onClose(func() error { mir.Close(); return nil }) // before the index and blobs it writes to
 	if err := mir.RemoveStaleDownloads(); err != nil {
 		return nil, fmt.Errorf("removing unfinished mirror downloads from %s: %w", tempDir, err)
 	}

@@ -105,13 +105,16 @@ func (m *Mirror) join(mv registry.MirroredVersion, pl registry.Platform) *downlo
 	}
 	d := &download{m: m, origin: o, mv: mv, pl: pl, progress: make(chan struct{}), refs: 2, size: -1}
 	m.downloads[key] = d
+	m.running.Add(1)
 	go d.run(key)
 	return d
 }
 
 // run downloads, checks and stores the package, then ends the download.
+// No request's context ends it; Mirror.Close does.
 func (d *download) run(key string) {
-	ctx, cancel := context.WithTimeout(context.Background(), d.m.fetchTimeout)
+	defer d.m.running.Done()
+	ctx, cancel := context.WithTimeout(d.m.stop, d.m.fetchTimeout)
 	defer cancel()
 	err := d.m.fetchPackage(ctx, d)
 	d.update(func() {

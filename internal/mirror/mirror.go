@@ -117,6 +117,9 @@ type Mirror struct {
 	fetchTimeout time.Duration
 	dlMu         sync.Mutex
 	downloads    map[string]*download // running package downloads by origin
+	running      sync.WaitGroup       // the downloads' goroutines
+	stop         context.Context      // ended by Close: the downloads give up
+	cancel       context.CancelFunc
 }
 
 type provider struct{ host, namespace, typ string }
@@ -158,11 +161,21 @@ func New(opt Options) (*Mirror, error) {
 		versions: make(map[provider]cachedVersions), fetchTimeout: DefaultFetchTimeout,
 		downloads: make(map[string]*download),
 	}
+	m.stop, m.cancel = context.WithCancel(context.Background())
 	var err error
 	if m.metrics, err = newMetrics(opt.Metrics); err != nil {
 		return nil, err
 	}
 	return m, nil
+}
+
+// Close ends the package downloads that are running (their readers get
+// an error) and waits for them to finish, so that none writes to the
+// index or the blob store after the caller closed them. The Mirror must
+// not be used afterwards.
+func (m *Mirror) Close() {
+	m.cancel()
+	m.running.Wait()
 }
 
 // RemoveStaleDownloads deletes what package downloads that never finished
@@ -676,9 +689,6 @@ func (m *Mirror) fetchPackage(ctx context.Context, d *download) error {
 		m.metrics.refused.WithLabelValues(p.host).Inc()
 		return registry.Errorf(registry.UpstreamInvalid, "upstream %s sent %s with checksum %s, but its signed SHA256SUMS lists %s: refused, nothing was mirrored", p.host, pl.Filename, got, pl.SHA256)
 	}
-	// Every byte matched SHA256SUMS: the readers may end their answers
-	// while the package is stored.
-	d.update(func() { d.verified = true })
 	if err := f.Sync(); err != nil {
 		return registry.Wrap(registry.Internal, err, "writing a mirrored package")
 	}
@@ -687,6 +697,10 @@ func (m *Mirror) fetchPackage(ctx context.Context, d *download) error {
 		m.metrics.refused.WithLabelValues(p.host).Inc()
 		return registry.Errorf(registry.UpstreamInvalid, "upstream %s sent %s, which is not a zip archive (%s)", p.host, pl.Filename, registry.Message(err))
 	}
+	// Every byte matched SHA256SUMS and the package is a zip: the
+	// readers may end their answers while it is stored. (A package the
+	// mirror refuses never ends cleanly for anyone.)
+	d.update(func() { d.verified = true })
 	if err := staging.Store(ctx, m.opt.Blobs, got, n, f.Name()); err != nil {
 		return err
 	}

@@ -233,6 +233,7 @@ func newEnv(t testing.TB, redirect bool, idle time.Duration, ups ...*testRegistr
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(e.m.Close) // before the index closes: no download outlives it
 	var served store.Blobs = blobs
 	if redirect {
 		served = presigner{blobs}
