@@ -10,12 +10,25 @@ import (
 	"trove.dev/trove/internal/registry"
 )
 
-// lifecycleSummaries say what each operation does, and the right it needs.
-var lifecycleSummaries = map[string]string{
-	"deprecate":   "Deprecate a %s version with a reason and an optional link: it stays installable, the clients warn (needs publish on the namespace).",
-	"undeprecate": "Clear the deprecation of a %s version (needs publish on the namespace).",
-	"revoke":      "Revoke a %s version: new resolutions skip it, its downloads stay (needs admin on the namespace).",
-	"restore":     "Restore a revoked %s version: it is listed again (needs admin on the namespace).",
+// lifecycleSummaries say what each operation does to a provider or a
+// module version, as the clients show it, and the right it needs.
+var lifecycleSummaries = map[string]struct{ provider, module string }{
+	"deprecate": {
+		provider: "Deprecate a provider version with a reason and an optional link: it stays installable; terraform and tofu init print the reason (needs publish on the namespace).",
+		module:   "Deprecate a module version with a reason and an optional link: it stays installable; the API and web UI show the reason, no released terraform or tofu prints it (needs publish on the namespace).",
+	},
+	"undeprecate": {
+		provider: "Clear the deprecation of a provider version (needs publish on the namespace).",
+		module:   "Clear the deprecation of a module version (needs publish on the namespace).",
+	},
+	"revoke": {
+		provider: "Revoke a provider version: it is no longer listed, so new resolutions skip it, and a lock file that pins it stops installing (needs admin on the namespace).",
+		module:   "Revoke a module version: it is no longer listed, so version constraints skip it and a configuration that pins it stops installing (needs admin on the namespace).",
+	},
+	"restore": {
+		provider: "Restore a revoked provider version: it is listed and installs again (needs admin on the namespace).",
+		module:   "Restore a revoked module version: it is listed and installs again (needs admin on the namespace).",
+	},
 }
 
 // lifecycleCommand builds "trove provider|module OP ADDRESS VERSION".
@@ -36,7 +49,7 @@ func lifecycleCommand(module bool, op string) *command {
 	}
 	return &command{
 		name: kind + " " + op, args: args, minArgs: 2, maxArgs: 2, client: true,
-		summary:  fmt.Sprintf(lifecycleSummaries[op], kind),
+		summary:  lifecycleSummary(op, module),
 		examples: examples,
 		setup: func(fs *flag.FlagSet, cl *cli) func(context.Context, []string) error {
 			var reason, link *string
@@ -180,4 +193,12 @@ func slices0(parts []string) bool {
 		}
 	}
 	return false
+}
+
+// lifecycleSummary is the summary of "trove provider|module OP".
+func lifecycleSummary(op string, module bool) string {
+	if module {
+		return lifecycleSummaries[op].module
+	}
+	return lifecycleSummaries[op].provider
 }
