@@ -452,6 +452,9 @@ func (s *Service) signIn(r *http.Request, name string) (flow, registry.User, err
 	if err := idt.Claims(&claims); err != nil {
 		return f, registry.User{}, refuse(http.StatusUnauthorized, "the ID token's claims cannot be read", "The identity provider's ID token is not valid.")
 	}
+	if claims, err = s.withUserInfo(hctx, p, tok, idt.Subject, name, claims); err != nil {
+		return f, registry.User{}, err
+	}
 	user, err := s.link(ctx, idp, idt.Issuer, idt.Subject, claims)
 	if err != nil {
 		return f, registry.User{}, err
@@ -469,6 +472,37 @@ func (s *Service) signIn(r *http.Request, name string) (flow, registry.User, err
 		return f, user, err
 	}
 	return f, user, nil
+}
+
+// withUserInfo adds to the ID token's claims those that the provider's
+// userinfo endpoint answers and the ID token lacks: some providers (ZITADEL
+// by default, among others) put profile and group claims only there. The
+// ID token's claims win. Without a userinfo endpoint, or when it fails, the
+// ID token's claims are all there is (the failure is logged); an answer
+// about another subject is refused, as OpenID Connect requires.
+func (s *Service) withUserInfo(ctx context.Context, p *oidc.Provider, tok *oauth2.Token, subject, idp string, claims map[string]any) (map[string]any, error) {
+	if p.UserInfoEndpoint() == "" {
+		return claims, nil
+	}
+	info, err := p.UserInfo(ctx, oauth2.StaticTokenSource(tok))
+	if err != nil {
+		s.opt.Logger.WarnContext(ctx, "sso: the userinfo endpoint failed; using the ID token's claims alone", "provider", idp, "err", err)
+		return claims, nil
+	}
+	if info.Subject != subject {
+		return nil, refuse(http.StatusBadGateway, "the userinfo answer is about another subject", "The identity provider's answers do not agree. Start the sign-in again.")
+	}
+	var more map[string]any
+	if err := info.Claims(&more); err != nil {
+		s.opt.Logger.WarnContext(ctx, "sso: the userinfo answer cannot be read; using the ID token's claims alone", "provider", idp, "err", err)
+		return claims, nil
+	}
+	for k, v := range more {
+		if _, ok := claims[k]; !ok {
+			claims[k] = v
+		}
+	}
+	return claims, nil
 }
 
 // useState marks a state used and reports whether it was unused. States

@@ -31,6 +31,7 @@ type issuer struct {
 	key    *ecdsa.PrivateKey
 	mu     sync.Mutex
 	shape  func(claims map[string]any) // changes the claims of the next ID token
+	info   map[string]any              // the userinfo answer; nil: no userinfo endpoint
 	nonce  string                      // of the last authorization request
 	tokens int
 }
@@ -45,10 +46,26 @@ func newIssuer(t *testing.T) *issuer {
 	is.srv = httptest.NewServer(mux)
 	t.Cleanup(is.srv.Close)
 	mux.HandleFunc("GET /.well-known/openid-configuration", func(w http.ResponseWriter, r *http.Request) {
-		json.NewEncoder(w).Encode(map[string]any{
+		doc := map[string]any{
 			"issuer": is.srv.URL, "authorization_endpoint": is.srv.URL + "/authorize", "token_endpoint": is.srv.URL + "/token",
 			"jwks_uri": is.srv.URL + "/keys", "id_token_signing_alg_values_supported": []string{"ES256"},
-		})
+		}
+		is.mu.Lock()
+		if is.info != nil {
+			doc["userinfo_endpoint"] = is.srv.URL + "/userinfo"
+		}
+		is.mu.Unlock()
+		json.NewEncoder(w).Encode(doc)
+	})
+	mux.HandleFunc("GET /userinfo", func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer at" {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		is.mu.Lock()
+		defer is.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(is.info)
 	})
 	mux.HandleFunc("GET /keys", func(w http.ResponseWriter, r *http.Request) {
 		json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &key.PublicKey, KeyID: "k1", Algorithm: "ES256", Use: "sig"}}})
@@ -363,5 +380,41 @@ func TestGrants(t *testing.T) {
 	}
 	if _, admin := sso.Grants(ms, map[string]any{"groups": "ops"}); !admin {
 		t.Error("a string claim equal to the value does not grant")
+	}
+}
+
+// TestClaimsFromUserInfo: a provider that puts profile and group claims
+// only in its userinfo answer (ZITADEL's default) names the user and
+// matches the role mappings all the same; the ID token's claims win, and a
+// userinfo answer about another subject is refused.
+func TestClaimsFromUserInfo(t *testing.T) {
+	e := setup(t)
+	ctx := t.Context()
+	e.is.info = map[string]any{"sub": "u-123", "preferred_username": "Bob.Jones", "groups": []string{"platform"}, "email": "ignored@example.com"}
+	e.is.shape = func(c map[string]any) {
+		delete(c, "preferred_username")
+		delete(c, "groups")
+		c["email"] = "bob@example.com"
+	}
+	cookie, state := e.begin(t)
+	rec := e.callback(t, "/oauth/sso/corp/callback", cookie, url.Values{"code": {"good-code"}, "state": {state}})
+	if rec.Code != http.StatusNoContent || len(e.sessions.users) != 1 || !strings.HasPrefix(e.sessions.users[0], "bob.jones via corp") {
+		t.Fatalf("callback: %d %s; sessions %v; want bob.jones from the userinfo answer", rec.Code, rec.Body, e.sessions.users)
+	}
+	ms, err := e.idx.ListMemberships(ctx, "bob.jones", "")
+	if err != nil || len(ms) != 1 || ms[0].Namespace != "acme" || ms[0].Role != registry.RolePublisher {
+		t.Errorf("memberships = %+v, %v; want publisher of acme through the userinfo groups", ms, err)
+	}
+
+	// Another subject's answer is not taken for this one's.
+	e.is.mu.Lock()
+	e.is.info = map[string]any{"sub": "someone-else", "preferred_username": "mallory", "groups": []string{"platform"}}
+	e.is.mu.Unlock()
+	cookie, state = e.begin(t)
+	if rec := e.callback(t, "/oauth/sso/corp/callback", cookie, url.Values{"code": {"good-code"}, "state": {state}}); rec.Code != http.StatusBadGateway {
+		t.Errorf("userinfo of another subject: %d %s, want 502", rec.Code, rec.Body)
+	}
+	if _, err := e.idx.GetUser(ctx, "mallory"); !registry.IsKind(err, registry.NotFound) {
+		t.Errorf("a user was created from another subject's userinfo: %v", err)
 	}
 }
