@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"trove.dev/trove/apispec"
+	"trove.dev/trove/internal/protocol/discovery"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/trovetest"
 	"trove.dev/trove/internal/webhook"
@@ -215,7 +216,7 @@ func TestWebhookDeliveryThroughAPI(t *testing.T) {
 			t.Fatal(err)
 		}
 		types = append(types, p.Type)
-		if p.Namespace != "acme" || p.Subject.Kind != "module" || p.Subject.Address != s.Host+"/acme/network/aws" || p.Version != "1.0.0" ||
+		if p.Namespace != "acme" || p.Subject.Kind != "module" || p.Subject.Address != discovery.RegistryHost(s.URL)+"/acme/network/aws" || p.Version != "1.0.0" ||
 			p.Actor == "" || p.ID != g.header.Get(apispec.HeaderEvent) {
 			t.Errorf("payload = %+v", p)
 		}
@@ -333,9 +334,9 @@ func TestWebhookDeleteEvents(t *testing.T) {
 		got = append(got, p.Type+" "+p.Subject.Address+" "+p.Version)
 	}
 	want := []string{
-		"provider.deleted " + s.Host + "/acme/cloud 1.1.0",
-		"provider.deleted " + s.Host + "/acme/cloud ",
-		"module.deleted " + s.Host + "/acme/network/aws ",
+		"provider.deleted " + discovery.RegistryHost(s.URL) + "/acme/cloud 1.1.0",
+		"provider.deleted " + discovery.RegistryHost(s.URL) + "/acme/cloud ",
+		"module.deleted " + discovery.RegistryHost(s.URL) + "/acme/network/aws ",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

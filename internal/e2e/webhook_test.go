@@ -84,7 +84,7 @@ func TestWebhookEvents(t *testing.T) {
 		}
 		if p.Type != w.typ || p.Subject.Kind != w.kind || p.Subject.Name != w.name || p.Version != w.version || p.Reason != w.reason ||
 			p.Namespace != namespace || p.ID != r.header.Get(apispec.HeaderEvent) || r.header.Get(apispec.HeaderEventType) != w.typ ||
-			!strings.HasPrefix(p.Subject.Address, srv.Host+"/"+namespace+"/") || !strings.HasPrefix(p.URLs.UI, srv.Addr) || p.Actor == "" {
+			!strings.HasPrefix(p.Subject.Address, moduleHost+"/"+namespace+"/") || !strings.HasPrefix(p.URLs.UI, srv.Addr) || p.Actor == "" {
 			t.Errorf("event %d = %s, want %+v", i, r.body, w)
 		}
 	}

@@ -23,6 +23,7 @@ import (
 
 	"trove.dev/trove/apispec"
 	"trove.dev/trove/internal/auth"
+	"trove.dev/trove/internal/protocol/discovery"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/store"
 )
@@ -188,7 +189,9 @@ func (e *Emitter) Payload(ev Event, id string, t time.Time) apispec.WebhookPaylo
 		ID: id, Type: ev.Type, Time: t.UTC().Truncate(time.Microsecond), Namespace: ev.Namespace, Version: ev.Version,
 		Actor: ev.Actor, Reason: ev.Reason, Link: ev.Link,
 	}
-	host := e.public.Host
+	// The address users write in their sources: trove.localhost for a
+	// public URL on localhost or an IP address, as the banner says.
+	host := discovery.RegistryHost(e.public.String())
 	origin := strings.TrimSuffix(e.public.String(), "/")
 	switch {
 	case strings.HasPrefix(ev.Type, "provider."):
