@@ -58,6 +58,13 @@ func TestLockCommand(t *testing.T) {
 	if !strings.Contains(r.stdout, `version = "1.3.0"`) || strings.Count(r.stdout, `"h1:`) != 1 {
 		t.Errorf("trove lock --provider --platform --output - printed:\n%s", r.stdout)
 	}
+	// trove.localhost, the name the banner gives a local Trove, is this
+	// Trove's own host too.
+	localSource := "trove.localhost/acme/foo"
+	r = must("", "lock", "--provider", localSource+"=1.2.0", "--output", "-")
+	if !strings.Contains(r.stdout, "provider \""+localSource+"\" {\n  version     = \"1.2.0\"") || strings.Count(r.stdout, `"h1:`) != 3 {
+		t.Errorf("trove lock --provider %s printed:\n%s", localSource, r.stdout)
+	}
 	for _, c := range []struct {
 		args []string
 		code int

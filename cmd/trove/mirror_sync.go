@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -13,10 +12,10 @@ import (
 	"time"
 
 	tfaddr "github.com/hashicorp/terraform-registry-address"
-	svchost "github.com/hashicorp/terraform-svchost"
 
 	"trove.dev/trove/client"
 	"trove.dev/trove/internal/lockfile"
+	"trove.dev/trove/internal/protocol/discovery"
 	"trove.dev/trove/internal/registry"
 )
 
@@ -86,7 +85,7 @@ func mirrorSyncCommand() *command {
 				if !cl.jsonOut {
 					fmt.Fprintf(cl.stderr, "Syncing %d provider(s) through the mirror of %s (it fetches every package it does not hold yet: the first sync of a public provider can take a while)...\n", len(targets), c.Addr())
 				}
-				s := &mirrorSync{c: c, own: ownHost(c.Addr()), platforms: platforms, allVersions: *allVersions}
+				s := &mirrorSync{c: c, addr: c.Addr(), platforms: platforms, allVersions: *allVersions}
 				if !cl.jsonOut {
 					s.progress = func(r syncResult) { fmt.Fprintln(cl.stdout, printable(r.line())) }
 				}
@@ -170,22 +169,6 @@ func syncTargets(args []string, lockFile string, reqs []lockfile.Requirement) ([
 	return targets, nil
 }
 
-// ownHost returns the host of the server address addr, normalized as
-// provider addresses are: the host of Trove's own providers when addr is
-// its public URL (with another address, an own provider's packages are
-// still found held by their h1 hashes). "" if addr has none.
-func ownHost(addr string) svchost.Hostname {
-	u, err := url.Parse(addr)
-	if err != nil {
-		return ""
-	}
-	h, err := svchost.ForComparison(u.Host)
-	if err != nil {
-		return ""
-	}
-	return h
-}
-
 // syncStatus is what became of one sync.
 type syncStatus string
 
@@ -228,8 +211,8 @@ func (r syncResult) line() string {
 // mirrorSync syncs targets through one server.
 type mirrorSync struct {
 	c           *client.Client
-	own         svchost.Hostname // the server's own host: its providers are held
-	platforms   []string         // empty: every platform
+	addr        string   // the server address: its own providers (discovery.IsOwnHost) are held
+	platforms   []string // empty: every platform
 	allVersions bool
 	progress    func(syncResult) // called as each result is known, one at a time; may be nil
 
@@ -325,7 +308,7 @@ func (s *mirrorSync) syncPackage(ctx context.Context, t syncTarget, version stri
 	r := syncResult{Source: t.source.String(), Version: version, Platform: a.Platform, Status: syncHeld}
 	// An own provider's package is stored when it is published, even
 	// before its h1 is computed (for packages published by old versions).
-	if a.Held() || t.source.Hostname == s.own {
+	if a.Held() || discovery.IsOwnHost(s.addr, t.source.Hostname) {
 		return r
 	}
 	if err := s.c.FetchMirrorPackage(ctx, a); err != nil {

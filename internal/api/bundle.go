@@ -11,9 +11,9 @@ import (
 	"strings"
 
 	tfaddr "github.com/hashicorp/terraform-registry-address"
-	svchost "github.com/hashicorp/terraform-svchost"
 
 	"trove.dev/trove/apispec"
+	"trove.dev/trove/internal/protocol/discovery"
 	"trove.dev/trove/internal/registry"
 )
 
@@ -206,8 +206,7 @@ func (h *handler) bundleProvider(ctx context.Context, s string, platforms [][2]s
 // mirrored one from the mirror, which first fetches the packages it does
 // not hold yet of the platforms asked for (all if none).
 func (h *handler) bundledVersion(ctx context.Context, addr tfaddr.Provider, version string, platforms [][2]string) (registry.ProviderVersion, error) {
-	own, err := svchost.ForComparison(h.PublicURL.Host)
-	if err == nil && addr.Hostname == own {
+	if discovery.IsOwnHost(h.PublicURL.String(), addr.Hostname) {
 		v, err := h.Index.GetProviderVersion(ctx, addr.Namespace, addr.Type, version)
 		if registry.IsKind(err, registry.NotFound) {
 			return v, registry.Errorf(registry.NotFound, "provider %s has no version %s", addr, version)

@@ -15,11 +15,11 @@ import (
 	"strings"
 
 	tfaddr "github.com/hashicorp/terraform-registry-address"
-	svchost "github.com/hashicorp/terraform-svchost"
 
 	"trove.dev/trove/apispec"
 	"trove.dev/trove/internal/httpjson"
 	"trove.dev/trove/internal/modules"
+	"trove.dev/trove/internal/protocol/discovery"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/release"
 	"trove.dev/trove/internal/signing"
@@ -193,14 +193,13 @@ func (b *bundleImport) need(digest, what string) error {
 // the namespaces of its modules, and returns what to import.
 func (h *handler) checkManifest(ctx context.Context, m apispec.BundleManifest) (*bundleImport, error) {
 	b := &bundleImport{needed: map[string]string{}, versions: map[string]bool{}}
-	own, _ := svchost.ForComparison(h.PublicURL.Host)
 	now := h.Now().UTC()
 	for _, p := range m.Providers {
 		addr, err := tfaddr.ParseProviderSource(p.Source)
 		if err != nil {
 			return nil, registry.Errorf(registry.Invalid, "invalid provider source %q in the bundle: %s", p.Source, err)
 		}
-		if addr.Hostname == own {
+		if discovery.IsOwnHost(h.PublicURL.String(), addr.Hostname) {
 			return nil, registry.Errorf(registry.Invalid, "provider %s is one of this registry's own (its host is %s): publish it to its namespace instead of importing it", addr, h.PublicURL.Host)
 		}
 		if _, err := registry.ParseVersion(p.Version); err != nil {

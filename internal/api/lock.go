@@ -7,12 +7,12 @@ import (
 	"os"
 
 	tfaddr "github.com/hashicorp/terraform-registry-address"
-	svchost "github.com/hashicorp/terraform-svchost"
 
 	"trove.dev/trove/apispec"
 	"trove.dev/trove/internal/auth"
 	"trove.dev/trove/internal/httpjson"
 	"trove.dev/trove/internal/lockfile"
+	"trove.dev/trove/internal/protocol/discovery"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/release"
 )
@@ -66,8 +66,7 @@ type lockSource struct {
 // own reports whether p is one of Trove's own providers, and checks that
 // the caller may read it.
 func (s *lockSource) own(ctx context.Context, p tfaddr.Provider) (bool, error) {
-	own, err := svchost.ForComparison(s.h.PublicURL.Host)
-	if err != nil || p.Hostname != own {
+	if !discovery.IsOwnHost(s.h.PublicURL.String(), p.Hostname) {
 		if s.h.Mirror == nil {
 			return false, registry.Errorf(registry.NotFound, "provider %s not found: this registry serves %s/... and mirrors no other registry", p, s.h.PublicURL.Host)
 		}

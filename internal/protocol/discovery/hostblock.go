@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+
+	svchost "github.com/hashicorp/terraform-svchost"
 )
 
 // URLFields names the fields of object-valued services (login.v1's authz
@@ -125,4 +127,22 @@ func RegistryHost(publicURL string) string {
 		return LocalHostName
 	}
 	return strings.ToLower(u.Host)
+}
+
+// IsOwnHost reports whether host (normalized as svchost.ForComparison
+// does) is a name that sources use for the Trove at publicURL: the public
+// URL's host, or the RegistryHost the banner gives the clients
+// (trove.localhost for a public URL on localhost or an IP address). Every
+// place that tells Trove's own providers and modules from other
+// registries' asks this.
+func IsOwnHost(publicURL string, host svchost.Hostname) bool {
+	u, err := url.Parse(publicURL)
+	if err != nil {
+		return false
+	}
+	if own, err := svchost.ForComparison(u.Host); err == nil && own == host {
+		return true
+	}
+	alias, err := svchost.ForComparison(RegistryHost(publicURL))
+	return err == nil && alias == host
 }

@@ -4,6 +4,8 @@ import (
 	"net/url"
 	"reflect"
 	"testing"
+
+	svchost "github.com/hashicorp/terraform-svchost"
 )
 
 func TestAbsoluteResolvesEveryURL(t *testing.T) {
@@ -51,5 +53,32 @@ func TestHostBlock(t *testing.T) {
 `
 	if got != want {
 		t.Errorf("HostBlock =\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestIsOwnHost(t *testing.T) {
+	for _, c := range []struct {
+		public, host string
+		want         bool
+	}{
+		{"https://localhost:8443", "localhost:8443", true},
+		{"https://localhost:8443", "trove.localhost", true},
+		{"https://127.0.0.1:8443", "trove.localhost", true},
+		{"https://127.0.0.1:8443", "127.0.0.1:8443", true},
+		{"https://localhost:8443", "localhost:9443", false},
+		{"https://localhost:8443", "registry.example", false},
+		{"https://Registry.Example", "registry.example", true},
+		{"https://registry.example:443", "registry.example", true},
+		{"https://registry.example", "trove.localhost", false},
+		{"https://registry.example:8443", "registry.example:8443", true},
+		{"https://registry.example:8443", "registry.example", false},
+	} {
+		h, err := svchost.ForComparison(c.host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := IsOwnHost(c.public, h); got != c.want {
+			t.Errorf("IsOwnHost(%s, %s) = %v, want %v", c.public, c.host, got, c.want)
+		}
 	}
 }

@@ -83,7 +83,7 @@ type (
 func (s *Service) serveMirror(w http.ResponseWriter, r *http.Request) {
 	// A hit on the raw path values means they were valid and normalized:
 	// only a miss pays for parsing them (host names go through IDNA).
-	pk, dk, raw := rawMirrorKey(r, s.ownHost)
+	pk, dk, raw := rawMirrorKey(r, s.ownHost, s.ownAlias)
 	var e *entry
 	if raw {
 		e = s.cache.Lookup(pk, dk)
@@ -142,12 +142,12 @@ func (s *Service) serveMirror(w http.ResponseWriter, r *http.Request) {
 }
 
 // rawMirrorKey returns the cache key of a mirror request's path values as
-// they are (ownHost, already normalized, stands for Trove's own host, the
+// they are (ownHost and ownAlias, already normalized, stand for Trove's own host, the
 // empty host), pointing into the request's memory; ok is false for a
 // file that is no document of the protocol.
-func rawMirrorKey(r *http.Request, ownHost string) (pk provKey, dk docKey, ok bool) {
+func rawMirrorKey(r *http.Request, ownHost, ownAlias string) (pk provKey, dk docKey, ok bool) {
 	pk = provKey{host: r.PathValue("host"), ns: r.PathValue("namespace"), typ: r.PathValue("type")}
-	if pk.host == ownHost {
+	if pk.host == ownHost || pk.host == ownAlias {
 		pk.host = ""
 	}
 	switch file := r.PathValue("file"); {
@@ -174,7 +174,7 @@ func (s *Service) parseMirrorRequest(r *http.Request) (provKey, docKey, error) {
 		return provKey{}, docKey{}, err
 	}
 	pk = pk.clone()
-	if h := host.String(); h != s.ownHost {
+	if h := host.String(); h != s.ownHost && h != s.ownAlias {
 		pk.host = h
 	}
 	switch {

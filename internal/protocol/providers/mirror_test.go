@@ -89,6 +89,26 @@ func TestMirrorOwnProvider(t *testing.T) {
 	}
 }
 
+// TestMirrorOwnProviderAsTroveLocalhost: a Trove on localhost is
+// trove.localhost to the clients (the banner's host block), and its
+// mirror routes answer that name as its own, like the public URL's host.
+func TestMirrorOwnProviderAsTroveLocalhost(t *testing.T) {
+	f := newFixtureAt(t, "https://localhost:8443", newIndex(t, version("1.2.0", "linux_amd64")))
+	for _, host := range []string{"trove.localhost", "Trove.Localhost", "localhost:8443"} {
+		resp := f.do(t, http.MethodGet, "/v1/mirror/"+host+"/acme/widget/index.json")
+		if resp.status != http.StatusOK || !strings.Contains(string(resp.body), `"1.2.0"`) {
+			t.Errorf("index.json on %s: status %d %s, want Trove's own acme/widget", host, resp.status, resp.body)
+		}
+		resp = f.do(t, http.MethodGet, "/v1/mirror/"+host+"/acme/widget/1.2.0.json")
+		if resp.status != http.StatusOK || len(archivesOf(t, resp.body)) != 1 {
+			t.Errorf("1.2.0.json on %s: status %d %s, want its one archive", host, resp.status, resp.body)
+		}
+	}
+	if resp := f.do(t, http.MethodGet, "/v1/mirror/other.localhost/acme/widget/index.json"); resp.status != http.StatusNotFound {
+		t.Errorf("another .localhost name: status %d %s, want 404", resp.status, resp.body)
+	}
+}
+
 // fakeSource is a MirrorSource with one provider, counting its calls.
 type fakeSource struct {
 	versions atomic.Pointer[[]string]

@@ -45,6 +45,7 @@ import (
 
 	"trove.dev/trove/internal/downloads"
 	"trove.dev/trove/internal/httpjson"
+	"trove.dev/trove/internal/protocol/discovery"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/respcache"
 	"trove.dev/trove/internal/signedurl"
@@ -102,6 +103,7 @@ type Service struct {
 	cache      *cache
 	keyTails   sync.Map // rendered signing keys -> the one copy the download documents share
 	ownHost    string   // the public URL's host, normalized (svchost.ForComparison)
+	ownAlias   string   // the other name sources give it (discovery.RegistryHost), or ownHost
 	mirror     MirrorSource
 
 	guard   Guard             // nil: every namespace is readable by anyone
@@ -179,6 +181,10 @@ func New(idx store.Providers, signer *signedurl.Signer, publicBase *url.URL, log
 		s.ownHost = h.String()
 	} else {
 		s.ownHost = strings.ToLower(base.Host)
+	}
+	s.ownAlias = s.ownHost
+	if h, err := svchost.ForComparison(discovery.RegistryHost(base.String())); err == nil {
+		s.ownAlias = h.String()
 	}
 	for _, o := range opts {
 		o(s)

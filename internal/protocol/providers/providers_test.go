@@ -134,9 +134,14 @@ func (c *fakeClock) Add(d time.Duration) {
 }
 
 func newFixture(t testing.TB, idx *countingIndex, opts ...Option) *fixture {
+	return newFixtureAt(t, "https://trove.example:8443", idx, opts...)
+}
+
+// newFixtureAt is newFixture for a Trove whose public URL is public.
+func newFixtureAt(t testing.TB, public string, idx *countingIndex, opts ...Option) *fixture {
 	clock := &fakeClock{t: time.Unix(1_700_000_000, 0)}
 	signer := signedurl.New([]byte("test key"), 10*time.Minute).WithClock(clock.Now)
-	base, _ := url.Parse("https://trove.example:8443")
+	base, _ := url.Parse(public)
 	svc := New(idx, signer, base, nil, append([]Option{WithClock(clock.Now)}, opts...)...)
 	mux := http.NewServeMux()
 	svc.Register(mux)
