@@ -344,10 +344,11 @@ func printOverview(w io.Writer, cmds []*command) {
 	fmt.Fprintln(w, "Commands:")
 	width := nameWidth(cmds)
 	for _, c := range cmds {
-		fmt.Fprintf(w, "  %-*s %s\n", width, c.name, c.summary)
+		printEntry(w, width, c.name, c.summary)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Flags may come before or after the arguments. trove --version prints the version.")
+	fmt.Fprintln(w, "Flags may come before or after the arguments.")
+	fmt.Fprintln(w, "trove --version prints the version.")
 	fmt.Fprintln(w, "Run 'trove COMMAND --help' for a command's flags and examples.")
 }
 
@@ -365,7 +366,7 @@ func printGroup(w io.Writer, name string, group []*command) {
 	fmt.Fprintf(w, "Usage: trove %s SUBCOMMAND [ARGS] [FLAGS]\n\nSubcommands:\n", name)
 	width := nameWidth(group)
 	for _, c := range group {
-		fmt.Fprintf(w, "  %-*s %s\n", width, c.name, c.summary)
+		printEntry(w, width, c.name, c.summary)
 	}
 	fmt.Fprintf(w, "\nRun 'trove %s SUBCOMMAND --help' for details.\n", name)
 }
@@ -377,7 +378,7 @@ func usageLine(c *command) string {
 }
 
 func printHelp(w io.Writer, c *command) {
-	fmt.Fprintf(w, "%s\n\n%s\n", usageLine(c), c.summary)
+	fmt.Fprintf(w, "%s\n\n%s\n", strings.Join(wrapText(usageLine(c), helpColumns-6), "\n      "), strings.Join(wrapText(c.summary, helpColumns), "\n"))
 	if c.setup != nil {
 		fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
 		c.setup(fs, &cli{})
@@ -399,7 +400,9 @@ func printHelp(w io.Writer, c *command) {
 	if len(c.examples) > 0 {
 		fmt.Fprintln(w, "\nExamples:")
 		for _, ex := range c.examples {
-			fmt.Fprintf(w, "  %s\n", ex)
+			// A long command goes on over lines ended by a backslash,
+			// as a shell reads it.
+			fmt.Fprintf(w, "  %s\n", strings.Join(wrapText(ex, helpColumns-6), " \\\n      "))
 		}
 	}
 }
@@ -439,8 +442,45 @@ func printFlags(w io.Writer, fs *flag.FlagSet, envOf func(string) string) {
 				usage += " [$" + name + "]"
 			}
 		}
-		fmt.Fprintf(w, "        %s\n", usage)
+		for _, l := range wrapText(usage, helpColumns-8) {
+			fmt.Fprintf(w, "        %s\n", l)
+		}
 	}
+}
+
+// helpColumns is the width help text is wrapped to, a terminal's default.
+const helpColumns = 80
+
+// printEntry prints a command and its summary in two columns, the name
+// width wide, the summary wrapped to helpColumns.
+func printEntry(w io.Writer, width int, name, summary string) {
+	indent := strings.Repeat(" ", 2+width+1)
+	for i, l := range wrapText(summary, max(helpColumns-len(indent), 20)) {
+		if i == 0 {
+			fmt.Fprintf(w, "  %-*s %s\n", width, name, l)
+			continue
+		}
+		fmt.Fprintf(w, "%s%s\n", indent, l)
+	}
+}
+
+// wrapText breaks s into lines of at most width bytes at spaces; a word
+// longer than width stands on a line of its own.
+func wrapText(s string, width int) []string {
+	var lines []string
+	line := ""
+	for _, word := range strings.Fields(s) {
+		switch {
+		case line == "":
+			line = word
+		case len(line)+1+len(word) <= width:
+			line += " " + word
+		default:
+			lines = append(lines, line)
+			line = word
+		}
+	}
+	return append(lines, line)
 }
 
 func isBoolFlag(f *flag.Flag) bool {

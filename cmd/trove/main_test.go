@@ -102,10 +102,15 @@ func TestHelp(t *testing.T) {
 				if r.code != exitOK {
 					t.Fatalf("exit code = %d; stderr: %s", r.code, r.stderr)
 				}
-				for _, want := range []string{"Usage: trove " + c.name, c.summary, "Examples:\n"} {
-					if !strings.Contains(r.stdout, want) {
+				// Wrapped to the terminal: compared with white space folded.
+				folded := strings.Join(strings.Fields(r.stdout), " ")
+				for _, want := range []string{"Usage: trove " + c.name, c.summary} {
+					if !strings.Contains(folded, strings.Join(strings.Fields(want), " ")) {
 						t.Errorf("help does not contain %q:\n%s", want, r.stdout)
 					}
+				}
+				if !strings.Contains(r.stdout, "Examples:\n") {
+					t.Errorf("help has no examples:\n%s", r.stdout)
 				}
 				if _, examples, _ := strings.Cut(r.stdout, "Examples:\n"); !strings.Contains(examples, "trove "+c.name) {
 					t.Errorf("no example runs trove %s:\n%s", c.name, r.stdout)
@@ -744,5 +749,32 @@ func TestVersion(t *testing.T) {
 	r := runTrove(t, nil, "", "version")
 	if r.code != exitOK || !strings.HasPrefix(r.stdout, "trove ") {
 		t.Errorf("version = %d %q", r.code, r.stdout)
+	}
+}
+
+// TestHelpFitsTheTerminal: the overview, each group's and each command's
+// help fit 80 columns; only a word longer than a line (a long URL in an
+// example) may stand over.
+func TestHelpFitsTheTerminal(t *testing.T) {
+	var b strings.Builder
+	printOverview(&b, commands())
+	for _, c := range commands() {
+		printHelp(&b, c)
+	}
+	printGroup(&b, "token", commands()[:3])
+	for _, line := range strings.Split(b.String(), "\n") {
+		if len(line) <= helpColumns {
+			continue
+		}
+		long := false
+		for _, f := range strings.Fields(line) {
+			long = long || len(f) > helpColumns-20
+		}
+		if !long {
+			t.Errorf("help line of %d columns:\n%s", len(line), line)
+		}
+	}
+	if got := wrapText("a bb ccc dddd", 6); strings.Join(got, "|") != "a bb|ccc|dddd" {
+		t.Errorf("wrapText = %q", got)
 	}
 }
