@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -158,7 +159,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 			return exitUsage
 		}
 		if name == "" {
-			fmt.Fprintf(stderr, "trove: unknown command %q\nRun 'trove help' for the list of commands.\n", args[0])
+			fmt.Fprintf(stderr, "trove: unknown command %q%s\nRun 'trove help' for the list of commands.\n", args[0], didYouMean(args[0], firstWords(cmds)))
 			return exitUsage
 		}
 		group := groupOf(cmds, name)
@@ -167,7 +168,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 			return exitOK
 		}
 		if len(tail) > 0 {
-			fmt.Fprintf(stderr, "trove %s: unknown subcommand %q\n\n", name, tail[0])
+			var subs []string
+			for _, c := range group {
+				subs = append(subs, strings.TrimPrefix(c.name, name+" "))
+			}
+			fmt.Fprintf(stderr, "trove %s: unknown subcommand %q%s\n\n", name, tail[0], didYouMean(tail[0], subs))
 		}
 		printGroup(stderr, name, group)
 		return exitUsage
@@ -176,6 +181,27 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return c.raw(ctx, e, rest)
 	}
 	return runCommand(ctx, e, c, rest)
+}
+
+// didYouMean returns " (did you mean X?)" for the candidate closest to
+// word, or "" when none is close.
+func didYouMean(word string, candidates []string) string {
+	if near := config.Closest(word, candidates); near != "" {
+		return " (did you mean " + near + "?)"
+	}
+	return ""
+}
+
+// firstWords returns the first word of every command name, once each.
+func firstWords(cmds []*command) []string {
+	var words []string
+	for _, c := range cmds {
+		w, _, _ := strings.Cut(c.name, " ")
+		if !slices.Contains(words, w) {
+			words = append(words, w)
+		}
+	}
+	return words
 }
 
 // flagsFirst answers a command line that starts with flags: the same line

@@ -21,7 +21,13 @@ import (
 func FlagErrorMessage(fs *flag.FlagSet, err error) string {
 	msg := err.Error()
 	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
-		return "unknown flag --" + strings.TrimPrefix(name, "-")
+		name = strings.TrimPrefix(name, "-")
+		var names []string
+		fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+		if near := Closest(name, names); near != "" {
+			return "unknown flag --" + name + " (did you mean --" + near + "?)"
+		}
+		return "unknown flag --" + name
 	}
 	if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
 		return "--" + strings.TrimPrefix(name, "-") + " needs a value"
@@ -81,4 +87,63 @@ func flagWants(f *flag.Flag) string {
 		return "debug, info, warn or error"
 	}
 	return ""
+}
+
+// Closest returns the candidate nearest to word, for a "did you mean"
+// hint: the one with the fewest single-character edits, if that is at
+// most a third of word's length (and at least one), or the one candidate
+// word is a prefix of; "" when none is close.
+func Closest(word string, candidates []string) string {
+	if len(word) > 64 {
+		return "" // no name is that long; and the distance costs len(word) × len(candidate)
+	}
+	best, bestDist := "", len(word)/3
+	if bestDist < 1 {
+		bestDist = 1
+	}
+	prefixed := ""
+	for _, c := range candidates {
+		if d := editDistance(word, c); d <= bestDist && (best == "" || d < bestDist) {
+			best, bestDist = c, d
+		}
+		if len(word) >= 3 && strings.HasPrefix(c, word) {
+			if prefixed != "" && prefixed != c {
+				prefixed = "\x00" // more than one: no hint
+			} else if prefixed == "" {
+				prefixed = c
+			}
+		}
+	}
+	if best == "" && prefixed != "\x00" {
+		best = prefixed
+	}
+	return best
+}
+
+// editDistance is the edit distance of a and b (bytes) counting an
+// insertion, a deletion, a substitution or a swap of two neighbours as one
+// edit (optimal string alignment): "lsit" is one edit from "list".
+func editDistance(a, b string) int {
+	rows := make([][]int, len(a)+1)
+	for i := range rows {
+		rows[i] = make([]int, len(b)+1)
+		rows[i][0] = i
+	}
+	for j := range rows[0] {
+		rows[0][j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			d := min(rows[i-1][j]+1, rows[i][j-1]+1, rows[i-1][j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				d = min(d, rows[i-2][j-2]+1)
+			}
+			rows[i][j] = d
+		}
+	}
+	return rows[len(a)][len(b)]
 }

@@ -57,3 +57,25 @@ func TestDurationMessages(t *testing.T) {
 		}
 	}
 }
+
+func TestClosest(t *testing.T) {
+	names := []string{"namespace", "token", "publish", "provider", "module", "mirror", "json", "listen", "modules"}
+	for word, want := range map[string]string{
+		"namspace":  "namespace",
+		"tokn":      "token",
+		"pubilsh":   "publish",
+		"jsn":       "json",
+		"listn":     "listen",
+		"mod":       "", // module and modules: no guess
+		"pro":       "provider",
+		"mo":        "",
+		"mi":        "",
+		"xyz":       "",
+		"terraform": "",
+		"":          "",
+	} {
+		if got := Closest(word, names); got != want {
+			t.Errorf("Closest(%q) = %q, want %q", word, got, want)
+		}
+	}
+}
