@@ -40,6 +40,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -176,7 +177,10 @@ func New(ctx context.Context, cfg config.Config, opt Options) (_ *App, err error
 		// that a busy port cannot lose a token that was stored but never
 		// shown.
 		if a.Listener, err = net.Listen("tcp", cfg.Listen); err != nil {
-			return nil, err
+			if errors.Is(err, syscall.EADDRINUSE) {
+				return nil, fmt.Errorf("%s is in use by another program (another trove serve?): stop it, or listen elsewhere with --listen (TROVE_LISTEN), e.g. --listen 127.0.0.1:9443 --public-url https://localhost:9443", cfg.Listen)
+			}
+			return nil, fmt.Errorf("listening on %s (--listen): %w", cfg.Listen, err)
 		}
 		a.onClose(a.Listener.Close)
 	}

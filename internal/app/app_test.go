@@ -79,6 +79,32 @@ func TestNewOwnsTheDataDirectory(t *testing.T) {
 	b.Close()
 }
 
+// TestBusyPortNamesTheFlag: a port another program holds is answered with
+// the flag that moves Trove elsewhere, and the data directory is released.
+func TestBusyPortNamesTheFlag(t *testing.T) {
+	busy := testListener(t)
+	defer busy.Close()
+	dir := t.TempDir()
+	cfg, err := config.Load([]string{"--data-dir", dir, "--listen", busy.Addr().String(), "--insecure-http", "--public-url", "https://trove.test"},
+		func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, err := New(context.Background(), cfg, Options{}); err == nil {
+		a.Close()
+		t.Fatal("New listened on a busy port")
+	} else if !strings.Contains(err.Error(), busy.Addr().String()+" is in use") || !strings.Contains(err.Error(), "--listen") {
+		t.Errorf("New on a busy port: %v; want it to name the address and --listen", err)
+	}
+	// Nothing holds the data directory after the refusal.
+	cfg.Listen = "127.0.0.1:0"
+	a, err := New(context.Background(), cfg, Options{Listener: testListener(t)})
+	if err != nil {
+		t.Fatalf("New after the busy port: %v", err)
+	}
+	a.Close()
+}
+
 // TestServe serves an App and asks it for its discovery document and
 // readiness until the context ends.
 func TestServe(t *testing.T) {
