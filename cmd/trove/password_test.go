@@ -82,6 +82,17 @@ func TestPasswordsFromTerminal(t *testing.T) {
 		t.Errorf("user passwd with the old current password: exit %d, stderr %q", r.code, r.stderr)
 	}
 
+	// Without --current, her own password is still asked for first, not
+	// refused after she typed the new one twice.
+	term = &fakeTerminal{answers: []string{"a long password 3", "a long password 6", "a long password 6"}}
+	term.install(t)
+	if r := runTrove(t, alice, "", "user", "passwd", "alice"); r.code != exitOK {
+		t.Fatalf("user passwd of her own without --current: exit %d\n%s", r.code, r.stderr)
+	}
+	if want := []string{"Current password of alice: ", "New password for alice: ", "Repeat the password: "}; !slices.Equal(term.prompts, want) {
+		t.Errorf("prompts without --current %q, want %q", term.prompts, want)
+	}
+
 	// Without a terminal the lines of standard input are read, with no prompt.
 	newPrompter = func(io.Reader, io.Writer) secretPrompter { return nil }
 	if r := runTrove(t, admin, "a long password 5\n", "user", "create", "bob", "--password"); r.code != exitOK || strings.Contains(r.stderr, "Password") {

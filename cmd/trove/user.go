@@ -172,7 +172,7 @@ func userShow() *command {
 func userPasswd() *command {
 	return &command{
 		name: "user passwd", args: "NAME [--current]", minArgs: 1, maxArgs: 1, client: true,
-		summary: "Set a user's password, asked on the terminal without echo or read from standard input (your own needs --current; global admins reset anyone's).",
+		summary: "Set a user's password, asked on the terminal without echo or read from standard input (your own needs the current one first, asked for even without --current; global admins reset anyone's).",
 		examples: []string{
 			`trove user passwd alice --current   # asks for the current password, then the new one twice`,
 			`printf '%s\n%s\n' "$OLD" "$NEW" | trove user passwd alice --current`,
@@ -181,6 +181,18 @@ func userPasswd() *command {
 		setup: func(fs *flag.FlagSet, cl *cli) func(context.Context, []string) error {
 			current := fs.Bool("current", false, "ask for the current password first (without a terminal: standard input holds it on its first line and the new one on the second)")
 			return func(ctx context.Context, args []string) error {
+				c, err := cl.client()
+				if err != nil {
+					return err
+				}
+				// Your own password needs the current one, also for a
+				// global admin: ask for it first, before the new one,
+				// rather than be refused after.
+				if !*current {
+					if t, err := c.WhoAmI(ctx); err == nil && t.User != "" && strings.EqualFold(t.User, args[0]) {
+						*current = true
+					}
+				}
 				n := 1
 				prompts := []passwordPrompt{{prompt: "New password for " + args[0] + ": ", confirm: true}}
 				if *current {
@@ -194,10 +206,6 @@ func userPasswd() *command {
 				req := apispec.UpdateUserRequest{Password: &pw[n-1]}
 				if *current {
 					req.CurrentPassword = &pw[0]
-				}
-				c, err := cl.client()
-				if err != nil {
-					return err
 				}
 				if _, err := c.UpdateUser(ctx, args[0], req); err != nil {
 					return err
