@@ -186,9 +186,10 @@ func userPasswd() *command {
 					return err
 				}
 				// Your own password needs the current one, also for a
-				// global admin: ask for it first, before the new one,
-				// rather than be refused after.
-				if !*current {
+				// global admin: on a terminal, ask for it first, before
+				// the new one, rather than be refused after. (Standard
+				// input keeps its lines as --current says.)
+				if !*current && cl.secret != nil {
 					if t, err := c.WhoAmI(ctx); err == nil && t.User != "" && strings.EqualFold(t.User, args[0]) {
 						*current = true
 					}
