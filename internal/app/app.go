@@ -305,6 +305,10 @@ func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
 	if err := mir.RemoveStaleDownloads(); err != nil {
 		return nil, fmt.Errorf("removing unfinished mirror downloads from %s: %w", tempDir, err)
 	}
+	modMirror, err := a.moduleMirror(mir, mods)
+	if err != nil {
+		return nil, err
+	}
 	counter, err := downloads.New(downloads.Options{
 		Store: idx, Interval: cfg.DownloadsFlushInterval, Logger: log, Metrics: metrics,
 	})
@@ -369,7 +373,7 @@ func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
 		RedirectDownloads: RedirectDownloads(cfg),
 		Access:            access, PrivateSigner: a.PrivateSigner, Login: loginSvc,
 		ProviderOptions: []providers.Option{providers.WithCacheBytes(cfg.CacheBytes), providers.WithDownloadCounter(counter)},
-		ModuleOptions:   []protomodules.Option{protomodules.WithDownloadCounter(counter)},
+		ModuleOptions:   []protomodules.Option{protomodules.WithDownloadCounter(counter), protomodules.WithMirror(modMirror)},
 		Mirror:          mir, Metrics: metrics, AccessLog: opt.AccessLog, UI: ui, SSO: ssoSvc,
 	})
 	if err != nil {

@@ -105,6 +105,11 @@ type Config struct {
 	// MirrorIdleTimeout is how long the mirror's download of a package
 	// waits for the upstream's next bytes before it gives up.
 	MirrorIdleTimeout time.Duration
+	// ModuleMirrors map namespaces of Trove to module namespaces of
+	// upstream registries: "NAMESPACE=HOST/UPSTREAM_NAMESPACE" each,
+	// comma-separated (see docs/mirror.md, "Modules", and
+	// ModuleMirrorList); internal/mirror parses them.
+	ModuleMirrors string
 	// GCInterval is how often the server runs a garbage collection of
 	// unreferenced blobs; 0 (the default) never.
 	GCInterval time.Duration
@@ -199,6 +204,7 @@ func (c *Config) FlagSet(name string) *flag.FlagSet {
 	fs.Var((*byteSize)(&c.CacheBytes), "cache-bytes", "memory for cached providers.v1 documents, in `bytes`")
 	fs.DurationVar(&c.DownloadsFlushInterval, "downloads-flush-interval", DefaultDownloadsFlushInterval, "how often download counts are written to the index (a crash loses at most this much of this server's counts)")
 	fs.DurationVar(&c.MirrorIdleTimeout, "mirror-idle-timeout", DefaultMirrorIdleTimeout, "how long the mirror's download of a package from an upstream registry waits for its next bytes before it gives up (the clients waiting for it get an error)")
+	fs.Var((*moduleMirrors)(&c.ModuleMirrors), "module-mirror", "mirror the modules of an upstream registry's namespace in a namespace of Trove: `NAMESPACE=HOST/UPSTREAM_NAMESPACE`, e.g. tfaws=registry.terraform.io/terraform-aws-modules (HOST must be a mirror upstream); repeatable, comma-separated in TROVE_MODULE_MIRROR")
 	fs.DurationVar(&c.GCInterval, "gc-interval", 0, "how often to reclaim the stored files no version references (garbage collection; one replica at a time runs it), e.g. 24h; 0 never (run trove gc instead)")
 	fs.DurationVar(&c.GCGrace, "gc-grace", DefaultGCGrace, "grace period of the periodic garbage collection: files modified more recently are kept (longer than the slowest publish)")
 	fs.TextVar(&c.LogLevel, "log-level", slog.LevelInfo, "lowest `level` logged: debug, info, warn or error")

@@ -225,7 +225,7 @@ func TestEveryFlagHasAnEnvVar(t *testing.T) {
 			"private-download-url-ttl": "3m", "login-token-ttl": "24h", "config": "/etc/trove.env", "mirror-public": "true", "local-passwords": "false",
 			"signing-secret-file": "/etc/trove/signing-secret", "downloads-flush-interval": "30s",
 			"webhook-allow-private": "true", "webhook-allow-http": "true", "webhook-timeout": "5s", "webhook-attempts": "3", "webhook-retention": "48h",
-			"gc-interval": "24h", "gc-grace": "2h", "mirror-idle-timeout": "2m",
+			"gc-interval": "24h", "gc-grace": "2h", "mirror-idle-timeout": "2m", "module-mirror": "tfaws=registry.example.com/aws-modules",
 		}[f.Name]
 		if v == "" {
 			t.Errorf("flag --%s has no test value", f.Name)

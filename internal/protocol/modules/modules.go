@@ -135,6 +135,7 @@ type Service struct {
 	private *signedurl.Signer // signs the archive URLs of private namespaces
 
 	downloads *downloads.Counter // nil: downloads are neither counted nor shown
+	mirror    Mirror             // nil: no namespace mirrors an upstream
 }
 
 // Option adjusts a Service.
@@ -259,6 +260,7 @@ type entry = respcache.Entry[*module]
 // changes after insertion, except for the memo of signed archive URLs.
 type module struct {
 	versions []registry.ModuleVersion // newest first, without metadata
+	upstream []string                 // a mirrored module's versions listed upstream and not stored yet
 	urls     sync.Map                 // version -> signedLocation
 }
 
@@ -361,15 +363,31 @@ const versionSize = int64(unsafe.Sizeof(registry.ModuleVersion{}))
 func (s *Service) renderer(key modKey) respcache.RenderFunc[*module] {
 	return func(ctx context.Context) (respcache.Rendered[*module], error) {
 		vs, err := s.idx.ListModuleVersions(ctx, key.ns, key.name, key.system)
-		if registry.IsKind(err, registry.NotFound) || err == nil && len(vs) == 0 {
-			return respcache.Rendered[*module]{}, moduleNotFound(key)
+		if registry.IsKind(err, registry.NotFound) {
+			vs, err = nil, nil
 		}
 		if err != nil {
 			return respcache.Rendered[*module]{}, err
 		}
+		var upstream []string
+		if s.mirror != nil && s.mirror.Mirrored(key.ns) {
+			if upstream, err = s.mirroredVersions(ctx, key, vs); err != nil {
+				return respcache.Rendered[*module]{}, err
+			}
+		}
+		if len(vs) == 0 && len(upstream) == 0 {
+			return respcache.Rendered[*module]{}, moduleNotFound(key)
+		}
 		registry.SortNewestFirst(vs, func(v registry.ModuleVersion) string { return v.Version })
-		doc := versionsDoc{Modules: []versionsModule{{Source: key.ns + "/" + key.name + "/" + key.system, Versions: make([]versionItem, 0, len(vs))}}}
-		size := int64(cap(vs)) * versionSize
+		registry.SortNewestFirst(upstream, func(v string) string { return v })
+		doc := versionsDoc{Modules: []versionsModule{{Source: key.ns + "/" + key.name + "/" + key.system, Versions: make([]versionItem, 0, len(vs)+len(upstream))}}}
+		for _, v := range upstream {
+			doc.Modules[0].Versions = append(doc.Modules[0].Versions, versionItem{Version: v})
+		}
+		size := int64(cap(vs))*versionSize + int64(len(upstream))*16
+		for _, v := range upstream {
+			size += int64(len(v))
+		}
 		for _, v := range vs {
 			// Revoked versions stay in the entry (their downloads keep
 			// working for configurations that have them installed) but
@@ -384,7 +402,7 @@ func (s *Service) renderer(key modKey) respcache.RenderFunc[*module] {
 		if err != nil {
 			return respcache.Rendered[*module]{}, registry.Wrap(registry.Internal, err, "encoding the versions document")
 		}
-		return respcache.Rendered[*module]{Body: body, Value: &module{versions: vs}, Size: size}, nil
+		return respcache.Rendered[*module]{Body: body, Value: &module{versions: vs, upstream: upstream}, Size: size}, nil
 	}
 }
 
@@ -441,6 +459,13 @@ func (s *Service) serveDownload(w http.ResponseWriter, r *http.Request) {
 	ver := r.PathValue("version")
 	v, ok := e.Value.version(ver)
 	if !ok {
+		var err error
+		if v, ok, err = s.fetchMirrored(r.Context(), e, key, ver); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
+	if !ok {
 		s.writeError(w, r, registry.Errorf(registry.NotFound, "module %s/%s/%s has no version %q", key.ns, key.name, key.system, ver))
 		return
 	}
@@ -491,6 +516,9 @@ func (s *Service) handler(fn httpjson.HandlerFunc) http.Handler {
 // latest returns the version "latest" means: the newest release, or the
 // newest pre-release when there is no release.
 func latest(e *entry) registry.ModuleVersion {
+	if len(e.Value.versions) == 0 { // a mirrored module Trove holds no version of yet
+		return registry.ModuleVersion{Version: latestUpstream(e)}
+	}
 	for _, v := range e.Value.versions {
 		if p, err := version.NewSemver(v.Version); err == nil && p.Prerelease() == "" && v.Revocation == nil {
 			return v
@@ -586,7 +614,10 @@ func (s *Service) writeDetails(w http.ResponseWriter, r *http.Request, e *entry,
 	if private {
 		w.Header()["Cache-Control"] = privateNoCache
 	}
-	v0, _ := e.Value.version(ver)
+	v0, ok := e.Value.version(ver)
+	if !ok { // a mirrored version Trove does not hold yet: no details to show
+		return registry.Errorf(registry.NotFound, "module version %s is not held by this mirror yet: its details show once it was downloaded", ver)
+	}
 	v, err := s.idx.GetModuleVersion(r.Context(), v0.Namespace, v0.Name, v0.System, ver)
 	if err != nil {
 		return err
