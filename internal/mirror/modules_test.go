@@ -20,7 +20,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 
 	"trove.dev/trove/internal/modules"
 	"trove.dev/trove/internal/registry"
@@ -207,11 +206,18 @@ func newModuleFixture(t *testing.T, rules ...registry.MirrorRule) *moduleFixture
 }
 
 func (f *moduleFixture) refused() float64 {
-	var m dto.Metric
-	if err := f.mm.m.metrics.refused.WithLabelValues(upstreamHost).Write(&m); err != nil {
+	mfs, err := f.metrics.Gather()
+	if err != nil {
 		panic(err)
 	}
-	return m.GetCounter().GetValue()
+	for _, mf := range mfs {
+		if mf.GetName() == "trove_mirror_refused_total" {
+			for _, m := range mf.GetMetric() {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
 }
 
 // tarGz builds a .tar.gz of entries (a name ending in "->target" is a link).
