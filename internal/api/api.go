@@ -102,6 +102,9 @@ type Options struct {
 	// Mirror, if set, serves other registries' providers to the lock
 	// route.
 	Mirror Mirror
+	// ModuleMirror, if set, fetches the mirrored module versions a bundle
+	// export names that Trove does not hold yet (*mirror.Modules).
+	ModuleMirror ModuleMirror
 	// TempDir is where the lock route copies a package to hash it (the
 	// system's temporary directory if empty).
 	TempDir string

@@ -254,6 +254,9 @@ func (h *handler) bundleModule(ctx context.Context, s string) (apispec.BundleMod
 		return apispec.BundleModule{}, err
 	}
 	v, err := h.Index.GetModuleVersion(ctx, ns, name, system, version)
+	if registry.IsKind(err, registry.NotFound) && h.ModuleMirror != nil && h.ModuleMirror.Mirrored(ns) {
+		v, err = h.ModuleMirror.FetchModule(ctx, ns, name, system, version)
+	}
 	if err != nil {
 		return apispec.BundleModule{}, err
 	}

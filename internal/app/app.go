@@ -345,6 +345,7 @@ func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
 		PublicURL:        public,
 		Blobs:            a.Blobs,
 		Mirror:           mir,
+		ModuleMirror:     modMirror,
 		TempDir:          tempDir,
 		Downloads:        counter,
 		NoLocalPasswords: !cfg.Access.LocalPasswords,

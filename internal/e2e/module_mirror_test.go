@@ -134,15 +134,29 @@ func TestModuleMirror(t *testing.T) {
 
 	// A tag moved upstream: Trove serves what it fetched first.
 	git.moveTag(t)
+	t.Run("tag moved", func(t *testing.T) { forEachClient(t, install) })
+
+	// A bundle export fetches a mirrored version Trove does not hold yet.
+	bundle := filepath.Join(t.TempDir(), "mods.tar")
+	m.mustCLI(t, m.AdminToken, "bundle", "export", "--output", bundle, "--module", "tfup/network/aws@2.0.0")
+	if _, err := os.Stat(bundle); err != nil {
+		t.Fatal(err)
+	}
+
 	// Both upstreams stop: what Trove holds installs.
 	up.stop(t)
 	git.srv.Close()
-	t.Run("upstreams down, tag moved", func(t *testing.T) { forEachClient(t, install) })
+	t.Run("upstreams down", func(t *testing.T) { forEachClient(t, install) })
 
-	t.Run("a version never fetched fails with the upstream named", func(t *testing.T) {
+	t.Run("held by the export, not fetched, upstream down", func(t *testing.T) {
 		tf := newClient(t, clientTerraform, m, "")
 		addModuleHost(t, tf, m)
-		res := tf.run(t, writeMirroredModuleRoot(t, archiveSource, "2.0.0"), "init", "-input=false")
+		dir := writeMirroredModuleRoot(t, archiveSource, "2.0.0")
+		tf.mustRun(t, dir, "init", "-input=false")
+		if res := tf.mustRun(t, dir, "plan", "-input=false"); !strings.Contains(res.Flat, `greeting = "network 2.0.0"`) {
+			t.Errorf("plan of the version the export fetched:\n%s", res.Output)
+		}
+		res := tf.run(t, writeMirroredModuleRoot(t, archiveSource, "1.0.0"), "init", "-input=false")
 		if res.Code == 0 {
 			t.Errorf("init of a version the mirror never fetched, with its upstream down, succeeded:\n%s", res.Output)
 		}
