@@ -82,6 +82,16 @@ func parseModuleSource(doc *url.URL, raw string, allowHTTP bool) (moduleSource, 
 		}
 		s.git, raw = true, rest
 	}
+	// go-getter's forge shorthands: "github.com/owner/repo?ref=v1" is a
+	// git repository over https.
+	if !s.git {
+		for _, forge := range []string{"github.com/", "gitlab.com/", "bitbucket.org/"} {
+			if strings.HasPrefix(raw, forge) {
+				s.git, raw = true, "https://"+raw
+				break
+			}
+		}
+	}
 	// The subdirectory: "//" after the scheme's "://" (go-getter's rule).
 	skip := 0
 	if i := strings.Index(raw, "://"); i >= 0 {

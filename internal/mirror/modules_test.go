@@ -469,3 +469,19 @@ func TestParseModuleSource(t *testing.T) {
 		}
 	}
 }
+
+func TestParseModuleMapping(t *testing.T) {
+	mp, err := ParseModuleMapping("TFaws=Registry.Terraform.io/terraform-aws-modules")
+	if err != nil || mp.Namespace != "tfaws" || mp.Host != "registry.terraform.io" || mp.UpstreamNamespace != "terraform-aws-modules" {
+		t.Fatalf("ParseModuleMapping = %+v, %v", mp, err)
+	}
+	for _, bad := range []string{
+		"", "tfaws", "tfaws=", "tfaws=registry.terraform.io", "tfaws=registry.terraform.io/", "=registry.terraform.io/x",
+		"tf aws=registry.terraform.io/x", "café=registry.terraform.io/x", "tfaws=reg istry/x", "tfaws=registry.terraform.io/a/b",
+		"tfaws=registry.terraform.io/../x", "tfaws=http://registry.terraform.io/x",
+	} {
+		if mp, err := ParseModuleMapping(bad); err == nil {
+			t.Errorf("%q accepted as %+v", bad, mp)
+		}
+	}
+}
