@@ -166,7 +166,14 @@ func parseModuleSource(doc *url.URL, raw string, allowHTTP bool) (moduleSource, 
 			return s, fmt.Errorf("the location %q names a subdirectory of an archive, which Trove does not mirror", elide(redact(u)))
 		}
 	}
-	u.RawQuery = q.Encode()
+	// Re-encode the query only when a parameter of the getter's was
+	// taken out: a signed URL's query stays byte for byte.
+	for _, p := range []string{"ref", "depth", "archive", "checksum"} {
+		if u.Query().Has(p) {
+			u.RawQuery = q.Encode()
+			break
+		}
+	}
 	u.Fragment = ""
 	s.url = u
 	return s, nil

@@ -457,6 +457,11 @@ func TestParseModuleSource(t *testing.T) {
 			t.Errorf("%q: %q, %v; want %q", in, s.String(), err, want)
 		}
 	}
+	// A signed URL's query is kept byte for byte.
+	const signed = "https://cdn.example.com/x.tar.gz?b=1&X-Amz-Signature=a%2Fb"
+	if s, err := parseModuleSource(doc, signed, false); err != nil || s.url.String() != signed {
+		t.Errorf("%q fetched as %v, %v", signed, s.url, err)
+	}
 	bad := []string{
 		"", "git::http://github.com/acme/net?ref=v1", "http://cdn.example.com/x.tar.gz", "git::ssh://git@github.com/a/b",
 		"git@github.com:a/b.git", "file:///etc/passwd.zip", "hg::https://x/y", "https://x/y//sub.zip", "https://x/y.exe",
