@@ -161,6 +161,13 @@ func TestModuleMirror(t *testing.T) {
 			t.Errorf("init of a version the mirror never fetched, with its upstream down, succeeded:\n%s", res.Output)
 		}
 	})
+	// Each fetched version is audited as a publish by the mirror.
+	audit := m.mustCLI(t, m.AdminToken, "audit", "--actor", "mirror", "--action", "module.publish")
+	for _, want := range []string{"tfup/network/aws 1.1.0", "tfup/network/aws 2.0.0", "tfgit/vpc/aws 1.0.0"} {
+		if !strings.Contains(audit, want) {
+			t.Errorf("trove audit lacks the mirror's publish of %s:\n%s", want, audit)
+		}
+	}
 	if log := m.log(); !strings.Contains(log, "mirrored a module version") {
 		t.Errorf("the mirror's log does not record the fetches:\n%s", log)
 	}
