@@ -305,7 +305,7 @@ func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
 	if err := mir.RemoveStaleDownloads(); err != nil {
 		return nil, fmt.Errorf("removing unfinished mirror downloads from %s: %w", tempDir, err)
 	}
-	modMirror, err := a.moduleMirror(mir, mods)
+	modMirror, err := a.moduleMirror(ctx, mir, mods)
 	if err != nil {
 		return nil, err
 	}

@@ -16,7 +16,7 @@ import (
 // moduleMirror builds the module mirror of the --module-mirror mappings:
 // mirrored versions are published by mods (the publish gate), with an
 // audit entry and module.published event committed with each.
-func (a *App) moduleMirror(mir *mirror.Mirror, mods *modules.Publisher) (*mirror.Modules, error) {
+func (a *App) moduleMirror(ctx context.Context, mir *mirror.Mirror, mods *modules.Publisher) (*mirror.Modules, error) {
 	cfg := a.Config
 	var maps []mirror.ModuleMapping
 	seen := map[string]bool{}
@@ -30,6 +30,10 @@ func (a *App) moduleMirror(mir *mirror.Mirror, mods *modules.Publisher) (*mirror
 		}
 		seen[mp.Namespace] = true
 		maps = append(maps, mp)
+		if _, err := a.Index.GetNamespace(ctx, mp.Namespace); registry.IsKind(err, registry.NotFound) {
+			a.log.WarnContext(ctx, "module mirror: the namespace does not exist, so its modules cannot be installed; create it with: trove namespace create "+mp.Namespace+" --visibility public",
+				"namespace", mp.Namespace, "upstream", mp.Host+"/"+mp.UpstreamNamespace)
+		}
 	}
 	rec := audit.New(a.Index, a.log)
 	return mir.Modules(mirror.ModuleOptions{
