@@ -119,7 +119,7 @@ func TestRenderAlerts(t *testing.T) {
 		notWant   []string
 	}{
 		{name: "note", src: "> [!NOTE]\n> Useful information.\n",
-			want: []string{`<div class="alert alert-note" role="note">`, "<p><strong>Note</strong></p>", "<p>Useful information.</p>"},
+			want:    []string{`<div class="alert alert-note" role="note">`, "<p><strong>Note</strong></p>", "<p>Useful information.</p>"},
 			notWant: []string{"[!NOTE]", "<blockquote"}},
 		{name: "every kind, any case", src: "> [!tip]\n> a\n\n> [!Important]\n> b\n\n> [!WARNING]\n> c\n\n> [!CAUTION]\n> d\n",
 			want: []string{`alert alert-tip`, `alert alert-important`, `alert alert-warning`, `alert alert-caution`, "<strong>Caution</strong>"}},

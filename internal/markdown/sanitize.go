@@ -277,8 +277,8 @@ func absoluteOK(v string, img bool) bool {
 }
 
 var (
-	idPattern        = regexp.MustCompile(`^h-(?:[a-z0-9-]{1,64}:)?[\p{L}\p{N}_.-]+$`)
-	imgSrcPattern    = regexp.MustCompile(`^(?i:https?://)|^/(?:[^/\\]|$)`)
+	idPattern     = regexp.MustCompile(`^h-(?:[a-z0-9-]{1,64}:)?[\p{L}\p{N}_.-]+$`)
+	imgSrcPattern = regexp.MustCompile(`^(?i:https?://)|^/(?:[^/\\]|$)`)
 )
 
 // policy is the bluemonday policy of the package comment, the last filter of Render's
