@@ -111,6 +111,8 @@ var funcs = template.FuncMap{
 		return snippetData{ID: id, Label: label, Text: text}
 	},
 	"oneLine": oneLine,
+	"wrapType": wrapType,
+	"multiline": func(s string) bool { return strings.Contains(s, "\n") },
 }
 
 var templates = template.Must(template.New("").Funcs(funcs).ParseFS(templateFiles, "templates/*.html"))
