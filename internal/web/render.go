@@ -110,8 +110,8 @@ var funcs = template.FuncMap{
 	"snippetOf": func(id, label, text string) snippetData {
 		return snippetData{ID: id, Label: label, Text: text}
 	},
-	"oneLine": oneLine,
-	"wrapType": wrapType,
+	"oneLine":   oneLine,
+	"wrapType":  wrapType,
 	"multiline": func(s string) bool { return strings.Contains(s, "\n") },
 }
 
