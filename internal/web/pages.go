@@ -541,8 +541,9 @@ func versionConstraint(v string, latest bool) string {
 
 // wrapType escapes a type expression or a value for HTML and lets it wrap
 // after the punctuation that separates its parts (a <wbr> after ",", "(",
-// "{", "[" and "=", and before "|"), so that a long object type breaks
-// between attributes rather than inside a name.
+// "{", "[", "=" and "/", and before "|"), so that a long object type
+// breaks between attributes, and an address or a path between its parts,
+// rather than inside a name.
 func wrapType(s string) template.HTML {
 	var b strings.Builder
 	for _, r := range s {
@@ -551,7 +552,7 @@ func wrapType(s string) template.HTML {
 		}
 		b.WriteString(template.HTMLEscapeString(string(r)))
 		switch r {
-		case ',', '(', '{', '[', '=':
+		case ',', '(', '{', '[', '=', '/':
 			b.WriteString("<wbr>")
 		}
 	}
