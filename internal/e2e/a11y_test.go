@@ -155,6 +155,7 @@ const axeRun = `axe.run(document, {resultTypes: ["violations"]}).then(r => JSON.
 // TestWebUIAccessibility: see the comment at the top of this file.
 func TestWebUIAccessibility(t *testing.T) {
 	axe := requireAxe(t)
+	shots := screenshots(t)
 	srv := startTrove(t, filepath.Join(t.TempDir(), "data"))
 	b := newBrowser(t, srv)
 
@@ -228,6 +229,15 @@ func TestWebUIAccessibility(t *testing.T) {
 				}
 				if p.check != nil {
 					p.check(b, width)
+				}
+				if p.path == modulePath && width < 600 {
+					// What a phone shows first (the window, not the whole page).
+					b.open(p.path, 200)
+					png := run(b, "taking a screenshot", chromedp.CaptureScreenshot())
+					path := filepath.Join(shots, "ui-module-phone.png")
+					if err := os.WriteFile(path, png, 0o644); err != nil {
+						t.Fatal(err)
+					}
 				}
 			})
 		}
