@@ -147,8 +147,9 @@ type Options struct {
 type Heading struct {
 	// Level is 1 to 3.
 	Level int
-	// ID is the heading's id attribute in Document.HTML (with HeadingIDPrefix), so
-	// "#"+ID links to it.
+	// ID is the heading's id attribute in Document.HTML (with HeadingIDPrefix and
+	// Options.IDScope), so "#"+ID links to it (unless an earlier element of the
+	// document took the same id, see the package comment).
 	ID string
 	// Text is the heading's plain text.
 	Text string

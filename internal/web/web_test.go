@@ -610,3 +610,21 @@ func TestHostileReadme(t *testing.T) {
 		t.Errorf("the page is %d bytes", len(p.body))
 	}
 }
+
+// TestHomeNothingPublic: with nothing public, a visitor who is not signed
+// in is told to sign in, not that nothing is published; a signed-in user
+// who sees nothing is told how to publish.
+func TestHomeNothingPublic(t *testing.T) {
+	e := start(t)
+	e.publishModule(t, "secret", "vault", "aws", "1.0.0", networkModule)
+	b := e.browser(t)
+	home := b.get("/")
+	if !strings.Contains(home.body, `<a href="/sign-in">Sign in</a> to see private namespaces.`) ||
+		!strings.Contains(home.body, "private namespaces show once you sign in") || strings.Contains(home.body, "Nothing is published yet") {
+		t.Errorf("the home page of an anonymous visitor with nothing public:\n%s", home.body)
+	}
+	b.signIn("bob", password)
+	if home := b.get("/"); !strings.Contains(home.body, "Nothing is published yet") || strings.Contains(home.body, "show once you sign in") {
+		t.Errorf("the home page of bob, who sees nothing:\n%s", home.body)
+	}
+}
