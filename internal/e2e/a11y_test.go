@@ -357,8 +357,9 @@ func checkDocsPage(b *browserTab, width int) {
 	}
 }
 
-// checkPanel: every fact of the provider panel is inside the panel, and
-// the panel does not overlap the documentation.
+// checkPanel: every fact of the provider panel is inside the panel, the
+// panel does not overlap the documentation, and on a phone the version
+// selector comes before it.
 func checkPanel(b *browserTab, width int) {
 	raw := eval[string](b, `JSON.stringify((() => {
 		const a = document.querySelector("aside.side").getBoundingClientRect();
@@ -366,6 +367,8 @@ func checkPanel(b *browserTab, width int) {
 		const out = [...document.querySelectorAll("aside.side dd, aside.side dd *")].filter(e => e.getBoundingClientRect().right > a.right + 0.5)
 			.map(e => e.textContent.slice(0, 60));
 		if (window.innerWidth > 900 && a.right > c.left) out.push("the panel's right edge " + a.right + " passes the content's left edge " + c.left);
+		const sel = document.getElementById("version-select").getBoundingClientRect();
+		if (window.innerWidth < 600 && sel.top > c.top) out.push("the version selector (" + sel.top + " px) is below the documentation (" + c.top + " px)");
 		return out;
 	})())`)
 	var out []string
