@@ -46,6 +46,11 @@ source scripts/testenv/tofu.sh || fail "OpenTofu could not be built (output abov
 # shellcheck source=testenv/chromium.sh
 source scripts/testenv/chromium.sh || fail "Chromium is not available (see above); the web UI's browser tests need it"
 "$TROVE_TEST_CHROMIUM" --version 2>/dev/null
+# The accessibility test (TestWebUIAccessibility) injects axe-core into the
+# pages; testenv/axe.sh installs the pinned version with npm into a cache
+# directory once and exports TROVE_TEST_AXE.
+# shellcheck source=testenv/axe.sh
+source scripts/testenv/axe.sh || fail "axe-core is not available (see above); the web UI's accessibility test needs it"
 
 # --- Services ------------------------------------------------------------
 # A throwaway PostgreSQL and an S3-compatible server (versitygw, built once

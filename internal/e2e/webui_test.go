@@ -155,7 +155,7 @@ func TestWebUIModule(t *testing.T) {
 		}
 		// The README is rendered: its heading, its table and its code
 		// block are elements, not Markdown text.
-		if got := b.text("#readme .readme h1"); got != "Network for AWS" {
+		if got := b.text("#readme .readme h2"); got != "Network for AWS" {
 			t.Errorf("the README's heading is %q", got)
 		}
 		if got := b.text("#readme .readme table"); !strings.Contains(got, "the VPC's name") || strings.Contains(got, "|") {
@@ -165,17 +165,17 @@ func TestWebUIModule(t *testing.T) {
 			t.Errorf("the README's code block shows %q", got)
 		}
 		// Inputs with their badges; outputs.
-		inputs := tableRows(b, "#inputs table")
+		inputs := inputItems(b, "#inputs")
 		wantInputs := map[string][]string{
 			"name":           {"required", "string", "Name of the VPC and prefix of its subnets."},
-			"cidr":           {"string", `"10.0.0.0/16"`, "Address range of the VPC."},
+			"cidr":           {"string", `Default: "10.0.0.0/16"`, "Address range of the VPC."},
 			"admin_password": {"sensitive", "string", "Password of the bastion's admin account."},
-			"tags":           {"map(string)", "{}", "Tags of every resource."},
+			"tags":           {"map(string)", "Default: {}", "Tags of every resource."},
 		}
 		for name, want := range wantInputs {
 			row, ok := inputs[name]
 			if !ok {
-				t.Errorf("the inputs table has no row for %s: %q", name, inputs)
+				t.Errorf("the inputs list has no entry for %s: %q", name, inputs)
 				continue
 			}
 			for _, w := range want {
@@ -206,7 +206,7 @@ func TestWebUIModule(t *testing.T) {
 		b.grantClipboard()
 		snippet := b.text("#module-snippet")
 		wantSource := `source  = "` + moduleHost + `/acme/network/aws"`
-		for _, want := range []string{wantSource, `version = "1.1.0"`, "name = null # string"} {
+		for _, want := range []string{wantSource, `version = "~> 1.1"`, `name = "" # string: Name of the VPC and prefix of its subnets.`} {
 			if !strings.Contains(snippet, want) {
 				t.Errorf("the snippet %q lacks %q", snippet, want)
 			}
@@ -217,7 +217,7 @@ func TestWebUIModule(t *testing.T) {
 		if copied != snippet+"\n" && copied != snippet {
 			t.Errorf("the clipboard holds %q, want the snippet %q", copied, snippet)
 		}
-		for _, want := range []string{wantSource, `version = "1.1.0"`} {
+		for _, want := range []string{wantSource, `version = "~> 1.1"`} {
 			if !strings.Contains(copied, want) {
 				t.Errorf("the clipboard %q lacks %q", copied, want)
 			}
@@ -249,10 +249,24 @@ func TestWebUIModule(t *testing.T) {
 		if got := run(b, "reading the version", chromedp.Value(chromedp.CSS("#version-select"))); got != "1.0.0" {
 			t.Errorf("the version selector shows %q on 1.0.0's page", got)
 		}
-		if got := b.text("#module-snippet"); !strings.Contains(got, `version = "1.0.0"`) {
+		if got := b.text("#module-snippet"); !strings.Contains(got, `version = "~> 1.0.0"`) {
 			t.Errorf("the snippet of 1.0.0 is %q", got)
 		}
 	})
+}
+
+// inputItems maps the name of each input listed in the section sel to the
+// text of its entry.
+func inputItems(b *browserTab, sel string) map[string]string {
+	b.t.Helper()
+	b.step("waiting for "+sel, chromedp.WaitVisible(chromedp.CSS(sel)))
+	raw := eval[string](b, `JSON.stringify(Object.fromEntries([...document.querySelectorAll(`+jsString(sel+" li.input")+`)].map(
+		li => [li.querySelector("code.name")?.textContent ?? "", li.innerText.replace(/\s+/g, " ").trim()])))`)
+	items := map[string]string{}
+	if err := json.Unmarshal([]byte(raw), &items); err != nil {
+		b.t.Fatalf("inputs of %s: %v", sel, err)
+	}
+	return items
 }
 
 // tableRows maps the first cell's code of each body row of the table to
@@ -609,10 +623,10 @@ func TestWebUIProviderDocs(t *testing.T) {
 	if got := b.text("main h1"); got != namespace+"/"+providerType {
 		t.Errorf("provider page heading %q", got)
 	}
-	if got := b.text("main section.readme h1"); got != "Example Provider" {
+	if got := b.text("main section.readme h2"); got != "Example Provider" {
 		t.Errorf("the overview's heading is %q", got)
 	}
-	if got := strings.ToLower(b.text("nav.docnav")); !strings.Contains(got, "resources") || !strings.Contains(got, "data sources") || !strings.Contains(got, "example_thing resource") {
+	if got := strings.ToLower(b.text("nav.docnav")); !strings.Contains(got, "resources") || !strings.Contains(got, "data sources") || !strings.Contains(got, "example_thing") {
 		t.Errorf("the documentation's navigation shows %q", got)
 	}
 	if got := b.text("#provider-snippet"); !strings.Contains(got, `source  = "trove.localhost/acme/example"`) {
@@ -625,19 +639,19 @@ func TestWebUIProviderDocs(t *testing.T) {
 	if u := b.location(); u.Path != thing {
 		t.Fatalf("the navigation opened %s, want %s", u, thing)
 	}
-	if got := b.text("article.readme h1"); got != "example_thing (Resource)" {
+	if got := b.text("article.readme h2"); got != "example_thing (Resource)" {
 		t.Errorf("the resource page's title is %q", got)
 	}
 	if got := b.text("article.readme pre code.language-terraform"); !strings.Contains(got, `resource "example_thing" "this"`) {
 		t.Errorf("the example usage shows %q", got)
 	}
-	if got := b.text(`nav.docnav a[aria-current="page"]`); got != "example_thing Resource" {
+	if got := b.text(`nav.docnav a[aria-current="page"]`); got != "example_thing" {
 		t.Errorf("the navigation marks %q as the current page", got)
 	}
 	b.screenshot(shots, "provider-docs")
 
 	b.navigating("following the link back to the overview", 200, chromedp.Click(chromedp.CSS(`article.readme a[href="`+base+`/1.0.0"]`)))
-	if got := b.text("main section.readme h1"); got != "Example Provider" {
+	if got := b.text("main section.readme h2"); got != "Example Provider" {
 		t.Errorf("the overview link led to a page whose overview heading is %q", got)
 	}
 	b.checkConsole()

@@ -280,7 +280,7 @@ func limitLinks(root ast.Node, budget int) {
 	}
 }
 
-// headingIDs gives headings unique ids with HeadingIDPrefix. Unlike goldmark's own, it
+// headingIDs gives headings unique ids (without prefix). Unlike goldmark's own, it
 // finds the next free suffix in constant time, so that 100,000 headings with the same
 // text stay linear.
 type headingIDs struct {
@@ -294,7 +294,7 @@ func newHeadingIDs() *headingIDs {
 
 // generate returns a new id for a heading with the given text.
 func (s *headingIDs) generate(text string) string {
-	base := HeadingIDPrefix + slug(text)
+	base := slug(text)
 	id := base
 	if s.used[id] {
 		n := s.next[base]

@@ -33,10 +33,23 @@
 //   - Images: src must be absolute http or https, or a path starting with a single "/"
 //     (what Options.Link made of a relative URL). data: images, relative images without
 //     a rewriter and anything else are dropped, and the image is replaced by its alt text.
-//   - Ids: only headings have ids, and every id starts with "h-" (HeadingIDPrefix). A
-//     hyphen cannot appear in a JavaScript identifier, so no id can clobber a DOM global
-//     such as window.location or document.cookie. Fragment links ("#usage") are
-//     prefixed the same way ("#h-usage") so that they still reach their heading.
+//   - Ids: only headings and a have ids: a heading's GitHub-style slug, or the id or
+//     name of an a (terraform-docs writes its anchors as <a name="input_x">), made of
+//     letters, digits, "_", "-" and ".". Every id starts with "h-" (HeadingIDPrefix),
+//     then Options.IDScope and a colon when set. A hyphen cannot appear in a JavaScript
+//     identifier, so no id can clobber a DOM global such as window.location or
+//     document.cookie, and no id can take one of the page's own (which never start
+//     with "h-"). The first of equal ids wins; the others are dropped. Fragment links
+//     ("#usage") are prefixed the same way ("#h-usage") so that they still reach their
+//     target: a terraform-docs README's table of contents and input links all resolve.
+//   - Headings move down Options.HeadingOffset levels (at most to h6), raw HTML's too.
+//   - Scrolling: every table is wrapped in <div class="table-scroll" role="region"
+//     tabindex="0" aria-label="Table N of LABEL">, and every pre gets tabindex="0", so
+//     that keyboard users can scroll them.
+//   - Notice boxes: GitHub alerts ("> [!NOTE]", TIP, IMPORTANT, WARNING, CAUTION) and
+//     tfplugindocs notes (paragraphs starting "-> ", "~> ", "!> ") become <div
+//     class="alert alert-KIND" role="note"> (see alerts.go). Only the renderer can make
+//     such a div: every div of raw HTML loses its attributes.
 //
 // # Bounds
 //
@@ -68,6 +81,8 @@ package markdown
 
 import (
 	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"html/template"
 	"strings"
 	"sync"
@@ -115,14 +130,26 @@ type Options struct {
 	// MaxBytes bounds the input; longer input is cut at a line boundary and
 	// Document.Truncated is set (0 means DefaultMaxBytes = 1 MiB).
 	MaxBytes int
+	// HeadingOffset moves every heading down that many levels (at most to h6), raw
+	// HTML headings included: 1 puts the document's "#" headings under the page's own
+	// h1. Document.Headings keeps the levels as written.
+	HeadingOffset int
+	// IDScope, when set, keeps the ids of several documents on one page apart: every
+	// id becomes HeadingIDPrefix + IDScope + ":" + id, and the document's fragment
+	// links follow. It is reduced to lower-case letters, digits and hyphens (at most 64).
+	IDScope string
+	// Label names the document in the labels of its scrollable table regions ("Table 2
+	// of <Label>"); "" means "the document".
+	Label string
 }
 
 // Heading is a heading of the rendered document, for a table of contents.
 type Heading struct {
 	// Level is 1 to 3.
 	Level int
-	// ID is the heading's id attribute in Document.HTML (with HeadingIDPrefix), so
-	// "#"+ID links to it.
+	// ID is the heading's id attribute in Document.HTML (with HeadingIDPrefix and
+	// Options.IDScope), so "#"+ID links to it (unless an earlier element of the
+	// document took the same id, see the package comment).
 	ID string
 	// Text is the heading's plain text.
 	Text string
@@ -158,12 +185,15 @@ func Render(src []byte, opt Options) Document {
 
 	md := engine()
 	pc := parser.NewContext()
+	nonce := newNonce()
+	pc.Set(nonceKey, nonce)
 	root := md.Parser().Parse(text.NewReader(src), parser.WithContext(pc))
 	if truncated, _ := pc.Get(tableTruncatedKey).(bool); truncated {
 		doc.Truncated = true
 	}
 	limitLinks(root, len(src)+linkBudgetSlack)
-	doc.Title, doc.Headings = headings(root, src)
+	prefix := idPrefix(opt.IDScope)
+	doc.Title, doc.Headings = headings(root, src, prefix)
 
 	var buf bytes.Buffer
 	buf.Grow(len(src) + len(src)/2)
@@ -172,9 +202,44 @@ func Render(src []byte, opt Options) Document {
 		// not. Render what was written rather than nothing.
 		_ = err
 	}
-	out := sanitize(rewriteURLs(buf.Bytes(), opt.Link))
+	offset := min(opt.HeadingOffset, 5)
+	if offset < 0 {
+		offset = 0
+	}
+	label := opt.Label
+	if label == "" {
+		label = "the document"
+	}
+	out := sanitize(postProcess(buf.Bytes(), post{link: opt.Link, prefix: prefix, offset: offset,
+		label: label, nonce: nonce}))
 	doc.HTML = template.HTML(out)
 	return doc
+}
+
+// idPrefix is what every id of a document starts with: HeadingIDPrefix, and the
+// scope (Options.IDScope) with a colon, which no id written in Markdown contains.
+func idPrefix(scope string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(scope) {
+		if b.Len() >= 64 {
+			break
+		}
+		if 'a' <= r && r <= 'z' || '0' <= r && r <= '9' || r == '-' {
+			b.WriteRune(r)
+		}
+	}
+	if b.Len() == 0 {
+		return HeadingIDPrefix
+	}
+	return HeadingIDPrefix + b.String() + ":"
+}
+
+// newNonce returns a random string that marks the elements the renderer writes for
+// the post-processing pass, which raw HTML cannot guess.
+func newNonce() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // cut returns src cut to at most max bytes, at the end of its last whole line, or, when
@@ -200,6 +265,8 @@ var engine = sync.OnceValue(func() goldmark.Markdown {
 			extension.TaskList,
 			boundedTables{},
 		),
+		goldmark.WithParserOptions(parser.WithASTTransformers(util.Prioritized(alerts{}, 500))),
+		goldmark.WithRendererOptions(renderer.WithNodeRenderers(util.Prioritized(alertRenderer{}, 500))),
 		goldmark.WithParserOptions(
 			parser.WithInlineParsers(util.Prioritized(inlineBudget{}, -1)),
 		),
@@ -229,9 +296,10 @@ func (boundedTables) Extend(m goldmark.Markdown) {
 	))
 }
 
-// headings gives every heading of the document a unique id (see the package comment)
-// and returns the title and the headings of levels 1-3.
-func headings(root ast.Node, src []byte) (string, []Heading) {
+// headings gives every heading of the document a unique id (see the package comment),
+// written without prefix (postProcess adds it to every id), and returns the title and
+// the headings of levels 1-3, whose IDs have prefix.
+func headings(root ast.Node, src []byte, prefix string) (string, []Heading) {
 	var title string
 	var hs []Heading
 	ids := newHeadingIDs()
@@ -248,7 +316,7 @@ func headings(root ast.Node, src []byte) (string, []Heading) {
 			title = txt
 		}
 		if h.Level <= 3 && len(hs) < MaxHeadings {
-			hs = append(hs, Heading{Level: h.Level, ID: id, Text: txt})
+			hs = append(hs, Heading{Level: h.Level, ID: prefix + id, Text: txt})
 		}
 		return ast.WalkSkipChildren, nil
 	})

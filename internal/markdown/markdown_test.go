@@ -56,7 +56,8 @@ func checkSafe(h string) string {
 			case onAttr.MatchString(a.Key), a.Key == "style", a.Key == "name", a.Key == "srcdoc",
 				a.Key == "formaction", a.Key == "action", a.Key == "xlink:href":
 				return "attribute " + tok.String()
-			case a.Key == "class" && !(tok.Data == "code" && strings.HasPrefix(a.Val, "language-")):
+			case a.Key == "class" && !(tok.Data == "code" && strings.HasPrefix(a.Val, "language-")) &&
+				!(tok.Data == "div" && (a.Val == "table-scroll" || strings.HasPrefix(a.Val, "alert alert-"))):
 				return "class " + tok.String()
 			case a.Key == "id" && !strings.HasPrefix(a.Val, HeadingIDPrefix):
 				return "id " + tok.String()
@@ -153,7 +154,7 @@ func TestRender(t *testing.T) {
 		{name: "quotes in raw attributes", src: `<a href='https://a.example/' title='x" onclick="y'>t</a> <img src="https://a.example/x.png" alt='"><script>alert(1)</script>'>`,
 			want: []string{`title="x&#34; onclick=&#34;y"`}, notWant: []string{`" onclick`, "<script"}},
 		{name: "heading id clobbering", src: "# location\n\n## cookie\n\n<h2 id=\"getElementById\">raw</h2> <a name=\"forms\">a</a> <img name=\"body\" src=\"https://a.example/x.png\">",
-			want:    []string{`<h1 id="h-location">`, `<h2 id="h-cookie">`, "<h2>raw</h2>"},
+			want:    []string{`<h1 id="h-location">`, `<h2 id="h-cookie">`, `<h2 id="h-getElementById">raw</h2>`, `<a id="h-forms">a</a>`},
 			notWant: []string{`id="location"`, `id="getElementById"`, `name=`}},
 		{name: "network path", src: `[x](//evil.example/) <a href="\\evil.example\">y</a> ![z](//evil.example/z.png)`,
 			notWant: []string{"evil.example"}},
@@ -172,7 +173,7 @@ func TestRender(t *testing.T) {
 		{name: "table", src: "| Name | Type |\n|:-----|-----:|\n| `id` | string |\n| a \\| b | c |\n",
 			want: []string{"<table>", `<th align="left">Name</th>`, `<th align="right">Type</th>`, "<td align=\"left\"><code>id</code></td>", "a | b"}},
 		{name: "fenced code", src: "```hcl\nresource \"aws_instance\" \"x\" {}\n```\n",
-			want: []string{`<pre><code class="language-hcl">resource &#34;aws_instance&#34; &#34;x&#34; {}`}},
+			want: []string{`<pre tabindex="0"><code class="language-hcl">resource &#34;aws_instance&#34; &#34;x&#34; {}`}},
 		{name: "task list", src: "- [x] done\n- [ ] todo\n",
 			want: []string{`<li><input type="checkbox" disabled="" checked=""> done</li>`, `<li><input type="checkbox" disabled=""> todo</li>`}},
 		{name: "strikethrough and autolink", src: "~~old~~ www.example.com https://example.com/x <me@example.com>",
@@ -309,7 +310,7 @@ func TestRender10MB(t *testing.T) {
 	if rows := strings.Count(h, "<tr>"); rows < 1000 || rows > MaxTableCells/3+1 {
 		t.Errorf("%d rows", rows)
 	}
-	if doc.Title != "aws_huge" || !strings.HasSuffix(h, "</table>\n") {
+	if doc.Title != "aws_huge" || !strings.HasSuffix(h, "</table></div>\n") {
 		t.Errorf("Title %q, end %q", doc.Title, h[max(0, len(h)-100):])
 	}
 	if msg := checkSafe(h); msg != "" {

@@ -5,6 +5,7 @@ import (
 	"html"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -15,31 +16,69 @@ import (
 // linkRel is the rel of every link Render writes.
 const linkRel = "nofollow noopener noreferrer"
 
-// rewriteURLs passes every a, img and input tag of h (goldmark's output, raw HTML
-// included) through the link and image rules of the package comment, calling link for
-// relative URLs, and copies everything else as it is. It tokenizes with the same
-// tokenizer bluemonday uses, so both see the same tags.
-func rewriteURLs(h []byte, link func(string) string) []byte {
+// post is what postProcess needs of a document.
+type post struct {
+	link   func(string) string
+	prefix string // of every id (idPrefix)
+	offset int    // levels headings move down
+	label  string // Options.Label
+	nonce  string // marks the divs of notice boxes (alerts.go)
+}
+
+// postProcess passes goldmark's output (raw HTML included) through the rules of the
+// package comment that bluemonday cannot apply, and copies everything else as it is:
+//
+//   - a, img and input tags get the link and image rules, calling p.link for relative
+//     URLs; fragment links get the id prefix;
+//   - ids (of headings, and the id or name of an a, as terraform-docs writes anchors)
+//     get the id prefix, and the first of equal ids wins: the others are dropped;
+//   - headings move down p.offset levels;
+//   - every pre becomes focusable (tabindex="0") and every table is wrapped in a
+//     focusable, labelled region that scrolls sideways (div.table-scroll);
+//   - the divs of notice boxes get their class and role; every other div loses its
+//     attributes.
+//
+// It tokenizes with the same tokenizer bluemonday uses, so both see the same tags.
+func postProcess(h []byte, p post) []byte {
 	z := xhtml.NewTokenizer(bytes.NewReader(h))
 	var out bytes.Buffer
 	out.Grow(len(h) + len(h)/8)
+	seen := map[string]bool{}
+	tables, open := 0, 0
 	for {
 		tt := z.Next()
 		if tt == xhtml.ErrorToken {
+			for ; open > 0; open-- {
+				out.WriteString("</div>")
+			}
 			return out.Bytes() // io.EOF: a bytes.Reader fails in no other way
+		}
+		if tt == xhtml.EndTagToken {
+			name, _ := z.TagName()
+			switch tag := string(name); {
+			case len(tag) == 2 && tag[0] == 'h' && '1' <= tag[1] && tag[1] <= '6':
+				out.WriteString("</" + demote(tag, p.offset) + ">")
+			case tag == "table" && open > 0:
+				out.WriteString("</table></div>")
+				open--
+			default:
+				out.Write(z.Raw())
+			}
+			continue
 		}
 		if tt != xhtml.StartTagToken && tt != xhtml.SelfClosingTagToken {
 			out.Write(z.Raw())
 			continue
 		}
 		name, more := z.TagName()
-		switch string(name) {
-		case "a", "img", "input":
+		tag := string(name)
+		switch {
+		case tag == "a", tag == "img", tag == "input", tag == "pre", tag == "table", tag == "div",
+			len(tag) == 2 && tag[0] == 'h' && '1' <= tag[1] && tag[1] <= '6':
 		default:
 			out.Write(z.Raw())
 			continue
 		}
-		tag := string(name)
 		attrs := map[string]string{}
 		for more {
 			var k, v []byte
@@ -48,20 +87,68 @@ func rewriteURLs(h []byte, link func(string) string) []byte {
 				attrs[string(k)] = string(v)
 			}
 		}
-		writeTag(&out, tag, attrs, link)
+		// id returns the attribute for the document's id v, "" when v is no id
+		// or one already given.
+		id := func(v string) string {
+			v = strings.TrimSpace(v)
+			if v == "" || len(v) > maxIDBytes || !anchorPattern.MatchString(v) {
+				return ""
+			}
+			v = p.prefix + v
+			if seen[v] {
+				return ""
+			}
+			seen[v] = true
+			return ` id="` + html.EscapeString(v) + `"`
+		}
+		switch tag {
+		case "pre":
+			out.WriteString(`<pre tabindex="0">`)
+		case "table":
+			tables++
+			open++
+			out.WriteString(`<div class="table-scroll" role="region" tabindex="0" aria-label="` +
+				html.EscapeString("Table "+strconv.Itoa(tables)+" of "+p.label) + `"><table>`)
+		case "div":
+			if kind, ok := strings.CutPrefix(attrs["data-trove-alert"], p.nonce+" "); ok && p.nonce != "" && alertKinds[kind] != "" {
+				out.WriteString(`<div class="alert alert-` + kind + `" role="note">`)
+			} else {
+				out.WriteString("<div>")
+			}
+		case "a":
+			a := attrs["id"]
+			if a == "" {
+				a = attrs["name"]
+			}
+			writeTag(&out, tag, attrs, p, id(a))
+		case "img", "input":
+			writeTag(&out, tag, attrs, p, "")
+		default: // a heading
+			out.WriteString("<" + demote(tag, p.offset) + id(attrs["id"]) + ">")
+		}
 	}
 }
 
-// writeTag writes an a, img or input tag with the attributes the policy may keep.
-func writeTag(out *bytes.Buffer, tag string, attrs map[string]string, link func(string) string) {
+// anchorPattern is what an id written in a document may be: letters, digits, "_",
+// "-" and ".", as GitHub's heading slugs and terraform-docs' anchors are.
+var anchorPattern = regexp.MustCompile(`^[\p{L}\p{N}_.-]+$`)
+
+// demote returns heading tag hN moved down offset levels, at most to h6.
+func demote(tag string, offset int) string {
+	return "h" + strconv.Itoa(min(int(tag[1]-'0')+offset, 6))
+}
+
+// writeTag writes an a, img or input tag with the attributes the policy may keep; id
+// is the a's id attribute (with its leading space) or "".
+func writeTag(out *bytes.Buffer, tag string, attrs map[string]string, p post, id string) {
 	attr := func(k, v string) {
 		out.WriteString(" " + k + `="` + html.EscapeString(v) + `"`)
 	}
 	switch tag {
 	case "a":
-		out.WriteString("<a")
+		out.WriteString("<a" + id)
 		if v, ok := attrs["href"]; ok {
-			if u, ok := checkURL(v, false, link); ok {
+			if u, ok := checkURL(v, false, p.link, p.prefix); ok {
 				attr("href", u)
 				attr("rel", linkRel)
 			}
@@ -71,7 +158,7 @@ func writeTag(out *bytes.Buffer, tag string, attrs map[string]string, link func(
 		}
 		out.WriteString(">")
 	case "img":
-		u, ok := checkURL(attrs["src"], true, link)
+		u, ok := checkURL(attrs["src"], true, p.link, p.prefix)
 		if !ok {
 			out.WriteString(html.EscapeString(attrs["alt"]))
 			return
@@ -98,7 +185,7 @@ func writeTag(out *bytes.Buffer, tag string, attrs map[string]string, link func(
 
 // checkURL applies the link (img false) or image (img true) rules of the package comment
 // to the URL v: it returns the URL to write, or false to drop it.
-func checkURL(v string, img bool, link func(string) string) (string, bool) {
+func checkURL(v string, img bool, link func(string) string, prefix string) (string, bool) {
 	v, ok := cleanURL(v)
 	if !ok {
 		return "", false
@@ -110,7 +197,7 @@ func checkURL(v string, img bool, link func(string) string) (string, bool) {
 		if v == "#" {
 			return "", false // bluemonday drops it too
 		}
-		return "#" + HeadingIDPrefix + v[1:], true
+		return "#" + prefix + v[1:], true
 	}
 	if hasScheme(v) || networkPath(v) {
 		return v, absoluteOK(v, img)
@@ -190,8 +277,8 @@ func absoluteOK(v string, img bool) bool {
 }
 
 var (
-	headingIDPattern = regexp.MustCompile(`^h-[\p{L}\p{N}_-]+$`)
-	imgSrcPattern    = regexp.MustCompile(`^(?i:https?://)|^/(?:[^/\\]|$)`)
+	idPattern     = regexp.MustCompile(`^h-(?:[a-z0-9-]{1,64}:)?[\p{L}\p{N}_.-]+$`)
+	imgSrcPattern = regexp.MustCompile(`^(?i:https?://)|^/(?:[^/\\]|$)`)
 )
 
 // policy is the bluemonday policy of the package comment, the last filter of Render's
@@ -207,7 +294,13 @@ var policy = sync.OnceValue(func() *bluemonday.Policy {
 		"table", "thead", "tbody", "tfoot", "tr", "th", "td", "caption",
 		"h1", "h2", "h3", "h4", "h5", "h6",
 	)
-	p.AllowAttrs("id").Matching(headingIDPattern).OnElements("h1", "h2", "h3", "h4", "h5", "h6")
+	p.AllowAttrs("id").Matching(idPattern).OnElements("h1", "h2", "h3", "h4", "h5", "h6", "a")
+	// What postProcess writes: focusable, labelled table regions and code blocks, and
+	// the divs of notice boxes (every other div has lost its attributes there).
+	p.AllowAttrs("tabindex").Matching(regexp.MustCompile(`^0$`)).OnElements("pre", "div")
+	p.AllowAttrs("role").Matching(regexp.MustCompile(`^(?:region|note)$`)).OnElements("div")
+	p.AllowAttrs("aria-label").Matching(regexp.MustCompile(`^Table [0-9]+ of [^<>"]{1,300}$`)).OnElements("div")
+	p.AllowAttrs("class").Matching(regexp.MustCompile(`^(?:table-scroll|alert alert-(?:note|tip|important|warning|caution))$`)).OnElements("div")
 	p.AllowAttrs("href").OnElements("a")
 	p.AllowAttrs("rel").Matching(regexp.MustCompile(`^` + linkRel + `$`)).OnElements("a")
 	p.AllowAttrs("title").OnElements("a", "abbr", "img")

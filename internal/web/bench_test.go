@@ -77,17 +77,17 @@ func benchModule(testing.TB) moduleData {
 		info.Outputs = append(info.Outputs, modules.Output{Name: fmt.Sprintf("out_%d", i), Description: "An output."})
 	}
 	d := moduleData{Namespace: "acme", Name: "network", System: "aws", Version: "1.0.29", Latest: "1.0.29",
-		Root: section(info, "root"), Source: "registry.example.com/acme/network/aws"}
+		Root: section(info, "root", ""), Source: "registry.example.com/acme/network/aws"}
 	for i := range 2 {
 		sub := info
 		sub.Path, sub.Name = fmt.Sprintf("modules/sub%d", i), fmt.Sprintf("sub%d", i)
-		d.Submodules = append(d.Submodules, section(sub, "submodule-"+sub.Name))
+		d.Submodules = append(d.Submodules, section(sub, "submodule-"+sub.Name, "sub"+sub.Name))
 	}
 	for i := range 30 {
 		v := fmt.Sprintf("1.0.%d", 29-i)
 		d.Versions = append(d.Versions, versionLink{Version: v, URL: "/modules/acme/network/aws/" + v, Current: i == 0})
 	}
-	d.Snippet = moduleSnippet("network", d.Source, d.Version, d.Root.Required)
+	d.Snippet = moduleSnippet("network", d.Source, versionConstraint(d.Version, true), d.Root.Required)
 	return d
 }
 
@@ -97,7 +97,7 @@ func BenchmarkModulePageRender(b *testing.B) {
 	d := benchModule(b)
 	b.ReportAllocs()
 	for b.Loop() {
-		d.Root = section(d.Root.ModuleInfo, "root")
+		d.Root = section(d.Root.ModuleInfo, "root", "")
 		if _, err := execute("module", d); err != nil {
 			b.Fatal(err)
 		}

@@ -40,9 +40,31 @@ type navGroup struct {
 	Pages []navLink
 }
 
+// navLink is a page in the navigation: Title is its short name
+// (shortTitle), Full its page_title.
 type navLink struct {
-	Title, URL string
-	Current    bool
+	Title, Full, URL string
+	Current          bool
+}
+
+// shortTitle is the name the navigation shows for a page: the resource,
+// data source or ephemeral resource name ("example_thing", as in a
+// configuration), a function's name, or a guide's title without
+// tfplugindocs' " - terraform-provider-NAME" tail.
+func shortTitle(typ string, p providerdocs.Page) string {
+	switch p.Category {
+	case providerdocs.CategoryResources, providerdocs.CategoryDataSources, providerdocs.CategoryEphemeralResources:
+		if strings.HasPrefix(p.Slug, typ+"_") {
+			return p.Slug
+		}
+		return typ + "_" + p.Slug
+	case providerdocs.CategoryFunctions:
+		return p.Slug
+	}
+	if head, tail, ok := strings.Cut(p.Title, " - terraform-provider-"); ok && head != "" && !strings.Contains(tail, " ") {
+		return head
+	}
+	return p.Title
 }
 
 // withCurrent returns a copy of n with the link to url marked current.
@@ -166,7 +188,7 @@ func (s *Service) docsNav(ctx context.Context, pv registry.ProviderVersion) (*do
 		g := navGroup{Title: categoryTitles[cat]}
 		for _, p := range d.Pages {
 			if p.Category == cat {
-				g.Pages = append(g.Pages, navLink{Title: p.Title, URL: base + cat + "/" + p.Slug})
+				g.Pages = append(g.Pages, navLink{Title: shortTitle(pv.Type, p), Full: p.Title, URL: base + cat + "/" + p.Slug})
 			}
 		}
 		if len(g.Pages) > 0 {
@@ -174,7 +196,7 @@ func (s *Service) docsNav(ctx context.Context, pv registry.ProviderVersion) (*do
 		}
 	}
 	if p, ok := d.Page(providerdocs.CategoryOverview, "index"); ok {
-		nav.Overview = renderMarkdown(p.Markdown, docsLinks(pv, p)).HTML
+		nav.Overview = renderMarkdown(p.Markdown, docsLinks(pv, p), "", "the overview").HTML
 	}
 	return nav, nil
 }
@@ -281,7 +303,7 @@ func (s *Service) providerDocPage(w http.ResponseWriter, r *http.Request, v *vis
 		if !ok {
 			return "", "", nil, errNotFound
 		}
-		md := renderMarkdown(p.Markdown, docsLinks(pv, p))
+		md := renderMarkdown(p.Markdown, docsLinks(pv, p), "", "the page")
 		d.Doc = &docPage{Title: p.Title, Category: categoryTitles[category], Subcategory: p.Subcategory,
 			Description: p.Description, HTML: md.HTML, Truncated: md.Truncated, HasTitle: md.Title != ""}
 		d.Docs = d.Docs.withCurrent(path)

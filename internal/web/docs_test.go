@@ -74,7 +74,7 @@ func TestProviderPageAndDocs(t *testing.T) {
 	if p.status != 200 {
 		t.Fatalf("provider page: %d\n%s", p.status, p.body)
 	}
-	for _, want := range []string{"<h1>acme/widget", `source  = &#34;trove.localhost/acme/widget&#34;`, `version = &#34;1.1.0&#34;`,
+	for _, want := range []string{"<h1>acme/widget", `source  = &#34;trove.localhost/acme/widget&#34;`, `version = &#34;~&gt; 1.1&#34;`,
 		"darwin", "linux", "terraform-provider-widget_1.1.0_linux_amd64.zip", "5.0",
 		"Widget Provider", // the overview
 		`href="/providers/acme/widget/1.1.0/docs/resources/widget"`, `href="/providers/acme/widget/1.1.0/docs/data-sources/widget"`,
@@ -92,9 +92,9 @@ func TestProviderPageAndDocs(t *testing.T) {
 	if doc.status != 200 {
 		t.Fatalf("doc page: %d", doc.status)
 	}
-	for _, want := range []string{`<h1 id="h-widget_widget-resource">widget_widget (Resource)</h1>`, "Manages a widget.", "Core",
+	for _, want := range []string{`<h2 id="h-widget_widget-resource">widget_widget (Resource)</h2>`, "Manages a widget.", "Core",
 		`class="language-terraform"`, `href="/providers/acme/widget/1.1.0/docs/data-sources/widget"`, `href="/providers/acme/widget/1.1.0"`,
-		`href="https://example.com/x"`, `aria-current="page">widget_widget Resource - widget</a>`} {
+		`href="https://example.com/x"`, `aria-current="page" title="widget_widget Resource - widget">widget_widget</a>`} {
 		if !strings.Contains(doc.body, want) {
 			t.Errorf("doc page lacks %q", want)
 		}

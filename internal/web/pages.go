@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"fmt"
 	"html/template"
 	"maps"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hashicorp/go-version"
 
@@ -382,12 +384,12 @@ func (s *Service) modulePage(w http.ResponseWriter, r *http.Request, v *visit) e
 			}
 			d.HasMetadata = true
 		}
-		d.Root = section(md.Root, "root")
-		for _, m := range md.Submodules {
-			d.Submodules = append(d.Submodules, section(m, "submodule-"+m.Name))
+		d.Root = section(md.Root, "root", "")
+		for i, m := range md.Submodules {
+			d.Submodules = append(d.Submodules, section(m, "submodule-"+m.Name, "sub"+strconv.Itoa(i+1)))
 		}
-		for _, m := range md.Examples {
-			d.Examples = append(d.Examples, section(m, "example-"+m.Name))
+		for i, m := range md.Examples {
+			d.Examples = append(d.Examples, section(m, "example-"+m.Name, "ex"+strconv.Itoa(i+1)))
 		}
 		d.Diagnostics = md.Diagnostics
 		d.VersionCount = len(names)
@@ -403,14 +405,20 @@ func (s *Service) modulePage(w http.ResponseWriter, r *http.Request, v *visit) e
 				}
 			}
 		}
-		d.Snippet = moduleSnippet(name, d.Source, cur, d.Root.Required)
+		d.Snippet = moduleSnippet(name, d.Source, versionConstraint(cur, cur == latest), d.Root.Required)
 		return ns + "/" + name + "/" + system + " " + cur, "module", d, nil
 	})
 }
 
 // section renders one module directory's README and splits its inputs.
-func section(m modules.ModuleInfo, id string) moduleSection {
-	doc := renderMarkdown([]byte(m.Readme), keepAnchors)
+// id, unique on the page, starts the ids of the section's elements; scope,
+// unique too, those of its README ("" for the root module's).
+func section(m modules.ModuleInfo, id, scope string) moduleSection {
+	label := "the README of " + m.Path
+	if m.Path == "" {
+		label = "the README"
+	}
+	doc := renderMarkdown([]byte(m.Readme), keepAnchors, scope, label)
 	sec := moduleSection{ModuleInfo: m, ID: id, Readme: doc.HTML, ReadmeTruncated: m.ReadmeTruncated || doc.Truncated}
 	for _, in := range m.Inputs {
 		if in.Required {
@@ -441,13 +449,15 @@ func hclIdentifier(name string) string {
 	return string(b)
 }
 
-// moduleSnippet is the module block that uses a module, with its
-// required inputs to fill in.
-func moduleSnippet(name, source, version string, required []modules.Input) string {
+// moduleSnippet is the module block that uses a module: its source, a
+// version constraint (versionConstraint) and its required inputs with a
+// placeholder of their type to fill in, their type and description in a
+// comment.
+func moduleSnippet(name, source, constraint string, required []modules.Input) string {
 	var b strings.Builder
 	b.WriteString("module \"" + hclIdentifier(name) + "\" {\n")
 	b.WriteString("  source  = \"" + source + "\"\n")
-	b.WriteString("  version = \"" + version + "\"\n")
+	b.WriteString("  version = \"" + constraint + "\"\n")
 	if len(required) > 0 {
 		b.WriteString("\n  # Required inputs\n")
 		width := 0
@@ -455,15 +465,98 @@ func moduleSnippet(name, source, version string, required []modules.Input) strin
 			width = max(width, len(in.Name))
 		}
 		for _, in := range required {
-			typ := in.Type
+			typ := oneLine(in.Type)
 			if typ == "" {
 				typ = "any"
 			}
-			b.WriteString("  " + in.Name + strings.Repeat(" ", width-len(in.Name)) + " = null # " + oneLine(typ) + "\n")
+			if len(typ) > 40 {
+				typ = typ[:37] + "..."
+			}
+			comment := typ
+			if d := firstLine(in.Description); d != "" {
+				comment += ": " + d
+			}
+			b.WriteString("  " + in.Name + strings.Repeat(" ", width-len(in.Name)) + " = " + placeholder(in.Type) + " # " + comment + "\n")
 		}
 	}
 	b.WriteString("}\n")
 	return b.String()
+}
+
+// placeholder is the empty value of a Terraform type expression, for the
+// required inputs of a snippet: "" for a string, [] for a list, set or
+// tuple, {} for a map or an object, 0, false, and null for anything else.
+func placeholder(typ string) string {
+	t := strings.TrimSpace(typ)
+	if i := strings.IndexAny(t, "({"); i >= 0 {
+		t = strings.TrimSpace(t[:i])
+	}
+	switch t {
+	case "string":
+		return `""`
+	case "number":
+		return "0"
+	case "bool":
+		return "false"
+	case "list", "set", "tuple":
+		return "[]"
+	case "map", "object":
+		return "{}"
+	}
+	return "null"
+}
+
+// firstLine is the first line of a description, at most 80 bytes, for a
+// comment.
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	s = strings.TrimSpace(s)
+	if len(s) > 80 {
+		cut := 77
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "..."
+	}
+	return s
+}
+
+// versionConstraint is the version constraint a snippet suggests for
+// version v: "~> MAJOR.MINOR" for the latest release from 1.0 on (new
+// minor and patch releases, no new major one), "~> MAJOR.MINOR.PATCH"
+// for an older release or a 0.x one (its patch releases), and the
+// version itself for a pre-release (which a constraint never selects
+// otherwise).
+func versionConstraint(v string, latest bool) string {
+	pv, err := version.NewSemver(v)
+	if err != nil || pv.Prerelease() != "" || pv.Metadata() != "" {
+		return v
+	}
+	seg := pv.Segments()
+	if latest && seg[0] >= 1 {
+		return fmt.Sprintf("~> %d.%d", seg[0], seg[1])
+	}
+	return fmt.Sprintf("~> %d.%d.%d", seg[0], seg[1], seg[2])
+}
+
+// wrapType escapes a type expression or a value for HTML and lets it wrap
+// after the punctuation that separates its parts (a <wbr> after ",", "(",
+// "{", "[", "=" and "/", and before "|"), so that a long object type
+// breaks between attributes, and an address or a path between its parts,
+// rather than inside a name.
+func wrapType(s string) template.HTML {
+	var b strings.Builder
+	for _, r := range s {
+		if r == '|' {
+			b.WriteString("<wbr>")
+		}
+		b.WriteString(template.HTMLEscapeString(string(r)))
+		switch r {
+		case ',', '(', '{', '[', '=', '/':
+			b.WriteString("<wbr>")
+		}
+	}
+	return template.HTML(b.String())
 }
 
 // oneLine folds a multi-line type expression into one line.
@@ -567,7 +660,7 @@ func (s *Service) providerData(ctx context.Context, ns, typ, want string) (*prov
 		d.Versions = append(d.Versions, versionLink{Version: n, URL: base + n, Current: n == cur,
 			Prerelease: m.prerelease, Published: m.published, Deprecated: m.deprecated, Revoked: l.revoked[n]})
 	}
-	d.Snippet = providerSnippet(typ, d.Source, cur)
+	d.Snippet = providerSnippet(typ, d.Source, versionConstraint(cur, cur == latest))
 	d.VersionCount = len(l.names)
 	if s.opt.Downloads != nil {
 		counts, err := s.opt.Downloads.ProviderDownloads(ctx, ns, typ)
@@ -589,7 +682,8 @@ func (s *Service) providerData(ctx context.Context, ns, typ, want string) (*prov
 	return d, nil
 }
 
-// providerSnippet is the required_providers entry of a provider.
+// providerSnippet is the required_providers entry of a provider, with a
+// version constraint (versionConstraint).
 func providerSnippet(typ, source, version string) string {
 	return "terraform {\n  required_providers {\n    " + hclIdentifier(typ) + " = {\n      source  = \"" + source +
 		"\"\n      version = \"" + version + "\"\n    }\n  }\n}\n"

@@ -110,7 +110,9 @@ var funcs = template.FuncMap{
 	"snippetOf": func(id, label, text string) snippetData {
 		return snippetData{ID: id, Label: label, Text: text}
 	},
-	"oneLine": oneLine,
+	"oneLine":   oneLine,
+	"wrapType":  wrapType,
+	"multiline": func(s string) bool { return strings.Contains(s, "\n") },
 }
 
 var templates = template.Must(template.New("").Funcs(funcs).ParseFS(templateFiles, "templates/*.html"))

@@ -192,8 +192,8 @@ func TestPagesAndHeaders(t *testing.T) {
 	}
 
 	mod := b.get("/modules/acme/network/aws")
-	for _, want := range []string{"<h1>acme/network/aws", "The CIDR block.", "<code>cidr</code> <span class=\"badge\">required</span>",
-		"The network&#39;s ID.", "modules/subnet", `source  = &#34;trove.localhost/acme/network/aws`, `version = &#34;1.1.0&#34;`} {
+	for _, want := range []string{"<h1>acme/network/aws", "The CIDR block.", `<code class="name">cidr</code> <span class="badge">required</span>`,
+		"The network&#39;s ID.", "modules/subnet", `source  = &#34;trove.localhost/acme/network/aws`, `version = &#34;~&gt; 1.1&#34;`} {
 		if !strings.Contains(mod.body, want) {
 			t.Errorf("module page lacks %q", want)
 		}
@@ -202,7 +202,7 @@ func TestPagesAndHeaders(t *testing.T) {
 		t.Error("the default of a sensitive input is shown")
 	}
 	old := b.get("/modules/acme/network/aws/1.0.0")
-	if !strings.Contains(old.body, "The latest version is") || !strings.Contains(old.body, `version = &#34;1.0.0&#34;`) {
+	if !strings.Contains(old.body, "The latest version is") || !strings.Contains(old.body, `version = &#34;~&gt; 1.0.0&#34;`) {
 		t.Errorf("the page of 1.0.0 does not say it is not the latest:\n%s", old.body)
 	}
 	if p := b.get("/modules/acme/network/aws?version=1.0.0"); p.status != http.StatusSeeOther || p.header.Get("Location") != "/modules/acme/network/aws/1.0.0" {
@@ -257,7 +257,7 @@ func TestPagesAndHeaders(t *testing.T) {
 		}
 	}
 	p := b.get("/modules/acme/network/aws")
-	if !strings.Contains(p.body, `version = &#34;1.2.0&#34;`) {
+	if !strings.Contains(p.body, `version = &#34;~&gt; 1.2&#34;`) {
 		t.Error("the module page still shows the old latest version after a publish")
 	}
 	if !strings.Contains(p.body, "2 of this version, 2 in all") {
@@ -597,7 +597,7 @@ func TestHostileReadme(t *testing.T) {
 			t.Errorf("the page carries %q", bad)
 		}
 	}
-	for _, want := range []string{`<h1 id="h-hostile`, `rel="nofollow noopener noreferrer"`, `src="https://img.example/badge.svg"`, "deep quote", "deep list",
+	for _, want := range []string{`<h2 id="h-hostile`, `rel="nofollow noopener noreferrer"`, `src="https://img.example/badge.svg"`, "deep quote", "deep list",
 		`href="#h-usage"`, "relative image", "The README is long: only its beginning is shown."} {
 		if !strings.Contains(p.body, want) {
 			t.Errorf("the page lacks %q", want)
@@ -608,5 +608,23 @@ func TestHostileReadme(t *testing.T) {
 	}
 	if len(p.body) > 2<<20 {
 		t.Errorf("the page is %d bytes", len(p.body))
+	}
+}
+
+// TestHomeNothingPublic: with nothing public, a visitor who is not signed
+// in is told to sign in, not that nothing is published; a signed-in user
+// who sees nothing is told how to publish.
+func TestHomeNothingPublic(t *testing.T) {
+	e := start(t)
+	e.publishModule(t, "secret", "vault", "aws", "1.0.0", networkModule)
+	b := e.browser(t)
+	home := b.get("/")
+	if !strings.Contains(home.body, `<a href="/sign-in">Sign in</a> to see private namespaces.`) ||
+		!strings.Contains(home.body, "private namespaces show once you sign in") || strings.Contains(home.body, "Nothing is published yet") {
+		t.Errorf("the home page of an anonymous visitor with nothing public:\n%s", home.body)
+	}
+	b.signIn("bob", password)
+	if home := b.get("/"); !strings.Contains(home.body, "Nothing is published yet") || strings.Contains(home.body, "show once you sign in") {
+		t.Errorf("the home page of bob, who sees nothing:\n%s", home.body)
 	}
 }
