@@ -1,7 +1,9 @@
 package registry
 
 import (
+	"strconv"
 	"strings"
+	"time"
 
 	goversion "github.com/hashicorp/go-version"
 )
@@ -23,6 +25,9 @@ func CheckMirrorRule(r MirrorRule) error {
 		return err
 	}
 	if err := CheckVersionConstraint(r.Versions); err != nil {
+		return Errorf(Invalid, "mirror rule %q: %s", r.Provider, Message(err))
+	}
+	if err := CheckMirrorMinAge(r.MinAge); err != nil {
 		return Errorf(Invalid, "mirror rule %q: %s", r.Provider, Message(err))
 	}
 	return nil
@@ -57,4 +62,125 @@ func CheckVersionConstraint(c string) error {
 		return Errorf(Invalid, "versions %q is not a version constraint (such as \"~> 5.0\" or \">= 1.2, < 2.0\"): %v", Elide(c), err)
 	}
 	return nil
+}
+
+// MaxMirrorMinAge bounds a MirrorRule's MinAge.
+const MaxMirrorMinAge = 365 * 24 * time.Hour
+
+// ParseAge parses a minimum age as operators write it: a Go duration
+// ("36h", "90m") whose units may include days ("7d", "1d12h"), or "0".
+// Negative ages and ages over MaxMirrorMinAge are Invalid.
+func ParseAge(s string) (time.Duration, error) {
+	bad := func(why string) error {
+		return Errorf(Invalid, "min age %q %s: write a duration such as 7d, 36h or 1d12h (0 for none, at most 365d)", Elide(s), why)
+	}
+	s = strings.TrimSpace(s)
+	if s == "" || s == "0" {
+		return 0, nil
+	}
+	var days int64
+	rest := s
+	if i := strings.IndexByte(rest, 'd'); i >= 0 {
+		n, err := strconv.ParseInt(rest[:i], 10, 64)
+		if err != nil || n < 0 || n > int64(MaxMirrorMinAge/(24*time.Hour)) {
+			return 0, bad("does not parse")
+		}
+		days, rest = n, rest[i+1:]
+	}
+	var d time.Duration
+	if rest != "" {
+		var err error
+		if d, err = time.ParseDuration(rest); err != nil || d < 0 {
+			return 0, bad("does not parse")
+		}
+	}
+	if d > MaxMirrorMinAge {
+		return 0, bad("is too long")
+	}
+	total := time.Duration(days)*24*time.Hour + d
+	if total > MaxMirrorMinAge {
+		return 0, bad("is too long")
+	}
+	return total, nil
+}
+
+// FormatAge writes a minimum age as ParseAge reads it: whole days as
+// "7d", anything else as a Go duration ("1d12h" is "36h0m0s"); "0" for
+// none.
+func FormatAge(d time.Duration) string {
+	switch {
+	case d == 0:
+		return "0"
+	case d%(24*time.Hour) == 0:
+		return strconv.FormatInt(int64(d/(24*time.Hour)), 10) + "d"
+	}
+	return d.String()
+}
+
+// CheckMirrorMinAge validates a MirrorRule's MinAge.
+func CheckMirrorMinAge(d time.Duration) error {
+	if d < 0 || d > MaxMirrorMinAge {
+		return Errorf(Invalid, "min age %s: it must be between 0 and 365d", d)
+	}
+	return nil
+}
+
+// MirrorDecisionKind is what an operator decided about versions of a
+// mirrored provider.
+type MirrorDecisionKind string
+
+// The decisions about mirrored versions.
+const (
+	// MirrorApprove releases one version before its minimum age.
+	MirrorApprove MirrorDecisionKind = "approve"
+	// MirrorDeny keeps the versions a constraint matches from being
+	// listed, fetched or served, whatever their age or approval.
+	MirrorDeny MirrorDecisionKind = "deny"
+)
+
+// MirrorDecision is an approval of one version of a mirrored provider,
+// or a denial of the versions a constraint matches. Host, Namespace and
+// Type are normalized (lowercase). Versions is the approved version, or
+// the denied version or constraint ("5.81.0", ">= 5.81.0, < 5.81.3").
+type MirrorDecision struct {
+	Host, Namespace, Type string
+	Kind                  MirrorDecisionKind
+	Versions              string
+	Reason                string
+	CreatedBy             string
+	CreatedAt             time.Time
+}
+
+// MaxMirrorDecisions bounds the decisions of one mirrored provider.
+const MaxMirrorDecisions = 1000
+
+// CheckMirrorDecision validates a decision as an operator writes it: a
+// known kind, a provider namespace and type, an approval of one exact
+// version or a denial of a version or constraint, and a one-line reason.
+func CheckMirrorDecision(d MirrorDecision) error {
+	if _, err := ParseNamespace(d.Namespace); err != nil {
+		return err
+	}
+	if _, err := ParseProviderType(d.Type); err != nil {
+		return err
+	}
+	switch d.Kind {
+	case MirrorApprove:
+		if _, err := ParseVersion(d.Versions); err != nil {
+			return Errorf(Invalid, "an approval names one version, such as 5.81.0: %s", Message(err))
+		}
+	case MirrorDeny:
+		if strings.TrimSpace(d.Versions) == "" {
+			return Errorf(Invalid, "a denial names a version or a version constraint, such as 5.81.0 or \">= 5.81.0, < 5.81.3\"")
+		}
+		if err := VersionConstraintLimit.CheckText(d.Versions); err != nil {
+			return err
+		}
+		if err := CheckVersionConstraint(d.Versions); err != nil {
+			return err
+		}
+	default:
+		return Errorf(Invalid, "unknown mirror decision %q: approve or deny", Elide(string(d.Kind)))
+	}
+	return DescriptionLimit.CheckText(d.Reason)
 }

@@ -158,6 +158,11 @@ type MirrorUpstream struct {
 type MirrorRule struct {
 	Provider string
 	Versions string
+	// MinAge holds back a new upstream version for this long: it is
+	// installable once it is MinAge old, counted from the upstream's
+	// publish time where the upstream gives one, else from when this
+	// Trove first saw it listed (mirror.Judge). 0: at once.
+	MinAge time.Duration `json:",omitempty"`
 }
 
 // Held reports whether the mirror holds the package of p (its archive
