@@ -32,6 +32,7 @@ type Index interface {
 	Mirror
 	MirrorInventory
 	MirrorUpstreams
+	MirrorHolds // first sight, approvals and denials of upstream versions (holding releases back)
 	Bundles
 	SSO           // identity providers, role mappings, linked identities (sso.go)
 	TrustPolicies // keyless publishing (trust.go)
@@ -235,6 +236,34 @@ type MirrorUpstreams interface {
 	// DeleteMirrorUpstream removes an upstream (not what was mirrored
 	// from it). NotFound if there is none of that Host.
 	DeleteMirrorUpstream(ctx context.Context, host string) error
+}
+
+// MirrorHolds stores what holding new upstream versions back needs
+// (docs/mirror.md): when this Trove first saw each version of a mirrored
+// provider, and the operators' approvals and denials
+// (registry.MirrorDecision). Host, namespace and type are passed in
+// normalized (lowercase).
+type MirrorHolds interface {
+	// SeeMirroredVersions records at as the first-seen time of each of
+	// versions that has none yet, and returns the first-seen time of every
+	// one of them (a time recorded earlier is kept: first sight never
+	// moves). Safe concurrently: of two callers seeing a version at once,
+	// both get the time stored. At most 10,000 versions per call.
+	SeeMirroredVersions(ctx context.Context, host, namespace, typ string, versions []string, at time.Time) (map[string]time.Time, error)
+	// PutMirrorDecision stores d, keyed by host, namespace, type, kind and
+	// versions; one stored already under that key gets d's Reason,
+	// CreatedBy and CreatedAt. It reports whether d was new. Invalid for
+	// a decision registry.CheckMirrorDecision refuses or a provider with
+	// registry.MaxMirrorDecisions decisions already. The effects of ctx
+	// (store.WithEffects) commit with it.
+	PutMirrorDecision(ctx context.Context, d registry.MirrorDecision) (created bool, err error)
+	// DeleteMirrorDecision removes one decision; NotFound if there is
+	// none. The effects of ctx commit with it.
+	DeleteMirrorDecision(ctx context.Context, host, namespace, typ string, kind registry.MirrorDecisionKind, versions string) error
+	// ListMirrorDecisions returns the decisions about one provider of
+	// host, or about every provider of host when namespace and typ are
+	// both "", ordered by namespace, type, kind and versions.
+	ListMirrorDecisions(ctx context.Context, host, namespace, typ string) ([]registry.MirrorDecision, error)
 }
 
 // Modules stores module versions. A version is written in one statement

@@ -37,6 +37,7 @@ func TestIndex(t *testing.T, newIndex func(t *testing.T) store.Index) {
 	t.Run("PackageHashes", func(t *testing.T) { testPackageHashes(t, newIndex) })
 	t.Run("Mirror", func(t *testing.T) { testMirror(t, newIndex) })
 	t.Run("MirrorUpstreams", func(t *testing.T) { testMirrorUpstreams(t, newIndex) })
+	t.Run("MirrorHolds", func(t *testing.T) { testMirrorHolds(t, newIndex) })
 	t.Run("Bundles", func(t *testing.T) { testBundles(t, newIndex) })
 	t.Run("SSO", func(t *testing.T) { testSSO(t, newIndex) })
 	t.Run("TrustPolicies", func(t *testing.T) { testTrustPolicies(t, newIndex) })
