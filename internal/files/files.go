@@ -52,6 +52,13 @@ type Options struct {
 	Fetcher Fetcher
 }
 
+// OriginGuard is an optional ability of a Fetcher: whether the package
+// that origin names may still be served (the mirror refuses a version
+// held or denied since the URL was signed).
+type OriginGuard interface {
+	ServesPackage(ctx context.Context, origin string) error
+}
+
 // Fetcher makes a blob that is not stored available, for the provider
 // mirror's packages (*mirror.Mirror implements it). origin is what the
 // signed URL was issued with (signedurl.PathFrom): the mirrored provider
@@ -113,6 +120,13 @@ func (h *Handler) serveFile(w http.ResponseWriter, r *http.Request) error {
 	digest, filename, origin, err := h.signer.VerifyOrigin(r.URL.Path, query)
 	if err != nil {
 		return err
+	}
+	if g, ok := h.fetcher.(OriginGuard); ok && origin != "" {
+		// A mirrored version denied since the URL was signed is not
+		// served, even from the store.
+		if err := g.ServesPackage(r.Context(), origin); err != nil {
+			return err
+		}
 	}
 	expires, _ := strconv.ParseInt(query.Get("expires"), 10, 64) // Verify parsed it already
 	remaining := time.Unix(expires, 0).Sub(h.now())

@@ -1,6 +1,7 @@
 package mirror
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -143,4 +144,132 @@ func orSomeone(s string) string {
 		return "an admin"
 	}
 	return s
+}
+
+// verdicts judges versions of p under rule (the zero rule for a host
+// that is not an upstream: denials apply, no minimum age) at the mirror's
+// clock, with the decisions of p read from the index (an index that
+// cannot be read fails the request: nothing is served unjudged).
+//
+// The publish times come from the upstream's versions document the mirror
+// holds in memory (fetched at most every VersionsTTL); the first sights
+// from the index. A version held by its first sight while no document is
+// in memory is judged again with a fresh one, so that a publish time the
+// upstream gives is never missed; with the upstream down, it stays held.
+func (m *Mirror) verdicts(ctx context.Context, u *upstream, p provider, rule registry.MirrorRule, versions []string) (map[string]Verdict, error) {
+	decisions, err := m.opt.Index.ListMirrorDecisions(ctx, p.host, p.namespace, p.typ)
+	if err != nil {
+		return nil, err
+	}
+	now := m.opt.Now()
+	seen := make(map[string]Seen, len(versions))
+	if rule.MinAge > 0 {
+		m.verMu.Lock()
+		c, cached := m.versions[p]
+		m.verMu.Unlock()
+		if err := m.sights(ctx, p, c, versions, seen); err != nil {
+			return nil, err
+		}
+		if !cached && u != nil {
+			for _, v := range versions {
+				if s := seen[v]; s.PublishedAt.IsZero() && Judge(now, rule, decisions, p.namespace, p.typ, v, s).Status == Held {
+					if c, err := m.upstreamVersionsSeen(ctx, u, p); err == nil {
+						if err := m.sights(ctx, p, c, versions, seen); err != nil {
+							return nil, err
+						}
+					}
+					break
+				}
+			}
+		}
+	}
+	out := make(map[string]Verdict, len(versions))
+	for _, v := range versions {
+		out[v] = Judge(now, rule, decisions, p.namespace, p.typ, v, seen[v])
+	}
+	return out, nil
+}
+
+// sights fills seen with the publish times c gives and the first sights
+// of versions (those c lacks read from, or recorded in, the index).
+func (m *Mirror) sights(ctx context.Context, p provider, c cachedVersions, versions []string, seen map[string]Seen) error {
+	published := make(map[string]time.Time, len(c.doc.Versions))
+	for _, e := range c.doc.Versions {
+		if e.PublishedAt == "" {
+			continue
+		}
+		if t, err := time.Parse(time.RFC3339, e.PublishedAt); err == nil {
+			published[e.Version] = t
+		}
+	}
+	var missing []string
+	for _, v := range versions {
+		s := Seen{PublishedAt: published[v]}
+		if t, ok := c.seen[v]; ok {
+			s.FirstSeen = t
+		} else {
+			missing = append(missing, v)
+		}
+		seen[v] = s
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	got, err := m.opt.Index.SeeMirroredVersions(ctx, p.host, p.namespace, p.typ, missing, m.opt.Now())
+	if err != nil {
+		return err
+	}
+	for v, t := range got {
+		s := seen[v]
+		s.FirstSeen = t
+		seen[v] = s
+	}
+	return nil
+}
+
+// available returns the versions of versions that verdicts serves, in
+// their order, and an error for when none is left that says why.
+func (m *Mirror) available(ctx context.Context, u *upstream, p provider, rule registry.MirrorRule, versions []string) ([]string, error) {
+	vs, err := m.verdicts(ctx, u, p, rule, versions)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	held, denied := 0, 0
+	var next time.Time
+	for _, v := range versions {
+		switch vd := vs[v]; vd.Status {
+		case Available:
+			out = append(out, v)
+		case Held:
+			held++
+			if next.IsZero() || vd.Until.Before(next) {
+				next = vd.Until
+			}
+		default:
+			denied++
+		}
+	}
+	if len(out) == 0 && len(versions) > 0 {
+		msg := fmt.Sprintf("provider %s/%s/%s has no version this mirror may serve yet: %d held back by a minimum age, %d denied",
+			p.host, p.namespace, p.typ, held, denied)
+		if !next.IsZero() {
+			msg += "; the first is released at " + next.UTC().Format(time.RFC3339)
+		}
+		return nil, registry.Errorf(registry.NotFound, "%s (an admin sees why with: trove mirror hold list %s/%s/%s)", msg, p.host, p.namespace, p.typ)
+	}
+	return out, nil
+}
+
+// check returns nil if version of p may be served now, else NotFound
+// saying why (held until when, or denied by whom).
+func (m *Mirror) check(ctx context.Context, u *upstream, p provider, rule registry.MirrorRule, version string) error {
+	vs, err := m.verdicts(ctx, u, p, rule, []string{version})
+	if err != nil {
+		return err
+	}
+	if vd := vs[version]; vd.Status != Available {
+		return registry.Errorf(registry.NotFound, "provider %s/%s/%s %s is %s by this mirror: %s", p.host, p.namespace, p.typ, registry.Elide(version), vd.Status, vd.Reason)
+	}
+	return nil
 }

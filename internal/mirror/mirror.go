@@ -56,6 +56,7 @@ import (
 type Index interface {
 	store.Mirror
 	store.MirrorUpstreams
+	store.MirrorHolds
 }
 
 // Defaults of Options.
@@ -127,6 +128,9 @@ type provider struct{ host, namespace, typ string }
 type cachedVersions struct {
 	doc     versionsDoc
 	fetched time.Time
+	// seen is when this Trove first saw each version of doc (recorded in
+	// the index when doc was fetched; nil if that failed).
+	seen map[string]time.Time
 }
 
 // maxCachedVersionDocs bounds the versions documents kept in memory.
@@ -289,7 +293,7 @@ func (m *Mirror) MirroredVersions(ctx context.Context, host, namespace, typ stri
 		if len(held) == 0 {
 			return nil, notUpstream(p)
 		}
-		return held, nil
+		return m.available(ctx, nil, p, rule, held)
 	}
 	doc, err := m.upstreamVersions(ctx, u, p)
 	if errors.Is(err, errNotFound) {
@@ -301,7 +305,7 @@ func (m *Mirror) MirroredVersions(ctx context.Context, host, namespace, typ stri
 			return nil, registry.Errorf(registry.Unavailable, "%s, and this mirror holds no version of %s/%s/%s", registry.Message(err), host, namespace, typ)
 		}
 		m.log.WarnContext(ctx, "mirror upstream unreachable: listing the versions held", "host", host, "provider", namespace+"/"+typ, "versions", len(held), "error", registry.Message(err))
-		return held, nil
+		return m.available(ctx, u, p, rule, held)
 	}
 	var versions []string
 	for _, v := range doc.Versions {
@@ -312,7 +316,7 @@ func (m *Mirror) MirroredVersions(ctx context.Context, host, namespace, typ stri
 	if len(versions) == 0 {
 		return nil, registry.Errorf(registry.NotFound, "provider %s/%s/%s has no version this mirror may serve (rule %s %s)", host, namespace, typ, rule.Provider, rule.Versions)
 	}
-	return versions, nil
+	return m.available(ctx, u, p, rule, versions)
 }
 
 // notUpstream is the answer for a provider of a host that is not an
@@ -339,18 +343,37 @@ func (m *Mirror) heldVersions(ctx context.Context, p provider, rule registry.Mir
 // upstreamVersions returns the upstream's versions document of p, fetched
 // at most every VersionsTTL (once for concurrent callers).
 func (m *Mirror) upstreamVersions(ctx context.Context, u *upstream, p provider) (versionsDoc, error) {
+	c, err := m.upstreamVersionsSeen(ctx, u, p)
+	return c.doc, err
+}
+
+// upstreamVersionsSeen is upstreamVersions with the first sight of each
+// version, recorded in the index when the document is fetched.
+func (m *Mirror) upstreamVersionsSeen(ctx context.Context, u *upstream, p provider) (cachedVersions, error) {
 	now := m.opt.Now()
 	m.verMu.Lock()
 	c, ok := m.versions[p]
 	m.verMu.Unlock()
 	if ok && now.Sub(c.fetched) < m.opt.VersionsTTL {
-		return c.doc, nil
+		return c, nil
 	}
 	v, err, _ := m.flights.Do("versions "+p.host+"/"+p.namespace+"/"+p.typ, func() (any, error) {
 		doc, err := u.versions(context.WithoutCancel(ctx), p.namespace, p.typ)
 		m.metrics.upstream(p.host, "versions", err)
 		if err != nil {
-			return versionsDoc{}, err
+			return cachedVersions{}, err
+		}
+		c := cachedVersions{doc: doc, fetched: m.opt.Now()}
+		names := make([]string, 0, len(doc.Versions))
+		for _, v := range doc.Versions {
+			names = append(names, v.Version)
+		}
+		// First sight is recorded for every version listed, with or
+		// without a minimum age, so that a rule given one later counts
+		// from when the version really appeared.
+		if c.seen, err = m.opt.Index.SeeMirroredVersions(context.WithoutCancel(ctx), p.host, p.namespace, p.typ, names, c.fetched); err != nil {
+			m.log.WarnContext(ctx, "mirror: recording the first sight of upstream versions failed; a minimum age counts from now", "host", p.host,
+				"provider", p.namespace+"/"+p.typ, "error", registry.Message(err))
 		}
 		m.verMu.Lock()
 		if len(m.versions) >= maxCachedVersionDocs {
@@ -359,11 +382,11 @@ func (m *Mirror) upstreamVersions(ctx context.Context, u *upstream, p provider) 
 				break
 			}
 		}
-		m.versions[p] = cachedVersions{doc: doc, fetched: m.opt.Now()}
+		m.versions[p] = c
 		m.verMu.Unlock()
-		return doc, nil
+		return c, nil
 	})
-	return v.(versionsDoc), err
+	return v.(cachedVersions), err
 }
 
 // MirroredVersion returns one version of a provider of host with its
@@ -380,10 +403,17 @@ func (m *Mirror) MirroredVersion(ctx context.Context, host, namespace, typ, vers
 		if registry.IsKind(err, registry.NotFound) {
 			return registry.ProviderVersion{}, notUpstream(p)
 		}
+		if err == nil {
+			err = m.check(ctx, nil, p, rule, version)
+		}
 		return mv.ProviderVersion, err
 	}
 	if !allows(rule, version) {
 		return registry.ProviderVersion{}, registry.Errorf(registry.NotFound, "provider %s/%s/%s %s is not mirrored: rule %s allows %s only", host, namespace, typ, version, rule.Provider, rule.Versions)
+	}
+	// Held and denied versions are neither served nor fetched.
+	if err := m.check(ctx, u, p, rule, version); err != nil {
+		return registry.ProviderVersion{}, err
 	}
 	mv, err := m.opt.Index.GetMirroredVersion(ctx, host, namespace, typ, version)
 	if err == nil {
@@ -587,6 +617,27 @@ func (m *Mirror) findPackage(ctx context.Context, origin, digest string) (regist
 	return mv, pl, nil
 }
 
+// ServesPackage returns nil if the package origin (a
+// registry.PackageOrigin's String) names may be served now, NotFound
+// saying why if its version is held or denied: a version denied after a
+// client got its signed URL stops being served, stored or not. An empty
+// origin (a URL signed before URLs carried one) is not judged.
+func (m *Mirror) ServesPackage(ctx context.Context, origin string) error {
+	if origin == "" {
+		return nil
+	}
+	o, err := registry.ParsePackageOrigin(origin)
+	if err != nil {
+		return registry.Errorf(registry.NotFound, "%s", registry.Message(err))
+	}
+	p := provider{o.Host, o.Namespace, o.Type}
+	u, rule, err := m.upstream(ctx, p)
+	if err != nil && !registry.IsKind(err, registry.NotFound) {
+		return err
+	}
+	return m.check(ctx, u, p, rule, o.Version)
+}
+
 // OpenPackage returns the package that origin names (see HasPackage),
 // which the mirror does not hold yet, as it arrives from the upstream:
 // body's Read gives the last HoldBack bytes only once the whole package
@@ -633,6 +684,9 @@ func (m *Mirror) fetchPackage(ctx context.Context, d *download) error {
 	}
 	if u != nil && !allows(rule, mv.Version) {
 		return registry.Errorf(registry.NotFound, "provider %s/%s/%s %s is not mirrored: rule %s allows %s only", p.host, p.namespace, p.typ, mv.Version, rule.Provider, rule.Versions)
+	}
+	if err := m.check(ctx, u, p, rule, mv.Version); err != nil {
+		return err
 	}
 	if u == nil {
 		return registry.Errorf(registry.Unavailable, "%s is not held by this mirror, and %s is not one of its upstream registries to fetch it from", pl.Filename, p.host)

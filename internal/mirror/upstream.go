@@ -223,6 +223,10 @@ type (
 		Version   string          `json:"version"`
 		Protocols []string        `json:"protocols"`
 		Platforms []platformEntry `json:"platforms"`
+		// PublishedAt is the upstream's publish time of the version
+		// (RFC 3339), where it gives one: not part of providers.v1, so
+		// usually absent; a minimum age then counts from first sight.
+		PublishedAt string `json:"published_at,omitempty"`
 	}
 	platformEntry struct {
 		OS   string `json:"os"`
