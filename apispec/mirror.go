@@ -39,6 +39,11 @@ type MirrorUpstream struct {
 type MirrorRule struct {
 	Provider string `json:"provider"`
 	Versions string `json:"versions,omitempty"`
+	// MinAge holds new versions back until they are this old ("7d",
+	// "36h", "1d12h"; empty or "0": at once), counted from the upstream's
+	// publish time where it gives one, else from this Trove's first sight
+	// of the version.
+	MinAge string `json:"min_age,omitempty"`
 }
 
 // PutMirrorUpstreamRequest is the body of PUT RouteMirrorUpstream: the
@@ -68,7 +73,8 @@ func (r PutMirrorUpstreamRequest) Validate() error {
 			registry.MaxMirrorRules, len(r.Allow))
 	}
 	for _, rule := range r.Allow {
-		if err := firstError(registry.MirrorProviderLimit.CheckText(rule.Provider), registry.VersionConstraintLimit.CheckText(rule.Versions)); err != nil {
+		if err := firstError(registry.MirrorProviderLimit.CheckText(rule.Provider), registry.VersionConstraintLimit.CheckText(rule.Versions),
+			registry.MinAgeLimit.CheckText(rule.MinAge)); err != nil {
 			return err
 		}
 	}

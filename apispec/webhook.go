@@ -139,7 +139,7 @@ type WebhookPayload struct {
 
 // WebhookEventSubject is what an event is about.
 type WebhookEventSubject struct {
-	// Kind is "provider" or "module" ("" for a ping).
+	// Kind is "provider", "module" or "mirrored_provider" (a mirror.* event) ("" for a ping).
 	Kind string `json:"kind"`
 	// Address is the provider's source address (HOST/NS/TYPE) or the
 	// module's (HOST/NS/NAME/SYSTEM).

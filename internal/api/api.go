@@ -52,6 +52,7 @@ type Index interface {
 	store.Lifecycle
 	store.RetentionRules
 	store.MirrorUpstreams
+	store.MirrorHolds
 	store.Bundles
 	store.SSO
 	store.TrustPolicies
@@ -211,6 +212,7 @@ func New(opt Options) http.Handler {
 	h.registerDeletes(route)
 	h.registerRetention(route)
 	h.registerMirror(route)
+	h.registerMirrorHolds(route)
 	h.registerSSO(route)
 	h.registerTrust(route, open)
 	h.registerWebhooks(route)

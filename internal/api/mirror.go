@@ -167,6 +167,11 @@ func checkUpstream(host string, req apispec.PutMirrorUpstreamRequest) (registry.
 	}
 	for _, rule := range req.Allow {
 		r := registry.MirrorRule{Provider: rule.Provider, Versions: rule.Versions}
+		age, err := registry.ParseAge(rule.MinAge)
+		if err != nil {
+			return u, registry.Errorf(registry.Invalid, "mirror rule %q: %s", registry.Elide(rule.Provider), registry.Message(err))
+		}
+		r.MinAge = age
 		if err := mirror.CheckRule(r); err != nil {
 			return u, err
 		}
@@ -269,6 +274,9 @@ func describeUpstream(u registry.MirrorUpstream, created bool) string {
 		if rule.Versions != "" {
 			b.WriteString(" " + rule.Versions)
 		}
+		if rule.MinAge > 0 {
+			b.WriteString(" min age " + registry.FormatAge(rule.MinAge))
+		}
 	}
 	return b.String()
 }
@@ -277,7 +285,15 @@ func upstreamDoc(u registry.MirrorUpstream) apispec.MirrorUpstream {
 	doc := apispec.MirrorUpstream{Host: u.Host, ServiceURL: u.ServiceURL, CACertificates: u.CACertificates,
 		Allow: make([]apispec.MirrorRule, 0, len(u.Allow)), Description: u.Description, CreatedAt: u.CreatedAt, UpdatedAt: u.UpdatedAt}
 	for _, rule := range u.Allow {
-		doc.Allow = append(doc.Allow, apispec.MirrorRule{Provider: rule.Provider, Versions: rule.Versions})
+		doc.Allow = append(doc.Allow, ruleDoc(rule))
 	}
 	return doc
+}
+
+func ruleDoc(rule registry.MirrorRule) apispec.MirrorRule {
+	r := apispec.MirrorRule{Provider: rule.Provider, Versions: rule.Versions}
+	if rule.MinAge > 0 {
+		r.MinAge = registry.FormatAge(rule.MinAge)
+	}
+	return r
 }

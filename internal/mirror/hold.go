@@ -2,6 +2,7 @@ package mirror
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -272,4 +273,85 @@ func (m *Mirror) check(ctx context.Context, u *upstream, p provider, rule regist
 		return registry.Errorf(registry.NotFound, "provider %s/%s/%s %s is %s by this mirror: %s", p.host, p.namespace, p.typ, registry.Elide(version), vd.Status, vd.Reason)
 	}
 	return nil
+}
+
+// VersionHold is one version of a mirrored provider with its Verdict.
+type VersionHold struct {
+	Version string
+	Verdict
+}
+
+// ProviderHolds is what the mirror serves of one provider and why
+// (Holds): for operators, the API and the web UI.
+type ProviderHolds struct {
+	// Rule is the allow rule that matches the provider; nil when its host
+	// is not an upstream (what the mirror holds of it is judged by the
+	// denials only).
+	Rule *registry.MirrorRule
+	// Versions are those the upstream lists that Rule allows (those the
+	// mirror holds a package of when the upstream cannot be reached or
+	// the host is not an upstream), newest first.
+	Versions []VersionHold
+	// Decisions are the approvals and denials of the provider.
+	Decisions []registry.MirrorDecision
+	// Unreachable says why the upstream's list could not be read; "" if
+	// it was.
+	Unreachable string
+}
+
+// Holds reports every version of a provider with whether the mirror
+// serves it now, and why not. NotFound when no rule of the host's
+// upstream allows the provider, or the host is not an upstream and the
+// mirror holds nothing of it.
+func (m *Mirror) Holds(ctx context.Context, host, namespace, typ string) (ProviderHolds, error) {
+	p := provider{host, namespace, typ}
+	u, rule, err := m.upstream(ctx, p)
+	if err != nil {
+		return ProviderHolds{}, err
+	}
+	var out ProviderHolds
+	var versions []string
+	if u != nil {
+		out.Rule = &rule
+		c, err := m.upstreamVersionsSeen(ctx, u, p)
+		switch {
+		case errors.Is(err, errNotFound):
+			return ProviderHolds{}, registry.Errorf(registry.NotFound, "provider %s/%s/%s not found: upstream %s does not know it", host, namespace, typ, host)
+		case err != nil:
+			out.Unreachable = registry.Message(err)
+		default:
+			for _, v := range c.doc.Versions {
+				if allows(rule, v.Version) {
+					versions = append(versions, v.Version)
+				}
+			}
+		}
+	}
+	if u == nil || out.Unreachable != "" {
+		if versions, err = m.heldVersions(ctx, p, rule); err != nil && !registry.IsKind(err, registry.NotFound) {
+			return ProviderHolds{}, err
+		}
+		if u == nil && len(versions) == 0 {
+			return ProviderHolds{}, notUpstream(p)
+		}
+	}
+	verdicts, err := m.verdicts(ctx, u, p, rule, versions)
+	if err != nil {
+		return ProviderHolds{}, err
+	}
+	for _, v := range versions {
+		out.Versions = append(out.Versions, VersionHold{Version: v, Verdict: verdicts[v]})
+	}
+	registry.SortNewestFirst(out.Versions, func(v VersionHold) string { return v.Version })
+	if out.Decisions, err = m.opt.Index.ListMirrorDecisions(ctx, host, namespace, typ); err != nil {
+		return ProviderHolds{}, err
+	}
+	return out, nil
+}
+
+// DecisionsChanged drops the mirror documents of a provider whose
+// approvals or denials changed through this process (other replicas drop
+// theirs within the documents' maximum age).
+func (m *Mirror) DecisionsChanged(host, namespace, typ string) {
+	m.opt.Invalidate(host, namespace, typ)
 }

@@ -194,6 +194,13 @@ const (
 	// of the provider mirror's upstream registries.
 	AuditMirrorUpstreamPut    = "mirror_upstream.put"
 	AuditMirrorUpstreamDelete = "mirror_upstream.delete"
+	// AuditMirrorApprove, AuditMirrorUnapprove, AuditMirrorDeny and
+	// AuditMirrorUndeny record approvals and denials of mirrored provider
+	// versions (docs/mirror.md).
+	AuditMirrorApprove   = "mirror.approve"
+	AuditMirrorUnapprove = "mirror.unapprove"
+	AuditMirrorDeny      = "mirror.deny"
+	AuditMirrorUndeny    = "mirror.undeny"
 	// AuditBundleExport and AuditBundleImport record air-gap bundles
 	// written and imported.
 	AuditBundleExport = "bundle.export"

@@ -111,6 +111,7 @@ var (
 	CACertificatesLimit    = Limit{"CA certificates", MaxCACertificatesLength}
 	MirrorProviderLimit    = Limit{"mirror rule provider", MaxMirrorProviderLength}
 	VersionConstraintLimit = Limit{"version constraint", MaxVersionConstraintLength}
+	MinAgeLimit            = Limit{"min age", 32}
 )
 
 // CheckLines returns CheckLines(l.Field, value, l.Max): the check of a

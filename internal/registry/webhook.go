@@ -27,6 +27,12 @@ const (
 	EventModuleRevoked        = "module.revoked"
 	EventModuleRestored       = "module.restored"
 	EventModuleDeleted        = "module.deleted"
+	// Approvals and denials of mirrored provider versions (global
+	// webhooks only: a mirrored provider belongs to no namespace).
+	EventMirrorApproved   = "mirror.approved"
+	EventMirrorUnapproved = "mirror.unapproved"
+	EventMirrorDenied     = "mirror.denied"
+	EventMirrorUndenied   = "mirror.undenied"
 	// EventPing is sent by `trove webhook test` to one webhook only,
 	// whatever its filter.
 	EventPing = "ping"
@@ -39,6 +45,7 @@ var EventTypes = []string{
 	EventProviderRevoked, EventProviderRestored, EventProviderDeleted,
 	EventModulePublished, EventModuleDeprecated, EventModuleUndeprecated,
 	EventModuleRevoked, EventModuleRestored, EventModuleDeleted,
+	EventMirrorApproved, EventMirrorUnapproved, EventMirrorDenied, EventMirrorUndenied,
 }
 
 // Webhook is a subscription to the events of one namespace, or of every
@@ -186,8 +193,8 @@ func CheckEventFilter(events []string) error {
 		if err := WebhookEventLimit.Check(e); err != nil {
 			return err
 		}
-		if !slices.Contains(EventTypes, e) && e != "*" && e != "provider.*" && e != "module.*" {
-			return Errorf(Invalid, "unknown event type %s: want one of %s, provider.*, module.* or *", quote(e), strings.Join(EventTypes, ", "))
+		if !slices.Contains(EventTypes, e) && e != "*" && e != "provider.*" && e != "module.*" && e != "mirror.*" {
+			return Errorf(Invalid, "unknown event type %s: want one of %s, provider.*, module.*, mirror.* or *", quote(e), strings.Join(EventTypes, ", "))
 		}
 		if slices.Contains(events[:i], e) {
 			return Errorf(Invalid, "event type %s is named twice", e)

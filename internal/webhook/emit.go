@@ -42,6 +42,10 @@ type Event struct {
 	Version string
 	// Reason and Link of a deprecation or revocation.
 	Reason, Link string
+	// Host is the upstream registry of a mirror event (mirror.*), whose
+	// Namespace is "" (global webhooks only hear it): MirrorNamespace and
+	// Name are the mirrored provider's namespace and type there.
+	Host, MirrorNamespace string
 	// Actor who made the change; "" takes the caller of Emit's request,
 	// or "system" without one.
 	Actor string
@@ -205,6 +209,9 @@ func (e *Emitter) Payload(ev Event, id string, t time.Time) apispec.WebhookPaylo
 		if !strings.HasSuffix(ev.Type, ".deleted") {
 			p.URLs = apispec.WebhookEventURLs{UI: origin + ui, API: origin + api}
 		}
+	case strings.HasPrefix(ev.Type, "mirror."):
+		p.Subject = apispec.WebhookEventSubject{Kind: "mirrored_provider", Name: ev.Name, Address: ev.Host + "/" + ev.MirrorNamespace + "/" + ev.Name}
+		p.URLs = apispec.WebhookEventURLs{API: origin + "/api/v1/mirror/providers/" + ev.Host + "/" + ev.MirrorNamespace + "/" + ev.Name}
 	case strings.HasPrefix(ev.Type, "module."):
 		path := ev.Namespace + "/" + ev.Name + "/" + ev.System
 		p.Subject = apispec.WebhookEventSubject{Kind: "module", Name: ev.Name, System: ev.System, Address: host + "/" + path}

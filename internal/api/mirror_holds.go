@@ -1,0 +1,210 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"strings"
+
+	"trove.dev/trove/apispec"
+	"trove.dev/trove/internal/auth"
+	"trove.dev/trove/internal/httpjson"
+	"trove.dev/trove/internal/mirror"
+	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/store"
+	"trove.dev/trove/internal/webhook"
+)
+
+// MirrorHolds is what the routes of holding mirrored versions back need
+// of the provider mirror (*mirror.Mirror): the report of a provider, and
+// a way to drop its documents after a decision. An Options.Mirror without
+// it answers those routes 404.
+type MirrorHolds interface {
+	Holds(ctx context.Context, host, namespace, typ string) (mirror.ProviderHolds, error)
+	DecisionsChanged(host, namespace, typ string)
+}
+
+// registerMirrorHolds mounts the routes of approvals and denials of
+// mirrored versions; global admins only, like the upstreams they refine.
+func (h *handler) registerMirrorHolds(route func(string, httpjson.HandlerFunc)) {
+	route("GET "+apispec.RouteMirrorProvider, h.getMirrorProvider)
+	route("PUT "+apispec.RouteMirrorApproval, h.putMirrorApproval)
+	route("DELETE "+apispec.RouteMirrorApproval, h.deleteMirrorApproval)
+	route("PUT "+apispec.RouteMirrorDenials, h.putMirrorDenial)
+	route("DELETE "+apispec.RouteMirrorDenials, h.deleteMirrorDenial)
+}
+
+// mirroredProvider is the provider a hold route names.
+type mirroredProvider struct{ host, namespace, typ string }
+
+func (p mirroredProvider) String() string { return p.host + "/" + p.namespace + "/" + p.typ }
+
+// mirroredParam checks that the caller is a global admin and returns the
+// {host}/{namespace}/{type} path values normalized.
+func (h *handler) mirroredParam(r *http.Request) (mirroredProvider, error) {
+	host, err := h.upstreamParam(r)
+	if err != nil {
+		return mirroredProvider{}, err
+	}
+	ns, err := registry.ParseNamespace(r.PathValue("namespace"))
+	if err != nil {
+		return mirroredProvider{}, err
+	}
+	typ, err := registry.ParseProviderType(r.PathValue("type"))
+	if err != nil {
+		return mirroredProvider{}, err
+	}
+	return mirroredProvider{host, strings.ToLower(ns), strings.ToLower(typ)}, nil
+}
+
+func (h *handler) holds() (MirrorHolds, error) {
+	m, ok := h.Mirror.(MirrorHolds)
+	if !ok || m == nil {
+		return nil, registry.Errorf(registry.NotFound, "this Trove has no provider mirror")
+	}
+	return m, nil
+}
+
+func (h *handler) getMirrorProvider(w http.ResponseWriter, r *http.Request) error {
+	p, err := h.mirroredParam(r)
+	if err != nil {
+		return err
+	}
+	m, err := h.holds()
+	if err != nil {
+		return err
+	}
+	rep, err := m.Holds(r.Context(), p.host, p.namespace, p.typ)
+	if err != nil {
+		return err
+	}
+	out := apispec.MirrorProvider{Host: p.host, Namespace: p.namespace, Type: p.typ, Unreachable: rep.Unreachable,
+		Versions: make([]apispec.MirrorVersionStatus, 0, len(rep.Versions)), Decisions: make([]apispec.MirrorDecision, 0, len(rep.Decisions))}
+	if rep.Rule != nil {
+		doc := ruleDoc(*rep.Rule)
+		out.Rule = &doc
+	}
+	for _, v := range rep.Versions {
+		s := apispec.MirrorVersionStatus{Version: v.Version, Status: string(v.Status), Reason: v.Reason, Approved: v.Approved}
+		if !v.Since.IsZero() {
+			s.Since = timePtr(v.Since.UTC())
+		}
+		if v.Status == mirror.Held {
+			s.Until = timePtr(v.Until.UTC())
+		}
+		out.Versions = append(out.Versions, s)
+	}
+	for _, d := range rep.Decisions {
+		out.Decisions = append(out.Decisions, decisionDoc(d))
+	}
+	return httpjson.Write(w, http.StatusOK, out)
+}
+
+func decisionDoc(d registry.MirrorDecision) apispec.MirrorDecision {
+	return apispec.MirrorDecision{Kind: string(d.Kind), Versions: d.Versions, Reason: d.Reason, CreatedBy: d.CreatedBy, CreatedAt: d.CreatedAt}
+}
+
+func (h *handler) putMirrorApproval(w http.ResponseWriter, r *http.Request) error {
+	p, err := h.mirroredParam(r)
+	if err != nil {
+		return err
+	}
+	var req apispec.MirrorApprovalRequest
+	if err := httpjson.Decode(w, r, maxJSONBody, &req); err != nil {
+		return err
+	}
+	return h.decide(w, r, p, registry.MirrorApprove, r.PathValue("version"), req.Reason)
+}
+
+func (h *handler) putMirrorDenial(w http.ResponseWriter, r *http.Request) error {
+	p, err := h.mirroredParam(r)
+	if err != nil {
+		return err
+	}
+	var req apispec.MirrorDenialRequest
+	if err := httpjson.Decode(w, r, maxJSONBody, &req); err != nil {
+		return err
+	}
+	return h.decide(w, r, p, registry.MirrorDeny, strings.TrimSpace(req.Versions), req.Reason)
+}
+
+// decide stores an approval or denial (201 when new, 200 when it
+// replaced the reason of the same one) with its audit entry and a
+// mirror.approved or mirror.denied event in the same transaction, then
+// drops the provider's mirror documents. Nothing is stored for a
+// decision the checks refuse.
+func (h *handler) decide(w http.ResponseWriter, r *http.Request, p mirroredProvider, kind registry.MirrorDecisionKind, versions, reason string) error {
+	m, err := h.holds()
+	if err != nil {
+		return err
+	}
+	d := registry.MirrorDecision{Host: p.host, Namespace: p.namespace, Type: p.typ, Kind: kind, Versions: versions, Reason: reason,
+		CreatedBy: auth.FromContext(r.Context()).Actor(), CreatedAt: h.Now().UTC()}
+	if err := registry.CheckMirrorDecision(d); err != nil {
+		return err
+	}
+	action, event := registry.AuditMirrorApprove, registry.EventMirrorApproved
+	if kind == registry.MirrorDeny {
+		action, event = registry.AuditMirrorDeny, registry.EventMirrorDenied
+	}
+	fx := h.effects(r, registry.AuditEvent{Action: action, Target: p.String() + " " + versions, Details: reason},
+		webhook.Event{Type: event, Host: p.host, MirrorNamespace: p.namespace, Name: p.typ, Version: versions, Reason: reason})
+	created, err := h.Index.PutMirrorDecision(store.WithEffects(r.Context(), fx), d)
+	if err != nil {
+		return err
+	}
+	m.DecisionsChanged(p.host, p.namespace, p.typ)
+	h.done(r.Context(), fx)
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+	}
+	return httpjson.Write(w, status, decisionDoc(d))
+}
+
+func (h *handler) deleteMirrorApproval(w http.ResponseWriter, r *http.Request) error {
+	p, err := h.mirroredParam(r)
+	if err != nil {
+		return err
+	}
+	return h.undecide(w, r, p, registry.MirrorApprove, r.PathValue("version"))
+}
+
+func (h *handler) deleteMirrorDenial(w http.ResponseWriter, r *http.Request) error {
+	p, err := h.mirroredParam(r)
+	if err != nil {
+		return err
+	}
+	versions := strings.TrimSpace(r.URL.Query().Get(apispec.MirrorDenialVersionsParam))
+	if versions == "" {
+		return registry.Errorf(registry.Invalid, "name the denial to withdraw with ?%s=<version or constraint>, as it was given", apispec.MirrorDenialVersionsParam)
+	}
+	if err := registry.VersionConstraintLimit.CheckText(versions); err != nil {
+		return err
+	}
+	return h.undecide(w, r, p, registry.MirrorDeny, versions)
+}
+
+// undecide withdraws an approval or denial, audited with a
+// mirror.unapproved or mirror.undenied event.
+func (h *handler) undecide(w http.ResponseWriter, r *http.Request, p mirroredProvider, kind registry.MirrorDecisionKind, versions string) error {
+	m, err := h.holds()
+	if err != nil {
+		return err
+	}
+	if err := registry.VersionConstraintLimit.CheckText(versions); err != nil {
+		return err
+	}
+	action, event := registry.AuditMirrorUnapprove, registry.EventMirrorUnapproved
+	if kind == registry.MirrorDeny {
+		action, event = registry.AuditMirrorUndeny, registry.EventMirrorUndenied
+	}
+	fx := h.effects(r, registry.AuditEvent{Action: action, Target: p.String() + " " + versions},
+		webhook.Event{Type: event, Host: p.host, MirrorNamespace: p.namespace, Name: p.typ, Version: versions})
+	if err := h.Index.DeleteMirrorDecision(store.WithEffects(r.Context(), fx), p.host, p.namespace, p.typ, kind, versions); err != nil {
+		return err
+	}
+	m.DecisionsChanged(p.host, p.namespace, p.typ)
+	h.done(r.Context(), fx)
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
