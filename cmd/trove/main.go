@@ -108,6 +108,7 @@ func commands() []*command {
 		lifecycleCommand(true, "deprecate"), lifecycleCommand(true, "undeprecate"),
 		lifecycleCommand(true, "revoke"), lifecycleCommand(true, "restore"),
 		mirrorUpstreamList(), mirrorUpstreamShow(), mirrorUpstreamSet(), mirrorUpstreamRemove(), mirrorSyncCommand(),
+		mirrorHoldList(), mirrorHoldApprove(), mirrorHoldUnapprove(), mirrorHoldDeny(), mirrorHoldUndeny(),
 		ssoProviderList(), ssoProviderSet(), ssoProviderRemove(), ssoMappingList(), ssoMappingAdd(), ssoMappingRemove(),
 		lockCommand(), bundleExport(), bundleImport(), gcCommand(),
 		retentionSet(), retentionShow(), retentionDelete(),

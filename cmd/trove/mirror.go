@@ -91,11 +91,12 @@ const maxCAFileBytes = registry.MaxCACertificatesLength
 
 func mirrorUpstreamSet() *command {
 	return &command{
-		name: "mirror upstream set", args: "HOST [--allow NAMESPACE/TYPE[=CONSTRAINT]]... [--service-url URL] [--upstream-ca-file PEMFILE] [--description TEXT]",
+		name: "mirror upstream set", args: "HOST [--allow NAMESPACE/TYPE[=CONSTRAINT]]... [--min-age AGE] [--service-url URL] [--upstream-ca-file PEMFILE] [--description TEXT]",
 		minArgs: 1, maxArgs: 1, client: true,
 		summary: "Create an upstream registry of the provider mirror, or replace its whole configuration (needs a global admin token).",
 		examples: []string{
 			`trove mirror upstream set registry.terraform.io --allow 'hashicorp/*' --allow 'acme/widget=~> 1.2'`,
+			`trove mirror upstream set registry.terraform.io --allow '*/*' --min-age 7d   # hold new releases back a week`,
 			`trove mirror upstream set registry.example.com --allow '*/*' --upstream-ca-file corp-ca.pem --description "ACME's internal registry"`,
 			`trove mirror upstream set registry.opentofu.org   # no --allow: mirror nothing from it`,
 		},
@@ -116,11 +117,20 @@ func mirrorUpstreamSet() *command {
 				req.Allow = append(req.Allow, apispec.MirrorRule{Provider: rule.Provider, Versions: rule.Versions})
 				return nil
 			})
+			minAge := fs.String("min-age", "", "hold new versions back until they are `AGE` old (7d, 36h, 1d12h), for every --allow rule; an admin may approve one earlier (trove mirror hold approve)")
 			serviceURL, _ := textFlag(fs, "service-url", "the upstream's providers.v1 base `URL`, instead of service discovery on HOST", registry.ServiceURLLimit)
 			caFile := fs.String("upstream-ca-file", "", "PEM `file` of certificate authorities to trust, besides the system's, when connecting to the upstream (- for standard input)")
 			description, _ := textFlag(fs, "description", "`text` saying what the upstream is", registry.DescriptionLimit)
 			return func(ctx context.Context, args []string) error {
 				req.ServiceURL, req.Description = *serviceURL, *description
+				if *minAge != "" {
+					if _, err := registry.ParseAge(*minAge); err != nil {
+						return usagef("--min-age: %s", registry.Message(err))
+					}
+					for i := range req.Allow {
+						req.Allow[i].MinAge = *minAge
+					}
+				}
 				if *caFile != "" {
 					pemText, err := readCAFile(*caFile, cl.stdin)
 					if err != nil {
@@ -228,10 +238,14 @@ func serviceText(url string) string {
 // describeRule writes a rule as --allow takes it, with a space:
 // "acme/widget ~> 1.2".
 func describeRule(r apispec.MirrorRule) string {
-	if r.Versions == "" {
-		return r.Provider
+	s := r.Provider
+	if r.Versions != "" {
+		s += " " + r.Versions
 	}
-	return r.Provider + " " + r.Versions
+	if r.MinAge != "" && r.MinAge != "0" {
+		s += " (min age " + r.MinAge + ")"
+	}
+	return s
 }
 
 // describeRules lists the rules of an upstream on one line.
