@@ -32,7 +32,7 @@ func parseMirrored(addr string) (host, namespace, typ string, err error) {
 func mirrorHoldList() *command {
 	return &command{
 		name: "mirror hold list", args: "HOST/NAMESPACE/TYPE", minArgs: 1, maxArgs: 1, client: true,
-		summary: "List the versions of a mirrored provider with whether the mirror serves each, why not (held by a minimum age, denied), and its approvals and denials (needs a global admin token).",
+		summary:  "List the versions of a mirrored provider with whether the mirror serves each, why not (held by a minimum age, denied), and its approvals and denials (needs a global admin token).",
 		examples: []string{"trove mirror hold list registry.terraform.io/hashicorp/aws", "trove mirror hold list hashicorp/aws --json"},
 		setup: func(fs *flag.FlagSet, cl *cli) func(context.Context, []string) error {
 			return func(ctx context.Context, args []string) error {
@@ -199,4 +199,3 @@ func mirrorHoldUndeny() *command {
 		},
 	}
 }
-
