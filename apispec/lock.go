@@ -33,6 +33,12 @@ type LockProvider struct {
 	Source string `json:"source"`
 	// Versions is the version constraint ("~> 5.0"); empty: any release.
 	Versions string `json:"versions,omitempty"`
+	// Pinned, if set, is the version an existing lock file holds: it is
+	// locked again (with the hashes of every platform) instead of the
+	// newest. 404 if this registry no longer offers it (held or denied by
+	// the mirror, revoked, gone upstream), 400 if Versions does not allow
+	// it.
+	Pinned string `json:"pinned,omitempty"`
 }
 
 // LockResponse is the lock file and what it locks.
@@ -66,7 +72,7 @@ func (r LockRequest) Validate() error {
 		if strings.TrimSpace(p.Source) == "" {
 			return fmt.Errorf("a provider has no source address")
 		}
-		if len(p.Source) > 300 || len(p.Versions) > 200 {
+		if len(p.Source) > 300 || len(p.Versions) > 200 || len(p.Pinned) > 128 {
 			return fmt.Errorf("provider %.40q: source or versions too long", p.Source)
 		}
 	}

@@ -49,7 +49,8 @@ func TestCompletionBash(t *testing.T) {
 		{[]string{"trove", "token", "create", "--tok"}, "--token"}, // a client flag
 		{[]string{"trove", "serve", "--log-l"}, "--log-level"},     // a flag of the configuration
 		{[]string{"trove", "completion", "f"}, "fish"},
-		{[]string{"trove", "mirror", ""}, "upstream sync"},
+		{[]string{"trove", "mirror", ""}, "upstream sync hold"},
+		{[]string{"trove", "mirror", "hold", "un"}, "unapprove undeny"},
 		{[]string{"trove", "mirror", "sync", "--all"}, "--all-versions"},
 		{[]string{"trove", "mirror", "upstream", "s"}, "show set"},
 		{[]string{"trove", "mirror", "upstream", "set", "--all"}, "--allow"},

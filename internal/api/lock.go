@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strings"
 
 	tfaddr "github.com/hashicorp/terraform-registry-address"
 
@@ -43,6 +44,7 @@ func (h *handler) lock(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
+		lr.Pinned = strings.TrimSpace(p.Pinned)
 		reqs = append(reqs, lr)
 	}
 	entries, err := lockfile.Resolve(r.Context(), &lockSource{h: h, r: r}, reqs, req.Platforms)

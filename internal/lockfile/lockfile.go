@@ -90,6 +90,10 @@ type Source interface {
 type Requirement struct {
 	Source      tfaddr.Provider
 	Constraints string // empty: any release
+	// Pinned, if set, is the version an existing lock file holds: it is
+	// locked again (with the hashes of every platform) instead of the
+	// newest, and it must still be offered and allowed by Constraints.
+	Pinned string
 }
 
 // ParseRequirement parses a source address (with registry.terraform.io
@@ -140,11 +144,15 @@ func Resolve(ctx context.Context, src Source, reqs []Requirement, platforms []st
 
 func resolveOne(ctx context.Context, src Source, req Requirement, platforms []string) (Entry, error) {
 	versions, err := src.Versions(ctx, req.Source)
-	if err != nil {
+	if err != nil && (req.Pinned == "" || !registry.IsKind(err, registry.NotFound)) {
 		return Entry{}, err
 	}
-	chosen, err := Newest(versions, req.Constraints)
-	if err != nil {
+	var chosen string
+	if req.Pinned != "" {
+		if chosen, err = checkPinned(req, versions); err != nil {
+			return Entry{}, err
+		}
+	} else if chosen, err = Newest(versions, req.Constraints); err != nil {
 		return Entry{}, registry.Errorf(registry.NotFound, "provider %s: %s", req.Source, registry.Message(err))
 	}
 	v, err := src.Version(ctx, req.Source, chosen)
@@ -257,4 +265,28 @@ func pinned(constraints, version string) bool {
 		}
 	}
 	return false
+}
+
+// checkPinned returns the pinned version of req if versions offers it
+// and req's constraints allow it; otherwise an error that says what to do.
+func checkPinned(req Requirement, versions []string) (string, error) {
+	v, err := registry.ParseVersion(req.Pinned)
+	if err != nil {
+		return "", registry.Errorf(registry.Invalid, "provider %s: the lock file pins %q, which is not a version: %s", req.Source, registry.Elide(req.Pinned), registry.Message(err))
+	}
+	if req.Constraints != "" {
+		c, err := goversion.NewConstraint(req.Constraints)
+		if err != nil {
+			return "", registry.Errorf(registry.Invalid, "provider %s: version constraint %q does not parse: %v", req.Source, registry.Elide(req.Constraints), err)
+		}
+		if !c.Check(v) && !pinned(req.Constraints, req.Pinned) {
+			return "", registry.Errorf(registry.Invalid, "provider %s: the lock file pins %s, which the configuration's constraint %q does not allow; run trove lock --upgrade to lock a version it allows",
+				req.Source, req.Pinned, req.Constraints)
+		}
+	}
+	if !slices.Contains(versions, req.Pinned) {
+		return "", registry.Errorf(registry.NotFound, "provider %s: the lock file pins %s, which this registry no longer offers (held back or denied by its mirror, revoked, or gone upstream); "+
+			"run trove lock --upgrade to lock the newest version it offers, or ask an admin why (trove mirror hold list %s)", req.Source, req.Pinned, req.Source)
+	}
+	return req.Pinned, nil
 }
