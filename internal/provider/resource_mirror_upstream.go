@@ -84,6 +84,22 @@ func resourceMirrorUpstream() *schema.Resource {
 						}),
 						Description: "A version constraint such as `~> 5.0` or `>= 1.2, < 2.0`; empty or absent: every version.",
 					},
+					"min_age": {
+						Type:     schema.TypeString,
+						Optional: true,
+						ValidateFunc: keywordValidator(func(v string) error {
+							if err := registry.MinAgeLimit.CheckText(v); err != nil {
+								return err
+							}
+							_, err := registry.ParseAge(v)
+							return err
+						}),
+						DiffSuppressFunc: suppressEqualAge,
+						Description: "Hold new versions back until they are this old: `7d`, `36h`, `1d12h` (at most `365d`); " +
+							"empty, absent or `0`: at once. The age counts from the upstream's publish time where it gives one, " +
+							"else from when this Trove first saw the version. An admin may approve a version earlier " +
+							"(`trove mirror hold approve`).",
+					},
 				}},
 			},
 			"description": {
@@ -117,7 +133,8 @@ func upstreamRequest(d *schema.ResourceData) apispec.PutMirrorUpstreamRequest {
 		rule, _ := v.(map[string]any) // nil for an empty block
 		p, _ := rule["provider"].(string)
 		vs, _ := rule["versions"].(string)
-		req.Allow = append(req.Allow, apispec.MirrorRule{Provider: p, Versions: vs})
+		age, _ := rule["min_age"].(string)
+		req.Allow = append(req.Allow, apispec.MirrorRule{Provider: p, Versions: vs, MinAge: age})
 	}
 	return req
 }
@@ -180,7 +197,7 @@ func mirrorUpstreamDelete(ctx context.Context, d *schema.ResourceData, meta any)
 func setMirrorUpstream(d *schema.ResourceData, u apispec.MirrorUpstream) diag.Diagnostics {
 	allow := make([]any, 0, len(u.Allow))
 	for _, r := range u.Allow {
-		allow = append(allow, map[string]any{"provider": r.Provider, "versions": r.Versions})
+		allow = append(allow, map[string]any{"provider": r.Provider, "versions": r.Versions, "min_age": r.MinAge})
 	}
 	return setAll(d, map[string]any{
 		"host":            u.Host,
@@ -236,4 +253,12 @@ func suppressHostSpelling(_, old, new string, _ *schema.ResourceData) bool {
 // make no difference.
 func suppressSurroundingWhitespace(_, old, new string, _ *schema.ResourceData) bool {
 	return normalizeArmor(old) == normalizeArmor(new)
+}
+
+// suppressEqualAge treats two minimum ages of the same duration as equal
+// ("7d" and "168h", "" and "0"): Trove answers its own spelling.
+func suppressEqualAge(_, old, new string, _ *schema.ResourceData) bool {
+	a, err1 := registry.ParseAge(old)
+	b, err2 := registry.ParseAge(new)
+	return err1 == nil && err2 == nil && a == b
 }

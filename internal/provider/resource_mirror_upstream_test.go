@@ -19,7 +19,8 @@ import (
 const upstreamAddr = "trove_mirror_upstream.test"
 
 // upstreamConfig is a trove_mirror_upstream with the given arguments (""
-// leaves one out) and rules ("provider" or "provider=versions").
+// leaves one out) and rules ("provider" or "provider=versions", with
+// "@min_age" after either).
 func upstreamConfig(host, serviceURL, caPEM, description string, rules ...string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "resource \"trove_mirror_upstream\" \"test\" {\n  host = %q\n", host)
@@ -33,10 +34,14 @@ func upstreamConfig(host, serviceURL, caPEM, description string, rules ...string
 		fmt.Fprintf(&b, "  description = %q\n", description)
 	}
 	for _, r := range rules {
+		r, age, _ := strings.Cut(r, "@")
 		p, v, _ := strings.Cut(r, "=")
 		fmt.Fprintf(&b, "  allow {\n    provider = %q\n", p)
 		if v != "" {
 			fmt.Fprintf(&b, "    versions = %q\n", v)
+		}
+		if age != "" {
+			fmt.Fprintf(&b, "    min_age = %q\n", age)
 		}
 		b.WriteString("  }\n")
 	}
@@ -168,6 +173,34 @@ func TestAccMirrorUpstreamRefused(t *testing.T) {
 			{
 				Config:      e.config(upstreamConfig("Registry.Terraform.IO", "", "", "", "hashicorp/*")),
 				ExpectError: regexp.MustCompile(`already exists in Trove: import it`),
+			},
+		},
+	})
+}
+
+// TestAccMirrorUpstreamMinAge: a rule's min_age reaches Trove, another
+// spelling of the same age is no change, and a bad one fails the plan.
+func TestAccMirrorUpstreamMinAge(t *testing.T) {
+	e := newAccEnv(t)
+	resource.Test(t, resource.TestCase{
+		ProtoV5ProviderFactories: factories(),
+		CheckDestroy:             e.checkDestroyed(t),
+		Steps: []resource.TestStep{
+			{
+				Config:      e.config(upstreamConfig("quarantine.example", "", "", "", "hashicorp/*@soon")),
+				ExpectError: regexp.MustCompile(`min age "soon" does not parse`),
+			},
+			{
+				Config: e.config(upstreamConfig("quarantine.example", "", "", "", "hashicorp/*@7d", "acme/widget=~> 1.2@1d12h")),
+				Check: resource.ComposeAggregateTestCheckFunc(
+					e.checkUpstream(t, "quarantine.example", "", apispec.MirrorRule{Provider: "hashicorp/*", MinAge: "7d"},
+						apispec.MirrorRule{Provider: "acme/widget", Versions: "~> 1.2", MinAge: "36h0m0s"}),
+					resource.TestCheckResourceAttr(upstreamAddr, "allow.0.min_age", "7d"),
+				),
+			},
+			{
+				Config:   e.config(upstreamConfig("quarantine.example", "", "", "", "hashicorp/*@168h", "acme/widget=~> 1.2@36h")),
+				PlanOnly: true,
 			},
 		},
 	})

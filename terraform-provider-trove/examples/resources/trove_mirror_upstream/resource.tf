@@ -1,12 +1,13 @@
 # The public Terraform registry, narrowed to HashiCorp's providers and one
-# provider at its 1.x versions. The default upstream of this host exists
-# already: import it first (see import.sh).
+# provider at its 1.x versions, new releases held back a week. The default
+# upstream of this host exists already: import it first (see import.sh).
 resource "trove_mirror_upstream" "terraform" {
   host        = "registry.terraform.io"
   description = "Public Terraform registry, HashiCorp providers only"
 
   allow {
     provider = "hashicorp/*"
+    min_age  = "7d"
   }
   allow {
     provider = "acme/widget"
