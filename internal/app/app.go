@@ -359,6 +359,7 @@ func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
 	ui, err := web.New(ctx, web.Options{
 		Index: idx, Access: access, Login: loginSvc, API: apiHandler, Blobs: a.Blobs, PublicURL: public,
 		Host: discovery.RegistryHost(cfg.PublicURL), TokenTTL: lopt.TokenTTL, Downloads: counter, Logger: log,
+		Holds: mir.Holds,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("setting up the web UI: %w", err)

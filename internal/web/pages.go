@@ -19,6 +19,7 @@ import (
 	"github.com/hashicorp/go-version"
 
 	"trove.dev/trove/internal/modules"
+	"trove.dev/trove/internal/mirror"
 	"trove.dev/trove/internal/registry"
 )
 
@@ -704,6 +705,14 @@ type mirroredData struct {
 	Versions              []mirroredVersion
 	Source                string
 	MirrorURL             string
+	// Withheld are the versions the mirror holds back or denies, with why.
+	Withheld []withheldVersion
+	MinAge   string // of the rule that allows the provider; "" for none
+}
+
+type withheldVersion struct {
+	Version, Status, Reason string
+	Until                   time.Time
 }
 
 type mirroredVersion struct {
@@ -741,6 +750,22 @@ func (s *Service) mirroredPage(w http.ResponseWriter, r *http.Request, v *visit)
 			}
 		}
 		d.Versions = append(d.Versions, m)
+	}
+	if s.opt.Holds != nil {
+		// What the mirror holds back is shown when the mirror can say;
+		// the page stands without it (an upstream down, say).
+		if h, err := s.opt.Holds(r.Context(), host, ns, typ); err != nil {
+			s.log.DebugContext(r.Context(), "mirrored page: no hold report", "provider", d.Source, "error", registry.Message(err))
+		} else {
+			if h.Rule != nil && h.Rule.MinAge > 0 {
+				d.MinAge = registry.FormatAge(h.Rule.MinAge)
+			}
+			for _, hv := range h.Versions {
+				if hv.Status != mirror.Available {
+					d.Withheld = append(d.Withheld, withheldVersion{Version: hv.Version, Status: string(hv.Status), Reason: hv.Reason, Until: hv.Until})
+				}
+			}
+		}
 	}
 	s.render(w, r, v, http.StatusOK, d.Source+" (mirrored)", "mirrored", d)
 	return nil

@@ -57,6 +57,7 @@ import (
 	"trove.dev/trove/internal/auth"
 	"trove.dev/trove/internal/downloads"
 	"trove.dev/trove/internal/protocol/login"
+	"trove.dev/trove/internal/mirror"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/store"
 )
@@ -114,6 +115,9 @@ type Options struct {
 	TokenTTL time.Duration
 	Logger   *slog.Logger
 	Now      func() time.Time
+	// Holds, if set, says which versions of a mirrored provider the
+	// mirror holds back and why ((*mirror.Mirror).Holds), for its page.
+	Holds func(ctx context.Context, host, namespace, typ string) (mirror.ProviderHolds, error)
 }
 
 // Service serves the web UI. Create it with New; mount it with Register.
