@@ -18,8 +18,8 @@ import (
 
 	"github.com/hashicorp/go-version"
 
-	"trove.dev/trove/internal/modules"
 	"trove.dev/trove/internal/mirror"
+	"trove.dev/trove/internal/modules"
 	"trove.dev/trove/internal/registry"
 )
 

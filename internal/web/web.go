@@ -56,8 +56,8 @@ import (
 	"trove.dev/trove/internal/audit"
 	"trove.dev/trove/internal/auth"
 	"trove.dev/trove/internal/downloads"
-	"trove.dev/trove/internal/protocol/login"
 	"trove.dev/trove/internal/mirror"
+	"trove.dev/trove/internal/protocol/login"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/store"
 )
