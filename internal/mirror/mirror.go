@@ -24,6 +24,12 @@
 // When an upstream cannot be reached, the versions the mirror holds a
 // package of keep being listed and installed; anything else fails with an
 // error that names the upstream.
+//
+// New upstream versions may be held back (hold.go): a rule's minimum age,
+// counted from the upstream's publish time or this Trove's first sight of
+// the version (recorded in the index), operators' approvals and denials;
+// Judge decides, and every listing, version document, fetch and package
+// download of a mirrored provider asks it.
 package mirror
 
 import (
