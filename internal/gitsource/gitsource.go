@@ -294,6 +294,22 @@ func truncate(s string, n int) string {
 	return s[:n] + "…"
 }
 
+// SyncWait is Sync, but waits for a sync of the source running
+// elsewhere (Conflict) to end first, until ctx ends.
+func (s *Service) SyncWait(ctx context.Context, namespace, name, system, actor string) (Report, error) {
+	for {
+		rep, err := s.Sync(ctx, namespace, name, system, actor)
+		if !registry.IsKind(err, registry.Conflict) || !strings.HasPrefix(registry.Message(err), "a sync of the git source") {
+			return rep, err
+		}
+		select {
+		case <-ctx.Done():
+			return rep, err
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
 // interval is the poll interval of g, 0 for none.
 func (s *Service) interval(g registry.GitSource) time.Duration {
 	switch {
@@ -490,4 +506,20 @@ func moduleDirectory(wt, subdir, tag string) (string, error) {
 		return "", registry.Errorf(registry.Invalid, "%s of tag %s is not a directory", subdir, tag)
 	}
 	return dir, nil
+}
+
+// Get returns the git source of a module, or NotFound.
+func (s *Service) Get(ctx context.Context, namespace, name, system string) (registry.GitSource, error) {
+	return s.opt.Index.GetGitSource(ctx, namespace, name, system)
+}
+
+// List returns the git sources of a namespace ("" for all).
+func (s *Service) List(ctx context.Context, namespace string) ([]registry.GitSource, error) {
+	return s.opt.Index.ListGitSources(ctx, namespace)
+}
+
+// Delete removes the git source of a module with the effects in ctx. The
+// versions it published stay.
+func (s *Service) Delete(ctx context.Context, namespace, name, system string) error {
+	return s.opt.Index.DeleteGitSource(ctx, namespace, name, system)
 }

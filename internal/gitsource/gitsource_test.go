@@ -6,20 +6,16 @@ import (
 	"context"
 	"crypto/rand"
 	"io"
-	"net"
 	"net/http"
-	"net/http/cgi"
-	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	gst "trove.dev/trove/internal/gitsource/gitsourcetest"
 	"trove.dev/trove/internal/modules"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/signing"
@@ -63,109 +59,6 @@ func newEnv(t *testing.T, maxRepo int64) *env {
 	return e
 }
 
-// git runs git in dir with a fixed identity and no user configuration.
-func git(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL="+os.DevNull, "GIT_CONFIG_NOSYSTEM=1",
-		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
-
-// newRepo creates the repository root/name with files committed.
-func newRepo(t *testing.T, root, name string, files map[string]string) string {
-	t.Helper()
-	dir := filepath.Join(root, name)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	git(t, dir, "init", "-q", "-b", "main")
-	commit(t, dir, files)
-	return dir
-}
-
-// commit writes files ("->target" makes a symbolic link) and commits.
-func commit(t *testing.T, dir string, files map[string]string) string {
-	t.Helper()
-	for name, content := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		os.Remove(p)
-		if target, ok := strings.CutPrefix(content, "->"); ok {
-			if err := os.Symlink(target, p); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	git(t, dir, "add", "-A")
-	git(t, dir, "commit", "-q", "--allow-empty", "-m", "change")
-	return git(t, dir, "rev-parse", "HEAD")
-}
-
-// gitDaemon serves the repositories under root over git:// on loopback
-// and returns its base URL.
-func gitDaemon(t *testing.T, root string) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	cmd := exec.Command("git", "daemon", "--export-all", "--reuseaddr", "--base-path="+root, "--listen=127.0.0.1", "--port="+strconv.Itoa(port), root)
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL="+os.DevNull)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	for deadline := time.Now().Add(20 * time.Second); ; {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("git daemon did not listen on %s", addr)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return "git://" + addr + "/"
-}
-
-// gitHTTP serves the repositories under root through git http-backend
-// behind basic auth (user, password) and returns its base URL.
-func gitHTTP(t *testing.T, root, user, password string) string {
-	t.Helper()
-	execPath, err := exec.Command("git", "--exec-path").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	backend := &cgi.Handler{Path: filepath.Join(strings.TrimSpace(string(execPath)), "git-http-backend"),
-		Env: []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1", "GIT_CONFIG_GLOBAL=" + os.DevNull}}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		u, p, ok := r.BasicAuth()
-		if !ok || u != user || p != password {
-			w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
-			http.Error(w, "unauthorized", http.StatusUnauthorized)
-			return
-		}
-		backend.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	return srv.URL + "/"
-}
-
 const mainTF = "variable \"x\" {\n  default = 1\n}\n"
 
 func (e *env) versions(t *testing.T) map[string]registry.ModuleVersion {
@@ -193,16 +86,16 @@ func keys[V any](m map[string]V) []string {
 func TestSyncPublic(t *testing.T) {
 	e := newEnv(t, 0)
 	root := t.TempDir()
-	repo := newRepo(t, root, "net", map[string]string{"main.tf": mainTF, "README.md": "# net\n"})
-	first := git(t, repo, "rev-parse", "HEAD")
-	git(t, repo, "tag", "v1.0.0")
-	git(t, repo, "tag", "1.0.0") // the same version, the same commit
-	git(t, repo, "tag", "-a", "v1.1.0", "-m", "annotated")
-	git(t, repo, "tag", "release-3") // no version: ignored
-	git(t, repo, "tag", "v1.2")      // no version: ignored
-	commit(t, repo, map[string]string{"outputs.tf": "output \"y\" {\n  value = 2\n}\n"})
-	git(t, repo, "tag", "v2.0.0-rc.1")
-	base := gitDaemon(t, root)
+	repo := gst.NewRepo(t, root, "net", map[string]string{"main.tf": mainTF, "README.md": "# net\n"})
+	first := gst.Git(t, repo, "rev-parse", "HEAD")
+	gst.Git(t, repo, "tag", "v1.0.0")
+	gst.Git(t, repo, "tag", "1.0.0") // the same version, the same commit
+	gst.Git(t, repo, "tag", "-a", "v1.1.0", "-m", "annotated")
+	gst.Git(t, repo, "tag", "release-3") // no version: ignored
+	gst.Git(t, repo, "tag", "v1.2")      // no version: ignored
+	gst.Commit(t, repo, map[string]string{"outputs.tf": "output \"y\" {\n  value = 2\n}\n"})
+	gst.Git(t, repo, "tag", "v2.0.0-rc.1")
+	base := gst.Daemon(t, root)
 
 	c, err := e.svc.Create(t.Context(), Source{Namespace: "acme", Name: "net", System: "aws", URL: base + "net", CreatedBy: "test"})
 	if err != nil {
@@ -237,10 +130,10 @@ func TestSyncPublic(t *testing.T) {
 
 	// A new tag is published; a moved tag is refused and audited, its
 	// version unchanged.
-	commit(t, repo, map[string]string{"main.tf": mainTF + "# changed\n"})
-	git(t, repo, "tag", "v1.3.0")
-	git(t, repo, "tag", "-f", "v1.0.0")
-	git(t, repo, "tag", "-d", "1.0.0")
+	gst.Commit(t, repo, map[string]string{"main.tf": mainTF + "# changed\n"})
+	gst.Git(t, repo, "tag", "v1.3.0")
+	gst.Git(t, repo, "tag", "-f", "v1.0.0")
+	gst.Git(t, repo, "tag", "-d", "1.0.0")
 	rep, err = e.svc.Sync(t.Context(), "acme", "net", "aws", "test")
 	if err != nil {
 		t.Fatal(err)
@@ -297,18 +190,18 @@ func archiveNames(t *testing.T, e *env, v registry.ModuleVersion) string {
 func TestSyncSubdirAndSymlinks(t *testing.T) {
 	e := newEnv(t, 0)
 	root := t.TempDir()
-	repo := newRepo(t, root, "mono", map[string]string{
+	repo := gst.NewRepo(t, root, "mono", map[string]string{
 		"modules/net/main.tf": mainTF, "other/secret.tf": "# not in the module\n", "README.md": "# mono\n",
 	})
-	git(t, repo, "tag", "net/v1.0.0")
-	git(t, repo, "tag", "v9.0.0") // another prefix: ignored
-	commit(t, repo, map[string]string{"modules/net/leak.tf": "->../../other/secret.tf"})
-	git(t, repo, "tag", "net/v1.1.0") // a link leaving the sub-directory
+	gst.Git(t, repo, "tag", "net/v1.0.0")
+	gst.Git(t, repo, "tag", "v9.0.0") // another prefix: ignored
+	gst.Commit(t, repo, map[string]string{"modules/net/leak.tf": "->../../other/secret.tf"})
+	gst.Git(t, repo, "tag", "net/v1.1.0") // a link leaving the sub-directory
 	os.Remove(filepath.Join(repo, "modules/net/leak.tf"))
 	os.RemoveAll(filepath.Join(repo, "modules/net"))
-	commit(t, repo, map[string]string{"modules/net": "->/etc"})
-	git(t, repo, "tag", "net/v1.2.0") // the sub-directory is a link out of the repository
-	base := gitDaemon(t, root)
+	gst.Commit(t, repo, map[string]string{"modules/net": "->/etc"})
+	gst.Git(t, repo, "tag", "net/v1.2.0") // the sub-directory is a link out of the repository
+	base := gst.Daemon(t, root)
 
 	if _, err := e.svc.Create(t.Context(), Source{Namespace: "acme", Name: "net", System: "aws", URL: base + "mono", Subdir: "modules/net/", TagPrefix: "net/"}); err != nil {
 		t.Fatal(err)
@@ -331,9 +224,9 @@ func TestSyncSubdirAndSymlinks(t *testing.T) {
 func TestSyncPrivateHTTP(t *testing.T) {
 	e := newEnv(t, 0)
 	root := t.TempDir()
-	repo := newRepo(t, root, "net", map[string]string{"main.tf": mainTF})
-	git(t, repo, "tag", "v1.0.0")
-	base := gitHTTP(t, root, "ci", "s3cret-token")
+	repo := gst.NewRepo(t, root, "net", map[string]string{"main.tf": mainTF})
+	gst.Git(t, repo, "tag", "v1.0.0")
+	base := gst.HTTP(t, root, "ci", "s3cret-token")
 
 	if _, err := e.svc.Create(t.Context(), Source{Namespace: "acme", Name: "net", System: "aws", URL: base + "net",
 		Auth: registry.GitAuthBasic, Username: "ci", Password: "wrong-token"}); err != nil {
@@ -365,9 +258,9 @@ func TestSyncRepoTooLarge(t *testing.T) {
 	root := t.TempDir()
 	big := make([]byte, 2<<20)
 	rand.Read(big)
-	repo := newRepo(t, root, "net", map[string]string{"main.tf": mainTF, "blob.bin": string(big)})
-	git(t, repo, "tag", "v1.0.0")
-	base := gitDaemon(t, root)
+	repo := gst.NewRepo(t, root, "net", map[string]string{"main.tf": mainTF, "blob.bin": string(big)})
+	gst.Git(t, repo, "tag", "v1.0.0")
+	base := gst.Daemon(t, root)
 	if _, err := e.svc.Create(t.Context(), Source{Namespace: "acme", Name: "net", System: "aws", URL: base + "net"}); err != nil {
 		t.Fatal(err)
 	}
@@ -435,7 +328,7 @@ func TestCreateRefusesHostileInput(t *testing.T) {
 // past ParseGitURL.
 func TestGitRefusesLocalTransports(t *testing.T) {
 	root := t.TempDir()
-	newRepo(t, root, "net", map[string]string{"main.tf": mainTF})
+	gst.NewRepo(t, root, "net", map[string]string{"main.tf": mainTF})
 	marker := filepath.Join(t.TempDir(), "pwned")
 	for _, u := range []string{"file://" + filepath.Join(root, "net"), filepath.Join(root, "net"), "ext::sh -c touch% " + marker} {
 		run, err := newRunner(t.TempDir(), registry.GitSource{URL: u, Auth: registry.GitAuthNone}, credentials{}, 1<<30)
