@@ -120,4 +120,3 @@ func HTTP(t testing.TB, root, user, password string) string {
 	t.Cleanup(srv.Close)
 	return srv.URL + "/"
 }
-
