@@ -403,6 +403,9 @@ func (s *Service) sync(ctx context.Context, g registry.GitSource, actor string) 
 				msg := fmt.Sprintf("tag %s moved: it names commit %s, but version %s was taken from commit %s (tag %s); versions are immutable: not published again (tag a new version instead)",
 					c.Tag, short(c.Commit), have.Version, short(have.Commit), have.Tag)
 				rep.Refused = append(rep.Refused, msg)
+				if strings.Contains(g.LastError, msg) {
+					continue // refused and audited by an earlier sync already
+				}
 				s.opt.Logger.WarnContext(ctx, "git source tag moved: refused", "namespace", g.Namespace, "name", g.Name, "system", g.System,
 					"tag", c.Tag, "recorded_commit", have.Commit, "commit", c.Commit)
 				s.opt.Record(ctx, registry.AuditEvent{Action: registry.AuditGitSourceTagMoved, Actor: actor, Namespace: g.Namespace,
@@ -460,6 +463,7 @@ func (s *Service) publishTag(ctx context.Context, g registry.GitSource, run *git
 	if err != nil {
 		return err
 	}
+	defer os.Remove(archive.Name()) // within the sync's disk budget
 	defer archive.Close()
 	if _, err := modules.PackArchiveFiles(archive, moduleDir, rel.Files); err != nil {
 		return err

@@ -151,6 +151,10 @@ func TestSyncPublic(t *testing.T) {
 	if err != nil || !strings.Contains(g.LastError, "moved") || g.LastSyncAt.IsZero() {
 		t.Fatalf("source %+v, %v", g, err)
 	}
+	// The next sync reports the refusal again without auditing it again.
+	if rep, err := e.svc.Sync(t.Context(), "acme", "net", "aws", "test"); err != nil || len(rep.Refused) != 1 || len(e.audit) != 1 {
+		t.Fatalf("sync after the refusal: %+v, %v, %d audit entries", rep, err, len(e.audit))
+	}
 	// The sync lease is free again; a running sync elsewhere is a Conflict.
 	now := time.Now()
 	if err := e.idx.ClaimGitSource(t.Context(), "acme", "net", "aws", "other", now, now.Add(time.Hour)); err != nil {
