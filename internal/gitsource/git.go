@@ -179,23 +179,24 @@ func (g *gitRunner) run(ctx context.Context, dir string, limit int64, args ...st
 		if ctx.Err() != nil && context.Cause(ctx) != nil && !errors.Is(context.Cause(ctx), context.Canceled) {
 			return nil, registry.Errorf(registry.Unavailable, "git %s did not finish in time", args[0])
 		}
-		return nil, classify(args[0], g.scrub(firstLines(stderr.String())))
+		return nil, classify(args[0], g.scrub(stderr.String()), g.scrub(firstLines(stderr.String())))
 	}
 	return stdout.Bytes(), nil
 }
 
 var errTooBig = errors.New("repository too large")
 
-// classify turns git's error into one that says what to do.
-func classify(op, msg string) error {
-	lower := strings.ToLower(msg)
+// classify turns git's error (all of stderr, and msg, its first lines)
+// into one that says what to do.
+func classify(op, stderr, msg string) error {
+	lower := strings.ToLower(stderr)
 	switch {
 	case strings.Contains(lower, "could not read username") || strings.Contains(lower, "authentication failed") ||
 		strings.Contains(lower, "returned error: 401") || strings.Contains(lower, "returned error: 403"):
 		return registry.Errorf(registry.Invalid, "git %s: authentication failed: the repository refused Trove's credentials (or needs some): check the user name and token of the git source, then add it again (%s)", op, msg)
 	case strings.Contains(lower, "permission denied (publickey"):
 		return registry.Errorf(registry.Invalid, "git %s: authentication failed: the SSH server refused the git source's key (%s)", op, msg)
-	case strings.Contains(lower, "host key verification failed"):
+	case strings.Contains(lower, "host key verification failed") || strings.Contains(lower, "remote host identification has changed"):
 		return registry.Errorf(registry.Invalid, "git %s: the SSH server's host key is not in the git source's known_hosts (%s)", op, msg)
 	case strings.Contains(lower, "could not resolve host") || strings.Contains(lower, "connection refused") ||
 		strings.Contains(lower, "unable to connect") || strings.Contains(lower, "timed out"):
@@ -221,7 +222,7 @@ func firstLines(s string) string {
 	var out []string
 	for _, line := range strings.Split(s, "\n") {
 		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "hint:") {
+		if line == "" || strings.HasPrefix(line, "hint:") || strings.HasPrefix(line, "@") {
 			continue
 		}
 		out = append(out, line)

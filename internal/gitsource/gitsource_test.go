@@ -401,3 +401,40 @@ func TestWebhookVerification(t *testing.T) {
 		})
 	}
 }
+
+func TestSyncPrivateSSH(t *testing.T) {
+	root := t.TempDir()
+	repo := gst.NewRepo(t, root, "net", map[string]string{"main.tf": mainTF})
+	gst.Git(t, repo, "tag", "v1.0.0")
+	key, stranger := gst.NewSSHKey(t), gst.NewSSHKey(t)
+	base, knownHosts := gst.SSH(t, root, key.Public)
+	_, otherHost := gst.SSH(t, t.TempDir(), key.Public)
+	otherHost = base[len("ssh://git@"):len(base)-1] + otherHost[strings.Index(otherHost, " "):] // the other server's key for this address
+	otherHost = "[" + strings.Replace(otherHost, ":", "]:", 1)
+
+	for _, tc := range []struct {
+		name, key, hosts, want string
+	}{
+		{"wrong key", stranger.Private, knownHosts, "refused the git source's key"},
+		{"unknown host key", key.Private, otherHost, "host key is not in the git source's known_hosts"},
+		{"right key", key.Private, knownHosts, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, 0)
+			if _, err := e.svc.Create(t.Context(), Source{Namespace: "acme", Name: "net", System: "aws", URL: base + "net",
+				Auth: registry.GitAuthSSH, SSHKey: tc.key, KnownHosts: tc.hosts}); err != nil {
+				t.Fatal(err)
+			}
+			rep, err := e.svc.Sync(t.Context(), "acme", "net", "aws", "test")
+			if tc.want == "" {
+				if err != nil || !slices.Equal(rep.Published, []string{"1.0.0"}) {
+					t.Fatalf("sync: %+v, %v", rep, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(registry.Message(err), tc.want) || strings.Contains(err.Error(), "PRIVATE KEY") {
+				t.Fatalf("sync: %v, want an error with %q", err, tc.want)
+			}
+		})
+	}
+}

@@ -1,7 +1,8 @@
 // Package gitsourcetest gives tests real Git servers on loopback: git
-// daemon for public repositories and git http-backend behind basic auth
-// for private ones, and repositories whose tags the tests create and
-// move.
+// daemon for public repositories, git http-backend behind basic auth and
+// an SSH server (written for the test, running git upload-pack for the
+// real ssh client) for private ones, and repositories whose tags the
+// tests create and move.
 package gitsourcetest
 
 import (
