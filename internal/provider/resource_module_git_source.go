@@ -35,13 +35,13 @@ func resourceModuleGitSource() *schema.Resource {
 			},
 			"name": {
 				Type: schema.TypeString, Required: true, ForceNew: true,
-				ValidateFunc: keywordValidator(func(s string) error { _, err := registry.ParseModuleName(s); return err }),
+				ValidateFunc: validateModuleName,
 				StateFunc:    lowercase,
 				Description:  "Name of the module.",
 			},
 			"system": {
 				Type: schema.TypeString, Required: true, ForceNew: true,
-				ValidateFunc: keywordValidator(func(s string) error { _, err := registry.ParseModuleSystem(s); return err }),
+				ValidateFunc: validateModuleSystem,
 				Description:  "Target system of the module (e.g. `aws`).",
 			},
 			"url": {
