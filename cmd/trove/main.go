@@ -105,6 +105,7 @@ func commands() []*command {
 		lifecycleCommand(false, "deprecate"), lifecycleCommand(false, "undeprecate"),
 		lifecycleCommand(false, "revoke"), lifecycleCommand(false, "restore"), providerDelete(),
 		modulePublish(), moduleList(), moduleShow(), moduleDelete(),
+		moduleSourceAdd(), moduleSourceList(), moduleSourceRemove(), moduleSourceSync(),
 		lifecycleCommand(true, "deprecate"), lifecycleCommand(true, "undeprecate"),
 		lifecycleCommand(true, "revoke"), lifecycleCommand(true, "restore"),
 		mirrorUpstreamList(), mirrorUpstreamShow(), mirrorUpstreamSet(), mirrorUpstreamRemove(), mirrorSyncCommand(),

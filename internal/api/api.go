@@ -23,6 +23,7 @@ import (
 	"trove.dev/trove/internal/audit"
 	"trove.dev/trove/internal/auth"
 	"trove.dev/trove/internal/gc"
+	"trove.dev/trove/internal/gitsource"
 	"trove.dev/trove/internal/httpjson"
 	"trove.dev/trove/internal/keyless"
 	"trove.dev/trove/internal/modules"
@@ -130,6 +131,9 @@ type Options struct {
 	Events *webhook.Emitter
 	// WebhookURLs are the rules webhook target URLs must follow.
 	WebhookURLs registry.WebhookURLRules
+	// GitSources keeps the git sources of modules (apispec.RouteGitSource
+	// and the push webhook route); nil answers them with an error.
+	GitSources *gitsource.Service
 	// GC runs the garbage collections of POST apispec.RouteGC; nil
 	// answers them with an error.
 	GC *gc.Collector
@@ -216,6 +220,7 @@ func New(opt Options) http.Handler {
 	h.registerSSO(route)
 	h.registerTrust(route, open)
 	h.registerWebhooks(route)
+	h.registerGitSources(route, open)
 
 	route("GET "+apispec.RouteWhoAmI, h.whoAmI)
 	route("POST "+apispec.RouteLock, h.lock)

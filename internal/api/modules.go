@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"io"
 	"mime"
@@ -10,6 +11,7 @@ import (
 	"strings"
 
 	"trove.dev/trove/apispec"
+	"trove.dev/trove/internal/audit"
 	"trove.dev/trove/internal/httpjson"
 	"trove.dev/trove/internal/modules"
 	"trove.dev/trove/internal/registry"
@@ -170,6 +172,12 @@ func (h *handler) publishModuleVersion(w http.ResponseWriter, r *http.Request) e
 // namespace ns: its audit entry and module.published event, completed
 // with the version the store creates (Effects.Bind).
 func (h *handler) modulePublishEffects(r *http.Request, ns string) *store.Effects {
+	return modulePublishEffects(r.Context(), h.Audit, h.Events, r, "")
+}
+
+// modulePublishEffects returns the effects of a module publish made by
+// the request r, or by actor without one (a git source sync).
+func modulePublishEffects(ctx context.Context, rec *audit.Recorder, em *webhook.Emitter, r *http.Request, actor string) *store.Effects {
 	fx := &store.Effects{}
 	fx.Bind = func(record any) {
 		v, ok := record.(registry.ModuleVersion)
@@ -177,9 +185,9 @@ func (h *handler) modulePublishEffects(r *http.Request, ns string) *store.Effect
 			return
 		}
 		fx.Audit, fx.Events = nil, nil
-		h.Audit.Add(fx, r, registry.AuditEvent{Action: registry.AuditModulePublish, Namespace: v.Namespace,
+		rec.Add(fx, r, registry.AuditEvent{Action: registry.AuditModulePublish, Namespace: v.Namespace, Actor: actor,
 			Target: moduleTarget(v), Details: v.ArchiveFormat + " sha256 " + v.ArchiveDigest})
-		h.Events.Add(r.Context(), fx, r, webhook.Event{Type: registry.EventModulePublished, Namespace: v.Namespace, Name: v.Name, System: v.System, Version: v.Version})
+		em.Add(ctx, fx, r, webhook.Event{Type: registry.EventModulePublished, Namespace: v.Namespace, Name: v.Name, System: v.System, Version: v.Version, Actor: actor})
 	}
 	return fx
 }

@@ -52,6 +52,7 @@ import (
 	"trove.dev/trove/internal/downloads"
 	"trove.dev/trove/internal/flock"
 	"trove.dev/trove/internal/gc"
+	"trove.dev/trove/internal/gitsource"
 	"trove.dev/trove/internal/mirror"
 	"trove.dev/trove/internal/modules"
 	"trove.dev/trove/internal/protocol/discovery"
@@ -123,8 +124,11 @@ type App struct {
 	Events   *webhook.Emitter
 	// GC runs garbage collections: POST /api/v1/gc, and every
 	// cfg.GCInterval while Serve runs.
-	GC     *gc.Collector
-	Server *server.Server
+	GC *gc.Collector
+	// GitSources syncs the git sources of modules: on demand, on push
+	// webhooks and every poll interval while Serve runs.
+	GitSources *gitsource.Service
+	Server     *server.Server
 	// TLS names the certificate Serve uses; nil for plain HTTP.
 	TLS      *server.TLSFiles
 	Listener net.Listener
@@ -329,6 +333,15 @@ func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
 		OnProviderChange: changes.provider, OnModuleChange: changes.module}); err != nil {
 		return nil, err
 	}
+	gitRec := audit.New(idx, log)
+	a.GitSources = gitsource.New(gitsource.Options{
+		Index: idx, Modules: mods, Secret: a.SigningSecret, TempDir: tempDir,
+		PollInterval: cfg.GitPollInterval, MaxRepoBytes: cfg.GitMaxRepoBytes,
+		PublishEffects: api.GitPublishEffects(gitRec, a.Events),
+		Done:           func(ctx context.Context, fx *store.Effects) { gitRec.Done(ctx, fx); a.Events.Done(ctx, fx) },
+		Record:         func(ctx context.Context, e registry.AuditEvent) { gitRec.Record(ctx, nil, e) },
+		Logger:         log,
+	})
 	// Closed before the index (closers run newest first): what Serve's
 	// final flush did not write, if Serve ran at all.
 	a.onClose(func() error { counter.FinalFlush(context.Background()); return nil })
@@ -354,6 +367,7 @@ func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
 		Events:           a.Events,
 		WebhookURLs:      registry.WebhookURLRules{AllowHTTP: cfg.Webhooks.AllowHTTP, AllowPrivate: cfg.Webhooks.AllowPrivate},
 		GC:               a.GC,
+		GitSources:       a.GitSources,
 		SignInTokenTTL:   lopt.TokenTTL,
 	})
 	ui, err := web.New(ctx, web.Options{
@@ -515,6 +529,14 @@ func (a *App) Serve(ctx context.Context) error {
 		a.Webhooks.Run(hooksCtx)
 	}()
 	defer func() { stopHooks(); <-hooksDone }()
+	// Git sources: triggered syncs, and polls every interval.
+	gitCtx, stopGit := context.WithCancel(ctx)
+	gitDone := make(chan struct{})
+	go func() {
+		defer close(gitDone)
+		a.GitSources.Run(gitCtx)
+	}()
+	defer func() { stopGit(); <-gitDone }()
 	if a.Config.GCInterval > 0 {
 		gcCtx, stopGC := context.WithCancel(ctx)
 		collected := make(chan struct{})

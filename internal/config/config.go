@@ -58,7 +58,14 @@ const (
 	DefaultGCGrace = time.Hour
 	MinGCGrace     = time.Minute
 	MinGCInterval  = time.Minute
-	MaxGCInterval  = 30 * 24 * time.Hour
+	// DefaultGitPollInterval and MinGitPollInterval bound
+	// --git-poll-interval; DefaultGitMaxRepoBytes and MinGitMaxRepoBytes
+	// --git-max-repo-bytes.
+	DefaultGitPollInterval = 5 * time.Minute
+	MinGitPollInterval     = time.Minute
+	DefaultGitMaxRepoBytes = 512 << 20
+	MinGitMaxRepoBytes     = 1 << 20
+	MaxGCInterval          = 30 * 24 * time.Hour
 )
 
 // Backend names.
@@ -116,6 +123,13 @@ type Config struct {
 	// GCGrace is the grace period of those collections: blobs modified
 	// more recently are kept.
 	GCGrace time.Duration
+	// GitPollInterval is how often the git sources of modules that name
+	// no interval of their own are polled; 0 never (webhooks and manual
+	// syncs only).
+	GitPollInterval time.Duration
+	// GitMaxRepoBytes bounds what one sync of a git source may fetch and
+	// check out on disk.
+	GitMaxRepoBytes int64
 	// Index selects and configures the metadata backend.
 	Index Index
 	// Blobs selects and configures the blob backend.
@@ -206,6 +220,8 @@ func (c *Config) FlagSet(name string) *flag.FlagSet {
 	fs.DurationVar(&c.MirrorIdleTimeout, "mirror-idle-timeout", DefaultMirrorIdleTimeout, "how long the mirror's download of a package from an upstream registry waits for its next bytes before it gives up (the clients waiting for it get an error)")
 	fs.Var((*moduleMirrors)(&c.ModuleMirrors), "module-mirror", "mirror the modules of an upstream registry's namespace in a namespace of Trove: `NAMESPACE=HOST/UPSTREAM_NAMESPACE`, e.g. tfaws=registry.terraform.io/terraform-aws-modules (HOST must be a mirror upstream); repeatable, comma-separated in TROVE_MODULE_MIRROR")
 	fs.DurationVar(&c.GCInterval, "gc-interval", 0, "how often to reclaim the stored files no version references (garbage collection; one replica at a time runs it), e.g. 24h; 0 never (run trove gc instead)")
+	fs.DurationVar(&c.GitPollInterval, "git-poll-interval", DefaultGitPollInterval, "how often the git sources of modules are polled for new version tags, unless a source sets its own interval; 0 never (webhooks and trove module source sync only)")
+	fs.Var((*byteSize)(&c.GitMaxRepoBytes), "git-max-repo-bytes", "most disk one sync of a module's git source may use for a tag's fetch and checkout, in `bytes`")
 	fs.DurationVar(&c.GCGrace, "gc-grace", DefaultGCGrace, "grace period of the periodic garbage collection: files modified more recently are kept (longer than the slowest publish)")
 	fs.TextVar(&c.LogLevel, "log-level", slog.LevelInfo, "lowest `level` logged: debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", DefaultLogFormat, "log `format` on stderr: text or json")
@@ -221,7 +237,8 @@ func (c *Config) FlagSet(name string) *flag.FlagSet {
 	c.Limits.MaxZipBytes = DefaultMaxZipBytes
 	c.Limits.MaxUnpackedBytes = DefaultMaxUnpackedBytes
 	c.CacheBytes = DefaultCacheBytes
-	for _, n := range []string{"max-upload-bytes", "max-zip-bytes", "max-unpacked-bytes", "cache-bytes"} {
+	c.GitMaxRepoBytes = DefaultGitMaxRepoBytes
+	for _, n := range []string{"max-upload-bytes", "max-zip-bytes", "max-unpacked-bytes", "cache-bytes", "git-max-repo-bytes"} {
 		f := fs.Lookup(n)
 		f.DefValue = f.Value.String()
 	}
@@ -435,6 +452,12 @@ func (c Config) Validate() error {
 	}
 	if c.GCInterval != 0 && (c.GCInterval < MinGCInterval || c.GCInterval > MaxGCInterval) {
 		bad("--gc-interval must be 0 (never) or between %s and %s, got %s", ShortDuration(MinGCInterval), ShortDuration(MaxGCInterval), ShortDuration(c.GCInterval))
+	}
+	if c.GitPollInterval != 0 && c.GitPollInterval < MinGitPollInterval {
+		bad("--git-poll-interval must be 0 (never) or at least %s, got %s", ShortDuration(MinGitPollInterval), ShortDuration(c.GitPollInterval))
+	}
+	if c.GitMaxRepoBytes < MinGitMaxRepoBytes {
+		bad("--git-max-repo-bytes must be at least %d", MinGitMaxRepoBytes)
 	}
 	if c.GCGrace < MinGCGrace {
 		bad("--gc-grace must be at least %s, got %s", ShortDuration(MinGCGrace), ShortDuration(c.GCGrace))

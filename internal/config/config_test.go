@@ -33,6 +33,8 @@ func TestLoadDefaults(t *testing.T) {
 		DownloadsFlushInterval: 10 * time.Second,
 		MirrorIdleTimeout:      time.Minute,
 		GCGrace:                time.Hour,
+		GitPollInterval:        5 * time.Minute,
+		GitMaxRepoBytes:        512 << 20,
 		Index:                  Index{Backend: "sqlite", SQLite: SQLite{Path: "/home/u/.local/share/trove/trove.db"}, Postgres: Postgres{MigrateOnStart: true}},
 		Blobs:                  Blobs{Backend: "fs", FS: FS{Dir: "/home/u/.local/share/trove/blobs"}, S3: S3{DownloadMode: "redirect"}},
 		Signing:                Signing{SecretFile: "/home/u/.local/share/trove/signing-secret", CreateSecret: true},
@@ -226,6 +228,7 @@ func TestEveryFlagHasAnEnvVar(t *testing.T) {
 			"signing-secret-file": "/etc/trove/signing-secret", "downloads-flush-interval": "30s",
 			"webhook-allow-private": "true", "webhook-allow-http": "true", "webhook-timeout": "5s", "webhook-attempts": "3", "webhook-retention": "48h",
 			"gc-interval": "24h", "gc-grace": "2h", "mirror-idle-timeout": "2m", "module-mirror": "tfaws=registry.example.com/aws-modules",
+			"git-poll-interval": "10m", "git-max-repo-bytes": "7",
 		}[f.Name]
 		if v == "" {
 			t.Errorf("flag --%s has no test value", f.Name)

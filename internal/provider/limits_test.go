@@ -48,6 +48,9 @@ var attributeLimits = map[string]registry.Limit{
 	"trove_webhook.url":                     registry.WebhookURLLimit,
 	"trove_webhook.events":                  registry.WebhookEventLimit,
 	"trove_webhook.description":             registry.DescriptionLimit,
+	"trove_module_git_source.namespace":     registry.NamespaceLimit,
+	"trove_module_git_source.name":          registry.ModuleNameLimit,
+	"trove_module_git_source.system":        registry.ModuleSystemLimit,
 }
 
 func init() {
@@ -88,6 +91,14 @@ var boundedOtherwise = map[string]string{
 	"trove_trust_policy.scope":      "a keyword: publish or read",
 	"trove_trust_policy.issuer":     "a URL: registry.CheckIssuer checks its length (registry.IssuerLimit) with its grammar",
 	"trove_webhook.secret":          "registry.CheckWebhookSecret: 16 to 128 printable ASCII characters",
+	// Git sources: the validators run the API's own checks.
+	"trove_module_git_source.url":             "registry.ParseGitURL: at most 2048 bytes",
+	"trove_module_git_source.subdir":          "registry.ParseGitSubdir: at most 512 bytes",
+	"trove_module_git_source.tag_prefix":      "registry.CheckGitTagPrefix: at most 128 bytes",
+	"trove_module_git_source.username":        "the API refuses more than 256 bytes",
+	"trove_module_git_source.password":        "the API refuses more than registry.MaxGitCredentialBytes",
+	"trove_module_git_source.ssh_private_key": "the API refuses more than registry.MaxGitCredentialBytes",
+	"trove_module_git_source.known_hosts":     "the API refuses more than registry.MaxKnownHostsLength",
 	// Single sign-on: the validators run the API's own checks
 	// (registry.IdentityProvider.Check, registry.RoleMapping.Check),
 	// length limits included.

@@ -58,6 +58,7 @@ func New(version string) func() *schema.Provider {
 				"trove_identity_provider": resourceIdentityProvider(),
 				"trove_role_mapping":      resourceRoleMapping(),
 				"trove_trust_policy":      resourceTrustPolicy(),
+				"trove_module_git_source": resourceModuleGitSource(),
 				"trove_webhook":           resourceWebhook(),
 
 				"trove_provider_version_deprecation": resourceProviderVersionDeprecation(),

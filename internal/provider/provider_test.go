@@ -175,6 +175,12 @@ func (e *accEnv) checkDestroyed(t *testing.T) resource.TestCheckFunc {
 				_, err = e.api.GetTrustPolicy(ctx, ns, id)
 			case "trove_webhook":
 				_, err = e.api.GetWebhook(ctx, rs.Primary.ID)
+			case "trove_module_git_source":
+				parts := strings.Split(rs.Primary.ID, "/")
+				if len(parts) != 3 {
+					return fmt.Errorf("%s has ID %q", addr, rs.Primary.ID)
+				}
+				_, err = e.api.GetGitSource(ctx, parts[0], parts[1], parts[2])
 			case "trove_identity_provider":
 				_, err = e.api.GetIdentityProvider(ctx, rs.Primary.ID)
 			case "trove_role_mapping":

@@ -37,7 +37,8 @@ type Index interface {
 	SSO           // identity providers, role mappings, linked identities (sso.go)
 	TrustPolicies // keyless publishing (trust.go)
 	ReplayGuard
-	Webhooks // webhook subscriptions and their delivery outbox (webhooks.go)
+	Webhooks   // webhook subscriptions and their delivery outbox (webhooks.go)
+	GitSources // git repositories as module sources (gitsources.go)
 
 	// Ping reports whether the backend is reachable.
 	Ping(ctx context.Context) error

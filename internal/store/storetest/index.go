@@ -41,6 +41,7 @@ func TestIndex(t *testing.T, newIndex func(t *testing.T) store.Index) {
 	t.Run("Bundles", func(t *testing.T) { testBundles(t, newIndex) })
 	t.Run("SSO", func(t *testing.T) { testSSO(t, newIndex) })
 	t.Run("TrustPolicies", func(t *testing.T) { testTrustPolicies(t, newIndex) })
+	t.Run("GitSources", func(t *testing.T) { testGitSources(t, newIndex) })
 	t.Run("ReplayGuard", func(t *testing.T) { testReplayGuard(t, newIndex) })
 	t.Run("Webhooks", func(t *testing.T) { testWebhooks(t, newIndex) })
 	t.Run("Effects", func(t *testing.T) { testEffects(t, newIndex) })
