@@ -1,6 +1,10 @@
 # Trove's developer entry points. Binaries go to $(BIN) (default bin/).
 #
 #   make build   builds trove and trove-loadtest
+#   make release builds the release into $(DIST) (default dist/): an archive
+#                and a CycloneDX SBOM per platform, SHA256SUMS and the OCI
+#                image layout dist/image (docs/install.md); VERSION=1.4.0
+#                names it (default: the git tag, else dev-<commit>)
 #   make test    runs scripts/test.sh: the whole test suite, as CI does
 #   make bench   runs the Go benchmarks, then the loopback load test against
 #                a minimal static baseline (see docs/benchmarks.md);
@@ -13,8 +17,10 @@
 GO             ?= go
 BIN            ?= bin
 LOADTEST_FLAGS ?=
+DIST           ?= dist
+VERSION        ?= $(shell git describe --tags --exact-match 2>/dev/null | sed 's/^v//')
 
-.PHONY: bench-mirror build test bench loadtest bench-scaleout clean
+.PHONY: bench-mirror build release test bench loadtest bench-scaleout clean
 
 build:
 	$(GO) build -o $(BIN)/trove ./cmd/trove
@@ -22,6 +28,9 @@ build:
 
 test:
 	bash scripts/test.sh
+
+release:
+	$(GO) run ./cmd/trove-release -version "$(or $(VERSION),dev-$(shell git rev-parse --short=12 HEAD))" -out $(DIST)
 
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/...
@@ -47,4 +56,4 @@ bench-scaleout: build
 	$(BIN)/trove-loadtest -trove $(BIN)/trove -backend postgres-s3 $(LOADTEST_FLAGS)'
 
 clean:
-	rm -rf $(BIN)
+	rm -rf $(BIN) $(DIST)

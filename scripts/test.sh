@@ -52,6 +52,15 @@ source scripts/testenv/chromium.sh || fail "Chromium is not available (see above
 # shellcheck source=testenv/axe.sh
 source scripts/testenv/axe.sh || fail "axe-core is not available (see above); the web UI's accessibility test needs it"
 
+# --- Helm ----------------------------------------------------------------
+# The chart's tests (deploy/ and the module deploy/helm/test) run helm lint
+# and helm template; testenv/helm.sh builds Helm from the Go module cache
+# once per machine (2 to 5 minutes, then cached in $(go env GOPATH)/bin) and
+# exports TROVE_TEST_HELM.
+# shellcheck source=testenv/helm.sh
+source scripts/testenv/helm.sh || fail "Helm could not be built (output above); the Helm chart's tests need it"
+"$TROVE_TEST_HELM" version --short
+
 # --- Services ------------------------------------------------------------
 # A throwaway PostgreSQL and an S3-compatible server (versitygw, built once
 # into $(go env GOPATH)/bin) on loopback; both are stopped on exit.
@@ -77,3 +86,6 @@ scripts/check-provider-docs.sh
 # TF_ACC runs the Terraform provider's acceptance tests with this terraform.
 export TF_ACC=1 TF_ACC_TERRAFORM_PATH="$(command -v terraform)"
 go test -race -count=1 -timeout 40m ./...
+# The chart decoded strictly into the Kubernetes API types: a module of its
+# own, so that k8s.io/api stays out of Trove's go.mod.
+(cd deploy/helm/test && go vet ./... && go test -race -count=1 ./...)
