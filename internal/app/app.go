@@ -355,6 +355,9 @@ func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
 		WebhookURLs:      registry.WebhookURLRules{AllowHTTP: cfg.Webhooks.AllowHTTP, AllowPrivate: cfg.Webhooks.AllowPrivate},
 		GC:               a.GC,
 		SignInTokenTTL:   lopt.TokenTTL,
+		CheckIssuer: func(ctx context.Context, issuer string) (string, error) {
+			return sso.CheckIssuer(ctx, nil, issuer)
+		},
 	})
 	ui, err := web.New(ctx, web.Options{
 		Index: idx, Access: access, Login: loginSvc, API: apiHandler, Blobs: a.Blobs, PublicURL: public,
