@@ -243,6 +243,9 @@ func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
 	if !cfg.Access.LocalPasswords {
 		lopt.NoLocalPasswords = true
 	}
+	if lopt.PublicURL == "" {
+		lopt.PublicURL = cfg.PublicURL
+	}
 	var ssoSvc *sso.Service // set below; the login page lists its providers at request time
 	lopt.Providers = func(ctx context.Context) []login.Provider { return ssoSvc.Providers(ctx) }
 	loginSvc, err := login.New(ctx, lopt)
