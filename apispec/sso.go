@@ -34,6 +34,9 @@ type IdentityProvider struct {
 	RedirectURI string    `json:"redirect_uri"`
 	CreatedAt   time.Time `json:"created_at"`
 	UpdatedAt   time.Time `json:"updated_at"`
+	// Warnings, in the answer of a PUT only, say what Trove could not
+	// check, such as an issuer whose discovery document it could not read.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // PutIdentityProviderRequest is the body of PUT RouteIdentityProvider:

@@ -14,7 +14,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
+	"trove.dev/trove/apispec"
 	"trove.dev/trove/internal/registry"
 )
 
@@ -196,4 +198,121 @@ func (c *Client) ExchangeLoginCode(ctx context.Context, s LoginService, r LoginR
 		return "", fmt.Errorf("the token endpoint %s answered no usable bearer token", s.TokenURL)
 	}
 	return out.AccessToken, nil
+}
+
+// StartDeviceLogin starts a login by the device authorization grant
+// (RFC 8628) at the host of s: the answer names the page where a person
+// signed in to the registry types its UserCode. Then PollDeviceLogin.
+func (c *Client) StartDeviceLogin(ctx context.Context, s LoginService) (apispec.DeviceAuthorization, error) {
+	u := url.URL{Scheme: c.base.Scheme, Host: c.base.Host, Path: apispec.DeviceAuthorizationPath}
+	var out apispec.DeviceAuthorization
+	status, oe, err := c.postForm(ctx, u.String(), url.Values{"client_id": {s.ClientID}}, &out)
+	if err != nil {
+		return out, err
+	}
+	if status == http.StatusNotFound {
+		return out, &Error{Status: status, Messages: []string{c.base.Host + " offers no device login (it answered 404 at " + u.String() + "): log in with a browser on this machine, or create a token in its web UI"}}
+	}
+	if oe.Error != "" || status != http.StatusOK {
+		return out, &Error{Status: status, Messages: []string{"the device login could not start: " + oe.text()}}
+	}
+	if out.DeviceCode == "" || out.UserCode == "" || out.VerificationURI == "" || strings.ContainsAny(out.UserCode+out.VerificationURI, "\r\n\x1b") {
+		return out, fmt.Errorf("the device authorization endpoint %s answered no usable codes", u.String())
+	}
+	if out.Interval <= 0 {
+		out.Interval = 5
+	}
+	return out, nil
+}
+
+// PollDeviceLogin polls the token endpoint of s for the device login d
+// every d.Interval seconds (5 more after each slow_down) until the login
+// is approved, denied or expired, or ctx ends, and returns the token.
+func (c *Client) PollDeviceLogin(ctx context.Context, s LoginService, d apispec.DeviceAuthorization) (string, error) {
+	interval := time.Duration(d.Interval) * time.Second
+	form := url.Values{"grant_type": {apispec.DeviceGrantType}, "client_id": {s.ClientID}, "device_code": {d.DeviceCode}}
+	for {
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(interval):
+		}
+		var out struct {
+			AccessToken string `json:"access_token"`
+			TokenType   string `json:"token_type"`
+		}
+		status, oe, err := c.postForm(ctx, s.TokenURL.String(), form, &out)
+		if err != nil {
+			return "", err
+		}
+		switch oe.Error {
+		case "authorization_pending":
+			continue
+		case "slow_down":
+			interval += 5 * time.Second
+			continue
+		case "access_denied":
+			return "", &Error{Status: status, Messages: []string{"the login was denied in the browser"}}
+		case "expired_token":
+			return "", &Error{Status: status, Messages: []string{"the code expired before it was approved: run the login again"}}
+		case "":
+		default:
+			return "", &Error{Status: status, Messages: []string{"the token endpoint refused the device code: " + oe.text()}}
+		}
+		if status != http.StatusOK || out.AccessToken == "" || strings.ContainsAny(out.AccessToken, "\r\n") || !strings.EqualFold(out.TokenType, "bearer") && out.TokenType != "" {
+			return "", fmt.Errorf("the token endpoint %s answered no usable bearer token", s.TokenURL)
+		}
+		return out.AccessToken, nil
+	}
+}
+
+// oauthAnswerError is the error of an OAuth endpoint's JSON answer.
+type oauthAnswerError struct {
+	Error       string `json:"error"`
+	Description string `json:"error_description"`
+}
+
+func (e oauthAnswerError) text() string {
+	if e.Description == "" {
+		return e.Error
+	}
+	return e.Error + ": " + e.Description
+}
+
+// postForm posts form to target and decodes a JSON answer into out (a
+// success) and its OAuth error; a 404 is returned as its status alone.
+func (c *Client) postForm(ctx context.Context, target string, form url.Values, out any) (int, oauthAnswerError, error) {
+	var oe oauthAnswerError
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, strings.NewReader(form.Encode()))
+	if err != nil {
+		return 0, oe, err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", c.userAgent)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return 0, oe, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusNotFound {
+		return resp.StatusCode, oe, nil
+	}
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "application/json" {
+		return resp.StatusCode, oe, &Error{Status: resp.StatusCode, Messages: []string{fmt.Sprintf("%s answered %s with Content-Type %q instead of JSON", target, resp.Status, resp.Header.Get("Content-Type"))}}
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxErrorBytes))
+	if err != nil {
+		return resp.StatusCode, oe, err
+	}
+	if resp.StatusCode == http.StatusOK {
+		if err := json.Unmarshal(body, out); err != nil {
+			return resp.StatusCode, oe, fmt.Errorf("reading the answer of %s: %w", target, err)
+		}
+		return resp.StatusCode, oe, nil
+	}
+	if err := json.Unmarshal(body, &oe); err != nil || oe.Error == "" {
+		return resp.StatusCode, oe, &Error{Status: resp.StatusCode, Messages: []string{fmt.Sprintf("%s answered %s", target, resp.Status)}}
+	}
+	return resp.StatusCode, oe, nil
 }

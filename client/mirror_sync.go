@@ -98,6 +98,13 @@ func (c *Client) MirrorArchives(ctx context.Context, host, namespace, typ, versi
 // and checks the bytes against a's zh: hash itself. The bytes are thrown
 // away. The URL is signed, so no token is sent.
 func (c *Client) FetchMirrorPackage(ctx context.Context, a MirrorArchive) error {
+	return c.CopyMirrorPackage(ctx, a, io.Discard)
+}
+
+// CopyMirrorPackage is FetchMirrorPackage that also writes the package's
+// bytes to w as they arrive (to count them, say); w sees a package that
+// fails the check too, so it must not trust them.
+func (c *Client) CopyMirrorPackage(ctx context.Context, a MirrorArchive, w io.Writer) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.URL, nil)
 	if err != nil {
 		return err
@@ -116,7 +123,7 @@ func (c *Client) FetchMirrorPackage(ctx context.Context, a MirrorArchive) error 
 		return err
 	}
 	h := sha256.New()
-	if _, err := io.Copy(h, resp.Body); err != nil {
+	if _, err := io.Copy(io.MultiWriter(h, w), resp.Body); err != nil {
 		return fmt.Errorf("downloading the %s package: %w (the server breaks a download off when the package does not match SHA256SUMS: its log says why)", a.Platform, err)
 	}
 	got := "zh:" + hex.EncodeToString(h.Sum(nil))

@@ -62,7 +62,7 @@ func bundleExport() *command {
 				defer f.Close()
 				fmt.Fprintf(cl.stderr, "Exporting %d provider and %d module version(s) from %s (the mirror first fetches the packages it does not hold)...\n",
 					len(req.Providers), len(req.Modules), c.Addr())
-				p := newProgress(cl.env, "Downloading", 0)
+				p := newProgress(cl, "Downloaded", 0)
 				_, err = c.ExportBundle(ctx, req, p.writer(f))
 				p.finish()
 				if err != nil {
@@ -111,7 +111,7 @@ func bundleImport() *command {
 				if err != nil {
 					return err
 				}
-				p := newProgress(cl.env, "Uploading", info.Size())
+				p := newProgress(cl, "Uploaded", info.Size())
 				res, err := c.ImportBundle(ctx, p.reader(f), info.Size())
 				p.finish()
 				if err != nil {

@@ -8,6 +8,9 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
+
+	"trove.dev/trove/internal/registry"
 )
 
 func completionCommand() *command {
@@ -45,12 +48,64 @@ type completions struct {
 	top   []string
 	subs  map[string][]string
 	flags map[string][]string
+	// values are the values of a command's flags with fixed choices, or
+	// namespacesWord for namespace names: "token create --scope".
+	values map[string]string
+	// nsArg holds the commands whose first argument is a namespace name,
+	// with the number of words of the command name.
+	nsArg map[string]int
+}
+
+// namespacesWord marks, among the values of a flag, that the namespaces of
+// the server the command line talks to are completed.
+const namespacesWord = "@namespaces"
+
+// completePlatforms are the os_arch values completed for --platform: the
+// platforms terraform and tofu are released for.
+var completePlatforms = []string{
+	"darwin_amd64", "darwin_arm64", "freebsd_386", "freebsd_amd64", "freebsd_arm", "linux_386", "linux_amd64",
+	"linux_arm", "linux_arm64", "openbsd_386", "openbsd_amd64", "solaris_amd64", "windows_386", "windows_amd64", "windows_arm64",
+}
+
+// flagValues returns the values completed for flag of command cmd, "" for
+// none: a flag's choices where they are fixed, or namespacesWord.
+func flagValues(cmd, flagName string) string {
+	switch cmd + " --" + flagName {
+	case "trust-policy create --scope":
+		return "publish read"
+	case "audit --namespace", "publish --namespace", "token create --namespace", "token list --namespace", "sso mapping add --namespace":
+		return namespacesWord
+	}
+	switch flagName {
+	case "log-level":
+		return "debug info warn error"
+	case "log-format":
+		return "text json"
+	case "index-backend":
+		return "sqlite postgres"
+	case "blob-backend":
+		return "fs s3"
+	case "download-mode":
+		return "redirect proxy"
+	case "visibility":
+		return "private public"
+	case "role":
+		return "reader publisher admin"
+	case "scope":
+		return "read publish admin"
+	case "platform":
+		return strings.Join(completePlatforms, " ")
+	case "events":
+		// The event types only: the shells would glob "provider.*".
+		return strings.Join(registry.EventTypes, " ")
+	}
+	return ""
 }
 
 // completionSpec derives the completions from the command table, so that
 // they never lag behind it.
 func completionSpec(cmds []*command) completions {
-	s := completions{subs: map[string][]string{}, flags: map[string][]string{}}
+	s := completions{subs: map[string][]string{}, flags: map[string][]string{}, values: map[string]string{}, nsArg: map[string]int{}}
 	seen := map[string]bool{}
 	for _, c := range cmds {
 		words := strings.Fields(c.name)
@@ -65,6 +120,15 @@ func completionSpec(cmds []*command) completions {
 			}
 		}
 		s.flags[c.name] = commandFlags(c)
+		for _, f := range s.flags[c.name] {
+			if v := flagValues(c.name, strings.TrimPrefix(f, "--")); v != "" {
+				s.values[c.name+" "+f] = v
+			}
+		}
+		if first, _, _ := strings.Cut(c.args, " "); c.client && (first == "NAMESPACE" || first == "[NAMESPACE]" ||
+			slices.Contains([]string{"namespace show", "namespace update", "namespace delete"}, c.name)) {
+			s.nsArg[c.name] = len(words)
+		}
 	}
 	s.top = append(s.top, "help")
 	return s
@@ -143,6 +207,45 @@ func writeBashCompletion(w io.Writer, s completions, zsh bool) {
             fi
             return ;;
     esac
+    local prev=${COMP_WORDS[COMP_CWORD-1]} values=
+    if [[ $prev == "=" && $COMP_CWORD -ge 2 ]]; then
+        prev=${COMP_WORDS[COMP_CWORD-2]}
+    fi
+    if [[ $prev == -* ]]; then
+        prev=${prev#-}
+        case "$key --${prev#-}" in
+`)
+	keys := make([]string, 0, len(s.values))
+	for k := range s.values {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(w, "            %q) values=%q ;;\n", k, s.values[k])
+	}
+	fmt.Fprint(w, `        esac
+    elif [[ $cur != -* ]]; then
+        case $key in
+`)
+	nsCmds := make([]string, 0, len(s.nsArg))
+	for n := range s.nsArg {
+		nsCmds = append(nsCmds, n)
+	}
+	sort.Strings(nsCmds)
+	for _, n := range nsCmds {
+		fmt.Fprintf(w, "            %q) [[ $COMP_CWORD -eq %d ]] && values=%s ;;\n", n, s.nsArg[n]+1, namespacesWord)
+	}
+	fmt.Fprint(w, `        esac
+    fi
+    if [[ $values == `+namespacesWord+` ]]; then
+        values=$("${COMP_WORDS[0]}" __complete namespaces -- "${COMP_WORDS[@]:1}" 2>/dev/null)
+        COMPREPLY=($(compgen -W "$values" -- "$cur"))
+        return
+    fi
+    if [[ -n $values ]]; then
+        COMPREPLY=($(compgen -W "$values" -- "$cur"))
+        return
+    fi
     if [[ $cur == -* ]]; then
         local flags=
         case $key in
@@ -180,10 +283,21 @@ func writeFishCompletion(w io.Writer, s completions) {
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	const fishNamespaces = "(trove __complete namespaces -- (commandline -opc)[2..-1] 2>/dev/null)"
 	for _, n := range names {
 		cond := fishSeen(strings.Fields(n))
 		for _, f := range s.flags[n] {
-			fmt.Fprintf(w, "complete -c trove -n '%s' -l %s\n", cond, strings.TrimPrefix(f, "--"))
+			switch v := s.values[n+" "+f]; v {
+			case "":
+				fmt.Fprintf(w, "complete -c trove -n '%s' -l %s\n", cond, strings.TrimPrefix(f, "--"))
+			case namespacesWord:
+				fmt.Fprintf(w, "complete -c trove -n '%s' -l %s -x -a '%s'\n", cond, strings.TrimPrefix(f, "--"), fishNamespaces)
+			default:
+				fmt.Fprintf(w, "complete -c trove -n '%s' -l %s -x -a %q\n", cond, strings.TrimPrefix(f, "--"), v)
+			}
+		}
+		if words, ok := s.nsArg[n]; ok {
+			fmt.Fprintf(w, "complete -c trove -n '%s; and test (count (commandline -opc)) -eq %d' -a '%s'\n", cond, words+1, fishNamespaces)
 		}
 	}
 	fmt.Fprintln(w, "complete -c trove -F -n 'not __fish_use_subcommand'") // file arguments
@@ -196,4 +310,69 @@ func fishSeen(words []string) string {
 		conds[i] = "__fish_seen_subcommand_from " + w
 	}
 	return strings.Join(conds, "; and ")
+}
+
+// completeTimeout bounds the request of "trove __complete namespaces": a
+// shell waits for it while the user waits for the shell.
+const completeTimeout = 2 * time.Second
+
+// runComplete answers the completion scripts' "trove __complete namespaces
+// -- WORDS...": the names of the namespaces the server of the command line
+// WORDS talks to (its --addr, --token and --ca-file, else TROVE_* and the
+// stored credentials, as the command would) shows its token, one a line.
+// It prints nothing on any failure and always exits 0: a completion must
+// never print errors into the user's command line.
+func runComplete(ctx context.Context, e env, args []string) int {
+	if len(args) < 1 || args[0] != "namespaces" {
+		return exitOK
+	}
+	words := args[1:]
+	if len(words) > 0 && words[0] == "--" {
+		words = words[1:]
+	}
+	cl := &cli{env: e, set: map[string]bool{}}
+	for i := 0; i < len(words); i++ {
+		name, value, hasValue := strings.Cut(strings.TrimLeft(words[i], "-"), "=")
+		if !strings.HasPrefix(words[i], "-") {
+			continue
+		}
+		var dst *string
+		switch name {
+		case "addr":
+			dst = &cl.addr
+		case "token":
+			dst = &cl.token
+		case "ca-file":
+			dst = &cl.caFile
+		default:
+			continue
+		}
+		if !hasValue {
+			if i+1 >= len(words) {
+				break
+			}
+			i++
+			value = words[i]
+		}
+		*dst = value
+		cl.set[name] = true
+	}
+	c, err := cl.client()
+	if err != nil {
+		return exitOK
+	}
+	ctx, cancel := context.WithTimeout(ctx, completeTimeout)
+	defer cancel()
+	list, err := c.ListNamespaces(ctx)
+	if err != nil {
+		return exitOK
+	}
+	for _, ns := range list {
+		// Only valid names: the shells expand the words they complete
+		// from, and a hostile server could send "$(...)".
+		if n, err := registry.ParseNamespace(ns.Name); err == nil && n == ns.Name {
+			fmt.Fprintln(e.stdout, ns.Name)
+		}
+	}
+	return exitOK
 }

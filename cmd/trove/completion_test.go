@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"trove.dev/trove/internal/trovetest"
 )
 
 func TestCompletionBash(t *testing.T) {
@@ -55,6 +58,16 @@ func TestCompletionBash(t *testing.T) {
 		{[]string{"trove", "mirror", "upstream", "s"}, "show set"},
 		{[]string{"trove", "mirror", "upstream", "set", "--all"}, "--allow"},
 		{[]string{"trove", "mirror", "upstream", "set", "--upstream"}, "--upstream-ca-file"},
+		// Flag values with fixed choices.
+		{[]string{"trove", "token", "create", "--scope", ""}, "read publish admin"},
+		{[]string{"trove", "token", "create", "--scope", "=", "p"}, "publish"}, // --scope=p, as bash splits it
+		{[]string{"trove", "trust-policy", "create", "acme", "--scope", ""}, "publish read"},
+		{[]string{"trove", "serve", "--log-level", "w"}, "warn"},
+		{[]string{"trove", "serve", "-log-format", ""}, "text json"},
+		{[]string{"trove", "namespace", "create", "acme", "--visibility", "p"}, "private public"},
+		{[]string{"trove", "member", "add", "acme", "bob", "--role", "p"}, "publisher"},
+		{[]string{"trove", "mirror", "sync", "--platform", "linux_arm"}, "linux_arm linux_arm64"},
+		{[]string{"trove", "webhook", "create", "--events", "module.re"}, "module.revoked module.restored"},
 	} {
 		if got := complete(tc.words...); got != tc.want {
 			t.Errorf("completing %q = %q, want %q", tc.words, got, tc.want)
@@ -230,6 +243,90 @@ func TestVersionFromBuildInfo(t *testing.T) {
 	} {
 		if got := versionFromBuildInfo(&tc.bi); got != tc.want {
 			t.Errorf("%+v: %q, want %q", tc.bi.Main, got, tc.want)
+		}
+	}
+}
+
+// TestMain runs trove's main instead of the tests when
+// TROVE_TEST_RUN_MAIN=1, so that a completion script can call this test
+// binary as the trove it completes for.
+func TestMain(m *testing.M) {
+	if os.Getenv("TROVE_TEST_RUN_MAIN") == "1" {
+		main()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// TestCompletionNamespaces: namespace names come from the server the
+// command line talks to, and nothing at all when it cannot be asked.
+func TestCompletionNamespaces(t *testing.T) {
+	s := trovetest.Start(t)
+	env := map[string]string{"TROVE_ADDR": s.URL, "TROVE_TOKEN": s.AdminToken, "TROVE_CA_FILE": s.CAFile, "HOME": t.TempDir()}
+	for _, ns := range []string{"acme", "zeta"} {
+		if r := runTrove(t, env, "", "namespace", "create", ns); r.code != exitOK {
+			t.Fatalf("namespace create %s: %d %s", ns, r.code, r.stderr)
+		}
+	}
+	for _, tc := range []struct {
+		name  string
+		env   map[string]string
+		words []string
+		want  string
+	}{
+		{"the configured server", env, []string{"namespace", "show"}, "acme\nzeta\n"},
+		{"--addr of the command line", map[string]string{"TROVE_ADDR": "https://127.0.0.1:1", "TROVE_TOKEN": s.AdminToken, "TROVE_CA_FILE": s.CAFile},
+			[]string{"key", "list", "--addr", s.URL}, "acme\nzeta\n"},
+		{"--addr= of the command line", nil, []string{"key", "list", "--addr=" + s.URL, "--token", s.AdminToken, "--ca-file=" + s.CAFile}, "acme\nzeta\n"},
+		{"a server that is not there", env, []string{"key", "list", "--addr", "https://127.0.0.1:1"}, ""},
+		{"a wrong token", env, []string{"key", "list", "--token", "nope"}, ""},
+		{"an untrusted certificate", env, []string{"key", "list", "--ca-file", "/nonexistent"}, ""},
+	} {
+		r := runTrove(t, tc.env, "", append([]string{"__complete", "namespaces", "--"}, tc.words...)...)
+		if r.code != exitOK || r.stdout != tc.want || r.stderr != "" {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q; want 0, %q and nothing on stderr", tc.name, r.code, r.stdout, r.stderr, tc.want)
+		}
+	}
+
+	// Through the bash script, with this test binary as trove.
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("bash is not installed")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := runTrove(t, nil, "", "completion", "bash")
+	script := filepath.Join(t.TempDir(), "trove.bash")
+	if err := os.WriteFile(script, []byte(r.stdout), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		words []string
+		want  string
+	}{
+		{[]string{"namespace", "show", "a"}, "acme"},
+		{[]string{"key", "list", ""}, "acme zeta"},
+		{[]string{"token", "create", "--namespace", "z"}, "zeta"},
+		{[]string{"webhook", "create", ""}, "acme zeta"},
+		{[]string{"namespace", "create", "a"}, ""}, // a new name: no completion from the server
+	} {
+		words := append([]string{self}, tc.words...)
+		quoted := make([]string, len(words))
+		for i, w := range words {
+			quoted[i] = "'" + w + "'"
+		}
+		prog := fmt.Sprintf("source %s; COMP_WORDS=(%s); COMP_CWORD=%d; _trove; echo \"${COMPREPLY[*]}\"", script, strings.Join(quoted, " "), len(words)-1)
+		cmd := exec.Command(bash, "-c", prog)
+		cmd.Dir = t.TempDir() // no files to complete
+		cmd.Env = append(os.Environ(), "TROVE_TEST_RUN_MAIN=1", "TROVE_ADDR="+s.URL, "TROVE_TOKEN="+s.AdminToken, "TROVE_CA_FILE="+s.CAFile, "HOME="+t.TempDir())
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("completing %q: %v\n%s", tc.words, err, out)
+		}
+		if got := strings.TrimSpace(string(out)); got != tc.want {
+			t.Errorf("completing %q = %q, want %q", tc.words, got, tc.want)
 		}
 	}
 }

@@ -27,19 +27,26 @@ const defaultLoginTimeout = 10 * time.Minute
 
 func loginCommand() *command {
 	return &command{
-		name: "login", args: "[HOST] [--timeout DURATION]", maxArgs: 1, client: true, connOnly: true,
-		summary: "Log in through a browser (as terraform login does) and store the token where terraform, tofu and trove find it.",
+		name: "login", args: "[HOST] [--device] [--timeout DURATION]", maxArgs: 1, client: true, connOnly: true,
+		summary: "Log in through a browser (as terraform login does) and store the token where terraform, tofu and trove find it. " +
+			"With --device (the default over SSH without a display), the browser may be on another machine: type the code shown into the page named.",
 		examples: []string{
 			"trove login registry.internal",
 			"trove login          # the host of --addr or TROVE_ADDR",
 			"BROWSER=firefox trove login localhost:8443",
+			"trove login --device registry.internal   # on a server or in a container",
 		},
 		setup: func(fs *flag.FlagSet, cl *cli) func(context.Context, []string) error {
 			timeout := fs.Duration("timeout", defaultLoginTimeout, "how long to wait for the login in the browser")
+			device := fs.Bool("device", false, "log in with a code typed into a browser anywhere (the device authorization grant), for a machine without a browser; "+
+				"the default when SSH_CONNECTION is set and neither DISPLAY, WAYLAND_DISPLAY nor BROWSER is")
 			return func(ctx context.Context, args []string) error {
 				addr := cl.hostArg(args)
 				if *timeout <= 0 {
 					return usagef("--timeout must be positive, got %s", config.ShortDuration(*timeout))
+				}
+				if *device || noLocalBrowser(cl.getenv) {
+					return runDeviceLogin(ctx, cl, addr, *timeout)
 				}
 				return runLogin(ctx, cl, addr, *timeout)
 			}
@@ -123,6 +130,63 @@ func runLogin(ctx context.Context, cl *cli, addr string, timeout time.Duration) 
 	if err != nil {
 		return err
 	}
+	return storeLogin(ctx, cl, addr, hosts, path, token)
+}
+
+// noLocalBrowser reports a session without a browser of its own: over
+// SSH, without a display or a BROWSER to open.
+func noLocalBrowser(getenv func(string) string) bool {
+	return getenv("SSH_CONNECTION") != "" && getenv("DISPLAY") == "" && getenv("WAYLAND_DISPLAY") == "" && getenv("BROWSER") == ""
+}
+
+// runDeviceLogin logs in by the device authorization grant: it shows a
+// code and the page to type it into, in a browser on any machine, polls
+// until the login is approved there, and stores the token.
+func runDeviceLogin(ctx context.Context, cl *cli, addr string, timeout time.Duration) error {
+	hosts, err := credentialsHosts(addr)
+	if err != nil {
+		return usagef("%s", err)
+	}
+	host := hosts[0]
+	path, err := credentialsPath(cl.getenv)
+	if err != nil {
+		return err
+	}
+	c, err := cl.clientFor(addr, "")
+	if err != nil {
+		return err
+	}
+	svc, err := c.DiscoverLogin(ctx)
+	if err != nil {
+		return unresolvedHost(host, err)
+	}
+	d, err := c.StartDeviceLogin(ctx, svc)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(cl.stderr, "To log in to %s, open this page in a browser on any machine, sign in, and type the code:\n\n    %s\n\n    Code: %s\n\n(or open %s)\n",
+		host.ForDisplay(), printable(d.VerificationURI), printable(d.UserCode), printable(d.VerificationURIComplete))
+	wait := min(timeout, time.Duration(d.ExpiresIn)*time.Second)
+	fmt.Fprintf(cl.stderr, "Waiting for the code to be approved (it expires in %s; Ctrl-C to give up)...\n", config.ShortDuration(wait))
+	pctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	token, err := c.PollDeviceLogin(pctx, svc, d)
+	if err != nil {
+		switch {
+		case ctx.Err() != nil:
+			return errors.New("login cancelled")
+		case pctx.Err() != nil:
+			return fmt.Errorf("the code was not approved within %s: run trove login --device again", config.ShortDuration(wait))
+		}
+		return err
+	}
+	return storeLogin(ctx, cl, addr, hosts, path, token)
+}
+
+// storeLogin stores the token of a login in the credentials file under
+// every name of the host and says who is logged in.
+func storeLogin(ctx context.Context, cl *cli, addr string, hosts []svchost.Hostname, path, token string) error {
+	host := hosts[0]
 	doc, err := readCredentials(path)
 	if err != nil {
 		return err

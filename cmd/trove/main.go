@@ -135,6 +135,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return exitUsage
 	}
 	switch args[0] {
+	case "__complete": // the completion scripts' helper, listed nowhere
+		return runComplete(ctx, e, args[1:])
 	case "--version", "-version":
 		args = []string{"version"}
 	case "help", "--help", "-help", "-h":

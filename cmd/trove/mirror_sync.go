@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strings"
@@ -86,10 +87,13 @@ func mirrorSyncCommand() *command {
 					fmt.Fprintf(cl.stderr, "Syncing %d provider(s) through the mirror of %s (it fetches every package it does not hold yet: the first sync of a public provider can take a while)...\n", len(targets), c.Addr())
 				}
 				s := &mirrorSync{c: c, addr: c.Addr(), platforms: platforms, allVersions: *allVersions}
+				bar := newProgress(cl, "Downloaded", 0) // the packages' sizes are unknown up front
 				if !cl.jsonOut {
-					s.progress = func(r syncResult) { fmt.Fprintln(cl.stdout, printable(r.line())) }
+					s.progress = func(r syncResult) { bar.println(cl.stdout, printable(r.line())) }
+					s.bytes = bar.writer(io.Discard)
 				}
 				results := s.run(ctx, targets)
+				bar.finish()
 				sum := summarize(results)
 				if cl.jsonOut {
 					if err := cl.printJSON(sum); err != nil {
@@ -215,6 +219,9 @@ type mirrorSync struct {
 	platforms   []string // empty: every platform
 	allVersions bool
 	progress    func(syncResult) // called as each result is known, one at a time; may be nil
+	// bytes counts the bytes of the packages downloaded (a progress
+	// writer); nil counts nothing.
+	bytes io.Writer
 
 	mu      sync.Mutex
 	results []syncResult
@@ -311,7 +318,11 @@ func (s *mirrorSync) syncPackage(ctx context.Context, t syncTarget, version stri
 	if a.Held() || discovery.IsOwnHost(s.addr, t.source.Hostname) {
 		return r
 	}
-	if err := s.c.FetchMirrorPackage(ctx, a); err != nil {
+	w := s.bytes
+	if w == nil {
+		w = io.Discard
+	}
+	if err := s.c.CopyMirrorPackage(ctx, a, w); err != nil {
 		r.Status, r.Error = syncFailed, err.Error()
 		return r
 	}

@@ -129,7 +129,7 @@ func publishPacked(ctx context.Context, cl *cli, up client.ModuleUpload, what st
 		pw.CloseWithError(err)
 		packed <- err
 	}()
-	bar := newProgress(cl.env, "Uploaded", 0) // the archive's size is known only once packed
+	bar := newProgress(cl, "Uploaded", 0) // the archive's size is known only once packed
 	up.Archive = bar.reader(pr)
 	res, err := c.PublishModule(ctx, up)
 	bar.finish()
@@ -179,8 +179,8 @@ func publishArchiveFile(ctx context.Context, cl *cli, up client.ModuleUpload, pa
 		total = fi.Size()
 		fmt.Fprintf(cl.stderr, "Uploading %s (%s) as %s/%s/%s %s to %s\n", path, size(fi.Size()), up.Namespace, up.Name, up.System, up.Version, c.Addr())
 	}
-	bar := newProgress(cl.env, "Uploaded", total)
-	up.Archive = bar.reader(f)
+	bar := newProgress(cl, "Uploaded", total)
+	up.Archive = bar.fileReader(filepath.Base(path), f)
 	res, err := c.PublishModule(ctx, up)
 	bar.finish()
 	if err != nil {

@@ -56,7 +56,7 @@ func publishCommand() *command {
 						if err != nil {
 							return nil, err
 						}
-						return readCloser{bar.reader(rc), rc}, nil
+						return readCloser{bar.fileReader(f.name, rc), rc}, nil
 					}
 					files = append(files, pf)
 					if fi, err := os.Stat(f.path); err == nil {
@@ -64,7 +64,7 @@ func publishCommand() *command {
 					}
 				}
 				fmt.Fprintf(cl.stderr, "Uploading %s/%s %s to %s: %d files, %s\n", *namespace, rel.typ, rel.version, c.Addr(), len(files), size(total))
-				bar = newProgress(cl.env, "Uploaded", total)
+				bar = newProgress(cl, "Uploaded", total)
 				res, err := c.PublishProvider(ctx, *namespace, rel.typ, rel.version, files)
 				bar.finish()
 				if err != nil {

@@ -56,7 +56,7 @@ func ssoProviderSet() *command {
 		examples: []string{"trove sso provider set corp --issuer https://login.example.com/realms/corp --client-id trove " +
 			"--client-secret-env TROVE_OIDC_SECRET_CORP --scopes profile,email,groups --display-name 'Example Corp'"},
 		setup: func(fs *flag.FlagSet, cl *cli) func(context.Context, []string) error {
-			fs.StringVar(&req.Issuer, "issuer", "", "issuer `URL` of the provider (its discovery document is under it)")
+			fs.StringVar(&req.Issuer, "issuer", "", "issuer `URL` of the provider, exactly as its discovery document names it (checked when Trove can read it)")
 			fs.StringVar(&req.ClientID, "client-id", "", "Trove's client `ID` at the provider")
 			fs.StringVar(&req.ClientSecretEnv, "client-secret-env", "", "environment `variable` (TROVE_OIDC_SECRET_...) of every Trove replica that holds the client secret; none for a public client")
 			fs.StringVar(&scopes, "scopes", "profile,email", "comma-separated `scopes` requested besides openid")
@@ -76,6 +76,9 @@ func ssoProviderSet() *command {
 				p, err := c.PutIdentityProvider(ctx, args[0], req)
 				if err != nil {
 					return err
+				}
+				for _, w := range p.Warnings {
+					fmt.Fprintf(cl.stderr, "warning: %s\n", printable(w))
 				}
 				if cl.jsonOut {
 					return cl.printJSON(p)

@@ -120,6 +120,11 @@ type Options struct {
 	// ExchangeLimiter limits the exchanges per source address; nil means
 	// DefaultExchangeBurst and DefaultExchangeEvery.
 	ExchangeLimiter *auth.AddressLimiter
+	// CheckIssuer, if set, checks the issuer of an identity provider
+	// being set against the provider's discovery document (sso.CheckIssuer):
+	// an error refuses the write, a warning is returned with the stored
+	// provider.
+	CheckIssuer func(ctx context.Context, issuer string) (warning string, err error)
 	// OnProviderChange and OnModuleChange, if set, are called after the
 	// lifecycle of a version changed or versions were deleted, so that this process's caches drop
 	// its documents at once (other replicas learn it from the change

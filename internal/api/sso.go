@@ -87,6 +87,19 @@ func (h *handler) putIdentityProvider(w http.ResponseWriter, r *http.Request) er
 		return err
 	}
 	p := req.Provider(name)
+	if err := p.Check(); err != nil {
+		return err
+	}
+	var warnings []string
+	if h.CheckIssuer != nil {
+		warning, err := h.CheckIssuer(r.Context(), p.Issuer)
+		if err != nil {
+			return err
+		}
+		if warning != "" {
+			warnings = append(warnings, warning)
+		}
+	}
 	now := h.Now().UTC()
 	p.CreatedAt, p.UpdatedAt = now, now
 	// Whether the provider is created is known before the write, for
@@ -112,7 +125,9 @@ func (h *handler) putIdentityProvider(w http.ResponseWriter, r *http.Request) er
 	if created {
 		status = http.StatusCreated
 	}
-	return httpjson.Write(w, status, h.identityProviderDoc(stored))
+	doc := h.identityProviderDoc(stored)
+	doc.Warnings = warnings
+	return httpjson.Write(w, status, doc)
 }
 
 func (h *handler) deleteIdentityProvider(w http.ResponseWriter, r *http.Request) error {

@@ -1,6 +1,10 @@
 package api_test
 
 import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"trove.dev/trove/apispec"
@@ -99,5 +103,42 @@ func TestPasswordsOff(t *testing.T) {
 	}
 	if _, err := c.CreateUser(t.Context(), apispec.CreateUserRequest{Name: "bob"}); err != nil {
 		t.Errorf("creating a user without a password (the admin token works): %v", err)
+	}
+}
+
+// TestSSOIssuerChecked: setting a provider whose discovery document
+// names another issuer is refused with both values, nothing stored; one
+// whose document cannot be read is stored with a warning.
+func TestSSOIssuerChecked(t *testing.T) {
+	s := trovetest.Start(t)
+	ctx := t.Context()
+	c, err := client.New(s.URL, s.AdminToken, client.WithHTTPClient(s.HTTPClient()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var issuer string // what the discovery document names
+	idp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]string{"issuer": issuer})
+	}))
+	defer idp.Close()
+	issuer = idp.URL + "/realms/corp"
+
+	_, err = c.PutIdentityProvider(ctx, "corp", apispec.PutIdentityProviderRequest{Issuer: issuer + "/", ClientID: "trove"})
+	if client.StatusCode(err) != http.StatusBadRequest || !strings.Contains(err.Error(), `names "`+issuer+`"`) ||
+		!strings.Contains(err.Error(), `configured "`+issuer+`/"`) || !strings.Contains(err.Error(), "trailing slash") {
+		t.Errorf("an issuer with a trailing slash the provider lacks: %v, want 400 naming both values and the slash", err)
+	}
+	if _, err := c.GetIdentityProvider(ctx, "corp"); !client.IsNotFound(err) {
+		t.Errorf("after the refusal: %v, want NotFound (nothing stored)", err)
+	}
+	p, err := c.PutIdentityProvider(ctx, "corp", apispec.PutIdentityProviderRequest{Issuer: issuer, ClientID: "trove"})
+	if err != nil || len(p.Warnings) != 0 {
+		t.Errorf("the matching issuer: %+v, %v; want stored without warnings", p, err)
+	}
+	idp.Close()
+	p, err = c.PutIdentityProvider(ctx, "corp", apispec.PutIdentityProviderRequest{Issuer: issuer, ClientID: "trove2"})
+	if err != nil || len(p.Warnings) != 1 || !strings.Contains(p.Warnings[0], "not checked") || p.ClientID != "trove2" {
+		t.Errorf("an unreachable provider: %+v, %v; want stored with a warning", p, err)
 	}
 }

@@ -247,6 +247,9 @@ func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
 	if !cfg.Access.LocalPasswords {
 		lopt.NoLocalPasswords = true
 	}
+	if lopt.PublicURL == "" {
+		lopt.PublicURL = cfg.PublicURL
+	}
 	var ssoSvc *sso.Service // set below; the login page lists its providers at request time
 	lopt.Providers = func(ctx context.Context) []login.Provider { return ssoSvc.Providers(ctx) }
 	loginSvc, err := login.New(ctx, lopt)
@@ -369,6 +372,9 @@ func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
 		GC:               a.GC,
 		GitSources:       a.GitSources,
 		SignInTokenTTL:   lopt.TokenTTL,
+		CheckIssuer: func(ctx context.Context, issuer string) (string, error) {
+			return sso.CheckIssuer(ctx, nil, issuer)
+		},
 	})
 	ui, err := web.New(ctx, web.Options{
 		Index: idx, Access: access, Login: loginSvc, API: apiHandler, Blobs: a.Blobs, PublicURL: public,

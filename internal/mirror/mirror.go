@@ -246,7 +246,7 @@ func (m *Mirror) config(ctx context.Context) (map[string]*upstream, error) {
 		}
 		u, err := newUpstream(cfg, m.opt.UserAgent)
 		if err != nil {
-			m.log.WarnContext(ctx, "mirror upstream skipped", "host", cfg.Host, "error", registry.Message(err))
+			m.log.WarnContext(ctx, "mirror upstream skipped", "host", cfg.Host, "error", registry.Message(err), "cause", causeText(err))
 			continue
 		}
 		ups[cfg.Host] = u
@@ -308,9 +308,9 @@ func (m *Mirror) MirroredVersions(ctx context.Context, host, namespace, typ stri
 	if err != nil {
 		held, herr := m.heldVersions(ctx, p, rule)
 		if herr != nil || len(held) == 0 {
-			return nil, registry.Errorf(registry.Unavailable, "%s, and this mirror holds no version of %s/%s/%s", registry.Message(err), host, namespace, typ)
+			return nil, withCause(registry.Unavailable, err, fmt.Sprintf("%s, and this mirror holds no version of %s/%s/%s", registry.Message(err), host, namespace, typ))
 		}
-		m.log.WarnContext(ctx, "mirror upstream unreachable: listing the versions held", "host", host, "provider", namespace+"/"+typ, "versions", len(held), "error", registry.Message(err))
+		m.log.WarnContext(ctx, "mirror upstream unreachable: listing the versions held", "host", host, "provider", namespace+"/"+typ, "versions", len(held), "error", registry.Message(err), "cause", causeText(err))
 		return m.available(ctx, u, p, rule, held)
 	}
 	var versions []string
@@ -451,7 +451,7 @@ func (m *Mirror) fetchVersion(ctx context.Context, u *upstream, p provider, vers
 		return registry.MirroredVersion{}, registry.Errorf(registry.NotFound, "provider %s/%s/%s not found: upstream %s does not know it", p.host, p.namespace, p.typ, p.host)
 	}
 	if err != nil {
-		return registry.MirroredVersion{}, registry.Errorf(registry.Unavailable, "%s; %s/%s/%s %s is not held by this mirror", registry.Message(err), p.host, p.namespace, p.typ, version)
+		return registry.MirroredVersion{}, withCause(registry.Unavailable, err, fmt.Sprintf("%s; %s/%s/%s %s is not held by this mirror", registry.Message(err), p.host, p.namespace, p.typ, version))
 	}
 	i := slices.IndexFunc(doc.Versions, func(v versionEntry) bool { return v.Version == version })
 	if i < 0 || len(doc.Versions[i].Platforms) == 0 {
@@ -566,7 +566,7 @@ func (m *Mirror) fetchErr(p provider, version, what string, err error) error {
 	if errors.Is(err, errNotFound) {
 		return registry.Errorf(registry.NotFound, "provider %s/%s/%s %s not found upstream (%s is missing)", p.host, p.namespace, p.typ, version, what)
 	}
-	return registry.Errorf(registry.Unavailable, "%s; %s/%s/%s %s is not held by this mirror", registry.Message(err), p.host, p.namespace, p.typ, version)
+	return withCause(registry.Unavailable, err, fmt.Sprintf("%s; %s/%s/%s %s is not held by this mirror", registry.Message(err), p.host, p.namespace, p.typ, version))
 }
 
 // FetchPackage makes the package of one platform of a mirrored version
@@ -742,7 +742,7 @@ func (m *Mirror) fetchPackage(ctx context.Context, d *download) error {
 	n, got, err := staging.Copy(d, idle, limit, pl.Filename)
 	m.metrics.upstream(p.host, "package", err)
 	if err != nil { // a package over the limit too: the client asked for nothing too large
-		return registry.Errorf(registry.Unavailable, "upstream %s: downloading %s failed: %s", p.host, pl.Filename, registry.Message(err))
+		return withCause(registry.Unavailable, err, fmt.Sprintf("upstream %s: downloading %s failed: %s", p.host, pl.Filename, registry.Message(err)))
 	}
 	m.metrics.bytes.WithLabelValues(p.host).Add(float64(n))
 	if got != pl.SHA256 {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -533,4 +534,54 @@ func TestPackageOverTheLimit(t *testing.T) {
 	if _, err := f.blobs.Stat(ctx, pl.SHA256); !registry.IsKind(err, registry.NotFound) {
 		t.Errorf("a package over the limit was stored: %v", err)
 	}
+}
+
+// TestUpstreamFailureCauseLogged: when an upstream cannot be reached, the
+// log names the cause (a refused connection) that clients are not shown.
+func TestUpstreamFailureCauseLogged(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	var logs syncBuffer
+	f.m.log = slog.New(slog.NewTextHandler(&logs, nil))
+	v := f.version(t)
+	if err := f.m.FetchPackage(ctx, f.origin(f.platform(t, v, "linux_amd64"))); err != nil {
+		t.Fatal(err)
+	}
+	pl := f.platform(t, v, "darwin_arm64")
+	f.up.srv.Close() // connections are refused from now on
+
+	if _, err := f.m.MirroredVersions(ctx, upstreamHost, "hashicorp", "random"); err != nil {
+		t.Fatalf("MirroredVersions with the upstream gone: %v, want the held versions", err)
+	}
+	if got := logs.String(); !strings.Contains(got, "mirror upstream unreachable") || !strings.Contains(got, "connection refused") {
+		t.Errorf("log lines do not name the cause of the upstream failure:\n%s", got)
+	}
+	err := f.m.FetchPackage(ctx, f.origin(pl))
+	if !registry.IsKind(err, registry.Unavailable) {
+		t.Fatalf("FetchPackage with the upstream gone: %v, want Unavailable", err)
+	}
+	if !strings.Contains(err.Error(), "connection refused") {
+		t.Errorf("the error logged for a failed request (Error()) lacks the cause: %v", err)
+	}
+	if strings.Contains(registry.Message(err), "connection refused") {
+		t.Errorf("the message clients see carries the cause: %s", registry.Message(err))
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -421,7 +421,7 @@ func (mm *Modules) fetch(ctx context.Context, namespace, name, system, version s
 			if registry.IsKind(err, registry.TooLarge) {
 				return registry.ModuleVersion{}, mm.refuse(ctx, ref, what, registry.Errorf(registry.UpstreamInvalid, "upstream %s: the archive of %s: %s; refused, nothing was mirrored", ref.mp.Host, what, registry.Message(err)))
 			}
-			return registry.ModuleVersion{}, unheld(registry.Errorf(registry.Unavailable, "upstream %s: downloading %s failed: %s", ref.mp.Host, src, registry.Message(err)), what)
+			return registry.ModuleVersion{}, unheld(withCause(registry.Unavailable, err, fmt.Sprintf("upstream %s: downloading %s failed: %s", ref.mp.Host, src, registry.Message(err))), what)
 		}
 		mm.m.metrics.bytes.WithLabelValues(ref.mp.Host).Add(float64(n))
 		if src.checksum != "" && src.checksum != digest {
@@ -475,7 +475,7 @@ func unheld(err error, what string) error {
 	if !registry.IsKind(err, registry.Unavailable) {
 		return err
 	}
-	return registry.Errorf(registry.Unavailable, "%s; module %s is not held by this mirror", registry.Message(err), what)
+	return withCause(registry.Unavailable, err, fmt.Sprintf("%s; module %s is not held by this mirror", registry.Message(err), what))
 }
 
 // location asks the upstream's download endpoint for the location of a
@@ -520,7 +520,7 @@ func (mm *Modules) download(ctx context.Context, u *upstream, g hostGuard, src m
 	defer idle.stop()
 	resp, err := client.Do(req)
 	if err != nil {
-		return 0, "", err
+		return 0, "", redactErr(err) // the cause without the URL's query, for the log
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {

@@ -192,7 +192,48 @@ func (u *upstream) open(ctx context.Context, target *url.URL) (*http.Response, e
 }
 
 func (u *upstream) unavailable(target *url.URL, err error) error {
-	return registry.Wrap(registry.Unavailable, err, fmt.Sprintf("upstream %s is unreachable (%s)", u.cfg.Host, redact(target)))
+	return registry.Wrap(registry.Unavailable, redactErr(err), fmt.Sprintf("upstream %s is unreachable (%s)", u.cfg.Host, redact(target)))
+}
+
+// redactErr returns err without the URL an *url.Error names (its query
+// may hold a signed URL's credentials; the message names the URL
+// redacted already), keeping the cause: "dial tcp ...: connection
+// refused", a TLS or timeout error.
+func redactErr(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return fmt.Errorf("%s: %w", strings.ToLower(ue.Op), ue.Err)
+	}
+	return err
+}
+
+// withCause returns an error of kind with message whose chain ends at
+// the cause of err (its innermost error that is no *registry.Error):
+// registry.Message shows message alone to clients, the logs (Error())
+// name the cause an operator needs, such as a refused connection.
+func withCause(kind registry.Kind, err error, message string) error {
+	return &registry.Error{Kind: kind, Message: message, Err: causeOf(err)}
+}
+
+// causeOf returns the innermost error of err's chain that is no
+// *registry.Error, or nil when there is none.
+func causeOf(err error) error {
+	for err != nil {
+		var e *registry.Error
+		if !errors.As(err, &e) {
+			return err
+		}
+		err = e.Err
+	}
+	return nil
+}
+
+// causeText is the text of err's cause for a log line, "" if none.
+func causeText(err error) string {
+	if c := causeOf(err); c != nil {
+		return c.Error()
+	}
+	return ""
 }
 
 // getJSON fetches target into v.

@@ -123,6 +123,40 @@ type AuthCode struct {
 	UsedAt    time.Time // zero until the code is exchanged
 }
 
+// DeviceCode is a pending login of the OAuth 2.0 device authorization
+// grant (RFC 8628): a CLI without a browser holds the device code and
+// polls with it; its user types the user code into a page of this
+// registry, signed in, and approves or denies. Only hashes of both codes
+// are stored; a code is short-lived and gives one token.
+type DeviceCode struct {
+	DeviceHash string // hex SHA-256 of the device code
+	UserHash   string // hex SHA-256 of the normalized user code
+	ClientID   string
+	CreatedAt  time.Time
+	ExpiresAt  time.Time
+	LastPollAt time.Time // zero until the first poll
+	DeviceDecision
+	UsedAt time.Time // zero until the token is issued
+}
+
+// The decisions on a device code.
+const (
+	DeviceApproved = "approved"
+	DeviceDenied   = "denied"
+)
+
+// DeviceDecision is what the person who typed the user code decided.
+type DeviceDecision struct {
+	Decision string // "" while pending, DeviceApproved or DeviceDenied
+	// User is who decided (the token's owner when approved).
+	User string
+	// Scopes are the scopes of the token, when approved.
+	Scopes []Scope
+	// TokenID is the ID the token gets, chosen at the approval.
+	TokenID   string
+	DecidedAt time.Time
+}
+
 // AuditEvent is one entry of the audit log of security-relevant events.
 type AuditEvent struct {
 	ID     int64 // assigned by the store, increasing with every event

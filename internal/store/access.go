@@ -22,6 +22,7 @@ type Access interface {
 	Memberships
 	PersonalTokens
 	AuthCodes
+	DeviceCodes
 	AuditLog
 }
 
@@ -84,6 +85,34 @@ type AuthCodes interface {
 	// DeleteAuthCodes removes every code that expired before the given
 	// time and returns how many it removed.
 	DeleteAuthCodes(ctx context.Context, expiredBefore time.Time) (int, error)
+}
+
+// DeviceCodes stores the pending logins of the OAuth 2.0 device
+// authorization grant (RFC 8628) by the hashes of their device code and
+// of their user code, so that any replica can show, decide and redeem
+// them.
+type DeviceCodes interface {
+	// CreateDeviceCode stores d. Conflict if its DeviceHash or its
+	// UserHash is taken (by a code not yet deleted, expired or not).
+	CreateDeviceCode(ctx context.Context, d registry.DeviceCode) error
+	// DecideDeviceCode records dec on the code whose user code has the
+	// hash userHash, if that code is still undecided and unexpired at
+	// dec.DecidedAt, and returns the code as it was before, atomically:
+	// of two concurrent calls exactly one decides. A code decided
+	// already or expired is returned unchanged, and the caller tells by
+	// its Decision and ExpiresAt. NotFound if there is no such code;
+	// NotFound also if dec approves for a user that does not exist.
+	DecideDeviceCode(ctx context.Context, userHash string, dec registry.DeviceDecision) (registry.DeviceCode, error)
+	// PollDeviceCode records a poll of the code whose device code has the
+	// hash deviceHash at time at, and returns the code as it was before
+	// (with the previous LastPollAt). If the code is approved and not
+	// used yet, it is marked used at at, atomically: of two concurrent
+	// calls exactly one sees a zero UsedAt. NotFound if there is no such
+	// code.
+	PollDeviceCode(ctx context.Context, deviceHash string, at time.Time) (registry.DeviceCode, error)
+	// DeleteDeviceCodes removes every code that expired before the given
+	// time and returns how many it removed.
+	DeleteDeviceCodes(ctx context.Context, expiredBefore time.Time) (int, error)
 }
 
 // AuditLog is an append-only log of security-relevant events.

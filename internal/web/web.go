@@ -203,6 +203,8 @@ func (s *Service) Register(mux *http.ServeMux) {
 	mux.Handle("GET "+SignInPath, s.page(s.signInForm))
 	mux.Handle("POST "+SignInPath, s.page(s.signIn))
 	mux.Handle("POST "+SignOutPath, s.page(s.signOut))
+	mux.Handle("GET "+login.VerificationPath, s.page(s.devicePage))
+	mux.Handle("POST "+login.VerificationPath, s.page(s.decideDevice))
 	mux.Handle("GET "+TokensPath, s.page(s.tokensPage))
 	mux.Handle("POST "+TokensPath, s.page(s.createToken))
 	mux.Handle("POST "+TokensPath+"/{id}/revoke", s.page(s.revokeToken))

@@ -94,6 +94,7 @@ const maxFormBytes = 16 << 10
 type Index interface {
 	store.Users
 	store.AuthCodes
+	store.DeviceCodes
 	store.Tokens
 	store.AuditLog
 	store.Secrets
@@ -134,6 +135,17 @@ type Options struct {
 	// Providers, if set, lists the identity providers the login page
 	// offers (single sign-on, package sso).
 	Providers func(ctx context.Context) []Provider
+	// PublicURL is where browsers reach this registry: the device grant's
+	// verification page is under it ("" means the request's host).
+	PublicURL string
+	// DeviceCodeTTL is how long a device login waits for a decision
+	// (DefaultDeviceCodeTTL if 0); DeviceInterval the least time between
+	// two polls (DefaultDeviceInterval if 0).
+	DeviceCodeTTL, DeviceInterval time.Duration
+	// DeviceBurst and DeviceEvery limit the device logins started per
+	// source address (DefaultDeviceBurst, DefaultDeviceEvery if 0).
+	DeviceBurst int
+	DeviceEvery time.Duration
 }
 
 // Provider is an identity provider offered on the login page: its
@@ -156,6 +168,7 @@ type Service struct {
 	opt      Options
 	key      []byte
 	attempts *auth.PasswordLimiter
+	devices  *auth.AddressLimiter
 	slots    chan struct{}
 }
 
@@ -189,6 +202,18 @@ func New(ctx context.Context, opt Options) (*Service, error) {
 	if opt.HashSlots <= 0 {
 		opt.HashSlots = 4
 	}
+	if opt.DeviceCodeTTL <= 0 {
+		opt.DeviceCodeTTL = DefaultDeviceCodeTTL
+	}
+	if opt.DeviceInterval <= 0 {
+		opt.DeviceInterval = DefaultDeviceInterval
+	}
+	if opt.DeviceBurst <= 0 {
+		opt.DeviceBurst = DefaultDeviceBurst
+	}
+	if opt.DeviceEvery <= 0 {
+		opt.DeviceEvery = DefaultDeviceEvery
+	}
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
@@ -206,7 +231,8 @@ func New(ctx context.Context, opt Options) (*Service, error) {
 	if opt.Authenticator != nil {
 		opt.Authenticator.SetPasswordLimiter(attempts)
 	}
-	return &Service{opt: opt, key: key, attempts: attempts, slots: make(chan struct{}, opt.HashSlots)}, nil
+	return &Service{opt: opt, key: key, attempts: attempts, devices: auth.NewAddressLimiter(opt.DeviceBurst, opt.DeviceEvery),
+		slots: make(chan struct{}, opt.HashSlots)}, nil
 }
 
 // Discovery returns the login.v1 value of the discovery document.
@@ -225,6 +251,7 @@ func (s *Service) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET "+AuthorizePath, s.showForm)
 	mux.HandleFunc("POST "+AuthorizePath, s.submitForm)
 	mux.HandleFunc("POST "+TokenPath, s.token)
+	mux.HandleFunc("POST "+DevicePath, s.deviceAuthorize)
 }
 
 // authzRequest is a validated authorization request.
@@ -670,8 +697,12 @@ func (s *Service) exchange(w http.ResponseWriter, r *http.Request) (tokenRespons
 		return tokenResponse{}, &oauthError{status: http.StatusBadRequest, Code: "invalid_request", Description: "the request body is not a form"}
 	}
 	f := r.PostForm
-	if gt := f.Get("grant_type"); gt != "authorization_code" {
-		return tokenResponse{}, &oauthError{status: http.StatusBadRequest, Code: "unsupported_grant_type", Description: "only authorization_code is supported"}
+	switch f.Get("grant_type") {
+	case "authorization_code":
+	case DeviceGrantType:
+		return s.deviceToken(r)
+	default:
+		return tokenResponse{}, &oauthError{status: http.StatusBadRequest, Code: "unsupported_grant_type", Description: "only authorization_code and " + DeviceGrantType + " are supported"}
 	}
 	if f.Get("client_id") != s.opt.ClientID {
 		return tokenResponse{}, &oauthError{status: http.StatusUnauthorized, Code: "invalid_client", Description: "unknown client_id"}
@@ -718,9 +749,16 @@ func (s *Service) exchange(w http.ResponseWriter, r *http.Request) (tokenRespons
 	if err != nil || u.Disabled {
 		return tokenResponse{}, grantError("the user cannot log in")
 	}
+	return s.mint(r, u, c, "login", now)
+}
+
+// mint issues the token of code c for user u, who signed in (a login.v1
+// code or an approved device code, what says which), under the one token
+// policy, stores it with its audit entry and returns the answer.
+func (s *Service) mint(r *http.Request, u registry.User, c registry.AuthCode, what string, now time.Time) (tokenResponse, error) {
 	t, secret, err := auth.Issue(auth.SignInParent(u, s.opt.TokenTTL, now), auth.Request{
 		ID: c.TokenID, User: c.User, Scopes: c.Scopes,
-		Description: "login by " + c.ClientID + " from " + audit.SourceAddr(r), ExpiresAt: now.Add(s.opt.TokenTTL),
+		Description: what + " by " + c.ClientID + " from " + audit.SourceAddr(r), ExpiresAt: now.Add(s.opt.TokenTTL),
 	}, now)
 	if registry.IsKind(err, registry.Invalid) || registry.IsKind(err, registry.Forbidden) {
 		return tokenResponse{}, grantError(registry.Message(err))
@@ -733,7 +771,7 @@ func (s *Service) exchange(w http.ResponseWriter, r *http.Request) (tokenRespons
 		scopes[i] = string(sc)
 	}
 	fx := s.opt.Audit.Effects(r, registry.AuditEvent{Action: registry.AuditTokenCreate, Actor: "user:" + c.User, Target: t.ID,
-		Details: "personal token of " + c.User + ", " + strings.Join(scopes, ",") + ", issued by login, expires " + t.ExpiresAt.Format(time.RFC3339)})
+		Details: "personal token of " + c.User + ", " + strings.Join(scopes, ",") + ", issued by " + what + ", expires " + t.ExpiresAt.Format(time.RFC3339)})
 	if err := s.opt.Index.CreateToken(store.WithEffects(r.Context(), fx), t); err != nil {
 		if registry.IsKind(err, registry.Conflict) {
 			// A replay of the code stored the revoked token first.

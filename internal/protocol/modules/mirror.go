@@ -38,7 +38,7 @@ func (s *Service) mirroredVersions(ctx context.Context, key modKey, vs []registr
 			return nil, err
 		}
 		s.log.WarnContext(ctx, "module mirror: listing the versions held", "module", key.ns+"/"+key.name+"/"+key.system,
-			"versions", len(vs), "error", registry.Message(err))
+			"versions", len(vs), "error", registry.Message(err), "cause", err.Error())
 		return nil, nil
 	}
 	var extra []string

@@ -58,6 +58,7 @@ func testAccess(t *testing.T, newIndex func(*testing.T) store.Index) {
 	t.Run("Memberships", func(t *testing.T) { testMemberships(t, newIndex) })
 	t.Run("PersonalTokens", func(t *testing.T) { testPersonalTokens(t, newIndex) })
 	t.Run("AuthCodes", func(t *testing.T) { testAuthCodes(t, newIndex) })
+	t.Run("DeviceCodes", func(t *testing.T) { testDeviceCodes(t, newIndex) })
 	t.Run("Audit", func(t *testing.T) { testAudit(t, newIndex) })
 }
 
@@ -581,4 +582,132 @@ func CheckMigratedTokenBindings(t *testing.T, x store.Index) {
 	if _, err := x.TokenByHash(ctx, "h1"); !registry.IsKind(err, registry.NotFound) {
 		t.Errorf("the token of the deleted namespace: %v, want NotFound", err)
 	}
+}
+
+// testDeviceCode returns a pending device code named name, created at t0
+// and expiring 10 minutes later.
+func testDeviceCode(name string) registry.DeviceCode {
+	return registry.DeviceCode{DeviceHash: digestOf("device " + name), UserHash: digestOf("user " + name), ClientID: "trove-cli",
+		CreatedAt: t0, ExpiresAt: at(10 * time.Minute)}
+}
+
+func normDeviceCode(d registry.DeviceCode) registry.DeviceCode {
+	for _, t := range []*time.Time{&d.CreatedAt, &d.ExpiresAt, &d.LastPollAt, &d.DecidedAt, &d.UsedAt} {
+		*t = normTime(*t)
+	}
+	if len(d.Scopes) == 0 {
+		d.Scopes = nil
+	}
+	return d
+}
+
+func testDeviceCodes(t *testing.T, newIndex func(*testing.T) store.Index) {
+	setup := func(t *testing.T) store.Access {
+		_, a := accessIndex(t, newIndex)
+		mustOK(t, a.CreateUser(t.Context(), testUser("alice", 1)), "CreateUser")
+		return a
+	}
+	approve := func(when time.Duration) registry.DeviceDecision {
+		return registry.DeviceDecision{Decision: registry.DeviceApproved, User: "alice", Scopes: []registry.Scope{registry.ScopeRead},
+			TokenID: "tok_0123456789abcdef", DecidedAt: at(when)}
+	}
+	t.Run("Lifecycle", func(t *testing.T) {
+		a := setup(t)
+		ctx := t.Context()
+		d := testDeviceCode("one")
+		mustOK(t, a.CreateDeviceCode(ctx, d), "CreateDeviceCode")
+		got, err := a.PollDeviceCode(ctx, d.DeviceHash, at(time.Minute))
+		mustOK(t, err, "PollDeviceCode while pending")
+		checkEqual(t, "PollDeviceCode while pending", got, d, normDeviceCode)
+		got, err = a.DecideDeviceCode(ctx, d.UserHash, approve(2*time.Minute))
+		mustOK(t, err, "DecideDeviceCode")
+		d.LastPollAt = at(time.Minute)
+		checkEqual(t, "DecideDeviceCode (the code before)", got, d, normDeviceCode)
+		again, err := a.DecideDeviceCode(ctx, d.UserHash, registry.DeviceDecision{Decision: registry.DeviceDenied, User: "alice", DecidedAt: at(3 * time.Minute)})
+		mustOK(t, err, "second DecideDeviceCode")
+		if again.Decision != registry.DeviceApproved || again.User != "alice" || again.TokenID != "tok_0123456789abcdef" ||
+			len(again.Scopes) != 1 || again.Scopes[0] != registry.ScopeRead || !again.DecidedAt.Equal(at(2*time.Minute)) {
+			t.Errorf("second DecideDeviceCode returned %+v, want the first decision, unchanged", again)
+		}
+		got, err = a.PollDeviceCode(ctx, d.DeviceHash, at(4*time.Minute))
+		mustOK(t, err, "PollDeviceCode once approved")
+		if got.Decision != registry.DeviceApproved || !got.UsedAt.IsZero() || !got.LastPollAt.Equal(at(time.Minute)) {
+			t.Errorf("first poll once approved: %+v, want approved, unused, last poll 1m", got)
+		}
+		got, err = a.PollDeviceCode(ctx, d.DeviceHash, at(5*time.Minute))
+		mustOK(t, err, "PollDeviceCode once used")
+		if !got.UsedAt.Equal(at(4*time.Minute)) || !got.LastPollAt.Equal(at(4*time.Minute)) {
+			t.Errorf("poll after the use: %+v, want used and last polled at 4m", got)
+		}
+		_, err = a.PollDeviceCode(ctx, digestOf("nosuch"), t0)
+		wantKind(t, err, registry.NotFound, "PollDeviceCode of a missing code")
+		_, err = a.DecideDeviceCode(ctx, digestOf("nosuch"), approve(time.Minute))
+		wantKind(t, err, registry.NotFound, "DecideDeviceCode of a missing code")
+	})
+	t.Run("Refused", func(t *testing.T) {
+		a := setup(t)
+		ctx := t.Context()
+		d := testDeviceCode("one")
+		mustOK(t, a.CreateDeviceCode(ctx, d), "CreateDeviceCode")
+		sameUser := testDeviceCode("two")
+		sameUser.UserHash = d.UserHash
+		wantKind(t, a.CreateDeviceCode(ctx, sameUser), registry.Conflict, "CreateDeviceCode with a taken user code")
+		sameDevice := testDeviceCode("three")
+		sameDevice.DeviceHash = d.DeviceHash
+		wantKind(t, a.CreateDeviceCode(ctx, sameDevice), registry.Conflict, "CreateDeviceCode with a taken device code")
+		ghost := approve(time.Minute)
+		ghost.User = "ghost"
+		_, err := a.DecideDeviceCode(ctx, d.UserHash, ghost)
+		wantKind(t, err, registry.NotFound, "DecideDeviceCode for a missing user")
+		late, err := a.DecideDeviceCode(ctx, d.UserHash, approve(10*time.Minute))
+		mustOK(t, err, "DecideDeviceCode of an expired code")
+		if late.Decision != "" {
+			t.Errorf("an expired code was decided before: %+v", late)
+		}
+		got, err := a.PollDeviceCode(ctx, d.DeviceHash, at(11*time.Minute))
+		mustOK(t, err, "PollDeviceCode")
+		if got.Decision != "" || !got.UsedAt.IsZero() {
+			t.Errorf("after refused decisions the code is %+v, want pending", got)
+		}
+	})
+	t.Run("ConcurrentPolls", func(t *testing.T) {
+		a := setup(t)
+		ctx := t.Context()
+		d := testDeviceCode("race")
+		mustOK(t, a.CreateDeviceCode(ctx, d), "CreateDeviceCode")
+		_, err := a.DecideDeviceCode(ctx, d.UserHash, approve(time.Minute))
+		mustOK(t, err, "DecideDeviceCode")
+		var fresh, failed atomic.Int32
+		runTogether(8, func(i int) {
+			got, err := a.PollDeviceCode(ctx, d.DeviceHash, at(time.Duration(i+2)*time.Second))
+			switch {
+			case err != nil:
+				failed.Add(1)
+			case got.Decision == registry.DeviceApproved && got.UsedAt.IsZero():
+				fresh.Add(1)
+			}
+		})
+		if fresh.Load() != 1 || failed.Load() != 0 {
+			t.Errorf("8 concurrent polls of an approved code: %d saw it unused and %d failed, want exactly 1 and 0", fresh.Load(), failed.Load())
+		}
+	})
+	t.Run("DeleteExpired", func(t *testing.T) {
+		a := setup(t)
+		ctx := t.Context()
+		old, current := testDeviceCode("old"), testDeviceCode("current")
+		old.ExpiresAt = at(time.Minute)
+		current.ExpiresAt = at(3 * time.Minute)
+		for _, d := range []registry.DeviceCode{old, current} {
+			mustOK(t, a.CreateDeviceCode(ctx, d), "CreateDeviceCode")
+		}
+		n, err := a.DeleteDeviceCodes(ctx, at(2*time.Minute))
+		mustOK(t, err, "DeleteDeviceCodes")
+		if n != 1 {
+			t.Errorf("DeleteDeviceCodes removed %d codes, want 1", n)
+		}
+		_, err = a.PollDeviceCode(ctx, old.DeviceHash, at(2*time.Minute))
+		wantKind(t, err, registry.NotFound, "PollDeviceCode of a deleted code")
+		_, err = a.PollDeviceCode(ctx, current.DeviceHash, at(2*time.Minute))
+		mustOK(t, err, "PollDeviceCode of a kept code")
+	})
 }
