@@ -167,6 +167,11 @@ type Rendered[V any] struct {
 	Value V
 	// Size is the memory Value takes, for the byte budget.
 	Size int64
+	// ETag, if set, is the entry's ETag instead of one derived from the
+	// SHA-256 of Body and Tail: a strong, quoted tag that changes whenever
+	// one of their bytes does (for documents whose tag the caller computes
+	// anyway, as the web UI's pages do).
+	ETag string
 }
 
 // RenderFunc renders a document. ctx is detached from the request that
@@ -511,16 +516,20 @@ func (c *Cache[O, D, V]) render(ctx context.Context, fn RenderFunc[V]) (r Render
 }
 
 func (c *Cache[O, D, V]) newEntry(r Rendered[V], start int64) *Entry[V] {
-	h := sha256.New()
-	h.Write(r.Body)
-	h.Write(r.Tail)
-	sum := h.Sum(nil)
+	etag := r.ETag
+	if etag == "" {
+		h := sha256.New()
+		h.Write(r.Body)
+		h.Write(r.Tail)
+		sum := h.Sum(nil)
+		etag = `"` + base64.RawURLEncoding.EncodeToString(sum[:18]) + `"`
+	}
 	maxAge, freshFor := int64(c.opt.MaxAge), int64(c.opt.FreshFor)
 	fresh := freshFor*3/4 + rand.Int64N(freshFor/8+1)
 	e := &Entry[V]{
 		Body:      r.Body,
 		Tail:      r.Tail,
-		ETag:      []string{`"` + base64.RawURLEncoding.EncodeToString(sum[:18]) + `"`},
+		ETag:      []string{etag},
 		Length:    []string{strconv.Itoa(len(r.Body) + len(r.Tail))},
 		Value:     r.Value,
 		size:      int64(len(r.Body)) + max(r.Size, 0) + EntryOverhead,
