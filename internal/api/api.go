@@ -119,12 +119,6 @@ type Options struct {
 	// ExchangeLimiter limits the exchanges per source address; nil means
 	// DefaultExchangeBurst and DefaultExchangeEvery.
 	ExchangeLimiter *auth.AddressLimiter
-	// OnProviderChange and OnModuleChange, if set, are called after the
-	// lifecycle of a version changed or versions were deleted, so that this process's caches drop
-	// its documents at once (other replicas learn it from the change
-	// feed).
-	OnProviderChange func(namespace, typ string)
-	OnModuleChange   func(namespace, name, system string)
 	// Events sends the changes made through the API to the webhooks
 	// subscribed to them; nil sends none.
 	Events *webhook.Emitter

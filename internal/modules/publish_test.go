@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/store"
 	"trove.dev/trove/internal/store/fsblob"
 	"trove.dev/trove/internal/store/sqlite"
 )
@@ -47,14 +48,16 @@ func newPublishEnv(t *testing.T) *publishEnv {
 		}
 	}
 	e := &publishEnv{tempDir: filepath.Join(dir, "tmp"), blobs: blobs, idx: idx}
-	e.pub = NewPublisher(Options{
-		Index: idx, Blobs: blobs, TempDir: e.tempDir, MaxArchiveBytes: 1 << 20,
-		OnChange: func(ns, name, system string) {
-			e.mu.Lock()
-			e.changes = append(e.changes, ns+"/"+name+"/"+system)
-			e.mu.Unlock()
-		},
+	// What the index announces to this process's caches.
+	idx.OnCommit(func(c store.Change) {
+		if c.Kind != store.ChangeModule {
+			return
+		}
+		e.mu.Lock()
+		e.changes = append(e.changes, c.Namespace+"/"+c.Name+"/"+c.System)
+		e.mu.Unlock()
 	})
+	e.pub = NewPublisher(Options{Index: idx, Blobs: blobs, TempDir: e.tempDir, MaxArchiveBytes: 1 << 20})
 	return e
 }
 

@@ -86,12 +86,17 @@ func newEnvWith(t *testing.T, key *signingtest.Key, wrap func(store.Index) store
 	if wrap != nil {
 		pubIdx = wrap(idx)
 	}
-	e.pub = publish.New(publish.Options{Index: pubIdx, Blobs: blobs, TempDir: e.tmp,
-		OnPublish: func(ns, typ string) {
-			e.mu.Lock()
-			defer e.mu.Unlock()
-			e.published = append(e.published, ns+"/"+typ)
-		}})
+	// What the index announces to this process's caches (one change
+	// channel: the index's change records, not a callback of the publisher).
+	idx.OnCommit(func(c store.Change) {
+		if c.Kind != store.ChangeProvider {
+			return
+		}
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		e.published = append(e.published, c.Namespace+"/"+c.Name)
+	})
+	e.pub = publish.New(publish.Options{Index: pubIdx, Blobs: blobs, TempDir: e.tmp})
 	return e
 }
 
