@@ -185,7 +185,7 @@ func TestPublish(t *testing.T) {
 		}
 	}
 	if len(e.published) != 1 || e.published[0] != "acme/example" {
-		t.Errorf("OnPublish calls = %v", e.published)
+		t.Errorf("provider changes announced = %v", e.published)
 	}
 	if tmp, _ := os.ReadDir(e.tmp); len(tmp) != 0 {
 		t.Errorf("temporary files left behind: %v", tmp)
@@ -197,7 +197,7 @@ func TestPublish(t *testing.T) {
 			t.Fatalf("re-publish = %+v, %v; want unchanged success", res.Created, err)
 		}
 		if len(e.published) != 1 {
-			t.Errorf("OnPublish called for an unchanged re-publish")
+			t.Errorf("a provider change announced for an unchanged re-publish")
 		}
 	})
 	t.Run("other bytes conflict", func(t *testing.T) {
@@ -395,7 +395,7 @@ func TestPublishIndexFailureLeavesNoVersion(t *testing.T) {
 		t.Fatalf("version visible after a failed commit: %v", err)
 	}
 	if len(e.published) != 0 {
-		t.Errorf("OnPublish called for a failed publish")
+		t.Errorf("a provider change announced for a failed publish")
 	}
 	// A retry with a working index succeeds.
 	e.pub = publish.New(publish.Options{Index: e.idx, Blobs: e.blobs, TempDir: e.tmp})
@@ -511,7 +511,7 @@ func TestPublishedMeanwhile(t *testing.T) {
 				t.Fatalf("publish of the same content = %+v, %v; want the stored version, not created", res, err)
 			}
 			if len(e.published) != 0 {
-				t.Errorf("OnPublish called for a version another publish created")
+				t.Errorf("a provider change announced for a version another publish created")
 			}
 		})
 	}

@@ -485,6 +485,14 @@ func TestProviderFlowOverPlainHTTP(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || len(body) != 0 || resp.ContentLength != int64(len(zip)) {
 		t.Fatalf("HEAD download: %d, %d bytes, length %d", resp.StatusCode, len(body), resp.ContentLength)
 	}
+	// Archives are never compressed, whatever the client accepts: the
+	// bytes are the signed file's.
+	for _, ae := range []string{"gzip", "*", "gzip, deflate, br, zstd"} {
+		resp, body = do(http.MethodGet, path, "Accept-Encoding", ae)
+		if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Encoding") != "" || !bytes.Equal(body, zip) {
+			t.Fatalf("download with Accept-Encoding %q: %d, Content-Encoding %q, %d bytes", ae, resp.StatusCode, resp.Header.Get("Content-Encoding"), len(body))
+		}
+	}
 }
 
 func TestNewValidatesOptions(t *testing.T) {
