@@ -98,7 +98,7 @@ func TestPublish(t *testing.T) {
 		t.Errorf("blob %s: size %d, %v", v.ArchiveDigest, size, err)
 	}
 	if got := strings.Join(e.changes, ","); got != "acme/network/aws" {
-		t.Errorf("OnChange calls = %q", got)
+		t.Errorf("module changes announced = %q", got)
 	}
 
 	// The same bytes again: success without change.
@@ -216,7 +216,7 @@ func TestDelete(t *testing.T) {
 		t.Errorf("second Delete: %v, want NotFound", err)
 	}
 	if got := strings.Join(e.changes, ","); got != "acme/net/aws,acme/net/aws" {
-		t.Errorf("OnChange calls = %q, want one per publish and delete", got)
+		t.Errorf("module changes announced = %q, want one per publish and delete", got)
 	}
 
 	// A version stored under a namespace that publish now refuses (from
