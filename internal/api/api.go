@@ -125,12 +125,6 @@ type Options struct {
 	// an error refuses the write, a warning is returned with the stored
 	// provider.
 	CheckIssuer func(ctx context.Context, issuer string) (warning string, err error)
-	// OnProviderChange and OnModuleChange, if set, are called after the
-	// lifecycle of a version changed or versions were deleted, so that this process's caches drop
-	// its documents at once (other replicas learn it from the change
-	// feed).
-	OnProviderChange func(namespace, typ string)
-	OnModuleChange   func(namespace, name, system string)
 	// Events sends the changes made through the API to the webhooks
 	// subscribed to them; nil sends none.
 	Events *webhook.Emitter

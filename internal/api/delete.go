@@ -80,9 +80,6 @@ func (h *handler) deleteProviderVersion(w http.ResponseWriter, r *http.Request) 
 	if err := h.Index.DeleteProviderVersion(store.WithEffects(ctx, fx), ns, typ, ver); err != nil {
 		return err
 	}
-	if h.OnProviderChange != nil {
-		h.OnProviderChange(ns, typ)
-	}
 	h.done(ctx, fx)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
@@ -109,9 +106,6 @@ func (h *handler) deleteProvider(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if h.OnProviderChange != nil {
-		h.OnProviderChange(ns, typ)
-	}
 	h.done(ctx, fx)
 	return httpjson.Write(w, http.StatusOK, apispec.DeleteResult{Versions: n})
 }
@@ -136,9 +130,6 @@ func (h *handler) deleteModule(w http.ResponseWriter, r *http.Request) error {
 	n, err := h.Index.DeleteModule(store.WithEffects(ctx, fx), ns, name, system)
 	if err != nil {
 		return err
-	}
-	if h.OnModuleChange != nil {
-		h.OnModuleChange(ns, name, system)
 	}
 	h.done(ctx, fx)
 	return httpjson.Write(w, http.StatusOK, apispec.DeleteResult{Versions: n})

@@ -135,9 +135,6 @@ func (h *handler) providerLifecycle(op lifecycleOp) httpjson.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		if h.OnProviderChange != nil {
-			h.OnProviderChange(ns, typ)
-		}
 		h.done(ctx, fx)
 		v, err := h.Index.GetProviderVersion(ctx, ns, typ, ver)
 		if err != nil {
@@ -183,9 +180,6 @@ func (h *handler) moduleLifecycle(op lifecycleOp) httpjson.HandlerFunc {
 		}
 		if err != nil {
 			return err
-		}
-		if h.OnModuleChange != nil {
-			h.OnModuleChange(ns, name, system)
 		}
 		h.done(ctx, fx)
 		v, err := h.Index.GetModuleVersion(ctx, ns, name, system, ver)

@@ -15,12 +15,12 @@ import (
 )
 
 // MirrorHolds is what the routes of holding mirrored versions back need
-// of the provider mirror (*mirror.Mirror): the report of a provider, and
-// a way to drop its documents after a decision. An Options.Mirror without
+// of the provider mirror (*mirror.Mirror): the report of a provider (the
+// index announces a decision's change to every cache itself). An
+// Options.Mirror without
 // it answers those routes 404.
 type MirrorHolds interface {
 	Holds(ctx context.Context, host, namespace, typ string) (mirror.ProviderHolds, error)
-	DecisionsChanged(host, namespace, typ string)
 }
 
 // registerMirrorHolds mounts the routes of approvals and denials of
@@ -129,12 +129,11 @@ func (h *handler) putMirrorDenial(w http.ResponseWriter, r *http.Request) error 
 
 // decide stores an approval or denial (201 when new, 200 when it
 // replaced the reason of the same one) with its audit entry and a
-// mirror.approved or mirror.denied event in the same transaction, then
-// drops the provider's mirror documents. Nothing is stored for a
+// mirror.approved or mirror.denied event in the same transaction; the
+// index announces the change to the caches. Nothing is stored for a
 // decision the checks refuse.
 func (h *handler) decide(w http.ResponseWriter, r *http.Request, p mirroredProvider, kind registry.MirrorDecisionKind, versions, reason string) error {
-	m, err := h.holds()
-	if err != nil {
+	if _, err := h.holds(); err != nil {
 		return err
 	}
 	d := registry.MirrorDecision{Host: p.host, Namespace: p.namespace, Type: p.typ, Kind: kind, Versions: versions, Reason: reason,
@@ -152,7 +151,6 @@ func (h *handler) decide(w http.ResponseWriter, r *http.Request, p mirroredProvi
 	if err != nil {
 		return err
 	}
-	m.DecisionsChanged(p.host, p.namespace, p.typ)
 	h.done(r.Context(), fx)
 	status := http.StatusOK
 	if created {
@@ -187,8 +185,7 @@ func (h *handler) deleteMirrorDenial(w http.ResponseWriter, r *http.Request) err
 // undecide withdraws an approval or denial, audited with a
 // mirror.unapproved or mirror.undenied event.
 func (h *handler) undecide(w http.ResponseWriter, r *http.Request, p mirroredProvider, kind registry.MirrorDecisionKind, versions string) error {
-	m, err := h.holds()
-	if err != nil {
+	if _, err := h.holds(); err != nil {
 		return err
 	}
 	if err := registry.VersionConstraintLimit.CheckText(versions); err != nil {
@@ -203,7 +200,6 @@ func (h *handler) undecide(w http.ResponseWriter, r *http.Request, p mirroredPro
 	if err := h.Index.DeleteMirrorDecision(store.WithEffects(r.Context(), fx), p.host, p.namespace, p.typ, kind, versions); err != nil {
 		return err
 	}
-	m.DecisionsChanged(p.host, p.namespace, p.typ)
 	h.done(r.Context(), fx)
 	w.WriteHeader(http.StatusNoContent)
 	return nil

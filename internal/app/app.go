@@ -217,10 +217,11 @@ func (a *App) lockDataDir() error {
 	return nil
 }
 
-// build wires the handlers and returns the server. The publishers report
-// the changes they commit to the server's caches through a localChanges,
-// which the server joins once it exists (its API needs the publishers);
-// nothing is served before that.
+// build wires the handlers and returns the server. No writer reports its
+// changes to the caches: the index does, with the change records its
+// writes make (the server registers for this process's as it is built,
+// store.ChangeHook, and follows every replica's while it serves,
+// store.ChangeFeed), and nothing writes before the server exists.
 func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
 	cfg, idx, log := a.Config, a.Index, a.log
 	key, err := idx.Secret(ctx, URLSigningKeyName, func() ([]byte, error) {
@@ -272,14 +273,12 @@ func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
 		return nil, err
 	}
 	managed := signing.NewManaged(signing.ManagedOptions{Keys: idx, Secret: a.SigningSecret})
-	changes := &localChanges{}
 	pub := publish.New(publish.Options{
 		Index:       idx,
 		Blobs:       a.Blobs,
 		TempDir:     tempDir,
 		MaxZipBytes: cfg.Limits.MaxZipBytes,
 		ZipLimits:   release.Limits{MaxEntries: cfg.Limits.MaxZipEntries, MaxUnpackedBytes: cfg.Limits.MaxUnpackedBytes},
-		OnPublish:   changes.provider,
 		Managed:     managed,
 		Logger:      log,
 	})
@@ -293,7 +292,6 @@ func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
 		TempDir:         tempDir,
 		MaxArchiveBytes: cfg.Limits.MaxZipBytes,
 		Limits:          modules.Limits{MaxEntries: cfg.Limits.MaxZipEntries, MaxUnpackedBytes: cfg.Limits.MaxUnpackedBytes},
-		OnChange:        changes.module,
 		Logger:          log,
 	})
 	if err := mods.RemoveStaleUploads(); err != nil {
@@ -302,7 +300,7 @@ func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
 	metrics := prometheus.NewRegistry()
 	mir, err := mirror.New(mirror.Options{
 		Index: idx, Blobs: a.Blobs, TempDir: tempDir, MaxPackageBytes: cfg.Limits.MaxZipBytes,
-		Invalidate: changes.mirrored, UserAgent: opt.UserAgent, Logger: log, Metrics: metrics,
+		UserAgent: opt.UserAgent, Logger: log, Metrics: metrics,
 		IdleTimeout: cfg.MirrorIdleTimeout,
 	})
 	if err != nil {
@@ -332,8 +330,7 @@ func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
 		return nil, err
 	}
 	a.Events = webhook.NewEmitter(webhook.EmitterOptions{Store: idx, PublicURL: public, Logger: log, Wake: a.Webhooks.Wake})
-	if a.GC, err = gc.New(gc.Options{Index: idx, Blobs: a.Blobs, Logger: log, Metrics: metrics, Versions: idx,
-		OnProviderChange: changes.provider, OnModuleChange: changes.module}); err != nil {
+	if a.GC, err = gc.New(gc.Options{Index: idx, Blobs: a.Blobs, Logger: log, Metrics: metrics, Versions: idx}); err != nil {
 		return nil, err
 	}
 	gitRec := audit.New(idx, log)
@@ -365,8 +362,6 @@ func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
 		TempDir:          tempDir,
 		Downloads:        counter,
 		NoLocalPasswords: !cfg.Access.LocalPasswords,
-		OnProviderChange: changes.provider,
-		OnModuleChange:   changes.module,
 		Events:           a.Events,
 		WebhookURLs:      registry.WebhookURLRules{AllowHTTP: cfg.Webhooks.AllowHTTP, AllowPrivate: cfg.Webhooks.AllowPrivate},
 		GC:               a.GC,
@@ -401,45 +396,7 @@ func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	changes.cache = srv
 	return srv, nil
-}
-
-// caches is what localChanges reports to: the response caches of a
-// *server.Server.
-type caches interface {
-	InvalidateProvider(namespace, typ string)
-	InvalidateModule(namespace, name, system string)
-	InvalidateMirrored(host, namespace, typ string)
-}
-
-// localChanges hands the changes the publishers of this process commit to
-// its server's response caches, at once: a client that publishes and then
-// reads through the same replica sees its version. When the index has a
-// change feed (store.ChangeFeed), the server also follows it while it
-// serves (server.Serve), for the changes of other replicas; the feed's
-// report of this process's own change then drops the entries a second
-// time, which costs one render.
-type localChanges struct {
-	cache caches // set once the server is built, before anything is served
-}
-
-func (c *localChanges) provider(namespace, typ string) {
-	if c.cache != nil {
-		c.cache.InvalidateProvider(namespace, typ)
-	}
-}
-
-func (c *localChanges) mirrored(host, namespace, typ string) {
-	if c.cache != nil {
-		c.cache.InvalidateMirrored(host, namespace, typ)
-	}
-}
-
-func (c *localChanges) module(namespace, name, system string) {
-	if c.cache != nil {
-		c.cache.InvalidateModule(namespace, name, system)
-	}
 }
 
 // prepareTLS picks the certificate: none for plain HTTP, cfg's (checked

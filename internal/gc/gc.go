@@ -87,13 +87,9 @@ type Options struct {
 	// Versions, if set, applies the namespaces' retention rules at the
 	// start of every collection: the versions they expire are deleted
 	// (in a dry run: reported, with the blobs that frees).
+	// The index announces the versions they delete to every cache
+	// (store.ChangeHook, store.ChangeFeed).
 	Versions Versions
-	// OnProviderChange and OnModuleChange, if set, are called after a
-	// retention rule deleted a version, so that this process's caches
-	// drop its documents at once (other replicas learn it from the change
-	// feed).
-	OnProviderChange func(namespace, typ string)
-	OnModuleChange   func(namespace, name, system string)
 }
 
 // Collector runs garbage collections. It is safe for concurrent use; its

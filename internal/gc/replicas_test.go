@@ -124,8 +124,7 @@ func TestTwoReplicasPublishWhileCollecting(t *testing.T) {
 	if err := a.idx.CreateNamespace(ctx, registry.Namespace{Name: "acme", CreatedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
-	pub := modules.NewPublisher(modules.Options{Index: a.idx, Blobs: a.blobs, TempDir: t.TempDir(),
-		OnChange: func(string, string, string) {}})
+	pub := modules.NewPublisher(modules.Options{Index: a.idx, Blobs: a.blobs, TempDir: t.TempDir()})
 	archives := moduleArchives(t, 3)
 	// The grace period must exceed a publish (its blobs' Put to its
 	// commit), which takes milliseconds here.

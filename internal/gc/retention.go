@@ -68,11 +68,6 @@ func (c *Collector) applyRetention(ctx context.Context, run Run) ([]Expired, err
 				if err != nil {
 					return out, err
 				}
-				if e.Kind == "module" && c.opt.OnModuleChange != nil {
-					c.opt.OnModuleChange(e.Namespace, e.Name, e.System)
-				} else if e.Kind == "provider" && c.opt.OnProviderChange != nil {
-					c.opt.OnProviderChange(e.Namespace, e.Name)
-				}
 				c.opt.Logger.InfoContext(ctx, "retention rule deleted a version", "kind", e.Kind, "address", e.Address(), "version", e.Version)
 				if run.Done != nil {
 					run.Done(ctx, fx)

@@ -348,10 +348,3 @@ func (m *Mirror) Holds(ctx context.Context, host, namespace, typ string) (Provid
 	}
 	return out, nil
 }
-
-// DecisionsChanged drops the mirror documents of a provider whose
-// approvals or denials changed through this process (other replicas drop
-// theirs within the documents' maximum age).
-func (m *Mirror) DecisionsChanged(host, namespace, typ string) {
-	m.opt.Invalidate(host, namespace, typ)
-}

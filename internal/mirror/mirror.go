@@ -82,9 +82,6 @@ type Options struct {
 	TempDir string
 	// MaxPackageBytes bounds a package's size.
 	MaxPackageBytes int64
-	// Invalidate is called after a version or package of a provider was
-	// stored, so that the mirror documents rendered from it are dropped.
-	Invalidate func(host, namespace, typ string)
 	// UserAgent names Trove in upstream requests.
 	UserAgent string
 	// ConfigTTL is how long the upstream configuration read from the
@@ -155,9 +152,6 @@ func New(opt Options) (*Mirror, error) {
 	}
 	if opt.Now == nil {
 		opt.Now = time.Now
-	}
-	if opt.Invalidate == nil {
-		opt.Invalidate = func(string, string, string) {}
 	}
 	if opt.UserAgent == "" {
 		opt.UserAgent = userAgentPrefix + "dev"
@@ -508,7 +502,6 @@ func (m *Mirror) fetchVersion(ctx context.Context, u *upstream, p provider, vers
 	if err != nil {
 		return registry.MirroredVersion{}, err
 	}
-	m.opt.Invalidate(p.host, p.namespace, p.typ)
 	m.log.InfoContext(ctx, "mirrored a provider version", "host", p.host, "provider", p.namespace+"/"+p.typ, "version", version,
 		"platforms", len(stored.Platforms), "key", key.KeyID)
 	return stored, nil
@@ -779,7 +772,6 @@ func (m *Mirror) held(ctx context.Context, mv registry.MirroredVersion, pl regis
 	if err := m.opt.Index.SetMirroredPackage(ctx, mv.Host, mv.Namespace, mv.Type, mv.Version, pl.OS, pl.Arch, size, h1); err != nil {
 		return err
 	}
-	m.opt.Invalidate(mv.Host, mv.Namespace, mv.Type)
 	m.log.InfoContext(ctx, "mirrored a provider package", "host", mv.Host, "provider", mv.Namespace+"/"+mv.Type,
 		"version", mv.Version, "platform", pl.OS+"_"+pl.Arch, "bytes", size)
 	return nil

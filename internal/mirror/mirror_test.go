@@ -22,6 +22,7 @@ import (
 	"trove.dev/trove/internal/release"
 	"trove.dev/trove/internal/release/releasetest"
 	"trove.dev/trove/internal/signing/signingtest"
+	"trove.dev/trove/internal/store"
 	"trove.dev/trove/internal/store/fsblob"
 	"trove.dev/trove/internal/store/sqlite"
 )
@@ -156,13 +157,14 @@ func newFixture(t *testing.T, rules ...registry.MirrorRule) *fixture {
 		t.Fatal(err)
 	}
 	f := &fixture{idx: idx, blobs: blobs, up: up}
+	// What the index announces to the caches of this process.
+	idx.OnCommit(func(c store.Change) {
+		if c == (store.Change{Kind: store.ChangeMirrored, Host: upstreamHost, Namespace: "hashicorp", Name: "random"}) {
+			f.invalidated.Add(1)
+		}
+	})
 	f.m, err = New(Options{
 		Index: idx, Blobs: blobs, TempDir: filepath.Join(dir, "tmp"), VersionsTTL: time.Nanosecond,
-		Invalidate: func(host, ns, typ string) {
-			if host == upstreamHost && ns == "hashicorp" && typ == "random" {
-				f.invalidated.Add(1)
-			}
-		},
 	})
 	if err != nil {
 		t.Fatal(err)

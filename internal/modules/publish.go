@@ -38,11 +38,8 @@ type Options struct {
 	MaxArchiveBytes int64  // largest accepted archive; <= 0 means 1 GiB
 	Limits          Limits // entry count and unpacked size of each archive
 
-	// OnChange is called after a version was committed or deleted, e.g. to
-	// invalidate cached protocol responses (normalized names).
-	OnChange func(namespace, name, system string)
-	Logger   *slog.Logger
-	Now      func() time.Time
+	Logger *slog.Logger
+	Now    func() time.Time
 }
 
 // Publisher publishes and deletes module versions. It is safe for
@@ -64,9 +61,6 @@ func NewPublisher(opt Options) *Publisher {
 	}
 	if opt.Now == nil {
 		opt.Now = time.Now
-	}
-	if opt.OnChange == nil {
-		opt.OnChange = func(string, string, string) {}
 	}
 	return &Publisher{opt: opt, stage: staging.Dir{Path: opt.TempDir, Prefix: stagePrefix}, ins: newInspector()}
 }
@@ -218,7 +212,6 @@ func (p *Publisher) Publish(ctx context.Context, up Upload) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	p.opt.OnChange(v.Namespace, v.Name, v.System)
 	p.opt.Logger.InfoContext(ctx, "published module version", "namespace", v.Namespace, "name", v.Name, "system", v.System,
 		"version", v.Version, "format", v.ArchiveFormat, "size", v.ArchiveSize, "digest", v.ArchiveDigest)
 	return Result{Version: v, Created: true, Warnings: warnings}, nil
@@ -333,7 +326,6 @@ func (p *Publisher) Delete(ctx context.Context, namespace, name, system, version
 	if err := p.opt.Index.DeleteModuleVersion(ctx, v.Namespace, v.Name, v.System, v.Version); err != nil {
 		return registry.ModuleVersion{}, err
 	}
-	p.opt.OnChange(v.Namespace, v.Name, v.System)
 	return existing, nil
 }
 

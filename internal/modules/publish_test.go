@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/store"
 	"trove.dev/trove/internal/store/fsblob"
 	"trove.dev/trove/internal/store/sqlite"
 )
@@ -47,14 +48,16 @@ func newPublishEnv(t *testing.T) *publishEnv {
 		}
 	}
 	e := &publishEnv{tempDir: filepath.Join(dir, "tmp"), blobs: blobs, idx: idx}
-	e.pub = NewPublisher(Options{
-		Index: idx, Blobs: blobs, TempDir: e.tempDir, MaxArchiveBytes: 1 << 20,
-		OnChange: func(ns, name, system string) {
-			e.mu.Lock()
-			e.changes = append(e.changes, ns+"/"+name+"/"+system)
-			e.mu.Unlock()
-		},
+	// What the index announces to this process's caches.
+	idx.OnCommit(func(c store.Change) {
+		if c.Kind != store.ChangeModule {
+			return
+		}
+		e.mu.Lock()
+		e.changes = append(e.changes, c.Namespace+"/"+c.Name+"/"+c.System)
+		e.mu.Unlock()
 	})
+	e.pub = NewPublisher(Options{Index: idx, Blobs: blobs, TempDir: e.tempDir, MaxArchiveBytes: 1 << 20})
 	return e
 }
 
@@ -95,7 +98,7 @@ func TestPublish(t *testing.T) {
 		t.Errorf("blob %s: size %d, %v", v.ArchiveDigest, size, err)
 	}
 	if got := strings.Join(e.changes, ","); got != "acme/network/aws" {
-		t.Errorf("OnChange calls = %q", got)
+		t.Errorf("module changes announced = %q", got)
 	}
 
 	// The same bytes again: success without change.
@@ -213,7 +216,7 @@ func TestDelete(t *testing.T) {
 		t.Errorf("second Delete: %v, want NotFound", err)
 	}
 	if got := strings.Join(e.changes, ","); got != "acme/net/aws,acme/net/aws" {
-		t.Errorf("OnChange calls = %q, want one per publish and delete", got)
+		t.Errorf("module changes announced = %q, want one per publish and delete", got)
 	}
 
 	// A version stored under a namespace that publish now refuses (from

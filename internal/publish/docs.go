@@ -97,7 +97,6 @@ func (p *Publisher) PublishDocs(ctx context.Context, namespace, typ, version str
 		return DocsResult{Version: v, Docs: docs}, nil
 	}
 	v.DocsDigest, v.DocsSize = digest, n
-	p.opt.OnPublish(ns, typ)
 	p.opt.Logger.InfoContext(ctx, "published provider documentation",
 		"namespace", ns, "type", typ, "version", version, "pages", len(docs.Pages), "digest", digest)
 	return DocsResult{Version: v, Docs: docs, Created: true}, nil

@@ -59,11 +59,8 @@ type Options struct {
 	// signature.
 	Managed *signing.Managed
 
-	// OnPublish is called after a version was committed, e.g. to
-	// invalidate cached protocol responses.
-	OnPublish func(namespace, typ string)
-	Logger    *slog.Logger
-	Now       func() time.Time
+	Logger *slog.Logger
+	Now    func() time.Time
 }
 
 // Publisher publishes provider releases. It is safe for concurrent use.
@@ -85,9 +82,6 @@ func New(opt Options) *Publisher {
 	}
 	if opt.Now == nil {
 		opt.Now = time.Now
-	}
-	if opt.OnPublish == nil {
-		opt.OnPublish = func(string, string) {}
 	}
 	return &Publisher{opt: opt, stage: staging.Dir{Path: opt.TempDir, Prefix: stagePrefix}}
 }
@@ -484,7 +478,6 @@ func (pub *publication) commit() (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	pub.p.opt.OnPublish(v.Namespace, v.Type)
 	pub.p.opt.Logger.InfoContext(ctx, "published provider version",
 		"namespace", v.Namespace, "type", v.Type, "version", v.Version, "platforms", len(v.Platforms), "key_id", v.SigningKey.KeyID)
 	return Result{Version: *v, Created: true}, nil

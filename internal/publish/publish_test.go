@@ -86,12 +86,17 @@ func newEnvWith(t *testing.T, key *signingtest.Key, wrap func(store.Index) store
 	if wrap != nil {
 		pubIdx = wrap(idx)
 	}
-	e.pub = publish.New(publish.Options{Index: pubIdx, Blobs: blobs, TempDir: e.tmp,
-		OnPublish: func(ns, typ string) {
-			e.mu.Lock()
-			defer e.mu.Unlock()
-			e.published = append(e.published, ns+"/"+typ)
-		}})
+	// What the index announces to this process's caches (one change
+	// channel: the index's change records, not a callback of the publisher).
+	idx.OnCommit(func(c store.Change) {
+		if c.Kind != store.ChangeProvider {
+			return
+		}
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		e.published = append(e.published, c.Namespace+"/"+c.Name)
+	})
+	e.pub = publish.New(publish.Options{Index: pubIdx, Blobs: blobs, TempDir: e.tmp})
 	return e
 }
 
@@ -180,7 +185,7 @@ func TestPublish(t *testing.T) {
 		}
 	}
 	if len(e.published) != 1 || e.published[0] != "acme/example" {
-		t.Errorf("OnPublish calls = %v", e.published)
+		t.Errorf("provider changes announced = %v", e.published)
 	}
 	if tmp, _ := os.ReadDir(e.tmp); len(tmp) != 0 {
 		t.Errorf("temporary files left behind: %v", tmp)
@@ -192,7 +197,7 @@ func TestPublish(t *testing.T) {
 			t.Fatalf("re-publish = %+v, %v; want unchanged success", res.Created, err)
 		}
 		if len(e.published) != 1 {
-			t.Errorf("OnPublish called for an unchanged re-publish")
+			t.Errorf("a provider change announced for an unchanged re-publish")
 		}
 	})
 	t.Run("other bytes conflict", func(t *testing.T) {
@@ -390,7 +395,7 @@ func TestPublishIndexFailureLeavesNoVersion(t *testing.T) {
 		t.Fatalf("version visible after a failed commit: %v", err)
 	}
 	if len(e.published) != 0 {
-		t.Errorf("OnPublish called for a failed publish")
+		t.Errorf("a provider change announced for a failed publish")
 	}
 	// A retry with a working index succeeds.
 	e.pub = publish.New(publish.Options{Index: e.idx, Blobs: e.blobs, TempDir: e.tmp})
@@ -505,8 +510,10 @@ func TestPublishedMeanwhile(t *testing.T) {
 			case !c.conflict && (err != nil || res.Created || res.Version.SHASumsDigest != sha(rel.Files[0].Data)):
 				t.Fatalf("publish of the same content = %+v, %v; want the stored version, not created", res, err)
 			}
-			if len(e.published) != 0 {
-				t.Errorf("OnPublish called for a version another publish created")
+			// The index announces the winner's commit, once; the publish
+			// that found it stored commits nothing.
+			if len(e.published) != 1 {
+				t.Errorf("provider changes announced = %v, want the other publish's commit only", e.published)
 			}
 		})
 	}

@@ -1,8 +1,9 @@
-// Package respcache keeps rendered protocol documents in memory: the
-// providers.v1 versions and download documents and the modules.v1
-// versions documents (and later the mirror and the UI) are rendered once,
+// Package respcache keeps rendered responses in memory: the providers.v1
+// versions and download documents, the network mirror's documents, the
+// modules.v1 versions documents and the web UI's pages are rendered once,
 // with a strong ETag and their Content-Length, and served from here until
-// they are invalidated or age out.
+// they are invalidated or age out. It is Trove's one response cache: each
+// use is an instance with its own byte budget.
 //
 // # Contract
 //
@@ -24,6 +25,8 @@
 //     between, so that entries stored together do not all go stale
 //     together); then it is Stale until MaxAge has passed; from then on it
 //     is Expired and is never served again. State tells which.
+//     Options.FreshFor shortens the fresh part (3/4 to 7/8 of it) without
+//     shortening MaxAge.
 //   - Load is for a request that has no usable entry (none, Expired, or
 //     one the caller judges unusable): it returns an entry stored under
 //     the key since the caller's Lookup if that one is not Expired, else
@@ -64,7 +67,16 @@
 //     total is within MaxBytes and their count within MaxEntries, with the
 //     CLOCK approximation of LRU (an entry used since the previous sweep
 //     is spared once); the entry just stored is never evicted by its own
-//     store, so a single entry larger than MaxBytes is kept alone.
+//     store, so a single entry larger than MaxBytes is kept alone, unless
+//     it is larger than Options.MaxEntryBytes: then it is not stored.
+//   - Compression: with Options.GzipMinBytes, an entry of at least that
+//     many bytes is Compressible. Its gzip variant (Entry.Gzip) is made
+//     once, on the first request that accepts gzip, kept with the entry
+//     and accounted to the byte budget with it; its ETag is the entry's
+//     with "-gz" inside the quotes. Serve answers requests that accept
+//     gzip (AcceptsGzip) with it (Content-Encoding: gzip, its own
+//     Content-Length and ETag, If-None-Match compared with its ETag) and
+//     every answer of a compressible entry with Vary: Accept-Encoding.
 package respcache
 
 import (
@@ -126,6 +138,21 @@ type Options struct {
 	Now func() time.Time
 	// Log receives failed background renders (nil: discarded).
 	Log *slog.Logger
+	// FreshFor is the age before which an entry is always fresh (default
+	// MaxAge): an entry is fresh for a random point between 3/4 and 7/8
+	// of it, then stale until MaxAge. A FreshFor well below MaxAge keeps
+	// entries served stale while they are rendered again for long (the
+	// web UI's pages, whose changes all come through invalidations).
+	FreshFor time.Duration
+	// MaxEntryBytes, if positive, is the largest accounted size of an
+	// entry that is kept: a larger render is handed to the requests that
+	// waited for it and not stored.
+	MaxEntryBytes int64
+	// GzipMinBytes, if positive, gives every document of at least this
+	// many bytes a gzip variant, made on first request (Entry.Gzip) and
+	// served by Entry.Serve to requests that accept it (0: never
+	// compress). DefaultGzipMinBytes is a good value.
+	GzipMinBytes int
 }
 
 // Rendered is what a render produces.
@@ -140,6 +167,11 @@ type Rendered[V any] struct {
 	Value V
 	// Size is the memory Value takes, for the byte budget.
 	Size int64
+	// ETag, if set, is the entry's ETag instead of one derived from the
+	// SHA-256 of Body and Tail: a strong, quoted tag that changes whenever
+	// one of their bytes does (for documents whose tag the caller computes
+	// anyway, as the web UI's pages do).
+	ETag string
 }
 
 // RenderFunc renders a document. ctx is detached from the request that
@@ -182,9 +214,18 @@ type Entry[V any] struct {
 	rendered   int64 // Unix nanoseconds when its render started
 	staleAt    int64
 	expiresAt  int64
+	gz         *gzState     // nil: not compressible
+	stored     bool         // in the cache's maps; guarded by Cache.mu
 	used       atomic.Bool  // set on lookups, cleared by eviction sweeps (CLOCK)
 	refreshing atomic.Bool  // a background render of it was started
 	retryAt    atomic.Int64 // no background render before this (after a failure)
+}
+
+// gzState is the gzip variant of a compressible entry, made once.
+type gzState struct {
+	once    sync.Once
+	v       atomic.Pointer[Variant]
+	account func(n int64) // adds a variant's bytes to the cache's budget
 }
 
 // Rendered returns when the render of e started.
@@ -213,6 +254,12 @@ const smallBody = 2048
 // allocate.
 func (e *Entry[V]) Serve(w http.ResponseWriter, r *http.Request, contentType, cacheControl []string) int {
 	h := w.Header()
+	if e.gz != nil {
+		h["Vary"] = headerVaryEncoding
+		if AcceptsGzip(r.Header["Accept-Encoding"]) {
+			return e.serveGzip(w, r, e.Gzip(), contentType, cacheControl)
+		}
+	}
 	h["Etag"] = e.ETag
 	h["Cache-Control"] = cacheControl
 	if inm := r.Header["If-None-Match"]; len(inm) > 0 && httpjson.MatchETag(inm[0], e.ETag[0]) {
@@ -230,6 +277,25 @@ func (e *Entry[V]) Serve(w http.ResponseWriter, r *http.Request, contentType, ca
 	}
 	w.WriteHeader(http.StatusOK)
 	_ = e.WriteBody(w)
+	return http.StatusOK
+}
+
+// serveGzip is Serve with the gzip variant v.
+func (e *Entry[V]) serveGzip(w http.ResponseWriter, r *http.Request, v *Variant, contentType, cacheControl []string) int {
+	h := w.Header()
+	h["Etag"] = v.ETag
+	h["Cache-Control"] = cacheControl
+	if inm := r.Header["If-None-Match"]; len(inm) > 0 && httpjson.MatchETag(inm[0], v.ETag[0]) {
+		w.WriteHeader(http.StatusNotModified)
+		return http.StatusNotModified
+	}
+	h["Content-Type"] = contentType
+	h["Content-Encoding"] = headerGzip
+	h["Content-Length"] = v.Length
+	w.WriteHeader(http.StatusOK)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(v.Body)
+	}
 	return http.StatusOK
 }
 
@@ -268,6 +334,9 @@ type Cache[O, D comparable, V any] struct {
 func New[O, D comparable, V any](opt Options) *Cache[O, D, V] {
 	if opt.MaxAge <= 0 {
 		panic("respcache: MaxAge must be positive")
+	}
+	if opt.FreshFor <= 0 || opt.FreshFor > opt.MaxAge {
+		opt.FreshFor = opt.MaxAge
 	}
 	if opt.RetryAfter <= 0 {
 		opt.RetryAfter = opt.MaxAge / 8
@@ -447,35 +516,59 @@ func (c *Cache[O, D, V]) render(ctx context.Context, fn RenderFunc[V]) (r Render
 }
 
 func (c *Cache[O, D, V]) newEntry(r Rendered[V], start int64) *Entry[V] {
-	h := sha256.New()
-	h.Write(r.Body)
-	h.Write(r.Tail)
-	sum := h.Sum(nil)
-	maxAge := int64(c.opt.MaxAge)
-	fresh := maxAge*3/4 + rand.Int64N(maxAge/8+1)
-	return &Entry[V]{
+	etag := r.ETag
+	if etag == "" {
+		h := sha256.New()
+		h.Write(r.Body)
+		h.Write(r.Tail)
+		sum := h.Sum(nil)
+		etag = `"` + base64.RawURLEncoding.EncodeToString(sum[:18]) + `"`
+	}
+	maxAge, freshFor := int64(c.opt.MaxAge), int64(c.opt.FreshFor)
+	fresh := freshFor*3/4 + rand.Int64N(freshFor/8+1)
+	e := &Entry[V]{
 		Body:      r.Body,
 		Tail:      r.Tail,
-		ETag:      []string{`"` + base64.RawURLEncoding.EncodeToString(sum[:18]) + `"`},
+		ETag:      []string{etag},
 		Length:    []string{strconv.Itoa(len(r.Body) + len(r.Tail))},
 		Value:     r.Value,
 		size:      int64(len(r.Body)) + max(r.Size, 0) + EntryOverhead,
 		rendered:  start,
-		staleAt:   start + min(fresh, maxAge*7/8),
+		staleAt:   start + min(fresh, freshFor*7/8),
 		expiresAt: start + maxAge,
+	}
+	if c.opt.GzipMinBytes > 0 && len(r.Body)+len(r.Tail) >= c.opt.GzipMinBytes {
+		e.gz = &gzState{account: func(n int64) { c.grow(e, n) }}
+	}
+	return e
+}
+
+// grow accounts n more bytes to e (its gzip variant), if e is stored.
+func (c *Cache[O, D, V]) grow(e *Entry[V], n int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e.size += n
+	if e.stored {
+		c.bytes += n
 	}
 }
 
 // insert stores e under (o, d), replacing any previous entry, and evicts
 // until the cache is within its bounds. c.mu must be held for writing.
 func (c *Cache[O, D, V]) insert(o O, d D, e *Entry[V]) {
+	if c.opt.MaxEntryBytes > 0 && e.size > c.opt.MaxEntryBytes {
+		c.remove(o, d) // the older entry is not served instead of this one
+		return
+	}
 	e.used.Store(true) // survive the first sweep after insertion
+	e.stored = true
 	docs := c.owners[o]
 	if docs == nil {
 		docs = make(map[D]*Entry[V])
 		c.owners[o] = docs
 	}
 	if old := docs[d]; old != nil {
+		old.stored = false
 		c.bytes -= old.size
 		c.entries--
 	}
@@ -506,6 +599,7 @@ func (c *Cache[O, D, V]) evict(keep *Entry[V]) {
 					continue
 				}
 				delete(docs, d)
+				e.stored = false
 				c.bytes -= e.size
 				c.entries--
 			}
@@ -522,6 +616,7 @@ func (c *Cache[O, D, V]) remove(o O, d D) {
 	docs := c.owners[o]
 	if e := docs[d]; e != nil {
 		delete(docs, d)
+		e.stored = false
 		c.bytes -= e.size
 		c.entries--
 		if len(docs) == 0 {
@@ -545,6 +640,7 @@ func (c *Cache[O, D, V]) InvalidateOwner(o O) {
 	defer c.mu.Unlock()
 	c.gen++
 	for _, e := range c.owners[o] {
+		e.stored = false
 		c.bytes -= e.size
 		c.entries--
 	}
@@ -556,6 +652,11 @@ func (c *Cache[O, D, V]) InvalidateAll() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.gen++
+	for _, docs := range c.owners {
+		for _, e := range docs {
+			e.stored = false
+		}
+	}
 	c.owners = make(map[O]map[D]*Entry[V])
 	c.bytes, c.entries = 0, 0
 }

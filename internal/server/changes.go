@@ -6,12 +6,25 @@ import (
 	"trove.dev/trove/internal/store"
 )
 
-// followChanges keeps the cached protocol responses in step with the
-// changes committed to the index, until ctx ends: PostgreSQL's feed
-// carries every replica's commits (LISTEN/NOTIFY), SQLite's this
-// process's own, so both invalidate through this one path. It does nothing
-// for an index without a change feed; responses are then rendered again
-// after their maximum age.
+// One change channel: every cache of this process (the protocol
+// documents, the mirror's documents, the web UI's pages, version lists
+// and search catalog, the access guard's namespace visibility and token
+// lookups) is dropped by applyChange, fed by the index with the change
+// records its writes make, and by nothing else:
+//
+//   - store.ChangeHook (OnCommit, registered by New): this process's
+//     changes, in the writing goroutine before the write returns, so that
+//     a client that writes and then reads through the same replica sees
+//     its write (read-your-writes);
+//   - store.ChangeFeed (followChanges, while Serve runs): every replica's
+//     changes, this one's included (PostgreSQL's LISTEN/NOTIFY; SQLite's
+//     own feed), which drops the entries of this process's own changes a
+//     second time (at most one more render each).
+
+// followChanges keeps the caches in step with the changes committed to
+// the index by any process, until ctx ends. It does nothing for an index
+// without a change feed; responses are then rendered again after their
+// maximum age.
 func (s *Server) followChanges(ctx context.Context) {
 	feed, ok := s.opt.Index.(store.ChangeFeed)
 	if !ok {
@@ -19,20 +32,38 @@ func (s *Server) followChanges(ctx context.Context) {
 	}
 	err := feed.WatchChanges(ctx, s.applyChange)
 	if ctx.Err() == nil {
-		s.log.Error("the index change feed stopped: other replicas' publishes show up only after the cache's maximum age", "err", err)
+		s.log.Error("the index change feed stopped: other replicas' changes show up only after the caches' maximum age", "err", err)
 	}
 }
 
-// applyChange drops the cached responses a change makes stale.
+// applyChange drops what a change makes stale. It only takes the caches'
+// locks: it may run in a writer's goroutine.
 func (s *Server) applyChange(c store.Change) {
 	switch c.Kind {
 	case store.ChangeProvider:
 		s.providers.Invalidate(c.Namespace, c.Name)
 	case store.ChangeModule:
 		s.modules.Invalidate(c.Namespace, c.Name, c.System)
+	case store.ChangeMirrored:
+		s.providers.InvalidateMirrored(c.Host, c.Namespace, c.Name)
+	case store.ChangeNamespace:
+		if s.opt.Access != nil {
+			s.opt.Access.InvalidateNamespace(c.Namespace)
+			s.opt.Access.Authenticator().Invalidate() // a deleted namespace's tokens and members
+		}
+	case store.ChangeAccess:
+		// Who may read what changed: the pages' keys hold what the
+		// visitor may read, computed per request through the guard.
+		if s.opt.Access != nil {
+			s.opt.Access.Authenticator().Invalidate()
+		}
+		return
 	default: // changes may have been missed
 		s.providers.InvalidateAll()
 		s.modules.InvalidateAll()
+		if s.opt.Access != nil {
+			s.opt.Access.Invalidate()
+		}
 	}
 	s.invalidateUI()
 }

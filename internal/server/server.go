@@ -61,8 +61,10 @@ const (
 
 // Index is the part of the index a Server uses: the protocol services
 // read provider and module versions, and the readiness check pings it.
-// The server follows its changes when it is also a store.ChangeFeed. A
-// store.Index is one.
+// The server applies its changes to its caches (changes.go): this
+// process's as they commit when it is a store.ChangeHook, every
+// process's while it serves when it is a store.ChangeFeed. A store.Index
+// is both.
 type Index interface {
 	store.Providers
 	store.Modules
@@ -119,7 +121,8 @@ type Options struct {
 
 // UI is the web UI (*web.Service): its pages are mounted beside the
 // protocol routes, it renders the "not found" page of browsers, and its
-// cached pages are dropped with the protocol documents.
+// cached pages and search catalog are dropped with the protocol documents
+// (Invalidate, called for every change to what the pages show).
 type UI interface {
 	Register(mux *http.ServeMux)
 	NotFound(w http.ResponseWriter, r *http.Request)
@@ -236,6 +239,11 @@ func New(opt Options) (*Server, error) {
 	mux.Handle("/", fallback)
 
 	s.handler = &middleware{next: mux, log: opt.Logger, access: opt.AccessLog, metrics: m}
+	if h, ok := opt.Index.(store.ChangeHook); ok {
+		// This process's own changes, before each write returns
+		// (changes.go), for as long as the index is open.
+		h.OnCommit(s.applyChange)
+	}
 	return s, nil
 }
 
@@ -249,13 +257,6 @@ func (s *Server) Services() map[string]any {
 // Handler returns the handler of every route with its middleware.
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// InvalidateProvider drops the cached protocol responses of a provider;
-// call it after a version of it was published.
-func (s *Server) InvalidateProvider(namespace, typ string) {
-	s.providers.Invalidate(namespace, typ)
-	s.invalidateUI()
-}
-
 // invalidateUI drops the web UI's cached pages and catalog.
 func (s *Server) invalidateUI() {
 	if s.opt.UI != nil {
@@ -268,20 +269,6 @@ func (s *Server) invalidateUI() {
 // client do not.
 func wantsHTML(r *http.Request) bool {
 	return strings.Contains(r.Header.Get("Accept"), "text/html")
-}
-
-// InvalidateModule drops the cached protocol responses of a module; call
-// it after a version of it was published or deleted.
-func (s *Server) InvalidateModule(namespace, name, system string) {
-	s.modules.Invalidate(namespace, name, system)
-	s.invalidateUI()
-}
-
-// InvalidateMirrored drops the cached mirror documents of a provider of
-// another registry, after the mirror stored a version or package of it.
-func (s *Server) InvalidateMirrored(host, namespace, typ string) {
-	s.providers.InvalidateMirrored(host, namespace, typ)
-	s.invalidateUI()
 }
 
 func notFound(w http.ResponseWriter, r *http.Request) error {

@@ -17,6 +17,16 @@ const (
 	// ChangeModule means that the versions of the module
 	// Namespace/Name/System changed.
 	ChangeModule
+	// ChangeMirrored means that the mirror's versions or packages of the
+	// provider Host/Namespace/Name of another registry changed.
+	ChangeMirrored
+	// ChangeNamespace means that the namespace Namespace was created,
+	// changed (its visibility) or deleted.
+	ChangeNamespace
+	// ChangeAccess means that who may do what changed: a token was
+	// revoked or expired, a membership or a user changed. Cached token
+	// lookups and rights are all dropped.
+	ChangeAccess
 )
 
 // Change is a committed change to an Index that caches of its data must
@@ -26,6 +36,7 @@ type Change struct {
 	Namespace string
 	Name      string // provider type or module name
 	System    string // module system; "" for providers
+	Host      string // ChangeMirrored: the provider's registry
 }
 
 // ChangeFeed is an optional ability of an Index shared by several
@@ -44,4 +55,19 @@ type ChangeFeed interface {
 	// that moment were not watched) and again after every reconnection
 	// to the backend. It reconnects by itself after failures.
 	WatchChanges(ctx context.Context, fn func(Change)) error
+}
+
+// ChangeHook is an optional ability of an Index: reporting the changes
+// committed through this very index, in the writing goroutine, after the
+// commit and before the write returns. It is how a process's caches see
+// its own writes at once (read-your-writes: a client that publishes and
+// then reads through the same replica sees its version), whereas the
+// ChangeFeed carries every process's changes, later. Both carry the same
+// Change records, made by the write itself; applying one twice costs at
+// most a render. Find it with a type assertion.
+type ChangeHook interface {
+	// OnCommit registers fn, called with every change this index commits
+	// from now on until stop is called. fn must not block for long nor
+	// write to the index; calls from concurrent writes may overlap.
+	OnCommit(fn func(Change)) (stop func())
 }

@@ -112,36 +112,42 @@ func benchService(tb testing.TB) *Service {
 	}
 	s := &Service{opt: Options{Host: "registry.example.com", Now: time.Now}, log: slog.New(slog.DiscardHandler),
 		csrfKey: []byte("0123456789abcdef0123456789abcdef"), foot: foot}
-	s.pages = newPageCache(time.Now, pageCacheBytes)
-	s.searches = newPageCache(time.Now, searchCacheBytes)
+	s.pages = newPageCache("web pages", time.Now, pageCacheBytes)
+	s.searches = newPageCache("web searches", time.Now, searchCacheBytes)
 	s.lists = newListCache(time.Now)
 	s.catalog = newCatalogCache(nil, time.Now)
 	return s
 }
 
 // BenchmarkCachedPage is the per-request work of a cached module page:
-// for an anonymous visitor (the whole page kept), and for a signed-in one
-// (the layout with the visitor's name around the cached part).
+// for an anonymous visitor (the whole page kept), the same asking for
+// gzip (the variant made once), and for a signed-in one (the layout with
+// the visitor's name around the cached part).
 func BenchmarkCachedPage(b *testing.B) {
 	s := benchService(b)
 	d := benchModule(b)
 	build := func(context.Context) (string, string, any, error) { return "acme/network/aws 1.0.29", "module", d, nil }
 	r := httptest.NewRequest(http.MethodGet, "/modules/acme/network/aws", nil)
-	if _, err := s.renderPart(s.pages, r.Context(), r.URL.RequestURI(), "", "module", build); err != nil {
+	gz := httptest.NewRequest(http.MethodGet, "/modules/acme/network/aws", nil)
+	gz.Header.Set("Accept-Encoding", "gzip, deflate, br, zstd")
+	if err := s.cached(httptest.NewRecorder(), gz, &visit{}, "module", build); err != nil {
 		b.Fatal(err)
 	}
 	for _, c := range []struct {
 		name string
 		v    visit
+		r    *http.Request
 	}{
-		{"anonymous", visit{}},
-		{"signed-in", visit{p: auth.Principal{User: registry.User{Name: "alice"}}, sessionID: "tok-1"}},
+		{"anonymous", visit{}, r},
+		{"anonymous-gzip", visit{}, gz},
+		{"signed-in", visit{p: auth.Principal{User: registry.User{Name: "alice"}}, sessionID: "tok-1"}, r},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			w := &discardWriter{h: http.Header{}}
 			b.ReportAllocs()
 			for b.Loop() {
-				if err := s.cached(w, r, &c.v, "module", build); err != nil {
+				clear(w.h)
+				if err := s.cached(w, c.r, &c.v, "module", build); err != nil {
 					b.Fatal(err)
 				}
 			}

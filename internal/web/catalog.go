@@ -5,13 +5,12 @@ import (
 	"context"
 	"slices"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"time"
-
-	"golang.org/x/sync/singleflight"
 
 	"trove.dev/trove/internal/auth"
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/respcache"
 )
 
 // Kinds of catalog entries, as the search filter names them.
@@ -60,68 +59,59 @@ type catalog struct {
 	built      time.Time
 }
 
-// catalogCache holds the current catalog and rebuilds it (once, however
-// many requests ask) when it is stale.
+// catalogCache holds the current catalog in a respcache entry of its
+// own: rebuilt once however many requests ask, in the background while
+// the old one is read once it is catalogMaxAge old, and at once after an
+// invalidation (a request after it never gets a catalog whose building
+// began before it).
 type catalogCache struct {
 	idx   Index
 	now   func() time.Time
-	mu    sync.Mutex
-	cur   *catalog
-	gen   uint64 // bumped by invalidate
-	built uint64 // the generation cur was built in
-	group singleflight.Group
+	cache *respcache.Cache[struct{}, struct{}, *catalog]
+	// last is the newest catalog built, read when building one fails.
+	last atomic.Pointer[catalog]
 }
 
 func newCatalogCache(idx Index, now func() time.Time) *catalogCache {
-	return &catalogCache{idx: idx, now: now}
+	return &catalogCache{idx: idx, now: now, cache: respcache.New[struct{}, struct{}, *catalog](respcache.Options{
+		Name: "web catalog", MaxAge: pageCacheMaxStale, FreshFor: catalogMaxAge, Now: now,
+	})}
 }
 
-func (c *catalogCache) invalidate() {
-	c.mu.Lock()
-	c.gen++
-	c.mu.Unlock()
-}
+func (c *catalogCache) invalidate() { c.cache.InvalidateAll() }
 
-// get returns a catalog no older than catalogMaxAge and built after the
-// last invalidation.
+// get returns a catalog built after the last invalidation, rebuilt in the
+// background once it is catalogMaxAge old; the last one built when
+// building one fails.
 func (c *catalogCache) get(ctx context.Context) (*catalog, error) {
-	c.mu.Lock()
-	cur, gen, built := c.cur, c.gen, c.built
-	c.mu.Unlock()
-	if cur != nil && built == gen {
-		if c.now().Sub(cur.built) >= catalogMaxAge {
-			// Only old: rebuilt in the background while searches read
-			// the one they have (nothing changed through any replica).
-			c.group.DoChan("catalog", func() (any, error) { return c.rebuild(ctx) })
+	e := c.cache.Lookup(struct{}{}, struct{}{})
+	switch c.cache.State(e) {
+	case respcache.Fresh:
+		return e.Value, nil
+	case respcache.Stale:
+		if c.cache.ShouldRevalidate(e) {
+			c.cache.Revalidate(struct{}{}, struct{}{}, e, c.build)
 		}
-		return cur, nil
+		return e.Value, nil
 	}
-	v, err, _ := c.group.Do("catalog", func() (any, error) { return c.rebuild(ctx) })
+	e, err := c.cache.Load(ctx, struct{}{}, struct{}{}, e, c.build)
 	if err != nil {
-		if cur != nil { // serve the last catalog while the index fails
-			return cur, nil
+		if last := c.last.Load(); last != nil { // serve the last catalog while the index fails
+			return last, nil
 		}
 		return nil, err
 	}
-	return v.(*catalog), nil
+	return e.Value, nil
 }
 
-// rebuild loads a new catalog and makes it current unless a newer one
-// was stored meanwhile.
-func (c *catalogCache) rebuild(ctx context.Context) (any, error) {
-	c.mu.Lock()
-	gen := c.gen
-	c.mu.Unlock()
-	cat, err := loadCatalog(context.WithoutCancel(ctx), c.idx, c.now())
+// build loads a new catalog.
+func (c *catalogCache) build(ctx context.Context) (respcache.Rendered[*catalog], error) {
+	cat, err := loadCatalog(ctx, c.idx, c.now())
 	if err != nil {
-		return nil, err
+		return respcache.Rendered[*catalog]{}, err
 	}
-	c.mu.Lock()
-	if c.cur == nil || gen >= c.built {
-		c.cur, c.built = cat, gen
-	}
-	c.mu.Unlock()
-	return cat, nil
+	c.last.Store(cat)
+	return respcache.Rendered[*catalog]{Value: cat, Size: int64(len(cat.entries)) * 256}, nil
 }
 
 // loadCatalog reads every namespace, provider, module and mirrored

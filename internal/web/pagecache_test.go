@@ -1,10 +1,15 @@
 package web
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -38,8 +43,20 @@ func cacheService(t *testing.T, c *clock, limit int) *Service {
 	t.Helper()
 	s := benchService(t)
 	s.opt.Now = c.now
-	s.pages = newPageCache(c.now, limit)
+	s.pages = newPageCache("web pages", c.now, limit)
 	return s
+}
+
+// settle waits until no page of s.pages is being rendered; the cache's
+// figures are the synchronization, not time.
+func settle(t *testing.T, s *Service) {
+	t.Helper()
+	for i := 0; s.pages.Stats().Renders != 0; i++ {
+		if i > 10_000_000 {
+			t.Fatal("a rendering never ends")
+		}
+		runtime.Gosched()
+	}
 }
 
 // versions is a page build whose page says "version N", N counting the
@@ -112,12 +129,12 @@ func TestPageCacheServesStaleWhileOneRenderRuns(t *testing.T) {
 			t.Fatalf("a page past its maximum age was not served while rendered again:\n%s", body)
 		}
 	}
-	if cur, _ := s.pages.get("k"); cur == nil || !cur.refreshing.Load() {
-		t.Fatal("the page past its maximum age is not rendered again")
+	if st := s.pages.Stats(); st.Renders != 1 || st.Entries != 1 {
+		t.Fatalf("the page past its maximum age is not rendered again once: %+v", st)
 	}
 	<-p.inside
 	release()
-	s.pages.background.Wait()
+	settle(t, s)
 	if n := p.builds(); n != 2 {
 		t.Errorf("%d renderings, want 2 (one again for two requests)", n)
 	}
@@ -189,34 +206,42 @@ func TestPageCacheRenderAfterInvalidate(t *testing.T) {
 	}
 }
 
-func TestPageCacheDropsLeastRecentlyUsed(t *testing.T) {
+// TestPageCacheByteBudget checks that the pages kept stay within the
+// cache's bytes, the most recently used ones kept, and that a page larger
+// than an eighth of the cache is served but not kept.
+func TestPageCacheByteBudget(t *testing.T) {
 	c := &clock{t: time.Unix(1e9, 0)}
-	s := cacheService(t, c, 1<<20)
-	part := func(i int) *cachedPart {
-		return &cachedPart{key: fmt.Sprint("k", i), page: make([]byte, 100<<10)}
-	}
-	for i := range 9 {
-		s.pages.put(part(i))
-		if i == 0 {
-			continue
-		}
-		if p, _ := s.pages.get("k0"); p == nil { // k0 used after each put
-			t.Fatalf("k0 dropped after %d puts", i+1)
+	const limit = 1 << 20
+	s := cacheService(t, c, limit)
+	page := func(size int, builds *int) pageBuild {
+		return func(context.Context) (string, string, any, error) {
+			*builds++
+			return "Page", "error", struct {
+				Title, Message string
+				Status         int
+			}{"Page", strings.Repeat("x", size), 200}, nil
 		}
 	}
-	s.pages.put(part(9))
-	s.pages.put(part(10)) // over 1 MiB: k1 goes, the least recently used
-	for i, want := range []bool{true, false, true, true, true, true, true, true, true, true, true} {
-		if p, _ := s.pages.get(fmt.Sprint("k", i)); (p != nil) != want {
-			t.Errorf("k%d kept: %v, want %v", i, p != nil, want)
+	var n int
+	for i := range 30 {
+		get(t, s, &visit{}, "/p", fmt.Sprint("k", i), page(100<<10, &n))
+		get(t, s, &visit{}, "/p", "k0", page(100<<10, &n)) // k0 is used all along
+		if st := s.pages.Stats(); st.Bytes > limit {
+			t.Fatalf("%d bytes kept, limit %d", st.Bytes, limit)
 		}
 	}
-	if n, b := s.pages.stats(); b > 1<<20 || n != 10 {
-		t.Errorf("%d parts of %d bytes, limit %d", n, b, 1<<20)
+	if s.pages.Lookup("k0", struct{}{}) == nil || s.pages.Lookup("k29", struct{}{}) == nil {
+		t.Error("the pages used most recently were dropped")
 	}
-	s.pages.put(&cachedPart{key: "huge", page: make([]byte, 200<<10)}) // more than an eighth
-	if p, _ := s.pages.get("huge"); p != nil {
-		t.Error("a part larger than an eighth of the cache was kept")
+	if s.pages.Stats().Entries >= 30 {
+		t.Error("no page was dropped")
+	}
+	var huge int
+	for range 2 {
+		get(t, s, &visit{}, "/huge", "huge", page(200<<10, &huge)) // more than an eighth
+	}
+	if huge != 2 || s.pages.Lookup("huge", struct{}{}) != nil {
+		t.Errorf("a page larger than an eighth of the cache was kept (%d renderings)", huge)
 	}
 }
 
@@ -251,7 +276,7 @@ func TestCachedPageLayouts(t *testing.T) {
 			t.Errorf("%s: cached page differs from the rendered one:\n%s\n---\n%s", name, w.Body, want.Body)
 		}
 		if w.Header().Get("ETag") != want.Header().Get("ETag") || w.Header().Get("Content-Length") != want.Header().Get("Content-Length") ||
-			w.Header().Get("Content-Security-Policy") == "" || w.Header().Get("Vary") != "Cookie" {
+			w.Header().Get("Content-Security-Policy") == "" || w.Header().Get("Vary") != "Cookie, Accept-Encoding" {
 			t.Errorf("%s: headers %v, want %v", name, w.Header(), want.Header())
 		}
 		r = httptest.NewRequest(http.MethodGet, path, nil)
@@ -284,9 +309,70 @@ func TestPageCacheRefreshFailureDropsPage(t *testing.T) {
 	c.add(pageCacheMaxAge)
 	gone := func(context.Context) (string, string, any, error) { return "", "", nil, errNotFound }
 	get(t, s, &visit{}, "/p", "k", gone) // the old page, while rendering fails
-	s.pages.background.Wait()
+	settle(t, s)
 	r := httptest.NewRequest(http.MethodGet, "/p", nil)
 	if err := s.cached(httptest.NewRecorder(), r, &visit{}, "k", gone); !registry.IsKind(err, registry.NotFound) {
 		t.Errorf("after a failed rendering: %v, want NotFound", err)
+	}
+}
+
+// TestCachedPageGzip checks the gzip variant of a cached page: sent to an
+// anonymous visitor who accepts gzip, with its own ETag and
+// Content-Length, for GET, HEAD and If-None-Match, made once however
+// many requests ask; never to a signed-in visitor (whose layout is made
+// per request) nor to a request that refuses gzip.
+func TestCachedPageGzip(t *testing.T) {
+	c := &clock{t: time.Unix(1e9, 0)}
+	s := cacheService(t, c, pageCacheBytes)
+	p := &versions{}
+	do := func(v *visit, method string, header ...string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest(method, "/p", nil)
+		for i := 0; i+1 < len(header); i += 2 {
+			r.Header.Set(header[i], header[i+1])
+		}
+		w := httptest.NewRecorder()
+		if err := s.cached(w, r, v, "k", p.build); err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	plain := do(&visit{}, http.MethodGet)
+	gz := do(&visit{}, http.MethodGet, "Accept-Encoding", "gzip, deflate, br")
+	gzLen := gz.Body.Len()
+	zr, err := gzip.NewReader(bytes.NewReader(gz.Body.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	unzipped, _ := io.ReadAll(zr)
+	if string(unzipped) != plain.Body.String() || gz.Header().Get("Content-Encoding") != "gzip" ||
+		gz.Header().Get("Content-Length") != strconv.Itoa(gzLen) || gz.Header().Get("Vary") != "Cookie, Accept-Encoding" ||
+		gz.Header().Get("Etag") == plain.Header().Get("Etag") || gz.Header().Get("Content-Security-Policy") == "" {
+		t.Fatalf("gzip page: %v", gz.Header())
+	}
+	e := s.pages.Lookup("k", struct{}{})
+	if e.Gzip() != e.Gzip() {
+		t.Error("the variant is made again")
+	}
+	if w := do(&visit{}, http.MethodGet, "Accept-Encoding", "gzip", "If-None-Match", gz.Header().Get("Etag")); w.Code != http.StatusNotModified || w.Body.Len() != 0 {
+		t.Errorf("revalidating the gzip page: %d", w.Code)
+	}
+	if w := do(&visit{}, http.MethodGet, "Accept-Encoding", "gzip", "If-None-Match", plain.Header().Get("Etag")); w.Code != http.StatusOK {
+		t.Errorf("the identity tag revalidated the gzip page: %d", w.Code)
+	}
+	if w := do(&visit{}, http.MethodHead, "Accept-Encoding", "gzip"); w.Code != http.StatusOK || w.Body.Len() != 0 ||
+		w.Header().Get("Content-Length") != gz.Header().Get("Content-Length") || w.Header().Get("Content-Encoding") != "gzip" {
+		t.Errorf("HEAD of the gzip page: %d %v", w.Code, w.Header())
+	}
+	for _, ae := range []string{"identity", "gzip;q=0", "*;q=0", "br", strings.Repeat("gzipp, ", 8000)} {
+		if w := do(&visit{}, http.MethodGet, "Accept-Encoding", ae); w.Header().Get("Content-Encoding") != "" || w.Body.String() != plain.Body.String() {
+			t.Errorf("Accept-Encoding %.30q: compressed", ae)
+		}
+	}
+	alice := &visit{p: auth.Principal{User: registry.User{Name: "alice"}}, sessionID: "tok-1"}
+	if w := do(alice, http.MethodGet, "Accept-Encoding", "gzip"); w.Header().Get("Content-Encoding") != "" || !strings.Contains(w.Body.String(), "alice") {
+		t.Errorf("a signed-in visitor's page: %v", w.Header())
+	}
+	if n := p.builds(); n != 1 {
+		t.Errorf("%d renderings, want 1", n)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"trove.dev/trove/internal/mirror"
 	"trove.dev/trove/internal/modules"
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/respcache"
 )
 
 // errNotFound is the answer for anything the visitor may not see or that
@@ -824,20 +825,25 @@ func newVersionList(vs []registry.ProviderVersion) *versionList {
 }
 
 // providerVersions returns the versions of a provider, read once per
-// generation of the page cache and maximum age: a page of any version
+// invalidation of the pages and maximum age: a page of any version
 // reuses the list (whose reading, with every version's platforms, is
 // the most expensive read of a provider page).
 func (s *Service) providerVersions(ctx context.Context, ns, typ string) (*versionList, error) {
-	key := "versions\x00" + ns + "\x00" + typ
-	if l, ok := s.lists.get(key); ok {
-		return l, nil
+	key := ns + "\x00" + typ
+	e := s.lists.Lookup(key, struct{}{})
+	if s.lists.State(e) == respcache.Fresh {
+		return e.Value, nil
 	}
-	gen := s.pages.generation()
-	vs, err := s.opt.Index.ListProviderVersions(ctx, ns, typ)
+	e, err := s.lists.Load(ctx, key, struct{}{}, e, func(ctx context.Context) (respcache.Rendered[*versionList], error) {
+		vs, err := s.opt.Index.ListProviderVersions(ctx, ns, typ)
+		if err != nil {
+			return respcache.Rendered[*versionList]{}, err
+		}
+		// About what the list holds: a name and a flag or two per version.
+		return respcache.Rendered[*versionList]{Value: newVersionList(vs), Size: int64(len(vs)) * 64}, nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	l := newVersionList(vs)
-	s.lists.put(key, gen, l, s.pages)
-	return l, nil
+	return e.Value, nil
 }

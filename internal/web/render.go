@@ -20,6 +20,7 @@ import (
 	"trove.dev/trove/internal/auth"
 	"trove.dev/trove/internal/httpjson"
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/respcache"
 )
 
 //go:embed templates/*.html
@@ -289,7 +290,8 @@ var (
 	headerDeny       = []string{"DENY"}
 	headerReferrer   = []string{"same-origin"}
 	headerNoCache    = []string{"private, no-cache"}
-	headerVaryCookie = []string{"Cookie"}
+	headerVaryCookie = []string{"Cookie, Accept-Encoding"}
+	headerGzip       = []string{"gzip"}
 )
 
 // pageHeaders sets the headers of every page.
@@ -333,25 +335,36 @@ func (s *Service) write(w http.ResponseWriter, r *http.Request, v *visit, status
 	}
 }
 
-// writePart sends a cached page part: the whole page kept for anonymous
-// visitors of the same address (and search text) as it is, otherwise the
-// part inside this visitor's layout.
-func (s *Service) writePart(w http.ResponseWriter, r *http.Request, v *visit, p *cachedPart) {
+// writePart sends a cached page: the whole page kept for anonymous
+// visitors of the same address (and search text), as it is or as its
+// gzip variant (made once per page) when the request accepts gzip;
+// otherwise the part inside this visitor's layout, uncompressed.
+func (s *Service) writePart(w http.ResponseWriter, r *http.Request, v *visit, e *respcache.Entry[*pagePart]) {
+	p := e.Value
 	if v.signedIn() || v.query != p.query || r.URL.RequestURI() != p.next {
-		s.write(w, r, v, http.StatusOK, p.title, p.content(), p.sum)
+		s.write(w, r, v, http.StatusOK, p.title, e.Body[p.start:p.end], p.sum)
 		return
 	}
 	h := w.Header()
 	pageHeaders(h)
-	h["Etag"] = p.etag
-	if httpjson.MatchETag(r.Header.Get("If-None-Match"), p.etag[0]) {
+	body, etag, length := e.Body, e.ETag, e.Length
+	gz := e.Compressible() && respcache.AcceptsGzip(r.Header["Accept-Encoding"])
+	if gz {
+		z := e.Gzip()
+		body, etag, length = z.Body, z.ETag, z.Length
+	}
+	h["Etag"] = etag
+	if inm := r.Header["If-None-Match"]; len(inm) > 0 && httpjson.MatchETag(inm[0], etag[0]) {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
-	h["Content-Length"] = p.length
+	if gz {
+		h["Content-Encoding"] = headerGzip
+	}
+	h["Content-Length"] = length
 	w.WriteHeader(http.StatusOK)
 	if r.Method != http.MethodHead {
-		_, _ = w.Write(p.page)
+		_, _ = w.Write(body)
 	}
 }
 

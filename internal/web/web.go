@@ -32,13 +32,15 @@
 //
 // Pages are the same for every visitor allowed to see them but for the
 // layout's header (the visitor's name, the search box): each is rendered
-// once and kept in memory (pageCache, pagecache.go) under a key that holds
+// once and kept in memory (pageCache, pagecache.go: an instance of Trove's
+// one response cache, respcache) under a key that holds
 // everything it depends on, what the visitor may read included for the
 // home, namespace and search pages, until a change to the index drops it
 // (Invalidate). An anonymous visitor gets the kept bytes as they are, with
-// their ETag; others get the part inside their own header. After 30
-// seconds a page is rendered again in the background while the old one is
-// served. Search reads an in-memory catalog of every namespace, provider
+// their ETag, or its gzip variant (made once per page) when they accept
+// gzip; others get the part inside their own header, uncompressed. After
+// 30 seconds a page is rendered again in the background while the old one
+// is served. Search reads an in-memory catalog of every namespace, provider
 // and module (catalog.go), rebuilt after changes.
 package web
 
@@ -169,8 +171,8 @@ func New(ctx context.Context, opt Options) (*Service, error) {
 		return nil, registry.Wrap(registry.Internal, err, "rendering the web UI's layout")
 	}
 	s := &Service{opt: opt, log: opt.Logger, csrfKey: key, foot: foot}
-	s.pages = newPageCache(opt.Now, pageCacheBytes)
-	s.searches = newPageCache(opt.Now, searchCacheBytes)
+	s.pages = newPageCache("web pages", opt.Now, pageCacheBytes)
+	s.searches = newPageCache("web searches", opt.Now, searchCacheBytes)
 	s.lists = newListCache(opt.Now)
 	s.catalog = newCatalogCache(opt.Index, opt.Now)
 	s.docs = newDocsCache(opt.Blobs)
@@ -225,11 +227,15 @@ func (s *Service) NotFound(w http.ResponseWriter, r *http.Request) {
 // Invalidate drops every cached page and marks the search catalog stale;
 // call it after any change to what the pages show (a publish, a delete, a
 // namespace's visibility).
+//
+// What pages are built from (the version lists, the catalog) is dropped
+// before the pages, so that a page rendered after the pages' new
+// generation began is built from data read after the change.
 func (s *Service) Invalidate() {
-	s.pages.invalidate()
-	s.searches.invalidate()
-	s.lists.invalidate()
+	s.lists.InvalidateAll()
 	s.catalog.invalidate()
+	s.pages.InvalidateAll()
+	s.searches.InvalidateAll()
 }
 
 // csrfFor returns the CSRF token of forms bound to value (a session's

@@ -209,7 +209,8 @@ func New(idx store.Modules, signer *signedurl.Signer, publicBase *url.URL, log *
 	}
 	s.cache = respcache.New[modKey, struct{}, *module](respcache.Options{
 		Name: "modules.v1", MaxAge: s.maxAge, MaxBytes: s.cacheBytes, MaxEntries: s.maxEntries, Now: s.now, Log: log,
-		Drop: func(err error) bool { return registry.IsKind(err, registry.NotFound) },
+		Drop:         func(err error) bool { return registry.IsKind(err, registry.NotFound) },
+		GzipMinBytes: respcache.DefaultGzipMinBytes,
 	})
 	if s.private == nil {
 		s.private = s.signer

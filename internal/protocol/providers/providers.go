@@ -191,7 +191,8 @@ func New(idx store.Providers, signer *signedurl.Signer, publicBase *url.URL, log
 	}
 	s.cache = respcache.New[provKey, docKey, urls](respcache.Options{
 		Name: "providers.v1", MaxAge: s.maxAge, MaxBytes: s.cacheBytes, Now: s.now, Log: log,
-		Drop: func(err error) bool { return registry.IsKind(err, registry.NotFound) },
+		Drop:         func(err error) bool { return registry.IsKind(err, registry.NotFound) },
+		GzipMinBytes: respcache.DefaultGzipMinBytes,
 	})
 	if s.private == nil {
 		s.private = s.signer

@@ -1,6 +1,8 @@
 package providers
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -21,6 +23,7 @@ import (
 	"time"
 
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/respcache"
 	"trove.dev/trove/internal/signedurl"
 	"trove.dev/trove/internal/store"
 	"trove.dev/trove/internal/store/sqlite"
@@ -315,7 +318,7 @@ func TestDownloadDocumentsShareTheirKeys(t *testing.T) {
 	f := newFixture(t, newIndex(t, version("1.2.0", "linux_amd64", "darwin_arm64"), version("1.3.0", "linux_amd64")))
 	var bodies []string
 	for _, path := range []string{"1.2.0/download/darwin/arm64", "1.2.0/download/linux/amd64", "1.3.0/download/linux/amd64"} {
-		resp := f.do(t, http.MethodGet, "/v1/providers/acme/widget/"+path)
+		resp := f.do(t, http.MethodGet, "/v1/providers/acme/widget/"+path, "Accept-Encoding", "identity")
 		if resp.status != http.StatusOK || resp.header.Get("Content-Length") != strconv.Itoa(len(resp.body)) {
 			t.Fatalf("%s: status %d, Content-Length %s for %d bytes", path, resp.status, resp.header.Get("Content-Length"), len(resp.body))
 		}
@@ -613,5 +616,55 @@ func TestConcurrentMissesRenderOnce(t *testing.T) {
 	}
 	if reads := idx.reads.Load(); reads != 1 {
 		t.Fatalf("%d concurrent misses read the index %d times, want once", n, reads)
+	}
+}
+
+// TestDocumentsCompressedForClientsThatAsk checks that a download
+// document (with its shared tail of signing keys) is sent gzip-compressed
+// to a client that asks, with its own ETag and Content-Length, and as it
+// is to others; a small versions document is never compressed.
+func TestDocumentsCompressedForClientsThatAsk(t *testing.T) {
+	f := newFixture(t, newIndex(t, version("1.2.0", "linux_amd64")))
+	const path = "/v1/providers/acme/widget/1.2.0/download/linux/amd64"
+	plain := f.do(t, http.MethodGet, path, "Accept-Encoding", "identity")
+	gz := f.do(t, http.MethodGet, path, "Accept-Encoding", "gzip")
+	if plain.status != 200 || gz.status != 200 || len(plain.body) < respcache.DefaultGzipMinBytes {
+		t.Fatalf("statuses %d %d, %d bytes", plain.status, gz.status, len(plain.body))
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(gz.body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	unzipped, _ := io.ReadAll(zr)
+	if string(unzipped) != string(plain.body) || gz.header.Get("Content-Encoding") != "gzip" ||
+		gz.header.Get("Content-Length") != strconv.Itoa(len(gz.body)) || gz.header.Get("Vary") != "Accept-Encoding" ||
+		plain.header.Get("Vary") != "Accept-Encoding" || plain.header.Get("Content-Encoding") != "" ||
+		gz.header.Get("Etag") == plain.header.Get("Etag") || gz.header.Get("Content-Type") != "application/json" {
+		t.Fatalf("gzip answer %v (%d bytes), plain %v", gz.header, len(gz.body), plain.header)
+	}
+	if r := f.do(t, http.MethodGet, path, "Accept-Encoding", "gzip", "If-None-Match", gz.header.Get("Etag")); r.status != http.StatusNotModified {
+		t.Errorf("gzip revalidation: %d", r.status)
+	}
+	if r := f.do(t, http.MethodHead, path, "Accept-Encoding", "gzip"); r.status != 200 || len(r.body) != 0 ||
+		r.header.Get("Content-Length") != gz.header.Get("Content-Length") || r.header.Get("Content-Encoding") != "gzip" {
+		t.Errorf("gzip HEAD: %d %v", r.status, r.header)
+	}
+	if r := f.do(t, http.MethodGet, path, "Accept-Encoding", "gzip;q=0, *"); r.header.Get("Content-Encoding") != "" || string(r.body) != string(plain.body) {
+		t.Errorf("gzip refused but sent: %v", r.header)
+	}
+	if r := f.do(t, http.MethodGet, "/v1/providers/acme/widget/versions", "Accept-Encoding", "gzip"); r.status != 200 ||
+		r.header.Get("Content-Encoding") != "" || r.header.Get("Vary") != "" {
+		t.Errorf("a small versions document: %d %v", r.status, r.header)
+	}
+	// Go's client (Terraform's and OpenTofu's) asks for gzip by itself and
+	// decompresses.
+	resp, err := f.srv.Client().Get(f.srv.URL + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !resp.Uncompressed || string(body) != string(plain.body) {
+		t.Errorf("Go's client: uncompressed %v, %d bytes", resp.Uncompressed, len(body))
 	}
 }

@@ -36,22 +36,32 @@ type changeMessage struct {
 	Namespace string `json:"ns,omitempty"`
 	Name      string `json:"n,omitempty"`
 	System    string `json:"s,omitempty"`
+	Host      string `json:"h,omitempty"`
 }
 
 // The kinds in payloads; anything else reads as store.ChangeAll.
 const (
 	kindProvider = "provider"
 	kindModule   = "module"
+	kindMirrored = "mirrored"
+	kindNS       = "namespace"
+	kindAccess   = "access"
 )
 
 // notification encodes c as a notification payload.
 func notification(c store.Change) (string, error) {
-	m := changeMessage{Namespace: c.Namespace, Name: c.Name, System: c.System}
+	m := changeMessage{Namespace: c.Namespace, Name: c.Name, System: c.System, Host: c.Host}
 	switch c.Kind {
 	case store.ChangeProvider:
 		m.Kind = kindProvider
 	case store.ChangeModule:
 		m.Kind = kindModule
+	case store.ChangeMirrored:
+		m.Kind = kindMirrored
+	case store.ChangeNamespace:
+		m.Kind = kindNS
+	case store.ChangeAccess:
+		m = changeMessage{Kind: kindAccess}
 	default:
 		m = changeMessage{Kind: "all"}
 	}
@@ -78,6 +88,12 @@ func parseChange(payload string) store.Change {
 		return store.Change{Kind: store.ChangeProvider, Namespace: m.Namespace, Name: m.Name}
 	case m.Kind == kindModule && m.Namespace != "" && m.Name != "" && m.System != "":
 		return store.Change{Kind: store.ChangeModule, Namespace: m.Namespace, Name: m.Name, System: m.System}
+	case m.Kind == kindMirrored && m.Host != "" && m.Namespace != "" && m.Name != "":
+		return store.Change{Kind: store.ChangeMirrored, Host: m.Host, Namespace: m.Namespace, Name: m.Name}
+	case m.Kind == kindNS && m.Namespace != "":
+		return store.Change{Kind: store.ChangeNamespace, Namespace: m.Namespace}
+	case m.Kind == kindAccess:
+		return store.Change{Kind: store.ChangeAccess}
 	}
 	return store.Change{Kind: store.ChangeAll}
 }

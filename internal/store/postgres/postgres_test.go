@@ -164,10 +164,13 @@ func TestMigrationsLoad(t *testing.T) {
 
 func TestChangePayloads(t *testing.T) {
 	tests := map[string]store.Change{
-		"provider": {Kind: store.ChangeProvider, Namespace: "acme", Name: "cloud"},
-		"module":   {Kind: store.ChangeModule, Namespace: "acme", Name: "net-work_2", System: "aws"},
-		"all":      {Kind: store.ChangeAll},
-		"unknown":  {Kind: store.ChangeKind(99), Namespace: "acme"},
+		"provider":  {Kind: store.ChangeProvider, Namespace: "acme", Name: "cloud"},
+		"module":    {Kind: store.ChangeModule, Namespace: "acme", Name: "net-work_2", System: "aws"},
+		"mirrored":  {Kind: store.ChangeMirrored, Host: "registry.example", Namespace: "acme", Name: "cloud"},
+		"namespace": {Kind: store.ChangeNamespace, Namespace: "acme"},
+		"access":    {Kind: store.ChangeAccess},
+		"all":       {Kind: store.ChangeAll},
+		"unknown":   {Kind: store.ChangeKind(99), Namespace: "acme"},
 	}
 	for name, c := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -176,7 +179,7 @@ func TestChangePayloads(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := c
-			if c.Kind != store.ChangeProvider && c.Kind != store.ChangeModule {
+			if c.Kind > store.ChangeAccess {
 				want = store.Change{Kind: store.ChangeAll}
 			}
 			if got := parseChange(payload); got != want {
@@ -185,7 +188,8 @@ func TestChangePayloads(t *testing.T) {
 		})
 	}
 	// Payloads this version does not understand drop everything.
-	for _, payload := range []string{"", "garbage", `{"k":"provider"}`, `{"k":"module","ns":"a","n":"b"}`, `{"k":"future","ns":"a"}`} {
+	for _, payload := range []string{"", "garbage", `{"k":"provider"}`, `{"k":"module","ns":"a","n":"b"}`, `{"k":"future","ns":"a"}`,
+		`{"k":"mirrored","ns":"a","n":"b"}`, `{"k":"namespace"}`} {
 		if got := parseChange(payload); got != (store.Change{Kind: store.ChangeAll}) {
 			t.Errorf("parseChange(%q) = %+v, want ChangeAll", payload, got)
 		}

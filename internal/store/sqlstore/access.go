@@ -78,7 +78,7 @@ func (x *Index) ListUsers(ctx context.Context) ([]registry.User, error) {
 
 // UpdateUser replaces the password hash and the admin and disabled flags.
 func (x *Index) UpdateUser(ctx context.Context, u registry.User) error {
-	return x.write(ctx, "updating user "+u.Name, func(ctx context.Context, t tx) error {
+	return x.writeChange(ctx, "updating user "+u.Name, &changeAccess, func(ctx context.Context, t tx) error {
 		res, err := t.exec(ctx, `UPDATE users SET password_hash = $1, admin = $2, disabled = $3 WHERE name = $4`,
 			u.PasswordHash, u.Admin, u.Disabled, u.Name)
 		return affected(res, err, notFoundUser(u.Name))
@@ -95,7 +95,7 @@ func (x *Index) SetMembership(ctx context.Context, m registry.Membership) error 
 	if err != nil {
 		return err
 	}
-	return x.write(ctx, "setting the role of user "+m.User+" in namespace "+m.Namespace, func(ctx context.Context, t tx) error {
+	return x.writeChange(ctx, "setting the role of user "+m.User+" in namespace "+m.Namespace, &changeAccess, func(ctx context.Context, t tx) error {
 		if err := userExists(ctx, t, m.User); err != nil {
 			return err
 		}
@@ -111,7 +111,7 @@ func (x *Index) SetMembership(ctx context.Context, m registry.Membership) error 
 
 // DeleteMembership removes a membership; NotFound if there is none.
 func (x *Index) DeleteMembership(ctx context.Context, user, namespace string) error {
-	return x.write(ctx, "removing user "+user+" from namespace "+namespace, func(ctx context.Context, t tx) error {
+	return x.writeChange(ctx, "removing user "+user+" from namespace "+namespace, &changeAccess, func(ctx context.Context, t tx) error {
 		res, err := t.exec(ctx, `DELETE FROM memberships WHERE user_name = $1 AND namespace = $2`, user, namespace)
 		return affected(res, err, registry.Errorf(registry.NotFound, "user %q is not a member of namespace %q", user, namespace))
 	})

@@ -9,6 +9,10 @@ import (
 	"trove.dev/trove/internal/store"
 )
 
+// changeAccess is the change of every write to tokens, users and
+// memberships.
+var changeAccess = store.Change{Kind: store.ChangeAccess}
+
 // feedBuffer is how many changes a watcher may lag behind before it is
 // told ChangeAll instead of the changes it missed.
 const feedBuffer = 256
@@ -46,6 +50,37 @@ func (f *feed) publish(c store.Change) {
 		default:
 			w.lost.Store(true)
 		}
+	}
+}
+
+// hooks are the functions OnCommit registered.
+type hooks struct {
+	mu  sync.RWMutex
+	fns map[*func(store.Change)]struct{}
+}
+
+// add registers fn; the returned function unregisters it.
+func (h *hooks) add(fn func(store.Change)) (stop func()) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.fns == nil {
+		h.fns = map[*func(store.Change)]struct{}{}
+	}
+	p := &fn
+	h.fns[p] = struct{}{}
+	return func() {
+		h.mu.Lock()
+		delete(h.fns, p)
+		h.mu.Unlock()
+	}
+}
+
+// call hands c to every registered function.
+func (h *hooks) call(c store.Change) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	for fn := range h.fns {
+		(*fn)(c)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/store"
 )
 
 // maxSeenVersions bounds the versions of one SeeMirroredVersions call, as
@@ -123,7 +124,7 @@ func (x *Index) PutMirrorDecision(ctx context.Context, d registry.MirrorDecision
 		return false, err
 	}
 	isNew := false
-	err = x.write(ctx, what, func(ctx context.Context, t tx) error {
+	err = x.writeChange(ctx, what, &store.Change{Kind: store.ChangeMirrored, Host: d.Host, Namespace: d.Namespace, Name: d.Type}, func(ctx context.Context, t tx) error {
 		exists, err := t.exists(ctx, `SELECT EXISTS (SELECT 1 FROM mirror_decisions
 			WHERE host = $1 AND namespace = $2 AND type = $3 AND kind = $4 AND versions = $5)`,
 			d.Host, d.Namespace, d.Type, string(d.Kind), d.Versions)
@@ -156,7 +157,7 @@ func (x *Index) PutMirrorDecision(ctx context.Context, d registry.MirrorDecision
 func (x *Index) DeleteMirrorDecision(ctx context.Context, host, namespace, typ string, kind registry.MirrorDecisionKind, versions string) error {
 	what := fmt.Sprintf("removing the %s decision about mirrored provider %s/%s/%s %s", kind, host, namespace, typ, registry.Elide(versions))
 	missing := registry.Errorf(registry.NotFound, "mirrored provider %s/%s/%s has no %s decision about %q", host, namespace, typ, kind, registry.Elide(versions))
-	return x.write(ctx, what, func(ctx context.Context, t tx) error {
+	return x.writeChange(ctx, what, &store.Change{Kind: store.ChangeMirrored, Host: host, Namespace: namespace, Name: typ}, func(ctx context.Context, t tx) error {
 		res, err := t.exec(ctx, `DELETE FROM mirror_decisions WHERE host = $1 AND namespace = $2 AND type = $3 AND kind = $4 AND versions = $5`,
 			host, namespace, typ, string(kind), versions)
 		return affected(res, err, missing)

@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/store"
 )
 
 // SetPackageHash records h1 for the published packages of digest sha256
@@ -57,7 +58,7 @@ func (x *Index) PutMirroredVersion(ctx context.Context, v registry.MirroredVersi
 	if err := registry.CheckPlatforms(v.ProviderVersion); err != nil {
 		return registry.MirroredVersion{}, err
 	}
-	err := x.write(ctx, what, func(ctx context.Context, t tx) error {
+	err := x.writeChange(ctx, what, &store.Change{Kind: store.ChangeMirrored, Host: v.Host, Namespace: v.Namespace, Name: v.Type}, func(ctx context.Context, t tx) error {
 		stored, err := t.exists(ctx, `SELECT EXISTS (SELECT 1 FROM mirrored_versions
 			WHERE host = $1 AND namespace = $2 AND type = $3 AND version = $4)`, v.Host, v.Namespace, v.Type, v.Version)
 		if err != nil {
@@ -183,7 +184,7 @@ func (x *Index) SetMirroredPackage(ctx context.Context, host, namespace, typ, ve
 	if size < 1 || h1 == "" {
 		return registry.Errorf(registry.Invalid, "%s: a held package has a size and an h1 hash", what)
 	}
-	return x.write(ctx, what, func(ctx context.Context, t tx) error {
+	return x.writeChange(ctx, what, &store.Change{Kind: store.ChangeMirrored, Host: host, Namespace: namespace, Name: typ}, func(ctx context.Context, t tx) error {
 		const platform = `(SELECT id FROM mirrored_versions WHERE host = $1 AND namespace = $2 AND type = $3 AND version = $4)
 			AND os = $5 AND arch = $6`
 		res, err := t.exec(ctx, `UPDATE mirrored_platforms SET size = $7, h1 = $8

@@ -19,7 +19,7 @@ func (x *Index) CreateNamespace(ctx context.Context, ns registry.Namespace) erro
 	if err != nil {
 		return err
 	}
-	return x.write(ctx, "creating namespace "+ns.Name, func(ctx context.Context, t tx) error {
+	return x.writeChange(ctx, "creating namespace "+ns.Name, &store.Change{Kind: store.ChangeNamespace, Namespace: ns.Name}, func(ctx context.Context, t tx) error {
 		_, err := t.exec(ctx, `INSERT INTO namespaces (name, description, visibility, created_at) VALUES ($1, $2, $3, $4)`,
 			ns.Name, ns.Description, string(vis), created)
 		if x.is(err, FailUnique) {
@@ -65,7 +65,7 @@ func (x *Index) UpdateNamespace(ctx context.Context, ns registry.Namespace) erro
 	if err != nil {
 		return err
 	}
-	return x.write(ctx, "updating namespace "+ns.Name, func(ctx context.Context, t tx) error {
+	return x.writeChange(ctx, "updating namespace "+ns.Name, &store.Change{Kind: store.ChangeNamespace, Namespace: ns.Name}, func(ctx context.Context, t tx) error {
 		res, err := t.exec(ctx, `UPDATE namespaces SET description = $1, visibility = COALESCE(NULLIF($2, ''), visibility) WHERE name = $3`,
 			ns.Description, string(vis), ns.Name)
 		return affected(res, err, notFoundNamespace(ns.Name))
@@ -78,7 +78,7 @@ func (x *Index) UpdateNamespace(ctx context.Context, ns registry.Namespace) erro
 // a concurrent publish into it either commits before (and the delete is
 // refused) or waits and then finds no namespace.
 func (x *Index) DeleteNamespace(ctx context.Context, name string) error {
-	return x.write(ctx, "deleting namespace "+name, func(ctx context.Context, t tx) error {
+	return x.writeChange(ctx, "deleting namespace "+name, &store.Change{Kind: store.ChangeNamespace, Namespace: name}, func(ctx context.Context, t tx) error {
 		var providers, modules bool
 		err := t.row(ctx, `SELECT
 				EXISTS (SELECT 1 FROM providers WHERE namespace = n.name),

@@ -114,6 +114,7 @@ type Index struct {
 	d       Dialect
 	timeout time.Duration
 	feed    *feed // nil without Options.Feed
+	hooks   hooks // OnCommit's
 	check   atomic.Pointer[store.BlobCheck]
 	clock   atomic.Pointer[func() time.Time] // nil: time.Now
 	closed  atomic.Bool
@@ -121,7 +122,10 @@ type Index struct {
 	err     error
 }
 
-var _ store.Index = (*Index)(nil)
+var (
+	_ store.Index      = (*Index)(nil)
+	_ store.ChangeHook = (*Index)(nil)
+)
 
 // New returns the index on db, whose schema is current.
 func New(db *sql.DB, d Dialect, o Options) *Index {
@@ -168,6 +172,10 @@ func (x *Index) WatchChanges(ctx context.Context, fn func(store.Change)) error {
 	}
 	return x.feed.watch(ctx, fn)
 }
+
+// OnCommit implements store.ChangeHook: fn is called with every change
+// this index commits, after the commit and before the write returns.
+func (x *Index) OnCommit(fn func(store.Change)) (stop func()) { return x.hooks.add(fn) }
 
 // op bounds one operation by the timeout.
 func (x *Index) op(ctx context.Context) (context.Context, context.CancelFunc) {
@@ -221,8 +229,9 @@ func (x *Index) write(ctx context.Context, what string, fn func(ctx context.Cont
 }
 
 // writeChange is write for a transaction that makes change c (if not
-// nil): it is announced in the transaction (Dialect.Notify) and, with an
-// own feed, reported after the commit in commit order.
+// nil): it is announced in the transaction (Dialect.Notify), with an own
+// feed reported after the commit in commit order, and handed to the
+// OnCommit functions before the write returns.
 func (x *Index) writeChange(ctx context.Context, what string, c *store.Change, fn func(ctx context.Context, t tx) error) error {
 	ctx, cancel := x.op(ctx)
 	defer cancel()
@@ -288,8 +297,11 @@ func (x *Index) writeOnce(ctx context.Context, c *store.Change, fn func(ctx cont
 	if fx != nil {
 		fx.Commit(deliveries)
 	}
-	if c != nil && x.feed != nil {
-		x.feed.publish(*c)
+	if c != nil {
+		if x.feed != nil {
+			x.feed.publish(*c)
+		}
+		x.hooks.call(*c)
 	}
 	return nil
 }

@@ -177,7 +177,7 @@ func (x *Index) RevokeToken(ctx context.Context, id string, at time.Time) error 
 	if err != nil {
 		return err
 	}
-	return x.write(ctx, "revoking token "+id, func(ctx context.Context, t tx) error {
+	return x.writeChange(ctx, "revoking token "+id, &changeAccess, func(ctx context.Context, t tx) error {
 		res, err := t.exec(ctx, `UPDATE tokens SET revoked_at = COALESCE(revoked_at, $1) WHERE id = $2`, revoked, id)
 		return affected(res, err, registry.Errorf(registry.NotFound, "token %q not found", id))
 	})
@@ -192,7 +192,7 @@ func (x *Index) ExpireToken(ctx context.Context, id string, at time.Time) error 
 	if err != nil {
 		return err
 	}
-	return x.write(ctx, "expiring token "+id, func(ctx context.Context, t tx) error {
+	return x.writeChange(ctx, "expiring token "+id, &changeAccess, func(ctx context.Context, t tx) error {
 		res, err := t.exec(ctx, `UPDATE tokens SET expires_at = CASE WHEN expires_at IS NOT NULL AND expires_at < $1
 			THEN expires_at ELSE $1 END WHERE id = $2`, v, id)
 		return affected(res, err, registry.Errorf(registry.NotFound, "token %q not found", id))

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,8 +15,10 @@ import (
 // to write to and the feed to watch: the same index for a backend that
 // feeds its own changes, another index on the same database for one that
 // several processes share. The feed must report ChangeAll when it starts,
-// then each committed provider or module change in commit order, nothing
-// for a refused write, and end with Unavailable when the index closes.
+// then each committed namespace, provider or module change in commit
+// order, nothing for a refused write, and end with Unavailable when the
+// index closes. An index that is a store.ChangeHook must hand the same
+// changes to OnCommit before each write returns.
 func TestChangeFeed(t *testing.T, open func(t *testing.T) (writer store.Index, feed store.ChangeFeed)) {
 	t.Run("CommittedChangesInOrder", func(t *testing.T) {
 		writer, feed := open(t)
@@ -23,6 +26,12 @@ func TestChangeFeed(t *testing.T, open func(t *testing.T) (writer store.Index, f
 		ch := watch(t, feed)
 		if c := next(t, ch); c.Kind != store.ChangeAll {
 			t.Fatalf("first change = %+v, want ChangeAll when watching starts", c)
+		}
+		// What the writer's own hook reports, before each write returns.
+		var hooked []store.Change
+		if h, ok := writer.(store.ChangeHook); ok {
+			stop := h.OnCommit(func(c store.Change) { hooked = append(hooked, c) })
+			defer stop()
 		}
 		now := time.Now()
 		mustOK(t, writer.CreateNamespace(ctx, registry.Namespace{Name: "acme", CreatedAt: now}), "CreateNamespace")
@@ -54,6 +63,7 @@ func TestChangeFeed(t *testing.T, open func(t *testing.T) (writer store.Index, f
 			t.Fatalf("DeleteModule: %v", err)
 		}
 		want := []store.Change{
+			{Kind: store.ChangeNamespace, Namespace: "acme"},
 			{Kind: store.ChangeProvider, Namespace: "acme", Name: "cloud"},
 			{Kind: store.ChangeModule, Namespace: "acme", Name: "network", System: "aws"},
 			{Kind: store.ChangeProvider, Namespace: "acme", Name: "cloud"},
@@ -69,6 +79,9 @@ func TestChangeFeed(t *testing.T, open func(t *testing.T) (writer store.Index, f
 			if c := next(t, ch); c != w {
 				t.Errorf("change %d = %+v, want %+v", i, c, w)
 			}
+		}
+		if _, ok := writer.(store.ChangeHook); ok && !slices.Equal(hooked, want) {
+			t.Errorf("OnCommit got %+v, want %+v", hooked, want)
 		}
 		select {
 		case c := <-ch:
