@@ -30,13 +30,7 @@ func (h *handler) registerAccess(route func(string, httpjson.HandlerFunc)) {
 // requireSelfOrAdmin allows global admins, and the user name acting with
 // a personal token.
 func (h *handler) requireSelfOrAdmin(r *http.Request, name string) error {
-	if auth.FromContext(r.Context()).Token.User == name {
-		return nil
-	}
-	if err := h.require(r, registry.ScopeAdmin, ""); err != nil {
-		return registry.Errorf(registry.Forbidden, "only global admins and user %s may do this", name)
-	}
-	return nil
+	return h.Ops.RequireSelfOrAdmin(actor(r), name)
 }
 
 // userParam validates the {user} path value.
@@ -234,12 +228,7 @@ func (h *handler) updateUser(w http.ResponseWriter, r *http.Request) error {
 // Memberships.
 
 func (h *handler) listMembers(w http.ResponseWriter, r *http.Request) error {
-	ns, err := h.namespaceParam(r, registry.ScopeAdmin)
-	if err != nil {
-		return err
-	}
-	acc := h.Index
-	ms, err := acc.ListMemberships(r.Context(), "", ns)
+	ms, err := h.Ops.Members(r.Context(), actor(r), r.PathValue("namespace"))
 	if err != nil {
 		return err
 	}
@@ -251,56 +240,29 @@ func (h *handler) listMembers(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *handler) setMember(w http.ResponseWriter, r *http.Request) error {
-	ns, err := h.namespaceParam(r, registry.ScopeAdmin)
-	if err != nil {
+	// Rights and path first, then the body (operations.SetMember checks
+	// all of them again).
+	if _, err := h.namespaceParam(r, registry.ScopeAdmin); err != nil {
 		return err
 	}
-	user, err := userParam(r)
-	if err != nil {
+	if _, err := userParam(r); err != nil {
 		return err
 	}
 	var req apispec.SetMembershipRequest
 	if err := httpjson.Decode(w, r, maxJSONBody, &req); err != nil {
 		return err
 	}
-	role, err := registry.ParseRole(req.Role)
+	m, err := h.Ops.SetMember(r.Context(), actor(r), r.PathValue("namespace"), r.PathValue("user"), req.Role)
 	if err != nil {
 		return err
-	}
-	acc := h.Index
-	m := registry.Membership{User: user, Namespace: ns, Role: role, CreatedAt: h.Now().UTC()}
-	fx := h.effects(r, registry.AuditEvent{Action: registry.AuditMembershipSet, Namespace: ns, Target: user, Details: "role " + string(role)})
-	if err := acc.SetMembership(store.WithEffects(r.Context(), fx), m); err != nil {
-		return err
-	}
-	h.Access.Authenticator().Invalidate()
-	h.done(r.Context(), fx)
-	ms, err := acc.ListMemberships(r.Context(), user, ns)
-	if err != nil {
-		return err
-	}
-	if len(ms) == 1 {
-		m = ms[0]
 	}
 	return httpjson.Write(w, http.StatusOK, membershipDoc(m))
 }
 
 func (h *handler) deleteMember(w http.ResponseWriter, r *http.Request) error {
-	ns, err := h.namespaceParam(r, registry.ScopeAdmin)
-	if err != nil {
+	if err := h.Ops.RemoveMember(r.Context(), actor(r), r.PathValue("namespace"), r.PathValue("user")); err != nil {
 		return err
 	}
-	user, err := userParam(r)
-	if err != nil {
-		return err
-	}
-	acc := h.Index
-	fx := h.effects(r, registry.AuditEvent{Action: registry.AuditMembershipDelete, Namespace: ns, Target: user})
-	if err := acc.DeleteMembership(store.WithEffects(r.Context(), fx), user, ns); err != nil {
-		return err
-	}
-	h.Access.Authenticator().Invalidate()
-	h.done(r.Context(), fx)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
