@@ -3,9 +3,9 @@
 // mirror's upstream registries, and keyless publishing's trust policies
 // and ID token exchange (the one route that takes no token; package
 // keyless checks the ID token). Routes and documents are defined in
-// apispec. For tokens, memberships and the lifecycle of versions a
-// handler is a thin adapter over internal/operations, which owns their
-// rules (rights, validation, the transaction with its audit entry and
+// apispec. For namespaces, signing keys, tokens, memberships and the
+// lifecycle of versions a handler is a thin adapter over
+// internal/operations, which owns their rules (rights, validation, the transaction with its audit entry and
 // event); the other routes still check who may call them here.
 package api
 
@@ -144,7 +144,7 @@ type Options struct {
 	SignInTokenTTL time.Duration
 	// Operations makes the writes whose rules moved below HTTP; nil
 	// means operations on Index with these options' Access, Audit,
-	// Events, SignInTokenTTL, OnProviderChange, OnModuleChange and Now.
+	// Events, Managed, SignInTokenTTL, OnProviderChange, OnModuleChange and Now.
 	// Pass the one the web UI uses.
 	Operations *operations.Operations
 	Now        func() time.Time
@@ -178,7 +178,7 @@ func New(opt Options) http.Handler {
 	}
 	ops := opt.Operations
 	if ops == nil {
-		ops = operations.New(operations.Options{Index: opt.Index, Access: opt.Access, Audit: opt.Audit, Events: opt.Events,
+		ops = operations.New(operations.Options{Index: opt.Index, Access: opt.Access, Audit: opt.Audit, Events: opt.Events, Managed: opt.Managed,
 			SignInTokenTTL: opt.SignInTokenTTL, OnProviderChange: opt.OnProviderChange, OnModuleChange: opt.OnModuleChange,
 			Logger: opt.Logger, Now: opt.Now})
 	}
@@ -303,6 +303,8 @@ func (h *handler) listNamespaces(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *handler) createNamespace(w http.ResponseWriter, r *http.Request) error {
+	// Rights first, then the body (operations.CreateNamespace checks
+	// them again).
 	if err := h.require(r, registry.ScopeAdmin, ""); err != nil {
 		return err
 	}
@@ -310,30 +312,10 @@ func (h *handler) createNamespace(w http.ResponseWriter, r *http.Request) error 
 	if err := httpjson.Decode(w, r, maxJSONBody, &req); err != nil {
 		return err
 	}
-	name, err := registry.ParseNamespace(req.Name)
+	ns, err := h.Ops.CreateNamespace(r.Context(), actor(r), req.Name, req.Description, req.Visibility)
 	if err != nil {
 		return err
 	}
-	if err := validDescription(req.Description); err != nil {
-		return err
-	}
-	vis := registry.VisibilityPrivate
-	if req.Visibility != "" {
-		if vis, err = registry.ParseVisibility(req.Visibility); err != nil {
-			return err
-		}
-	}
-	ns := registry.Namespace{Name: name, Description: req.Description, Visibility: vis, CreatedAt: h.Now().UTC()}
-	fx := h.effects(r, registry.AuditEvent{Action: registry.AuditNamespaceCreate, Namespace: name, Target: name, Details: "visibility " + string(vis)})
-	if err := h.Index.CreateNamespace(store.WithEffects(r.Context(), fx), ns); err != nil {
-		if registry.IsKind(err, registry.Conflict) {
-			return registry.Errorf(registry.Conflict, "namespace %q already exists (its visibility and description change with PATCH %s/%s, trove namespace update)",
-				name, apispec.RouteNamespaces, name)
-		}
-		return err
-	}
-	h.Access.InvalidateNamespace(name)
-	h.done(r.Context(), fx)
 	return httpjson.Write(w, http.StatusCreated, namespaceDoc(ns))
 }
 
@@ -350,61 +332,24 @@ func (h *handler) getNamespace(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *handler) updateNamespace(w http.ResponseWriter, r *http.Request) error {
-	name, err := h.namespaceParam(r, registry.ScopeAdmin)
-	if err != nil {
+	if _, err := h.namespaceParam(r, registry.ScopeAdmin); err != nil {
 		return err
 	}
 	var req apispec.UpdateNamespaceRequest
 	if err := httpjson.Decode(w, r, maxJSONBody, &req); err != nil {
 		return err
 	}
-	ns, err := h.Index.GetNamespace(r.Context(), name)
+	ns, err := h.Ops.UpdateNamespace(r.Context(), actor(r), r.PathValue("namespace"), req.Description, req.Visibility)
 	if err != nil {
 		return err
 	}
-	if req.Description != nil {
-		if err := validDescription(*req.Description); err != nil {
-			return err
-		}
-		ns.Description = *req.Description
-	}
-	before := ns.Visibility
-	if req.Visibility != nil {
-		if ns.Visibility, err = registry.ParseVisibility(*req.Visibility); err != nil {
-			return err
-		}
-	}
-	var fx *store.Effects // visibility changes are audited
-	if ns.Visibility != before {
-		fx = h.effects(r, registry.AuditEvent{Action: registry.AuditNamespaceUpdate, Namespace: name, Target: name,
-			Details: "visibility " + string(before) + " -> " + string(ns.Visibility)})
-	}
-	if err := h.Index.UpdateNamespace(store.WithEffects(r.Context(), fx), ns); err != nil {
-		return err
-	}
-	h.Access.InvalidateNamespace(name)
-	h.done(r.Context(), fx)
 	return httpjson.Write(w, http.StatusOK, namespaceDoc(ns))
 }
 
 func (h *handler) deleteNamespace(w http.ResponseWriter, r *http.Request) error {
-	name, err := registry.ParseNamespace(r.PathValue("namespace"))
-	if err != nil {
+	if err := h.Ops.DeleteNamespace(r.Context(), actor(r), r.PathValue("namespace")); err != nil {
 		return err
 	}
-	if err := h.require(r, registry.ScopeAdmin, ""); err != nil {
-		return err
-	}
-	fx := h.effects(r, registry.AuditEvent{Action: registry.AuditNamespaceDelete, Namespace: name, Target: name})
-	if err := h.Index.DeleteNamespace(store.WithEffects(r.Context(), fx), name); err != nil {
-		if registry.IsKind(err, registry.Conflict) {
-			return registry.Errorf(registry.Conflict, "namespace %q still holds provider or module versions; only an empty namespace can be deleted", name)
-		}
-		return err
-	}
-	h.Access.InvalidateNamespace(name)
-	h.Access.Authenticator().Invalidate() // tokens and memberships of the namespace are gone
-	h.done(r.Context(), fx)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
@@ -439,20 +384,10 @@ func (h *handler) addKey(w http.ResponseWriter, r *http.Request) error {
 	if req.Managed {
 		return h.generateKey(w, r, ns, req) // keys_managed.go
 	}
-	key, err := signing.ParsePublicKey(req.ASCIIArmor)
+	key, err := h.Ops.AddSigningKey(r.Context(), actor(r), ns, req.ASCIIArmor)
 	if err != nil {
 		return err
 	}
-	key.Namespace = ns
-	key.CreatedAt = h.Now().UTC()
-	fx := h.effects(r, registry.AuditEvent{Action: registry.AuditKeyAdd, Namespace: ns, Target: key.KeyID, Details: "fingerprint " + key.Fingerprint})
-	if err := h.Index.AddSigningKey(store.WithEffects(r.Context(), fx), key); err != nil {
-		if registry.IsKind(err, registry.Conflict) {
-			return registry.Errorf(registry.Conflict, "key %s is already registered for namespace %s", key.KeyID, ns)
-		}
-		return err
-	}
-	h.done(r.Context(), fx)
 	return httpjson.Write(w, http.StatusCreated, keyDoc(key))
 }
 
@@ -475,19 +410,9 @@ func (h *handler) getKey(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *handler) deleteKey(w http.ResponseWriter, r *http.Request) error {
-	ns, err := h.namespaceParam(r, registry.ScopeAdmin)
-	if err != nil {
+	if err := h.Ops.DeleteSigningKey(r.Context(), actor(r), r.PathValue("namespace"), r.PathValue("key_id")); err != nil {
 		return err
 	}
-	id := strings.ToUpper(r.PathValue("key_id"))
-	fx := h.effects(r, registry.AuditEvent{Action: registry.AuditKeyRemove, Namespace: ns, Target: id})
-	if err := h.Index.DeleteSigningKey(store.WithEffects(r.Context(), fx), ns, id); err != nil {
-		if registry.IsKind(err, registry.NotFound) {
-			return registry.Errorf(registry.NotFound, "namespace %s has no signing key %s", ns, id)
-		}
-		return err
-	}
-	h.done(r.Context(), fx)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
@@ -798,5 +723,3 @@ func timePtr(t time.Time) *time.Time {
 	}
 	return &t
 }
-
-func validDescription(s string) error { return registry.DescriptionLimit.Check(s) }

@@ -337,7 +337,7 @@ func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
 	// UI's forms make their writes through the same rules.
 	rec := audit.New(idx, log)
 	ops := operations.New(operations.Options{
-		Index: idx, Access: access, Audit: rec, Events: a.Events, SignInTokenTTL: lopt.TokenTTL,
+		Index: idx, Access: access, Audit: rec, Events: a.Events, Managed: managed, SignInTokenTTL: lopt.TokenTTL,
 		OnProviderChange: changes.provider, OnModuleChange: changes.module, Logger: log,
 	})
 	apiHandler := api.New(api.Options{

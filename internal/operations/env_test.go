@@ -125,11 +125,14 @@ func (e *env) service(t *testing.T, scope registry.Scope, namespaces ...string) 
 	return e.actor(t, registry.Token{Scopes: []registry.Scope{scope}, Namespaces: namespaces, Description: "test"})
 }
 
-// state is everything an operation may write: every token, membership,
-// audit entry and version lifecycle.
+// state is everything an operation may write: every namespace, token,
+// membership, signing key, audit entry (but failed password checks) and
+// version lifecycle.
 type state struct {
 	Tokens     []registry.Token
 	Members    [][]registry.Membership
+	Keys       [][]registry.SigningKey
+	Namespaces []registry.Namespace
 	Audit      []registry.AuditEvent
 	Provider   registry.ProviderVersion
 	Module     registry.ModuleVersion
@@ -150,9 +153,25 @@ func (e *env) state(t *testing.T) state {
 			t.Fatal(err)
 		}
 		s.Members = append(s.Members, ms)
+		keys, err := e.idx.ListSigningKeys(ctx, ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Keys = append(s.Keys, keys)
 	}
-	if s.Audit, err = e.idx.ListAudit(ctx, registry.AuditFilter{}); err != nil {
+	if s.Namespaces, err = e.idx.ListNamespaces(ctx); err != nil {
 		t.Fatal(err)
+	}
+	audit, err := e.idx.ListAudit(ctx, registry.AuditFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range audit {
+		// A failed password check is recorded as a security event on
+		// its own (TestUsersRefused checks it): it is no change.
+		if a.Action != registry.AuditLoginFailure {
+			s.Audit = append(s.Audit, a)
+		}
 	}
 	if s.Provider, err = e.idx.GetProviderVersion(ctx, "acme", "widget", "1.0.0"); err != nil {
 		t.Fatal(err)

@@ -13,8 +13,9 @@
 // directory. So a rule is written once and no entrance can skip it.
 //
 // Each subject has its own file: tokens.go (tokens, web sessions,
-// signing out), members.go (namespace members) and lifecycle.go
-// (deprecation and revocation of provider and module versions). An
+// signing out), members.go (namespace members), lifecycle.go
+// (deprecation and revocation of provider and module versions),
+// namespaces.go and keys.go (signing keys). An
 // operation refused for rights or input stores nothing: no row, no audit
 // entry, no event.
 package operations
@@ -28,6 +29,7 @@ import (
 	"trove.dev/trove/internal/audit"
 	"trove.dev/trove/internal/auth"
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/signing"
 	"trove.dev/trove/internal/store"
 	"trove.dev/trove/internal/webhook"
 )
@@ -36,6 +38,7 @@ import (
 // store.Index is one.
 type Index interface {
 	store.Namespaces
+	store.SigningKeys
 	store.Tokens
 	store.PersonalTokens
 	store.Users
@@ -55,6 +58,9 @@ type Options struct {
 	Audit *audit.Recorder
 	// Events turns changes into webhook events; nil sends none.
 	Events *webhook.Emitter
+	// Managed generates registry-managed signing keys; nil refuses to
+	// generate one.
+	Managed *signing.Managed
 	// SignInTokenTTL is the longest life of a token a sign-in grants
 	// (--login-token-ttl), and so of a token a web session creates;
 	// <= 0 means DefaultSignInTokenTTL.
