@@ -3,8 +3,8 @@
 // mirror's upstream registries, and keyless publishing's trust policies
 // and ID token exchange (the one route that takes no token; package
 // keyless checks the ID token). Routes and documents are defined in
-// apispec. For namespaces, signing keys, tokens, memberships and the
-// lifecycle of versions a handler is a thin adapter over
+// apispec. For namespaces, signing keys, tokens, users, memberships and
+// the lifecycle of versions a handler is a thin adapter over
 // internal/operations, which owns their rules (rights, validation, the transaction with its audit entry and
 // event); the other routes still check who may call them here.
 package api
@@ -144,7 +144,7 @@ type Options struct {
 	SignInTokenTTL time.Duration
 	// Operations makes the writes whose rules moved below HTTP; nil
 	// means operations on Index with these options' Access, Audit,
-	// Events, Managed, SignInTokenTTL, OnProviderChange, OnModuleChange and Now.
+	// Events, Managed, NoLocalPasswords, SignInTokenTTL, OnProviderChange, OnModuleChange and Now.
 	// Pass the one the web UI uses.
 	Operations *operations.Operations
 	Now        func() time.Time
@@ -179,7 +179,8 @@ func New(opt Options) http.Handler {
 	ops := opt.Operations
 	if ops == nil {
 		ops = operations.New(operations.Options{Index: opt.Index, Access: opt.Access, Audit: opt.Audit, Events: opt.Events, Managed: opt.Managed,
-			SignInTokenTTL: opt.SignInTokenTTL, OnProviderChange: opt.OnProviderChange, OnModuleChange: opt.OnModuleChange,
+			NoLocalPasswords: opt.NoLocalPasswords,
+			SignInTokenTTL:   opt.SignInTokenTTL, OnProviderChange: opt.OnProviderChange, OnModuleChange: opt.OnModuleChange,
 			Logger: opt.Logger, Now: opt.Now})
 	}
 	h := &handler{Options: opt, Ops: ops, exchangeLimiter: opt.ExchangeLimiter}

@@ -338,6 +338,7 @@ func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
 	rec := audit.New(idx, log)
 	ops := operations.New(operations.Options{
 		Index: idx, Access: access, Audit: rec, Events: a.Events, Managed: managed, SignInTokenTTL: lopt.TokenTTL,
+		NoLocalPasswords: !cfg.Access.LocalPasswords,
 		OnProviderChange: changes.provider, OnModuleChange: changes.module, Logger: log,
 	})
 	apiHandler := api.New(api.Options{

@@ -15,7 +15,7 @@
 // Each subject has its own file: tokens.go (tokens, web sessions,
 // signing out), members.go (namespace members), lifecycle.go
 // (deprecation and revocation of provider and module versions),
-// namespaces.go and keys.go (signing keys). An
+// namespaces.go, keys.go (signing keys) and users.go. An
 // operation refused for rights or input stores nothing: no row, no audit
 // entry, no event.
 package operations
@@ -61,6 +61,9 @@ type Options struct {
 	// Managed generates registry-managed signing keys; nil refuses to
 	// generate one.
 	Managed *signing.Managed
+	// NoLocalPasswords refuses to set or check passwords of local
+	// accounts (--local-passwords=false).
+	NoLocalPasswords bool
 	// SignInTokenTTL is the longest life of a token a sign-in grants
 	// (--login-token-ttl), and so of a token a web session creates;
 	// <= 0 means DefaultSignInTokenTTL.
