@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"trove.dev/trove/internal/auth"
 	"trove.dev/trove/internal/config"
+	"trove.dev/trove/internal/operations"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/store"
 )
@@ -110,7 +110,7 @@ func adminToken(ctx context.Context, e env, args []string) int {
 		return report(e, c, err)
 	}
 	defer idx.Close()
-	secret, t, auditErr, err := mintAdminToken(ctx, idx, f, time.Now())
+	secret, t, err := mintAdminToken(ctx, idx, f, time.Now())
 	if err != nil {
 		return report(e, c, err)
 	}
@@ -121,9 +121,6 @@ func adminToken(ctx context.Context, e env, args []string) int {
 	}
 	fmt.Fprintf(e.stderr, "Created %s. Its secret is shown only once and only its hash is stored: keep it now.\n"+
 		"Use it with TROVE_TOKEN; list or revoke it with `trove token list` and `trove token revoke %s`.\n", s, t.ID)
-	if auditErr != nil {
-		fmt.Fprintf(e.stderr, "warning: the token works, but recording it in the audit log failed: %s\n", auditErr)
-	}
 	return exitOK
 }
 
@@ -138,45 +135,13 @@ func openIndexForCLI(ctx context.Context, cfg config.Config) (store.Index, error
 	return openIndex(ctx, cfg, slog.New(slog.DiscardHandler))
 }
 
-// adminTokenIndex is the part of the index `trove admin token` writes
-// to: the token and its audit event.
-type adminTokenIndex interface {
-	store.Tokens
-	store.AuditLog
-}
-
-// mintAdminToken creates a global admin token in idx and records it in
-// the audit log as done by localAdminActor on this host. auditErr is a
-// failure to record it, after the token was stored.
-func mintAdminToken(ctx context.Context, idx adminTokenIndex, f adminTokenFlags, now time.Time) (secret string, t registry.Token, auditErr, err error) {
-	origin := localOrigin()
-	req := auth.Request{Scopes: []registry.Scope{registry.ScopeAdmin}, Description: f.description}
-	if req.Description == "" {
-		req.Description = "created with trove admin token " + origin
-	}
-	if f.expires > 0 {
-		req.ExpiresAt = now.Add(f.expires).Truncate(time.Second)
-	}
-	t, secret, err = auth.Issue(auth.OperatorParent(), req, now)
-	if err != nil {
-		return "", registry.Token{}, nil, err
-	}
-	details := "global admin token (admin on every namespace) created with trove admin token " + origin
-	if !t.ExpiresAt.IsZero() {
-		details += ", expires " + t.ExpiresAt.Format(time.RFC3339)
-	}
-	// The audit entry commits with the token (store.Effects).
-	e := registry.AuditEvent{
-		Time: now.UTC(), Action: registry.AuditTokenCreate, Actor: localAdminActor, Target: t.ID, Details: details,
-	}
-	fx := &store.Effects{Audit: []registry.AuditEvent{e}}
-	if err := idx.CreateToken(store.WithEffects(ctx, fx), t); err != nil {
-		return "", registry.Token{}, nil, fmt.Errorf("storing the token: %w", err)
-	}
-	if !fx.Taken() { // an index that does not take effects
-		_, auditErr = idx.AppendAudit(ctx, e)
-	}
-	return secret, t, auditErr, nil
+// mintAdminToken creates a global admin token in idx through the token
+// operation (operations.OperatorToken), audited as done by
+// localAdminActor on this host.
+func mintAdminToken(ctx context.Context, idx operations.Index, f adminTokenFlags, now time.Time) (secret string, t registry.Token, err error) {
+	ops := operations.New(operations.Options{Index: idx, Now: func() time.Time { return now }})
+	t, secret, err = ops.OperatorToken(ctx, operations.Actor{Operator: localAdminActor}, f.description, localOrigin(), f.expires)
+	return secret, t, err
 }
 
 // localOrigin says who runs this process and where: "by root on host db1".

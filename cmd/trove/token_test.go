@@ -112,11 +112,11 @@ func TestAdminTokenPolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _, _, err = mintAdminToken(ctx, s.Index, adminTokenFlags{expires: 2000000 * time.Hour}, time.Now())
+	_, _, err = mintAdminToken(ctx, s.Index, adminTokenFlags{expires: 2000000 * time.Hour}, time.Now())
 	if !registry.IsKind(err, registry.Invalid) || !strings.Contains(err.Error(), "more than 100 years ahead") {
 		t.Errorf("an absurd --expires: %v", err)
 	}
-	if _, _, _, err = mintAdminToken(ctx, s.Index, adminTokenFlags{description: "web session"}, time.Now()); !registry.IsKind(err, registry.Invalid) {
+	if _, _, err = mintAdminToken(ctx, s.Index, adminTokenFlags{description: "web session"}, time.Now()); !registry.IsKind(err, registry.Invalid) {
 		t.Errorf("an admin token described as a web session: %v", err)
 	}
 	after, err := s.Index.ListTokens(ctx, "")
@@ -126,7 +126,7 @@ func TestAdminTokenPolicy(t *testing.T) {
 	if len(after) != len(before) {
 		t.Errorf("refused admin tokens were stored")
 	}
-	secret, tok, _, err := mintAdminToken(ctx, s.Index, adminTokenFlags{expires: 24 * time.Hour}, time.Now())
+	secret, tok, err := mintAdminToken(ctx, s.Index, adminTokenFlags{expires: 24 * time.Hour}, time.Now())
 	if err != nil || !strings.HasPrefix(secret, auth.TokenPrefix) || tok.ExpiresAt.IsZero() || tok.ExpiresAt.Nanosecond() != 0 {
 		t.Errorf("an admin token for a day: %+v, %v", tok, err)
 	}

@@ -1,16 +1,15 @@
 package api
 
 import (
+	"errors"
 	"net/http"
 	"strconv"
 	"time"
 
 	"trove.dev/trove/apispec"
-	"trove.dev/trove/internal/audit"
-	"trove.dev/trove/internal/auth"
 	"trove.dev/trove/internal/httpjson"
+	"trove.dev/trove/internal/operations"
 	"trove.dev/trove/internal/registry"
-	"trove.dev/trove/internal/store"
 )
 
 // registerAccess mounts the routes of users, memberships and the audit log.
@@ -30,13 +29,7 @@ func (h *handler) registerAccess(route func(string, httpjson.HandlerFunc)) {
 // requireSelfOrAdmin allows global admins, and the user name acting with
 // a personal token.
 func (h *handler) requireSelfOrAdmin(r *http.Request, name string) error {
-	if auth.FromContext(r.Context()).Token.User == name {
-		return nil
-	}
-	if err := h.require(r, registry.ScopeAdmin, ""); err != nil {
-		return registry.Errorf(registry.Forbidden, "only global admins and user %s may do this", name)
-	}
-	return nil
+	return h.Ops.RequireSelfOrAdmin(actor(r), name)
 }
 
 // userParam validates the {user} path value.
@@ -71,6 +64,8 @@ func (h *handler) listUsers(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *handler) createUser(w http.ResponseWriter, r *http.Request) error {
+	// Rights first, then the body (operations.CreateUser checks them
+	// again).
 	if err := h.require(r, registry.ScopeAdmin, ""); err != nil {
 		return err
 	}
@@ -78,35 +73,10 @@ func (h *handler) createUser(w http.ResponseWriter, r *http.Request) error {
 	if err := httpjson.Decode(w, r, maxJSONBody, &req); err != nil {
 		return err
 	}
-	name, err := registry.ParseUserName(req.Name)
+	u, err := h.Ops.CreateUser(r.Context(), actor(r), req.Name, req.Password, req.Admin)
 	if err != nil {
 		return err
 	}
-	u := registry.User{Name: name, Admin: req.Admin, CreatedAt: h.Now().UTC()}
-	if req.Password != "" {
-		if h.NoLocalPasswords {
-			return errPasswordsOff
-		}
-		if err := registry.CheckPassword(req.Password); err != nil {
-			return err
-		}
-		if u.PasswordHash, err = auth.HashPassword(req.Password); err != nil {
-			return err
-		}
-	}
-	acc := h.Index
-	details := "user"
-	if u.Admin {
-		details = "global admin"
-	}
-	fx := h.effects(r, registry.AuditEvent{Action: registry.AuditUserCreate, Target: name, Details: details})
-	if err := acc.CreateUser(store.WithEffects(r.Context(), fx), u); err != nil {
-		if registry.IsKind(err, registry.Conflict) {
-			return registry.Errorf(registry.Conflict, "user %q already exists", name)
-		}
-		return err
-	}
-	h.done(r.Context(), fx)
 	return httpjson.Write(w, http.StatusCreated, userDoc(u))
 }
 
@@ -146,100 +116,23 @@ func (h *handler) updateUser(w http.ResponseWriter, r *http.Request) error {
 	if err := httpjson.Decode(w, r, maxJSONBody, &req); err != nil {
 		return err
 	}
-	p := auth.FromContext(r.Context())
-	isAdmin := p.Allows(registry.ScopeAdmin, "", h.Now())
-	self := p.Token.User == name
-	acc := h.Index
-	u, err := acc.GetUser(r.Context(), name)
+	u, err := h.Ops.UpdateUser(r.Context(), actor(r), name, operations.UserChange{
+		Admin: req.Admin, Disabled: req.Disabled, Password: req.Password, CurrentPassword: req.CurrentPassword})
+	var limited *operations.RateLimited
+	if errors.As(err, &limited) {
+		w.Header().Set("Retry-After", strconv.Itoa(limited.Seconds()))
+		return httpjson.Write(w, http.StatusTooManyRequests, httpjson.ErrorBody{Errors: []string{limited.Error()}})
+	}
 	if err != nil {
 		return err
 	}
-	var changes []string
-	if req.Admin != nil || req.Disabled != nil {
-		if !isAdmin {
-			return registry.Errorf(registry.Forbidden, "only global admins change the admin and disabled flags of users")
-		}
-		if self {
-			return registry.Errorf(registry.Invalid, "you cannot change the admin or disabled flag of your own user: ask another global admin")
-		}
-		if req.Admin != nil && *req.Admin != u.Admin {
-			u.Admin = *req.Admin
-			changes = append(changes, "admin="+strconv.FormatBool(u.Admin))
-		}
-		if req.Disabled != nil && *req.Disabled != u.Disabled {
-			u.Disabled = *req.Disabled
-			changes = append(changes, "disabled="+strconv.FormatBool(u.Disabled))
-		}
-	}
-	passwordChanged := false
-	if req.Password != nil {
-		if h.NoLocalPasswords {
-			return errPasswordsOff
-		}
-		if !isAdmin || self {
-			// Users prove who they are, even with a valid token: a stolen
-			// token must not be enough to take over the account, nor to
-			// guess its password faster than the login page allows.
-			if req.CurrentPassword == nil {
-				return registry.Errorf(registry.Forbidden, "changing your own password needs your current password (current_password)")
-			}
-			source := audit.SourceAddr(r)
-			if ok, wait, limit := h.Auth.PasswordLimiter().Take(name, source, h.Now()); !ok {
-				h.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditLoginFailure, Target: name,
-					Details: "password change through the API: rate limited (" + limit + ")"})
-				secs := int(wait/time.Second) + 1
-				w.Header().Set("Retry-After", strconv.Itoa(secs))
-				return httpjson.Write(w, http.StatusTooManyRequests, httpjson.ErrorBody{Errors: []string{
-					"too many password attempts for this " + limit + ": try again in " + strconv.Itoa(secs) + " seconds"}})
-			}
-			if !auth.VerifyPassword(u.PasswordHash, *req.CurrentPassword) {
-				h.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditLoginFailure, Target: name,
-					Details: "password change through the API: wrong current password"})
-				return registry.Errorf(registry.Forbidden, "changing your own password needs your current password (current_password), and it did not match")
-			}
-		}
-		if err := registry.CheckPassword(*req.Password); err != nil {
-			return err
-		}
-		if u.PasswordHash, err = auth.HashPassword(*req.Password); err != nil {
-			return err
-		}
-		passwordChanged = true
-	}
-	if len(changes) == 0 && !passwordChanged {
-		return httpjson.Write(w, http.StatusOK, userDoc(u))
-	}
-	fx := &store.Effects{}
-	if passwordChanged {
-		h.Audit.Add(fx, r, registry.AuditEvent{Action: registry.AuditPasswordChange, Target: name})
-	}
-	if len(changes) > 0 {
-		details := ""
-		for i, c := range changes {
-			if i > 0 {
-				details += ", "
-			}
-			details += c
-		}
-		h.Audit.Add(fx, r, registry.AuditEvent{Action: registry.AuditUserUpdate, Target: name, Details: details})
-	}
-	if err := acc.UpdateUser(store.WithEffects(r.Context(), fx), u); err != nil {
-		return err
-	}
-	h.Access.Authenticator().Invalidate()
-	h.done(r.Context(), fx)
 	return httpjson.Write(w, http.StatusOK, userDoc(u))
 }
 
 // Memberships.
 
 func (h *handler) listMembers(w http.ResponseWriter, r *http.Request) error {
-	ns, err := h.namespaceParam(r, registry.ScopeAdmin)
-	if err != nil {
-		return err
-	}
-	acc := h.Index
-	ms, err := acc.ListMemberships(r.Context(), "", ns)
+	ms, err := h.Ops.Members(r.Context(), actor(r), r.PathValue("namespace"))
 	if err != nil {
 		return err
 	}
@@ -251,56 +144,29 @@ func (h *handler) listMembers(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *handler) setMember(w http.ResponseWriter, r *http.Request) error {
-	ns, err := h.namespaceParam(r, registry.ScopeAdmin)
-	if err != nil {
+	// Rights and path first, then the body (operations.SetMember checks
+	// all of them again).
+	if _, err := h.namespaceParam(r, registry.ScopeAdmin); err != nil {
 		return err
 	}
-	user, err := userParam(r)
-	if err != nil {
+	if _, err := userParam(r); err != nil {
 		return err
 	}
 	var req apispec.SetMembershipRequest
 	if err := httpjson.Decode(w, r, maxJSONBody, &req); err != nil {
 		return err
 	}
-	role, err := registry.ParseRole(req.Role)
+	m, err := h.Ops.SetMember(r.Context(), actor(r), r.PathValue("namespace"), r.PathValue("user"), req.Role)
 	if err != nil {
 		return err
-	}
-	acc := h.Index
-	m := registry.Membership{User: user, Namespace: ns, Role: role, CreatedAt: h.Now().UTC()}
-	fx := h.effects(r, registry.AuditEvent{Action: registry.AuditMembershipSet, Namespace: ns, Target: user, Details: "role " + string(role)})
-	if err := acc.SetMembership(store.WithEffects(r.Context(), fx), m); err != nil {
-		return err
-	}
-	h.Access.Authenticator().Invalidate()
-	h.done(r.Context(), fx)
-	ms, err := acc.ListMemberships(r.Context(), user, ns)
-	if err != nil {
-		return err
-	}
-	if len(ms) == 1 {
-		m = ms[0]
 	}
 	return httpjson.Write(w, http.StatusOK, membershipDoc(m))
 }
 
 func (h *handler) deleteMember(w http.ResponseWriter, r *http.Request) error {
-	ns, err := h.namespaceParam(r, registry.ScopeAdmin)
-	if err != nil {
+	if err := h.Ops.RemoveMember(r.Context(), actor(r), r.PathValue("namespace"), r.PathValue("user")); err != nil {
 		return err
 	}
-	user, err := userParam(r)
-	if err != nil {
-		return err
-	}
-	acc := h.Index
-	fx := h.effects(r, registry.AuditEvent{Action: registry.AuditMembershipDelete, Namespace: ns, Target: user})
-	if err := acc.DeleteMembership(store.WithEffects(r.Context(), fx), user, ns); err != nil {
-		return err
-	}
-	h.Access.Authenticator().Invalidate()
-	h.done(r.Context(), fx)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
@@ -366,7 +232,3 @@ func (h *handler) listAudit(w http.ResponseWriter, r *http.Request) error {
 	}
 	return httpjson.Write(w, http.StatusOK, out)
 }
-
-// errPasswordsOff answers a password set through the API while local
-// passwords are switched off (Options.NoLocalPasswords).
-var errPasswordsOff = registry.Errorf(registry.Forbidden, "local passwords are switched off on this registry (--local-passwords=false): people sign in through an identity provider; use tokens for automation")

@@ -3,13 +3,15 @@
 // mirror's upstream registries, and keyless publishing's trust policies
 // and ID token exchange (the one route that takes no token; package
 // keyless checks the ID token). Routes and documents are defined in
-// apispec; this package enforces who may call them.
+// apispec. For namespaces, signing keys, tokens, users, memberships and
+// the lifecycle of versions a handler is a thin adapter over
+// internal/operations, which owns their rules (rights, validation, the transaction with its audit entry and
+// event); the other routes still check who may call them here.
 package api
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"mime"
@@ -27,6 +29,7 @@ import (
 	"trove.dev/trove/internal/httpjson"
 	"trove.dev/trove/internal/keyless"
 	"trove.dev/trove/internal/modules"
+	"trove.dev/trove/internal/operations"
 	"trove.dev/trove/internal/publish"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/signing"
@@ -140,17 +143,19 @@ type Options struct {
 	MaxUploadBytes int64
 	// SignInTokenTTL is the longest life of a token a web session
 	// creates, what a sign-in grants (--login-token-ttl); <= 0 means
-	// DefaultSignInTokenTTL.
+	// operations.DefaultSignInTokenTTL. Unused when Operations is set.
 	SignInTokenTTL time.Duration
-	Now            func() time.Time
+	// Operations makes the writes whose rules moved below HTTP; nil
+	// means operations on Index with these options' Access, Audit,
+	// Events, Managed, NoLocalPasswords, SignInTokenTTL, OnProviderChange, OnModuleChange and Now.
+	// Pass the one the web UI uses.
+	Operations *operations.Operations
+	Now        func() time.Time
 }
-
-// DefaultSignInTokenTTL is SignInTokenTTL's default, the default
-// lifetime of a login.v1 token.
-const DefaultSignInTokenTTL = 30 * 24 * time.Hour
 
 type handler struct {
 	Options
+	Ops             *operations.Operations
 	exchangeLimiter *auth.AddressLimiter
 }
 
@@ -174,7 +179,14 @@ func New(opt Options) http.Handler {
 	if opt.Keyless == nil {
 		opt.Keyless = keyless.New(keyless.Options{Index: opt.Index, Now: opt.Now})
 	}
-	h := &handler{Options: opt, exchangeLimiter: opt.ExchangeLimiter}
+	ops := opt.Operations
+	if ops == nil {
+		ops = operations.New(operations.Options{Index: opt.Index, Access: opt.Access, Audit: opt.Audit, Events: opt.Events, Managed: opt.Managed,
+			NoLocalPasswords: opt.NoLocalPasswords,
+			SignInTokenTTL:   opt.SignInTokenTTL,
+			Logger:           opt.Logger, Now: opt.Now})
+	}
+	h := &handler{Options: opt, Ops: ops, exchangeLimiter: opt.ExchangeLimiter}
 	if h.exchangeLimiter == nil {
 		h.exchangeLimiter = auth.NewAddressLimiter(DefaultExchangeBurst, DefaultExchangeEvery)
 	}
@@ -254,23 +266,12 @@ func (h *handler) require(r *http.Request, scope registry.Scope, namespace strin
 // answers NotFound rather than Forbidden to callers who may not read the
 // namespace, so names do not leak.
 func (h *handler) namespaceParam(r *http.Request, scope registry.Scope) (string, error) {
-	ns, err := registry.ParseNamespace(r.PathValue("namespace"))
-	if err != nil {
-		return "", err
-	}
-	if ok, err := h.Access.CanRead(r.Context(), auth.FromContext(r.Context()), ns); err != nil || !ok {
-		if err != nil {
-			return "", err
-		}
-		return "", registry.Errorf(registry.NotFound, "namespace %q not found", ns)
-	}
-	if scope == registry.ScopeRead {
-		return ns, nil // CanRead covers public namespaces
-	}
-	if err := h.require(r, scope, ns); err != nil {
-		return "", err
-	}
-	return ns, nil
+	return h.Ops.Namespace(r.Context(), actor(r), r.PathValue("namespace"), scope)
+}
+
+// actor is the caller of r as the operations take it.
+func actor(r *http.Request) operations.Actor {
+	return operations.Actor{Principal: auth.FromContext(r.Context()), Addr: r.RemoteAddr}
 }
 
 // providerVersionParams returns the namespace (checked as namespaceParam
@@ -307,6 +308,8 @@ func (h *handler) listNamespaces(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *handler) createNamespace(w http.ResponseWriter, r *http.Request) error {
+	// Rights first, then the body (operations.CreateNamespace checks
+	// them again).
 	if err := h.require(r, registry.ScopeAdmin, ""); err != nil {
 		return err
 	}
@@ -314,30 +317,10 @@ func (h *handler) createNamespace(w http.ResponseWriter, r *http.Request) error 
 	if err := httpjson.Decode(w, r, maxJSONBody, &req); err != nil {
 		return err
 	}
-	name, err := registry.ParseNamespace(req.Name)
+	ns, err := h.Ops.CreateNamespace(r.Context(), actor(r), req.Name, req.Description, req.Visibility)
 	if err != nil {
 		return err
 	}
-	if err := validDescription(req.Description); err != nil {
-		return err
-	}
-	vis := registry.VisibilityPrivate
-	if req.Visibility != "" {
-		if vis, err = registry.ParseVisibility(req.Visibility); err != nil {
-			return err
-		}
-	}
-	ns := registry.Namespace{Name: name, Description: req.Description, Visibility: vis, CreatedAt: h.Now().UTC()}
-	fx := h.effects(r, registry.AuditEvent{Action: registry.AuditNamespaceCreate, Namespace: name, Target: name, Details: "visibility " + string(vis)})
-	if err := h.Index.CreateNamespace(store.WithEffects(r.Context(), fx), ns); err != nil {
-		if registry.IsKind(err, registry.Conflict) {
-			return registry.Errorf(registry.Conflict, "namespace %q already exists (its visibility and description change with PATCH %s/%s, trove namespace update)",
-				name, apispec.RouteNamespaces, name)
-		}
-		return err
-	}
-	h.Access.InvalidateNamespace(name)
-	h.done(r.Context(), fx)
 	return httpjson.Write(w, http.StatusCreated, namespaceDoc(ns))
 }
 
@@ -354,61 +337,24 @@ func (h *handler) getNamespace(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *handler) updateNamespace(w http.ResponseWriter, r *http.Request) error {
-	name, err := h.namespaceParam(r, registry.ScopeAdmin)
-	if err != nil {
+	if _, err := h.namespaceParam(r, registry.ScopeAdmin); err != nil {
 		return err
 	}
 	var req apispec.UpdateNamespaceRequest
 	if err := httpjson.Decode(w, r, maxJSONBody, &req); err != nil {
 		return err
 	}
-	ns, err := h.Index.GetNamespace(r.Context(), name)
+	ns, err := h.Ops.UpdateNamespace(r.Context(), actor(r), r.PathValue("namespace"), req.Description, req.Visibility)
 	if err != nil {
 		return err
 	}
-	if req.Description != nil {
-		if err := validDescription(*req.Description); err != nil {
-			return err
-		}
-		ns.Description = *req.Description
-	}
-	before := ns.Visibility
-	if req.Visibility != nil {
-		if ns.Visibility, err = registry.ParseVisibility(*req.Visibility); err != nil {
-			return err
-		}
-	}
-	var fx *store.Effects // visibility changes are audited
-	if ns.Visibility != before {
-		fx = h.effects(r, registry.AuditEvent{Action: registry.AuditNamespaceUpdate, Namespace: name, Target: name,
-			Details: "visibility " + string(before) + " -> " + string(ns.Visibility)})
-	}
-	if err := h.Index.UpdateNamespace(store.WithEffects(r.Context(), fx), ns); err != nil {
-		return err
-	}
-	h.Access.InvalidateNamespace(name)
-	h.done(r.Context(), fx)
 	return httpjson.Write(w, http.StatusOK, namespaceDoc(ns))
 }
 
 func (h *handler) deleteNamespace(w http.ResponseWriter, r *http.Request) error {
-	name, err := registry.ParseNamespace(r.PathValue("namespace"))
-	if err != nil {
+	if err := h.Ops.DeleteNamespace(r.Context(), actor(r), r.PathValue("namespace")); err != nil {
 		return err
 	}
-	if err := h.require(r, registry.ScopeAdmin, ""); err != nil {
-		return err
-	}
-	fx := h.effects(r, registry.AuditEvent{Action: registry.AuditNamespaceDelete, Namespace: name, Target: name})
-	if err := h.Index.DeleteNamespace(store.WithEffects(r.Context(), fx), name); err != nil {
-		if registry.IsKind(err, registry.Conflict) {
-			return registry.Errorf(registry.Conflict, "namespace %q still holds provider or module versions; only an empty namespace can be deleted", name)
-		}
-		return err
-	}
-	h.Access.InvalidateNamespace(name)
-	h.Access.Authenticator().Invalidate() // tokens and memberships of the namespace are gone
-	h.done(r.Context(), fx)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
@@ -443,20 +389,10 @@ func (h *handler) addKey(w http.ResponseWriter, r *http.Request) error {
 	if req.Managed {
 		return h.generateKey(w, r, ns, req) // keys_managed.go
 	}
-	key, err := signing.ParsePublicKey(req.ASCIIArmor)
+	key, err := h.Ops.AddSigningKey(r.Context(), actor(r), ns, req.ASCIIArmor)
 	if err != nil {
 		return err
 	}
-	key.Namespace = ns
-	key.CreatedAt = h.Now().UTC()
-	fx := h.effects(r, registry.AuditEvent{Action: registry.AuditKeyAdd, Namespace: ns, Target: key.KeyID, Details: "fingerprint " + key.Fingerprint})
-	if err := h.Index.AddSigningKey(store.WithEffects(r.Context(), fx), key); err != nil {
-		if registry.IsKind(err, registry.Conflict) {
-			return registry.Errorf(registry.Conflict, "key %s is already registered for namespace %s", key.KeyID, ns)
-		}
-		return err
-	}
-	h.done(r.Context(), fx)
 	return httpjson.Write(w, http.StatusCreated, keyDoc(key))
 }
 
@@ -479,58 +415,21 @@ func (h *handler) getKey(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *handler) deleteKey(w http.ResponseWriter, r *http.Request) error {
-	ns, err := h.namespaceParam(r, registry.ScopeAdmin)
-	if err != nil {
+	if err := h.Ops.DeleteSigningKey(r.Context(), actor(r), r.PathValue("namespace"), r.PathValue("key_id")); err != nil {
 		return err
 	}
-	id := strings.ToUpper(r.PathValue("key_id"))
-	fx := h.effects(r, registry.AuditEvent{Action: registry.AuditKeyRemove, Namespace: ns, Target: id})
-	if err := h.Index.DeleteSigningKey(store.WithEffects(r.Context(), fx), ns, id); err != nil {
-		if registry.IsKind(err, registry.NotFound) {
-			return registry.Errorf(registry.NotFound, "namespace %s has no signing key %s", ns, id)
-		}
-		return err
-	}
-	h.done(r.Context(), fx)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
 
-// Tokens.
+// Tokens: the rules are operations.CreateToken, Token, RevokeToken and
+// ExpireToken.
 
 func (h *handler) listTokens(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
-	filter, user := q.Get("namespace"), q.Get("user")
-	var tokens []registry.Token
-	switch {
-	case filter != "" && user != "":
-		return registry.Errorf(registry.Invalid, "list tokens by namespace or by user, not both")
-	case user != "":
-		name, err := registry.ParseUserName(user)
-		if err != nil {
-			return err
-		}
-		if err := h.requireSelfOrAdmin(r, name); err != nil {
-			return err
-		}
-		if tokens, err = h.Index.ListUserTokens(r.Context(), name); err != nil {
-			return err
-		}
-	default:
-		if filter != "" {
-			ns, err := registry.ParseNamespace(filter)
-			if err != nil {
-				return err
-			}
-			filter = ns
-		}
-		if err := h.require(r, registry.ScopeAdmin, filter); err != nil {
-			return err
-		}
-		var err error
-		if tokens, err = h.Index.ListTokens(r.Context(), filter); err != nil {
-			return err
-		}
+	tokens, err := h.Ops.Tokens(r.Context(), actor(r), q.Get("namespace"), q.Get("user"))
+	if err != nil {
+		return err
 	}
 	out := apispec.TokenList{Tokens: []apispec.Token{}}
 	for _, t := range tokens {
@@ -544,108 +443,25 @@ func (h *handler) createToken(w http.ResponseWriter, r *http.Request) error {
 	if err := httpjson.Decode(w, r, maxJSONBody, &req); err != nil {
 		return err
 	}
-	tr := auth.Request{User: req.User, Namespaces: req.Namespaces, Description: req.Description}
+	tr := operations.TokenRequest{User: req.User, Namespaces: req.Namespaces, Scopes: req.Scopes, Description: req.Description}
 	if req.Namespace != "" {
 		if len(req.Namespaces) > 0 {
 			return registry.Errorf(registry.Invalid, "both namespace and namespaces are given: use namespaces alone (namespace is its deprecated form for one namespace)")
 		}
 		tr.Namespaces = []string{req.Namespace}
 	}
-	for _, s := range req.Scopes {
-		scope, err := registry.ParseScope(s)
-		if err != nil {
-			return err
-		}
-		tr.Scopes = append(tr.Scopes, scope)
-	}
 	if req.ExpiresAt != nil {
 		tr.ExpiresAt = *req.ExpiresAt
 	}
-	p := auth.FromContext(r.Context())
-	now := h.Now()
-	t, secret, err := auth.Issue(auth.TokenParent(p, h.signInTokenTTL(), now), tr, now)
+	t, secret, err := h.Ops.CreateToken(r.Context(), actor(r), tr)
 	if err != nil {
 		return err
 	}
-	if t.User != "" {
-		if !p.Allows(registry.ScopeAdmin, "", now) {
-			// A namespace the user may not read answers as one that does
-			// not exist, so that binding tokens does not reveal private
-			// namespaces.
-			for _, ns := range t.Namespaces {
-				if ok, err := h.Access.CanRead(r.Context(), p, ns); err != nil || !ok {
-					if err != nil {
-						return err
-					}
-					return registry.Errorf(registry.NotFound, "namespace %q not found", ns)
-				}
-			}
-		}
-		if _, err := h.Index.GetUser(r.Context(), t.User); err != nil {
-			return err
-		}
-	}
-	for _, ns := range t.Namespaces {
-		if _, err := h.Index.GetNamespace(r.Context(), ns); err != nil {
-			return err
-		}
-	}
-	fx := h.tokenEffects(r, registry.AuditTokenCreate, t, describeToken(t))
-	if err := h.Index.CreateToken(store.WithEffects(r.Context(), fx), t); err != nil {
-		return err
-	}
-	h.done(r.Context(), fx)
 	return httpjson.Write(w, http.StatusCreated, apispec.CreatedToken{Token: h.tokenDoc(r, t), Secret: secret})
 }
 
-// signInTokenTTL is the longest life of a token a web session creates:
-// what a sign-in grants.
-func (h *handler) signInTokenTTL() time.Duration {
-	if h.SignInTokenTTL > 0 {
-		return h.SignInTokenTTL
-	}
-	return DefaultSignInTokenTTL
-}
-
-// tokenParam loads the {id} token if the caller may manage it: a global
-// admin, an admin of one of the token's namespaces, the token itself, or
-// the user of a personal token. Callers who may read none of its
-// namespaces get NotFound.
-func (h *handler) tokenParam(r *http.Request) (registry.Token, error) {
-	id := r.PathValue("id")
-	p := auth.FromContext(r.Context())
-	notFound := registry.Errorf(registry.NotFound, "token %q not found", id)
-	tokens, err := h.Index.ListTokens(r.Context(), "")
-	if err != nil {
-		return registry.Token{}, err
-	}
-	for _, t := range tokens {
-		if t.ID != id {
-			continue
-		}
-		if p.Token.ID == t.ID || t.User != "" && p.Token.User == t.User ||
-			t.Global() && h.require(r, registry.ScopeAdmin, "") == nil {
-			return t, nil
-		}
-		readable := ""
-		for _, ns := range t.Namespaces {
-			if h.require(r, registry.ScopeAdmin, ns) == nil {
-				return t, nil
-			}
-			if readable == "" && h.require(r, registry.ScopeRead, ns) == nil {
-				readable = ns
-			}
-		}
-		if readable == "" {
-			return registry.Token{}, notFound
-		}
-		return registry.Token{}, h.require(r, registry.ScopeAdmin, readable)
-	}
-	return registry.Token{}, notFound
-}
-
 func (h *handler) getToken(w http.ResponseWriter, r *http.Request) error {
-	t, err := h.tokenParam(r)
+	t, err := h.Ops.Token(r.Context(), actor(r), r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -653,87 +469,33 @@ func (h *handler) getToken(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *handler) revokeToken(w http.ResponseWriter, r *http.Request) error {
-	t, err := h.tokenParam(r)
-	if err != nil {
+	if _, err := h.Ops.RevokeToken(r.Context(), actor(r), r.PathValue("id")); err != nil {
 		return err
 	}
-	fx := h.tokenEffects(r, registry.AuditTokenRevoke, t, describeToken(t))
-	if err := h.Index.RevokeToken(store.WithEffects(r.Context(), fx), t.ID, h.Now().UTC()); err != nil {
-		return err
-	}
-	h.Access.Authenticator().Invalidate()
-	h.done(r.Context(), fx)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
 
 // expireToken moves a token's expiry earlier.
 func (h *handler) expireToken(w http.ResponseWriter, r *http.Request) error {
-	t, err := h.tokenParam(r)
-	if err != nil {
+	// Rights first, as for every route: a caller who may not manage the
+	// token learns nothing from the answer to its body.
+	if _, err := h.Ops.Token(r.Context(), actor(r), r.PathValue("id")); err != nil {
 		return err
 	}
 	var req apispec.UpdateTokenRequest
 	if err := httpjson.Decode(w, r, maxJSONBody, &req); err != nil {
 		return err
 	}
-	if req.ExpiresAt == nil {
-		return registry.Errorf(registry.Invalid, "expires_at is missing: send the time the token should stop working")
+	var at time.Time
+	if req.ExpiresAt != nil {
+		at = *req.ExpiresAt
 	}
-	at := req.ExpiresAt.UTC()
-	if !t.ExpiresAt.IsZero() && at.After(t.ExpiresAt) {
-		return registry.Errorf(registry.Invalid, "token %s expires at %s already: an expiry can be moved earlier, never later",
-			t.ID, t.ExpiresAt.UTC().Format(time.RFC3339))
-	}
-	fx := h.tokenEffects(r, registry.AuditTokenExpire, t, "expires "+at.Format(time.RFC3339))
-	if err := h.Index.ExpireToken(store.WithEffects(r.Context(), fx), t.ID, at); err != nil {
+	t, err := h.Ops.ExpireToken(r.Context(), actor(r), r.PathValue("id"), at)
+	if err != nil {
 		return err
 	}
-	h.Access.Authenticator().Invalidate()
-	t.ExpiresAt = at
-	h.done(r.Context(), fx)
 	return httpjson.Write(w, http.StatusOK, h.tokenDoc(r, t))
-}
-
-// tokenEffects returns the effects of a change of token t: an audit
-// event once for each of its namespaces, so that the audit log of every
-// one of them shows it, or once without a namespace for a global token.
-func (h *handler) tokenEffects(r *http.Request, action string, t registry.Token, details string) *store.Effects {
-	fx := &store.Effects{}
-	if t.Global() {
-		h.Audit.Add(fx, r, registry.AuditEvent{Action: action, Target: t.ID, Details: details})
-		return fx
-	}
-	// Each namespace's log names that namespace only: its admins may not
-	// be allowed to know the others.
-	others := ""
-	switch n := len(t.Namespaces) - 1; {
-	case n == 1:
-		others = " and 1 other namespace"
-	case n > 1:
-		others = fmt.Sprintf(" and %d other namespaces", n)
-	}
-	for _, ns := range t.Namespaces {
-		d := details + "; bound to " + ns + others
-		h.Audit.Add(fx, r, registry.AuditEvent{Action: action, Namespace: ns, Target: t.ID, Details: d})
-	}
-	return fx
-}
-
-// describeToken says what a token grants, for the audit log.
-func describeToken(t registry.Token) string {
-	scopes := make([]string, len(t.Scopes))
-	for i, s := range t.Scopes {
-		scopes[i] = string(s)
-	}
-	s := strings.Join(scopes, ",")
-	if t.User != "" {
-		s = "personal token of " + t.User + ", " + s
-	}
-	if !t.ExpiresAt.IsZero() {
-		s += ", expires " + t.ExpiresAt.UTC().Format(time.RFC3339)
-	}
-	return s
 }
 
 func (h *handler) whoAmI(w http.ResponseWriter, r *http.Request) error {
@@ -940,15 +702,7 @@ func (h *handler) tokenDoc(r *http.Request, t registry.Token) apispec.Token {
 	}
 	doc := apispec.Token{ID: t.ID, User: t.User, Scopes: scopes, Description: t.Description,
 		CreatedAt: t.CreatedAt, ExpiresAt: timePtr(t.ExpiresAt), RevokedAt: timePtr(t.RevokedAt)}
-	p := auth.FromContext(r.Context())
-	for _, ns := range t.Namespaces {
-		// An error counts as not readable: the name stays hidden.
-		if ok, err := h.Access.CanRead(r.Context(), p, ns); ok && err == nil {
-			doc.Namespaces = append(doc.Namespaces, ns)
-		} else {
-			doc.HiddenNamespaces++
-		}
-	}
+	doc.Namespaces, doc.HiddenNamespaces = h.Ops.VisibleNamespaces(r.Context(), actor(r), t)
 	if len(doc.Namespaces) == 1 && doc.HiddenNamespaces == 0 {
 		doc.Namespace = doc.Namespaces[0]
 	}
@@ -974,5 +728,3 @@ func timePtr(t time.Time) *time.Time {
 	}
 	return &t
 }
-
-func validDescription(s string) error { return registry.DescriptionLimit.Check(s) }

@@ -55,6 +55,7 @@ import (
 	"trove.dev/trove/internal/gitsource"
 	"trove.dev/trove/internal/mirror"
 	"trove.dev/trove/internal/modules"
+	"trove.dev/trove/internal/operations"
 	"trove.dev/trove/internal/protocol/discovery"
 	"trove.dev/trove/internal/protocol/login"
 	protomodules "trove.dev/trove/internal/protocol/modules"
@@ -345,7 +346,17 @@ func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
 	// Closed before the index (closers run newest first): what Serve's
 	// final flush did not write, if Serve ran at all.
 	a.onClose(func() error { counter.FinalFlush(context.Background()); return nil })
+	// One layer of operations below every entrance: the API and the web
+	// UI's forms make their writes through the same rules.
+	rec := audit.New(idx, log)
+	ops := operations.New(operations.Options{
+		Index: idx, Access: access, Audit: rec, Events: a.Events, Managed: managed, SignInTokenTTL: lopt.TokenTTL,
+		NoLocalPasswords: !cfg.Access.LocalPasswords,
+		Logger:           log,
+	})
 	apiHandler := api.New(api.Options{
+		Operations:       ops,
+		Audit:            rec,
 		Index:            idx,
 		Publisher:        pub,
 		Modules:          mods,
@@ -372,7 +383,7 @@ func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
 		},
 	})
 	ui, err := web.New(ctx, web.Options{
-		Index: idx, Access: access, Login: loginSvc, API: apiHandler, Blobs: a.Blobs, PublicURL: public,
+		Index: idx, Access: access, Login: loginSvc, Operations: ops, Blobs: a.Blobs, PublicURL: public,
 		Host: discovery.RegistryHost(cfg.PublicURL), TokenTTL: lopt.TokenTTL, Downloads: counter, Logger: log,
 		Holds: mir.Holds,
 	})

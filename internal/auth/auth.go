@@ -225,14 +225,8 @@ func bearer(r *http.Request) (string, error) {
 // Authenticate returns the Principal for r, reading the index. No
 // Authorization header gives the anonymous Principal; a malformed,
 // unknown, revoked or expired token, or one of a disabled user, is an
-// Unauthenticated error. The token is never logged or echoed. A request
-// whose context carries a web session (WithSession: the web UI calling
-// the management API in this process) acts as that session instead,
-// whatever its headers say.
+// Unauthenticated error. The token is never logged or echoed.
 func (a *Authenticator) Authenticate(r *http.Request) (Principal, error) {
-	if secret, ok := r.Context().Value(sessionKey{}).(string); ok {
-		return a.session(r.Context(), secret, false)
-	}
 	secret, err := bearer(r)
 	if secret == "" || err != nil {
 		return Principal{}, err
@@ -265,6 +259,13 @@ func (a *Authenticator) AuthenticateCached(r *http.Request) (Principal, error) {
 // disabled user.
 func (a *Authenticator) AuthenticateSession(ctx context.Context, secret string) (Principal, error) {
 	return a.session(ctx, secret, true)
+}
+
+// AuthenticateSessionNow is AuthenticateSession reading the index
+// afresh, without the cache: the web UI's forms act with it, so that a
+// right removed a moment ago, on any replica, counts.
+func (a *Authenticator) AuthenticateSessionNow(ctx context.Context, secret string) (Principal, error) {
+	return a.session(ctx, secret, false)
 }
 
 func (a *Authenticator) session(ctx context.Context, secret string, useCache bool) (Principal, error) {
@@ -399,17 +400,6 @@ func WithPrincipal(ctx context.Context, p Principal) context.Context {
 func FromContext(ctx context.Context) Principal {
 	p, _ := ctx.Value(principalKey{}).(Principal)
 	return p
-}
-
-type sessionKey struct{}
-
-// WithSession returns ctx carrying the secret of a web session, which
-// Authenticate then takes instead of the request's Authorization
-// header: the web UI calls the management API in this process as the
-// visitor's session this way. Only code in this process can set it; no
-// request header or cookie does.
-func WithSession(ctx context.Context, secret string) context.Context {
-	return context.WithValue(ctx, sessionKey{}, secret)
 }
 
 // Bootstrap creates the first global admin token when the index holds no

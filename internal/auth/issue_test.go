@@ -208,11 +208,9 @@ func TestSessionsAndBearerTokensDoNotMix(t *testing.T) {
 	if err := bearer(secret); !registry.IsKind(err, registry.Unauthenticated) || !strings.Contains(err.Error(), "no API token") {
 		t.Errorf("a session as a bearer token: %v, want unauthenticated", err)
 	}
-	// In process, the web UI's context carries the session instead.
-	r := httptest.NewRequest("GET", "/", nil)
-	r.Header.Set("Authorization", "Bearer "+f.tokens["stranger"])
-	if p, err := a.Authenticate(r.WithContext(WithSession(ctx, secret))); err != nil || !p.Session || p.Token.ID != session.ID {
-		t.Errorf("a session in the context: %+v, %v", p, err)
+	// The web UI's forms read the session afresh.
+	if p, err := a.AuthenticateSessionNow(ctx, secret); err != nil || !p.Session || p.Token.ID != session.ID {
+		t.Errorf("a session read afresh: %+v, %v", p, err)
 	}
 
 	// No bearer token is a session, whatever its user, scope or state;
@@ -243,8 +241,8 @@ func TestSessionsAndBearerTokensDoNotMix(t *testing.T) {
 		if p, err := a.AuthenticateSession(ctx, cookie); !registry.IsKind(err, registry.Unauthenticated) {
 			t.Errorf("%s in the cookie: %+v, %v, want unauthenticated", name, p, err)
 		}
-		if p, err := a.Authenticate(r.WithContext(WithSession(ctx, cookie))); !registry.IsKind(err, registry.Unauthenticated) {
-			t.Errorf("%s as the context's session: %+v, %v, want unauthenticated", name, p, err)
+		if p, err := a.AuthenticateSessionNow(ctx, cookie); !registry.IsKind(err, registry.Unauthenticated) {
+			t.Errorf("%s as a session read afresh: %+v, %v, want unauthenticated", name, p, err)
 		}
 	}
 }

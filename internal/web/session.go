@@ -1,20 +1,16 @@
 package web
 
 import (
-	"bytes"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
 	"time"
 
-	"trove.dev/trove/client"
-	"trove.dev/trove/internal/auth"
+	"trove.dev/trove/internal/operations"
 	"trove.dev/trove/internal/registry"
-	"trove.dev/trove/internal/store"
 )
 
 // Cookies of the UI. The __Host- prefix makes browsers insist on Secure,
@@ -167,24 +163,11 @@ func (s *Service) signIn(w http.ResponseWriter, r *http.Request, v *visit) error
 // SessionTTL, and never longer than a sign-in's tokens. It audits the
 // sign-in and sends the browser to next, a checked path of this site.
 func (s *Service) startSession(w http.ResponseWriter, r *http.Request, user registry.User, via, next string) error {
-	now := s.opt.Now()
 	life := min(s.opt.SessionTTL, s.tokenTTL())
-	t, secret, err := auth.Issue(auth.SignInParent(user, s.tokenTTL(), now), auth.Request{
-		User: user.Name, Scopes: []registry.Scope{registry.ScopeAdmin}, ExpiresAt: now.Add(life), Session: true,
-	}, now)
+	_, secret, err := s.opt.Operations.OpenSession(r.Context(), operations.Session{User: user, Via: via, Life: life, Addr: r.RemoteAddr})
 	if err != nil {
 		return err
 	}
-	details := "web session for " + lifetimeText(life)
-	if via != "" {
-		details += " through identity provider " + via
-	}
-	fx := s.opt.Audit.Effects(r, registry.AuditEvent{Action: registry.AuditLoginSuccess, Actor: "user:" + user.Name,
-		Target: t.ID, Details: details})
-	if err := s.opt.Index.CreateToken(store.WithEffects(r.Context(), fx), t); err != nil {
-		return err
-	}
-	s.opt.Audit.Done(r.Context(), fx)
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: secret, Path: "/", MaxAge: int(life / time.Second),
 		Secure: true, HttpOnly: true, SameSite: http.SameSiteLaxMode})
 	http.Redirect(w, r, next, http.StatusSeeOther)
@@ -201,87 +184,31 @@ func (s *Service) signOut(w http.ResponseWriter, r *http.Request, v *visit) erro
 	if _, err := s.parseForm(w, r, v); err != nil {
 		return err
 	}
-	fx := s.opt.Audit.Effects(r, registry.AuditEvent{Action: registry.AuditTokenRevoke, Actor: v.p.Actor(),
-		Target: v.sessionID, Details: "signed out of the web UI"})
-	if err := s.opt.Index.RevokeToken(store.WithEffects(r.Context(), fx), v.sessionID, s.opt.Now().UTC()); err != nil {
+	// The session the page was shown to, as it was read (a session of a
+	// user disabled since then still signs out).
+	if err := s.opt.Operations.SignOut(r.Context(), operations.Actor{Principal: v.p, Addr: r.RemoteAddr}); err != nil {
 		return err
 	}
-	s.opt.Access.Authenticator().Invalidate()
-	s.opt.Audit.Done(r.Context(), fx)
 	clearSession(w)
 	http.Redirect(w, r, HomePath, http.StatusSeeOther)
 	return nil
 }
 
 // lifetimeText says a duration for people.
-func lifetimeText(d time.Duration) string {
-	switch {
-	case d >= 48*time.Hour:
-		return strconv.Itoa(int(d/(24*time.Hour))) + " days"
-	case d >= 2*time.Hour:
-		return strconv.Itoa(int(d/time.Hour)) + " hours"
-	}
-	return strconv.Itoa(max(1, int(d/time.Minute))) + " minutes"
-}
+func lifetimeText(d time.Duration) string { return operations.LifetimeText(d) }
 
-// apiClient returns a management API client that acts as the visitor's
-// session and calls the API handler in this process, so that the API's
-// rights checks, validation, token policy and audit apply to every
-// change made in the UI. The session travels in the request's context
-// (auth.WithSession), never as a bearer token, which the API would
-// refuse. The API sees the browser's address for its audit events.
-func (s *Service) apiClient(r *http.Request) (*client.Client, error) {
+// actor returns the signed-in visitor as the operations take it: the
+// session's principal read afresh from the index (not the pages' cached
+// one, so that a right removed a moment ago on another replica counts)
+// and the browser's address for the audit log.
+func (s *Service) actor(r *http.Request) (operations.Actor, error) {
 	c, err := r.Cookie(sessionCookie)
 	if err != nil {
-		return nil, registry.Errorf(registry.Unauthenticated, "Sign in first.")
+		return operations.Actor{}, registry.Errorf(registry.Unauthenticated, "Sign in first.")
 	}
-	hc := &http.Client{Transport: inProcess{handler: s.opt.API, remoteAddr: r.RemoteAddr, session: c.Value}}
-	return client.New(s.opt.PublicURL.String(), "", client.WithHTTPClient(hc), client.WithUserAgent("trove-web"))
-}
-
-// inProcess is a RoundTripper that serves requests with a handler of this
-// process, as a web session.
-type inProcess struct {
-	handler    http.Handler
-	remoteAddr string
-	session    string // the session cookie's secret
-}
-
-func (t inProcess) RoundTrip(req *http.Request) (*http.Response, error) {
-	req = req.Clone(auth.WithSession(req.Context(), t.session))
-	req.RemoteAddr = t.remoteAddr
-	req.RequestURI = req.URL.RequestURI()
-	if req.Body == nil {
-		req.Body = http.NoBody
+	p, err := s.opt.Access.Authenticator().AuthenticateSessionNow(r.Context(), c.Value)
+	if err != nil {
+		return operations.Actor{}, err
 	}
-	rec := &recorder{header: http.Header{}}
-	t.handler.ServeHTTP(rec, req)
-	if rec.status == 0 {
-		rec.status = http.StatusOK
-	}
-	return &http.Response{
-		StatusCode: rec.status, Status: strconv.Itoa(rec.status) + " " + http.StatusText(rec.status),
-		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Header: rec.header,
-		Body: io.NopCloser(&rec.body), ContentLength: int64(rec.body.Len()), Request: req,
-	}, nil
-}
-
-// recorder keeps what a handler wrote.
-type recorder struct {
-	header http.Header
-	status int
-	body   bytes.Buffer
-}
-
-func (r *recorder) Header() http.Header { return r.header }
-func (r *recorder) WriteHeader(status int) {
-	if r.status == 0 {
-		r.status = status
-	}
-}
-func (r *recorder) Write(b []byte) (int, error) {
-	if r.status == 0 {
-		r.status = http.StatusOK
-	}
-	return r.body.Write(b)
+	return operations.Actor{Principal: p, Addr: r.RemoteAddr}, nil
 }

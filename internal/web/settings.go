@@ -1,7 +1,7 @@
 package web
 
 import (
-	"errors"
+	"context"
 	"net/http"
 	"slices"
 	"strconv"
@@ -9,25 +9,10 @@ import (
 	"time"
 
 	"trove.dev/trove/apispec"
-	"trove.dev/trove/client"
 	"trove.dev/trove/internal/auth"
+	"trove.dev/trove/internal/operations"
 	"trove.dev/trove/internal/registry"
 )
-
-// apiError turns an error of the in-process API client into one for the
-// error page, keeping the API's message and kind.
-func apiError(err error) error {
-	var ce *client.Error
-	if !errors.As(err, &ce) {
-		return err
-	}
-	kind := map[int]registry.Kind{
-		http.StatusBadRequest: registry.Invalid, http.StatusNotFound: registry.NotFound, http.StatusConflict: registry.Conflict,
-		http.StatusUnauthorized: registry.Unauthenticated, http.StatusForbidden: registry.Forbidden,
-		http.StatusRequestEntityTooLarge: registry.TooLarge, http.StatusServiceUnavailable: registry.Unavailable,
-	}[ce.Status]
-	return registry.Errorf(kind, "%s", ce.Error())
-}
 
 // tokenView is a token as the token pages list it.
 type tokenView struct {
@@ -106,17 +91,17 @@ func (s *Service) tokensPage(w http.ResponseWriter, r *http.Request, v *visit) e
 }
 
 func (s *Service) showTokens(w http.ResponseWriter, r *http.Request, v *visit, status int, d tokensData) error {
-	c, err := s.apiClient(r)
+	a, err := s.actor(r)
 	if err != nil {
 		return err
 	}
-	ts, err := c.ListUserTokens(r.Context(), v.p.User.Name)
+	ts, err := s.opt.Operations.Tokens(r.Context(), a, "", v.p.User.Name)
 	if err != nil {
-		return apiError(err)
+		return err
 	}
 	d.CSRF, d.User, d.Lifetimes, d.Host, d.TokenVar = s.csrfFor("session", v.sessionID), v.p.User.Name, s.lifetimes(), s.opt.Host, tokenVariable(s.opt.Host)
 	for _, t := range ts {
-		d.Tokens = append(d.Tokens, tokenView{Token: t, Active: apiTokenActive(t, v.now),
+		d.Tokens = append(d.Tokens, tokenView{Token: s.tokenDoc(r.Context(), a, t), Active: t.Active(v.now),
 			Session: t.Description == auth.SessionDescription, Current: t.ID == v.sessionID})
 	}
 	slices.SortStableFunc(d.Tokens, func(a, b tokenView) int { return b.CreatedAt.Compare(a.CreatedAt) })
@@ -128,8 +113,26 @@ func (s *Service) showTokens(w http.ResponseWriter, r *http.Request, v *visit, s
 	return nil
 }
 
-func apiTokenActive(t apispec.Token, now time.Time) bool {
-	return t.RevokedAt == nil && (t.ExpiresAt == nil || now.Before(*t.ExpiresAt))
+// tokenDoc renders t for a as the API does: of its namespaces, only
+// those a may read are named, the others counted.
+func (s *Service) tokenDoc(ctx context.Context, a operations.Actor, t registry.Token) apispec.Token {
+	doc := apispec.Token{ID: t.ID, User: t.User, Scopes: make([]string, len(t.Scopes)), Description: t.Description,
+		CreatedAt: t.CreatedAt, ExpiresAt: timePtr(t.ExpiresAt), RevokedAt: timePtr(t.RevokedAt)}
+	for i, sc := range t.Scopes {
+		doc.Scopes[i] = string(sc)
+	}
+	doc.Namespaces, doc.HiddenNamespaces = s.opt.Operations.VisibleNamespaces(ctx, a, t)
+	if len(doc.Namespaces) == 1 && doc.HiddenNamespaces == 0 {
+		doc.Namespace = doc.Namespaces[0]
+	}
+	return doc
+}
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
 }
 
 func (s *Service) createToken(w http.ResponseWriter, r *http.Request, v *visit) error {
@@ -149,22 +152,23 @@ func (s *Service) createToken(w http.ResponseWriter, r *http.Request, v *visit) 
 	if !slices.ContainsFunc(s.lifetimes(), func(o lifetimeOption) bool { return o.Days == f.Days }) {
 		return fail(registry.Errorf(registry.Invalid, "Choose one of the offered lifetimes."))
 	}
-	req := apispec.CreateTokenRequest{User: v.p.User.Name, Scopes: []string{string(scope)}, Description: f.Description,
-		ExpiresAt: client.ExpiresIn(time.Duration(f.Days) * 24 * time.Hour)}
+	req := apispec.CreateTokenRequest{User: v.p.User.Name, Scopes: []string{string(scope)}, Description: f.Description}
 	for _, ns := range strings.FieldsFunc(f.Namespaces, func(r rune) bool { return r == ',' || r == ' ' }) {
 		req.Namespaces = append(req.Namespaces, ns)
 	}
 	if err := req.Validate(); err != nil {
 		return fail(err)
 	}
-	c, err := s.apiClient(r)
+	a, err := s.actor(r)
 	if err != nil {
 		return err
 	}
-	created, err := c.CreateToken(r.Context(), req)
+	t, secret, err := s.opt.Operations.CreateToken(r.Context(), a, operations.TokenRequest{User: req.User, Namespaces: req.Namespaces,
+		Scopes: req.Scopes, Description: req.Description, ExpiresAt: s.opt.Now().Add(time.Duration(f.Days) * 24 * time.Hour).UTC().Truncate(time.Second)})
 	if err != nil {
-		return fail(apiError(err))
+		return fail(err)
 	}
+	created := apispec.CreatedToken{Token: s.tokenDoc(r.Context(), a, t), Secret: secret}
 	return s.showTokens(w, r, v, http.StatusOK, tokensData{Created: &created, Form: tokenForm{Access: "read", Days: 30}})
 }
 
@@ -191,12 +195,12 @@ func (s *Service) revokeToken(w http.ResponseWriter, r *http.Request, v *visit) 
 	if err != nil {
 		return errNotFound
 	}
-	c, err := s.apiClient(r)
+	a, err := s.actor(r)
 	if err != nil {
 		return err
 	}
-	if err := c.RevokeToken(r.Context(), id); err != nil {
-		return apiError(err)
+	if _, err := s.opt.Operations.RevokeToken(r.Context(), a, id); err != nil {
+		return err
 	}
 	if id == v.sessionID {
 		clearSession(w)
@@ -262,19 +266,23 @@ func (s *Service) namespaceSettings(w http.ResponseWriter, r *http.Request, v *v
 }
 
 func (s *Service) showSettings(w http.ResponseWriter, r *http.Request, v *visit, n registry.Namespace, status int, d settingsData) error {
-	c, err := s.apiClient(r)
+	a, err := s.actor(r)
 	if err != nil {
 		return err
 	}
-	if d.Members, err = c.ListMembers(r.Context(), n.Name); err != nil {
-		return apiError(err)
-	}
-	ts, err := c.ListTokens(r.Context(), n.Name)
+	ms, err := s.opt.Operations.Members(r.Context(), a, n.Name)
 	if err != nil {
-		return apiError(err)
+		return err
+	}
+	for _, m := range ms {
+		d.Members = append(d.Members, apispec.Membership{User: m.User, Namespace: m.Namespace, Role: string(m.Role), CreatedAt: m.CreatedAt})
+	}
+	ts, err := s.opt.Operations.Tokens(r.Context(), a, n.Name, "")
+	if err != nil {
+		return err
 	}
 	for _, t := range ts {
-		d.Tokens = append(d.Tokens, tokenView{Token: t, Active: apiTokenActive(t, v.now)})
+		d.Tokens = append(d.Tokens, tokenView{Token: s.tokenDoc(r.Context(), a, t), Active: t.Active(v.now)})
 	}
 	d.Namespace, d.CSRF = n, s.csrfFor("session", v.sessionID)
 	d.Roles = []string{string(registry.RoleReader), string(registry.RolePublisher), string(registry.RoleAdmin)}
@@ -291,13 +299,12 @@ func (s *Service) setMember(w http.ResponseWriter, r *http.Request, v *visit) er
 	if err != nil {
 		return err
 	}
-	c, err := s.apiClient(r)
+	a, err := s.actor(r)
 	if err != nil {
 		return err
 	}
 	user := strings.TrimSpace(form.Get("user"))
-	if _, err := c.SetMember(r.Context(), n.Name, user, form.Get("role")); err != nil {
-		err = apiError(err)
+	if _, err := s.opt.Operations.SetMember(r.Context(), a, n.Name, user, form.Get("role")); err != nil {
 		return s.showSettings(w, r, v, n, statusOf(err), settingsData{Error: registry.Message(err)})
 	}
 	name, _ := registry.ParseUserName(user)
@@ -317,12 +324,11 @@ func (s *Service) removeMember(w http.ResponseWriter, r *http.Request, v *visit)
 	if err != nil {
 		return errNotFound
 	}
-	c, err := s.apiClient(r)
+	a, err := s.actor(r)
 	if err != nil {
 		return err
 	}
-	if err := c.RemoveMember(r.Context(), n.Name, user); err != nil {
-		err = apiError(err)
+	if err := s.opt.Operations.RemoveMember(r.Context(), a, n.Name, user); err != nil {
 		return s.showSettings(w, r, v, n, statusOf(err), settingsData{Error: registry.Message(err)})
 	}
 	http.Redirect(w, r, "/namespaces/"+n.Name+"/settings?removed="+user, http.StatusSeeOther)
@@ -341,12 +347,11 @@ func (s *Service) revokeNamespaceToken(w http.ResponseWriter, r *http.Request, v
 	if err != nil {
 		return errNotFound
 	}
-	c, err := s.apiClient(r)
+	a, err := s.actor(r)
 	if err != nil {
 		return err
 	}
-	if err := c.RevokeToken(r.Context(), id); err != nil {
-		err = apiError(err)
+	if _, err := s.opt.Operations.RevokeToken(r.Context(), a, id); err != nil {
 		return s.showSettings(w, r, v, n, statusOf(err), settingsData{Error: registry.Message(err)})
 	}
 	http.Redirect(w, r, "/namespaces/"+n.Name+"/settings?revoked="+id, http.StatusSeeOther)

@@ -24,9 +24,10 @@
 // never make an API call on its own. Every form that changes something
 // carries a CSRF token (an HMAC of the session's token ID, or of a random
 // pre-session cookie for the sign-in form) and must come from this
-// origin. Changes go through the management API in process, as the
-// session's token: its rights checks, validation and audit events apply
-// unchanged.
+// origin. Changes are made by the same operations the management API
+// calls (internal/operations), as the session: their rights checks,
+// validation, audit entries and events apply unchanged, with no HTTP
+// round trip.
 //
 // # Caching
 //
@@ -55,10 +56,10 @@ import (
 	"net/url"
 	"time"
 
-	"trove.dev/trove/internal/audit"
 	"trove.dev/trove/internal/auth"
 	"trove.dev/trove/internal/downloads"
 	"trove.dev/trove/internal/mirror"
+	"trove.dev/trove/internal/operations"
 	"trove.dev/trove/internal/protocol/login"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/store"
@@ -95,16 +96,13 @@ type Options struct {
 	// Login checks the passwords of the sign-in form (with the rate
 	// limits of the login.v1 page).
 	Login *login.Service
-	// API is the management API handler; the pages' forms call it in
-	// process with the session's token.
-	API http.Handler
+	// Operations makes the changes the pages' forms ask for, as the
+	// session (the same operations the management API calls).
+	Operations *operations.Operations
 	// Blobs holds the provider documentation archives.
 	Blobs store.Blobs
 	// Downloads answers the download counts pages show (none if nil).
 	Downloads *downloads.Counter
-	// Audit records sign-ins and sign-outs; nil records into Index's
-	// audit log when it is one.
-	Audit *audit.Recorder
 	// PublicURL is where browsers reach Trove.
 	PublicURL *url.URL
 	// Host is the host name Terraform and OpenTofu use for this registry
@@ -138,8 +136,8 @@ type Service struct {
 // New returns the web UI. It reads (or creates) the CSRF key in the
 // index's secrets.
 func New(ctx context.Context, opt Options) (*Service, error) {
-	if opt.Index == nil || opt.Access == nil || opt.Login == nil || opt.API == nil || opt.PublicURL == nil {
-		return nil, registry.Errorf(registry.Invalid, "web: index, access, login, API and public URL are required")
+	if opt.Index == nil || opt.Access == nil || opt.Login == nil || opt.Operations == nil || opt.PublicURL == nil {
+		return nil, registry.Errorf(registry.Invalid, "web: index, access, login, operations and public URL are required")
 	}
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.DiscardHandler)
@@ -152,11 +150,6 @@ func New(ctx context.Context, opt Options) (*Service, error) {
 	}
 	if opt.Host == "" {
 		opt.Host = opt.PublicURL.Host
-	}
-	if opt.Audit == nil {
-		if l, ok := opt.Index.(store.AuditLog); ok {
-			opt.Audit = audit.New(l, opt.Logger)
-		}
 	}
 	key, err := opt.Index.Secret(ctx, csrfKeyName, func() ([]byte, error) {
 		b := make([]byte, 32)

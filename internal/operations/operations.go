@@ -1,0 +1,205 @@
+// Package operations owns the rules of every write Trove makes: who may
+// make it (auth.Principal.Allows, the one rights decision), which inputs
+// are valid (the domain's rules in internal/registry), and the one index
+// transaction that makes it together with its audit entry and webhook
+// event (store.WithEffects with audit.Recorder and webhook.Emitter
+// effects), followed by what this process invalidates at once (token
+// and visibility caches, response caches of the changed version).
+//
+// The entrances are thin adapters over it: the management API
+// (internal/api) decodes JSON, calls an operation and encodes its
+// result; the web UI's forms (internal/web) call operations directly;
+// `trove admin token` (cmd/trove) calls the token operation on a data
+// directory. So a rule is written once and no entrance can skip it.
+//
+// Each subject has its own file: tokens.go (tokens, web sessions,
+// signing out), members.go (namespace members), lifecycle.go
+// (deprecation and revocation of provider and module versions),
+// namespaces.go, keys.go (signing keys) and users.go. An
+// operation refused for rights or input stores nothing: no row, no audit
+// entry, no event.
+package operations
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"time"
+
+	"trove.dev/trove/internal/audit"
+	"trove.dev/trove/internal/auth"
+	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/signing"
+	"trove.dev/trove/internal/store"
+	"trove.dev/trove/internal/webhook"
+)
+
+// Index is the part of the index the operations read and write. A
+// store.Index is one.
+type Index interface {
+	store.Namespaces
+	store.SigningKeys
+	store.Tokens
+	store.PersonalTokens
+	store.Users
+	store.Memberships
+	store.Lifecycle
+}
+
+// Options configures New.
+type Options struct {
+	Index Index
+	// Access decides reads of namespaces and holds the token and
+	// visibility caches the operations invalidate; pass the server's.
+	// nil means auth.NewAccess on Index.
+	Access *auth.Access
+	// Audit records the audit entries; nil means a Recorder on Index's
+	// audit log when it is one (store.AuditLog).
+	Audit *audit.Recorder
+	// Events turns changes into webhook events; nil sends none.
+	Events *webhook.Emitter
+	// Managed generates registry-managed signing keys; nil refuses to
+	// generate one.
+	Managed *signing.Managed
+	// NoLocalPasswords refuses to set or check passwords of local
+	// accounts (--local-passwords=false).
+	NoLocalPasswords bool
+	// SignInTokenTTL is the longest life of a token a sign-in grants
+	// (--login-token-ttl), and so of a token a web session creates;
+	// <= 0 means DefaultSignInTokenTTL.
+	SignInTokenTTL time.Duration
+	Logger         *slog.Logger
+	Now            func() time.Time
+}
+
+// DefaultSignInTokenTTL is Options.SignInTokenTTL's default, the default
+// lifetime of a login.v1 token.
+const DefaultSignInTokenTTL = 30 * 24 * time.Hour
+
+// Operations makes the writes of every entrance. Create it with New; it
+// is safe for concurrent use.
+type Operations struct {
+	opt Options
+}
+
+// New returns the operations on opt.Index.
+func New(opt Options) *Operations {
+	if opt.Logger == nil {
+		opt.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	if opt.SignInTokenTTL <= 0 {
+		opt.SignInTokenTTL = DefaultSignInTokenTTL
+	}
+	if opt.Access == nil {
+		opt.Access = auth.NewAccess(auth.NewAuthenticator(opt.Index), opt.Index)
+	}
+	if opt.Audit == nil {
+		l, _ := opt.Index.(store.AuditLog)
+		opt.Audit = audit.New(l, opt.Logger)
+	}
+	return &Operations{opt: opt}
+}
+
+// Actor is who asks for an operation: the authenticated principal of the
+// request and the network address it came from, both recorded in the
+// audit entry.
+type Actor struct {
+	Principal auth.Principal
+	// Addr is the request's remote address (host:port or a bare host).
+	Addr string
+	// Operator, when set, names the operator of the data directory
+	// (`trove admin token`: "local-admin"), who holds every right and is
+	// audited under that name. Only cmd/trove's data-directory commands
+	// set it.
+	Operator string
+}
+
+// name is the actor as the audit log and webhook payloads name it.
+func (a Actor) name() string {
+	if a.Operator != "" {
+		return a.Operator
+	}
+	return a.Principal.Actor()
+}
+
+// source is the IP address of the actor, as audit entries record it.
+func (a Actor) source() string {
+	if host, _, err := net.SplitHostPort(a.Addr); err == nil {
+		return host
+	}
+	return a.Addr
+}
+
+// require returns nil if a holds scope on namespace ("" for a global
+// right), an error saying why not otherwise.
+func (o *Operations) require(a Actor, scope registry.Scope, namespace string) error {
+	if a.Operator != "" {
+		return nil
+	}
+	return a.Principal.Require(scope, namespace, o.opt.Now())
+}
+
+// effects returns the effects of a write by a: the audit entries and the
+// webhook events to commit with it (store.WithEffects).
+func (o *Operations) effects(ctx context.Context, a Actor, events []registry.AuditEvent, evs ...webhook.Event) *store.Effects {
+	fx := &store.Effects{}
+	for _, e := range events {
+		o.addAudit(fx, a, e)
+	}
+	for _, ev := range evs {
+		if ev.Actor == "" {
+			ev.Actor = a.name()
+		}
+		o.opt.Events.Add(ctx, fx, nil, ev)
+	}
+	return fx
+}
+
+// addAudit adds the audit entry e by a to fx.
+func (o *Operations) addAudit(fx *store.Effects, a Actor, e registry.AuditEvent) {
+	if e.Actor == "" {
+		e.Actor = a.name()
+	}
+	if e.SourceAddr == "" {
+		e.SourceAddr = a.source()
+	}
+	o.opt.Audit.Add(fx, nil, e)
+}
+
+// done completes the effects of a write that succeeded: it logs the
+// audit entries and wakes the webhook worker (audit.Recorder.Done,
+// webhook.Emitter.Done).
+func (o *Operations) done(ctx context.Context, fx *store.Effects) {
+	o.opt.Audit.Done(ctx, fx)
+	o.opt.Events.Done(ctx, fx)
+}
+
+// Namespace validates the namespace name and checks that a holds scope
+// on it; every actor may read a public namespace. An actor who may not
+// read the namespace gets NotFound rather than Forbidden, so that names
+// do not leak. Entrances call it before they read a request's body, and
+// every operation on a namespace calls it again.
+func (o *Operations) Namespace(ctx context.Context, a Actor, name string, scope registry.Scope) (string, error) {
+	ns, err := registry.ParseNamespace(name)
+	if err != nil {
+		return "", err
+	}
+	if a.Operator == "" {
+		if ok, err := o.opt.Access.CanRead(ctx, a.Principal, ns); err != nil || !ok {
+			if err != nil {
+				return "", err
+			}
+			return "", registry.Errorf(registry.NotFound, "namespace %q not found", ns)
+		}
+	}
+	if scope == registry.ScopeRead {
+		return ns, nil // CanRead covers public namespaces
+	}
+	if err := o.require(a, scope, ns); err != nil {
+		return "", err
+	}
+	return ns, nil
+}
