@@ -28,11 +28,14 @@ func (s *Server) applyChange(c store.Change) {
 	switch c.Kind {
 	case store.ChangeProvider:
 		s.providers.Invalidate(c.Namespace, c.Name)
+		s.oci.InvalidateProvider(c.Namespace, c.Name)
 	case store.ChangeModule:
 		s.modules.Invalidate(c.Namespace, c.Name, c.System)
+		s.oci.InvalidateModule(c.Namespace, c.Name, c.System)
 	default: // changes may have been missed
 		s.providers.InvalidateAll()
 		s.modules.InvalidateAll()
+		s.oci.InvalidateAll()
 	}
 	s.invalidateUI()
 }

@@ -30,6 +30,7 @@ import (
 	"trove.dev/trove/internal/protocol/discovery"
 	"trove.dev/trove/internal/protocol/login"
 	"trove.dev/trove/internal/protocol/modules"
+	"trove.dev/trove/internal/protocol/oci"
 	"trove.dev/trove/internal/protocol/providers"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/signedurl"
@@ -140,6 +141,7 @@ type Server struct {
 	log       *slog.Logger
 	providers *providers.Service
 	modules   *modules.Service
+	oci       *oci.Service
 	handler   http.Handler
 }
 
@@ -190,6 +192,11 @@ func New(opt Options) (*Server, error) {
 		moduleOpts = append(slices.Clip(moduleOpts), modules.WithGuard(opt.Access, opt.PrivateSigner))
 	}
 	s.modules = modules.New(opt.Index, opt.Signer, opt.PublicURL, opt.Logger, moduleOpts...)
+	ociOpt := oci.Options{Index: opt.Index, Blobs: opt.Blobs, PublicURL: opt.PublicURL, Logger: opt.Logger}
+	if opt.Access != nil {
+		ociOpt.Guard = opt.Access
+	}
+	s.oci = oci.New(ociOpt)
 
 	m, err := newMetrics(opt.Metrics, s.providers)
 	if err != nil {
@@ -200,6 +207,7 @@ func New(opt Options) (*Server, error) {
 	mux.Handle("GET "+discovery.Path, disco)
 	s.providers.Register(mux)
 	s.modules.Register(mux)
+	s.oci.Register(mux)
 	if opt.Login != nil {
 		opt.Login.Register(mux)
 	}
@@ -253,6 +261,7 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // call it after a version of it was published.
 func (s *Server) InvalidateProvider(namespace, typ string) {
 	s.providers.Invalidate(namespace, typ)
+	s.oci.InvalidateProvider(namespace, typ)
 	s.invalidateUI()
 }
 
@@ -274,6 +283,7 @@ func wantsHTML(r *http.Request) bool {
 // it after a version of it was published or deleted.
 func (s *Server) InvalidateModule(namespace, name, system string) {
 	s.modules.Invalidate(namespace, name, system)
+	s.oci.InvalidateModule(namespace, name, system)
 	s.invalidateUI()
 }
 
