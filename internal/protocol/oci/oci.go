@@ -79,7 +79,7 @@ type Options struct {
 // repoKey names a repository: a provider (system "" and kind 'p') or a
 // module.
 type repoKey struct {
-	kind            byte // 'p' or 'm'
+	kind             byte // 'p' or 'm'
 	ns, name, system string
 }
 
@@ -296,7 +296,7 @@ func parseRepo(name string) (repoKey, error) {
 	default:
 		return repoKey{}, unknown
 	}
-	if err != nil || k.String() != strings.ToLower(name) {
+	if err != nil || k.String() != name {
 		return repoKey{}, unknown
 	}
 	return k, nil
