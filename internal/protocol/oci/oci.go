@@ -249,7 +249,8 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err, "")
 		return
 	}
-	if err := s.authorize(r, key.ns); err != nil {
+	private, err := s.authorize(r, key.ns)
+	if err != nil {
 		s.writeError(w, r, err, key.String())
 		return
 	}
@@ -257,6 +258,10 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		s.writeError(w, r, err, key.String())
 		return
+	}
+	if private {
+		// Shared caches must not keep a private namespace's answers.
+		w.Header()["Cache-Control"] = privateNoCache
 	}
 	switch op {
 	case "tags/list":
@@ -341,16 +346,27 @@ func (s *Service) authenticate(r *http.Request) error {
 
 // authorize asks the guard whether r may read the namespace. A refusal
 // to a token is NAME_UNKNOWN, as a repository that does not exist.
-func (s *Service) authorize(r *http.Request, ns string) error {
+func (s *Service) authorize(r *http.Request, ns string) (private bool, err error) {
 	if s.opt.Guard == nil {
-		return nil
+		return false, nil
 	}
-	r, err := asBearer(r)
+	r, err = asBearer(r)
 	if err != nil {
-		return err
+		return false, err
 	}
-	_, err = s.opt.Guard.ProtocolRead(r, ns)
-	return err
+	return s.opt.Guard.ProtocolRead(r, ns)
+}
+
+// privateNoCache is the Cache-Control of every answer of a private
+// namespace's repository.
+var privateNoCache = []string{"private, no-cache"}
+
+// setCacheControl sets v unless the answer is a private one.
+func setCacheControl(h http.Header, v string) {
+	if h.Get("Cache-Control") == privateNoCache[0] {
+		return
+	}
+	h.Set("Cache-Control", v)
 }
 
 // serveToken answers the token endpoint of the Bearer challenge: Basic
@@ -486,7 +502,7 @@ func (s *Service) serveTags(w http.ResponseWriter, r *http.Request, key repoKey,
 		Tags []string `json:"tags"`
 	}{key.String(), append([]string{}, tags...)})
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-cache")
+	setCacheControl(w.Header(), "no-cache")
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(http.StatusOK)
 	if r.Method == http.MethodGet {
@@ -522,7 +538,7 @@ func (s *Service) serveManifest(w http.ResponseWriter, r *http.Request, rp *repo
 	h.Set("Docker-Content-Digest", d.desc.Digest)
 	h.Set("Etag", `"`+d.desc.Digest+`"`)
 	h.Set("Content-Length", strconv.Itoa(len(d.body)))
-	h.Set("Cache-Control", "no-cache")
+	setCacheControl(h, "no-cache")
 	w.WriteHeader(http.StatusOK)
 	if r.Method == http.MethodGet {
 		_, _ = w.Write(d.body)
@@ -562,7 +578,7 @@ func (s *Service) serveBlob(w http.ResponseWriter, r *http.Request, key repoKey,
 	h.Set("Content-Type", "application/octet-stream")
 	h.Set("Docker-Content-Digest", ref)
 	h.Set("Etag", `"`+ref+`"`)
-	h.Set("Cache-Control", "max-age=31536000, immutable")
+	setCacheControl(h, "max-age=31536000, immutable")
 	if b.mem != nil {
 		http.ServeContent(w, r, "", time.Time{}, strings.NewReader(string(b.mem)))
 		return
@@ -606,7 +622,7 @@ func (s *Service) serveReferrers(w http.ResponseWriter, r *http.Request, rp *rep
 		w.Header().Set("OCI-Filters-Applied", "artifactType")
 	}
 	w.Header().Set("Content-Type", MediaTypeIndex)
-	w.Header().Set("Cache-Control", "no-cache")
+	setCacheControl(w.Header(), "no-cache")
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(http.StatusOK)
 	if r.Method == http.MethodGet {

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"trove.dev/trove/apispec"
 	"trove.dev/trove/client"
 	"trove.dev/trove/internal/auth"
 	"trove.dev/trove/internal/protocol/oci"
@@ -307,6 +308,16 @@ func TestAccess(t *testing.T) {
 	if r := e.do(t, http.MethodGet, "/v2/acme/widget/tags/list", "Authorization", "Bearer "+tok.Token); r.status != 200 {
 		t.Errorf("with the bearer token: %d %s", r.status, r.body)
 	}
+	// Answers of a private repository are not for shared caches.
+	for _, p := range []string{"/v2/acme/widget/tags/list", "/v2/acme/widget/manifests/1.0.0_b.1", "/v2/acme/widget/blobs/sha256:" + e.zips["acme/linux_amd64"]} {
+		r := e.do(t, http.MethodGet, p, "Authorization", basic)
+		if r.status != 200 || r.header.Get("Cache-Control") != "private, no-cache" {
+			t.Errorf("GET %s = %d, Cache-Control %q, want 200 and private, no-cache", p, r.status, r.header.Get("Cache-Control"))
+		}
+	}
+	if r := e.do(t, http.MethodGet, "/v2/open/widget/blobs/sha256:"+e.zips["open/linux_amd64"]); !strings.Contains(r.header.Get("Cache-Control"), "immutable") {
+		t.Errorf("public blob Cache-Control = %q", r.header.Get("Cache-Control"))
+	}
 	// A private blob is not reachable through a public repository.
 	d := e.zips["acme/linux_amd64"]
 	if r := e.do(t, http.MethodGet, "/v2/open/widget/blobs/sha256:"+d); r.status != 404 || errCode(t, r) != "BLOB_UNKNOWN" {
@@ -420,5 +431,47 @@ func TestInvalidatedOnDelete(t *testing.T) {
 		if r := e.do(t, http.MethodGet, p); r.status != 404 || errCode(t, r) != "NAME_UNKNOWN" {
 			t.Errorf("GET %s after the delete = %d %s", p, r.status, r.body)
 		}
+	}
+}
+
+// TestModuleZipDeterministic: the same files published as a .tar.gz and
+// as a .zip (other times, other order) give the same layer, byte for byte.
+func TestModuleZipDeterministic(t *testing.T) {
+	e := newEnv(t)
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for _, name := range []string{"modules/x/main.tf", "main.tf"} { // other order
+		h := &zip.FileHeader{Name: name, Method: zip.Store, Modified: time.Now().Add(-time.Hour)}
+		h.SetMode(0o600)
+		w, err := zw.CreateHeader(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := "#\n"
+		if name == "main.tf" {
+			body = "# open\n"
+		}
+		_, _ = w.Write([]byte(body))
+	}
+	zw.Close()
+	// Published through the API, as users do: its change drops the
+	// cached repository before the publish answers.
+	c, err := client.New(e.srv.URL, e.srv.AdminToken, client.WithHTTPClient(e.srv.HTTPClient()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Cache the repository first, so that the publish must invalidate it.
+	e.do(t, http.MethodGet, "/v2/open/modules/net/aws/tags/list")
+	if _, err := c.PublishModule(t.Context(), client.ModuleUpload{Namespace: "open", Name: "net", System: "aws", Version: "1.0.1",
+		Archive: bytes.NewReader(buf.Bytes()), ContentType: apispec.ModuleArchiveZip}); err != nil {
+		t.Fatal(err)
+	}
+	layer := func(tag string) string {
+		var m oci.Manifest
+		e.getJSON(t, "/v2/open/modules/net/aws/manifests/"+tag, &m)
+		return m.Layers[0].Digest
+	}
+	if a, b := layer("1.0.0"), layer("1.0.1"); a != b {
+		t.Errorf("the same files packed to %s (tar.gz) and %s (zip)", a, b)
 	}
 }

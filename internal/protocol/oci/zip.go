@@ -127,7 +127,18 @@ func (z *zipper) pack(ctx context.Context, archive, format string) ([]byte, erro
 	}
 	switch format {
 	case "zip":
-		zr, err := zip.NewReader(b.Content.(io.ReaderAt), b.Size)
+		ra, ok := b.Content.(io.ReaderAt)
+		if !ok { // a backend whose blobs are streams: read it whole, bounded
+			if b.Size > maxZipBytes {
+				return nil, registry.Errorf(registry.TooLarge, "module archive %s is larger than %d bytes", archive, maxZipBytes)
+			}
+			data, err := io.ReadAll(io.LimitReader(b.Content, maxZipBytes))
+			if err != nil {
+				return nil, registry.Wrap(registry.Internal, err, "reading module archive")
+			}
+			ra = bytes.NewReader(data)
+		}
+		zr, err := zip.NewReader(ra, b.Size)
 		if err != nil {
 			return nil, registry.Wrap(registry.Internal, err, "reading module archive")
 		}
