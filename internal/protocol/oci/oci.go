@@ -228,15 +228,25 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request) {
 		s.serveToken(w, r)
 		return
 	}
+	// The operation is the second last segment (references hold no
+	// "/"), so that a repository may contain "blobs" or "manifests".
 	rest := strings.TrimPrefix(path, Prefix)
 	var name, op, ref string
-	for _, o := range []string{"/manifests/", "/blobs/", "/referrers/", "/tags/list"} {
-		if i := strings.LastIndex(rest, o); i > 0 {
-			name, op, ref = rest[:i], strings.Trim(o, "/"), rest[i+len(o):]
-			break
+	if n, ok := strings.CutSuffix(rest, "/tags/list"); ok {
+		name, op = n, "tags/list"
+	} else if i := strings.LastIndexByte(rest, '/'); i > 0 {
+		if j := strings.LastIndexByte(rest[:i], '/'); j > 0 {
+			switch o := rest[j+1 : i]; o {
+			case "manifests", "blobs", "referrers":
+				name, op, ref = rest[:j], o, rest[i+1:]
+			}
 		}
 	}
-	if op == "" || op == "tags/list" && ref != "" {
+	if op == "" || name == "" {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			s.writeError(w, r, errf(http.StatusMethodNotAllowed, "UNSUPPORTED", "this registry is read-only: publish through Trove's API"), "")
+			return
+		}
 		s.writeError(w, r, errf(http.StatusNotFound, "NAME_UNKNOWN", "no such route"), "")
 		return
 	}
