@@ -61,6 +61,13 @@ source scripts/testenv/axe.sh || fail "axe-core is not available (see above); th
 source scripts/testenv/helm.sh || fail "Helm could not be built (output above); the Helm chart's tests need it"
 "$TROVE_TEST_HELM" version --short
 
+# --- OCI conformance -------------------------------------------------------
+# The OCI distribution-spec conformance suite runs against Trove's read-only
+# OCI API (internal/protocol/oci, TestConformance); testenv/oci-conformance.sh
+# builds it once from the module cache and exports TROVE_TEST_OCI_CONFORMANCE.
+# shellcheck source=testenv/oci-conformance.sh
+source scripts/testenv/oci-conformance.sh || fail "the OCI conformance suite could not be built (output above)"
+
 # --- Services ------------------------------------------------------------
 # A throwaway PostgreSQL and an S3-compatible server (versitygw, built once
 # into $(go env GOPATH)/bin) on loopback; both are stopped on exit.

@@ -42,8 +42,10 @@ func (s *Server) applyChange(c store.Change) {
 	switch c.Kind {
 	case store.ChangeProvider:
 		s.providers.Invalidate(c.Namespace, c.Name)
+		s.oci.InvalidateProvider(c.Namespace, c.Name)
 	case store.ChangeModule:
 		s.modules.Invalidate(c.Namespace, c.Name, c.System)
+		s.oci.InvalidateModule(c.Namespace, c.Name, c.System)
 	case store.ChangeMirrored:
 		s.providers.InvalidateMirrored(c.Host, c.Namespace, c.Name)
 	case store.ChangeNamespace:
@@ -61,6 +63,7 @@ func (s *Server) applyChange(c store.Change) {
 	default: // changes may have been missed
 		s.providers.InvalidateAll()
 		s.modules.InvalidateAll()
+		s.oci.InvalidateAll()
 		if s.opt.Access != nil {
 			s.opt.Access.Invalidate()
 		}

@@ -30,6 +30,7 @@ import (
 	"trove.dev/trove/internal/protocol/discovery"
 	"trove.dev/trove/internal/protocol/login"
 	"trove.dev/trove/internal/protocol/modules"
+	"trove.dev/trove/internal/protocol/oci"
 	"trove.dev/trove/internal/protocol/providers"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/signedurl"
@@ -143,6 +144,7 @@ type Server struct {
 	log       *slog.Logger
 	providers *providers.Service
 	modules   *modules.Service
+	oci       *oci.Service
 	handler   http.Handler
 }
 
@@ -193,6 +195,11 @@ func New(opt Options) (*Server, error) {
 		moduleOpts = append(slices.Clip(moduleOpts), modules.WithGuard(opt.Access, opt.PrivateSigner))
 	}
 	s.modules = modules.New(opt.Index, opt.Signer, opt.PublicURL, opt.Logger, moduleOpts...)
+	ociOpt := oci.Options{Index: opt.Index, Blobs: opt.Blobs, PublicURL: opt.PublicURL, Logger: opt.Logger}
+	if opt.Access != nil {
+		ociOpt.Guard = opt.Access
+	}
+	s.oci = oci.New(ociOpt)
 
 	m, err := newMetrics(opt.Metrics, s.providers)
 	if err != nil {
@@ -203,6 +210,7 @@ func New(opt Options) (*Server, error) {
 	mux.Handle("GET "+discovery.Path, disco)
 	s.providers.Register(mux)
 	s.modules.Register(mux)
+	s.oci.Register(mux)
 	if opt.Login != nil {
 		opt.Login.Register(mux)
 	}

@@ -1,0 +1,641 @@
+// Package oci serves Trove's providers and modules through the pull API
+// of the OCI Distribution Specification 1.1 under /v2/, in the layout
+// OpenTofu (1.10 and later) installs from: `oci_mirror` provider
+// installation and `oci://` module sources (see docs/oci.md).
+//
+// Nothing is copied: a provider version's tag names an index generated
+// from the index (one image manifest per platform, whose one layer is the
+// stored provider zip, so the layer digest is the lock file's zh: hash);
+// a module version's tag names one image manifest whose layer is a
+// deterministic zip of the stored module archive. Generated documents are
+// the same bytes every time (stable digests) and cached per repository in
+// internal/respcache, invalidated on publish and delete like the
+// providers.v1 documents.
+//
+// Repositories: <namespace>/<type> for a provider, and
+// <namespace>/modules/<name>/<system> for a module. Access goes through
+// the same guard as providers.v1: public namespaces are anonymous; a
+// private one answers 401 with a Bearer challenge whose realm is the
+// token endpoint /v2/token, which takes a Trove token as the Basic
+// password. The surface is read-only: every write answers UNSUPPORTED.
+package oci
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"trove.dev/trove/internal/auth"
+	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/respcache"
+	"trove.dev/trove/internal/store"
+)
+
+// Prefix is the path every route of the API starts with.
+const Prefix = "/v2/"
+
+// TokenPath is the token endpoint the Bearer challenges name.
+const TokenPath = "/v2/token"
+
+// MaxTags bounds one page of the tags list (a larger n is lowered to it,
+// as the specification allows).
+const MaxTags = 1000
+
+// Index is what the Service reads of the index.
+type Index interface {
+	store.Providers
+	store.Modules
+}
+
+// Guard decides who may read a namespace (*auth.Access).
+type Guard interface {
+	ProtocolRead(r *http.Request, namespace string) (private bool, err error)
+	Authenticator() *auth.Authenticator
+}
+
+// Options configures a Service.
+type Options struct {
+	Index     Index
+	Blobs     store.Blobs
+	Guard     Guard // nil: everything readable by anyone (tests only)
+	PublicURL *url.URL
+	Logger    *slog.Logger
+	// CacheBytes bounds the cached repositories (default 8 MiB).
+	CacheBytes int64
+	// MaxAge is how long a generated repository is served before it is
+	// generated again (default 30s).
+	MaxAge time.Duration
+}
+
+// repoKey names a repository: a provider (system "" and kind 'p') or a
+// module.
+type repoKey struct {
+	kind             byte // 'p' or 'm'
+	ns, name, system string
+}
+
+func (k repoKey) String() string {
+	if k.kind == 'p' {
+		return k.ns + "/" + k.name
+	}
+	return k.ns + "/modules/" + k.name + "/" + k.system
+}
+
+// Service serves the OCI pull API. It is safe for concurrent use.
+type Service struct {
+	opt   Options
+	host  string
+	log   *slog.Logger
+	cache *respcache.Cache[repoKey, struct{}, *repo]
+	zips  *zipper
+}
+
+// New returns a Service.
+func New(opt Options) *Service {
+	if opt.Logger == nil {
+		opt.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opt.CacheBytes <= 0 {
+		opt.CacheBytes = 8 << 20
+	}
+	if opt.MaxAge <= 0 {
+		opt.MaxAge = 30 * time.Second
+	}
+	s := &Service{opt: opt, host: opt.PublicURL.Host, log: opt.Logger, zips: newZipper(opt.Blobs)}
+	s.cache = respcache.New[repoKey, struct{}, *repo](respcache.Options{
+		Name: "oci", MaxAge: opt.MaxAge, MaxBytes: opt.CacheBytes, Log: opt.Logger,
+		Drop: func(err error) bool { return registry.IsKind(err, registry.NotFound) },
+	})
+	return s
+}
+
+// Register mounts the API on mux.
+func (s *Service) Register(mux *http.ServeMux) {
+	mux.HandleFunc("/v2/", s.serve)
+	mux.HandleFunc("/v2", s.serve)
+}
+
+// InvalidateProvider drops the cached repository of a provider.
+func (s *Service) InvalidateProvider(namespace, typ string) {
+	s.cache.InvalidateOwner(repoKey{kind: 'p', ns: namespace, name: typ})
+}
+
+// InvalidateModule drops the cached repository of a module.
+func (s *Service) InvalidateModule(namespace, name, system string) {
+	s.cache.InvalidateOwner(repoKey{kind: 'm', ns: namespace, name: name, system: system})
+}
+
+// InvalidateAll drops every cached repository.
+func (s *Service) InvalidateAll() { s.cache.InvalidateAll() }
+
+// ociError is an error of the specification's error codes.
+type ociError struct {
+	status  int
+	code    string
+	message string
+}
+
+func (e *ociError) Error() string { return e.code + ": " + e.message }
+
+func errf(status int, code, format string, args ...any) *ociError {
+	msg := format
+	if len(args) > 0 {
+		msg = fmt.Sprintf(format, args...)
+	}
+	return &ociError{status: status, code: code, message: msg}
+}
+
+func (s *Service) writeError(w http.ResponseWriter, r *http.Request, err error, repoName string) {
+	var oe *ociError
+	if !errors.As(err, &oe) {
+		switch registry.KindOf(err) {
+		case registry.NotFound:
+			oe = &ociError{http.StatusNotFound, "NAME_UNKNOWN", registry.Message(err)}
+		case registry.Unauthenticated:
+			oe = &ociError{http.StatusUnauthorized, "UNAUTHORIZED", registry.Message(err)}
+		case registry.Forbidden:
+			oe = &ociError{http.StatusForbidden, "DENIED", registry.Message(err)}
+		default:
+			s.log.ErrorContext(r.Context(), "oci request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+			oe = &ociError{http.StatusInternalServerError, "UNKNOWN", "internal error"}
+		}
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Docker-Distribution-Api-Version", "registry/2.0")
+	if oe.status == http.StatusUnauthorized {
+		scope := ""
+		if repoName != "" {
+			scope = `,scope="repository:` + repoName + `:pull"`
+		}
+		h.Set("WWW-Authenticate", `Bearer realm="`+s.origin(r)+TokenPath+`",service="`+s.host+`"`+scope)
+	}
+	w.WriteHeader(oe.status)
+	if r.Method == http.MethodHead {
+		return
+	}
+	type item struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	}
+	_ = json.NewEncoder(w).Encode(struct {
+		Errors []item `json:"errors"`
+	}{[]item{{oe.code, oe.message}}})
+}
+
+// origin is the public scheme and host the challenges name.
+func (s *Service) origin(*http.Request) string {
+	u := s.opt.PublicURL
+	return u.Scheme + "://" + u.Host + strings.TrimSuffix(u.Path, "/")
+}
+
+// Reference and digest grammar of the specification.
+var (
+	tagRE    = regexp.MustCompile(`^[a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}$`)
+	digestRE = regexp.MustCompile(`^sha256:[a-f0-9]{64}$`)
+)
+
+func (s *Service) serve(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Docker-Distribution-Api-Version", "registry/2.0")
+	path := r.URL.Path
+	if path == "/v2" || path == "/v2/" {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			s.writeError(w, r, errf(http.StatusMethodNotAllowed, "UNSUPPORTED", "this registry is read-only"), "")
+			return
+		}
+		if err := s.authenticate(r); err != nil {
+			s.writeError(w, r, err, "")
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		if r.Method == http.MethodGet {
+			_, _ = w.Write([]byte("{}"))
+		}
+		return
+	}
+	if path == TokenPath {
+		s.serveToken(w, r)
+		return
+	}
+	// The operation is the second last segment (references hold no
+	// "/"), so that a repository may contain "blobs" or "manifests".
+	rest := strings.TrimPrefix(path, Prefix)
+	var name, op, ref string
+	if n, ok := strings.CutSuffix(rest, "/tags/list"); ok {
+		name, op = n, "tags/list"
+	} else if i := strings.LastIndexByte(rest, '/'); i > 0 {
+		if j := strings.LastIndexByte(rest[:i], '/'); j > 0 {
+			switch o := rest[j+1 : i]; o {
+			case "manifests", "blobs", "referrers":
+				name, op, ref = rest[:j], o, rest[i+1:]
+			}
+		}
+	}
+	if op == "" || name == "" {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			s.writeError(w, r, errf(http.StatusMethodNotAllowed, "UNSUPPORTED", "this registry is read-only: publish through Trove's API"), "")
+			return
+		}
+		s.writeError(w, r, errf(http.StatusNotFound, "NAME_UNKNOWN", "no such route"), "")
+		return
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		s.writeError(w, r, errf(http.StatusMethodNotAllowed, "UNSUPPORTED", "this registry is read-only: publish through Trove's API"), "")
+		return
+	}
+	key, err := parseRepo(name)
+	if err != nil {
+		s.writeError(w, r, err, "")
+		return
+	}
+	private, err := s.authorize(r, key.ns)
+	if err != nil {
+		s.writeError(w, r, err, key.String())
+		return
+	}
+	rp, err := s.load(r.Context(), key)
+	if err != nil {
+		s.writeError(w, r, err, key.String())
+		return
+	}
+	if private {
+		// Shared caches must not keep a private namespace's answers.
+		w.Header()["Cache-Control"] = privateNoCache
+	}
+	switch op {
+	case "tags/list":
+		s.serveTags(w, r, key, rp)
+	case "manifests":
+		s.serveManifest(w, r, rp, ref)
+	case "blobs":
+		s.serveBlob(w, r, key, rp, ref)
+	case "referrers":
+		s.serveReferrers(w, r, rp, ref)
+	}
+}
+
+// parseRepo maps a repository name onto a provider or module; anything
+// else (other shapes, invalid names, traversal) is NAME_UNKNOWN.
+func parseRepo(name string) (repoKey, error) {
+	unknown := errf(http.StatusNotFound, "NAME_UNKNOWN", "repository %q is not known to this registry", registry.Elide(name))
+	if len(name) > 255 {
+		return repoKey{}, unknown
+	}
+	parts := strings.Split(name, "/")
+	var k repoKey
+	var err error
+	switch {
+	case len(parts) == 2:
+		k.kind = 'p'
+		if k.ns, err = registry.ParseNamespace(parts[0]); err == nil {
+			k.name, err = registry.ParseProviderType(parts[1])
+		}
+	case len(parts) == 4 && parts[1] == "modules":
+		k.kind = 'm'
+		if k.ns, err = registry.ParseNamespace(parts[0]); err == nil {
+			if k.name, err = registry.ParseModuleName(parts[2]); err == nil {
+				k.system, err = registry.ParseModuleSystem(parts[3])
+			}
+		}
+	default:
+		return repoKey{}, unknown
+	}
+	if err != nil || k.String() != name {
+		return repoKey{}, unknown
+	}
+	return k, nil
+}
+
+// asBearer returns r with a Basic authorization (any user name, a Trove
+// token as the password) rewritten as the Bearer token the guard reads.
+func asBearer(r *http.Request) (*http.Request, error) {
+	h := r.Header.Get("Authorization")
+	scheme, cred, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Basic") {
+		return r, nil
+	}
+	if len(cred) > 4096 {
+		return nil, errf(http.StatusUnauthorized, "UNAUTHORIZED", "malformed Basic credentials")
+	}
+	raw, err := base64.StdEncoding.DecodeString(cred)
+	if err != nil {
+		return nil, errf(http.StatusUnauthorized, "UNAUTHORIZED", "malformed Basic credentials")
+	}
+	_, pw, ok := strings.Cut(string(raw), ":")
+	if !ok || pw == "" {
+		return nil, errf(http.StatusUnauthorized, "UNAUTHORIZED", "Basic credentials need a Trove token as the password")
+	}
+	r2 := r.Clone(r.Context())
+	r2.Header.Set("Authorization", "Bearer "+pw)
+	return r2, nil
+}
+
+// authenticate checks the credentials of r, if it has any.
+func (s *Service) authenticate(r *http.Request) error {
+	if s.opt.Guard == nil || r.Header.Get("Authorization") == "" {
+		return nil
+	}
+	r, err := asBearer(r)
+	if err != nil {
+		return err
+	}
+	_, err = s.opt.Guard.Authenticator().AuthenticateCached(r)
+	return err
+}
+
+// authorize asks the guard whether r may read the namespace. A refusal
+// to a token is NAME_UNKNOWN, as a repository that does not exist.
+func (s *Service) authorize(r *http.Request, ns string) (private bool, err error) {
+	if s.opt.Guard == nil {
+		return false, nil
+	}
+	r, err = asBearer(r)
+	if err != nil {
+		return false, err
+	}
+	return s.opt.Guard.ProtocolRead(r, ns)
+}
+
+// privateNoCache is the Cache-Control of every answer of a private
+// namespace's repository.
+var privateNoCache = []string{"private, no-cache"}
+
+// setCacheControl sets v unless the answer is a private one.
+func setCacheControl(h http.Header, v string) {
+	if h.Get("Cache-Control") == privateNoCache[0] {
+		return
+	}
+	h.Set("Cache-Control", v)
+}
+
+// serveToken answers the token endpoint of the Bearer challenge: Basic
+// credentials with a Trove token as the password (or that token as a
+// Bearer token) give that same token back as the bearer token, valid as
+// long as the Trove token is. Anonymous requests are refused: public
+// repositories need no token.
+func (s *Service) serveToken(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodPost {
+		s.writeError(w, r, errf(http.StatusMethodNotAllowed, "UNSUPPORTED", "use GET"), "")
+		return
+	}
+	if r.Header.Get("Authorization") == "" || s.opt.Guard == nil {
+		w.Header().Set("WWW-Authenticate", `Basic realm="trove"`)
+		s.writeBasicRefusal(w, r, "credentials needed: a Trove token as the password")
+		return
+	}
+	r2, err := asBearer(r)
+	if err == nil {
+		_, err = s.opt.Guard.Authenticator().AuthenticateCached(r2)
+	}
+	if err != nil {
+		w.Header().Set("WWW-Authenticate", `Basic realm="trove"`)
+		s.writeBasicRefusal(w, r, "the credentials are not valid")
+		return
+	}
+	_, tok, _ := strings.Cut(r2.Header.Get("Authorization"), " ")
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	_ = json.NewEncoder(w).Encode(map[string]any{"token": tok, "access_token": tok, "expires_in": 300})
+}
+
+func (s *Service) writeBasicRefusal(w http.ResponseWriter, r *http.Request, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusUnauthorized)
+	_ = json.NewEncoder(w).Encode(map[string]any{"errors": []map[string]string{{"code": "UNAUTHORIZED", "message": msg}}})
+}
+
+// load returns the repository, generated or cached.
+func (s *Service) load(ctx context.Context, key repoKey) (*repo, error) {
+	e := s.cache.Lookup(key, struct{}{})
+	switch s.cache.State(e) {
+	case respcache.Stale:
+		if s.cache.ShouldRevalidate(e) {
+			s.cache.Revalidate(key, struct{}{}, e, s.renderer(key))
+		}
+		fallthrough
+	case respcache.Fresh:
+		return e.Value, nil
+	}
+	e, err := s.cache.Load(ctx, key, struct{}{}, e, s.renderer(key))
+	if err != nil {
+		return nil, err
+	}
+	return e.Value, nil
+}
+
+func (s *Service) renderer(key repoKey) respcache.RenderFunc[*repo] {
+	return func(ctx context.Context) (respcache.Rendered[*repo], error) {
+		rp, err := s.generate(ctx, key)
+		if err != nil {
+			return respcache.Rendered[*repo]{}, err
+		}
+		return respcache.Rendered[*repo]{Value: rp, Size: rp.size()}, nil
+	}
+}
+
+func (s *Service) generate(ctx context.Context, key repoKey) (*repo, error) {
+	notFound := registry.Errorf(registry.NotFound, "repository %s is not known to this registry", key)
+	if key.kind == 'p' {
+		vs, err := s.opt.Index.ListProviderVersions(ctx, key.ns, key.name)
+		if registry.IsKind(err, registry.NotFound) {
+			return nil, notFound
+		}
+		if err != nil {
+			return nil, err
+		}
+		rp, err := providerRepo(vs, func(d string) (int64, error) { return s.opt.Blobs.Stat(ctx, d) })
+		if err == nil && len(rp.tags) == 0 {
+			return nil, notFound
+		}
+		return rp, err
+	}
+	vs, err := s.opt.Index.ListModuleVersions(ctx, key.ns, key.name, key.system)
+	if registry.IsKind(err, registry.NotFound) {
+		return nil, notFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	mvs := make([]moduleVersion, 0, len(vs))
+	for _, v := range vs {
+		z, err := s.zips.zip(ctx, v)
+		if err != nil {
+			return nil, err
+		}
+		mvs = append(mvs, moduleVersion{version: v.Version, zip: z.digest, size: z.size})
+	}
+	rp, err := moduleRepo(mvs)
+	if err == nil && len(rp.tags) == 0 {
+		return nil, notFound
+	}
+	return rp, err
+}
+
+func (s *Service) serveTags(w http.ResponseWriter, r *http.Request, key repoKey, rp *repo) {
+	q := r.URL.Query()
+	n := len(rp.tags)
+	if v := q.Get("n"); v != "" {
+		i, err := strconv.Atoi(v)
+		if err != nil || i < 0 {
+			s.writeError(w, r, errf(http.StatusBadRequest, "PAGINATION_NUMBER_INVALID", "n must be a number of tags"), key.String())
+			return
+		}
+		n = min(i, MaxTags)
+	}
+	n = min(n, MaxTags)
+	tags := rp.tags
+	if last := q.Get("last"); last != "" {
+		i := 0
+		for i < len(tags) && tags[i] <= last {
+			i++
+		}
+		tags = tags[i:]
+	}
+	more := len(tags) > n
+	tags = tags[:min(n, len(tags))]
+	if more && n > 0 {
+		w.Header().Set("Link", `</v2/`+key.String()+`/tags/list?n=`+strconv.Itoa(n)+`&last=`+url.QueryEscape(tags[len(tags)-1])+`>; rel="next"`)
+	}
+	body, _ := json.Marshal(struct {
+		Name string   `json:"name"`
+		Tags []string `json:"tags"`
+	}{key.String(), append([]string{}, tags...)})
+	w.Header().Set("Content-Type", "application/json")
+	setCacheControl(w.Header(), "no-cache")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodGet {
+		_, _ = w.Write(body)
+	}
+}
+
+func (s *Service) serveManifest(w http.ResponseWriter, r *http.Request, rp *repo, ref string) {
+	digest := ref
+	if strings.Contains(ref, ":") {
+		if !digestRE.MatchString(ref) {
+			s.writeError(w, r, errf(http.StatusBadRequest, "DIGEST_INVALID", "invalid digest: want sha256: and 64 lower-case hex digits"), "")
+			return
+		}
+	} else {
+		if !tagRE.MatchString(ref) {
+			s.writeError(w, r, errf(http.StatusNotFound, "MANIFEST_UNKNOWN", "invalid tag %q", registry.Elide(ref)), "")
+			return
+		}
+		digest = rp.byTag[ref]
+	}
+	d, ok := rp.docs[digest]
+	if !ok {
+		s.writeError(w, r, errf(http.StatusNotFound, "MANIFEST_UNKNOWN", "manifest %s not found", registry.Elide(ref)), "")
+		return
+	}
+	if !accepts(r, d.desc.MediaType) {
+		s.writeError(w, r, errf(http.StatusNotFound, "MANIFEST_UNKNOWN", "manifest %s is a %s, which the request's Accept header excludes", registry.Elide(ref), d.desc.MediaType), "")
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", d.desc.MediaType)
+	h.Set("Docker-Content-Digest", d.desc.Digest)
+	h.Set("Etag", `"`+d.desc.Digest+`"`)
+	h.Set("Content-Length", strconv.Itoa(len(d.body)))
+	setCacheControl(h, "no-cache")
+	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodGet {
+		_, _ = w.Write(d.body)
+	}
+}
+
+// accepts reports whether r's Accept headers admit mediaType: no Accept
+// header, */*, or the type among them.
+func accepts(r *http.Request, mediaType string) bool {
+	vals := r.Header.Values("Accept")
+	if len(vals) == 0 {
+		return true
+	}
+	for _, v := range vals {
+		for _, t := range strings.Split(v, ",") {
+			t, _, _ = strings.Cut(t, ";")
+			t = strings.TrimSpace(t)
+			if t == "" || t == "*/*" || t == mediaType {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (s *Service) serveBlob(w http.ResponseWriter, r *http.Request, key repoKey, rp *repo, ref string) {
+	if !digestRE.MatchString(ref) {
+		s.writeError(w, r, errf(http.StatusBadRequest, "DIGEST_INVALID", "invalid digest: want sha256: and 64 lower-case hex digits"), "")
+		return
+	}
+	b, ok := rp.blobs[ref]
+	if !ok {
+		s.writeError(w, r, errf(http.StatusNotFound, "BLOB_UNKNOWN", "blob %s is not in repository %s", ref, key), "")
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/octet-stream")
+	h.Set("Docker-Content-Digest", ref)
+	h.Set("Etag", `"`+ref+`"`)
+	setCacheControl(h, "max-age=31536000, immutable")
+	if b.mem != nil {
+		http.ServeContent(w, r, "", time.Time{}, strings.NewReader(string(b.mem)))
+		return
+	}
+	hexd := strings.TrimPrefix(ref, "sha256:")
+	blob, err := s.opt.Blobs.Open(r.Context(), hexd)
+	if registry.IsKind(err, registry.NotFound) && key.kind == 'm' {
+		// A module zip the collector removed: pack it again.
+		if err = s.zips.restore(r.Context(), s.opt.Index, key, ref); err == nil {
+			blob, err = s.opt.Blobs.Open(r.Context(), hexd)
+		}
+	}
+	if err != nil {
+		h.Del("Cache-Control")
+		h.Del("Etag")
+		h.Del("Docker-Content-Digest")
+		if registry.IsKind(err, registry.NotFound) {
+			err = errf(http.StatusNotFound, "BLOB_UNKNOWN", "blob %s is not stored", ref)
+		}
+		s.writeError(w, r, err, "")
+		return
+	}
+	defer blob.Close()
+	http.ServeContent(w, r, "", time.Time{}, blob.Content)
+}
+
+func (s *Service) serveReferrers(w http.ResponseWriter, r *http.Request, rp *repo, ref string) {
+	if !digestRE.MatchString(ref) {
+		s.writeError(w, r, errf(http.StatusBadRequest, "DIGEST_INVALID", "invalid digest: want sha256: and 64 lower-case hex digits"), "")
+		return
+	}
+	at := r.URL.Query().Get("artifactType")
+	out := ImageIndex{SchemaVersion: 2, MediaType: MediaTypeIndex, Manifests: []Descriptor{}}
+	for _, d := range rp.referrers[ref] {
+		if at == "" || d.ArtifactType == at {
+			out.Manifests = append(out.Manifests, d)
+		}
+	}
+	body, _ := json.Marshal(out)
+	if at != "" {
+		w.Header().Set("OCI-Filters-Applied", "artifactType")
+	}
+	w.Header().Set("Content-Type", MediaTypeIndex)
+	setCacheControl(w.Header(), "no-cache")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodGet {
+		_, _ = w.Write(body)
+	}
+}

@@ -1,0 +1,481 @@
+package oci_test
+
+import (
+	"archive/tar"
+	"archive/zip"
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"trove.dev/trove/apispec"
+	"trove.dev/trove/client"
+	"trove.dev/trove/internal/auth"
+	"trove.dev/trove/internal/protocol/oci"
+	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/trovetest"
+)
+
+type env struct {
+	srv     *trovetest.Server
+	token   string // may read acme
+	zips    map[string]string
+	modArch []byte
+}
+
+func sum(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+func tarGz(t testing.TB, files map[string]string) []byte {
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	for name, body := range files {
+		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg, ModTime: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+		_, _ = tw.Write([]byte(body))
+	}
+	tw.Close()
+	gz.Close()
+	return buf.Bytes()
+}
+
+// newEnv starts a real Trove with a public namespace open and a private
+// namespace acme, each holding the provider widget 1.0.0+b.1 (linux_amd64,
+// darwin_arm64) and the module net/aws 1.0.0.
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	srv := trovetest.Start(t)
+	ctx := t.Context()
+	e := &env{srv: srv, zips: map[string]string{}}
+	for _, ns := range []registry.Namespace{
+		{Name: "open", Visibility: registry.VisibilityPublic, CreatedAt: time.Now()},
+		{Name: "acme", CreatedAt: time.Now()},
+	} {
+		if err := srv.Index.CreateNamespace(ctx, ns); err != nil {
+			t.Fatal(err)
+		}
+		v := registry.ProviderVersion{
+			Namespace: ns.Name, Type: "widget", Version: "1.0.0+b.1", Protocols: []string{"6.0"}, PublishedAt: time.Now(),
+			SHASumsDigest: srv.Blob(t, "sums "+ns.Name), SHASumsSignatureDigest: srv.Blob(t, "sig "+ns.Name),
+			SigningKey: registry.SigningKey{Namespace: ns.Name, KeyID: "0123456789ABCDEF", Fingerprint: strings.Repeat("AB", 20), ASCIIArmor: "x", CreatedAt: time.Now()},
+		}
+		for _, p := range []string{"linux_amd64", "darwin_arm64"} {
+			os, arch, _ := strings.Cut(p, "_")
+			content := "PK zip of " + ns.Name + " " + p
+			d := srv.Blob(t, content)
+			e.zips[ns.Name+"/"+p] = d
+			v.Platforms = append(v.Platforms, registry.Platform{OS: os, Arch: arch, Filename: "terraform-provider-widget_1.0.0+b.1_" + p + ".zip", SHA256: d, Size: int64(len(content))})
+		}
+		if err := srv.Index.CreateProviderVersion(ctx, v); err != nil {
+			t.Fatal(err)
+		}
+		arch := tarGz(t, map[string]string{"main.tf": "# " + ns.Name + "\n", "modules/x/main.tf": "#\n"})
+		e.modArch = arch
+		ad := srv.Blob(t, string(arch))
+		if err := srv.Index.CreateModuleVersion(ctx, registry.ModuleVersion{Namespace: ns.Name, Name: "net", System: "aws", Version: "1.0.0",
+			ArchiveDigest: ad, ArchiveFormat: "tar.gz", ArchiveSize: int64(len(arch)), PublishedAt: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	secret, hash, err := auth.NewToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Index.CreateToken(ctx, registry.Token{ID: "tok_reader", Hash: hash, Namespaces: []string{"acme"},
+		Scopes: []registry.Scope{registry.ScopeRead}, CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	e.token = secret
+	return e
+}
+
+type resp struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (e *env) do(t *testing.T, method, path string, hdr ...string) resp {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), method, e.srv.URL+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Add(hdr[i], hdr[i+1])
+	}
+	r, err := e.srv.HTTPClient().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Body.Close()
+	b, _ := io.ReadAll(r.Body)
+	return resp{r.StatusCode, r.Header, b}
+}
+
+func (e *env) getJSON(t *testing.T, path string, v any, hdr ...string) resp {
+	t.Helper()
+	r := e.do(t, http.MethodGet, path, hdr...)
+	if r.status != http.StatusOK {
+		t.Fatalf("GET %s = %d %s", path, r.status, r.body)
+	}
+	if err := json.Unmarshal(r.body, v); err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	return r
+}
+
+func errCode(t *testing.T, r resp) string {
+	t.Helper()
+	var body struct {
+		Errors []struct{ Code, Message string } `json:"errors"`
+	}
+	if err := json.Unmarshal(r.body, &body); err != nil || len(body.Errors) != 1 {
+		t.Fatalf("error body %q is not an OCI error body", r.body)
+	}
+	return body.Errors[0].Code
+}
+
+// TestProviderPull walks what OpenTofu's oci_mirror source does: tags,
+// index by tag, manifest of the platform, the layer blob, which is the
+// stored zip byte for byte (its digest the zh: hash).
+func TestProviderPull(t *testing.T) {
+	e := newEnv(t)
+	if r := e.do(t, http.MethodGet, "/v2/"); r.status != http.StatusOK {
+		t.Fatalf("GET /v2/ = %d %s", r.status, r.body)
+	}
+	var tags struct {
+		Name string
+		Tags []string
+	}
+	e.getJSON(t, "/v2/open/widget/tags/list", &tags)
+	if tags.Name != "open/widget" || len(tags.Tags) != 1 || tags.Tags[0] != "1.0.0_b.1" {
+		t.Fatalf("tags = %+v", tags)
+	}
+	var idx oci.ImageIndex
+	r := e.getJSON(t, "/v2/open/widget/manifests/1.0.0_b.1", &idx, "Accept", oci.MediaTypeIndex+", "+oci.MediaTypeManifest)
+	if r.header.Get("Content-Type") != oci.MediaTypeIndex || idx.ArtifactType != oci.ArtifactProvider {
+		t.Fatalf("index: %s %+v", r.header.Get("Content-Type"), idx)
+	}
+	indexDigest := r.header.Get("Docker-Content-Digest")
+	if indexDigest != "sha256:"+sum(r.body) {
+		t.Fatalf("Docker-Content-Digest %s is not the body's", indexDigest)
+	}
+	// By digest: the same bytes; HEAD: the same headers, no body.
+	if r2 := e.do(t, http.MethodGet, "/v2/open/widget/manifests/"+indexDigest); !bytes.Equal(r2.body, r.body) {
+		t.Fatalf("manifest by digest differs from by tag")
+	}
+	if h := e.do(t, http.MethodHead, "/v2/open/widget/manifests/1.0.0_b.1"); h.status != 200 || len(h.body) != 0 || h.header.Get("Content-Length") != r.header.Get("Content-Length") {
+		t.Fatalf("HEAD manifest = %d %q %v", h.status, h.body, h.header)
+	}
+	for _, d := range idx.Manifests {
+		var m oci.Manifest
+		mr := e.getJSON(t, "/v2/open/widget/manifests/"+d.Digest, &m)
+		if "sha256:"+sum(mr.body) != d.Digest || int64(len(mr.body)) != d.Size {
+			t.Fatalf("manifest %s: digest or size mismatch", d.Digest)
+		}
+		layer := m.Layers[0]
+		want := e.zips["open/"+d.Platform.OS+"_"+d.Platform.Architecture]
+		if layer.MediaType != "archive/zip" || layer.Digest != "sha256:"+want {
+			t.Fatalf("layer = %+v, want the zip %s", layer, want)
+		}
+		br := e.do(t, http.MethodGet, "/v2/open/widget/blobs/"+layer.Digest)
+		if br.status != 200 || "sha256:"+sum(br.body) != layer.Digest || int64(len(br.body)) != layer.Size {
+			t.Fatalf("blob %s = %d %q", layer.Digest, br.status, br.body)
+		}
+		// Range
+		rr := e.do(t, http.MethodGet, "/v2/open/widget/blobs/"+layer.Digest, "Range", "bytes=3-5")
+		if rr.status != http.StatusPartialContent || string(rr.body) != string(br.body[3:6]) {
+			t.Fatalf("range = %d %q", rr.status, rr.body)
+		}
+	}
+	// Referrers: the SHA256SUMS and its signature.
+	var refs oci.ImageIndex
+	e.getJSON(t, "/v2/open/widget/referrers/"+indexDigest, &refs)
+	if len(refs.Manifests) != 1 || refs.Manifests[0].ArtifactType != oci.ArtifactSignature {
+		t.Fatalf("referrers = %+v", refs)
+	}
+	var sig oci.Manifest
+	e.getJSON(t, "/v2/open/widget/manifests/"+refs.Manifests[0].Digest, &sig)
+	if sig.Subject == nil || sig.Subject.Digest != indexDigest || len(sig.Layers) != 2 {
+		t.Fatalf("signature manifest = %+v", sig)
+	}
+	if b := e.do(t, http.MethodGet, "/v2/open/widget/blobs/"+sig.Layers[0].Digest); string(b.body) != "sums open" {
+		t.Fatalf("SHA256SUMS blob = %q", b.body)
+	}
+	e.getJSON(t, "/v2/open/widget/referrers/"+indexDigest+"?artifactType=application/x-other", &refs)
+	if len(refs.Manifests) != 0 {
+		t.Fatalf("filtered referrers = %+v", refs)
+	}
+}
+
+// TestModulePull: the module's manifest, its deterministic zip (the
+// same digest on every render, after an invalidation too).
+func TestModulePull(t *testing.T) {
+	e := newEnv(t)
+	var tags struct{ Tags []string }
+	e.getJSON(t, "/v2/open/modules/net/aws/tags/list", &tags)
+	if strings.Join(tags.Tags, ",") != "1.0.0,latest" {
+		t.Fatalf("tags = %v", tags.Tags)
+	}
+	var m oci.Manifest
+	r := e.getJSON(t, "/v2/open/modules/net/aws/manifests/1.0.0", &m)
+	if m.ArtifactType != oci.ArtifactModule || len(m.Layers) != 1 || m.Layers[0].MediaType != "archive/zip" {
+		t.Fatalf("manifest = %+v", m)
+	}
+	b := e.do(t, http.MethodGet, "/v2/open/modules/net/aws/blobs/"+m.Layers[0].Digest)
+	if b.status != 200 || "sha256:"+sum(b.body) != m.Layers[0].Digest {
+		t.Fatalf("module zip = %d", b.status)
+	}
+	zr, err := zip.NewReader(bytes.NewReader(b.body), int64(len(b.body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range zr.File {
+		names = append(names, f.Name)
+	}
+	if strings.Join(names, ",") != "main.tf,modules/x/main.tf" {
+		t.Fatalf("zip entries = %v", names)
+	}
+	// A new render (another process would pack again) gives the same digest.
+	e2 := e.do(t, http.MethodGet, "/v2/open/modules/net/aws/manifests/latest")
+	if !bytes.Equal(e2.body, r.body) {
+		t.Fatal("latest is not 1.0.0")
+	}
+}
+
+func TestAccess(t *testing.T) {
+	e := newEnv(t)
+	basic := "Basic " + base64.StdEncoding.EncodeToString([]byte("anyone:"+e.token))
+	cases := []struct {
+		path, auth string
+		want       int
+	}{
+		{"/v2/acme/widget/tags/list", "", 401},
+		{"/v2/acme/modules/net/aws/tags/list", "", 401},
+		{"/v2/nosuch/widget/tags/list", "", 401},
+		{"/v2/acme/widget/tags/list", "Bearer " + e.token, 200},
+		{"/v2/acme/widget/tags/list", basic, 200},
+		{"/v2/acme/modules/net/aws/tags/list", basic, 200},
+		{"/v2/acme/widget/tags/list", "Bearer trove_wrong", 401},
+		{"/v2/acme/widget/tags/list", "Basic !!!", 401},
+		{"/v2/open/widget/tags/list", "", 200},
+	}
+	for _, c := range cases {
+		var r resp
+		if c.auth == "" {
+			r = e.do(t, http.MethodGet, c.path)
+		} else {
+			r = e.do(t, http.MethodGet, c.path, "Authorization", c.auth)
+		}
+		if r.status != c.want {
+			t.Errorf("GET %s (%.12s) = %d %s, want %d", c.path, c.auth, r.status, r.body, c.want)
+			continue
+		}
+		if r.status == 401 {
+			errCode(t, r)
+			ch := r.header.Get("WWW-Authenticate")
+			if !strings.HasPrefix(ch, `Bearer realm="`+e.srv.URL+`/v2/token",service="`+e.srv.Host+`"`) || !strings.Contains(ch, `scope="repository:`) {
+				t.Errorf("GET %s: challenge %q", c.path, ch)
+			}
+		}
+		if bytes.Contains(r.body, []byte(e.token)) {
+			t.Errorf("GET %s echoes the token", c.path)
+		}
+	}
+	// The token flow: Basic with a Trove token as the password gives a
+	// bearer token that reads the private repository.
+	if r := e.do(t, http.MethodGet, "/v2/token?service=x&scope=repository:acme/widget:pull"); r.status != 401 {
+		t.Errorf("anonymous token request = %d", r.status)
+	}
+	if r := e.do(t, http.MethodGet, "/v2/token", "Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte("u:trove_nope"))); r.status != 401 {
+		t.Errorf("token request with a bad password = %d", r.status)
+	}
+	var tok struct{ Token string }
+	e.getJSON(t, "/v2/token?service=x&scope=repository:acme/widget:pull", &tok, "Authorization", basic)
+	if r := e.do(t, http.MethodGet, "/v2/acme/widget/tags/list", "Authorization", "Bearer "+tok.Token); r.status != 200 {
+		t.Errorf("with the bearer token: %d %s", r.status, r.body)
+	}
+	// Answers of a private repository are not for shared caches.
+	for _, p := range []string{"/v2/acme/widget/tags/list", "/v2/acme/widget/manifests/1.0.0_b.1", "/v2/acme/widget/blobs/sha256:" + e.zips["acme/linux_amd64"]} {
+		r := e.do(t, http.MethodGet, p, "Authorization", basic)
+		if r.status != 200 || r.header.Get("Cache-Control") != "private, no-cache" {
+			t.Errorf("GET %s = %d, Cache-Control %q, want 200 and private, no-cache", p, r.status, r.header.Get("Cache-Control"))
+		}
+	}
+	if r := e.do(t, http.MethodGet, "/v2/open/widget/blobs/sha256:"+e.zips["open/linux_amd64"]); !strings.Contains(r.header.Get("Cache-Control"), "immutable") {
+		t.Errorf("public blob Cache-Control = %q", r.header.Get("Cache-Control"))
+	}
+	// A private blob is not reachable through a public repository.
+	d := e.zips["acme/linux_amd64"]
+	if r := e.do(t, http.MethodGet, "/v2/open/widget/blobs/sha256:"+d); r.status != 404 || errCode(t, r) != "BLOB_UNKNOWN" {
+		t.Errorf("private blob through a public repository = %d %s", r.status, r.body)
+	}
+}
+
+// TestHostile: bad digests, traversal, huge n, unknown Accept types,
+// writes to the read-only surface (nothing stored).
+func TestHostile(t *testing.T) {
+	e := newEnv(t)
+	cases := []struct {
+		method, path string
+		hdr          []string
+		status       int
+		code         string
+	}{
+		{"GET", "/v2/open/widget/manifests/sha256:zz", nil, 400, "DIGEST_INVALID"},
+		{"GET", "/v2/open/widget/blobs/sha256:" + strings.Repeat("A", 64), nil, 400, "DIGEST_INVALID"},
+		{"GET", "/v2/open/widget/blobs/md5:abc", nil, 400, "DIGEST_INVALID"},
+		{"GET", "/v2/open/widget/blobs/sha256:" + strings.Repeat("0", 64), nil, 404, "BLOB_UNKNOWN"},
+		{"GET", "/v2/open/widget/manifests/9.9.9", nil, 404, "MANIFEST_UNKNOWN"},
+		{"GET", "/v2/open/widget/manifests/" + strings.Repeat("x", 200), nil, 404, "MANIFEST_UNKNOWN"},
+		{"GET", "/v2/open/widget/manifests/..%2F..%2Fetc", nil, 400, ""},
+		{"GET", "/v2/open/../acme/widget/tags/list", nil, 0, ""},
+		{"GET", "/v2/open/%2e%2e/acme/widget/tags/list", nil, 400, ""},
+		{"GET", "/v2/open/modules/net/../../acme/widget/tags/list", nil, 0, ""},
+		{"GET", "/v2/" + strings.Repeat("a/", 200) + "tags/list", nil, 404, "NAME_UNKNOWN"},
+		{"GET", "/v2/open/widget/extra/tags/list", nil, 404, "NAME_UNKNOWN"},
+		{"GET", "/v2/Open/Widget/tags/list", nil, 404, "NAME_UNKNOWN"},
+		{"GET", "/v2/open/nosuch/tags/list", nil, 404, "NAME_UNKNOWN"},
+		{"GET", "/v2/open/widget/tags/list?n=-1", nil, 400, "PAGINATION_NUMBER_INVALID"},
+		{"GET", "/v2/open/widget/tags/list?n=x", nil, 400, "PAGINATION_NUMBER_INVALID"},
+		{"GET", "/v2/open/widget/manifests/1.0.0_b.1", []string{"Accept", "application/x-nonsense"}, 404, "MANIFEST_UNKNOWN"},
+		{"GET", "/v2/open/widget/referrers/sha256:bad", nil, 400, "DIGEST_INVALID"},
+		{"GET", "/v2/open/modules/blobs/aws/tags/list", nil, 404, "NAME_UNKNOWN"},
+		{"GET", "/v2/open/modules/net/aws/blobs/x/y", nil, 404, "NAME_UNKNOWN"},
+		{"GET", "/v2/open/widget/nonsense/x", nil, 404, "NAME_UNKNOWN"},
+		{"PUT", "/v2/open/widget/manifests/2.0.0", nil, 405, "UNSUPPORTED"},
+		{"POST", "/v2/open/widget/blobs/uploads/?digest=sha256:" + strings.Repeat("0", 64), nil, 405, "UNSUPPORTED"},
+		{"POST", "/v2/open/widget/blobs/uploads/", nil, 405, "UNSUPPORTED"},
+		{"DELETE", "/v2/open/widget/manifests/1.0.0_b.1", nil, 405, "UNSUPPORTED"},
+		{"PATCH", "/v2/acme/widget/blobs/uploads/x", nil, 405, "UNSUPPORTED"},
+	}
+	for _, c := range cases {
+		r := e.do(t, c.method, c.path, c.hdr...)
+		if c.status == 0 { // cleaned by the client or the mux: anything but a private answer
+			if r.status == 200 {
+				t.Errorf("%s %s = 200 %s", c.method, c.path, r.body)
+			}
+			continue
+		}
+		if r.status != c.status {
+			t.Errorf("%s %s = %d %s, want %d", c.method, c.path, r.status, r.body, c.status)
+			continue
+		}
+		if c.code != "" {
+			if got := errCode(t, r); got != c.code {
+				t.Errorf("%s %s: code %s, want %s", c.method, c.path, got, c.code)
+			}
+		}
+	}
+	// Huge n is capped; the 1.0.0 tag is still the only one and nothing
+	// was stored by the writes.
+	var tags struct{ Tags []string }
+	e.getJSON(t, "/v2/open/widget/tags/list?n=99999999999", &tags)
+	if len(tags.Tags) != 1 {
+		t.Errorf("tags = %v", tags.Tags)
+	}
+	if _, err := e.srv.Index.GetProviderVersion(t.Context(), "open", "widget", "2.0.0"); !registry.IsKind(err, registry.NotFound) {
+		t.Errorf("a version was stored: %v", err)
+	}
+}
+
+func TestTagsPagination(t *testing.T) {
+	e := newEnv(t)
+	var page struct{ Tags []string }
+	r := e.getJSON(t, "/v2/open/modules/net/aws/tags/list?n=1", &page)
+	if len(page.Tags) != 1 || page.Tags[0] != "1.0.0" {
+		t.Fatalf("page 1 = %v", page.Tags)
+	}
+	link := r.header.Get("Link")
+	if !strings.Contains(link, "last=1.0.0") || !strings.Contains(link, `rel="next"`) {
+		t.Fatalf("Link = %q", link)
+	}
+	r = e.getJSON(t, "/v2/open/modules/net/aws/tags/list?n=1&last=1.0.0", &page)
+	if len(page.Tags) != 1 || page.Tags[0] != "latest" || r.header.Get("Link") != "" {
+		t.Fatalf("page 2 = %v, Link %q", page.Tags, r.header.Get("Link"))
+	}
+	e.getJSON(t, "/v2/open/modules/net/aws/tags/list?n=0", &page)
+	if len(page.Tags) != 0 {
+		t.Fatalf("n=0 = %v", page.Tags)
+	}
+}
+
+// TestInvalidatedOnDelete: a version deleted through the API is gone
+// from the tags and manifests at once (the API's change drops the cached
+// repository on this replica before it answers).
+func TestInvalidatedOnDelete(t *testing.T) {
+	e := newEnv(t)
+	var tags struct{ Tags []string }
+	e.getJSON(t, "/v2/open/modules/net/aws/tags/list", &tags)
+	e.getJSON(t, "/v2/open/widget/tags/list", &tags)
+	c, err := client.New(e.srv.URL, e.srv.AdminToken, client.WithHTTPClient(e.srv.HTTPClient()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.DeleteProviderVersion(t.Context(), "open", "widget", "1.0.0+b.1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.DeleteModuleVersion(t.Context(), "open", "net", "aws", "1.0.0"); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"/v2/open/widget/tags/list", "/v2/open/modules/net/aws/tags/list", "/v2/open/widget/manifests/1.0.0_b.1"} {
+		if r := e.do(t, http.MethodGet, p); r.status != 404 || errCode(t, r) != "NAME_UNKNOWN" {
+			t.Errorf("GET %s after the delete = %d %s", p, r.status, r.body)
+		}
+	}
+}
+
+// TestModuleZipDeterministic: the same files published as a .tar.gz and
+// as a .zip (other times, other order) give the same layer, byte for byte.
+func TestModuleZipDeterministic(t *testing.T) {
+	e := newEnv(t)
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for _, name := range []string{"modules/x/main.tf", "main.tf"} { // other order
+		h := &zip.FileHeader{Name: name, Method: zip.Store, Modified: time.Now().Add(-time.Hour)}
+		h.SetMode(0o600)
+		w, err := zw.CreateHeader(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := "#\n"
+		if name == "main.tf" {
+			body = "# open\n"
+		}
+		_, _ = w.Write([]byte(body))
+	}
+	zw.Close()
+	// Published through the API, as users do: its change drops the
+	// cached repository before the publish answers.
+	c, err := client.New(e.srv.URL, e.srv.AdminToken, client.WithHTTPClient(e.srv.HTTPClient()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Cache the repository first, so that the publish must invalidate it.
+	e.do(t, http.MethodGet, "/v2/open/modules/net/aws/tags/list")
+	if _, err := c.PublishModule(t.Context(), client.ModuleUpload{Namespace: "open", Name: "net", System: "aws", Version: "1.0.1",
+		Archive: bytes.NewReader(buf.Bytes()), ContentType: apispec.ModuleArchiveZip}); err != nil {
+		t.Fatal(err)
+	}
+	layer := func(tag string) string {
+		var m oci.Manifest
+		e.getJSON(t, "/v2/open/modules/net/aws/manifests/"+tag, &m)
+		return m.Layers[0].Digest
+	}
+	if a, b := layer("1.0.0"), layer("1.0.1"); a != b {
+		t.Errorf("the same files packed to %s (tar.gz) and %s (zip)", a, b)
+	}
+}
