@@ -1,32 +1,24 @@
 package main
 
-import (
-	"testing"
-
-	"trove.dev/trove/internal/config"
-)
+import "testing"
 
 func TestMemoryLimit(t *testing.T) {
 	env := func(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
 	for _, tc := range []struct {
-		name       string
-		env        map[string]string
-		cgroup     int64
-		cacheBytes int64
-		want       int64
+		name   string
+		env    map[string]string
+		cgroup int64
+		want   int64
 	}{
-		{"default", nil, 0, config.DefaultCacheBytes, DefaultMemoryLimit},
-		{"GOMEMLIMIT wins", map[string]string{"GOMEMLIMIT": "1GiB"}, 64 << 20, config.DefaultCacheBytes, 0},
-		{"GOMEMLIMIT off wins too", map[string]string{"GOMEMLIMIT": "off"}, 0, config.DefaultCacheBytes, 0},
-		{"a larger cache raises it", nil, 0, config.DefaultCacheBytes + 100<<20, DefaultMemoryLimit + 100<<20},
-		{"a smaller cache does not lower it", nil, 0, 1 << 20, DefaultMemoryLimit},
-		{"a large cgroup limit changes nothing", nil, 4 << 30, config.DefaultCacheBytes, DefaultMemoryLimit},
-		{"a small cgroup limit lowers it", nil, 64 << 20, config.DefaultCacheBytes, 48 << 20},
-		{"a tiny cgroup limit keeps a floor", nil, 8 << 20, config.DefaultCacheBytes, minMemoryLimit},
-		{"cgroup bounds a large cache", nil, 256 << 20, config.DefaultCacheBytes + 1<<30, 192 << 20},
+		{"no cgroup limit: the runtime's", nil, 0, 0},
+		{"GOMEMLIMIT wins over a cgroup", map[string]string{"GOMEMLIMIT": "1GiB"}, 64 << 20, 0},
+		{"GOMEMLIMIT off wins too", map[string]string{"GOMEMLIMIT": "off"}, 1 << 30, 0},
+		{"3/4 of a cgroup limit", nil, 1 << 30, 768 << 20},
+		{"3/4 of a small cgroup limit", nil, 64 << 20, 48 << 20},
+		{"a tiny cgroup limit keeps a floor", nil, 8 << 20, minMemoryLimit},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, source := memoryLimit(env(tc.env), tc.cgroup, tc.cacheBytes)
+			got, source := memoryLimit(env(tc.env), tc.cgroup)
 			if got != tc.want || source == "" {
 				t.Errorf("memoryLimit = %d (%q), want %d", got, source, tc.want)
 			}
