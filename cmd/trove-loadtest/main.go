@@ -7,7 +7,10 @@
 //
 // `trove-loadtest baseline -config FILE` is the baseline server the run
 // starts; `trove-loadtest seed -data-dir DIR` only seeds a data directory
-// (for profiling Trove by hand). It exits 0 whatever the ratios are,
+// (for profiling Trove by hand); `trove-loadtest compare [flags] A B`
+// builds trove at commits A and B and runs the harness against each in
+// alternating runs, printing per row how B compares with A. It exits 0
+// whatever the ratios are,
 // 1 when the measurement failed and 2 on a wrong command line.
 package main
 
