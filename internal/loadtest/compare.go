@@ -152,6 +152,9 @@ func compareVerdict(r CompareRow) string {
 	if len(worse) == 0 {
 		return ""
 	}
+	if r.RunsA < 2 || r.RunsB < 2 {
+		return "B WORSE?: " + strings.Join(worse, ", ") + " (one run of a side: noise not measured, use -compare-rounds 2 or more)"
+	}
 	return "B WORSE: " + strings.Join(worse, ", ")
 }
 

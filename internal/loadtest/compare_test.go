@@ -62,7 +62,14 @@ func TestCompareReports(t *testing.T) {
 			a:           []Report{mixReport("versions", 900, 1000, 3*ms, 10*ms)},
 			b:           []Report{mixReport("versions", 810, 1000, 3*ms, 10*ms)},
 			wantChange:  0.9,
-			wantVerdict: "throughput -10%",
+			wantVerdict: "B WORSE?: throughput -10%",
+		},
+		{
+			name:        "B ten percent slower, two steady runs each",
+			a:           []Report{mixReport("versions", 900, 1000, 3*ms, 10*ms), mixReport("versions", 450, 500, 3*ms, 10*ms)},
+			b:           []Report{mixReport("versions", 810, 1000, 3*ms, 10*ms), mixReport("versions", 405, 500, 3*ms, 10*ms)},
+			wantChange:  0.9,
+			wantVerdict: "B WORSE: throughput -10%",
 		},
 		{
 			name:       "within the minimum noise",
@@ -134,7 +141,7 @@ func TestRenderComparison(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := b.String()
-	for _, want := range []string{`versions \| large`, "| 0.90 | 0.70 | 0.778 |", "B WORSE: throughput -22%", "WORSE than A on 1 of 1 rows", "A = b272607, B = HEAD"} {
+	for _, want := range []string{`versions \| large`, "| 0.90 | 0.70 | 0.778 |", "B WORSE?: throughput -22%", "noise not measured", "WORSE than A on 1 of 1 rows", "A = b272607, B = HEAD"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
