@@ -7,7 +7,10 @@
 //
 // `trove-loadtest baseline -config FILE` is the baseline server the run
 // starts; `trove-loadtest seed -data-dir DIR` only seeds a data directory
-// (for profiling Trove by hand). It exits 0 whatever the ratios are,
+// (for profiling Trove by hand); `trove-loadtest compare [flags] A B`
+// builds trove at commits A and B and runs the harness against each in
+// alternating runs, printing per row how B compares with A. It exits 0
+// whatever the ratios are,
 // 1 when the measurement failed and 2 on a wrong command line.
 package main
 
@@ -45,6 +48,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = runBaseline(ctx, args[1:], stdin, stdout, stderr)
 	case len(args) > 0 && args[0] == "seed":
 		err = runSeed(ctx, args[1:], stdout, stderr)
+	case len(args) > 0 && args[0] == "compare":
+		err = runCompare(ctx, args[1:], stdout, stderr)
 	default:
 		err = runLoad(ctx, args, stdout, stderr)
 	}
@@ -77,8 +82,29 @@ func parse(fs *flag.FlagSet, args []string, stderr io.Writer) error {
 }
 
 func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	opt := loadtest.DefaultOptions()
 	fs := flag.NewFlagSet("trove-loadtest", flag.ContinueOnError)
+	opt, timeout := loadFlags(fs)
+	if err := parse(fs, args, stderr); err != nil {
+		return err
+	}
+	if err := finishLoadOptions(fs, opt, stderr); err != nil {
+		return err
+	}
+	opt.Progress = stderr
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	report, err := loadtest.Run(ctx, *opt)
+	if err != nil {
+		return err
+	}
+	return loadtest.RenderMarkdown(stdout, report)
+}
+
+// loadFlags defines the flags of a load run on fs and returns the options
+// they fill and the overall timeout.
+func loadFlags(fs *flag.FlagSet) (*loadtest.Options, *time.Duration) {
+	o := loadtest.DefaultOptions()
+	opt := &o
 	fs.IntVar(&opt.Conns, "conns", opt.Conns, "concurrent keep-alive connections for the JSON endpoints")
 	fs.IntVar(&opt.StreamConns, "stream-conns", opt.StreamConns, "concurrent connections for the archive downloads")
 	fs.DurationVar(&opt.Duration, "duration", opt.Duration, "measured `duration` per endpoint and server")
@@ -98,9 +124,12 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.StringVar(&opt.Backend, "backend", loadtest.BackendEmbedded, "storage of Trove: "+loadtest.BackendEmbedded+" (SQLite and files) or "+loadtest.BackendPostgresS3+
 		" (PostgreSQL and S3 on the servers named by "+loadtest.EnvPostgresDSN+" and "+loadtest.EnvS3Endpoint+"; default -versions 10000)")
 	timeout := fs.Duration("timeout", 30*time.Minute, "give up after this long")
-	if err := parse(fs, args, stderr); err != nil {
-		return err
-	}
+	return opt, timeout
+}
+
+// finishLoadOptions applies what the parsed flags imply (the scale-out
+// backend's index and servers).
+func finishLoadOptions(fs *flag.FlagSet, opt *loadtest.Options, stderr io.Writer) error {
 	switch opt.Backend {
 	case loadtest.BackendEmbedded:
 	case loadtest.BackendPostgresS3:
@@ -120,14 +149,7 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintf(stderr, "trove-loadtest: -backend must be %s or %s, got %q\n", loadtest.BackendEmbedded, loadtest.BackendPostgresS3, opt.Backend)
 		return errUsage
 	}
-	opt.Progress = stderr
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
-	defer cancel()
-	report, err := loadtest.Run(ctx, opt)
-	if err != nil {
-		return err
-	}
-	return loadtest.RenderMarkdown(stdout, report)
+	return nil
 }
 
 func runBaseline(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {

@@ -17,6 +17,11 @@ func TestRunUsageErrors(t *testing.T) {
 		"seed without data dir":      {"seed"},
 		"seed with bad version flag": {"seed", "-versions", "many"},
 		"unknown backend":            {"-backend", "mysql"},
+		"compare without commits":    {"compare"},
+		"compare with one commit":    {"compare", "HEAD"},
+		"compare with three commits": {"compare", "HEAD", "HEAD", "HEAD"},
+		"compare zero rounds":        {"compare", "-compare-rounds", "0", "HEAD", "HEAD"},
+		"compare with a binary":      {"compare", "-trove", "/bin/true", "HEAD", "HEAD"},
 	}
 	for name, args := range tests {
 		var stdout, stderr strings.Builder
@@ -69,6 +74,19 @@ func TestScaleOutNeedsItsServers(t *testing.T) {
 	for _, want := range []string{"TROVE_TEST_POSTGRES_DSN", "TROVE_TEST_S3_SECRET_KEY", "scripts/testenv/postgres.sh"} {
 		if !strings.Contains(stderr.String(), want) {
 			t.Errorf("stderr %q does not mention %s", stderr.String(), want)
+		}
+	}
+}
+
+func TestCompareRefusesUnknownCommits(t *testing.T) {
+	for _, commit := range []string{"no-such-commit-anywhere", "--upload-pack=touch /tmp/x", "HEAD~100000"} {
+		var stdout, stderr strings.Builder
+		code := run(context.Background(), []string{"compare", "-module", "../..", "--", commit, "HEAD"}, nil, &stdout, &stderr)
+		if code != 1 {
+			t.Errorf("%q: exit %d, want 1 (stderr %q)", commit, code, stderr.String())
+		}
+		if !strings.Contains(stderr.String(), commit) {
+			t.Errorf("%q: stderr %q does not name the commit", commit, stderr.String())
 		}
 	}
 }

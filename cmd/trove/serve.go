@@ -29,6 +29,7 @@ func runServer(ctx context.Context, cfg config.Config, stdout, stderr io.Writer)
 	logOut := newFlushingWriter(stderr, 100*time.Millisecond)
 	defer logOut.Close()
 	log := newLogger(cfg, logOut)
+	applyMemoryLimit(log)
 
 	// The access log goes to the same writer in the same format, written
 	// without slog's per-line cost (server.AccessLog).

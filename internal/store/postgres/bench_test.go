@@ -23,6 +23,11 @@ const (
 	versionsPerProvider = 30
 	platformsPerVersion = 4
 	growthNamespaces    = 100
+	// hugeShare: besides the providers of 30 versions, one provider
+	// (ns0/huge) holds 1/hugeShare of the versions: 500 of 10k, 50,000 of
+	// 1M, the shape of a large company's most published provider, where
+	// a scan of one provider's rows costs the most.
+	hugeShare = 20
 )
 
 // growthSizes returns the numbers of stored versions to benchmark:
@@ -53,6 +58,7 @@ func BenchmarkGrowth(b *testing.B) {
 		b.Run(fmt.Sprintf("versions=%d", n), func(b *testing.B) {
 			x, providers := seedGrowth(b, n)
 			ctx := context.Background()
+			logPlans(b, x, n, providers)
 			b.Run("GetProviderVersion", func(b *testing.B) {
 				rng := rand.New(rand.NewPCG(1, 2))
 				b.ReportAllocs()
@@ -75,7 +81,16 @@ func BenchmarkGrowth(b *testing.B) {
 					}
 				}
 			})
-			b.Run("CreateProviderVersion", func(b *testing.B) {
+			b.Run("ListProviderVersionsHuge", func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					vs, err := x.ListProviderVersions(ctx, "ns0", "huge")
+					if err != nil || len(vs) != n/hugeShare {
+						b.Fatalf("ListProviderVersions: %d versions, %v", len(vs), err)
+					}
+				}
+			})
+			publish := func(b *testing.B, huge bool) {
 				rng := rand.New(rand.NewPCG(5, 6))
 				key := registry.SigningKey{Namespace: "ns0", KeyID: "0123456789ABCDEF", Fingerprint: strings.Repeat("AB", 20),
 					ASCIIArmor: strings.Repeat("A", 1500), CreatedAt: time.Unix(1_700_000_000, 0)}
@@ -83,8 +98,12 @@ func BenchmarkGrowth(b *testing.B) {
 				i := 0
 				for b.Loop() {
 					p := rng.IntN(providers)
+					typ := growthType(p)
+					if huge {
+						p, typ = 0, "huge"
+					}
 					v := registry.ProviderVersion{
-						Namespace: growthNamespace(p), Type: growthType(p), Version: fmt.Sprintf("2.%d.%d", time.Now().UnixNano(), i),
+						Namespace: growthNamespace(p), Type: typ, Version: fmt.Sprintf("2.%d.%d", time.Now().UnixNano(), i),
 						Protocols: []string{"5.0"}, SHASumsDigest: strings.Repeat("a", 64), SHASumsSignatureDigest: strings.Repeat("b", 64),
 						SigningKey: key, PublishedAt: time.Now(),
 					}
@@ -99,8 +118,74 @@ func BenchmarkGrowth(b *testing.B) {
 					}
 					i++
 				}
-			})
+			}
+			b.Run("CreateProviderVersion", func(b *testing.B) { publish(b, false) })
+			b.Run("CreateProviderVersionHuge", func(b *testing.B) { publish(b, true) })
 		})
+	}
+}
+
+// hotQueries are the index queries behind the protocol's hot paths, as
+// sqlstore sends them (with the arguments logPlans fills in): the
+// versions document, the download document, and a publish's precedence
+// check and provider row.
+var hotQueries = []struct{ name, sql string }{
+	{"versions list", `SELECT v.id, v.version, p.os, p.arch, p.filename
+		FROM provider_versions v LEFT JOIN provider_platforms p ON p.version_id = v.id
+		WHERE v.namespace = $1 AND v.type = $2`},
+	{"versions list: signing keys", `SELECT k.id, k.key_id FROM signing_key_snapshots k
+		WHERE k.id IN (SELECT signing_key_snapshot FROM provider_versions WHERE namespace = $1 AND type = $2)`},
+	{"download lookup", `SELECT v.id, k.key_id, p.os, p.filename
+		FROM provider_versions v JOIN signing_key_snapshots k ON k.id = v.signing_key_snapshot
+		LEFT JOIN provider_platforms p ON p.version_id = v.id
+		WHERE v.namespace = $1 AND v.type = $2 AND v.version = $3`},
+	{"publish: precedence check", `SELECT version FROM provider_versions WHERE namespace = $1 AND type = $2
+		AND (version = $3 OR substr(version, 1, $4) = $5) LIMIT 1`},
+	{"publish: provider row (latest, count)", `SELECT version_count, latest_version, updated_at FROM providers
+		WHERE namespace = $1 AND type = $2 FOR UPDATE`},
+}
+
+// logPlans logs EXPLAIN (ANALYZE, BUFFERS) of the hot queries for a
+// provider of 30 versions and for the huge one, and, from 100,000
+// versions on, fails when a plan reads a whole table of providers,
+// versions or platforms (below that the planner rightly prefers
+// reading the few pages of the providers table to an index).
+func logPlans(b *testing.B, x *Index, n, providers int) {
+	ctx := context.Background()
+	for _, target := range []struct{ ns, typ, version string }{
+		{growthNamespace(providers / 2), growthType(providers / 2), "1.7.0"},
+		{"ns0", "huge", "1.7.0"},
+	} {
+		for _, q := range hotQueries {
+			args := []any{target.ns, target.typ}
+			switch strings.Count(q.sql, "$") {
+			case 3:
+				args = append(args, target.version)
+			case 5:
+				args = append(args, "9.9.9", len("9.9.9")+1, "9.9.9+")
+			}
+			rows, err := x.pool.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS) "+q.sql, args...)
+			if err != nil {
+				b.Fatalf("%s: %v", q.name, err)
+			}
+			var plan strings.Builder
+			for rows.Next() {
+				var line string
+				if err := rows.Scan(&line); err != nil {
+					b.Fatal(err)
+				}
+				plan.WriteString("    " + line + "\n")
+			}
+			if err := rows.Err(); err != nil {
+				b.Fatalf("%s: %v", q.name, err)
+			}
+			b.Logf("%s, %s/%s:\n%s", q.name, target.ns, target.typ, plan.String())
+			for _, table := range []string{"provider_versions", "provider_platforms", "providers"} {
+				if n >= 100_000 && strings.Contains(plan.String(), "Seq Scan on "+table+" ") {
+					b.Errorf("%s reads all of %s:\n%s", q.name, table, plan.String())
+				}
+			}
+		}
 	}
 }
 
@@ -128,7 +213,7 @@ func seedGrowth(b testing.TB, n int) (*Index, int) {
 	if _, err := conn.Exec(ctx, `SET session_replication_role = replica`); err != nil {
 		b.Logf("seeding with foreign key checks: %v", err)
 	}
-	args := pgx.NamedArgs{"namespaces": growthNamespaces, "providers": providers, "versions": versionsPerProvider}
+	args := pgx.NamedArgs{"namespaces": growthNamespaces, "providers": providers, "versions": versionsPerProvider, "huge": n / hugeShare}
 	for _, q := range []string{
 		`INSERT INTO namespaces (name, description, created_at)
 			SELECT 'ns' || i, 'namespace ' || i, now() FROM generate_series(0, @namespaces - 1) i`,
@@ -144,6 +229,11 @@ func seedGrowth(b testing.TB, n int) (*Index, int) {
 			FROM generate_series(0, @providers - 1) p CROSS JOIN generate_series(0, @versions - 1) v
 			JOIN signing_key_snapshots k ON k.namespace = 'ns' || (p % @namespaces)
 			ORDER BY p, v`,
+		`INSERT INTO providers (namespace, type, version_count, latest_version, updated_at)
+			VALUES ('ns0', 'huge', @huge, '1.' || (@huge - 1) || '.0', now())`,
+		`INSERT INTO provider_versions (namespace, type, version, protocols, shasums_digest, shasums_signature_digest, signing_key_snapshot, published_at)
+			SELECT 'ns0', 'huge', '1.' || v || '.0', '{5.0,6.0}', md5('huge/' || v) || md5(v || '/huge'), md5('sighuge' || v) || md5('sig'), k.id, now()
+			FROM generate_series(0, @huge - 1) v JOIN signing_key_snapshots k ON k.namespace = 'ns0' ORDER BY v`,
 		`INSERT INTO provider_platforms (version_id, os, arch, filename, sha256, size)
 			SELECT v.id, pl.os, 'amd64', 'terraform-provider-' || v.type || '_' || v.version || '_' || pl.os || '_amd64.zip',
 				md5(v.id || pl.os) || md5(pl.os || v.id), 1048576
