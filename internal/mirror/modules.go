@@ -348,6 +348,13 @@ func (mm *Modules) FetchModule(ctx context.Context, namespace, name, system, ver
 	v, err, _ := mm.flights.Do("module "+key, func() (any, error) {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), mm.opt.GitTimeout+5*requestTimeout)
 		defer cancel()
+		// A flight that ended between the lookup above and this one
+		// has stored the version: look again before fetching.
+		if v, err := mm.opt.Index.GetModuleVersion(ctx, namespace, name, system, version); err == nil {
+			return v, nil
+		} else if !registry.IsKind(err, registry.NotFound) {
+			return registry.ModuleVersion{}, err
+		}
 		return mm.fetch(ctx, namespace, name, system, version)
 	})
 	if err != nil {
