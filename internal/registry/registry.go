@@ -77,6 +77,13 @@ type ProviderVersion struct {
 	// Both can be set and cleared after the publish.
 	Deprecation *Deprecation
 	Revocation  *Revocation
+
+	// Provenance is the DSSE envelope (JSON) of the version's signed
+	// in-toto provenance statement (package provenance), written once by
+	// the publish. CreateProviderVersion stores it with the version; reads
+	// leave it nil (store.Provenance reads it), as it is needed only when
+	// asked for.
+	Provenance []byte
 }
 
 // SHASumsFilename is the name of the SHA256SUMS document as goreleaser writes it.
