@@ -104,15 +104,9 @@ type Metadata struct {
 	FinishedOn   string `json:"finishedOn,omitempty"`
 }
 
-// CI is what a keyless publish's ID token says about the build.
-type CI struct {
-	Issuer     string // the OIDC issuer: the builder ID
-	Repository string
-	Ref        string
-	Workflow   string
-	Commit     string
-	RunID      string
-}
+// CI is what a keyless publish's ID token says about the build; Issuer
+// is the builder ID.
+type CI = registry.CIClaims
 
 // CIFromClaims reads the build's claims of an ID token, in GitHub Actions'
 // names (repository, ref, workflow_ref or workflow, sha, run_id) or

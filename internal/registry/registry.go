@@ -220,6 +220,22 @@ type Token struct {
 	CreatedAt   time.Time
 	ExpiresAt   time.Time // zero: never expires
 	RevokedAt   time.Time // zero: not revoked
+	// CI, on a token a keyless exchange issued, is what the CI system's
+	// ID token said about the pipeline, for the provenance of what the
+	// token publishes. CreateToken keeps it; token reads leave it nil
+	// (store.Provenance.TokenCIClaims reads it).
+	CI *CIClaims
+}
+
+// CIClaims are the claims of a CI system's ID token that name the build:
+// the issuer (the builder), the repository, ref, workflow, commit and run.
+type CIClaims struct {
+	Issuer     string `json:"issuer"`
+	Repository string `json:"repository,omitempty"`
+	Ref        string `json:"ref,omitempty"`
+	Workflow   string `json:"workflow,omitempty"`
+	Commit     string `json:"commit,omitempty"`
+	RunID      string `json:"run_id,omitempty"`
 }
 
 // Global reports whether the token is bound to no namespace.

@@ -178,6 +178,10 @@ type Provenance interface {
 	// provider version. NotFound if there is no such version or it was
 	// stored without one.
 	ProviderProvenance(ctx context.Context, namespace, typ, version string) ([]byte, error)
+	// TokenCIClaims returns the CI claims CreateToken stored with a token
+	// (registry.Token.CI), and false for a token without them or no such
+	// token.
+	TokenCIClaims(ctx context.Context, tokenID string) (registry.CIClaims, bool, error)
 }
 
 // PackageHashes records the "h1:" hashes of published provider packages

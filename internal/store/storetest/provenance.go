@@ -63,4 +63,41 @@ func testProvenance(t *testing.T, newIndex func(*testing.T) store.Index) {
 		_, err = x.ProviderProvenance(ctx, "acme", "cloud", "1.0.0")
 		wantKind(t, err, registry.NotFound, "ProviderProvenance of a version re-created without one")
 	})
+	t.Run("TokenCIClaims", func(t *testing.T) {
+		x, ctx := newIndex(t), t.Context()
+		createNamespaces(t, x, "acme")
+		ci := registry.CIClaims{Issuer: "https://ci.example.test", Repository: "acme/widget", Ref: "refs/tags/v1.0.0",
+			Workflow: "release.yml", Commit: "0123456789abcdef", RunID: "42"}
+		withCI := testToken("keyless1", "acme", t0)
+		withCI.CI = &ci
+		mustOK(t, x.CreateToken(ctx, withCI), "CreateToken with CI claims")
+		mustOK(t, x.CreateToken(ctx, testToken("plain1", "acme", t0)), "CreateToken without CI claims")
+		got, ok, err := x.TokenCIClaims(ctx, "keyless1")
+		mustOK(t, err, "TokenCIClaims")
+		if !ok || got != ci {
+			t.Errorf("TokenCIClaims = %+v, %v; want %+v", got, ok, ci)
+		}
+		for _, id := range []string{"plain1", "missing"} {
+			_, ok, err := x.TokenCIClaims(ctx, id)
+			mustOK(t, err, "TokenCIClaims "+id)
+			if ok {
+				t.Errorf("token %s has CI claims", id)
+			}
+		}
+		tk, err := x.TokenByHash(ctx, withCI.Hash)
+		mustOK(t, err, "TokenByHash")
+		if tk.CI != nil {
+			t.Error("TokenByHash returned CI claims; reads leave them to TokenCIClaims")
+		}
+		// A refused create (the ID is taken) stores no claims.
+		again := testToken("keyless1", "acme", t0)
+		again.Hash = digestOf("another secret")
+		again.CI = &registry.CIClaims{Issuer: "https://evil.test"}
+		if err := x.CreateToken(ctx, again); err == nil {
+			t.Fatal("a second token with a taken ID was stored")
+		}
+		if got, _, _ := x.TokenCIClaims(ctx, "keyless1"); got != ci {
+			t.Errorf("a refused create changed the claims to %+v", got)
+		}
+	})
 }
