@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -33,7 +34,8 @@ func TestKeylessPublishWritesProvenance(t *testing.T) {
 		t.Fatalf("trove key generate: exit %d\n%s", r.code, r.stderr)
 	}
 	env := ciEnv(s, iss, t.TempDir())
-	if r := runTrove(t, env, "", "publish", "--namespace", "acme", writeSignedDist(t, key, "foo", "1.0.0", "linux_amd64")); r.code != exitOK {
+	dist := writeSignedDist(t, key, "foo", "1.0.0", "linux_amd64")
+	if r := runTrove(t, env, "", "publish", "--namespace", "acme", dist); r.code != exitOK {
 		t.Fatalf("keyless provider publish: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	// A publish with the admin's token names the token instead.
@@ -50,8 +52,10 @@ func TestKeylessPublishWritesProvenance(t *testing.T) {
 		t.Fatal(err)
 	}
 	var managed []registry.SigningKey
+	var managedArmor string
 	for _, k := range keys {
 		if k.Fingerprint != key.Fingerprint {
+			managedArmor = k.ASCIIArmor
 			pub, err := signing.ParsePublicKey(k.ASCIIArmor)
 			if err != nil {
 				t.Fatal(err)
@@ -101,6 +105,48 @@ func TestKeylessPublishWritesProvenance(t *testing.T) {
 	tampered := bytes.Replace(envelope, []byte(`"payload":"`), []byte(`"payload":"eyJ`), 1)
 	if _, err := provenance.Verify(t.Context(), tampered, managed, time.Time{}); err == nil {
 		t.Error("a tampered envelope verified")
+	}
+
+	// trove verify, offline, with the files.
+	dir := t.TempDir()
+	write := func(name string, data []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	zip := filepath.Join(dist, "terraform-provider-foo_1.0.0_linux_amd64.zip")
+	args := func(archive, prov string) []string {
+		return []string{"verify", archive, "--sums", filepath.Join(dist, "terraform-provider-foo_1.0.0_SHA256SUMS"),
+			"--sig", filepath.Join(dist, "terraform-provider-foo_1.0.0_SHA256SUMS.sig"),
+			"--key", write("publisher.asc", []byte(key.ArmoredPublic)), "--key", write("managed.asc", []byte(managedArmor)), "--provenance", prov}
+	}
+	good := write("provenance.json", envelope)
+	r := runTrove(t, nil, "", args(zip, good)...)
+	if r.code != exitOK || strings.Count(r.stdout, "OK ") != 4 || !strings.Contains(r.stdout, "built by "+iss.URL+" acme/infra") {
+		t.Fatalf("trove verify of the published archive: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	zipData, err := os.ReadFile(zip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := append(append([]byte(nil), zipData...), 0)
+	hostile := map[string]struct {
+		archive, prov, want string
+	}{
+		"tampered provenance": {zip, write("tampered.json", tampered), "does not verify"},
+		"provenance not JSON": {zip, write("bad.json", []byte("{not json")), "not a DSSE envelope"},
+		"huge provenance":     {zip, write("huge.json", bytes.Repeat([]byte(" "), provenance.MaxEnvelopeBytes+10)), "larger than"},
+		"changed archive":     {write("terraform-provider-foo_1.0.0_linux_amd64.zip", changed), good, "but the provenance records"},
+		"unlisted archive":    {write("terraform-provider-foo_1.0.0_windows_amd64.zip", zipData), good, "not listed in a SHA256SUMS"},
+		"another version's":   {zip, write("other.json", getProvenance(t, s, "acme", "foo", "1.1.0")), "names no archive"},
+	}
+	for name, c := range hostile {
+		r := runTrove(t, nil, "", args(c.archive, c.prov)...)
+		if r.code != exitError || !strings.Contains(r.stdout, "FAIL") || !strings.Contains(r.stdout+r.stderr, c.want) {
+			t.Errorf("trove verify, %s: exit %d, want a failure saying %q\n%s%s", name, r.code, c.want, r.stdout, r.stderr)
+		}
 	}
 
 	other, err := provenance.Verify(t.Context(), getProvenance(t, s, "acme", "foo", "1.1.0"), managed, time.Time{})
