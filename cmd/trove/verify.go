@@ -27,7 +27,7 @@ func verifyCommand() *command {
 		name: "verify", args: "ARCHIVE.zip ... --sums FILE --sig FILE --key FILE [--key FILE ...] [--provenance FILE]", minArgs: 1, maxArgs: 1 << 10,
 		summary: "Check downloaded provider archives offline against their signed SHA256SUMS and their signed provenance; exits non-zero if any check fails.",
 		examples: []string{
-			"trove verify terraform-provider-widget_1.2.0_linux_amd64.zip --sums terraform-provider-widget_1.2.0_SHA256SUMS \\\n    --sig terraform-provider-widget_1.2.0_SHA256SUMS.sig --key acme.asc --provenance provenance.json",
+			"trove verify widget_linux_amd64.zip --sums SHA256SUMS --sig SHA256SUMS.sig \\\n    --key acme.asc --key acme-managed.asc --provenance provenance.json",
 		},
 		setup: func(fs *flag.FlagSet, cl *cli) func(context.Context, []string) error {
 			sums := fs.String("sums", "", "the release's SHA256SUMS `file`")
