@@ -32,6 +32,9 @@ const (
 	RouteProviders       = "/api/v1/namespaces/{namespace}/providers"                           // GET list
 	RouteProvider        = "/api/v1/namespaces/{namespace}/providers/{type}"                    // GET with versions
 	RouteProviderVersion = "/api/v1/namespaces/{namespace}/providers/{type}/versions/{version}" // GET; POST publishes (multipart)
+	// RouteProviderProvenance answers the version's signed provenance:
+	// the DSSE envelope JSON (docs/provenance.md).
+	RouteProviderProvenance = RouteProviderVersion + "/provenance" // GET
 	// RouteProviderDocs is a provider version's documentation archive:
 	// PUT uploads it (the body is the .tar.gz or .zip, see
 	// ProviderDocsResult), GET answers it.

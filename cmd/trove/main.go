@@ -111,7 +111,7 @@ func commands() []*command {
 		mirrorUpstreamList(), mirrorUpstreamShow(), mirrorUpstreamSet(), mirrorUpstreamRemove(), mirrorSyncCommand(),
 		mirrorHoldList(), mirrorHoldApprove(), mirrorHoldUnapprove(), mirrorHoldDeny(), mirrorHoldUndeny(),
 		ssoProviderList(), ssoProviderSet(), ssoProviderRemove(), ssoMappingList(), ssoMappingAdd(), ssoMappingRemove(),
-		lockCommand(), bundleExport(), bundleImport(), gcCommand(),
+		lockCommand(), verifyCommand(), bundleExport(), bundleImport(), gcCommand(),
 		retentionSet(), retentionShow(), retentionDelete(),
 		versionCommand(), completionCommand(),
 	}

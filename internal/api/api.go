@@ -62,6 +62,7 @@ type Index interface {
 	store.TrustPolicies
 	store.ReplayGuard
 	store.Webhooks
+	store.Provenance
 }
 
 // Downloads reads download counts (store.Downloads's reads, which
@@ -219,6 +220,7 @@ func New(opt Options) http.Handler {
 	route("GET "+apispec.RouteProviders, h.listProviders)
 	route("GET "+apispec.RouteProvider, h.getProvider)
 	route("GET "+apispec.RouteProviderVersion, h.getProviderVersion)
+	route("GET "+apispec.RouteProviderProvenance, h.getProviderProvenance)
 	route("POST "+apispec.RouteProviderVersion, h.publishProviderVersion)
 	h.registerProviderDocs(mux, route)
 
@@ -551,6 +553,23 @@ func (h *handler) getProvider(w http.ResponseWriter, r *http.Request) error {
 	return httpjson.Write(w, http.StatusOK, out)
 }
 
+// getProviderProvenance answers the DSSE envelope of a version's
+// provenance, as it was stored when the version was published.
+func (h *handler) getProviderProvenance(w http.ResponseWriter, r *http.Request) error {
+	ns, typ, ver, err := h.providerVersionParams(r, registry.ScopeRead)
+	if err != nil {
+		return err
+	}
+	envelope, err := h.Index.ProviderProvenance(r.Context(), ns, typ, ver)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	_, err = w.Write(envelope)
+	return err
+}
+
 func (h *handler) getProviderVersion(w http.ResponseWriter, r *http.Request) error {
 	ns, typ, ver, err := h.providerVersionParams(r, registry.ScopeRead)
 	if err != nil {
@@ -637,7 +656,12 @@ func (h *handler) publishProviderVersion(w http.ResponseWriter, r *http.Request)
 			Target: v.Namespace + "/" + v.Type + " " + v.Version, Details: signedDetails(v.SigningKey)})
 		h.Events.Add(r.Context(), fx, r, webhook.Event{Type: registry.EventProviderPublished, Namespace: v.Namespace, Name: v.Type, Version: v.Version})
 	}
-	res, err := h.Publisher.PublishProvider(store.WithEffects(r.Context(), fx), ns, r.PathValue("type"), r.PathValue("version"), src)
+	origin, err := h.publishOrigin(r)
+	if err != nil {
+		return err
+	}
+	ctx := publish.WithOrigin(store.WithEffects(r.Context(), fx), origin)
+	res, err := h.Publisher.PublishProvider(ctx, ns, r.PathValue("type"), r.PathValue("version"), src)
 	if err != nil {
 		return err
 	}
@@ -647,6 +671,21 @@ func (h *handler) publishProviderVersion(w http.ResponseWriter, r *http.Request)
 		h.done(r.Context(), fx)
 	}
 	return httpjson.Write(w, status, apispec.PublishResult{Created: res.Created, Version: VersionDoc(res.Version)})
+}
+
+// publishOrigin says who publishes, for the version's provenance: the
+// pipeline a keyless token was issued to, or the token and its user.
+func (h *handler) publishOrigin(r *http.Request) (publish.Origin, error) {
+	p := auth.FromContext(r.Context())
+	o := publish.Origin{User: p.Token.User, TokenID: p.Token.ID}
+	ci, ok, err := h.Index.TokenCIClaims(r.Context(), p.Token.ID)
+	if err != nil {
+		return o, err
+	}
+	if ok {
+		o.CI = &ci
+	}
+	return o, nil
 }
 
 // multipartSource adapts a multipart reader to publish.FileSource.

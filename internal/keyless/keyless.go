@@ -40,6 +40,7 @@ import (
 	"github.com/coreos/go-oidc/v3/oidc"
 
 	"trove.dev/trove/internal/auth"
+	"trove.dev/trove/internal/provenance"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/store"
 )
@@ -282,6 +283,9 @@ func (e *Exchanger) issue(ctx context.Context, namespace string, p registry.Trus
 	if err != nil {
 		return err
 	}
+	iss, _ := res.Claims["iss"].(string)
+	ci := provenance.CIFromClaims(iss, res.Claims)
+	t.CI = &ci // for the provenance of what the token publishes
 	res.Token = t
 	store.EffectsFrom(ctx).Bound(*res) // the token's audit entry commits with it
 	if err := e.idx.CreateToken(ctx, t); err != nil {

@@ -471,6 +471,9 @@ func (pub *publication) commit() (Result, error) {
 		return strings.Compare(a.OS+"_"+a.Arch, b.OS+"_"+b.Arch)
 	})
 	v.PublishedAt = pub.p.opt.Now().UTC()
+	if err := pub.signProvenance(); err != nil {
+		return Result{}, err
+	}
 	err := pub.p.opt.Index.CreateProviderVersion(ctx, *v)
 	if registry.IsKind(err, registry.Conflict) {
 		return registry.ResolveCreateConflict(err, pub.stored, pub.existing)

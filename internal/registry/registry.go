@@ -77,6 +77,13 @@ type ProviderVersion struct {
 	// Both can be set and cleared after the publish.
 	Deprecation *Deprecation
 	Revocation  *Revocation
+
+	// Provenance is the DSSE envelope (JSON) of the version's signed
+	// in-toto provenance statement (package provenance), written once by
+	// the publish. CreateProviderVersion stores it with the version; reads
+	// leave it nil (store.Provenance reads it), as it is needed only when
+	// asked for.
+	Provenance []byte
 }
 
 // SHASumsFilename is the name of the SHA256SUMS document as goreleaser writes it.
@@ -213,6 +220,22 @@ type Token struct {
 	CreatedAt   time.Time
 	ExpiresAt   time.Time // zero: never expires
 	RevokedAt   time.Time // zero: not revoked
+	// CI, on a token a keyless exchange issued, is what the CI system's
+	// ID token said about the pipeline, for the provenance of what the
+	// token publishes. CreateToken keeps it; token reads leave it nil
+	// (store.Provenance.TokenCIClaims reads it).
+	CI *CIClaims
+}
+
+// CIClaims are the claims of a CI system's ID token that name the build:
+// the issuer (the builder), the repository, ref, workflow, commit and run.
+type CIClaims struct {
+	Issuer     string `json:"issuer"`
+	Repository string `json:"repository,omitempty"`
+	Ref        string `json:"ref,omitempty"`
+	Workflow   string `json:"workflow,omitempty"`
+	Commit     string `json:"commit,omitempty"`
+	RunID      string `json:"run_id,omitempty"`
 }
 
 // Global reports whether the token is bound to no namespace.

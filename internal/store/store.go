@@ -29,6 +29,7 @@ type Index interface {
 	Secrets
 	Access // users, memberships, personal tokens, authorization codes, audit log (access.go)
 	PackageHashes
+	Provenance // signed provenance of provider versions
 	Mirror
 	MirrorInventory
 	MirrorUpstreams
@@ -168,6 +169,19 @@ type Providers interface {
 	// returns how many versions it removed. NotFound if the provider has
 	// no versions.
 	DeleteProvider(ctx context.Context, namespace, typ string) (int, error)
+}
+
+// Provenance reads the provenance envelopes that CreateProviderVersion
+// stores with versions (registry.ProviderVersion.Provenance).
+type Provenance interface {
+	// ProviderProvenance returns the DSSE envelope (JSON) stored with a
+	// provider version. NotFound if there is no such version or it was
+	// stored without one.
+	ProviderProvenance(ctx context.Context, namespace, typ, version string) ([]byte, error)
+	// TokenCIClaims returns the CI claims CreateToken stored with a token
+	// (registry.Token.CI), and false for a token without them or no such
+	// token.
+	TokenCIClaims(ctx context.Context, tokenID string) (registry.CIClaims, bool, error)
 }
 
 // PackageHashes records the "h1:" hashes of published provider packages

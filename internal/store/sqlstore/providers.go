@@ -116,6 +116,11 @@ func (x *Index) CreateProviderVersion(ctx context.Context, v registry.ProviderVe
 		if err != nil {
 			return err
 		}
+		if len(v.Provenance) > 0 {
+			if _, err := t.exec(ctx, `INSERT INTO provider_provenance (version_id, envelope) VALUES ($1, $2)`, id, string(v.Provenance)); err != nil {
+				return err
+			}
+		}
 		// A few statements of many rows each, within both backends'
 		// limits on the number of parameters.
 		for chunk := range slices.Chunk(v.Platforms, platformsPerInsert) {
@@ -142,6 +147,29 @@ func (x *Index) CreateProviderVersion(ctx context.Context, v registry.ProviderVe
 			WHERE namespace = $4 AND type = $5`, count+1, latest, x.d.Time(updated), v.Namespace, v.Type)
 		return err
 	})
+}
+
+// ProviderProvenance returns the provenance envelope stored with a
+// version. NotFound if there is no such version or it has none.
+func (x *Index) ProviderProvenance(ctx context.Context, namespace, typ, ver string) ([]byte, error) {
+	ctx, cancel := x.op(ctx)
+	defer cancel()
+	var envelope string
+	var has bool
+	err := x.row(ctx, `SELECT p.envelope IS NOT NULL, COALESCE(p.envelope, '') FROM provider_versions v
+		LEFT JOIN provider_provenance p ON p.version_id = v.id
+		WHERE v.namespace = $1 AND v.type = $2 AND v.version = $3`, namespace, typ, ver).Scan(&has, &envelope)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, registry.Errorf(registry.NotFound, "provider %s/%s has no version %s", namespace, typ, ver)
+	}
+	if err != nil {
+		return nil, x.fail(err, fmt.Sprintf("reading the provenance of provider %s/%s version %s", namespace, typ, ver))
+	}
+	if !has {
+		return nil, registry.Errorf(registry.NotFound, "provider %s/%s version %s has no provenance: it was published before Trove recorded provenance, "+
+			"or its namespace had no Trove-managed signing key then", namespace, typ, ver)
+	}
+	return []byte(envelope), nil
 }
 
 // platformsPerInsert is how many platforms one INSERT stores.

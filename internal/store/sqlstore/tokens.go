@@ -3,7 +3,9 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -127,7 +129,36 @@ func (x *Index) insertToken(ctx context.Context, t tx, tok registry.Token, args 
 			return err
 		}
 	}
+	if tok.CI != nil {
+		claims, err := json.Marshal(tok.CI)
+		if err != nil {
+			return err
+		}
+		if _, err := t.exec(ctx, `INSERT INTO token_ci_claims (token_id, claims) VALUES ($1, $2)`, tok.ID, string(claims)); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// TokenCIClaims returns the CI claims stored with a token, and false for
+// a token stored without (or no such token).
+func (x *Index) TokenCIClaims(ctx context.Context, tokenID string) (registry.CIClaims, bool, error) {
+	ctx, cancel := x.op(ctx)
+	defer cancel()
+	var claims string
+	err := x.row(ctx, `SELECT claims FROM token_ci_claims WHERE token_id = $1`, tokenID).Scan(&claims)
+	if errors.Is(err, sql.ErrNoRows) {
+		return registry.CIClaims{}, false, nil
+	}
+	if err != nil {
+		return registry.CIClaims{}, false, x.fail(err, "reading the CI claims of token "+tokenID)
+	}
+	var c registry.CIClaims
+	if err := json.Unmarshal([]byte(claims), &c); err != nil {
+		return registry.CIClaims{}, false, fmt.Errorf("the stored CI claims of token %s do not parse: %w", tokenID, err)
+	}
+	return c, true, nil
 }
 
 // TokenByHash returns the token with that hash, revoked and expired ones

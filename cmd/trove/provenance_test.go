@@ -1,0 +1,185 @@
+package main
+
+import (
+	"bytes"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/secure-systems-lab/go-securesystemslib/dsse"
+
+	"trove.dev/trove/client"
+	"trove.dev/trove/internal/provenance"
+	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/signing"
+	"trove.dev/trove/internal/trovetest"
+)
+
+// TestKeylessPublishWritesProvenance publishes from the test CI issuer
+// with the real trove binary into a namespace with a managed key: the
+// provenance the API serves is a DSSE envelope the library's verifier
+// accepts with the managed key, its statement names the archive with its
+// digest and the token's claims, and a tampered copy is refused.
+func TestKeylessPublishWritesProvenance(t *testing.T) {
+	s, iss, key := keylessEnv(t)
+	admin := map[string]string{"TROVE_ADDR": s.URL, "TROVE_TOKEN": s.AdminToken, "TROVE_CA_FILE": s.CAFile}
+	if r := runTrove(t, admin, "", "key", "generate", "acme"); r.code != exitOK {
+		t.Fatalf("trove key generate: exit %d\n%s", r.code, r.stderr)
+	}
+	env := ciEnv(s, iss, t.TempDir())
+	dist := writeSignedDist(t, key, "foo", "1.0.0", "linux_amd64")
+	if r := runTrove(t, env, "", "publish", "--namespace", "acme", dist); r.code != exitOK {
+		t.Fatalf("keyless provider publish: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// A publish with the admin's token names the token instead.
+	if r := runTrove(t, admin, "", "publish", "--namespace", "acme", writeSignedDist(t, key, "foo", "1.1.0", "linux_amd64")); r.code != exitOK {
+		t.Fatalf("token provider publish: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+
+	api, err := client.New(s.URL, s.AdminToken, client.WithCAFile(s.CAFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := api.ListSigningKeys(t.Context(), "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var managed []registry.SigningKey
+	var managedArmor string
+	for _, k := range keys {
+		if k.Fingerprint != key.Fingerprint {
+			managedArmor = k.ASCIIArmor
+			pub, err := signing.ParsePublicKey(k.ASCIIArmor)
+			if err != nil {
+				t.Fatal(err)
+			}
+			managed = append(managed, pub)
+		}
+	}
+	if len(managed) != 1 {
+		t.Fatalf("want one managed key besides the publisher's, got %d keys", len(keys))
+	}
+	v, err := api.GetProviderVersion(t.Context(), "acme", "foo", "1.0.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	envelope := getProvenance(t, s, "acme", "foo", "1.0.0")
+	// The standard DSSE verifier, with the managed key.
+	var e dsse.Envelope
+	if err := json.Unmarshal(envelope, &e); err != nil {
+		t.Fatal(err)
+	}
+	ev, err := dsse.NewEnvelopeVerifier(provenance.Verifier{Key: managed[0]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ev.Verify(t.Context(), &e); err != nil {
+		t.Fatalf("the DSSE library refuses the served envelope: %v", err)
+	}
+	got, err := provenance.Verify(t.Context(), envelope, managed, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := got.Statement
+	if st.Predicate.RunDetails.Builder.ID != iss.URL || st.Predicate.BuildDefinition.BuildType != provenance.BuildTypeKeyless {
+		t.Errorf("builder %q, build type %q; want the issuer %s and a keyless build", st.Predicate.RunDetails.Builder.ID, st.Predicate.BuildDefinition.BuildType, iss.URL)
+	}
+	ext := st.Predicate.BuildDefinition.ExternalParameters
+	if ext["repository"] != "acme/infra" || ext["ref"] != "refs/tags/v1.0.0" ||
+		ext["workflow"] != "acme/infra/.github/workflows/release.yml@refs/tags/v1.0.0" || st.Predicate.RunDetails.Metadata.InvocationID != "1234567890" {
+		t.Errorf("the statement does not carry the token's claims: %+v, run %q", ext, st.Predicate.RunDetails.Metadata.InvocationID)
+	}
+	if len(v.Platforms) != 1 || len(st.Subject) != 1 || st.CheckArchive(v.Platforms[0].Filename, v.Platforms[0].SHASum) != nil {
+		t.Errorf("subjects %+v, platforms %+v", st.Subject, v.Platforms)
+	}
+
+	// A tampered statement is refused by both verifiers.
+	tampered := bytes.Replace(envelope, []byte(`"payload":"`), []byte(`"payload":"eyJ`), 1)
+	if _, err := provenance.Verify(t.Context(), tampered, managed, time.Time{}); err == nil {
+		t.Error("a tampered envelope verified")
+	}
+
+	// trove verify, offline, with the files.
+	dir := t.TempDir()
+	write := func(name string, data []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	zip := filepath.Join(dist, "terraform-provider-foo_1.0.0_linux_amd64.zip")
+	args := func(archive, prov string) []string {
+		return []string{"verify", archive, "--sums", filepath.Join(dist, "terraform-provider-foo_1.0.0_SHA256SUMS"),
+			"--sig", filepath.Join(dist, "terraform-provider-foo_1.0.0_SHA256SUMS.sig"),
+			"--key", write("publisher.asc", []byte(key.ArmoredPublic)), "--key", write("managed.asc", []byte(managedArmor)), "--provenance", prov}
+	}
+	good := write("provenance.json", envelope)
+	r := runTrove(t, nil, "", args(zip, good)...)
+	if r.code != exitOK || strings.Count(r.stdout, "OK ") != 4 || !strings.Contains(r.stdout, "built by "+iss.URL+" acme/infra") {
+		t.Fatalf("trove verify of the published archive: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	zipData, err := os.ReadFile(zip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := append(append([]byte(nil), zipData...), 0)
+	hostile := map[string]struct {
+		archive, prov, want string
+	}{
+		"tampered provenance": {zip, write("tampered.json", tampered), "does not verify"},
+		"provenance not JSON": {zip, write("bad.json", []byte("{not json")), "not a DSSE envelope"},
+		"huge provenance":     {zip, write("huge.json", bytes.Repeat([]byte(" "), provenance.MaxEnvelopeBytes+10)), "larger than"},
+		"changed archive":     {write("terraform-provider-foo_1.0.0_linux_amd64.zip", changed), good, "but the provenance records"},
+		"unlisted archive":    {write("terraform-provider-foo_1.0.0_windows_amd64.zip", zipData), good, "not listed in a SHA256SUMS"},
+		"another version's":   {zip, write("other.json", getProvenance(t, s, "acme", "foo", "1.1.0")), "names no archive"},
+	}
+	for name, c := range hostile {
+		r := runTrove(t, nil, "", args(c.archive, c.prov)...)
+		if r.code != exitError || !strings.Contains(r.stdout, "FAIL") || !strings.Contains(r.stdout+r.stderr, c.want) {
+			t.Errorf("trove verify, %s: exit %d, want a failure saying %q\n%s%s", name, r.code, c.want, r.stdout, r.stderr)
+		}
+	}
+
+	other, err := provenance.Verify(t.Context(), getProvenance(t, s, "acme", "foo", "1.1.0"), managed, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := other.Statement.Predicate; p.BuildDefinition.BuildType != provenance.BuildTypePublish || p.BuildDefinition.ExternalParameters["token"] == "" ||
+		p.RunDetails.Builder.ID != provenance.TroveBuilderID {
+		t.Errorf("the statement of a token publish: %+v", p)
+	}
+}
+
+// getProvenance reads a version's provenance envelope from the API.
+func getProvenance(t *testing.T, s *trovetest.Server, ns, typ, ver string) []byte {
+	t.Helper()
+	pem, err := os.ReadFile(s.CAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pem)
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet,
+		s.URL+strings.NewReplacer("{namespace}", ns, "{type}", typ, "{version}", ver).Replace("/api/v1/namespaces/{namespace}/providers/{type}/versions/{version}/provenance"), nil)
+	req.Header.Set("Authorization", "Bearer "+s.AdminToken)
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" {
+		t.Fatalf("GET provenance: %d %s\n%s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+	}
+	return body
+}

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"path/filepath"
+	"time"
+
+	"trove.dev/trove/internal/provenance"
+	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/release"
+	"trove.dev/trove/internal/signing"
+)
+
+// Limits of the small files trove verify reads.
+const (
+	maxVerifySums = 1 << 20
+	maxVerifySig  = 64 << 10
+	maxVerifyKey  = 1 << 20
+)
+
+func verifyCommand() *command {
+	return &command{
+		name: "verify", args: "ARCHIVE.zip ... --sums FILE --sig FILE --key FILE [--key FILE ...] [--provenance FILE]", minArgs: 1, maxArgs: 1 << 10,
+		summary: "Check downloaded provider archives offline against their signed SHA256SUMS and their signed provenance; exits non-zero if any check fails.",
+		examples: []string{
+			"trove verify widget_linux_amd64.zip --sums SHA256SUMS --sig SHA256SUMS.sig \\\n    --key acme.asc --key acme-managed.asc --provenance provenance.json",
+		},
+		setup: func(fs *flag.FlagSet, cl *cli) func(context.Context, []string) error {
+			sums := fs.String("sums", "", "the release's SHA256SUMS `file`")
+			sig := fs.String("sig", "", "the binary detached signature `file` of SHA256SUMS")
+			var keys []string
+			fs.Func("key", "an ASCII-armored public key `file` of the namespace (repeat it: the release's key and the managed key that signs the provenance)", func(v string) error {
+				keys = append(keys, v)
+				return nil
+			})
+			prov := fs.String("provenance", "", "the DSSE provenance envelope `file` (GET .../versions/{version}/provenance)")
+			return func(ctx context.Context, args []string) error {
+				if *sums == "" || *sig == "" || len(keys) == 0 {
+					return usagef("trove verify needs --sums, --sig and at least one --key")
+				}
+				return runVerify(ctx, cl.stdout, args, *sums, *sig, *prov, keys, time.Now())
+			}
+		},
+	}
+}
+
+// runVerify checks each archive against SHA256SUMS (whose signature must
+// verify with one of keys) and, with prov, against the provenance's
+// subjects (whose envelope must verify with one of keys), printing one
+// line per check.
+func runVerify(ctx context.Context, out io.Writer, archives []string, sumsPath, sigPath, provPath string, keyPaths []string, now time.Time) error {
+	var keys []registry.SigningKey
+	for _, p := range keyPaths {
+		data, err := readLimited(p, maxVerifyKey)
+		if err != nil {
+			return err
+		}
+		k, err := signing.ParsePublicKey(string(data))
+		if err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		keys = append(keys, k)
+	}
+	sums, err := readLimited(sumsPath, maxVerifySums)
+	if err != nil {
+		return err
+	}
+	sig, err := readLimited(sigPath, maxVerifySig)
+	if err != nil {
+		return err
+	}
+	failed := 0
+	report := func(ok bool, format string, args ...any) {
+		mark := "OK  "
+		if !ok {
+			mark, failed = "FAIL", failed+1
+		}
+		fmt.Fprintf(out, "%s %s\n", mark, fmt.Sprintf(format, args...))
+	}
+	listed := map[string]string{}
+	if k, err := signing.VerifyDetachedAt(keys, sums, sig, now); err != nil {
+		report(false, "%s: signature: %s", filepath.Base(sumsPath), verifyMessage(err))
+	} else if parsed, err := release.ParseSHA256SUMS(sums); err != nil {
+		report(false, "%s: %s", filepath.Base(sumsPath), verifyMessage(err))
+	} else {
+		report(true, "%s: signed by key %s", filepath.Base(sumsPath), k.KeyID)
+		for _, s := range parsed {
+			listed[s.Filename] = s.Digest
+		}
+	}
+	var stmt *provenance.Statement
+	if provPath != "" {
+		data, err := readLimited(provPath, provenance.MaxEnvelopeBytes)
+		if err == nil {
+			var v provenance.Verified
+			if v, err = provenance.Verify(ctx, data, keys, now); err == nil {
+				stmt = &v.Statement
+				b := v.Statement.Predicate.RunDetails.Builder.ID
+				report(true, "%s: signed by key %s; built by %s %s", filepath.Base(provPath), v.Key.KeyID, b,
+					v.Statement.Predicate.BuildDefinition.ExternalParameters["repository"])
+			}
+		}
+		if err != nil {
+			report(false, "%s: %s", filepath.Base(provPath), verifyMessage(err))
+		}
+	}
+	for _, a := range archives {
+		name := filepath.Base(a)
+		digest, err := fileSHA256(a)
+		if err != nil {
+			report(false, "%s: %v", name, err)
+			continue
+		}
+		switch want, ok := listed[name]; {
+		case !ok:
+			report(false, "%s: not listed in a SHA256SUMS whose signature verified", name)
+		case want != digest:
+			report(false, "%s: sha256 %s, but SHA256SUMS lists %s", name, digest, want)
+		default:
+			report(true, "%s: matches SHA256SUMS", name)
+		}
+		if stmt != nil {
+			if err := stmt.CheckArchive(name, digest); err != nil {
+				report(false, "%s: %s", name, verifyMessage(err))
+			} else {
+				report(true, "%s: matches the provenance", name)
+			}
+		} else if provPath != "" {
+			report(false, "%s: no provenance that verified", name)
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d check(s) failed", failed)
+	}
+	return nil
+}
+
+// verifyMessage is the text of a failed check: a registry error's
+// message, or the error itself (a file that cannot be read).
+func verifyMessage(err error) string {
+	var e *registry.Error
+	if errors.As(err, &e) && e.Kind != registry.Internal {
+		return registry.Message(err)
+	}
+	return err.Error()
+}
