@@ -247,6 +247,11 @@ func TestRestart(t *testing.T) {
 	if err := x.CreateNamespace(ctx, registry.Namespace{Name: "acme", CreatedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
+	// The namespace's own change arrives before the outage, so that the
+	// next change read below is the one the reconnection reports.
+	if c := next(t, ch, 10*time.Second); c.Kind != store.ChangeNamespace || c.Namespace != "acme" {
+		t.Fatalf("change of the new namespace = %+v, want ChangeNamespace acme", c)
+	}
 
 	srv.Stop(t)
 	for name, op := range map[string]func() error{
