@@ -376,6 +376,7 @@ func (s *scaleOut) blobOptions() s3blob.Options {
 // opens them.
 func (s *scaleOut) seed(ctx context.Context) error {
 	spec := s.opt.Spec
+	spec.ModuleMirror = ModuleMirrorSpec{} // the scale-out rows do not measure the module mirror
 	s.progress("seeding %s versions into PostgreSQL with %d writers, the %s archive into S3", thousands(spec.TotalVersions), max(spec.Workers, 1), formatMiB(spec.ArchiveBytes))
 	idx, err := postgres.Open(ctx, s.dsn, postgres.WithMaxConns(max(spec.Workers, 1)))
 	if err != nil {
