@@ -122,6 +122,7 @@ func ScaleOutSpec() Spec {
 	s.Workers = 16
 	s.Interleave = true
 	s.Modules = nil
+	s.ModuleMirror = ModuleMirrorSpec{}
 	return s
 }
 
