@@ -167,6 +167,9 @@ func runBaseline(ctx context.Context, args []string, stdin io.Reader, stdout, st
 
 func runSeed(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	spec := loadtest.DefaultSpec()
+	// The module mirror's namespace needs the upstream the harness serves
+	// while it runs: a seeded directory for profiling goes without it.
+	spec.ModuleMirror = loadtest.ModuleMirrorSpec{}
 	fs := flag.NewFlagSet("trove-loadtest seed", flag.ContinueOnError)
 	dataDir := fs.String("data-dir", "", "new `directory` to seed, as trove serve --data-dir opens it")
 	fs.IntVar(&spec.TotalVersions, "versions", spec.TotalVersions, "provider versions in the index")

@@ -43,9 +43,19 @@ type BaselineConfig struct {
 	// asks for one by one (the download documents of many versions). The
 	// longest matching prefix wins.
 	Families map[string]string `json:"families,omitempty"`
+	// Responses maps URL paths to files answered with the given headers
+	// (and Content-Length): the OCI API's tag lists and manifests, whose
+	// Content-Type and Docker-Content-Digest a client reads.
+	Responses map[string]BaselineResponse `json:"responses,omitempty"`
 	// ArchivePath is the URL path of the archive; ArchiveFile its file.
 	ArchivePath string `json:"archive_path"`
 	ArchiveFile string `json:"archive_file"`
+}
+
+// BaselineResponse is a body the baseline answers with fixed headers.
+type BaselineResponse struct {
+	File   string            `json:"file"`
+	Header map[string]string `json:"header"`
 }
 
 // maxDocumentBytes bounds one in-memory document of the baseline.
@@ -105,6 +115,29 @@ func NewBaselineHandler(c BaselineConfig) (http.Handler, error) {
 		}
 		pages[uri] = body
 	}
+	type response struct {
+		header http.Header
+		body   []byte
+	}
+	responses := make(map[string]response, len(c.Responses))
+	for p, res := range c.Responses {
+		if !validPath(p) {
+			return nil, registry.Errorf(registry.Invalid, "baseline response path %q must be an absolute, clean URL path", p)
+		}
+		body, err := readLimited(res.File, maxDocumentBytes)
+		if err != nil {
+			return nil, err
+		}
+		h := http.Header{}
+		for k, v := range res.Header {
+			if k == "" || strings.ContainsAny(k+v, "\r\n") {
+				return nil, registry.Errorf(registry.Invalid, "baseline response %q has an invalid header %q", p, k)
+			}
+			h.Set(k, v)
+		}
+		h.Set("Content-Length", strconv.Itoa(len(body)))
+		responses[p] = response{header: h, body: body}
+	}
 	locations := make(map[string][]string, len(c.Locations))
 	for p, loc := range c.Locations {
 		if !validPath(p) {
@@ -143,6 +176,14 @@ func NewBaselineHandler(c BaselineConfig) (http.Handler, error) {
 			h.Set("Content-Type", "application/json")
 			h.Set("Content-Length", strconv.Itoa(len(body)))
 			_, _ = w.Write(body)
+			return
+		}
+		if res, ok := responses[r.URL.Path]; ok {
+			h := w.Header()
+			for k, v := range res.header {
+				h[k] = v
+			}
+			_, _ = w.Write(res.body)
 			return
 		}
 		if body, ok := pages[r.RequestURI]; ok {

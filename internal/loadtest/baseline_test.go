@@ -199,3 +199,40 @@ func TestParseBaselineAddrs(t *testing.T) {
 		}
 	}
 }
+
+func TestBaselineHandlerResponses(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "index.json")
+	body := `{"schemaVersion":2}`
+	if err := os.WriteFile(file, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const path = "/v2/acme/small/manifests/0.2.9"
+	hdr := map[string]string{"Content-Type": "application/vnd.oci.image.index.v1+json", "Docker-Content-Digest": "sha256:" + strings.Repeat("a", 64)}
+	h, err := NewBaselineHandler(BaselineConfig{Responses: map[string]BaselineResponse{path: {File: file, Header: hdr}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	if rec.Code != 200 || rec.Body.String() != body || rec.Header().Get("Content-Length") != strconv.Itoa(len(body)) {
+		t.Errorf("answer %d %q, Content-Length %q", rec.Code, rec.Body, rec.Header().Get("Content-Length"))
+	}
+	for k, v := range hdr {
+		if got := rec.Header().Get(k); got != v {
+			t.Errorf("%s: %q, want %q", k, got, v)
+		}
+	}
+
+	for name, cfg := range map[string]BaselineConfig{
+		"relative path":     {Responses: map[string]BaselineResponse{"v2/x": {File: file}}},
+		"unclean path":      {Responses: map[string]BaselineResponse{"/v2/../x": {File: file}}},
+		"missing file":      {Responses: map[string]BaselineResponse{path: {File: filepath.Join(dir, "nope")}}},
+		"header injection":  {Responses: map[string]BaselineResponse{path: {File: file, Header: map[string]string{"Link": "x\r\nSet-Cookie: a=b"}}}},
+		"empty header name": {Responses: map[string]BaselineResponse{path: {File: file, Header: map[string]string{"": "x"}}}},
+	} {
+		if _, err := NewBaselineHandler(cfg); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"trove.dev/trove/internal/protocol/oci"
 	"trove.dev/trove/internal/protocol/providers"
 	"trove.dev/trove/internal/registry"
 )
@@ -28,13 +29,19 @@ type mixSet struct {
 	weights []float64
 	// notes say what the row's documents are, for the report.
 	notes []string
+	// header is sent with every request of the row (nil: none).
+	header http.Header
+	// upstream marks a module mirror row: the report notes what the
+	// upstream was asked during it.
+	upstream bool
 }
 
 // mixPicks chooses the documents of the realistic-mix rows (providers.v1
-// versions and downloads, modules.v1 versions and downloads, and the
-// network mirror's index and version documents of Trove's own providers,
-// under host): up to n distinct ones per endpoint, from the seeded index
-// (paths only).
+// versions and downloads, modules.v1 versions and downloads, the network
+// mirror's index and version documents of Trove's own providers, under
+// host, the module mirror's versions and downloads, and the OCI API's tag
+// lists and manifests): up to n distinct ones per endpoint, from the
+// seeded index (paths only).
 func mixPicks(spec Spec, n int, host string) ([]mixSet, error) {
 	provs, err := spec.plan()
 	if err != nil {
@@ -74,9 +81,11 @@ func mixPicks(spec Spec, n int, host string) ([]mixSet, error) {
 	downloads.name = fmt.Sprintf("download, mix of %s documents (random provider, version and platform)", thousands(len(downloads.docs)))
 	sets = append(sets, downloads)
 
+	// The rows added later draw after the older ones, so that those keep
+	// their picks.
 	mirror := mirrorPicks(spec, provs, n, host, rng)
 	if len(spec.Modules) == 0 {
-		return append(sets, mirror...), nil
+		return append(append(sets, mirror...), ociPicks(spec, provs, n, rng)...), nil
 	}
 	mods := mixSet{}
 	for _, m := range spec.Modules[:min(n, len(spec.Modules))] {
@@ -99,7 +108,114 @@ func mixPicks(spec Spec, n int, host string) ([]mixSet, error) {
 		}
 	}
 	modDownloads.name = fmt.Sprintf("module download, mix of %s module versions", thousands(len(modDownloads.docs)))
-	return append(append(sets, mods, modDownloads), mirror...), nil
+	sets = append(append(sets, mods, modDownloads), mirror...)
+	sets = append(sets, moduleMirrorPicks(spec, n, rng)...)
+	return append(sets, ociPicks(spec, provs, n, rng)...), nil
+}
+
+// moduleMirrorPicks chooses the module mirror rows (none without
+// spec.ModuleMirror): the versions documents of up to n mirrored modules
+// and up to n download locations of random mirrored versions, every one
+// held already (the warm path).
+func moduleMirrorPicks(spec Spec, n int, rng *rand.Rand) []mixSet {
+	ns := spec.ModuleMirror.Namespace
+	if ns == "" || len(spec.Modules) == 0 {
+		return nil
+	}
+	versions := mixSet{notes: []string{moduleMirrorNote(spec)}, upstream: true}
+	for _, m := range spec.Modules[:min(n, len(spec.Modules))] {
+		versions.docs = append(versions.docs, document{path: "/v1/modules/" + ns + "/" + m.Name + "/" + m.System + "/versions"})
+	}
+	versions.name = fmt.Sprintf("mirrored module versions, mix of %s modules", thousands(len(versions.docs)))
+	total := 0
+	for _, m := range spec.Modules {
+		total += m.Versions
+	}
+	downloads := mixSet{notes: versions.notes, upstream: true}
+	seen := map[string]bool{}
+	for len(downloads.docs) < min(n, total) {
+		m := spec.Modules[rng.IntN(len(spec.Modules))]
+		path := "/v1/modules/" + ns + "/" + m.Name + "/" + m.System + "/" + VersionAt(rng.IntN(m.Versions)) + "/download"
+		if !seen[path] {
+			seen[path] = true
+			downloads.docs = append(downloads.docs, document{path: path, location: "pending"})
+		}
+	}
+	downloads.name = fmt.Sprintf("mirrored module download, mix of %s module versions", thousands(len(downloads.docs)))
+	return []mixSet{versions, downloads}
+}
+
+// moduleMirrorNote says what the module mirror rows measure.
+func moduleMirrorNote(spec Spec) string {
+	return fmt.Sprintf("namespace %s mirrors %s/%s (trove serve --module-mirror %s=%s/%s); every version is held already, seeded as the mirror stores a fetched one, so this is the warm path of a mirror in use: Trove still reads each module's versions from the upstream (a registry server of the harness on loopback) at most once a minute while it renders the versions document",
+		spec.ModuleMirror.Namespace, orHost(spec.ModuleMirror.Host), spec.Namespace, spec.ModuleMirror.Namespace, orHost(spec.ModuleMirror.Host), spec.Namespace)
+}
+
+func orHost(h string) string {
+	if h == "" {
+		return "UPSTREAM"
+	}
+	return h
+}
+
+// ociAccept is the Accept header of the OCI manifest requests, the media
+// types OpenTofu asks for.
+func ociAccept() http.Header {
+	return http.Header{"Accept": {oci.MediaTypeIndex + ", " + oci.MediaTypeManifest}}
+}
+
+// ociPicks chooses the OCI rows (docs/oci.md): the tag lists of up to n
+// provider repositories, up to n provider image indexes by tag (random
+// provider and version) and up to n module manifests by tag (random
+// module and version).
+func ociPicks(spec Spec, provs []ProviderSpec, n int, rng *rand.Rand) []mixSet {
+	ns := spec.Namespace
+	tags := mixSet{}
+	fewest, most := -1, 0
+	for _, p := range provs[:min(n, len(provs))] {
+		tags.docs = append(tags.docs, document{path: "/v2/" + ns + "/" + p.Type + "/tags/list", oci: true})
+		if fewest < 0 || p.Versions < fewest {
+			fewest = p.Versions
+		}
+		most = max(most, p.Versions)
+	}
+	tags.name = fmt.Sprintf("OCI tag list, mix of %s provider repositories (%s to %s tags; at most %s a page)",
+		thousands(len(tags.docs)), thousands(fewest), thousands(most), thousands(oci.MaxTags))
+	total := 0
+	for _, p := range provs {
+		total += p.Versions
+	}
+	indexes := mixSet{header: ociAccept()}
+	seen := map[string]bool{}
+	for len(indexes.docs) < min(n, total) {
+		p := provs[rng.IntN(len(provs))]
+		path := "/v2/" + ns + "/" + p.Type + "/manifests/" + oci.TagOf(VersionAt(rng.IntN(p.Versions)))
+		if !seen[path] {
+			seen[path] = true
+			indexes.docs = append(indexes.docs, document{path: path, oci: true})
+		}
+	}
+	indexes.name = fmt.Sprintf("OCI provider index by tag, mix of %s versions (%d platforms each)", thousands(len(indexes.docs)), len(spec.Platforms))
+	sets := []mixSet{tags, indexes}
+	if len(spec.Modules) == 0 {
+		return sets
+	}
+	total = 0
+	for _, m := range spec.Modules {
+		total += m.Versions
+	}
+	mods := mixSet{header: ociAccept()}
+	clear(seen)
+	for len(mods.docs) < min(n, total) {
+		m := spec.Modules[rng.IntN(len(spec.Modules))]
+		path := "/v2/" + ns + "/modules/" + m.Name + "/" + m.System + "/manifests/" + oci.TagOf(VersionAt(rng.IntN(m.Versions)))
+		if !seen[path] {
+			seen[path] = true
+			mods.docs = append(mods.docs, document{path: path, oci: true})
+		}
+	}
+	mods.name = fmt.Sprintf("OCI module manifest by tag, mix of %s module versions", thousands(len(mods.docs)))
+	return append(sets, mods)
 }
 
 // mirrorPicks chooses the network mirror rows: the index.json of up to n
@@ -148,6 +264,8 @@ func fetchMix(ctx context.Context, client *http.Client, origin string, sets []mi
 				d := &sets[j.set].docs[j.doc]
 				var err error
 				switch {
+				case d.oci:
+					d.body, d.header, err = fetchOCI(ctx, client, origin+d.path, sets[j.set].header)
 				case d.location != "":
 					d.location, err = fetchLocation(ctx, client, origin+d.path)
 				case d.html:
@@ -182,6 +300,47 @@ feed:
 		return registry.Wrap(registry.Unavailable, err, "fetching the documents of the mix")
 	}
 	return nil
+}
+
+// ociHeaders are the response headers of an OCI answer that the baseline
+// replays with its body.
+var ociHeaders = []string{"Content-Type", "Docker-Content-Digest", "Docker-Distribution-Api-Version", "Etag", "Link", "Cache-Control"}
+
+// fetchOCI fetches an OCI answer (a tag list or a manifest), which must
+// be 200, with header, and returns its body and the headers the baseline
+// replays.
+func fetchOCI(ctx context.Context, client *http.Client, url string, header http.Header) ([]byte, map[string]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, nil, registry.Wrap(registry.Unavailable, err, "fetching "+url)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxDocumentBytes+1))
+	if err != nil {
+		return nil, nil, registry.Wrap(registry.Unavailable, err, "reading "+url)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, nil, registry.Errorf(registry.Unavailable, "GET %s answered %s: %.500s", url, resp.Status, body)
+	}
+	if len(body) > maxDocumentBytes {
+		return nil, nil, registry.Errorf(registry.TooLarge, "GET %s answered more than %d bytes", url, maxDocumentBytes)
+	}
+	kept := map[string]string{}
+	for _, k := range ociHeaders {
+		if v := resp.Header.Get(k); v != "" {
+			kept[k] = v
+		}
+	}
+	if kept["Content-Type"] == "" {
+		return nil, nil, registry.Errorf(registry.Invalid, "GET %s answered no Content-Type", url)
+	}
+	return body, kept, nil
 }
 
 func cmpErr(first, err error) error {

@@ -42,6 +42,11 @@ func TestMixPicks(t *testing.T) {
 		"module download, mix of 300 module versions",
 		"mirror index.json, mix of 300 providers",
 		"mirror version.json, mix of 300 versions (every platform)",
+		"mirrored module versions, mix of 300 modules",
+		"mirrored module download, mix of 300 module versions",
+		"OCI tag list, mix of 300 provider repositories (30 to 2,000 tags; at most 1,000 a page)",
+		"OCI provider index by tag, mix of 300 versions (4 platforms each)",
+		"OCI module manifest by tag, mix of 300 module versions",
 	}
 	if len(sets) != len(want) {
 		t.Fatalf("%d sets", len(sets))
@@ -67,9 +72,35 @@ func TestMixPicks(t *testing.T) {
 	if d := sets[5].docs[0].path; !strings.HasPrefix(d, "/v1/mirror/127.0.0.1:8443/acme/") || !strings.HasSuffix(d, ".json") {
 		t.Errorf("mirror version path %q", d)
 	}
+	if d := sets[6].docs[0].path; d != "/v1/modules/mirrored/network/aws/versions" || !sets[6].upstream {
+		t.Errorf("mirrored module versions path %q (upstream %v)", d, sets[6].upstream)
+	}
+	if d := sets[7].docs[0]; !strings.HasPrefix(d.path, "/v1/modules/mirrored/") || !strings.HasSuffix(d.path, "/download") || d.location == "" {
+		t.Errorf("mirrored module download %+v is not marked as one", d)
+	}
+	if d := sets[8].docs[1]; d.path != "/v2/acme/large/tags/list" || !d.oci {
+		t.Errorf("OCI tag list %+v", d)
+	}
+	for _, i := range []int{9, 10} {
+		d := sets[i].docs[0]
+		if !d.oci || !strings.HasPrefix(d.path, "/v2/acme/") || !strings.Contains(d.path, "/manifests/") || sets[i].header.Get("Accept") == "" {
+			t.Errorf("%s: %+v, header %v", sets[i].name, d, sets[i].header)
+		}
+	}
+	if d := sets[10].docs[0].path; !strings.HasPrefix(d, "/v2/acme/modules/") {
+		t.Errorf("OCI module manifest path %q", d)
+	}
 	again, _ := mixPicks(spec, 300, "127.0.0.1:8443")
 	if again[1].docs[7].path != sets[1].docs[7].path {
 		t.Errorf("the picks differ between runs")
+	}
+	// The rows added later draw after the older ones: those keep their
+	// picks with or without the module mirror.
+	noMirror := spec
+	noMirror.ModuleMirror = ModuleMirrorSpec{}
+	without, _ := mixPicks(noMirror, 300, "127.0.0.1:8443")
+	if len(without) != len(want)-2 || without[3].docs[9].path != sets[3].docs[9].path {
+		t.Errorf("without the module mirror: %d sets, module download %q, want %q", len(without), without[3].docs[9].path, sets[3].docs[9].path)
 	}
 	// A small index gives what it has.
 	spec.Modules = spec.Modules[:2]

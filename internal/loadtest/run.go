@@ -119,6 +119,46 @@ type runner struct {
 	dataDir string
 	seeded  Seeded
 	rows    []Row
+	// upstream is the module mirror's upstream (nil without one).
+	upstream *ModuleUpstream
+}
+
+// startModuleUpstream serves the module mirror's upstream (ModuleUpstream)
+// over plain HTTP on loopback, as a registry on the internal network, and
+// fills in its address in r.opt.Spec.ModuleMirror. It returns the
+// function that stops it.
+func (r *runner) startModuleUpstream() (func(), error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, registry.Wrap(registry.Unavailable, err, "listening for the module mirror's upstream")
+	}
+	r.upstream = NewModuleUpstream(r.opt.Spec)
+	srv := &http.Server{Handler: r.upstream, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = srv.Serve(ln)
+	}()
+	mm := &r.opt.Spec.ModuleMirror
+	mm.Host = ln.Addr().String()
+	mm.ServiceURL = "http://" + mm.Host + "/v1/providers/"
+	r.progress("module mirror upstream on http://%s (namespace %s mirrors %s/%s)", mm.Host, mm.Namespace, mm.Host, r.opt.Spec.Namespace)
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		<-done
+	}, nil
+}
+
+// moduleMirrorFlags are the flags of trove serve that map the module
+// mirror's namespace to its upstream (none without one).
+func (r *runner) moduleMirrorFlags() []string {
+	mm := r.opt.Spec.ModuleMirror
+	if mm.Namespace == "" {
+		return nil
+	}
+	return []string{"--module-mirror", mm.Namespace + "=" + mm.Host + "/" + r.opt.Spec.Namespace}
 }
 
 func (r *runner) progress(format string, args ...any) {
@@ -170,6 +210,13 @@ func Run(ctx context.Context, opt Options) (Report, error) {
 	}
 	defer os.RemoveAll(tmp)
 	r := &runner{opt: opt, tmp: tmp, dataDir: filepath.Join(tmp, "data")}
+	if mm := &r.opt.Spec.ModuleMirror; mm.Namespace != "" && mm.Host == "" {
+		stop, err := r.startModuleUpstream()
+		if err != nil {
+			return Report{}, err
+		}
+		defer stop()
+	}
 
 	troveBin, err := r.troveBinary(ctx)
 	if err != nil {
@@ -191,12 +238,21 @@ func Run(ctx context.Context, opt Options) (Report, error) {
 		Rows:   r.rows,
 		RSS:    &rss,
 		Memory: memory,
-		Index: fmt.Sprintf("%s versions of %s providers, %s packages, %s module versions of %s modules",
-			thousands(s.Versions), thousands(s.Providers), thousands(s.Packages), thousands(s.ModuleVersions), thousands(len(opt.Spec.Modules))),
+		Index: fmt.Sprintf("%s versions of %s providers, %s packages, %s module versions of %s modules%s",
+			thousands(s.Versions), thousands(s.Providers), thousands(s.Packages), thousands(s.ModuleVersions), thousands(len(opt.Spec.Modules)), mirroredIndex(s)),
 		Setup: fmt.Sprintf("the realistic-mix rows %d round(s) of %s per server%s, the archive rows %d round(s) of %s, each after %s warm-up, Trove and the baseline alternating which goes first; HTTP/1.1 keep-alive over HTTPS, identity encoding; trove serve --log-level %s (cache maximum age %s); %d CPUs shared by Trove, the baseline and the load generator",
 			opt.MixRounds, opt.MixDuration, single, opt.Rounds, opt.Duration, opt.Warmup, opt.TroveLogLevel, CacheMaxAge, runtime.NumCPU()),
 		Goals: DefaultGoals,
 	}, nil
+}
+
+// mirroredIndex describes the module mirror's namespace for the report's
+// index line ("" without one).
+func mirroredIndex(s Seeded) string {
+	if s.MirroredModuleVersions == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", and the same %s module versions again in a module mirror's namespace", thousands(s.MirroredModuleVersions))
 }
 
 // troveBinary returns opt.TroveBinary or builds one.
@@ -306,6 +362,10 @@ type document struct {
 	// html marks a page of the web UI: asked for with Accept: text/html,
 	// answered as HTML.
 	html bool
+	// oci marks an answer of the OCI API, which the baseline replays with
+	// its headers (ociHeaders).
+	oci    bool
+	header map[string]string
 }
 
 // side is one server of a measurement and how to load it.
@@ -394,7 +454,7 @@ func (r *runner) measureAll(ctx context.Context, troveBin string) (RSS, string, 
 	origin := "https://127.0.0.1:" + strconv.Itoa(port)
 	r.progress("starting trove serve on %s", origin)
 	trove, err := startChild("trove", troveBin,
-		[]string{"serve", "--listen", "127.0.0.1:" + strconv.Itoa(port), "--data-dir", r.dataDir, "--log-level", r.opt.TroveLogLevel},
+		append([]string{"serve", "--listen", "127.0.0.1:" + strconv.Itoa(port), "--data-dir", r.dataDir, "--log-level", r.opt.TroveLogLevel}, r.moduleMirrorFlags()...),
 		troveEnv(), filepath.Join(r.tmp, "trove-https.log"), nil, nil)
 	if err != nil {
 		return RSS{}, "", err
@@ -442,8 +502,18 @@ func (r *runner) measureAll(ctx context.Context, troveBin string) (RSS, string, 
 	defer bl.stop(10 * time.Second)
 
 	for _, set := range sets {
+		var before int64
+		if set.upstream && r.upstream != nil {
+			before, _ = r.upstream.Counts()
+		}
 		if err := r.measureMix(ctx, set, origin, tlsCfg, trove, bl, 0); err != nil {
 			return RSS{}, "", err
+		}
+		if set.upstream && r.upstream != nil {
+			after, other := r.upstream.Counts()
+			row := &r.rows[len(r.rows)-1]
+			row.Notes = append(row.Notes, fmt.Sprintf("the upstream answered %s versions documents during this row (%s since Trove started) and %s other requests (service discovery, or a path it does not serve) since Trove started",
+				thousands(int(after-before)), thousands(int(after)), thousands(int(other))))
 		}
 	}
 	if r.opt.Single {
@@ -566,6 +636,9 @@ func (r *runner) measureMix(ctx context.Context, set mixSet, origin string, tlsC
 	bs := childSide("baseline", "https://"+bl.tlsAddr+set.docs[0].path, tlsCfg, func() *child { return bl.child })
 	if set.docs[0].html {
 		ts.header, bs.header = htmlHeader(), htmlHeader()
+	}
+	if set.header != nil {
+		ts.header, bs.header = set.header, set.header
 	}
 	var err error
 	if set.weights != nil {
@@ -949,6 +1022,7 @@ func (r *runner) startBaseline(ctx context.Context, tag string, docs []document,
 		Locations:   map[string]string{},
 		Pages:       map[string]string{},
 		Families:    map[string]string{},
+		Responses:   map[string]BaselineResponse{},
 		ArchivePath: archivePath,
 		ArchiveFile: r.seeded.Archive.File,
 	}
@@ -960,6 +1034,14 @@ func (r *runner) startBaseline(ctx context.Context, tag string, docs []document,
 		cfg.Families[prefix] = file
 	}
 	for i, d := range docs {
+		if d.oci {
+			file := filepath.Join(r.tmp, "oci"+tag+"-"+strconv.Itoa(i)+".json")
+			if err := os.WriteFile(file, d.body, 0o600); err != nil {
+				return nil, registry.Wrap(registry.Internal, err, "writing a baseline OCI document")
+			}
+			cfg.Responses[d.path] = BaselineResponse{File: file, Header: d.header}
+			continue
+		}
 		if d.location != "" {
 			cfg.Locations[d.path] = d.location
 			continue

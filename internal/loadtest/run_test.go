@@ -65,6 +65,11 @@ func TestRunAgainstRealTrove(t *testing.T) {
 		"module download, mix of 5 module versions",
 		"mirror index.json, mix of 4 providers",
 		"mirror version.json, mix of 5 versions (every platform)",
+		"mirrored module versions, mix of 5 modules",
+		"mirrored module download, mix of 5 module versions",
+		"OCI tag list, mix of 4 provider repositories (30 to 200 tags; at most 1,000 a page)",
+		"OCI provider index by tag, mix of 5 versions (4 platforms each)",
+		"OCI module manifest by tag, mix of 5 module versions",
 		"one document (hot loop): versions acme/small (30 versions)",
 		"one document (hot loop): versions acme/large (120 versions)",
 		"one document (hot loop): download acme/small 0.2.9 linux_amd64",
@@ -75,7 +80,7 @@ func TestRunAgainstRealTrove(t *testing.T) {
 		"UI search, mix of 20 queries",
 		"archive 2.0 MiB, plain HTTP",
 	}
-	wantRounds := []int{1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 1, 1, 2}
+	wantRounds := []int{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 1, 1, 2}
 	if len(report.Rows) != len(wantRows) {
 		t.Fatalf("got %d rows, want %d: %+v", len(report.Rows), len(wantRows), report.Rows)
 	}
@@ -106,6 +111,10 @@ func TestRunAgainstRealTrove(t *testing.T) {
 		if notes := strings.Join(row.Notes, "\n"); ui && (!strings.Contains(notes, "Accept: text/html") || !strings.Contains(notes, "Trove VmRSS after this row")) {
 			t.Errorf("%s: notes %q", row.Endpoint, notes)
 		}
+		if notes := strings.Join(row.Notes, "\n"); strings.HasPrefix(row.Endpoint, "mirrored module") &&
+			(!strings.Contains(notes, "--module-mirror mirrored=127.0.0.1:") || strings.Contains(notes, "(0 since Trove started)")) {
+			t.Errorf("%s: the notes do not show the upstream was asked: %q", row.Endpoint, notes)
+		}
 		if row.Rounds != wantRounds[i] || row.RatioMin > row.RatioMax {
 			t.Errorf("%s: rounds %d, ratio range %v-%v", row.Endpoint, row.Rounds, row.RatioMin, row.RatioMax)
 		}
@@ -116,7 +125,7 @@ func TestRunAgainstRealTrove(t *testing.T) {
 	if !strings.Contains(report.Memory, "asked for 200 download documents") {
 		t.Errorf("Memory = %q, want it read after the sweep", report.Memory)
 	}
-	if report.Index != "400 versions of 4 providers, 1,600 packages, 80 module versions of 6 modules" {
+	if report.Index != "400 versions of 4 providers, 1,600 packages, 80 module versions of 6 modules, and the same 80 module versions again in a module mirror's namespace" {
 		t.Errorf("Index = %q", report.Index)
 	}
 }

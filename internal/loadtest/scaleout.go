@@ -122,6 +122,7 @@ func ScaleOutSpec() Spec {
 	s.Workers = 16
 	s.Interleave = true
 	s.Modules = nil
+	s.ModuleMirror = ModuleMirrorSpec{}
 	return s
 }
 
@@ -376,6 +377,7 @@ func (s *scaleOut) blobOptions() s3blob.Options {
 // opens them.
 func (s *scaleOut) seed(ctx context.Context) error {
 	spec := s.opt.Spec
+	spec.ModuleMirror = ModuleMirrorSpec{} // the scale-out rows do not measure the module mirror
 	s.progress("seeding %s versions into PostgreSQL with %d writers, the %s archive into S3", thousands(spec.TotalVersions), max(spec.Workers, 1), formatMiB(spec.ArchiveBytes))
 	idx, err := postgres.Open(ctx, s.dsn, postgres.WithMaxConns(max(spec.Workers, 1)))
 	if err != nil {

@@ -1,8 +1,10 @@
 package loadtest
 
 import (
+	"archive/tar"
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -10,6 +12,7 @@ import (
 	"io"
 	"iter"
 	"math/rand/v2"
+	"net/url"
 	"os"
 	"strconv"
 	"sync"
@@ -66,9 +69,31 @@ type Spec struct {
 	// provider (PostgreSQL locks its row) then lets the writers run in
 	// parallel.
 	Interleave bool
-	// Modules are seeded after the providers, with made-up archive
-	// digests: the module protocol answers never read the archives.
+	// Modules are seeded after the providers. The versions of one module
+	// share one small real tar.gz archive (moduleArchive), so that the
+	// OCI API can pack its zip; modules.v1 never reads the archives.
 	Modules []ModuleSpec
+	// ModuleMirror, when its Namespace is set, seeds a second namespace
+	// holding every module of Modules again, as the module mirror stores
+	// what it has mirrored, and the mirror upstream it maps to.
+	ModuleMirror ModuleMirrorSpec
+}
+
+// ModuleMirrorSpec is the module mirror of a seeded index: Namespace is
+// mapped with `trove serve --module-mirror Namespace=Host/<Spec.Namespace>`
+// to the upstream Host, which serves the modules.v1 documents of Spec's
+// modules (ModuleUpstream). Seed stores the upstream (ServiceURL, every
+// module of the upstream namespace allowed) and every module version in
+// Namespace, as the mirror stores the versions it fetched: the warm,
+// already-mirrored state that users of a mirror in use hit.
+type ModuleMirrorSpec struct {
+	Namespace string
+	// Host is the upstream's host with its port (a loopback address).
+	Host string
+	// ServiceURL is the upstream's providers.v1 URL; the module mirror
+	// finds the modules.v1 URL in /.well-known/terraform.json at its
+	// origin.
+	ServiceURL string
 }
 
 // DefaultSpec is the index the load test runs against: acme/small with
@@ -78,7 +103,9 @@ type Spec struct {
 // acme/network/aws with 30 versions and DefaultFillerModules more of 10
 // versions each (m001/aws, m002/aws, ...), for the realistic mix, each
 // with a description and metadata like a real module's (moduleMetadata),
-// for the web UI rows. The namespace is public.
+// for the web UI rows, and the same modules again in the module mirror's
+// namespace DefaultMirrorNamespace (Run fills in its upstream). The
+// namespaces are public.
 func DefaultSpec() Spec {
 	mods := []ModuleSpec{{Name: "network", System: "aws", Versions: 30}}
 	for i := 1; i <= DefaultFillerModules; i++ {
@@ -95,8 +122,13 @@ func DefaultSpec() Spec {
 		ArchiveBytes:    50 << 20,
 		Workers:         4,
 		Modules:         mods,
+		// Run fills in the upstream's Host and ServiceURL.
+		ModuleMirror: ModuleMirrorSpec{Namespace: DefaultMirrorNamespace},
 	}
 }
+
+// DefaultMirrorNamespace is the namespace of DefaultSpec's module mirror.
+const DefaultMirrorNamespace = "mirrored"
 
 // DefaultFillerModules is the number of modules DefaultSpec seeds besides
 // acme/network/aws.
@@ -119,10 +151,13 @@ type Seeded struct {
 	Providers int
 	Versions  int
 	Packages  int
-	// ModuleVersions counts the versions of every seeded module.
-	ModuleVersions int
-	Archive        Archive
-	Took           time.Duration
+	// ModuleVersions counts the versions of every seeded module (the
+	// mirrored ones not included); MirroredModuleVersions those of the
+	// module mirror's namespace.
+	ModuleVersions         int
+	MirroredModuleVersions int
+	Archive                Archive
+	Took                   time.Duration
 }
 
 // plan expands s into the providers to seed, checking it.
@@ -168,6 +203,18 @@ func (s Spec) plan() ([]ProviderSpec, error) {
 			return nil, registry.Errorf(registry.Invalid, "seed: module %s/%s needs 1 to 10,000 versions, got %d", m.Name, m.System, m.Versions)
 		}
 	}
+	if mm := s.ModuleMirror; mm.Namespace != "" {
+		ns, err := registry.ParseNamespace(mm.Namespace)
+		if err != nil {
+			return nil, err
+		}
+		if ns == s.Namespace {
+			return nil, registry.Errorf(registry.Invalid, "seed: the module mirror's namespace must differ from %s", s.Namespace)
+		}
+		if len(s.Modules) == 0 {
+			return nil, registry.Errorf(registry.Invalid, "seed: a module mirror needs modules to mirror")
+		}
+	}
 	if s.TotalVersions > 1_000_000 {
 		return nil, registry.Errorf(registry.Invalid, "seed: at most 1,000,000 versions, got %d", s.TotalVersions)
 	}
@@ -197,6 +244,7 @@ func VersionAt(i int) string {
 // SeedIndex is the part of the index Seed writes to. A store.Index is one.
 type SeedIndex interface {
 	store.Namespaces
+	store.MirrorUpstreams
 	store.SigningKeys
 	store.Providers
 	store.Modules
@@ -210,6 +258,11 @@ func Seed(ctx context.Context, idx SeedIndex, blobs store.Blobs, spec Spec, arch
 	provs, err := spec.plan()
 	if err != nil {
 		return Seeded{}, err
+	}
+	if mm := spec.ModuleMirror; mm.Namespace != "" {
+		if u, err := url.Parse(mm.ServiceURL); err != nil || mm.Host == "" || u.Host != mm.Host || (u.Scheme != "http" && u.Scheme != "https") {
+			return Seeded{}, registry.Errorf(registry.Invalid, "seed: the module mirror needs the upstream's host and a service URL on it, got %q and %q", mm.Host, mm.ServiceURL)
+		}
 	}
 	now := time.Now().UTC().Truncate(time.Second)
 	if err := idx.CreateNamespace(ctx, registry.Namespace{Name: spec.Namespace, Description: "load test", Visibility: registry.VisibilityPublic, CreatedAt: now}); err != nil {
@@ -225,6 +278,17 @@ func Seed(ctx context.Context, idx SeedIndex, blobs store.Blobs, spec Spec, arch
 	}
 
 	archive, err := writeArchive(ctx, blobs, spec, provs, archiveFile)
+	if err != nil {
+		return Seeded{}, err
+	}
+	// Every version shares one real SHA256SUMS and signature blob: the
+	// OCI API states their sizes when it generates a provider's
+	// repository (the referrer of each index); no other row reads them.
+	sums, err := putBlob(ctx, blobs, []byte("load test SHA256SUMS of spec "+spec.Namespace+"\n"))
+	if err != nil {
+		return Seeded{}, err
+	}
+	sig, err := putBlob(ctx, blobs, []byte("load test signature of the SHA256SUMS of "+spec.Namespace))
 	if err != nil {
 		return Seeded{}, err
 	}
@@ -262,6 +326,7 @@ func Seed(ctx context.Context, idx SeedIndex, blobs store.Blobs, spec Spec, arch
 feed:
 	for typ, i := range feedOrder(provs, spec.Interleave) {
 		v := seedVersion(spec, key, now, typ, i)
+		v.SHASumsDigest, v.SHASumsSignatureDigest = sums.digest, sig.digest
 		if typ == archive.Type && v.Version == archive.Version {
 			for j := range v.Platforms {
 				if v.Platforms[j].OS == archive.OS && v.Platforms[j].Arch == archive.Arch {
@@ -285,15 +350,43 @@ feed:
 	}
 	res.Versions = int(written.Load())
 	res.Packages = res.Versions * len(spec.Platforms)
+	mm := spec.ModuleMirror
+	if mm.Namespace != "" {
+		if err := idx.CreateNamespace(ctx, registry.Namespace{Name: mm.Namespace, Description: "load test: modules mirrored from " + mm.Host + "/" + spec.Namespace,
+			Visibility: registry.VisibilityPublic, CreatedAt: now}); err != nil {
+			return Seeded{}, err
+		}
+		if err := idx.PutMirrorUpstream(ctx, registry.MirrorUpstream{Host: mm.Host, ServiceURL: mm.ServiceURL,
+			Allow: []registry.MirrorRule{{Provider: spec.Namespace + "/*"}}, Description: "load test module upstream", CreatedAt: now, UpdatedAt: now}); err != nil {
+			return Seeded{}, err
+		}
+	}
 	for mi, m := range spec.Modules {
 		// One metadata document per module, the same for all its
 		// versions: realistic pages at no cost to the seeding time.
 		metadata, description := moduleMetadata(spec.Namespace, m, mi), moduleDescription(mi)
+		arch, err := putBlob(ctx, blobs, moduleArchive(spec.Namespace, m))
+		if err != nil {
+			return Seeded{}, err
+		}
 		for i := range m.Versions {
-			if err := idx.CreateModuleVersion(ctx, seedModuleVersion(spec.Namespace, m, i, now, metadata, description)); err != nil {
+			v := seedModuleVersion(spec.Namespace, m, i, now, metadata, description)
+			v.ArchiveDigest, v.ArchiveSize = arch.digest, arch.size
+			if err := idx.CreateModuleVersion(ctx, v); err != nil {
 				return Seeded{}, fmt.Errorf("seeding module %s/%s/%s %s: %w", spec.Namespace, m.Name, m.System, VersionAt(i), err)
 			}
 			res.ModuleVersions++
+			if mm.Namespace == "" {
+				continue
+			}
+			// What the module mirror stores for a version it fetched from
+			// an archive location: the same archive, in its namespace.
+			v.Namespace = mm.Namespace
+			v.Origin = fmt.Sprintf("mirrored from %s/%s/%s/%s %s, archive sha256 %s", mm.Host, spec.Namespace, m.Name, m.System, v.Version, arch.digest)
+			if err := idx.CreateModuleVersion(ctx, v); err != nil {
+				return Seeded{}, fmt.Errorf("seeding mirrored module %s/%s/%s %s: %w", mm.Namespace, m.Name, m.System, v.Version, err)
+			}
+			res.MirroredModuleVersions++
 		}
 	}
 	res.Took = time.Since(began)
@@ -329,7 +422,8 @@ func feedOrder(provs []ProviderSpec, interleave bool) iter.Seq2[string, int] {
 }
 
 // seedModuleVersion returns the i-th version of module m, with a made-up
-// archive digest and the given metadata (moduleMetadata) and description.
+// archive digest (Seed puts the real one in) and the given metadata
+// (moduleMetadata) and description.
 func seedModuleVersion(namespace string, m ModuleSpec, i int, now time.Time, metadata []byte, description string) registry.ModuleVersion {
 	ver := VersionAt(i)
 	return registry.ModuleVersion{
@@ -363,6 +457,39 @@ func seedVersion(spec Spec, key registry.SigningKey, now time.Time, typ string, 
 		}
 	}
 	return v
+}
+
+// storedBlob is a blob Seed stored: its hex SHA-256 and size.
+type storedBlob struct {
+	digest string
+	size   int64
+}
+
+// putBlob stores body as a blob.
+func putBlob(ctx context.Context, blobs store.Blobs, body []byte) (storedBlob, error) {
+	sum := sha256.Sum256(body)
+	b := storedBlob{digest: hex.EncodeToString(sum[:]), size: int64(len(body))}
+	return b, blobs.Put(ctx, b.digest, b.size, bytes.NewReader(body))
+}
+
+// moduleArchive returns the archive every version of module m shares: a
+// tar.gz of a main.tf and a README, the same bytes every time.
+func moduleArchive(namespace string, m ModuleSpec) []byte {
+	files := []struct{ name, body string }{
+		{"README.md", "# " + m.Name + "\n\nA module of the Trove load test (" + namespace + "/" + m.Name + "/" + m.System + ").\n"},
+		{"main.tf", "variable \"name\" {\n  type    = string\n  default = \"" + m.Name + "\"\n}\n\noutput \"name\" {\n  value = var.name\n}\n"},
+	}
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	for _, f := range files {
+		// Writing to memory cannot fail.
+		_ = tw.WriteHeader(&tar.Header{Name: f.name, Mode: 0o644, Size: int64(len(f.body)), Typeflag: tar.TypeReg, ModTime: time.Unix(0, 0).UTC()})
+		_, _ = io.WriteString(tw, f.body)
+	}
+	_ = tw.Close()
+	_ = gz.Close()
+	return buf.Bytes()
 }
 
 func fakeDigest(parts ...string) string {

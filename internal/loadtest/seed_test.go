@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	version "github.com/hashicorp/go-version"
@@ -66,6 +67,9 @@ func TestSpecPlan(t *testing.T) {
 		"no filler size":       func(s *Spec) { s.FillerVersions = 0 },
 		"huge index":           func(s *Spec) { s.TotalVersions = 2_000_000 },
 		"empty archive":        func(s *Spec) { s.ArchiveBytes = 0 },
+		"mirror in namespace":  func(s *Spec) { s.ModuleMirror.Namespace = "acme" },
+		"bad mirror namespace": func(s *Spec) { s.ModuleMirror.Namespace = "-m" },
+		"mirror of no modules": func(s *Spec) { s.Modules = nil },
 	}
 	for name, mutate := range bad {
 		s := base()
@@ -99,6 +103,16 @@ func TestSeedSmallIndex(t *testing.T) {
 	}
 	spec.Modules = spec.Modules[:2]
 	archiveFile := filepath.Join(dir, "archive.zip")
+
+	// A module mirror without its upstream is refused before anything is
+	// written.
+	if _, err := Seed(ctx, idx, blobs, spec, archiveFile); !registry.IsKind(err, registry.Invalid) {
+		t.Fatalf("Seed without the mirror's upstream: err %v, want Invalid", err)
+	}
+	if _, err := idx.GetNamespace(ctx, "acme"); !registry.IsKind(err, registry.NotFound) {
+		t.Fatalf("the refused Seed wrote the namespace (err %v)", err)
+	}
+	spec.ModuleMirror.Host, spec.ModuleMirror.ServiceURL = "127.0.0.1:9", "http://127.0.0.1:9/v1/providers/"
 
 	got, err := Seed(ctx, idx, blobs, spec, archiveFile)
 	if err != nil {
@@ -174,6 +188,40 @@ func TestSeedSmallIndex(t *testing.T) {
 	}
 	if string(mv.Metadata) != string(moduleMetadata("acme", spec.Modules[1], 1)) || mv.Description != moduleDescription(1) {
 		t.Errorf("module acme/m001/aws 0.0.3: description %q, metadata %.100s", mv.Description, mv.Metadata)
+	}
+
+	// The OCI API reads real blobs: the module archive (a tar.gz) and
+	// the SHA256SUMS and signature of every provider version.
+	if mv.ArchiveDigest == fakeDigest("module", "m001", "aws", "0.0.3") {
+		t.Errorf("module version has a made-up archive digest")
+	}
+	if size, err := blobs.Stat(ctx, mv.ArchiveDigest); err != nil || size != mv.ArchiveSize {
+		t.Errorf("module archive blob: size %d (version says %d), err %v", size, mv.ArchiveSize, err)
+	}
+	for _, d := range []string{v.SHASumsDigest, v.SHASumsSignatureDigest} {
+		if _, err := blobs.Stat(ctx, d); err != nil {
+			t.Errorf("SHA256SUMS blob %s: %v", d, err)
+		}
+	}
+
+	// The module mirror's namespace holds the same versions, as mirrored,
+	// and its upstream allows the upstream namespace's modules.
+	if got.MirroredModuleVersions != 40 {
+		t.Errorf("seeded %d mirrored module versions, want 40", got.MirroredModuleVersions)
+	}
+	mirrored, err := idx.GetModuleVersion(ctx, DefaultMirrorNamespace, "m001", "aws", "0.0.3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mirrored.ArchiveDigest != mv.ArchiveDigest || !strings.HasPrefix(mirrored.Origin, "mirrored from 127.0.0.1:9/acme/m001/aws 0.0.3, archive sha256 ") {
+		t.Errorf("mirrored version: digest %s (want %s), origin %q", mirrored.ArchiveDigest, mv.ArchiveDigest, mirrored.Origin)
+	}
+	if ns, err := idx.GetNamespace(ctx, DefaultMirrorNamespace); err != nil || ns.Visibility != registry.VisibilityPublic {
+		t.Errorf("mirror namespace %+v, err %v", ns, err)
+	}
+	up, err := idx.GetMirrorUpstream(ctx, "127.0.0.1:9")
+	if err != nil || up.ServiceURL != "http://127.0.0.1:9/v1/providers/" || len(up.Allow) != 1 || up.Allow[0].Provider != "acme/*" {
+		t.Errorf("mirror upstream %+v, err %v", up, err)
 	}
 
 	// The index is not empty any more: seeding again must fail, not mix.
