@@ -148,7 +148,8 @@ type Options struct {
 	SignInTokenTTL time.Duration
 	// Operations makes the writes whose rules moved below HTTP; nil
 	// means operations on Index with these options' Access, Audit,
-	// Events, Managed, NoLocalPasswords, SignInTokenTTL, OnProviderChange, OnModuleChange and Now.
+	// Events, Managed, NoLocalPasswords, SignInTokenTTL, OnProviderChange, OnModuleChange and Now
+	// (and WebhookURLs, PublicURL and CheckIssuer).
 	// Pass the one the web UI uses.
 	Operations *operations.Operations
 	Now        func() time.Time
@@ -185,6 +186,9 @@ func New(opt Options) http.Handler {
 		ops = operations.New(operations.Options{Index: opt.Index, Access: opt.Access, Audit: opt.Audit, Events: opt.Events, Managed: opt.Managed,
 			NoLocalPasswords: opt.NoLocalPasswords,
 			SignInTokenTTL:   opt.SignInTokenTTL,
+			WebhookURLs:      opt.WebhookURLs,
+			PublicURL:        opt.PublicURL,
+			CheckIssuer:      opt.CheckIssuer,
 			Logger:           opt.Logger, Now: opt.Now})
 	}
 	h := &handler{Options: opt, Ops: ops, exchangeLimiter: opt.ExchangeLimiter}

@@ -2,15 +2,10 @@ package api
 
 import (
 	"net/http"
-	"strconv"
-	"strings"
-	"time"
 
 	"trove.dev/trove/apispec"
-	"trove.dev/trove/internal/auth"
 	"trove.dev/trove/internal/httpjson"
 	"trove.dev/trove/internal/registry"
-	"trove.dev/trove/internal/store"
 )
 
 // registerRetention mounts the retention rule of a namespace: read rights
@@ -28,12 +23,12 @@ func RetentionDoc(r registry.RetentionRule) apispec.RetentionRule {
 		KeepWithin: apispec.FormatRetentionDuration(r.KeepWithin), Pin: r.Pin, UpdatedAt: r.UpdatedAt, UpdatedBy: r.UpdatedBy}
 }
 
+// The rules of retention rules are operations.RetentionRule,
+// SetRetentionRule and DeleteRetentionRule: these handlers decode, call
+// and encode.
+
 func (h *handler) getRetention(w http.ResponseWriter, r *http.Request) error {
-	ns, err := h.namespaceParam(r, registry.ScopeRead)
-	if err != nil {
-		return err
-	}
-	rule, err := h.Index.GetRetentionRule(r.Context(), ns)
+	rule, err := h.Ops.RetentionRule(r.Context(), actor(r), r.PathValue("namespace"))
 	if err != nil {
 		return err
 	}
@@ -41,6 +36,8 @@ func (h *handler) getRetention(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *handler) putRetention(w http.ResponseWriter, r *http.Request) error {
+	// Rights first, then the body (operations.SetRetentionRule checks
+	// them again).
 	ns, err := h.namespaceParam(r, registry.ScopeAdmin)
 	if err != nil {
 		return err
@@ -53,28 +50,16 @@ func (h *handler) putRetention(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	// Microseconds, as the index stores it: the answer equals a later GET.
-	rule.UpdatedAt, rule.UpdatedBy = h.Now().UTC().Truncate(time.Microsecond), auth.FromContext(r.Context()).Actor()
-	doc := RetentionDoc(rule)
-	details := "keep_last " + strconv.Itoa(rule.KeepLast) + " keep_within " + doc.KeepWithin + " pin [" + strings.Join(rule.Pin, "; ") + "]"
-	fx := h.effects(r, registry.AuditEvent{Action: registry.AuditRetentionPut, Namespace: ns, Target: ns, Details: details})
-	if err := h.Index.PutRetentionRule(store.WithEffects(r.Context(), fx), rule); err != nil {
+	if rule, err = h.Ops.SetRetentionRule(r.Context(), actor(r), ns, rule); err != nil {
 		return err
 	}
-	h.done(r.Context(), fx)
-	return httpjson.Write(w, http.StatusOK, doc)
+	return httpjson.Write(w, http.StatusOK, RetentionDoc(rule))
 }
 
 func (h *handler) deleteRetention(w http.ResponseWriter, r *http.Request) error {
-	ns, err := h.namespaceParam(r, registry.ScopeAdmin)
-	if err != nil {
+	if err := h.Ops.DeleteRetentionRule(r.Context(), actor(r), r.PathValue("namespace")); err != nil {
 		return err
 	}
-	fx := h.effects(r, registry.AuditEvent{Action: registry.AuditRetentionDelete, Namespace: ns, Target: ns})
-	if err := h.Index.DeleteRetentionRule(store.WithEffects(r.Context(), fx), ns); err != nil {
-		return err
-	}
-	h.done(r.Context(), fx)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

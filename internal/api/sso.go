@@ -2,13 +2,11 @@ package api
 
 import (
 	"net/http"
-	"strconv"
 	"strings"
 
 	"trove.dev/trove/apispec"
 	"trove.dev/trove/internal/httpjson"
 	"trove.dev/trove/internal/registry"
-	"trove.dev/trove/internal/store"
 )
 
 // registerSSO mounts the routes of single sign-on's identity providers
@@ -39,20 +37,13 @@ func (h *handler) identityProviderDoc(p registry.IdentityProvider) apispec.Ident
 		CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
 }
 
-// providerParam checks that the caller is a global admin and returns the
-// {name} path value.
-func (h *handler) providerParam(r *http.Request) (string, error) {
-	if err := h.require(r, registry.ScopeAdmin, ""); err != nil {
-		return "", err
-	}
-	return registry.ParseIdentityProviderName(r.PathValue("name"))
-}
+// The rules of identity providers and role mappings are
+// operations.IdentityProviders, IdentityProvider, PutIdentityProvider,
+// DeleteIdentityProvider, RoleMappings, RoleMapping, CreateRoleMapping
+// and DeleteRoleMapping: these handlers decode, call and encode.
 
 func (h *handler) listIdentityProviders(w http.ResponseWriter, r *http.Request) error {
-	if err := h.require(r, registry.ScopeAdmin, ""); err != nil {
-		return err
-	}
-	ps, err := h.Index.ListIdentityProviders(r.Context())
+	ps, err := h.Ops.IdentityProviders(r.Context(), actor(r))
 	if err != nil {
 		return err
 	}
@@ -64,11 +55,7 @@ func (h *handler) listIdentityProviders(w http.ResponseWriter, r *http.Request) 
 }
 
 func (h *handler) getIdentityProvider(w http.ResponseWriter, r *http.Request) error {
-	name, err := h.providerParam(r)
-	if err != nil {
-		return err
-	}
-	p, err := h.Index.GetIdentityProvider(r.Context(), name)
+	p, err := h.Ops.IdentityProvider(r.Context(), actor(r), r.PathValue("name"))
 	if err != nil {
 		return err
 	}
@@ -78,7 +65,12 @@ func (h *handler) getIdentityProvider(w http.ResponseWriter, r *http.Request) er
 // putIdentityProvider creates the provider (201) or replaces its whole
 // configuration (200).
 func (h *handler) putIdentityProvider(w http.ResponseWriter, r *http.Request) error {
-	name, err := h.providerParam(r)
+	// Rights and name first, then the body (operations.PutIdentityProvider
+	// checks them again).
+	if err := h.require(r, registry.ScopeAdmin, ""); err != nil {
+		return err
+	}
+	name, err := registry.ParseIdentityProviderName(r.PathValue("name"))
 	if err != nil {
 		return err
 	}
@@ -86,61 +78,23 @@ func (h *handler) putIdentityProvider(w http.ResponseWriter, r *http.Request) er
 	if err := httpjson.Decode(w, r, maxJSONBody, &req); err != nil {
 		return err
 	}
-	p := req.Provider(name)
-	if err := p.Check(); err != nil {
-		return err
-	}
-	var warnings []string
-	if h.CheckIssuer != nil {
-		warning, err := h.CheckIssuer(r.Context(), p.Issuer)
-		if err != nil {
-			return err
-		}
-		if warning != "" {
-			warnings = append(warnings, warning)
-		}
-	}
-	now := h.Now().UTC()
-	p.CreatedAt, p.UpdatedAt = now, now
-	// Whether the provider is created is known before the write, for
-	// the audit entry that commits with it (as for mirror upstreams).
-	verb := "replaced"
-	if _, err := h.Index.GetIdentityProvider(r.Context(), name); registry.IsKind(err, registry.NotFound) {
-		verb = "created"
-	} else if err != nil {
-		return err
-	}
-	fx := h.effects(r, registry.AuditEvent{Action: registry.AuditIdentityProviderPut, Target: name,
-		Details: verb + ": issuer " + p.Issuer + ", client " + p.ClientID + ", scopes " + strings.Join(p.Scopes, " ")})
-	created, err := h.Index.PutIdentityProvider(store.WithEffects(r.Context(), fx), p)
-	if err != nil {
-		return err
-	}
-	h.done(r.Context(), fx)
-	stored, err := h.Index.GetIdentityProvider(r.Context(), name)
+	res, err := h.Ops.PutIdentityProvider(r.Context(), actor(r), req.Provider(name))
 	if err != nil {
 		return err
 	}
 	status := http.StatusOK
-	if created {
+	if res.Created {
 		status = http.StatusCreated
 	}
-	doc := h.identityProviderDoc(stored)
-	doc.Warnings = warnings
+	doc := h.identityProviderDoc(res.Provider)
+	doc.Warnings = res.Warnings
 	return httpjson.Write(w, status, doc)
 }
 
 func (h *handler) deleteIdentityProvider(w http.ResponseWriter, r *http.Request) error {
-	name, err := h.providerParam(r)
-	if err != nil {
+	if err := h.Ops.DeleteIdentityProvider(r.Context(), actor(r), r.PathValue("name")); err != nil {
 		return err
 	}
-	fx := h.effects(r, registry.AuditEvent{Action: registry.AuditIdentityProviderDelete, Target: name,
-		Details: "with its role mappings; the users it created stay"})
-	if err := h.Index.DeleteIdentityProvider(store.WithEffects(r.Context(), fx), name); err != nil {
-		return err
-	}
-	h.done(r.Context(), fx)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
@@ -151,16 +105,7 @@ func roleMappingDoc(m registry.RoleMapping) apispec.RoleMapping {
 }
 
 func (h *handler) listRoleMappings(w http.ResponseWriter, r *http.Request) error {
-	if err := h.require(r, registry.ScopeAdmin, ""); err != nil {
-		return err
-	}
-	provider := r.URL.Query().Get(apispec.QueryProvider)
-	if provider != "" {
-		if _, err := registry.ParseIdentityProviderName(provider); err != nil {
-			return err
-		}
-	}
-	ms, err := h.Index.ListRoleMappings(r.Context(), provider)
+	ms, err := h.Ops.RoleMappings(r.Context(), actor(r), r.URL.Query().Get(apispec.QueryProvider))
 	if err != nil {
 		return err
 	}
@@ -172,6 +117,8 @@ func (h *handler) listRoleMappings(w http.ResponseWriter, r *http.Request) error
 }
 
 func (h *handler) createRoleMapping(w http.ResponseWriter, r *http.Request) error {
+	// Rights first, then the body (operations.CreateRoleMapping checks
+	// them again).
 	if err := h.require(r, registry.ScopeAdmin, ""); err != nil {
 		return err
 	}
@@ -179,55 +126,15 @@ func (h *handler) createRoleMapping(w http.ResponseWriter, r *http.Request) erro
 	if err := httpjson.Decode(w, r, maxJSONBody, &req); err != nil {
 		return err
 	}
-	m := req.Mapping()
-	if err := m.Check(); err != nil {
-		return err
-	}
-	if m.Namespace != registry.GlobalAdminNamespace {
-		if _, err := h.Index.GetNamespace(r.Context(), m.Namespace); err != nil {
-			return err
-		}
-	}
-	if existing, err := h.Index.ListRoleMappings(r.Context(), m.Provider); err == nil && len(existing) >= registry.MaxRoleMappingsPerProvider {
-		return registry.Errorf(registry.Invalid, "identity provider %q has %d role mappings, the limit", m.Provider, len(existing))
-	}
-	m.CreatedAt = h.Now().UTC()
-	e := registry.AuditEvent{Action: registry.AuditRoleMappingCreate,
-		Details: "identity provider " + m.Provider + ": " + m.Claim + "=" + m.Value + " gives " + string(m.Role) + " in " + m.Namespace}
-	if m.Namespace != registry.GlobalAdminNamespace {
-		e.Namespace = m.Namespace
-	}
-	fx := h.effects(r, e)
-	fx.Bind = func(record any) { // the ID, assigned by the store
-		if stored, ok := record.(registry.RoleMapping); ok {
-			fx.Audit[0].Target = strconv.FormatInt(stored.ID, 10)
-		}
-	}
-	m, err := h.Index.CreateRoleMapping(store.WithEffects(r.Context(), fx), m)
+	m, err := h.Ops.CreateRoleMapping(r.Context(), actor(r), req.Mapping())
 	if err != nil {
 		return err
 	}
-	h.done(r.Context(), fx)
 	return httpjson.Write(w, http.StatusCreated, roleMappingDoc(m))
 }
 
-func (h *handler) mappingParam(r *http.Request) (int64, error) {
-	if err := h.require(r, registry.ScopeAdmin, ""); err != nil {
-		return 0, err
-	}
-	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
-	if err != nil || id <= 0 {
-		return 0, registry.Errorf(registry.Invalid, "invalid role mapping ID %q: use the number trove sso mapping list shows", r.PathValue("id"))
-	}
-	return id, nil
-}
-
 func (h *handler) getRoleMapping(w http.ResponseWriter, r *http.Request) error {
-	id, err := h.mappingParam(r)
-	if err != nil {
-		return err
-	}
-	m, err := h.Index.GetRoleMapping(r.Context(), id)
+	m, err := h.Ops.RoleMapping(r.Context(), actor(r), r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -235,24 +142,9 @@ func (h *handler) getRoleMapping(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *handler) deleteRoleMapping(w http.ResponseWriter, r *http.Request) error {
-	id, err := h.mappingParam(r)
-	if err != nil {
+	if err := h.Ops.DeleteRoleMapping(r.Context(), actor(r), r.PathValue("id")); err != nil {
 		return err
 	}
-	m, err := h.Index.GetRoleMapping(r.Context(), id)
-	if err != nil {
-		return err
-	}
-	e := registry.AuditEvent{Action: registry.AuditRoleMappingDelete, Target: strconv.FormatInt(id, 10),
-		Details: "identity provider " + m.Provider + ": " + m.Claim + "=" + m.Value + " gave " + string(m.Role) + " in " + m.Namespace + "; granted roles stay until each user's next sign-in"}
-	if m.Namespace != registry.GlobalAdminNamespace {
-		e.Namespace = m.Namespace
-	}
-	fx := h.effects(r, e)
-	if err := h.Index.DeleteRoleMapping(store.WithEffects(r.Context(), fx), id); err != nil {
-		return err
-	}
-	h.done(r.Context(), fx)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

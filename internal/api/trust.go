@@ -1,9 +1,6 @@
 package api
 
 import (
-	"crypto/rand"
-	"encoding/hex"
-	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
@@ -14,6 +11,7 @@ import (
 	"trove.dev/trove/internal/audit"
 	"trove.dev/trove/internal/httpjson"
 	"trove.dev/trove/internal/keyless"
+	"trove.dev/trove/internal/operations"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/store"
 )
@@ -35,12 +33,12 @@ func (h *handler) registerTrust(route func(string, httpjson.HandlerFunc), open f
 	open("POST "+apispec.RouteOIDCExchange, h.exchange)
 }
 
+// The rules of trust policies are operations.TrustPolicies,
+// TrustPolicy, CreateTrustPolicy and DeleteTrustPolicy: these handlers
+// decode, call and encode.
+
 func (h *handler) listTrustPolicies(w http.ResponseWriter, r *http.Request) error {
-	ns, err := h.namespaceParam(r, registry.ScopeAdmin)
-	if err != nil {
-		return err
-	}
-	ps, err := h.Index.ListTrustPolicies(r.Context(), ns)
+	ps, err := h.Ops.TrustPolicies(r.Context(), actor(r), r.PathValue("namespace"))
 	if err != nil {
 		return err
 	}
@@ -52,66 +50,30 @@ func (h *handler) listTrustPolicies(w http.ResponseWriter, r *http.Request) erro
 }
 
 func (h *handler) createTrustPolicy(w http.ResponseWriter, r *http.Request) error {
-	ns, err := h.namespaceParam(r, registry.ScopeAdmin)
-	if err != nil {
+	// Rights first, then the body (operations.CreateTrustPolicy checks
+	// them again).
+	if _, err := h.namespaceParam(r, registry.ScopeAdmin); err != nil {
 		return err
 	}
 	var req apispec.CreateTrustPolicyRequest
 	if err := httpjson.Decode(w, r, maxJSONBody, &req); err != nil {
 		return err
 	}
-	p := registry.TrustPolicy{
-		Namespace: ns, Issuer: req.Issuer, Audience: req.Audience, Conditions: req.Conditions,
-		Scope: registry.Scope(req.Scope), TokenTTL: time.Duration(req.TokenTTLSeconds) * time.Second,
-		Description: req.Description, CreatedAt: h.Now().UTC(),
+	ttl := time.Duration(req.TokenTTLSeconds) * time.Second
+	if ttl/time.Second != time.Duration(req.TokenTTLSeconds) { // overflowed
+		return registry.Errorf(registry.Invalid, "a trust policy's token lifetime is between %s and %s, not %d seconds",
+			registry.MinTrustTokenTTL, registry.MaxTrustTokenTTL, req.TokenTTLSeconds)
 	}
-	if p.Audience == "" {
-		if h.PublicURL == nil {
-			return registry.Errorf(registry.Invalid, "audience is missing (this Trove has no public URL to default to)")
-		}
-		p.Audience = strings.TrimSuffix(h.PublicURL.String(), "/")
-	}
-	if p.Scope == "" {
-		p.Scope = registry.ScopePublish
-	}
-	if req.TokenTTLSeconds == 0 {
-		p.TokenTTL = registry.DefaultTrustTokenTTL
-	}
-	if err := registry.CheckTrustPolicy(p); err != nil {
-		return err
-	}
-	existing, err := h.Index.ListTrustPolicies(r.Context(), ns)
+	p, err := h.Ops.CreateTrustPolicy(r.Context(), actor(r), r.PathValue("namespace"), operations.TrustPolicyRequest{
+		Issuer: req.Issuer, Audience: req.Audience, Conditions: req.Conditions, Scope: req.Scope, TokenTTL: ttl, Description: req.Description})
 	if err != nil {
 		return err
 	}
-	if len(existing) >= registry.MaxTrustPolicies {
-		return registry.Errorf(registry.Conflict, "namespace %s has %d trust policies, the most it may have: delete one first", ns, len(existing))
-	}
-	b := make([]byte, 8)
-	if _, err := rand.Read(b); err != nil {
-		return err
-	}
-	p.ID = "tp_" + hex.EncodeToString(b)
-	fx := h.effects(r, registry.AuditEvent{Action: registry.AuditTrustPolicyCreate, Namespace: ns, Target: p.ID,
-		Details: fmt.Sprintf("issuer %s, audience %s, conditions %s, scope %s, token lifetime %s", p.Issuer, p.Audience,
-			conditionsText(p.Conditions), p.Scope, p.TokenTTL)})
-	if err := h.Index.CreateTrustPolicy(store.WithEffects(r.Context(), fx), p); err != nil {
-		return err
-	}
-	h.done(r.Context(), fx)
 	return httpjson.Write(w, http.StatusCreated, trustPolicyDoc(p))
 }
 
-func (h *handler) trustPolicyParam(r *http.Request) (registry.TrustPolicy, error) {
-	ns, err := h.namespaceParam(r, registry.ScopeAdmin)
-	if err != nil {
-		return registry.TrustPolicy{}, err
-	}
-	return h.Index.GetTrustPolicy(r.Context(), ns, r.PathValue("policy_id"))
-}
-
 func (h *handler) getTrustPolicy(w http.ResponseWriter, r *http.Request) error {
-	p, err := h.trustPolicyParam(r)
+	p, err := h.Ops.TrustPolicy(r.Context(), actor(r), r.PathValue("namespace"), r.PathValue("policy_id"))
 	if err != nil {
 		return err
 	}
@@ -119,16 +81,9 @@ func (h *handler) getTrustPolicy(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *handler) deleteTrustPolicy(w http.ResponseWriter, r *http.Request) error {
-	p, err := h.trustPolicyParam(r)
-	if err != nil {
+	if err := h.Ops.DeleteTrustPolicy(r.Context(), actor(r), r.PathValue("namespace"), r.PathValue("policy_id")); err != nil {
 		return err
 	}
-	fx := h.effects(r, registry.AuditEvent{Action: registry.AuditTrustPolicyDelete, Namespace: p.Namespace, Target: p.ID,
-		Details: "issuer " + p.Issuer + ", conditions " + conditionsText(p.Conditions)})
-	if err := h.Index.DeleteTrustPolicy(store.WithEffects(r.Context(), fx), p.Namespace, p.ID); err != nil {
-		return err
-	}
-	h.done(r.Context(), fx)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
@@ -213,17 +168,4 @@ func trustPolicyDoc(p registry.TrustPolicy) apispec.TrustPolicy {
 		ID: p.ID, Namespace: p.Namespace, Issuer: p.Issuer, Audience: p.Audience, Conditions: c, Scope: string(p.Scope),
 		TokenTTLSeconds: int64(p.TokenTTL / time.Second), Description: p.Description, CreatedAt: p.CreatedAt,
 	}
-}
-
-// conditionsText writes conditions as "name=pattern, ..." sorted by name.
-func conditionsText(c map[string]string) string {
-	names := make([]string, 0, len(c))
-	for n := range c {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	for i, n := range names {
-		names[i] = n + "=" + c[n]
-	}
-	return strings.Join(names, ", ")
 }

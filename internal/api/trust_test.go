@@ -74,6 +74,8 @@ func TestTrustPolicyManagement(t *testing.T) {
 		{`{"issuer": "https://gitlab.com", "conditions": {"project_path": "a/b"}, "scope": "admin"}`, "publish or read"},
 		{`{"issuer": "https://gitlab.com", "conditions": {"project_path": "a/b"}, "token_ttl_seconds": 7200}`, "between 1m0s and 1h0m0s"},
 		{`{"issuer": "https://gitlab.com", "conditions": {"project_path": "a/b"}, "unknown": 1}`, "unknown field"},
+		// 900 + 2^55 seconds: as nanoseconds it wraps around to 900 s.
+		{`{"issuer": "https://gitlab.com", "conditions": {"project_path": "a/b"}, "token_ttl_seconds": 36028797018964868}`, "between 1m0s and 1h0m0s"},
 	} {
 		status, raw := apiDo(t, s, "POST", "/api/v1/namespaces/acme/trust-policies", tokens[acmeAdmin], "application/json", strings.NewReader(tc.body))
 		if status != http.StatusBadRequest || !strings.Contains(string(raw), tc.want) {

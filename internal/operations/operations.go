@@ -15,7 +15,11 @@
 // Each subject has its own file: tokens.go (tokens, web sessions,
 // signing out), members.go (namespace members), lifecycle.go
 // (deprecation and revocation of provider and module versions),
-// namespaces.go, keys.go (signing keys) and users.go. An
+// namespaces.go, keys.go (signing keys), users.go, webhooks.go
+// (webhooks, their test deliveries and redeliveries), trust.go (trust
+// policies of keyless publishing), retention.go (retention rules) and
+// identityproviders.go (single sign-on's identity providers and role
+// mappings). An
 // operation refused for rights or input stores nothing: no row, no audit
 // entry, no event.
 package operations
@@ -24,6 +28,7 @@ import (
 	"context"
 	"log/slog"
 	"net"
+	"net/url"
 	"time"
 
 	"trove.dev/trove/internal/audit"
@@ -44,6 +49,10 @@ type Index interface {
 	store.Users
 	store.Memberships
 	store.Lifecycle
+	store.Webhooks
+	store.TrustPolicies
+	store.RetentionRules
+	store.SSO
 }
 
 // Options configures New.
@@ -64,6 +73,17 @@ type Options struct {
 	// NoLocalPasswords refuses to set or check passwords of local
 	// accounts (--local-passwords=false).
 	NoLocalPasswords bool
+	// WebhookURLs are the rules webhook target URLs must follow.
+	WebhookURLs registry.WebhookURLRules
+	// PublicURL is the origin clients reach Trove at: the default
+	// audience of trust policies, and the origin of the links in a test
+	// event when Events is nil.
+	PublicURL *url.URL
+	// CheckIssuer, if set, checks the issuer of an identity provider
+	// being set against the provider's discovery document
+	// (sso.CheckIssuer): an error refuses the write, a warning is
+	// returned with the stored provider.
+	CheckIssuer func(ctx context.Context, issuer string) (warning string, err error)
 	// SignInTokenTTL is the longest life of a token a sign-in grants
 	// (--login-token-ttl), and so of a token a web session creates;
 	// <= 0 means DefaultSignInTokenTTL.

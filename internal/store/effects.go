@@ -50,7 +50,8 @@ type Effects struct {
 	// again): DeleteProvider and DeleteModule with the DeletedVersions
 	// they delete, ImportBundle with its BundleImport,
 	// SSO.CreateRoleMapping with the registry.RoleMapping it stores, its
-	// ID set, and SSO.ReconcileRoles with the []registry.RoleChange it
+	// ID set, SSO.PutIdentityProvider with IdentityProviderCreated, and
+	// SSO.ReconcileRoles with the []registry.RoleChange it
 	// makes. Layers above the store that know more call it too, before
 	// the write: modules.Publisher.Delete with the registry.ModuleVersion
 	// it deletes, keyless.Exchanger with the keyless.Result of the token

@@ -7,6 +7,11 @@ import (
 	"trove.dev/trove/internal/registry"
 )
 
+// IdentityProviderCreated is what SSO.PutIdentityProvider binds
+// (Effects.Bind) in its transaction: whether it creates the provider
+// rather than replacing it.
+type IdentityProviderCreated bool
+
 // SSO stores what single sign-on with OpenID Connect needs: identity
 // providers, their role mappings, the identities linked to users and the
 // roles the mappings granted. It is kept in the index so that every
@@ -14,7 +19,9 @@ import (
 type SSO interface {
 	// PutIdentityProvider creates p, or replaces every field of the
 	// provider of that name except CreatedAt. It reports whether it
-	// created it. Invalid if p does not pass p.Check.
+	// created it, also to the effects' Bind in its transaction (an
+	// IdentityProviderCreated), so that the audit entry that commits
+	// with it says which. Invalid if p does not pass p.Check.
 	PutIdentityProvider(ctx context.Context, p registry.IdentityProvider) (created bool, err error)
 	// GetIdentityProvider returns the provider, or NotFound.
 	GetIdentityProvider(ctx context.Context, name string) (registry.IdentityProvider, error)

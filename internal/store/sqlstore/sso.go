@@ -32,21 +32,29 @@ func (x *Index) PutIdentityProvider(ctx context.Context, p registry.IdentityProv
 	}
 	var isNew bool
 	err = x.write(ctx, "storing identity provider "+p.Name, func(ctx context.Context, t tx) error {
-		exists, err := t.exists(ctx, `SELECT EXISTS (SELECT 1 FROM identity_providers WHERE name = $1)`, p.Name)
+		// Insert unless it exists, then update: of concurrent puts of a
+		// new name one creates it and the others replace it (an insert
+		// waits for the other's commit), each knowing which it did.
+		res, err := t.exec(ctx, `INSERT INTO identity_providers (name, display_name, issuer, client_id, client_secret_env, scopes, username_claim, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (name) DO NOTHING`,
+			p.Name, p.DisplayName, p.Issuer, p.ClientID, p.ClientSecretEnv, x.d.Strings(p.Scopes), p.UsernameClaim, created, updated)
 		if err != nil {
 			return err
 		}
-		isNew = !exists
-		if exists {
-			_, err = t.exec(ctx, `UPDATE identity_providers SET display_name = $1, issuer = $2, client_id = $3, client_secret_env = $4,
-				scopes = $5, username_claim = $6, updated_at = $7 WHERE name = $8`,
-				p.DisplayName, p.Issuer, p.ClientID, p.ClientSecretEnv, x.d.Strings(p.Scopes), p.UsernameClaim, updated, p.Name)
+		n, err := res.RowsAffected()
+		if err != nil {
 			return err
 		}
-		_, err = t.exec(ctx, `INSERT INTO identity_providers (name, display_name, issuer, client_id, client_secret_env, scopes, username_claim, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-			p.Name, p.DisplayName, p.Issuer, p.ClientID, p.ClientSecretEnv, x.d.Strings(p.Scopes), p.UsernameClaim, created, updated)
-		return err
+		isNew = n == 1
+		if !isNew {
+			if _, err = t.exec(ctx, `UPDATE identity_providers SET display_name = $1, issuer = $2, client_id = $3, client_secret_env = $4,
+				scopes = $5, username_claim = $6, updated_at = $7 WHERE name = $8`,
+				p.DisplayName, p.Issuer, p.ClientID, p.ClientSecretEnv, x.d.Strings(p.Scopes), p.UsernameClaim, updated, p.Name); err != nil {
+				return err
+			}
+		}
+		store.EffectsFrom(ctx).Bound(store.IdentityProviderCreated(isNew))
+		return nil
 	})
 	return isNew, err
 }

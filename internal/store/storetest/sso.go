@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"reflect"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,6 +28,41 @@ func normIdentityProvider(p registry.IdentityProvider) registry.IdentityProvider
 
 func testSSO(t *testing.T, newIndex func(*testing.T) store.Index) {
 	ctx := t.Context()
+	t.Run("IdentityProviderCreatedBound", func(t *testing.T) {
+		// Of concurrent puts of a new provider exactly one creates it,
+		// and each tells its effects' Bind, in its transaction, what it
+		// did: as it answers.
+		x := newIndex(t)
+		const n = 6
+		var wg sync.WaitGroup
+		created, bound := make([]bool, n), make([]store.IdentityProviderCreated, n)
+		calls, errs := make([]int, n), make([]error, n)
+		for i := range n {
+			wg.Go(func() {
+				fx := &store.Effects{Bind: func(record any) {
+					if c, ok := record.(store.IdentityProviderCreated); ok {
+						bound[i] = c
+						calls[i]++
+					}
+				}}
+				created[i], errs[i] = x.PutIdentityProvider(store.WithEffects(ctx, fx), testIdentityProvider("corp"))
+			})
+		}
+		wg.Wait()
+		creators := 0
+		for i := range n {
+			mustOK(t, errs[i], "PutIdentityProvider")
+			if calls[i] == 0 || bool(bound[i]) != created[i] {
+				t.Errorf("put %d answered created %v, bound %v (%d calls)", i, created[i], bound[i], calls[i])
+			}
+			if created[i] {
+				creators++
+			}
+		}
+		if creators != 1 {
+			t.Errorf("%d of %d concurrent puts of a new provider created it, want 1", creators, n)
+		}
+	})
 	t.Run("IdentityProviders", func(t *testing.T) {
 		x := newIndex(t)
 		p := testIdentityProvider("corp")
