@@ -107,6 +107,15 @@ func TestConsumerReports(t *testing.T) {
 	}
 	check("after a flush")
 
+	// The pages draw the downloads by day and version (no identities).
+	for path, want := range map[string]string{"/providers/acme/widget": "5 downloads from", "/modules/acme/net/aws": "1 downloads from"} {
+		status, body := get(t, hc, s.URL, path)
+		if status != http.StatusOK || !strings.Contains(string(body), "<svg") || !strings.Contains(string(body), want) ||
+			strings.Contains(string(body), "token:") {
+			t.Errorf("GET %s: %d; want a downloads chart saying %q and naming no consumer", path, status, want)
+		}
+	}
+
 	for _, c := range []struct {
 		path, token string
 		want        int
