@@ -111,6 +111,7 @@ func commands() []*command {
 		mirrorUpstreamList(), mirrorUpstreamShow(), mirrorUpstreamSet(), mirrorUpstreamRemove(), mirrorSyncCommand(),
 		mirrorHoldList(), mirrorHoldApprove(), mirrorHoldUnapprove(), mirrorHoldDeny(), mirrorHoldUndeny(),
 		ssoProviderList(), ssoProviderSet(), ssoProviderRemove(), ssoMappingList(), ssoMappingAdd(), ssoMappingRemove(),
+		consumersCommand(),
 		lockCommand(), verifyCommand(), bundleExport(), bundleImport(), gcCommand(),
 		retentionSet(), retentionShow(), retentionDelete(),
 		versionCommand(), completionCommand(),

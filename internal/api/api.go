@@ -70,6 +70,7 @@ type Index interface {
 type Downloads interface {
 	ProviderDownloads(ctx context.Context, namespace, typ string) ([]registry.DownloadCount, error)
 	ModuleDownloads(ctx context.Context, namespace, name, system string) ([]registry.DownloadCount, error)
+	ConsumerDownloads(ctx context.Context, q registry.ConsumerQuery) ([]registry.ConsumerCount, error)
 }
 
 // Options configures the API handler.
@@ -231,6 +232,7 @@ func New(opt Options) http.Handler {
 	h.registerModules(route)
 	h.registerLifecycle(route)
 	h.registerDeletes(route)
+	h.registerConsumers(route)
 	h.registerRetention(route)
 	h.registerMirror(route)
 	h.registerMirrorHolds(route)

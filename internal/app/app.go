@@ -315,9 +315,14 @@ func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	counter, err := downloads.New(downloads.Options{
+	dopt := downloads.Options{
 		Store: idx, Interval: cfg.DownloadsFlushInterval, Logger: log, Metrics: metrics,
-	})
+		ConsumerRetention: cfg.ConsumerRetentionDays,
+	}
+	if cfg.ConsumerRetentionDays > 0 {
+		dopt.Consumer = access.Consumer
+	}
+	counter, err := downloads.New(dopt)
 	if err != nil {
 		return nil, err
 	}

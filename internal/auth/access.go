@@ -158,6 +158,23 @@ func (a *Access) MirrorRead(r *http.Request) error {
 	return ErrMirrorCredentialsRequired
 }
 
+// Consumer names who made the protocol request r, for the consumer
+// records of downloads (package downloads): the Actor of the token it
+// presents ("user:<name>", or "token:<id>", which the index records as
+// the CI pipeline of a keyless token), "anonymous" without one or with
+// one that does not authenticate. It reads the token cache that
+// ProtocolRead filled for the same request.
+func (a *Access) Consumer(r *http.Request) string {
+	if len(r.Header["Authorization"]) == 0 {
+		return registry.AnonymousConsumer
+	}
+	p, err := a.authn.AuthenticateCached(r)
+	if err != nil {
+		return registry.AnonymousConsumer
+	}
+	return p.Actor()
+}
+
 // ProtocolRead decides whether the protocol request r may read the
 // namespace (a normalized name), and reports whether the namespace is
 // private (its download URLs then get the short private lifetime).

@@ -109,6 +109,10 @@ type Config struct {
 	// DownloadsFlushInterval is how often the download counts this
 	// process counted are added to the index: what a crash loses at most.
 	DownloadsFlushInterval time.Duration
+	// ConsumerRetentionDays is how many days of consumer records
+	// (who downloaded which version, with which client) the index keeps;
+	// 0 records none.
+	ConsumerRetentionDays int
 	// MirrorIdleTimeout is how long the mirror's download of a package
 	// waits for the upstream's next bytes before it gives up.
 	MirrorIdleTimeout time.Duration
@@ -216,6 +220,8 @@ func (c *Config) FlagSet(name string) *flag.FlagSet {
 	fs.IntVar(&c.Limits.MaxZipEntries, "max-zip-entries", DefaultMaxZipEntries, "most entries in one provider zip archive")
 	fs.Var((*byteSize)(&c.Limits.MaxUnpackedBytes), "max-unpacked-bytes", "largest uncompressed size of one provider zip archive, in `bytes`")
 	fs.Var((*byteSize)(&c.CacheBytes), "cache-bytes", "memory for cached providers.v1 documents, in `bytes`")
+	fs.IntVar(&c.ConsumerRetentionDays, "consumer-retention-days", registry.DefaultConsumerRetentionDays,
+		"how many days of consumer records (who downloaded which version, with which client) to keep; 0 records none")
 	fs.DurationVar(&c.DownloadsFlushInterval, "downloads-flush-interval", DefaultDownloadsFlushInterval, "how often download counts are written to the index (a crash loses at most this much of this server's counts)")
 	fs.DurationVar(&c.MirrorIdleTimeout, "mirror-idle-timeout", DefaultMirrorIdleTimeout, "how long the mirror's download of a package from an upstream registry waits for its next bytes before it gives up (the clients waiting for it get an error)")
 	fs.Var((*moduleMirrors)(&c.ModuleMirrors), "module-mirror", "mirror the modules of an upstream registry's namespace in a namespace of Trove: `NAMESPACE=HOST/UPSTREAM_NAMESPACE`, e.g. tfaws=registry.terraform.io/terraform-aws-modules (HOST must be a mirror upstream); repeatable, comma-separated in TROVE_MODULE_MIRROR")
@@ -446,6 +452,9 @@ func (c Config) Validate() error {
 	}
 	if c.DownloadsFlushInterval < MinDownloadsFlushInterval || c.DownloadsFlushInterval > MaxDownloadsFlushInterval {
 		bad("--downloads-flush-interval must be between %s and %s, got %s", ShortDuration(MinDownloadsFlushInterval), ShortDuration(MaxDownloadsFlushInterval), ShortDuration(c.DownloadsFlushInterval))
+	}
+	if c.ConsumerRetentionDays < 0 || c.ConsumerRetentionDays > registry.MaxConsumerDays {
+		bad("--consumer-retention-days must be between 0 (record no consumers) and %d, got %d", registry.MaxConsumerDays, c.ConsumerRetentionDays)
 	}
 	if c.MirrorIdleTimeout < MinMirrorIdleTimeout || c.MirrorIdleTimeout > MaxMirrorIdleTimeout {
 		bad("--mirror-idle-timeout must be between %s and %s, got %s", ShortDuration(MinMirrorIdleTimeout), ShortDuration(MaxMirrorIdleTimeout), ShortDuration(c.MirrorIdleTimeout))

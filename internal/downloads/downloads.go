@@ -16,12 +16,21 @@
 // What counts as a download is decided by the protocol handlers that call
 // Add: a successful providers.v1 download document (200) and a
 // successful modules.v1 download (204). See docs/api.md.
+//
+// The same keys record consumers: a key that names who downloaded, with
+// which client, on which day (registry.DownloadKey's Consumer, Client,
+// ClientVersion, Day) counts toward its total and that day's consumer
+// record in the same flush (docs/consumers.md). The keys of past days are
+// retired at the first flush of a new day, so the keys held stay bounded
+// by one day's distinct consumers; the index's records of days older than
+// the retention are pruned once a day.
 package downloads
 
 import (
 	"context"
 	"log/slog"
 	"maps"
+	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -60,6 +69,15 @@ type Options struct {
 	// Metrics, if set, gets trove_downloads_total{kind}: the downloads
 	// this process counted since it started (flushed or not).
 	Metrics prometheus.Registerer
+	// ConsumerRetention is how many days of consumer records the index
+	// keeps (registry.DefaultConsumerRetentionDays if <= 0).
+	ConsumerRetention int
+	// Now tells the time (time.Now if nil).
+	Now func() time.Time
+	// Consumer names who made a request (auth.Access.Consumer: the
+	// token's user or CI pipeline, "anonymous" without a token); nil
+	// records no consumers, only the counts.
+	Consumer func(*http.Request) string
 }
 
 // slot is the count of one key not flushed yet.
@@ -84,8 +102,23 @@ type Counter struct {
 	dropped  int64                          // Adds of keys beyond maxKeys since the last flush
 	inflight []registry.DownloadCount       // taken by the flush in progress, not committed yet
 	flushed  [3]int64                       // by registry.DownloadKind: committed since start
+	// retired holds the slots of past days' keys taken out of read at
+	// the last flush: an Add that loaded read before may still count
+	// on one, so the next flush collects them once more.
+	retired map[registry.DownloadKey]*slot
 
-	flushMu sync.Mutex // one flush at a time
+	flushMu   sync.Mutex // one flush at a time
+	retention int        // days of consumer records kept
+	now       func() time.Time
+	prunedDay string // the day of the last pruning of consumer records
+	consumer  func(*http.Request) string
+	day       atomic.Pointer[cachedDay]
+}
+
+// cachedDay is the day AddRequest records, until the second end.
+type cachedDay struct {
+	day        string
+	start, end int64 // Unix seconds: [start, end)
 }
 
 // New returns a Counter writing to o.Store.
@@ -94,7 +127,14 @@ func New(o Options) (*Counter, error) {
 		return nil, registry.Errorf(registry.Internal, "downloads: no store")
 	}
 	c := &Counter{store: o.Store, interval: o.Interval, maxKeys: o.MaxKeys, log: o.Logger,
-		dirty: map[registry.DownloadKey]*slot{}}
+		dirty: map[registry.DownloadKey]*slot{}, retention: o.ConsumerRetention, now: o.Now}
+	if c.retention <= 0 {
+		c.retention = registry.DefaultConsumerRetentionDays
+	}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	c.consumer = o.Consumer
 	if c.interval <= 0 {
 		c.interval = DefaultInterval
 	}
@@ -131,6 +171,33 @@ func (c *Counter) Add(k registry.DownloadKey) {
 		return
 	}
 	c.addSlow(k)
+}
+
+// AddRequest counts one download of k answered to r: with the consumer
+// who asked, their client (registry.ParseClient of the User-Agent) and
+// today's UTC day when the Counter records consumers (Options.Consumer),
+// as Add alone otherwise.
+func (c *Counter) AddRequest(r *http.Request, k registry.DownloadKey) {
+	if c.consumer != nil {
+		k.Consumer = c.consumer(r)
+		k.Client, k.ClientVersion = registry.ParseClient(r.UserAgent())
+		k.Day = c.today()
+	}
+	c.Add(k)
+}
+
+// today returns the current UTC day, formatted once per day.
+func (c *Counter) today() string {
+	now := c.now()
+	sec := now.Unix()
+	if d := c.day.Load(); d != nil && sec >= d.start && sec < d.end {
+		return d.day
+	}
+	t := now.UTC()
+	start := time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
+	d := &cachedDay{day: registry.DayOf(t), start: start.Unix(), end: start.AddDate(0, 0, 1).Unix()}
+	c.day.Store(d)
+	return d.day
 }
 
 // addSlow counts a download of a key that is not in read: it is kept in
@@ -175,7 +242,41 @@ func (c *Counter) promote() {
 
 func cloneKey(k registry.DownloadKey) registry.DownloadKey {
 	return registry.DownloadKey{Kind: k.Kind, Namespace: strings.Clone(k.Namespace), Name: strings.Clone(k.Name),
-		System: strings.Clone(k.System), Version: strings.Clone(k.Version), OS: strings.Clone(k.OS), Arch: strings.Clone(k.Arch)}
+		System: strings.Clone(k.System), Version: strings.Clone(k.Version), OS: strings.Clone(k.OS), Arch: strings.Clone(k.Arch),
+		Consumer: strings.Clone(k.Consumer), Client: strings.Clone(k.Client), ClientVersion: strings.Clone(k.ClientVersion),
+		Day: strings.Clone(k.Day)}
+}
+
+// retireLocked takes the keys of days before today out of read into
+// retired, after collecting what the previously retired slots counted
+// into sum. Callers hold mu and have promoted dirty into read.
+func (c *Counter) retireLocked(today string, sum map[registry.DownloadKey]int64) {
+	for k, s := range c.retired {
+		if n := s.n.Swap(0); n > 0 {
+			sum[k] += n
+		}
+	}
+	c.retired = nil
+	read := *c.read.Load()
+	stale := 0
+	for k := range read {
+		if k.Day != "" && k.Day < today {
+			stale++
+		}
+	}
+	if stale == 0 {
+		return
+	}
+	c.retired = make(map[registry.DownloadKey]*slot, stale)
+	m := make(map[registry.DownloadKey]*slot, len(read)-stale)
+	for k, s := range read {
+		if k.Day != "" && k.Day < today {
+			c.retired[k] = s
+			continue
+		}
+		m[k] = s
+	}
+	c.read.Store(&m)
 }
 
 // Flush adds the downloads counted since the last successful flush to the
@@ -185,14 +286,26 @@ func cloneKey(k registry.DownloadKey) registry.DownloadKey {
 func (c *Counter) Flush(ctx context.Context) error {
 	c.flushMu.Lock()
 	defer c.flushMu.Unlock()
+	now := c.now()
+	today := registry.DayOf(now)
 	c.mu.Lock()
 	c.promote()
+	sum := map[registry.DownloadKey]int64{}
+	c.retireLocked(today, sum)
 	read := *c.read.Load()
-	var deltas []registry.DownloadCount
 	for k, s := range read {
 		if n := s.n.Swap(0); n > 0 {
-			deltas = append(deltas, registry.DownloadCount{DownloadKey: k, Count: n})
+			sum[k] += n
 		}
+	}
+	for k, s := range c.retired { // counted on before they were retired
+		if n := s.n.Swap(0); n > 0 {
+			sum[k] += n
+		}
+	}
+	deltas := make([]registry.DownloadCount, 0, len(sum))
+	for k, n := range sum {
+		deltas = append(deltas, registry.DownloadCount{DownloadKey: k, Count: n})
 	}
 	c.inflight = deltas
 	if c.dropped > 0 {
@@ -200,6 +313,7 @@ func (c *Counter) Flush(ctx context.Context) error {
 		c.dropped = 0
 	}
 	c.mu.Unlock()
+	c.prune(ctx, now, today)
 	if len(deltas) == 0 {
 		return nil
 	}
@@ -210,15 +324,57 @@ func (c *Counter) Flush(ctx context.Context) error {
 	defer c.mu.Unlock()
 	c.inflight = nil
 	if err != nil {
-		for _, d := range deltas {
-			read[d.DownloadKey].n.Add(d.Count)
-		}
+		c.putBackLocked(deltas)
 		return err
 	}
 	for _, d := range deltas {
 		c.flushed[d.Kind] += d.Count
 	}
 	return nil
+}
+
+// putBackLocked adds the deltas of a failed flush back to their slots, so
+// that the next flush writes them. Callers hold mu.
+func (c *Counter) putBackLocked(deltas []registry.DownloadCount) {
+	read := *c.read.Load()
+	for _, d := range deltas {
+		s := read[d.DownloadKey]
+		if s == nil {
+			s = c.retired[d.DownloadKey]
+		}
+		if s == nil {
+			s = c.dirty[d.DownloadKey]
+		}
+		if s == nil {
+			if c.retired == nil {
+				c.retired = map[registry.DownloadKey]*slot{}
+			}
+			s = &slot{}
+			c.retired[d.DownloadKey] = s // collected by the next flush
+		}
+		s.n.Add(d.Count)
+	}
+}
+
+// prune removes the index's consumer records older than the retention,
+// at most once a day (every replica does; the deletes are idempotent).
+// A failure is logged and tried again at the next flush.
+func (c *Counter) prune(ctx context.Context, now time.Time, today string) {
+	if c.prunedDay == today {
+		return
+	}
+	before := registry.DayOf(now.AddDate(0, 0, -c.retention))
+	n, err := c.store.PruneConsumerDownloads(ctx, before)
+	if err != nil {
+		if ctx.Err() == nil {
+			c.log.Warn("pruning consumer records; trying again at the next flush", "err", err)
+		}
+		return
+	}
+	c.prunedDay = today
+	if n > 0 {
+		c.log.Info("pruned consumer records", "records", n, "before", before)
+	}
 }
 
 // Run flushes every interval until ctx ends, then flushes once more
@@ -252,13 +408,18 @@ func (c *Counter) FinalFlush(ctx context.Context) {
 
 // Pending returns the counts of the keys match accepts that this process
 // counted and the index does not hold yet (those of a flush in progress
-// included), merged by key, in no particular order.
+// included), summed by total key (registry.DownloadKey.Total), in no
+// particular order.
 func (c *Counter) Pending(match func(registry.DownloadKey) bool) []registry.DownloadCount {
 	c.mu.Lock()
 	sum := c.pendingLocked(match)
 	c.mu.Unlock()
-	out := make([]registry.DownloadCount, 0, len(sum))
+	totals := make(map[registry.DownloadKey]int64, len(sum))
 	for k, n := range sum {
+		totals[k.Total()] += n
+	}
+	out := make([]registry.DownloadCount, 0, len(totals))
+	for k, n := range totals {
 		out = append(out, registry.DownloadCount{DownloadKey: k, Count: n})
 	}
 	return out
@@ -269,7 +430,7 @@ func (c *Counter) Pending(match func(registry.DownloadKey) bool) []registry.Down
 // flush in progress and the flushed totals meanwhile.
 func (c *Counter) pendingLocked(match func(registry.DownloadKey) bool) map[registry.DownloadKey]int64 {
 	sum := map[registry.DownloadKey]int64{}
-	for _, m := range []map[registry.DownloadKey]*slot{*c.read.Load(), c.dirty} {
+	for _, m := range []map[registry.DownloadKey]*slot{*c.read.Load(), c.dirty, c.retired} {
 		for k, s := range m {
 			if n := s.n.Load(); n > 0 && match(k) {
 				sum[k] += n
@@ -326,6 +487,39 @@ func (c *Counter) ModuleDownloads(ctx context.Context, namespace, name, system s
 	return merge(stored, c.Pending(func(k registry.DownloadKey) bool {
 		return k.Kind == registry.DownloadModule && k.Namespace == namespace && k.Name == name && k.System == system
 	})), nil
+}
+
+// ConsumerDownloads returns the consumer records of q: the index's plus
+// this process's pending ones (store.Downloads.ConsumerDownloads). A
+// pending record of a keyless token is named "token:<id>" until it is
+// flushed (the index names it by its pipeline).
+func (c *Counter) ConsumerDownloads(ctx context.Context, q registry.ConsumerQuery) ([]registry.ConsumerCount, error) {
+	stored, err := c.store.ConsumerDownloads(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	pending := c.pendingLocked(func(k registry.DownloadKey) bool {
+		return k.Consumer != "" && k.Day >= q.Since && k.Kind == q.Kind && k.Namespace == q.Namespace &&
+			k.Name == q.Name && k.System == q.System
+	})
+	c.mu.Unlock()
+	type recordKey struct{ version, day, consumer, client, clientVersion string }
+	at := make(map[recordKey]int, len(stored))
+	for i, s := range stored {
+		at[recordKey{s.Version, s.Day, s.Consumer, s.Client, s.ClientVersion}] = i
+	}
+	for k, n := range pending {
+		rk := recordKey{k.Version, k.Day, k.Consumer, k.Client, k.ClientVersion}
+		if i, ok := at[rk]; ok {
+			stored[i].Count += n
+			continue
+		}
+		at[rk] = len(stored)
+		stored = append(stored, registry.ConsumerCount{Version: k.Version, Day: k.Day, Consumer: k.Consumer,
+			Client: k.Client, ClientVersion: k.ClientVersion, Count: n})
+	}
+	return stored, nil
 }
 
 // merge adds pending to stored, by key.

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -16,13 +19,17 @@ import (
 // memStore is a store.Downloads in memory whose AddDownloads fails while
 // fail is set.
 type memStore struct {
-	mu     sync.Mutex
-	counts map[registry.DownloadKey]int64
-	calls  int
-	fail   error
+	mu        sync.Mutex
+	counts    map[registry.DownloadKey]int64 // totals
+	consumers map[registry.DownloadKey]int64 // consumer records: keys with Consumer and Day, no platform
+	calls     int
+	fail      error
+	pruned    []string // the days PruneConsumerDownloads was called with
 }
 
-func newMemStore() *memStore { return &memStore{counts: map[registry.DownloadKey]int64{}} }
+func newMemStore() *memStore {
+	return &memStore{counts: map[registry.DownloadKey]int64{}, consumers: map[registry.DownloadKey]int64{}}
+}
 
 func (m *memStore) AddDownloads(_ context.Context, deltas []registry.DownloadCount) error {
 	m.mu.Lock()
@@ -32,9 +39,41 @@ func (m *memStore) AddDownloads(_ context.Context, deltas []registry.DownloadCou
 		return m.fail
 	}
 	for _, d := range deltas {
-		m.counts[d.DownloadKey] += d.Count
+		m.counts[d.Total()] += d.Count
+		if d.Consumer != "" && d.Day != "" {
+			k := d.DownloadKey
+			k.OS, k.Arch = "", ""
+			m.consumers[k] += d.Count
+		}
 	}
 	return nil
+}
+
+func (m *memStore) ConsumerDownloads(_ context.Context, q registry.ConsumerQuery) ([]registry.ConsumerCount, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []registry.ConsumerCount
+	for k, n := range m.consumers {
+		if k.Kind == q.Kind && k.Namespace == q.Namespace && k.Name == q.Name && k.System == q.System && k.Day >= q.Since {
+			out = append(out, registry.ConsumerCount{Version: k.Version, Day: k.Day, Consumer: k.Consumer,
+				Client: k.Client, ClientVersion: k.ClientVersion, Count: n})
+		}
+	}
+	return out, nil
+}
+
+func (m *memStore) PruneConsumerDownloads(_ context.Context, before string) (int64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.pruned = append(m.pruned, before)
+	var n int64
+	for k := range m.consumers {
+		if k.Day < before {
+			delete(m.consumers, k)
+			n++
+		}
+	}
+	return n, nil
 }
 
 func (m *memStore) list(match func(registry.DownloadKey) bool) []registry.DownloadCount {
@@ -288,4 +327,177 @@ func BenchmarkCounterAddParallel(b *testing.B) {
 			i++
 		}
 	})
+}
+
+// clock is a settable time for Options.Now.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) set(t time.Time) { c.mu.Lock(); c.t = t; c.mu.Unlock() }
+
+func consumerKey(day, consumer, client, clientVersion string) registry.DownloadKey {
+	k := registry.ProviderDownload("acme", "cloud", "1.0.0", "linux", "amd64")
+	k.Day, k.Consumer, k.Client, k.ClientVersion = day, consumer, client, clientVersion
+	return k
+}
+
+// TestConsumers checks that keys naming a consumer count toward their
+// total and their day's consumer record, that the records this process
+// has not flushed are read with the index's, that past days' keys are
+// retired without losing a count, and that old records are pruned once a
+// day.
+func TestConsumers(t *testing.T) {
+	st := newMemStore()
+	clk := &clock{t: time.Date(2026, 11, 27, 23, 0, 0, 0, time.UTC)}
+	c := newCounter(t, st, Options{Now: clk.now, ConsumerRetention: 30})
+	ctx := t.Context()
+	q := registry.ConsumerQuery{Kind: registry.DownloadProvider, Namespace: "acme", Name: "cloud", Since: "2026-11-01"}
+
+	alice := consumerKey("2026-11-27", "user:alice", registry.ClientTerraform, "1.9.5")
+	ci := consumerKey("2026-11-27", "ci:acme/infra (deploy.yml)", registry.ClientOpenTofu, "1.12.6")
+	for range 3 {
+		c.Add(alice)
+	}
+	c.Add(ci)
+	c.Add(registry.ProviderDownload("acme", "cloud", "1.0.0", "linux", "amd64")) // no consumer: the total only
+
+	got, err := c.ConsumerDownloads(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]int64{"user:alice": 3, "ci:acme/infra (deploy.yml)": 1}; !sameConsumers(got, want) {
+		t.Fatalf("pending consumers = %+v, want %v", got, want)
+	}
+	if err := c.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	total := registry.ProviderDownload("acme", "cloud", "1.0.0", "linux", "amd64")
+	if n := st.get(total); n != 5 {
+		t.Fatalf("stored total = %d, want 5 (every key counts toward it)", n)
+	}
+	if len(st.pruned) != 1 || st.pruned[0] != "2026-10-28" {
+		t.Fatalf("pruned before %v, want once before 2026-10-28 (30 days)", st.pruned)
+	}
+
+	// The next day: yesterday's keys are retired at the first flush; an
+	// Add racing with the flush on a retired slot is still written.
+	clk.set(time.Date(2026, 11, 28, 0, 0, 5, 0, time.UTC))
+	c.Add(alice) // a request answered just before midnight, counted just after
+	if err := c.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.mu.Lock()
+	_, stillRead := (*c.read.Load())[alice]
+	retired := len(c.retired)
+	c.mu.Unlock()
+	if stillRead || retired == 0 {
+		t.Fatalf("yesterday's key still read (%v) or not retired (%d retired)", stillRead, retired)
+	}
+	if s := c.retired[alice]; s != nil {
+		s.n.Add(1) // an Add that had loaded the old read map
+	}
+	today := consumerKey("2026-11-28", "user:alice", registry.ClientTerraform, "1.9.5")
+	c.Add(today)
+	if err := c.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, err = c.ConsumerDownloads(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byDay := map[string]int64{}
+	for _, r := range got {
+		if r.Consumer == "user:alice" {
+			byDay[r.Day] += r.Count
+		}
+	}
+	if byDay["2026-11-27"] != 5 || byDay["2026-11-28"] != 1 {
+		t.Fatalf("alice by day = %v, want 5 on the 27th and 1 on the 28th", byDay)
+	}
+	if n := st.get(total); n != 8 {
+		t.Fatalf("stored total = %d, want 8", n)
+	}
+	if len(st.pruned) != 2 || st.pruned[1] != "2026-10-29" {
+		t.Fatalf("pruned before %v, want a second pruning before 2026-10-29", st.pruned)
+	}
+
+	// A failed flush keeps every delta, those of retired keys included.
+	c.Add(alice)
+	st.mu.Lock()
+	st.fail = errors.New("index down")
+	st.mu.Unlock()
+	if err := c.Flush(ctx); err == nil {
+		t.Fatal("flush against a failing index succeeded")
+	}
+	st.mu.Lock()
+	st.fail = nil
+	st.mu.Unlock()
+	if err := c.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := st.get(total); n != 9 {
+		t.Fatalf("stored total after a failed flush = %d, want 9", n)
+	}
+}
+
+func sameConsumers(got []registry.ConsumerCount, want map[string]int64) bool {
+	sum := map[string]int64{}
+	for _, r := range got {
+		sum[r.Consumer] += r.Count
+	}
+	if len(sum) != len(want) {
+		return false
+	}
+	for k, n := range want {
+		if sum[k] != n {
+			return false
+		}
+	}
+	return true
+}
+
+// consumerRequest is a protocol request of terraform without a token.
+func consumerRequest() (*http.Request, Options) {
+	r := httptest.NewRequest(http.MethodGet, "/v1/providers/hashicorp/aws/5.31.0/download/linux/amd64", nil)
+	r.Header.Set("User-Agent", "Terraform/1.9.5 (+https://www.terraform.io)")
+	return r, Options{Consumer: func(*http.Request) string { return registry.AnonymousConsumer }}
+}
+
+// TestAddRequestDoesNotAllocate checks that recording the consumer of a
+// request of a consumer seen before costs no allocation: the day is
+// formatted once a day and the client is read from the User-Agent in
+// place.
+func TestAddRequestDoesNotAllocate(t *testing.T) {
+	r, o := consumerRequest()
+	st := newMemStore()
+	c := newCounter(t, st, o)
+	k := registry.ProviderDownload("hashicorp", "aws", "5.31.0", "linux", "amd64")
+	c.AddRequest(r, k)
+	if n := testing.AllocsPerRun(100, func() { c.AddRequest(r, k) }); n != 0 {
+		t.Errorf("AddRequest of a known consumer allocates %v times, want 0", n)
+	}
+	if err := c.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := st.ConsumerDownloads(t.Context(), registry.ConsumerQuery{Kind: registry.DownloadProvider, Namespace: "hashicorp", Name: "aws"})
+	if len(got) != 1 || got[0].Client != registry.ClientTerraform || got[0].ClientVersion != "1.9.5" || got[0].Count != 102 {
+		t.Errorf("recorded %+v; want 102 downloads by terraform 1.9.5", got)
+	}
+}
+
+// BenchmarkCounterAddRequest measures the request path with consumer
+// recording on: one consumer and client seen before.
+func BenchmarkCounterAddRequest(b *testing.B) {
+	r, o := consumerRequest()
+	c := newCounter(b, newMemStore(), o)
+	k := registry.ProviderDownload("hashicorp", "aws", "5.31.0", "linux", "amd64")
+	c.AddRequest(r, k)
+	_ = c.Flush(b.Context())
+	b.ReportAllocs()
+	for b.Loop() {
+		c.AddRequest(r, k)
+	}
 }

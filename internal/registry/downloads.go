@@ -27,6 +27,11 @@ func (k DownloadKind) String() string {
 // names. A provider key has Name (the provider type), Version, OS and
 // Arch, and System ""; a module key has Name, System and Version, and OS
 // and Arch "".
+//
+// A key may also say who downloaded (Consumer, the client named by
+// Client and ClientVersion, on the UTC Day): such a key counts toward the
+// total of its Total key and toward the consumer record (ConsumerCount)
+// of that day. Keys of the totals the index returns have them empty.
 type DownloadKey struct {
 	Kind      DownloadKind
 	Namespace string
@@ -34,6 +39,21 @@ type DownloadKey struct {
 	System    string
 	Version   string
 	OS, Arch  string
+
+	// Consumer names who downloaded (ConsumerLabel); "" for a key of a
+	// total only.
+	Consumer string
+	// Client and ClientVersion name the client (ParseClient).
+	Client, ClientVersion string
+	// Day is the UTC day of the download, as DayOf writes it.
+	Day string
+}
+
+// Total returns the key of the total k counts toward: k without who
+// downloaded.
+func (k DownloadKey) Total() DownloadKey {
+	k.Consumer, k.Client, k.ClientVersion, k.Day = "", "", "", ""
+	return k
 }
 
 // ProviderDownload is the key of a provider package download.

@@ -354,6 +354,20 @@ type Downloads interface {
 	// module, in no particular order; none (never NotFound) for a module
 	// that does not exist or was never downloaded.
 	ModuleDownloads(ctx context.Context, namespace, name, system string) ([]registry.DownloadCount, error)
+	// ConsumerDownloads returns the consumer records of q (those of its
+	// Since day and later), in no particular order; none for a provider
+	// or module that does not exist or was never downloaded by a
+	// recorded consumer.
+	//
+	// AddDownloads writes them: a delta whose key names a Consumer and a
+	// Day adds to that day's record of its version as well as to its
+	// total. A consumer "token:<id>" of a token a keyless exchange issued
+	// is recorded as the pipeline its CI claims name
+	// (registry.CIConsumer), so the record outlives the short-lived token.
+	ConsumerDownloads(ctx context.Context, q registry.ConsumerQuery) ([]registry.ConsumerCount, error)
+	// PruneConsumerDownloads removes the consumer records of the days
+	// before the day before, and returns how many it removed.
+	PruneConsumerDownloads(ctx context.Context, before string) (int64, error)
 }
 
 // Secrets keeps server-wide secrets (such as the URL-signing key) so that

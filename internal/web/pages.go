@@ -308,6 +308,7 @@ type moduleData struct {
 	Diagnostics                              []string
 	Downloads                                int64 // of this version
 	AllDownloads                             int64 // of every version
+	Chart                                    *downloadChart
 	VersionCount                             int
 	HasMetadata                              bool
 	Lifecycle                                lifecycle
@@ -405,6 +406,10 @@ func (s *Service) modulePage(w http.ResponseWriter, r *http.Request, v *visit) e
 				if c.Version == cur {
 					d.Downloads += c.Count
 				}
+			}
+			q := registry.ConsumerQuery{Kind: registry.DownloadModule, Namespace: ns, Name: name, System: system}
+			if d.Chart, err = s.chart(ctx, q); err != nil {
+				return "", "", nil, err
 			}
 		}
 		d.Snippet = moduleSnippet(name, d.Source, versionConstraint(cur, cur == latest), d.Root.Required)
@@ -590,6 +595,7 @@ type providerData struct {
 	Downloads                        int64 // of this version
 	AllDownloads                     int64 // of every version
 	PlatformDownloads                map[string]int64
+	Chart                            *downloadChart
 	Lifecycle                        lifecycle
 }
 
@@ -676,6 +682,9 @@ func (s *Service) providerData(ctx context.Context, ns, typ, want string) (*prov
 				d.Downloads += c.Count
 				d.PlatformDownloads[c.OS+"_"+c.Arch] += c.Count
 			}
+		}
+		if d.Chart, err = s.chart(ctx, registry.ConsumerQuery{Kind: registry.DownloadProvider, Namespace: ns, Name: typ}); err != nil {
+			return nil, err
 		}
 	}
 	if d.Docs, err = s.docsNav(ctx, pv); err != nil {

@@ -15,6 +15,9 @@
 
 : "${TESTENV_HELM_VERSION:=v3.22.0}"
 
+# shellcheck source=gotool.sh
+source "$(dirname "${BASH_SOURCE[0]}")/gotool.sh" || return 1
+
 _testenv_helm_log() { echo "testenv/helm: $*" >&2; }
 
 # _testenv_helm_is BIN VERSION reports whether BIN is Helm VERSION. The
@@ -25,48 +28,33 @@ _testenv_helm_is() {
 	[ "$out" = "$2" ]
 }
 
+# _testenv_helm_wanted BIN reports whether BIN is the wanted Helm.
+_testenv_helm_wanted() { _testenv_helm_is "$1" "$TESTENV_HELM_VERSION"; }
+
+# _testenv_helm_compile OUT builds Helm into OUT. The version is stamped
+# the way Helm's own Makefile does, so that `helm version` reports it (a
+# plain go install says v3.x-dev).
+_testenv_helm_compile() {
+	local out=$1 tmp
+	tmp=$(mktemp -d "${TMPDIR:-/tmp}/trove-helm.XXXXXX") || return 1
+	(cd / && GOBIN="$tmp" CGO_ENABLED=0 go install -trimpath \
+		-ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$TESTENV_HELM_VERSION" \
+		"helm.sh/helm/v3/cmd/helm@$TESTENV_HELM_VERSION") && mv "$tmp/helm" "$out"
+	local rc=$?
+	rm -rf "$tmp"
+	return $rc
+}
+
 # testenv_helm_build prints the path of a helm binary of the wanted
 # version, building it first if needed.
 testenv_helm_build() {
-	local gobin bin tmp
 	if command -v helm >/dev/null 2>&1 &&
 		_testenv_helm_is helm "$TESTENV_HELM_VERSION"; then
 		command -v helm
 		return 0
 	fi
-	command -v go >/dev/null 2>&1 || {
-		_testenv_helm_log "go is not on the PATH: it is needed to build Helm"
-		return 1
-	}
-	gobin=$(go env GOBIN)
-	[ -n "$gobin" ] || gobin="$(go env GOPATH | cut -d: -f1)/bin"
-	bin="$gobin/helm-$TESTENV_HELM_VERSION"
-	if [ -x "$bin" ] && _testenv_helm_is "$bin" "$TESTENV_HELM_VERSION"; then
-		echo "$bin"
-		return 0
-	fi
-	_testenv_helm_log "building Helm $TESTENV_HELM_VERSION into $bin (once per machine; 2 to 5 minutes)"
-	tmp=$(mktemp -d "${TMPDIR:-/tmp}/trove-helm.XXXXXX") || return 1
-	mkdir -p "$gobin" || return 1
-	# The version is stamped the way Helm's own Makefile does, so that
-	# `helm version` reports it (a plain go install says v3.x-dev).
-	(cd / && GOBIN="$tmp" CGO_ENABLED=0 go install -trimpath \
-		-ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$TESTENV_HELM_VERSION" \
-		"helm.sh/helm/v3/cmd/helm@$TESTENV_HELM_VERSION") >&2 || {
-		_testenv_helm_log "building Helm failed (output above)"
-		rm -rf "$tmp"
-		return 1
-	}
-	mv "$tmp/helm" "$bin" || {
-		rm -rf "$tmp"
-		return 1
-	}
-	rm -rf "$tmp"
-	_testenv_helm_is "$bin" "$TESTENV_HELM_VERSION" || {
-		_testenv_helm_log "$bin does not report Helm $TESTENV_HELM_VERSION"
-		return 1
-	}
-	echo "$bin"
+	testenv_gotool "Helm $TESTENV_HELM_VERSION" "helm-$TESTENV_HELM_VERSION" \
+		_testenv_helm_wanted _testenv_helm_compile "2 to 5 minutes"
 }
 
 if [ -z "${TESTENV_HELM_NO_START:-}" ]; then

@@ -13,29 +13,23 @@
 
 : "${TESTENV_OCI_CONFORMANCE_VERSION:=v0.0.0-20260831232431-97274622c111}"
 
+# shellcheck source=gotool.sh
+source "$(dirname "${BASH_SOURCE[0]}")/gotool.sh" || return 1
+
+# _testenv_oci_conformance_compile OUT builds the suite into OUT.
+_testenv_oci_conformance_compile() {
+	local dir
+	dir=$(testenv_go_mod_dir "github.com/opencontainers/distribution-spec/conformance@$TESTENV_OCI_CONFORMANCE_VERSION") || return 1
+	(cd "$dir" && GOFLAGS=-mod=mod go build -trimpath -o "$1" .)
+}
+
+# The suite's binary has no version to ask: its file name carries the
+# commit it was built from.
+_testenv_oci_conformance_wanted() { [ -x "$1" ]; }
+
 testenv_oci_conformance_build() {
-	local gobin bin dir
-	gobin=$(go env GOBIN)
-	[ -n "$gobin" ] || gobin="$(go env GOPATH | cut -d: -f1)/bin"
-	bin="$gobin/oci-conformance-${TESTENV_OCI_CONFORMANCE_VERSION##*-}"
-	if [ -x "$bin" ]; then
-		echo "$bin"
-		return 0
-	fi
-	echo "testenv/oci-conformance: building the OCI conformance suite into $bin" >&2
-	dir=$(cd / && GOFLAGS=-mod=mod go mod download -json \
-		"github.com/opencontainers/distribution-spec/conformance@$TESTENV_OCI_CONFORMANCE_VERSION" |
-		sed -n 's/.*"Dir": "\(.*\)",$/\1/p') || true
-	[ -n "$dir" ] && [ -d "$dir" ] || {
-		echo "testenv/oci-conformance: go mod download failed" >&2
-		return 1
-	}
-	mkdir -p "$gobin" || return 1
-	(cd "$dir" && GOFLAGS=-mod=mod go build -trimpath -o "$bin.partial" .) >&2 || {
-		rm -f "$bin.partial"
-		return 1
-	}
-	mv "$bin.partial" "$bin" && echo "$bin"
+	testenv_gotool "the OCI conformance suite" "oci-conformance-${TESTENV_OCI_CONFORMANCE_VERSION##*-}" \
+		_testenv_oci_conformance_wanted _testenv_oci_conformance_compile "about a minute"
 }
 
 TROVE_TEST_OCI_CONFORMANCE=$(testenv_oci_conformance_build) || return 1

@@ -28,6 +28,9 @@
 
 : "${TESTENV_S3_VERSITYGW_VERSION:=v1.8.0}"
 
+# shellcheck source=gotool.sh
+source "$(dirname "${BASH_SOURCE[0]}")/gotool.sh" || return 1
+
 _testenv_s3_log() { echo "testenv/s3: $*" >&2; }
 
 # _testenv_s3_port_free reports whether nothing listens on 127.0.0.1:$1.
@@ -35,37 +38,32 @@ _testenv_s3_port_free() {
 	! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
 }
 
+# _testenv_s3_versitygw_wanted BIN reports whether BIN was built from
+# versitygw $TESTENV_S3_VERSITYGW_VERSION. The build info is read whole
+# before it is matched: grep -q exiting early would fail go's next write
+# (SIGPIPE) and, under pipefail, the check, forcing a needless rebuild.
+_testenv_s3_versitygw_wanted() {
+	local info
+	info=$(go version -m "$1" 2>/dev/null) || return 1
+	grep -qE "^[[:space:]]+mod[[:space:]]+github.com/versity/versitygw[[:space:]]+$TESTENV_S3_VERSITYGW_VERSION([[:space:]]|$)" <<<"$info"
+}
+
+# _testenv_s3_versitygw_compile OUT builds versitygw into OUT.
+_testenv_s3_versitygw_compile() {
+	local tmp
+	tmp=$(mktemp -d "${TMPDIR:-/tmp}/trove-versitygw.XXXXXX") || return 1
+	(cd / && GOBIN="$tmp" go install "github.com/versity/versitygw/cmd/versitygw@$TESTENV_S3_VERSITYGW_VERSION") &&
+		mv "$tmp/versitygw" "$1"
+	local rc=$?
+	rm -rf "$tmp"
+	return $rc
+}
+
 # _testenv_s3_versitygw prints the path of a versitygw binary of the wanted
 # version, building it first if needed.
 _testenv_s3_versitygw() {
-	local gobin bin
-	command -v go >/dev/null 2>&1 || {
-		_testenv_s3_log "go is not on the PATH: it is needed to build versitygw"
-		return 1
-	}
-	gobin=$(go env GOBIN)
-	[ -n "$gobin" ] || gobin="$(go env GOPATH | cut -d: -f1)/bin"
-	bin="$gobin/versitygw"
-	# The build info is read whole before it is matched: grep -q exiting
-	# early would fail go's next write (SIGPIPE) and, under pipefail, the
-	# check, forcing a needless rebuild.
-	local info=""
-	[ -x "$bin" ] && info=$(go version -m "$bin" 2>/dev/null) || info=""
-	if [ -n "$info" ] &&
-		grep -qE "^[[:space:]]+mod[[:space:]]+github.com/versity/versitygw[[:space:]]+$TESTENV_S3_VERSITYGW_VERSION([[:space:]]|$)" <<<"$info"; then
-		echo "$bin"
-		return 0
-	fi
-	_testenv_s3_log "building versitygw $TESTENV_S3_VERSITYGW_VERSION into $gobin (once per machine; about a minute)"
-	GOBIN="$gobin" go install "github.com/versity/versitygw/cmd/versitygw@$TESTENV_S3_VERSITYGW_VERSION" >&2 || {
-		_testenv_s3_log "go install github.com/versity/versitygw/cmd/versitygw@$TESTENV_S3_VERSITYGW_VERSION failed (output above)"
-		return 1
-	}
-	[ -x "$bin" ] || {
-		_testenv_s3_log "go install succeeded but $bin is not there"
-		return 1
-	}
-	echo "$bin"
+	testenv_gotool "versitygw $TESTENV_S3_VERSITYGW_VERSION" versitygw \
+		_testenv_s3_versitygw_wanted _testenv_s3_versitygw_compile "about a minute"
 }
 
 # _testenv_s3_answers reports whether an S3 server answers HTTP on port $1:

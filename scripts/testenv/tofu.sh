@@ -14,6 +14,9 @@
 
 : "${TESTENV_TOFU_VERSION:=v1.12.6}"
 
+# shellcheck source=gotool.sh
+source "$(dirname "${BASH_SOURCE[0]}")/gotool.sh" || return 1
+
 _testenv_tofu_log() { echo "testenv/tofu: $*" >&2; }
 
 # _testenv_tofu_is BIN VERSION reports whether BIN is OpenTofu VERSION. The
@@ -26,52 +29,33 @@ _testenv_tofu_is() {
 	grep -qx "OpenTofu v$2" <<<"$out"
 }
 
+# _testenv_tofu_wanted BIN reports whether BIN is the wanted OpenTofu.
+_testenv_tofu_wanted() { _testenv_tofu_is "$1" "${TESTENV_TOFU_VERSION#v}"; }
+
+# _testenv_tofu_compile OUT builds OpenTofu into OUT from a writable copy of
+# its source in the module cache.
+_testenv_tofu_compile() {
+	local out=$1 dir work
+	dir=$(testenv_go_mod_dir "github.com/opentofu/opentofu@$TESTENV_TOFU_VERSION") || return 1
+	work=$(mktemp -d "${TMPDIR:-/tmp}/trove-tofu-src.XXXXXX") || return 1
+	cp -R "$dir/." "$work/" && chmod -R u+w "$work" &&
+		(cd "$work" && go build -trimpath -ldflags "-s -w -X github.com/opentofu/opentofu/version.dev=no" \
+			-o "$out" ./cmd/tofu)
+	local rc=$?
+	rm -rf "$work"
+	return $rc
+}
+
 # testenv_tofu_build prints the path of a tofu binary of the wanted
 # version, building it first if needed.
 testenv_tofu_build() {
-	local want=${TESTENV_TOFU_VERSION#v} gobin bin dir work
 	if command -v tofu >/dev/null 2>&1 &&
-		_testenv_tofu_is tofu "$want"; then
+		_testenv_tofu_is tofu "${TESTENV_TOFU_VERSION#v}"; then
 		command -v tofu
 		return 0
 	fi
-	command -v go >/dev/null 2>&1 || {
-		_testenv_tofu_log "go is not on the PATH: it is needed to build OpenTofu"
-		return 1
-	}
-	gobin=$(go env GOBIN)
-	[ -n "$gobin" ] || gobin="$(go env GOPATH | cut -d: -f1)/bin"
-	bin="$gobin/tofu-$TESTENV_TOFU_VERSION"
-	if [ -x "$bin" ] && _testenv_tofu_is "$bin" "$want"; then
-		echo "$bin"
-		return 0
-	fi
-	_testenv_tofu_log "building OpenTofu $TESTENV_TOFU_VERSION into $bin (once per machine; 3 to 9 minutes)"
-	dir=$(cd / && GOFLAGS=-mod=mod go mod download -json "github.com/opentofu/opentofu@$TESTENV_TOFU_VERSION" |
-		sed -n 's/.*"Dir": "\(.*\)",$/\1/p') || true
-	[ -n "$dir" ] && [ -d "$dir" ] || {
-		_testenv_tofu_log "go mod download github.com/opentofu/opentofu@$TESTENV_TOFU_VERSION failed"
-		return 1
-	}
-	work=$(mktemp -d "${TMPDIR:-/tmp}/trove-tofu-src.XXXXXX") || return 1
-	cp -R "$dir/." "$work/" && chmod -R u+w "$work" || {
-		rm -rf "$work"
-		return 1
-	}
-	mkdir -p "$gobin" || return 1
-	(cd "$work" && go build -trimpath -ldflags "-s -w -X github.com/opentofu/opentofu/version.dev=no" \
-		-o "$bin.partial" ./cmd/tofu) >&2 || {
-		_testenv_tofu_log "building OpenTofu failed (output above)"
-		rm -rf "$work" "$bin.partial"
-		return 1
-	}
-	rm -rf "$work"
-	mv "$bin.partial" "$bin" || return 1
-	_testenv_tofu_is "$bin" "$want" || {
-		_testenv_tofu_log "$bin does not report OpenTofu v$want"
-		return 1
-	}
-	echo "$bin"
+	testenv_gotool "OpenTofu $TESTENV_TOFU_VERSION" "tofu-$TESTENV_TOFU_VERSION" \
+		_testenv_tofu_wanted _testenv_tofu_compile "3 to 9 minutes"
 }
 
 if [ -z "${TESTENV_TOFU_NO_START:-}" ]; then

@@ -487,7 +487,7 @@ func (s *Service) serveDownload(w http.ResponseWriter, r *http.Request) {
 	h["Cache-Control"] = noStore
 	w.WriteHeader(http.StatusNoContent) // net/http sends no Content-Length with a 204, as RFC 9110 asks
 	if s.downloads != nil && r.Method == http.MethodGet {
-		s.downloads.Add(registry.ModuleDownload(key.ns, key.name, key.system, v.Version))
+		s.downloads.AddRequest(r, registry.ModuleDownload(key.ns, key.name, key.system, v.Version))
 	}
 }
 

@@ -336,7 +336,7 @@ func (s *Service) serveDownload(w http.ResponseWriter, r *http.Request) {
 // normalized: they name a cached document.
 func (s *Service) countDownload(r *http.Request, status int, pk provKey, dk docKey) {
 	if s.downloads != nil && status == http.StatusOK && r.Method == http.MethodGet {
-		s.downloads.Add(registry.ProviderDownload(pk.ns, pk.typ, dk.version, dk.os, dk.arch))
+		s.downloads.AddRequest(r, registry.ProviderDownload(pk.ns, pk.typ, dk.version, dk.os, dk.arch))
 	}
 }
 

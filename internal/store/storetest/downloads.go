@@ -192,3 +192,96 @@ func CheckMigratedDownloads(t *testing.T, x store.Index) {
 	got, err = x.ModuleDownloads(ctx, "acme", "net", "aws")
 	checkCounts(t, "ModuleDownloads after adding", got, err, mcount("acme", "net", "aws", "1.1.0", 1))
 }
+
+// consumed is a delta of a provider download by consumer with client on
+// day.
+func consumed(d registry.DownloadCount, day, consumer, client, clientVersion string) registry.DownloadCount {
+	d.Day, d.Consumer, d.Client, d.ClientVersion = day, consumer, client, clientVersion
+	return d
+}
+
+func sortConsumers(cs []registry.ConsumerCount) []registry.ConsumerCount {
+	cs = slices.Clone(cs)
+	slices.SortFunc(cs, func(a, b registry.ConsumerCount) int {
+		return cmp.Or(strings.Compare(a.Version, b.Version), strings.Compare(a.Day, b.Day), strings.Compare(a.Consumer, b.Consumer),
+			strings.Compare(a.Client, b.Client), strings.Compare(a.ClientVersion, b.ClientVersion))
+	})
+	return cs
+}
+
+func checkConsumers(t *testing.T, what string, got []registry.ConsumerCount, err error, want ...registry.ConsumerCount) {
+	t.Helper()
+	mustOK(t, err, what)
+	checkList(t, what, sortConsumers(got), sortConsumers(want), func(c registry.ConsumerCount) registry.ConsumerCount { return c })
+}
+
+// testConsumers checks the consumer records AddDownloads writes with the
+// totals and ConsumerDownloads reads.
+func testConsumers(t *testing.T, newIndex func(*testing.T) store.Index) {
+	tf, ot := registry.ClientTerraform, registry.ClientOpenTofu
+	widget := registry.ConsumerQuery{Kind: registry.DownloadProvider, Namespace: "acme", Name: "widget", Since: "2026-11-01"}
+	net := registry.ConsumerQuery{Kind: registry.DownloadModule, Namespace: "acme", Name: "net", System: "aws", Since: "2026-11-01"}
+	t.Run("RecordedWithTotals", func(t *testing.T) {
+		x := downloadsIndex(t, newIndex)
+		ctx := t.Context()
+		ci := registry.CIClaims{Issuer: "https://ci.example.test", Repository: "acme/infra", Workflow: "deploy.yml"}
+		keyless := testToken("keyless1", "acme", t0)
+		keyless.CI = &ci
+		mustOK(t, x.CreateToken(ctx, keyless), "CreateToken with CI claims")
+		mustOK(t, x.CreateToken(ctx, testToken("svc1", "acme", t0)), "CreateToken")
+		mustOK(t, x.AddDownloads(ctx, []registry.DownloadCount{
+			consumed(pcount("acme", "widget", "1.0.0", "linux", "amd64", 2), "2026-11-27", "user:alice", tf, "1.9.5"),
+			consumed(pcount("acme", "widget", "1.0.0", "darwin", "arm64", 1), "2026-11-27", "user:alice", tf, "1.9.5"), // another platform: one record
+			consumed(pcount("acme", "widget", "2.0.0", "linux", "amd64", 1), "2026-11-28", "token:keyless1", ot, "1.12.6"),
+			consumed(pcount("acme", "widget", "2.0.0", "linux", "amd64", 4), "2026-11-28", "token:svc1", ot, "1.12.6"),
+			consumed(pcount("acme", "widget", "2.0.0", "linux", "amd64", 1), "2026-10-01", "anonymous", registry.ClientOther, ""),
+			pcount("acme", "widget", "1.0.0", "linux", "amd64", 5), // a total only
+			consumed(mcount("acme", "net", "aws", "1.1.0", 3), "2026-11-28", "user:bob", tf, "1.10.0"),
+			consumed(pcount("acme", "widget", "9.9.9", "linux", "amd64", 1), "2026-11-28", "user:alice", tf, "1.9.5"), // no such version
+		}), "AddDownloads with consumers")
+		got, err := x.ProviderDownloads(ctx, "acme", "widget")
+		checkCounts(t, "ProviderDownloads", got, err, pcount("acme", "widget", "1.0.0", "linux", "amd64", 7),
+			pcount("acme", "widget", "1.0.0", "darwin", "arm64", 1), pcount("acme", "widget", "2.0.0", "linux", "amd64", 6))
+		cs, err := x.ConsumerDownloads(ctx, widget)
+		checkConsumers(t, "ConsumerDownloads of the provider", cs, err,
+			registry.ConsumerCount{Version: "1.0.0", Day: "2026-11-27", Consumer: "user:alice", Client: tf, ClientVersion: "1.9.5", Count: 3},
+			registry.ConsumerCount{Version: "2.0.0", Day: "2026-11-28", Consumer: "ci:acme/infra (deploy.yml)", Client: ot, ClientVersion: "1.12.6", Count: 1},
+			registry.ConsumerCount{Version: "2.0.0", Day: "2026-11-28", Consumer: "token:svc1", Client: ot, ClientVersion: "1.12.6", Count: 4})
+		cs, err = x.ConsumerDownloads(ctx, net)
+		checkConsumers(t, "ConsumerDownloads of the module", cs, err,
+			registry.ConsumerCount{Version: "1.1.0", Day: "2026-11-28", Consumer: "user:bob", Client: tf, ClientVersion: "1.10.0", Count: 3})
+		old := widget
+		old.Since = "2026-09-01"
+		cs, err = x.ConsumerDownloads(ctx, old)
+		mustOK(t, err, "ConsumerDownloads since September")
+		if len(cs) != 4 {
+			t.Errorf("ConsumerDownloads since September = %+v, want the October record too", cs)
+		}
+		missing := widget
+		missing.Name = "gadget"
+		cs, err = x.ConsumerDownloads(ctx, missing)
+		checkConsumers(t, "ConsumerDownloads of a missing provider", cs, err)
+		_, err = x.ConsumerDownloads(ctx, registry.ConsumerQuery{Namespace: "acme", Name: "widget"})
+		wantKind(t, err, registry.Invalid, "ConsumerDownloads of an unknown kind")
+
+		mustOK(t, x.AddDownloads(ctx, []registry.DownloadCount{
+			consumed(pcount("acme", "widget", "1.0.0", "linux", "amd64", 1), "2026-11-27", "user:alice", tf, "1.9.5"),
+		}), "AddDownloads again")
+		n, err := x.PruneConsumerDownloads(ctx, "2026-11-28")
+		mustOK(t, err, "PruneConsumerDownloads")
+		if n != 2 { // alice's on the 27th and the anonymous one of October; none of the module
+			t.Errorf("PruneConsumerDownloads removed %d records, want 2", n)
+		}
+		cs, err = x.ConsumerDownloads(ctx, old)
+		checkConsumers(t, "ConsumerDownloads after pruning", cs, err,
+			registry.ConsumerCount{Version: "2.0.0", Day: "2026-11-28", Consumer: "ci:acme/infra (deploy.yml)", Client: ot, ClientVersion: "1.12.6", Count: 1},
+			registry.ConsumerCount{Version: "2.0.0", Day: "2026-11-28", Consumer: "token:svc1", Client: ot, ClientVersion: "1.12.6", Count: 4})
+		got, err = x.ProviderDownloads(ctx, "acme", "widget")
+		checkCounts(t, "ProviderDownloads after pruning (totals stay)", got, err, pcount("acme", "widget", "1.0.0", "linux", "amd64", 8),
+			pcount("acme", "widget", "1.0.0", "darwin", "arm64", 1), pcount("acme", "widget", "2.0.0", "linux", "amd64", 6))
+
+		mustOK(t, x.DeleteModuleVersion(ctx, "acme", "net", "aws", "1.1.0"), "DeleteModuleVersion")
+		cs, err = x.ConsumerDownloads(ctx, net)
+		checkConsumers(t, "ConsumerDownloads after the version's delete", cs, err)
+	})
+}
