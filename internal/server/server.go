@@ -195,7 +195,7 @@ func New(opt Options) (*Server, error) {
 		moduleOpts = append(slices.Clip(moduleOpts), modules.WithGuard(opt.Access, opt.PrivateSigner))
 	}
 	s.modules = modules.New(opt.Index, opt.Signer, opt.PublicURL, opt.Logger, moduleOpts...)
-	ociOpt := oci.Options{Index: opt.Index, Blobs: opt.Blobs, PublicURL: opt.PublicURL, Logger: opt.Logger}
+	ociOpt := oci.Options{Index: opt.Index, Blobs: opt.Blobs, PublicURL: opt.PublicURL, Logger: opt.Logger, Signer: opt.Signer}
 	if opt.Access != nil {
 		ociOpt.Guard = opt.Access
 	}

@@ -17,7 +17,9 @@
 // the same guard as providers.v1: public namespaces are anonymous; a
 // private one answers 401 with a Bearer challenge whose realm is the
 // token endpoint /v2/token, which takes a Trove token as the Basic
-// password. The surface is read-only: every write answers UNSUPPORTED.
+// password and issues a short-lived OCI bearer token bound to the
+// repositories asked for (token.go). The surface is read-only: every
+// write answers UNSUPPORTED.
 package oci
 
 import (
@@ -37,6 +39,7 @@ import (
 	"trove.dev/trove/internal/auth"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/respcache"
+	"trove.dev/trove/internal/signedurl"
 	"trove.dev/trove/internal/store"
 )
 
@@ -64,9 +67,15 @@ type Guard interface {
 
 // Options configures a Service.
 type Options struct {
-	Index     Index
-	Blobs     store.Blobs
-	Guard     Guard // nil: everything readable by anyone (tests only)
+	Index Index
+	Blobs store.Blobs
+	Guard Guard // nil: everything readable by anyone (tests only)
+	// Signer signs the short-lived bearer tokens of the token endpoint
+	// with the URL-signing key every replica shares (Signer.Sum); nil:
+	// the endpoint issues none.
+	Signer *signedurl.Signer
+	// Now is the clock of token lifetimes (time.Now if nil).
+	Now       func() time.Time
 	PublicURL *url.URL
 	Logger    *slog.Logger
 	// CacheBytes bounds the cached repositories (default 8 MiB).
@@ -259,7 +268,7 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err, "")
 		return
 	}
-	private, err := s.authorize(r, key.ns)
+	private, err := s.authorize(r, key)
 	if err != nil {
 		s.writeError(w, r, err, key.String())
 		return
@@ -346,6 +355,9 @@ func (s *Service) authenticate(r *http.Request) error {
 	if s.opt.Guard == nil || r.Header.Get("Authorization") == "" {
 		return nil
 	}
+	if tok := ociToken(r); tok != "" {
+		return s.checkToken(tok, "")
+	}
 	r, err := asBearer(r)
 	if err != nil {
 		return err
@@ -354,17 +366,32 @@ func (s *Service) authenticate(r *http.Request) error {
 	return err
 }
 
-// authorize asks the guard whether r may read the namespace. A refusal
-// to a token is NAME_UNKNOWN, as a repository that does not exist.
-func (s *Service) authorize(r *http.Request, ns string) (private bool, err error) {
+// authorize asks the guard whether r may read the repository. A refusal
+// to a Trove token is NAME_UNKNOWN, as a repository that does not exist;
+// an OCI token must grant the repository (checkToken).
+func (s *Service) authorize(r *http.Request, key repoKey) (private bool, err error) {
 	if s.opt.Guard == nil {
 		return false, nil
+	}
+	if tok := ociToken(r); tok != "" {
+		if err := s.checkToken(tok, key.String()); err != nil {
+			return false, err
+		}
+		// Granted: whether the answer is private is the namespace's
+		// visibility to anonymous requests.
+		anon := r.Clone(r.Context())
+		anon.Header.Del("Authorization")
+		_, err := s.opt.Guard.ProtocolRead(anon, key.ns)
+		if registry.IsKind(err, registry.Unauthenticated) {
+			return true, nil
+		}
+		return false, err
 	}
 	r, err = asBearer(r)
 	if err != nil {
 		return false, err
 	}
-	return s.opt.Guard.ProtocolRead(r, ns)
+	return s.opt.Guard.ProtocolRead(r, key.ns)
 }
 
 // privateNoCache is the Cache-Control of every answer of a private
@@ -377,42 +404,6 @@ func setCacheControl(h http.Header, v string) {
 		return
 	}
 	h.Set("Cache-Control", v)
-}
-
-// serveToken answers the token endpoint of the Bearer challenge: Basic
-// credentials with a Trove token as the password (or that token as a
-// Bearer token) give that same token back as the bearer token, valid as
-// long as the Trove token is. Anonymous requests are refused: public
-// repositories need no token.
-func (s *Service) serveToken(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet && r.Method != http.MethodPost {
-		s.writeError(w, r, errf(http.StatusMethodNotAllowed, "UNSUPPORTED", "use GET"), "")
-		return
-	}
-	if r.Header.Get("Authorization") == "" || s.opt.Guard == nil {
-		w.Header().Set("WWW-Authenticate", `Basic realm="trove"`)
-		s.writeBasicRefusal(w, r, "credentials needed: a Trove token as the password")
-		return
-	}
-	r2, err := asBearer(r)
-	if err == nil {
-		_, err = s.opt.Guard.Authenticator().AuthenticateCached(r2)
-	}
-	if err != nil {
-		w.Header().Set("WWW-Authenticate", `Basic realm="trove"`)
-		s.writeBasicRefusal(w, r, "the credentials are not valid")
-		return
-	}
-	_, tok, _ := strings.Cut(r2.Header.Get("Authorization"), " ")
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	_ = json.NewEncoder(w).Encode(map[string]any{"token": tok, "access_token": tok, "expires_in": 300})
-}
-
-func (s *Service) writeBasicRefusal(w http.ResponseWriter, r *http.Request, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusUnauthorized)
-	_ = json.NewEncoder(w).Encode(map[string]any{"errors": []map[string]string{{"code": "UNAUTHORIZED", "message": msg}}})
 }
 
 // load returns the repository, generated or cached.
