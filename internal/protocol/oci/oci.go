@@ -12,8 +12,11 @@
 // internal/respcache, invalidated on publish and delete like the
 // providers.v1 documents.
 //
-// Repositories: <namespace>/<type> for a provider, and
-// <namespace>/modules/<name>/<system> for a module. Access goes through
+// Repositories: <namespace>/<type> for a provider,
+// <namespace>/modules/<name>/<system> for a module, and
+// <upstream host>/<namespace>/<type> for a provider the mirror serves
+// from an upstream registry (mirror.go: fetched and verified through the
+// mirror on first request). Access goes through
 // the same guard as providers.v1: public namespaces are anonymous; a
 // private one answers 401 with a Bearer challenge whose realm is the
 // token endpoint /v2/token, which takes a Trove token as the Basic
@@ -36,7 +39,10 @@ import (
 	"strings"
 	"time"
 
+	svchost "github.com/hashicorp/terraform-svchost"
+
 	"trove.dev/trove/internal/auth"
+	"trove.dev/trove/internal/httpjson"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/respcache"
 	"trove.dev/trove/internal/signedurl"
@@ -57,11 +63,18 @@ const MaxTags = 1000
 type Index interface {
 	store.Providers
 	store.Modules
+	// ListMirroredVersions is store.Mirror's: the versions of an
+	// upstream's provider the mirror holds.
+	ListMirroredVersions(ctx context.Context, host, namespace, typ string) ([]registry.MirroredVersion, error)
 }
 
 // Guard decides who may read a namespace (*auth.Access).
 type Guard interface {
 	ProtocolRead(r *http.Request, namespace string) (private bool, err error)
+	// MirrorRead and MirrorPublic decide the providers of upstream
+	// registries (auth.Access.MirrorRead).
+	MirrorRead(r *http.Request) error
+	MirrorPublic() bool
 	Authenticator() *auth.Authenticator
 }
 
@@ -74,6 +87,9 @@ type Options struct {
 	// with the URL-signing key every replica shares (Signer.Sum); nil:
 	// the endpoint issues none.
 	Signer *signedurl.Signer
+	// Mirror, if set, serves the providers of upstream registries the
+	// mirror may fetch, under <host>/<namespace>/<type> (mirror.go).
+	Mirror Mirror
 	// Now is the clock of token lifetimes (time.Now if nil).
 	Now       func() time.Time
 	PublicURL *url.URL
@@ -85,16 +101,20 @@ type Options struct {
 	MaxAge time.Duration
 }
 
-// repoKey names a repository: a provider (system "" and kind 'p') or a
-// module.
+// repoKey names a repository: a provider (system "" and kind 'p'), a
+// module, or a provider of an upstream registry (kind 'x', with host).
 type repoKey struct {
-	kind             byte // 'p' or 'm'
+	kind             byte // 'p', 'm' or 'x'
 	ns, name, system string
+	host             string
 }
 
 func (k repoKey) String() string {
-	if k.kind == 'p' {
+	switch k.kind {
+	case 'p':
 		return k.ns + "/" + k.name
+	case 'x':
+		return k.host + "/" + k.ns + "/" + k.name
 	}
 	return k.ns + "/modules/" + k.name + "/" + k.system
 }
@@ -173,6 +193,11 @@ func (s *Service) writeError(w http.ResponseWriter, r *http.Request, err error, 
 			oe = &ociError{http.StatusUnauthorized, "UNAUTHORIZED", registry.Message(err)}
 		case registry.Forbidden:
 			oe = &ociError{http.StatusForbidden, "DENIED", registry.Message(err)}
+		case registry.Unavailable, registry.UpstreamInvalid:
+			// The mirror's upstream failed or answered what does not
+			// verify: say so (the message names no cause's own text).
+			s.log.WarnContext(r.Context(), "oci request failed upstream", "method", r.Method, "path", r.URL.Path, "err", err)
+			oe = &ociError{httpjson.Status(registry.KindOf(err)), "UNKNOWN", registry.Message(err)}
 		default:
 			s.log.ErrorContext(r.Context(), "oci request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 			oe = &ociError{http.StatusInternalServerError, "UNKNOWN", "internal error"}
@@ -286,7 +311,7 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request) {
 	case "tags/list":
 		s.serveTags(w, r, key, rp)
 	case "manifests":
-		s.serveManifest(w, r, rp, ref)
+		s.serveManifest(w, r, key, rp, ref)
 	case "blobs":
 		s.serveBlob(w, r, key, rp, ref)
 	case "referrers":
@@ -309,6 +334,23 @@ func parseRepo(name string) (repoKey, error) {
 		k.kind = 'p'
 		if k.ns, err = registry.ParseNamespace(parts[0]); err == nil {
 			k.name, err = registry.ParseProviderType(parts[1])
+		}
+	case len(parts) == 3:
+		k.kind = 'x'
+		var h svchost.Hostname
+		if h, err = svchost.ForComparison(parts[0]); err == nil {
+			k.host = h.String()
+			// A host with a port cannot be named (OCI names hold no
+			// ":"), and one without a dot is not taken for a host, so
+			// that the three-part shape stays the mirror's alone.
+			if strings.Contains(k.host, ":") || !strings.Contains(k.host, ".") {
+				err = errors.New("not a host name with a dot and without a port")
+			}
+		}
+		if err == nil {
+			if k.ns, err = registry.ParseNamespace(parts[1]); err == nil {
+				k.name, err = registry.ParseProviderType(parts[2])
+			}
 		}
 	case len(parts) == 4 && parts[1] == "modules":
 		k.kind = 'm'
@@ -373,9 +415,15 @@ func (s *Service) authorize(r *http.Request, key repoKey) (private bool, err err
 	if s.opt.Guard == nil {
 		return false, nil
 	}
+	if key.kind == 'x' && s.opt.Mirror == nil {
+		return false, errf(http.StatusNotFound, "NAME_UNKNOWN", "repository %s is not known to this registry: it has no mirror", key)
+	}
 	if tok := ociToken(r); tok != "" {
 		if err := s.checkToken(tok, key.String()); err != nil {
 			return false, err
+		}
+		if key.kind == 'x' {
+			return !s.opt.Guard.MirrorPublic(), nil
 		}
 		// Granted: whether the answer is private is the namespace's
 		// visibility to anonymous requests.
@@ -390,6 +438,9 @@ func (s *Service) authorize(r *http.Request, key repoKey) (private bool, err err
 	r, err = asBearer(r)
 	if err != nil {
 		return false, err
+	}
+	if key.kind == 'x' {
+		return !s.opt.Guard.MirrorPublic(), s.opt.Guard.MirrorRead(r)
 	}
 	return s.opt.Guard.ProtocolRead(r, key.ns)
 }
@@ -437,6 +488,9 @@ func (s *Service) renderer(key repoKey) respcache.RenderFunc[*repo] {
 
 func (s *Service) generate(ctx context.Context, key repoKey) (*repo, error) {
 	notFound := registry.Errorf(registry.NotFound, "repository %s is not known to this registry", key)
+	if key.kind == 'x' {
+		return s.mirrorRepo(ctx, key)
+	}
 	if key.kind == 'p' {
 		vs, err := s.opt.Index.ListProviderVersions(ctx, key.ns, key.name)
 		if registry.IsKind(err, registry.NotFound) {
@@ -511,7 +565,7 @@ func (s *Service) serveTags(w http.ResponseWriter, r *http.Request, key repoKey,
 	}
 }
 
-func (s *Service) serveManifest(w http.ResponseWriter, r *http.Request, rp *repo, ref string) {
+func (s *Service) serveManifest(w http.ResponseWriter, r *http.Request, key repoKey, rp *repo, ref string) {
 	digest := ref
 	if strings.Contains(ref, ":") {
 		if !digestRE.MatchString(ref) {
@@ -526,6 +580,18 @@ func (s *Service) serveManifest(w http.ResponseWriter, r *http.Request, rp *repo
 		digest = rp.byTag[ref]
 	}
 	d, ok := rp.docs[digest]
+	if !ok && key.kind == 'x' {
+		var err error
+		if rp, err = s.mirrorManifest(r.Context(), key, rp, ref); err != nil {
+			s.writeError(w, r, err, key.String())
+			return
+		}
+		if digest == ref {
+			d, ok = rp.docs[digest]
+		} else {
+			d, ok = rp.docs[rp.byTag[ref]]
+		}
+	}
 	if !ok {
 		s.writeError(w, r, errf(http.StatusNotFound, "MANIFEST_UNKNOWN", "manifest %s not found", registry.Elide(ref)), "")
 		return
@@ -584,8 +650,20 @@ func (s *Service) serveBlob(w http.ResponseWriter, r *http.Request, key repoKey,
 		http.ServeContent(w, r, "", time.Time{}, strings.NewReader(string(b.mem)))
 		return
 	}
+	if b.origin != "" {
+		// A version denied or held since the repository was generated
+		// is not served, as on the file route.
+		if err := s.opt.Mirror.ServesPackage(r.Context(), b.origin); err != nil {
+			s.writeError(w, r, errf(http.StatusNotFound, "BLOB_UNKNOWN", "%s", registry.Message(err)), "")
+			return
+		}
+	}
 	hexd := strings.TrimPrefix(ref, "sha256:")
 	blob, err := s.opt.Blobs.Open(r.Context(), hexd)
+	if registry.IsKind(err, registry.NotFound) && b.origin != "" && r.Method == http.MethodGet {
+		s.streamMirrored(w, r, b.origin, ref)
+		return
+	}
 	if registry.IsKind(err, registry.NotFound) && key.kind == 'm' {
 		// A module zip the collector removed: pack it again.
 		if err = s.zips.restore(r.Context(), s.opt.Index, key, ref); err == nil {

@@ -614,3 +614,53 @@ func TestToken(t *testing.T) {
 		t.Errorf("expires_in %d for a Trove token expiring in a minute", short.ExpiresIn)
 	}
 }
+
+// TestMirrorRepositories: <host>/<namespace>/<type> names a provider of
+// an upstream registry; hosts that are not upstreams, hosts with a port
+// and names that are not normalized are NAME_UNKNOWN, and the mirror is
+// not public by default (any valid token, or an OCI token granting the
+// repository, reads it).
+func TestMirrorRepositories(t *testing.T) {
+	e := newEnv(t)
+	bearer := "Bearer " + e.token
+	cases := []struct {
+		path, auth string
+		want       int
+		code       string
+	}{
+		{"/v2/nosuch.example/acme/widget/tags/list", "", 401, "UNAUTHORIZED"},
+		{"/v2/nosuch.example/acme/widget/tags/list", bearer, 404, "NAME_UNKNOWN"},
+		{"/v2/nosuch.example/acme/widget/manifests/1.0.0", bearer, 404, "NAME_UNKNOWN"},
+		{"/v2/nosuch.example/acme/widget/blobs/sha256:" + strings.Repeat("a", 64), bearer, 404, "NAME_UNKNOWN"},
+		{"/v2/nosuch.example:8443/acme/widget/tags/list", bearer, 404, "NAME_UNKNOWN"},
+		{"/v2/NoSuch.example/acme/widget/tags/list", bearer, 404, "NAME_UNKNOWN"},
+		{"/v2/nosuch.example/ACME/widget/tags/list", bearer, 404, "NAME_UNKNOWN"},
+		{"/v2/no_such.example/acme/widget/tags/list", bearer, 404, "NAME_UNKNOWN"},
+		{"/v2/-x.example/acme/widget/tags/list", bearer, 404, "NAME_UNKNOWN"},
+		{"/v2/nosuch.example/acme/widget/manifests/../../x", bearer, 400, ""},
+	}
+	for _, c := range cases {
+		r := e.do(t, http.MethodGet, c.path, "Authorization", c.auth)
+		if r.status != c.want {
+			t.Errorf("GET %s (%.8s) = %d %s, want %d", c.path, c.auth, r.status, r.body, c.want)
+			continue
+		}
+		if c.code != "" {
+			if got := errCode(t, r); got != c.code {
+				t.Errorf("GET %s: code %s, want %s", c.path, got, c.code)
+			}
+		}
+	}
+	// The token endpoint grants a mirror repository to any valid token;
+	// the repository then answers as to that token.
+	var tok struct{ Token string }
+	e.getJSON(t, "/v2/token?scope=repository:nosuch.example/acme/widget:pull", &tok, "Authorization", bearer)
+	r := e.do(t, http.MethodGet, "/v2/nosuch.example/acme/widget/tags/list", "Authorization", "Bearer "+tok.Token)
+	if r.status != 404 || errCode(t, r) != "NAME_UNKNOWN" {
+		t.Errorf("with an OCI token: %d %s, want 404 NAME_UNKNOWN", r.status, r.body)
+	}
+	r = e.do(t, http.MethodGet, "/v2/acme/widget/tags/list", "Authorization", "Bearer "+tok.Token)
+	if r.status != 401 {
+		t.Errorf("the mirror repository's token on an own repository: %d %s, want 401", r.status, r.body)
+	}
+}

@@ -205,7 +205,16 @@ func (s *Service) serveToken(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			continue
 		}
-		if _, err := s.opt.Guard.ProtocolRead(r2, key.ns); err == nil {
+		var err2 error
+		switch {
+		case key.kind != 'x':
+			_, err2 = s.opt.Guard.ProtocolRead(r2, key.ns)
+		case s.opt.Mirror == nil:
+			continue
+		default:
+			err2 = s.opt.Guard.MirrorRead(r2)
+		}
+		if err2 == nil {
 			g.Repos = append(g.Repos, key.String())
 		}
 	}
