@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -184,6 +185,29 @@ provider_installation {
 			if findBlob(t, mirror.DataDir, rel.zipDigest(t, p)) == "" {
 				t.Errorf("the mirror holds no package of %s after the install", p)
 			}
+		}
+	})
+
+	t.Run("a package removed from the store is streamed from the upstream again", func(t *testing.T) {
+		digest := rel.zipDigest(t, hostPlatform)
+		stored := findBlob(t, mirror.DataDir, digest)
+		if stored == "" {
+			t.Fatal("the mirror holds no package to remove")
+		}
+		if err := os.Remove(stored); err != nil {
+			t.Fatal(err)
+		}
+		hdr := http.Header{"Authorization": {"Basic " + base64.StdEncoding.EncodeToString([]byte("u:"+token))}}
+		r := mirror.do(t, "GET", "https://"+mirror.Host+"/v2/"+source+"/blobs/sha256:"+digest, hdr)
+		want, err := os.ReadFile(rel.path(rel.zipName(hostPlatform)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Status != 200 || !bytes.Equal(r.Body, want) {
+			t.Fatalf("GET the removed blob = %d, %d bytes, want 200 and the package (%d bytes)", r.Status, len(r.Body), len(want))
+		}
+		if findBlob(t, mirror.DataDir, digest) == "" {
+			t.Error("the mirror did not store the package it fetched again")
 		}
 	})
 
