@@ -68,6 +68,13 @@ source scripts/testenv/helm.sh || fail "Helm could not be built (output above); 
 # shellcheck source=testenv/oci-conformance.sh
 source scripts/testenv/oci-conformance.sh || fail "the OCI conformance suite could not be built (output above)"
 
+# --- ORAS ------------------------------------------------------------------
+# The end-to-end OCI tests (internal/e2e, TestOCIWithORAS) pull, list and
+# discover with the ORAS CLI; testenv/oras.sh installs it with go install
+# once per machine into a cache directory and exports TROVE_TEST_ORAS.
+# shellcheck source=testenv/oras.sh
+source scripts/testenv/oras.sh || fail "the ORAS CLI could not be installed (output above); the end-to-end OCI tests need it"
+
 # --- Services ------------------------------------------------------------
 # A throwaway PostgreSQL and an S3-compatible server (versitygw, built once
 # into $(go env GOPATH)/bin) on loopback; both are stopped on exit.

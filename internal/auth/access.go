@@ -149,8 +149,12 @@ var ErrMirrorCredentialsRequired = registry.Errorf(registry.Unauthenticated,
 // user to log in.
 func (a *Access) MirrorRead(r *http.Request) error {
 	if len(r.Header["Authorization"]) > 0 {
-		_, err := a.authn.AuthenticateCached(r)
-		return err
+		p, err := a.authn.AuthenticateCached(r)
+		if err != nil || !p.Anonymous() {
+			return err
+		}
+		// An empty Authorization header authenticates no one: it is
+		// anonymous, not a token.
 	}
 	if a.mirrorPublic.Load() {
 		return nil

@@ -221,6 +221,38 @@ func TestProtocolRead(t *testing.T) {
 	}
 }
 
+// TestMirrorRead: a mirror that is not public needs a valid token; an
+// empty Authorization header is anonymous, not a token.
+func TestMirrorRead(t *testing.T) {
+	f := newAccessFixture(t)
+	for _, public := range []bool{false, true} {
+		f.access.SetMirrorPublic(public)
+		for _, c := range []struct {
+			header string // "-" for none
+			want   registry.Kind
+		}{
+			{"-", registry.Unauthenticated},
+			{"", registry.Unauthenticated},
+			{"Bearer " + f.tokens["reader"], -1},
+			{"Bearer trove_unknown", registry.Unauthenticated},
+			{"Bearer ", registry.Unauthenticated},
+		} {
+			r := httptest.NewRequest("GET", "/v1/mirror/x.example/a/b/index.json", nil)
+			if c.header != "-" {
+				r.Header["Authorization"] = []string{c.header}
+			}
+			err := f.access.MirrorRead(r)
+			want := c.want
+			if public && (c.header == "-" || c.header == "") {
+				want = -1
+			}
+			if want == -1 && err != nil || want != -1 && !registry.IsKind(err, want) {
+				t.Errorf("public %v, Authorization %.20q: %v, want kind %d (-1: allowed)", public, c.header, err, want)
+			}
+		}
+	}
+}
+
 // TestCachesInvalidate checks that changes through this process apply at
 // once despite the caches.
 func TestCachesInvalidate(t *testing.T) {

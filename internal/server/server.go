@@ -69,6 +69,9 @@ const (
 type Index interface {
 	store.Providers
 	store.Modules
+	// ListMirroredVersions is store.Mirror's (the OCI API serves the
+	// mirror's providers from it).
+	ListMirroredVersions(ctx context.Context, host, namespace, typ string) ([]registry.MirroredVersion, error)
 	// Ping reports whether the backend is reachable.
 	Ping(ctx context.Context) error
 }
@@ -135,6 +138,7 @@ type UI interface {
 type Mirror interface {
 	providers.MirrorSource
 	files.Fetcher
+	oci.Mirror
 }
 
 // Server serves Trove over HTTP. Create it with New.
@@ -195,9 +199,12 @@ func New(opt Options) (*Server, error) {
 		moduleOpts = append(slices.Clip(moduleOpts), modules.WithGuard(opt.Access, opt.PrivateSigner))
 	}
 	s.modules = modules.New(opt.Index, opt.Signer, opt.PublicURL, opt.Logger, moduleOpts...)
-	ociOpt := oci.Options{Index: opt.Index, Blobs: opt.Blobs, PublicURL: opt.PublicURL, Logger: opt.Logger}
+	ociOpt := oci.Options{Index: opt.Index, Blobs: opt.Blobs, PublicURL: opt.PublicURL, Logger: opt.Logger, Signer: opt.Signer}
 	if opt.Access != nil {
 		ociOpt.Guard = opt.Access
+	}
+	if opt.Mirror != nil {
+		ociOpt.Mirror = opt.Mirror
 	}
 	s.oci = oci.New(ociOpt)
 

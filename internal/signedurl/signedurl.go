@@ -118,3 +118,23 @@ func (s *Signer) mac(digest, filename, origin string, exp int64) string {
 	}
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
+
+// Sum returns the MAC of msg under the Signer's key for purpose, a name
+// no other use shares (such as "oci-token-v1"), base64url-encoded: other
+// stateless credentials that every replica must verify (the OCI bearer
+// tokens) reuse the URL-signing key this way. The message is prefixed
+// with "trove-<purpose>\n", so that a MAC of one purpose is never one of
+// another, nor of a file URL (whose purposes are "file-v1" and "file-v2",
+// which Sum refuses).
+func (s *Signer) Sum(purpose string, msg []byte) string {
+	if purpose == "" || strings.HasPrefix(purpose, "file-") || strings.ContainsAny(purpose, "\n") {
+		panic("signedurl: Sum purpose " + strconv.Quote(purpose) + " is reserved or invalid")
+	}
+	m := hmac.New(sha256.New, s.key)
+	m.Write([]byte("trove-" + purpose + "\n"))
+	m.Write(msg)
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// Now returns the Signer's current time.
+func (s *Signer) Now() time.Time { return s.now() }

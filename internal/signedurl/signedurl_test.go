@@ -130,3 +130,21 @@ func TestOriginIsBound(t *testing.T) {
 		t.Errorf("origin added to a URL signed without one: VerifyOrigin = %v, want Forbidden", err)
 	}
 }
+
+func TestSum(t *testing.T) {
+	s := New([]byte("k"), time.Minute)
+	a, b := s.Sum("oci-token-v1", []byte("m")), s.Sum("oci-token-v2", []byte("m"))
+	if a == b || a != s.Sum("oci-token-v1", []byte("m")) || a == New([]byte("other"), time.Minute).Sum("oci-token-v1", []byte("m")) {
+		t.Fatalf("Sum is not bound to its purpose and key: %q %q", a, b)
+	}
+	for _, p := range []string{"", "file-v1", "file-v2", "x\ny"} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("Sum(%q) did not refuse the purpose", p)
+				}
+			}()
+			s.Sum(p, nil)
+		}()
+	}
+}

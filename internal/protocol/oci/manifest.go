@@ -83,6 +83,9 @@ type doc struct {
 type blobRef struct {
 	size int64
 	mem  []byte // served from memory when not nil
+	// origin is the registry.PackageOrigin of a mirrored package: the
+	// mirror fetches it if the store does not hold it.
+	origin string
 }
 
 // repo is every document of one repository, generated from the index.
@@ -92,6 +95,10 @@ type repo struct {
 	docs      map[string]doc    // digest -> manifest or index
 	blobs     map[string]blobRef
 	referrers map[string][]Descriptor // subject digest -> referrers
+	// pending maps the tags of an upstream's provider versions the
+	// mirror may serve but does not hold whole yet to their versions:
+	// their documents are made when a client asks for one (mirror.go).
+	pending map[string]string
 }
 
 func newRepo() *repo {

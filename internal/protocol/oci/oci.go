@@ -12,12 +12,17 @@
 // internal/respcache, invalidated on publish and delete like the
 // providers.v1 documents.
 //
-// Repositories: <namespace>/<type> for a provider, and
-// <namespace>/modules/<name>/<system> for a module. Access goes through
+// Repositories: <namespace>/<type> for a provider,
+// <namespace>/modules/<name>/<system> for a module, and
+// <upstream host>/<namespace>/<type> for a provider the mirror serves
+// from an upstream registry (mirror.go: fetched and verified through the
+// mirror on first request). Access goes through
 // the same guard as providers.v1: public namespaces are anonymous; a
 // private one answers 401 with a Bearer challenge whose realm is the
 // token endpoint /v2/token, which takes a Trove token as the Basic
-// password. The surface is read-only: every write answers UNSUPPORTED.
+// password and issues a short-lived OCI bearer token bound to the
+// repositories asked for (token.go). The surface is read-only: every
+// write answers UNSUPPORTED.
 package oci
 
 import (
@@ -34,9 +39,13 @@ import (
 	"strings"
 	"time"
 
+	svchost "github.com/hashicorp/terraform-svchost"
+
 	"trove.dev/trove/internal/auth"
+	"trove.dev/trove/internal/httpjson"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/respcache"
+	"trove.dev/trove/internal/signedurl"
 	"trove.dev/trove/internal/store"
 )
 
@@ -54,19 +63,35 @@ const MaxTags = 1000
 type Index interface {
 	store.Providers
 	store.Modules
+	// ListMirroredVersions is store.Mirror's: the versions of an
+	// upstream's provider the mirror holds.
+	ListMirroredVersions(ctx context.Context, host, namespace, typ string) ([]registry.MirroredVersion, error)
 }
 
 // Guard decides who may read a namespace (*auth.Access).
 type Guard interface {
 	ProtocolRead(r *http.Request, namespace string) (private bool, err error)
+	// MirrorRead and MirrorPublic decide the providers of upstream
+	// registries (auth.Access.MirrorRead).
+	MirrorRead(r *http.Request) error
+	MirrorPublic() bool
 	Authenticator() *auth.Authenticator
 }
 
 // Options configures a Service.
 type Options struct {
-	Index     Index
-	Blobs     store.Blobs
-	Guard     Guard // nil: everything readable by anyone (tests only)
+	Index Index
+	Blobs store.Blobs
+	Guard Guard // nil: everything readable by anyone (tests only)
+	// Signer signs the short-lived bearer tokens of the token endpoint
+	// with the URL-signing key every replica shares (Signer.Sum); nil:
+	// the endpoint issues none.
+	Signer *signedurl.Signer
+	// Mirror, if set, serves the providers of upstream registries the
+	// mirror may fetch, under <host>/<namespace>/<type> (mirror.go).
+	Mirror Mirror
+	// Now is the clock of token lifetimes (time.Now if nil).
+	Now       func() time.Time
 	PublicURL *url.URL
 	Logger    *slog.Logger
 	// CacheBytes bounds the cached repositories (default 8 MiB).
@@ -76,16 +101,20 @@ type Options struct {
 	MaxAge time.Duration
 }
 
-// repoKey names a repository: a provider (system "" and kind 'p') or a
-// module.
+// repoKey names a repository: a provider (system "" and kind 'p'), a
+// module, or a provider of an upstream registry (kind 'x', with host).
 type repoKey struct {
-	kind             byte // 'p' or 'm'
+	kind             byte // 'p', 'm' or 'x'
 	ns, name, system string
+	host             string
 }
 
 func (k repoKey) String() string {
-	if k.kind == 'p' {
+	switch k.kind {
+	case 'p':
 		return k.ns + "/" + k.name
+	case 'x':
+		return k.host + "/" + k.ns + "/" + k.name
 	}
 	return k.ns + "/modules/" + k.name + "/" + k.system
 }
@@ -164,6 +193,11 @@ func (s *Service) writeError(w http.ResponseWriter, r *http.Request, err error, 
 			oe = &ociError{http.StatusUnauthorized, "UNAUTHORIZED", registry.Message(err)}
 		case registry.Forbidden:
 			oe = &ociError{http.StatusForbidden, "DENIED", registry.Message(err)}
+		case registry.Unavailable, registry.UpstreamInvalid:
+			// The mirror's upstream failed or answered what does not
+			// verify: say so (the message names no cause's own text).
+			s.log.WarnContext(r.Context(), "oci request failed upstream", "method", r.Method, "path", r.URL.Path, "err", err)
+			oe = &ociError{httpjson.Status(registry.KindOf(err)), "UNKNOWN", registry.Message(err)}
 		default:
 			s.log.ErrorContext(r.Context(), "oci request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 			oe = &ociError{http.StatusInternalServerError, "UNKNOWN", "internal error"}
@@ -259,7 +293,7 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err, "")
 		return
 	}
-	private, err := s.authorize(r, key.ns)
+	private, err := s.authorize(r, key)
 	if err != nil {
 		s.writeError(w, r, err, key.String())
 		return
@@ -277,7 +311,7 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request) {
 	case "tags/list":
 		s.serveTags(w, r, key, rp)
 	case "manifests":
-		s.serveManifest(w, r, rp, ref)
+		s.serveManifest(w, r, key, rp, ref)
 	case "blobs":
 		s.serveBlob(w, r, key, rp, ref)
 	case "referrers":
@@ -300,6 +334,23 @@ func parseRepo(name string) (repoKey, error) {
 		k.kind = 'p'
 		if k.ns, err = registry.ParseNamespace(parts[0]); err == nil {
 			k.name, err = registry.ParseProviderType(parts[1])
+		}
+	case len(parts) == 3:
+		k.kind = 'x'
+		var h svchost.Hostname
+		if h, err = svchost.ForComparison(parts[0]); err == nil {
+			k.host = h.String()
+			// A host with a port cannot be named (OCI names hold no
+			// ":"), and one without a dot is not taken for a host, so
+			// that the three-part shape stays the mirror's alone.
+			if strings.Contains(k.host, ":") || !strings.Contains(k.host, ".") {
+				err = errors.New("not a host name with a dot and without a port")
+			}
+		}
+		if err == nil {
+			if k.ns, err = registry.ParseNamespace(parts[1]); err == nil {
+				k.name, err = registry.ParseProviderType(parts[2])
+			}
 		}
 	case len(parts) == 4 && parts[1] == "modules":
 		k.kind = 'm'
@@ -346,6 +397,9 @@ func (s *Service) authenticate(r *http.Request) error {
 	if s.opt.Guard == nil || r.Header.Get("Authorization") == "" {
 		return nil
 	}
+	if tok := ociToken(r); tok != "" {
+		return s.checkToken(tok, "")
+	}
 	r, err := asBearer(r)
 	if err != nil {
 		return err
@@ -354,17 +408,41 @@ func (s *Service) authenticate(r *http.Request) error {
 	return err
 }
 
-// authorize asks the guard whether r may read the namespace. A refusal
-// to a token is NAME_UNKNOWN, as a repository that does not exist.
-func (s *Service) authorize(r *http.Request, ns string) (private bool, err error) {
+// authorize asks the guard whether r may read the repository. A refusal
+// to a Trove token is NAME_UNKNOWN, as a repository that does not exist;
+// an OCI token must grant the repository (checkToken).
+func (s *Service) authorize(r *http.Request, key repoKey) (private bool, err error) {
 	if s.opt.Guard == nil {
 		return false, nil
+	}
+	if key.kind == 'x' && s.opt.Mirror == nil {
+		return false, errf(http.StatusNotFound, "NAME_UNKNOWN", "repository %s is not known to this registry: it has no mirror", key)
+	}
+	if tok := ociToken(r); tok != "" {
+		if err := s.checkToken(tok, key.String()); err != nil {
+			return false, err
+		}
+		if key.kind == 'x' {
+			return !s.opt.Guard.MirrorPublic(), nil
+		}
+		// Granted: whether the answer is private is the namespace's
+		// visibility to anonymous requests.
+		anon := r.Clone(r.Context())
+		anon.Header.Del("Authorization")
+		_, err := s.opt.Guard.ProtocolRead(anon, key.ns)
+		if registry.IsKind(err, registry.Unauthenticated) {
+			return true, nil
+		}
+		return false, err
 	}
 	r, err = asBearer(r)
 	if err != nil {
 		return false, err
 	}
-	return s.opt.Guard.ProtocolRead(r, ns)
+	if key.kind == 'x' {
+		return !s.opt.Guard.MirrorPublic(), s.opt.Guard.MirrorRead(r)
+	}
+	return s.opt.Guard.ProtocolRead(r, key.ns)
 }
 
 // privateNoCache is the Cache-Control of every answer of a private
@@ -377,42 +455,6 @@ func setCacheControl(h http.Header, v string) {
 		return
 	}
 	h.Set("Cache-Control", v)
-}
-
-// serveToken answers the token endpoint of the Bearer challenge: Basic
-// credentials with a Trove token as the password (or that token as a
-// Bearer token) give that same token back as the bearer token, valid as
-// long as the Trove token is. Anonymous requests are refused: public
-// repositories need no token.
-func (s *Service) serveToken(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet && r.Method != http.MethodPost {
-		s.writeError(w, r, errf(http.StatusMethodNotAllowed, "UNSUPPORTED", "use GET"), "")
-		return
-	}
-	if r.Header.Get("Authorization") == "" || s.opt.Guard == nil {
-		w.Header().Set("WWW-Authenticate", `Basic realm="trove"`)
-		s.writeBasicRefusal(w, r, "credentials needed: a Trove token as the password")
-		return
-	}
-	r2, err := asBearer(r)
-	if err == nil {
-		_, err = s.opt.Guard.Authenticator().AuthenticateCached(r2)
-	}
-	if err != nil {
-		w.Header().Set("WWW-Authenticate", `Basic realm="trove"`)
-		s.writeBasicRefusal(w, r, "the credentials are not valid")
-		return
-	}
-	_, tok, _ := strings.Cut(r2.Header.Get("Authorization"), " ")
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	_ = json.NewEncoder(w).Encode(map[string]any{"token": tok, "access_token": tok, "expires_in": 300})
-}
-
-func (s *Service) writeBasicRefusal(w http.ResponseWriter, r *http.Request, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusUnauthorized)
-	_ = json.NewEncoder(w).Encode(map[string]any{"errors": []map[string]string{{"code": "UNAUTHORIZED", "message": msg}}})
 }
 
 // load returns the repository, generated or cached.
@@ -446,6 +488,9 @@ func (s *Service) renderer(key repoKey) respcache.RenderFunc[*repo] {
 
 func (s *Service) generate(ctx context.Context, key repoKey) (*repo, error) {
 	notFound := registry.Errorf(registry.NotFound, "repository %s is not known to this registry", key)
+	if key.kind == 'x' {
+		return s.mirrorRepo(ctx, key)
+	}
 	if key.kind == 'p' {
 		vs, err := s.opt.Index.ListProviderVersions(ctx, key.ns, key.name)
 		if registry.IsKind(err, registry.NotFound) {
@@ -520,7 +565,7 @@ func (s *Service) serveTags(w http.ResponseWriter, r *http.Request, key repoKey,
 	}
 }
 
-func (s *Service) serveManifest(w http.ResponseWriter, r *http.Request, rp *repo, ref string) {
+func (s *Service) serveManifest(w http.ResponseWriter, r *http.Request, key repoKey, rp *repo, ref string) {
 	digest := ref
 	if strings.Contains(ref, ":") {
 		if !digestRE.MatchString(ref) {
@@ -535,6 +580,18 @@ func (s *Service) serveManifest(w http.ResponseWriter, r *http.Request, rp *repo
 		digest = rp.byTag[ref]
 	}
 	d, ok := rp.docs[digest]
+	if !ok && key.kind == 'x' {
+		var err error
+		if rp, err = s.mirrorManifest(r.Context(), key, rp, ref); err != nil {
+			s.writeError(w, r, err, key.String())
+			return
+		}
+		if digest == ref {
+			d, ok = rp.docs[digest]
+		} else {
+			d, ok = rp.docs[rp.byTag[ref]]
+		}
+	}
 	if !ok {
 		s.writeError(w, r, errf(http.StatusNotFound, "MANIFEST_UNKNOWN", "manifest %s not found", registry.Elide(ref)), "")
 		return
@@ -593,8 +650,20 @@ func (s *Service) serveBlob(w http.ResponseWriter, r *http.Request, key repoKey,
 		http.ServeContent(w, r, "", time.Time{}, strings.NewReader(string(b.mem)))
 		return
 	}
+	if b.origin != "" {
+		// A version denied or held since the repository was generated
+		// is not served, as on the file route.
+		if err := s.opt.Mirror.ServesPackage(r.Context(), b.origin); err != nil {
+			s.writeError(w, r, errf(http.StatusNotFound, "BLOB_UNKNOWN", "%s", registry.Message(err)), "")
+			return
+		}
+	}
 	hexd := strings.TrimPrefix(ref, "sha256:")
 	blob, err := s.opt.Blobs.Open(r.Context(), hexd)
+	if registry.IsKind(err, registry.NotFound) && b.origin != "" && r.Method == http.MethodGet {
+		s.streamMirrored(w, r, b.origin, ref)
+		return
+	}
 	if registry.IsKind(err, registry.NotFound) && key.kind == 'm' {
 		// A module zip the collector removed: pack it again.
 		if err = s.zips.restore(r.Context(), s.opt.Index, key, ref); err == nil {

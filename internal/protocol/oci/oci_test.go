@@ -304,7 +304,7 @@ func TestAccess(t *testing.T) {
 		t.Errorf("token request with a bad password = %d", r.status)
 	}
 	var tok struct{ Token string }
-	e.getJSON(t, "/v2/token?service=x&scope=repository:acme/widget:pull", &tok, "Authorization", basic)
+	e.getJSON(t, "/v2/token?service="+e.srv.Host+"&scope=repository:acme/widget:pull", &tok, "Authorization", basic)
 	if r := e.do(t, http.MethodGet, "/v2/acme/widget/tags/list", "Authorization", "Bearer "+tok.Token); r.status != 200 {
 		t.Errorf("with the bearer token: %d %s", r.status, r.body)
 	}
@@ -477,5 +477,190 @@ func TestModuleZipDeterministic(t *testing.T) {
 	}
 	if a, b := layer("1.0.0"), layer("1.0.1"); a != b {
 		t.Errorf("the same files packed to %s (tar.gz) and %s (zip)", a, b)
+	}
+}
+
+// mint signs a token grant with the server's key, as the token endpoint
+// does (to make expired and otherwise hostile tokens).
+func (e *env) mint(t *testing.T, aud string, repos []string, exp time.Time) string {
+	t.Helper()
+	body, err := json.Marshal(map[string]any{"sub": "tok_reader", "aud": aud, "repos": repos, "iat": time.Now().Unix(), "exp": exp.Unix()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload := base64.RawURLEncoding.EncodeToString(body)
+	return oci.TokenPrefix + payload + "." + e.srv.Signer.Sum("oci-token-v1", []byte(payload))
+}
+
+// TestToken: the token endpoint issues short-lived tokens bound to the
+// repositories asked for that the Trove token may read; forged, expired,
+// other-repository and other-service tokens are refused, and an OCI
+// token is no Trove API token.
+func TestToken(t *testing.T) {
+	e := newEnv(t)
+	basic := "Basic " + base64.StdEncoding.EncodeToString([]byte("anyone:"+e.token))
+	type tokenResp struct {
+		Token       string `json:"token"`
+		AccessToken string `json:"access_token"`
+		ExpiresIn   int64  `json:"expires_in"`
+		IssuedAt    string `json:"issued_at"`
+	}
+	get := func(query string) tokenResp {
+		t.Helper()
+		var tr tokenResp
+		e.getJSON(t, "/v2/token?"+query, &tr, "Authorization", basic)
+		if !strings.HasPrefix(tr.Token, oci.TokenPrefix) || tr.Token != tr.AccessToken || tr.ExpiresIn <= 0 || tr.ExpiresIn > 300 {
+			t.Fatalf("token answer %+v", tr)
+		}
+		if at, err := time.Parse(time.RFC3339, tr.IssuedAt); err != nil || time.Since(at) > time.Minute {
+			t.Fatalf("issued_at %q: %v", tr.IssuedAt, err)
+		}
+		if strings.Contains(tr.Token, e.token) {
+			t.Fatal("the OCI token holds the Trove token")
+		}
+		return tr
+	}
+	svc := "service=" + e.srv.Host
+	both := get(svc + "&scope=repository:acme/widget:pull&scope=repository:acme/modules/net/aws:pull")
+	spaced := get(svc + "&scope=" + strings.ReplaceAll("repository:acme/widget:pull repository:open/widget:pull,push", " ", "%20"))
+	widget := get("scope=repository:acme/widget:pull")
+	none := get(svc) // docker login: no scope, a token for /v2/ only
+	// Asked for, but not readable by the Trove token (no such namespace,
+	// a shape that is no repository, other resource types): not granted.
+	notGranted := get(svc + "&scope=repository:other/widget:pull&scope=repository:acme/x/y:pull&scope=registry:catalog:*&scope=repository:acme/widget:push")
+
+	wrongAud := e.mint(t, "elsewhere.example", []string{"acme/widget"}, time.Now().Add(time.Minute))
+	expired := e.mint(t, e.srv.Host, []string{"acme/widget"}, time.Now().Add(-time.Second))
+	valid := e.mint(t, e.srv.Host, []string{"acme/widget"}, time.Now().Add(time.Minute))
+	payload, _, _ := strings.Cut(strings.TrimPrefix(valid, oci.TokenPrefix), ".")
+	forged := oci.TokenPrefix + payload + "." + strings.Repeat("A", 43)
+	forgedRepos := oci.TokenPrefix + base64.RawURLEncoding.EncodeToString([]byte(`{"sub":"x","aud":"`+e.srv.Host+`","repos":["acme/widget"],"exp":99999999999}`)) + "." + strings.Split(valid, ".")[1]
+
+	const tags = "/v2/acme/widget/tags/list"
+	const modTags = "/v2/acme/modules/net/aws/tags/list"
+	cases := []struct {
+		name, path, auth string
+		want             int
+	}{
+		{"both scopes, provider", tags, "Bearer " + both.Token, 200},
+		{"both scopes, module", modTags, "Bearer " + both.Token, 200},
+		{"space-separated scopes", tags, "Bearer " + spaced.Token, 200},
+		{"public repository granted too", "/v2/open/widget/tags/list", "Bearer " + spaced.Token, 200},
+		{"as Basic password", tags, "Basic " + base64.StdEncoding.EncodeToString([]byte("u:"+widget.Token)), 200},
+		{"blob", "/v2/acme/widget/blobs/sha256:" + e.zips["acme/linux_amd64"], "Bearer " + widget.Token, 200},
+		{"base route", "/v2/", "Bearer " + none.Token, 200},
+		{"other repository", modTags, "Bearer " + widget.Token, 401},
+		{"no scope", tags, "Bearer " + none.Token, 401},
+		{"not granted", tags, "Bearer " + notGranted.Token, 401},
+		{"other service", tags, "Bearer " + wrongAud, 401},
+		{"expired", tags, "Bearer " + expired, 401},
+		{"expired, base route", "/v2/", "Bearer " + expired, 401},
+		{"forged MAC", tags, "Bearer " + forged, 401},
+		{"forged grant", tags, "Bearer " + forgedRepos, 401},
+		{"truncated", tags, "Bearer " + widget.Token[:len(widget.Token)-3], 401},
+		{"prefix only", tags, "Bearer " + oci.TokenPrefix, 401},
+		{"garbage", tags, "Bearer " + oci.TokenPrefix + "!!!.???", 401},
+		{"huge", tags, "Bearer " + oci.TokenPrefix + strings.Repeat("a", 20000), 401},
+		// An OCI token is no Trove token: not on the API, not for
+		// another token, not on the registry protocols.
+		{"on the API", "/api/v1/namespaces", "Bearer " + widget.Token, 401},
+		{"on providers.v1", "/v1/providers/acme/widget/versions", "Bearer " + widget.Token, 401},
+		{"for another token", "/v2/token?" + svc + "&scope=repository:acme/widget:pull", "Bearer " + widget.Token, 401},
+	}
+	for _, c := range cases {
+		r := e.do(t, http.MethodGet, c.path, "Authorization", c.auth)
+		if r.status != c.want {
+			t.Errorf("%s: GET %s = %d %s, want %d", c.name, c.path, r.status, r.body, c.want)
+			continue
+		}
+		if r.status == 401 && strings.HasPrefix(c.path, "/v2/") && c.path != "/v2/" && !strings.HasPrefix(c.path, "/v2/token") {
+			if errCode(t, r) != "UNAUTHORIZED" || !strings.Contains(r.header.Get("WWW-Authenticate"), `scope="repository:`) {
+				t.Errorf("%s: %s, challenge %q", c.name, r.body, r.header.Get("WWW-Authenticate"))
+			}
+		}
+	}
+
+	// Hostile token requests: clean errors, no token.
+	for _, q := range []string{
+		"scope=garbage",
+		"scope=repository:acme/widget",
+		"scope=:acme/widget:pull",
+		"scope=repository::pull",
+		"scope=" + strings.Repeat("repository:acme/widget:pull%20", 17),
+		"scope=repository:" + strings.Repeat("a", 400) + ":pull",
+		"service=elsewhere.example&scope=repository:acme/widget:pull",
+	} {
+		r := e.do(t, http.MethodGet, "/v2/token?"+q, "Authorization", basic)
+		if r.status != 400 || bytes.Contains(r.body, []byte(oci.TokenPrefix)) {
+			t.Errorf("GET /v2/token?%.60s = %d %s, want 400", q, r.status, r.body)
+			continue
+		}
+		errCode(t, r)
+	}
+	// A token's lifetime is never longer than its Trove token's.
+	secret, hash, err := auth.NewToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.srv.Index.CreateToken(t.Context(), registry.Token{ID: "tok_short", Hash: hash, Namespaces: []string{"acme"},
+		Scopes: []registry.Scope{registry.ScopeRead}, CreatedAt: time.Now(), ExpiresAt: time.Now().Add(time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	var short struct {
+		ExpiresIn int64 `json:"expires_in"`
+	}
+	e.getJSON(t, "/v2/token?scope=repository:acme/widget:pull", &short, "Authorization", "Bearer "+secret)
+	if short.ExpiresIn > 60 || short.ExpiresIn <= 0 {
+		t.Errorf("expires_in %d for a Trove token expiring in a minute", short.ExpiresIn)
+	}
+}
+
+// TestMirrorRepositories: <host>/<namespace>/<type> names a provider of
+// an upstream registry; hosts that are not upstreams, hosts with a port
+// and names that are not normalized are NAME_UNKNOWN, and the mirror is
+// not public by default (any valid token, or an OCI token granting the
+// repository, reads it).
+func TestMirrorRepositories(t *testing.T) {
+	e := newEnv(t)
+	bearer := "Bearer " + e.token
+	cases := []struct {
+		path, auth string
+		want       int
+		code       string
+	}{
+		{"/v2/nosuch.example/acme/widget/tags/list", "", 401, "UNAUTHORIZED"},
+		{"/v2/nosuch.example/acme/widget/tags/list", bearer, 404, "NAME_UNKNOWN"},
+		{"/v2/nosuch.example/acme/widget/manifests/1.0.0", bearer, 404, "NAME_UNKNOWN"},
+		{"/v2/nosuch.example/acme/widget/blobs/sha256:" + strings.Repeat("a", 64), bearer, 404, "NAME_UNKNOWN"},
+		{"/v2/nosuch.example:8443/acme/widget/tags/list", bearer, 404, "NAME_UNKNOWN"},
+		{"/v2/NoSuch.example/acme/widget/tags/list", bearer, 404, "NAME_UNKNOWN"},
+		{"/v2/nosuch.example/ACME/widget/tags/list", bearer, 404, "NAME_UNKNOWN"},
+		{"/v2/no_such.example/acme/widget/tags/list", bearer, 404, "NAME_UNKNOWN"},
+		{"/v2/-x.example/acme/widget/tags/list", bearer, 404, "NAME_UNKNOWN"},
+		{"/v2/nosuch.example/acme/widget/manifests/../../x", bearer, 400, ""},
+	}
+	for _, c := range cases {
+		r := e.do(t, http.MethodGet, c.path, "Authorization", c.auth)
+		if r.status != c.want {
+			t.Errorf("GET %s (%.8s) = %d %s, want %d", c.path, c.auth, r.status, r.body, c.want)
+			continue
+		}
+		if c.code != "" {
+			if got := errCode(t, r); got != c.code {
+				t.Errorf("GET %s: code %s, want %s", c.path, got, c.code)
+			}
+		}
+	}
+	// The token endpoint grants a mirror repository to any valid token;
+	// the repository then answers as to that token.
+	var tok struct{ Token string }
+	e.getJSON(t, "/v2/token?scope=repository:nosuch.example/acme/widget:pull", &tok, "Authorization", bearer)
+	r := e.do(t, http.MethodGet, "/v2/nosuch.example/acme/widget/tags/list", "Authorization", "Bearer "+tok.Token)
+	if r.status != 404 || errCode(t, r) != "NAME_UNKNOWN" {
+		t.Errorf("with an OCI token: %d %s, want 404 NAME_UNKNOWN", r.status, r.body)
+	}
+	r = e.do(t, http.MethodGet, "/v2/acme/widget/tags/list", "Authorization", "Bearer "+tok.Token)
+	if r.status != 401 {
+		t.Errorf("the mirror repository's token on an own repository: %d %s, want 401", r.status, r.body)
 	}
 }
