@@ -1,14 +1,15 @@
 # shellcheck shell=bash
 # The one way the test environment builds a Go tool once per machine and
 # keeps it: sourced by the testenv scripts of the tools built from the Go
-# module cache (tofu.sh, helm.sh, s3.sh's versitygw, oci-conformance.sh).
+# module cache (tofu.sh, helm.sh, s3.sh's versitygw, oci-conformance.sh,
+# oras.sh).
 
 # testenv_gotool NAME FILE IS BUILD HINT prints the path of a cached build
 # of a tool, building it first if there is none or the one there is not
 # the wanted build.
 #
 #   NAME   what the log calls the tool, with its version ("Helm v3.22.0")
-#   FILE   the binary's file name in $(go env GOBIN) or $(go env GOPATH)/bin
+#   FILE   the binary's path under $(go env GOBIN) or $(go env GOPATH)/bin
 #   IS     a function: `IS BIN` succeeds when BIN is the wanted build
 #   BUILD  a function: `BUILD OUT` builds the tool into the file OUT
 #   HINT   how long a build takes, for the log ("2 to 5 minutes")
@@ -30,7 +31,7 @@ testenv_gotool() {
 		return 0
 	fi
 	echo "testenv: building $name into $bin (once per machine; $hint)" >&2
-	mkdir -p "$gobin" || return 1
+	mkdir -p "$(dirname "$bin")" || return 1
 	rm -f "$bin.partial"
 	"$build" "$bin.partial" >&2 && [ -x "$bin.partial" ] || {
 		echo "testenv: building $name failed (output above)" >&2

@@ -12,6 +12,9 @@
 
 : "${TESTENV_ORAS_VERSION:=v1.3.6}"
 
+# shellcheck source=gotool.sh
+source "$(dirname "${BASH_SOURCE[0]}")/gotool.sh" || return 1
+
 _testenv_oras_log() { echo "testenv/oras: $*" >&2; }
 
 # _testenv_oras_is BIN VERSION reports whether BIN is ORAS VERSION (the
@@ -22,33 +25,25 @@ _testenv_oras_is() {
 	grep -q "^Version: *$2\$" <<<"$out"
 }
 
+# _testenv_oras_wanted BIN reports whether BIN is the wanted ORAS.
+_testenv_oras_wanted() { _testenv_oras_is "$1" "${TESTENV_ORAS_VERSION#v}"; }
+
+# _testenv_oras_compile OUT installs ORAS into OUT.
+_testenv_oras_compile() {
+	local tmp
+	tmp=$(mktemp -d "${TMPDIR:-/tmp}/trove-oras.XXXXXX") || return 1
+	(cd / && GOBIN="$tmp" GOFLAGS=-mod=mod go install -trimpath "oras.land/oras/cmd/oras@$TESTENV_ORAS_VERSION") &&
+		mv "$tmp/oras" "$1"
+	local rc=$?
+	rm -rf "$tmp"
+	return $rc
+}
+
 # testenv_oras_install prints the path of an oras binary of the wanted
 # version, installing it first if needed.
 testenv_oras_install() {
-	local want=${TESTENV_ORAS_VERSION#v} gobin dir
-	command -v go >/dev/null 2>&1 || {
-		_testenv_oras_log "go is not on the PATH: it is needed to install ORAS"
-		return 1
-	}
-	gobin=$(go env GOBIN)
-	[ -n "$gobin" ] || gobin="$(go env GOPATH | cut -d: -f1)/bin"
-	dir="$gobin/oras-$TESTENV_ORAS_VERSION"
-	if [ -x "$dir/oras" ] && _testenv_oras_is "$dir/oras" "$want"; then
-		echo "$dir/oras"
-		return 0
-	fi
-	_testenv_oras_log "installing ORAS $TESTENV_ORAS_VERSION into $dir (once per machine)"
-	mkdir -p "$dir" || return 1
-	(cd / && GOBIN="$dir" GOFLAGS=-mod=mod go install -trimpath \
-		"oras.land/oras/cmd/oras@$TESTENV_ORAS_VERSION") >&2 || {
-		_testenv_oras_log "go install oras.land/oras/cmd/oras@$TESTENV_ORAS_VERSION failed (output above)"
-		return 1
-	}
-	_testenv_oras_is "$dir/oras" "$want" || {
-		_testenv_oras_log "$dir/oras does not report ORAS $want"
-		return 1
-	}
-	echo "$dir/oras"
+	testenv_gotool "ORAS $TESTENV_ORAS_VERSION" "oras-$TESTENV_ORAS_VERSION/oras" \
+		_testenv_oras_wanted _testenv_oras_compile "about a minute"
 }
 
 if [ -z "${TESTENV_ORAS_NO_START:-}" ]; then
