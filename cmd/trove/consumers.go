@@ -85,3 +85,44 @@ func printConsumers(cl *cli, what string, r apispec.ConsumerReport) error {
 	}
 	return table(cl.stdout, "CLIENT\tVERSION\tDOWNLOADS", rows)
 }
+
+// blastRadiusDays is the window of the blast radius printed before a
+// deprecation, revocation or delete.
+const blastRadiusDays = 30
+
+// printBlastRadius tells on stderr who downloaded one version in the last
+// blastRadiusDays days, before a deprecation, revocation or delete
+// changes it for them. parts is NAMESPACE/TYPE or NAMESPACE/NAME/SYSTEM,
+// split. A caller who may not read consumers (publish rights), or a
+// server that does not answer, gets no report: the operation itself
+// decides.
+func printBlastRadius(ctx context.Context, cl *cli, c *client.Client, parts []string, version string) {
+	r, err := blastRadius(ctx, c, parts, version)
+	if err != nil {
+		return
+	}
+	if len(r.Consumers) == 0 {
+		fmt.Fprintf(cl.stderr, "No consumer downloaded %s %s in the last %d days.\n", strings.Join(parts, "/"), version, blastRadiusDays)
+		return
+	}
+	names := make([]string, 0, len(r.Consumers))
+	for i, u := range r.Consumers {
+		if i == 5 {
+			names = append(names, fmt.Sprintf("and %d more", len(r.Consumers)-5))
+			break
+		}
+		names = append(names, fmt.Sprintf("%s (%d, last %s)", u.Consumer, u.Downloads, u.LastSeen))
+	}
+	fmt.Fprintf(cl.stderr, "%d consumers downloaded %s %s in the last %d days: %s.\nSee them all with: trove consumers %s --versions '= %s'\n",
+		len(r.Consumers), strings.Join(parts, "/"), version, blastRadiusDays, strings.Join(names, ", "), strings.Join(parts, "/"), version)
+}
+
+// blastRadius reads the consumers of one version over the last
+// blastRadiusDays days.
+func blastRadius(ctx context.Context, c *client.Client, parts []string, version string) (apispec.ConsumerReport, error) {
+	q := client.ConsumerQuery{Days: blastRadiusDays, Versions: "= " + version}
+	if len(parts) == 2 {
+		return c.ProviderConsumers(ctx, parts[0], parts[1], q)
+	}
+	return c.ModuleConsumers(ctx, parts[0], parts[1], parts[2], q)
+}

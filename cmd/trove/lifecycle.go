@@ -86,6 +86,9 @@ func lifecycleCommand(module bool, op string) *command {
 				if err != nil {
 					return err
 				}
+				if op == "deprecate" || op == "revoke" {
+					printBlastRadius(ctx, cl, c, parts, version)
+				}
 				var out any
 				var dep *apispec.Deprecation
 				var rev *apispec.Revocation
