@@ -157,10 +157,41 @@ func TestKeylessPublishWritesProvenance(t *testing.T) {
 		p.RunDetails.Builder.ID != provenance.TroveBuilderID {
 		t.Errorf("the statement of a token publish: %+v", p)
 	}
+
+	// The version pages say who built each version, checked against the
+	// namespace's keys.
+	if r := runTrove(t, admin, "", "namespace", "update", "acme", "--visibility", "public"); r.code != exitOK {
+		t.Fatalf("namespace update: exit %d\n%s", r.code, r.stderr)
+	}
+	page := func(path string) string {
+		t.Helper()
+		resp, err := webClient(t, s).Get(s.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %d", path, resp.StatusCode)
+		}
+		return string(body)
+	}
+	managedID := managed[0].KeyID
+	for path, want := range map[string][]string{
+		"/providers/acme/foo/1.0.0": {"Provenance", "Built in CI by <code>" + iss.URL + "</code> from <code>acme/infra</code>", "refs/tags/v1.0.0", "1234567890", managedID},
+		"/providers/acme/foo/1.1.0": {"Provenance", "Published through Trove", "with token <code>", managedID},
+	} {
+		body := page(path)
+		for _, w := range want {
+			if !strings.Contains(body, w) {
+				t.Errorf("GET %s lacks %q", path, w)
+			}
+		}
+	}
 }
 
-// getProvenance reads a version's provenance envelope from the API.
-func getProvenance(t *testing.T, s *trovetest.Server, ns, typ, ver string) []byte {
+// webClient is an HTTP client that trusts s.
+func webClient(t *testing.T, s *trovetest.Server) *http.Client {
 	t.Helper()
 	pem, err := os.ReadFile(s.CAFile)
 	if err != nil {
@@ -168,7 +199,13 @@ func getProvenance(t *testing.T, s *trovetest.Server, ns, typ, ver string) []byt
 	}
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(pem)
-	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	return &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+}
+
+// getProvenance reads a version's provenance envelope from the API.
+func getProvenance(t *testing.T, s *trovetest.Server, ns, typ, ver string) []byte {
+	t.Helper()
+	hc := webClient(t, s)
 	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet,
 		s.URL+strings.NewReplacer("{namespace}", ns, "{type}", typ, "{version}", ver).Replace("/api/v1/namespaces/{namespace}/providers/{type}/versions/{version}/provenance"), nil)
 	req.Header.Set("Authorization", "Bearer "+s.AdminToken)

@@ -596,6 +596,7 @@ type providerData struct {
 	AllDownloads                     int64 // of every version
 	PlatformDownloads                map[string]int64
 	Chart                            *downloadChart
+	Provenance                       *provenanceData
 	Lifecycle                        lifecycle
 }
 
@@ -653,13 +654,17 @@ func (s *Service) providerData(ctx context.Context, ns, typ, want string) (*prov
 	if err != nil {
 		return nil, err
 	}
+	prov, err := s.provenanceOf(ctx, ns, typ, cur, keys)
+	if err != nil {
+		return nil, err
+	}
 	for i := range keys {
 		keys[i].ASCIIArmor = ""
 	}
 	d := &providerData{Namespace: ns, Type: typ, Version: cur, Latest: latest, Private: !nsInfo.Public(),
 		Source: s.opt.Host + "/" + ns + "/" + typ, Host: s.opt.Host, TokenVariable: tokenVariable(s.opt.Host),
 		Protocols: pv.Protocols, Platforms: slices.Clone(pv.Platforms), SigningKey: pv.SigningKey, Keys: keys,
-		Published: pv.PublishedAt, Lifecycle: lifecycle{Deprecation: pv.Deprecation, Revocation: pv.Revocation}}
+		Published: pv.PublishedAt, Lifecycle: lifecycle{Deprecation: pv.Deprecation, Revocation: pv.Revocation}, Provenance: prov}
 	d.SigningKey.ASCIIArmor = ""
 	slices.SortFunc(d.Platforms, func(a, b registry.Platform) int { return cmp.Or(cmp.Compare(a.OS, b.OS), cmp.Compare(a.Arch, b.Arch)) })
 	base := "/providers/" + ns + "/" + typ + "/"

@@ -79,6 +79,7 @@ type Index interface {
 	store.PersonalTokens
 	store.Memberships
 	store.Secrets
+	store.Provenance
 }
 
 // DefaultSessionTTL is how long a web session lasts from sign-in.

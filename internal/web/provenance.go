@@ -1,0 +1,51 @@
+package web
+
+import (
+	"context"
+
+	"trove.dev/trove/internal/provenance"
+	"trove.dev/trove/internal/registry"
+)
+
+// provenanceData is what a provider page says of a version's provenance
+// (docs/provenance.md): who built it, checked against the namespace's
+// keys as `trove verify` checks it.
+type provenanceData struct {
+	// Verified reports a signature by one of the namespace's keys; Error
+	// says why not.
+	Verified bool
+	Error    string
+	KeyID    string
+	// Keyless reports a build from CI (a keyless publish); otherwise the
+	// statement names the publisher's token and user.
+	Keyless                                 bool
+	Builder, Repository, Ref, Workflow      string
+	Commit, Run, User, Token, Finished, API string
+}
+
+// provenanceOf reads and checks the provenance of a provider version;
+// nil for a version published without one.
+func (s *Service) provenanceOf(ctx context.Context, ns, typ, version string, keys []registry.SigningKey) (*provenanceData, error) {
+	envelope, err := s.opt.Index.ProviderProvenance(ctx, ns, typ, version)
+	if registry.IsKind(err, registry.NotFound) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	d := &provenanceData{API: "/api/v1/namespaces/" + ns + "/providers/" + typ + "/versions/" + version + "/provenance"}
+	v, err := provenance.Verify(ctx, envelope, keys, s.opt.Now())
+	if err != nil {
+		d.Error = registry.Message(err)
+		return d, nil
+	}
+	st := v.Statement
+	ext := st.Predicate.BuildDefinition.ExternalParameters
+	d.Verified, d.KeyID = true, v.Key.KeyID
+	d.Keyless = st.Predicate.BuildDefinition.BuildType == provenance.BuildTypeKeyless
+	d.Builder = st.Predicate.RunDetails.Builder.ID
+	d.Repository, d.Ref, d.Workflow, d.Commit = ext["repository"], ext["ref"], ext["workflow"], ext["commit"]
+	d.User, d.Token = ext["user"], ext["token"]
+	d.Run = st.Predicate.RunDetails.Metadata.InvocationID
+	d.Finished = st.Predicate.RunDetails.Metadata.FinishedOn
+	return d, nil
+}
