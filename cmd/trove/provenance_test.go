@@ -190,6 +190,68 @@ func TestKeylessPublishWritesProvenance(t *testing.T) {
 	}
 }
 
+// TestVerifyLock checks a lock file against Trove with trove verify
+// --lock: the zh: hashes of a keyless publish and of a token publish
+// against the signed SHA256SUMS and the provenance; a tampered hash, a
+// provider of another registry and a lock file of nothing of Trove's.
+func TestVerifyLock(t *testing.T) {
+	s, _, key := keylessEnv(t)
+	admin := map[string]string{"TROVE_ADDR": s.URL, "TROVE_TOKEN": s.AdminToken, "TROVE_CA_FILE": s.CAFile}
+	if r := runTrove(t, admin, "", "key", "generate", "acme"); r.code != exitOK {
+		t.Fatalf("trove key generate: exit %d\n%s", r.code, r.stderr)
+	}
+	dist := writeSignedDist(t, key, "foo", "1.0.0", "linux_amd64")
+	if r := runTrove(t, admin, "", "publish", "--namespace", "acme", dist); r.code != exitOK {
+		t.Fatalf("publish: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	sums, err := os.ReadFile(filepath.Join(dist, "terraform-provider-foo_1.0.0_SHA256SUMS"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hashes []string // every line, as terraform init records them
+	var digest string   // the linux_amd64 archive's
+	for line := range strings.Lines(string(sums)) {
+		d, name, _ := strings.Cut(strings.TrimSpace(line), "  ")
+		hashes = append(hashes, "zh:"+d)
+		if strings.HasSuffix(name, "_linux_amd64.zip") {
+			digest = d
+		}
+	}
+	lock := func(blocks ...string) string {
+		p := filepath.Join(t.TempDir(), ".terraform.lock.hcl")
+		if err := os.WriteFile(p, []byte(strings.Join(blocks, "\n")), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	block := func(source string, hashes ...string) string {
+		return "provider \"" + source + "\" {\n  version = \"1.0.0\"\n  hashes = [\n    \"" + strings.Join(hashes, "\",\n    \"") + "\",\n  ]\n}\n"
+	}
+	trove := s.Host + "/acme/foo"
+	r := runTrove(t, admin, "", "verify", "--lock", lock(block(trove, hashes...), block("example.com/other/bar", "zh:"+strings.Repeat("0", 64))))
+	if r.code != exitOK || !strings.Contains(r.stdout, "SHA256SUMS signed by key "+key.KeyID) ||
+		!strings.Contains(r.stdout, "terraform-provider-foo_1.0.0_linux_amd64.zip matches the provenance") ||
+		!strings.Contains(r.stdout, "SKIP example.com/other/bar") {
+		t.Fatalf("trove verify --lock: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = runTrove(t, admin, "", "verify", "--lock", lock(block(trove, "zh:"+strings.Repeat("a", 64))))
+	if r.code != exitError || !strings.Contains(r.stdout, "is not listed in the signed SHA256SUMS") {
+		t.Errorf("trove verify --lock with a tampered hash: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = runTrove(t, admin, "", "verify", "--lock", lock(block("example.com/other/bar", "zh:"+digest)))
+	if r.code != exitError || !strings.Contains(r.stderr, "nothing was checked") {
+		t.Errorf("trove verify --lock of another registry's providers: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	for _, args := range [][]string{{"verify", "--lock", "x.hcl", "a.zip"}, {"verify"}} {
+		if r := runTrove(t, admin, "", args...); r.code != exitUsage {
+			t.Errorf("trove %v: exit %d, want a usage error", args, r.code)
+		}
+	}
+	if r := runTrove(t, admin, "", "verify", "--lock", lock("not hcl {{{")); r.code != exitError || !strings.Contains(r.stderr, "is not a lock file") {
+		t.Errorf("trove verify --lock of garbage: exit %d\n%s", r.code, r.stderr)
+	}
+}
+
 // webClient is an HTTP client that trusts s.
 func webClient(t *testing.T, s *trovetest.Server) *http.Client {
 	t.Helper()

@@ -24,10 +24,12 @@ const (
 
 func verifyCommand() *command {
 	return &command{
-		name: "verify", args: "ARCHIVE.zip ... --sums FILE --sig FILE --key FILE [--key FILE ...] [--provenance FILE]", minArgs: 1, maxArgs: 1 << 10,
-		summary: "Check downloaded provider archives offline against their signed SHA256SUMS and their signed provenance; exits non-zero if any check fails.",
+		name: "verify", args: "ARCHIVE.zip ... --sums FILE --sig FILE --key FILE [--key FILE ...] [--provenance FILE] | --lock FILE [--key FILE ...]",
+		minArgs: 0, maxArgs: 1 << 10, client: true,
+		summary: "Check downloaded provider archives offline against their signed SHA256SUMS and their signed provenance, or a whole lock file against this Trove; exits non-zero if any check fails.",
 		examples: []string{
 			"trove verify widget_linux_amd64.zip --sums SHA256SUMS --sig SHA256SUMS.sig \\\n    --key acme.asc --key acme-managed.asc --provenance provenance.json",
+			"trove verify --lock .terraform.lock.hcl",
 		},
 		setup: func(fs *flag.FlagSet, cl *cli) func(context.Context, []string) error {
 			sums := fs.String("sums", "", "the release's SHA256SUMS `file`")
@@ -38,7 +40,21 @@ func verifyCommand() *command {
 				return nil
 			})
 			prov := fs.String("provenance", "", "the DSSE provenance envelope `file` (GET .../versions/{version}/provenance)")
+			lock := fs.String("lock", "", "a dependency lock `file` (.terraform.lock.hcl): check every provider of this Trove in it")
 			return func(ctx context.Context, args []string) error {
+				if *lock != "" {
+					if len(args) > 0 || *sums != "" || *sig != "" || *prov != "" {
+						return usagef("--lock checks a lock file against this Trove: give no archives, --sums, --sig or --provenance with it")
+					}
+					c, err := cl.client()
+					if err != nil {
+						return err
+					}
+					return runVerifyLock(ctx, cl.stdout, c, *lock, keys, time.Now())
+				}
+				if len(args) == 0 {
+					return usagef("trove verify needs archives to check, or --lock FILE")
+				}
 				if *sums == "" || *sig == "" || len(keys) == 0 {
 					return usagef("trove verify needs --sums, --sig and at least one --key")
 				}
@@ -53,17 +69,9 @@ func verifyCommand() *command {
 // subjects (whose envelope must verify with one of keys), printing one
 // line per check.
 func runVerify(ctx context.Context, out io.Writer, archives []string, sumsPath, sigPath, provPath string, keyPaths []string, now time.Time) error {
-	var keys []registry.SigningKey
-	for _, p := range keyPaths {
-		data, err := readLimited(p, maxVerifyKey)
-		if err != nil {
-			return err
-		}
-		k, err := signing.ParsePublicKey(string(data))
-		if err != nil {
-			return fmt.Errorf("%s: %w", p, err)
-		}
-		keys = append(keys, k)
+	keys, err := readVerifyKeys(keyPaths)
+	if err != nil {
+		return err
 	}
 	sums, err := readLimited(sumsPath, maxVerifySums)
 	if err != nil {
@@ -137,6 +145,23 @@ func runVerify(ctx context.Context, out io.Writer, archives []string, sumsPath, 
 		return fmt.Errorf("%d check(s) failed", failed)
 	}
 	return nil
+}
+
+// readVerifyKeys reads ASCII-armored public key files.
+func readVerifyKeys(paths []string) ([]registry.SigningKey, error) {
+	var keys []registry.SigningKey
+	for _, p := range paths {
+		data, err := readLimited(p, maxVerifyKey)
+		if err != nil {
+			return nil, err
+		}
+		k, err := signing.ParsePublicKey(string(data))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		keys = append(keys, k)
+	}
+	return keys, nil
 }
 
 // verifyMessage is the text of a failed check: a registry error's
