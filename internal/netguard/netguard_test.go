@@ -2,7 +2,6 @@ package netguard
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"net"
 	"net/http"
@@ -10,6 +9,8 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+
+	"trove.dev/trove/internal/netguard/netguardtest"
 )
 
 func TestPublic(t *testing.T) {
@@ -115,69 +116,12 @@ func TestDialerRefusesLoopback(t *testing.T) {
 	c.Close()
 }
 
-// dnsServer answers A queries from records over UDP on loopback: a real
-// resolver (Go's) asks it, as it would ask the system's DNS server.
-func dnsServer(t *testing.T, records map[string][]netip.Addr) *net.Resolver {
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pc.Close() })
-	go func() {
-		buf := make([]byte, 512)
-		for {
-			n, from, err := pc.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			q := buf[:n]
-			if len(q) < 12 {
-				continue
-			}
-			// The question: labels up to the zero byte, then type and class.
-			i, name := 12, []string{}
-			for i < len(q) && q[i] != 0 {
-				l := int(q[i])
-				if i+1+l > len(q) {
-					break
-				}
-				name = append(name, string(q[i+1:i+1+l]))
-				i += 1 + l
-			}
-			end := i + 5
-			if end > len(q) {
-				continue
-			}
-			qtype := binary.BigEndian.Uint16(q[i+1:])
-			resp := append([]byte{}, q[:end]...)
-			resp[2], resp[3] = 0x81, 0x80 // response, recursion available, no error
-			var answers [][]byte
-			for _, a := range records[strings.ToLower(strings.Join(name, "."))] {
-				if (qtype == 1) != a.Is4() {
-					continue
-				}
-				rr := []byte{0xc0, 12, 0, byte(qtype), 0, 1, 0, 0, 0, 60, 0, byte(len(a.AsSlice()))}
-				answers = append(answers, append(rr, a.AsSlice()...))
-			}
-			binary.BigEndian.PutUint16(resp[6:], uint16(len(answers)))
-			resp[8], resp[9], resp[10], resp[11] = 0, 0, 0, 0
-			for _, a := range answers {
-				resp = append(resp, a...)
-			}
-			_, _ = pc.WriteTo(resp, from)
-		}
-	}()
-	return &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		return (&net.Dialer{}).DialContext(ctx, "udp", pc.LocalAddr().String())
-	}}
-}
-
 // TestResolve resolves names through a real resolver asking a DNS
 // server: a name resolving only to loopback, link-local or private
 // addresses is refused, one with a public address among private ones
 // gets the public one (to pin), and literal hosts are judged as such.
 func TestResolve(t *testing.T) {
-	r := dnsServer(t, map[string][]netip.Addr{
+	r := netguardtest.DNS(t, map[string][]netip.Addr{
 		"loop.trove.test":  {netip.MustParseAddr("127.0.0.1")},
 		"meta.trove.test":  {netip.MustParseAddr("169.254.169.254")},
 		"ula.trove.test":   {netip.MustParseAddr("fd00::1")},
