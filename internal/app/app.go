@@ -358,6 +358,7 @@ func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
 	rec := audit.New(idx, log)
 	ops := operations.New(operations.Options{
 		Index: idx, Access: access, Audit: rec, Events: a.Events, Managed: managed, SignInTokenTTL: lopt.TokenTTL,
+		GitSources:       a.GitSources,
 		NoLocalPasswords: !cfg.Access.LocalPasswords,
 		Logger:           log,
 		WebhookURLs:      registry.WebhookURLRules{AllowHTTP: cfg.Webhooks.AllowHTTP, AllowPrivate: cfg.Webhooks.AllowPrivate},
