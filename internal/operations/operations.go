@@ -93,8 +93,8 @@ type Options struct {
 	// takes no modules from git; the git source operations are then
 	// Unavailable).
 	GitSources *gitsource.Service
-	Logger         *slog.Logger
-	Now            func() time.Time
+	Logger     *slog.Logger
+	Now        func() time.Time
 }
 
 // DefaultSignInTokenTTL is Options.SignInTokenTTL's default, the default
