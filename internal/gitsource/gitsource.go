@@ -548,3 +548,9 @@ func (s *Service) List(ctx context.Context, namespace string) ([]registry.GitSou
 func (s *Service) Delete(ctx context.Context, namespace, name, system string) error {
 	return s.opt.Index.DeleteGitSource(ctx, namespace, name, system)
 }
+
+// Tags returns the tags recorded for a module's git source: the versions
+// it found, published or not yet.
+func (s *Service) Tags(ctx context.Context, namespace, name, system string) ([]registry.GitTag, error) {
+	return s.opt.Index.GitTags(ctx, namespace, name, system)
+}

@@ -138,3 +138,13 @@ func syncDetails(rep gitsource.Report) string {
 	}
 	return registry.Elide(d)
 }
+
+// GitSourceTags returns the tags a module's git source recorded (the
+// versions it found), for the namespace's publishers.
+func (o *Operations) GitSourceTags(ctx context.Context, a Actor, ref GitSourceRef) ([]registry.GitTag, error) {
+	svc, ref, err := o.gitSource(ctx, a, ref, registry.ScopePublish)
+	if err != nil {
+		return nil, err
+	}
+	return svc.Tags(ctx, ref.Namespace, ref.Name, ref.System)
+}
