@@ -185,6 +185,7 @@ func New(opt Options) http.Handler {
 	ops := opt.Operations
 	if ops == nil {
 		ops = operations.New(operations.Options{Index: opt.Index, Access: opt.Access, Audit: opt.Audit, Events: opt.Events, Managed: opt.Managed,
+			GitSources:       opt.GitSources,
 			NoLocalPasswords: opt.NoLocalPasswords,
 			SignInTokenTTL:   opt.SignInTokenTTL,
 			WebhookURLs:      opt.WebhookURLs,

@@ -9,9 +9,9 @@ import (
 
 	"trove.dev/trove/apispec"
 	"trove.dev/trove/internal/audit"
-	"trove.dev/trove/internal/auth"
 	"trove.dev/trove/internal/gitsource"
 	"trove.dev/trove/internal/httpjson"
+	"trove.dev/trove/internal/operations"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/store"
 	"trove.dev/trove/internal/webhook"
@@ -28,36 +28,14 @@ func (h *handler) registerGitSources(route, open func(pattern string, fn httpjso
 	open("POST "+apispec.RouteGitSourceHook, h.gitSourceHook)
 }
 
-// gitSources returns the service, or an error if this server has none.
-func (h *handler) gitSources() (*gitsource.Service, error) {
-	if h.GitSources == nil {
-		return nil, registry.Errorf(registry.Unavailable, "this Trove does not take modules from git repositories")
-	}
-	return h.GitSources, nil
-}
-
-// gitSourceParams returns the namespace (checked for scope) and the
-// module name and system of a git source route.
-func (h *handler) gitSourceParams(r *http.Request, scope registry.Scope) (ns, name, system string, err error) {
-	if ns, err = h.namespaceParam(r, scope); err != nil {
-		return "", "", "", err
-	}
-	if name, system, err = moduleParams(r); err != nil {
-		return "", "", "", err
-	}
-	return ns, name, system, nil
+// gitSourceRef returns the git source a route names (namespace, module
+// name and system, unchecked: the operations check them with the rights).
+func gitSourceRef(r *http.Request) operations.GitSourceRef {
+	return operations.GitSourceRef{Namespace: r.PathValue("namespace"), Name: r.PathValue("name"), System: r.PathValue("system")}
 }
 
 func (h *handler) listGitSources(w http.ResponseWriter, r *http.Request) error {
-	svc, err := h.gitSources()
-	if err != nil {
-		return err
-	}
-	ns, err := h.namespaceParam(r, registry.ScopePublish)
-	if err != nil {
-		return err
-	}
-	all, err := svc.List(r.Context(), ns)
+	all, err := h.Ops.GitSources(r.Context(), actor(r), r.PathValue("namespace"))
 	if err != nil {
 		return err
 	}
@@ -69,15 +47,7 @@ func (h *handler) listGitSources(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *handler) getGitSource(w http.ResponseWriter, r *http.Request) error {
-	svc, err := h.gitSources()
-	if err != nil {
-		return err
-	}
-	ns, name, system, err := h.gitSourceParams(r, registry.ScopePublish)
-	if err != nil {
-		return err
-	}
-	g, err := svc.Get(r.Context(), ns, name, system)
+	g, err := h.Ops.GitSource(r.Context(), actor(r), gitSourceRef(r))
 	if err != nil {
 		return err
 	}
@@ -85,12 +55,10 @@ func (h *handler) getGitSource(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *handler) createGitSource(w http.ResponseWriter, r *http.Request) error {
-	svc, err := h.gitSources()
-	if err != nil {
-		return err
-	}
-	ns, name, system, err := h.gitSourceParams(r, registry.ScopeAdmin)
-	if err != nil {
+	ref := gitSourceRef(r)
+	// The rights first: a caller who may not create learns nothing of
+	// the body's faults.
+	if _, err := h.Ops.Namespace(r.Context(), actor(r), ref.Namespace, registry.ScopeAdmin); err != nil {
 		return err
 	}
 	var req apispec.CreateGitSourceRequest
@@ -101,65 +69,31 @@ func (h *handler) createGitSource(w http.ResponseWriter, r *http.Request) error 
 	if req.PollIntervalSeconds < 0 {
 		poll = -1
 	}
-	target := ns + "/" + name + "/" + system
-	details := "url " + registry.Elide(req.URL)
-	if req.Subdir != "" {
-		details += ", subdir " + registry.Elide(req.Subdir)
-	}
-	if req.Auth != "" {
-		details += ", auth " + registry.Elide(req.Auth) // never the credentials
-	}
-	fx := h.effects(r, registry.AuditEvent{Action: registry.AuditGitSourceCreate, Namespace: ns, Target: target, Details: details})
-	created, err := svc.Create(store.WithEffects(r.Context(), fx), gitsource.Source{
-		Namespace: ns, Name: name, System: system, URL: req.URL, Subdir: req.Subdir, TagPrefix: req.TagPrefix,
+	created, err := h.Ops.CreateGitSource(r.Context(), actor(r), gitsource.Source{
+		Namespace: ref.Namespace, Name: ref.Name, System: ref.System, URL: req.URL, Subdir: req.Subdir, TagPrefix: req.TagPrefix,
 		Auth: req.Auth, Username: req.Username, Password: req.Password, SSHKey: req.SSHPrivateKey, KnownHosts: req.KnownHosts,
-		PollInterval: poll, CreatedBy: auth.FromContext(r.Context()).Actor(),
+		PollInterval: poll,
 	})
 	if err != nil {
 		return err
 	}
-	h.done(r.Context(), fx)
-	h.Logger.InfoContext(r.Context(), "created git source", "namespace", ns, "name", name, "system", system, "url", created.Source.URL)
-	svc.Trigger(ns, name, system) // the first sync, in the background
 	return httpjson.Write(w, http.StatusCreated, apispec.CreatedGitSource{GitSource: h.gitSourceDoc(created.Source), WebhookSecret: created.WebhookSecret})
 }
 
 func (h *handler) deleteGitSource(w http.ResponseWriter, r *http.Request) error {
-	svc, err := h.gitSources()
-	if err != nil {
+	if err := h.Ops.DeleteGitSource(r.Context(), actor(r), gitSourceRef(r)); err != nil {
 		return err
 	}
-	ns, name, system, err := h.gitSourceParams(r, registry.ScopeAdmin)
-	if err != nil {
-		return err
-	}
-	fx := h.effects(r, registry.AuditEvent{Action: registry.AuditGitSourceDelete, Namespace: ns, Target: ns + "/" + name + "/" + system,
-		Details: "published versions kept"})
-	if err := svc.Delete(store.WithEffects(r.Context(), fx), ns, name, system); err != nil {
-		return err
-	}
-	h.done(r.Context(), fx)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
 
 // syncGitSource syncs a source now and answers what it published.
 func (h *handler) syncGitSource(w http.ResponseWriter, r *http.Request) error {
-	svc, err := h.gitSources()
+	rep, err := h.Ops.SyncGitSource(r.Context(), actor(r), gitSourceRef(r))
 	if err != nil {
 		return err
 	}
-	ns, name, system, err := h.gitSourceParams(r, registry.ScopePublish)
-	if err != nil {
-		return err
-	}
-	actor := auth.FromContext(r.Context()).Actor()
-	rep, err := svc.SyncWait(r.Context(), ns, name, system, actor)
-	if err != nil {
-		return err
-	}
-	h.Audit.Record(r.Context(), r, registry.AuditEvent{Action: registry.AuditGitSourceSync, Namespace: ns, Target: ns + "/" + name + "/" + system,
-		Details: syncDetails(rep)})
 	out := apispec.GitSourceSyncResult{Published: rep.Published, Current: rep.Current, Ignored: rep.Ignored, Refused: rep.Refused}
 	if out.Published == nil {
 		out.Published = []string{}
@@ -170,23 +104,12 @@ func (h *handler) syncGitSource(w http.ResponseWriter, r *http.Request) error {
 	return httpjson.Write(w, http.StatusOK, out)
 }
 
-func syncDetails(rep gitsource.Report) string {
-	d := "published " + strings.Join(rep.Published, ", ")
-	if len(rep.Published) == 0 {
-		d = "nothing new"
-	}
-	if len(rep.Refused) > 0 {
-		d += "; refused: " + strings.Join(rep.Refused, "; ")
-	}
-	return registry.Elide(d)
-}
-
 // gitSourceHook receives a push webhook: 202 when it verifies (the sync
 // runs in the background), 401 when it does not (nothing done).
 func (h *handler) gitSourceHook(w http.ResponseWriter, r *http.Request) error {
-	svc, err := h.gitSources()
-	if err != nil {
-		return err
+	svc := h.GitSources
+	if svc == nil {
+		return registry.Errorf(registry.Unavailable, "this Trove does not take modules from git repositories")
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, gitsource.MaxWebhookBody))
 	if err != nil {

@@ -40,7 +40,7 @@ func waitVersions(t *testing.T, s *trovetest.Server, n int) []registry.ModuleVer
 }
 
 func TestGitSourceThroughAPI(t *testing.T) {
-	s, tokens := setup(t)
+	s, tokens := setup(t, trovetest.Options{GitServers: true})
 	admin, pub, read := tokens[acmeAdmin], tokens[acmePublish], tokens[acmeRead]
 	root := t.TempDir()
 	repo := gst.NewRepo(t, root, "net", map[string]string{"main.tf": gitModuleTF})
@@ -165,5 +165,26 @@ func TestGitSourceThroughAPI(t *testing.T) {
 	}
 	if vs, _ := s.Index.ListModuleVersions(t.Context(), "acme", "net", "aws"); len(vs) != 4 {
 		t.Fatalf("%d versions after the delete, want 4", len(vs))
+	}
+}
+
+// TestGitSourceRefusesNonPublicHosts: on a Trove without
+// --git-source-allow-private, a git source naming a loopback, private or
+// metadata address is refused with a JSON error naming the flag, and
+// nothing is stored.
+func TestGitSourceRefusesNonPublicHosts(t *testing.T) {
+	s, tokens := setup(t)
+	path := "/api/v1/namespaces/acme/modules/net/aws/git-source"
+	for _, u := range []string{"http://127.1/net.git", "https://0x7f.1/net.git", "https://169.254.169.254/net.git", "git://localhost./net.git",
+		"ssh://git@10.0.0.1/net.git", "git@[0:0:0:0:0:ffff:7f00:1]:net.git"} {
+		status, raw := apiDo(t, s, "POST", path, tokens[acmeAdmin], "application/json", jsonReader(apispec.CreateGitSourceRequest{URL: u}))
+		var body struct{ Errors []string }
+		if status != http.StatusBadRequest || json.Unmarshal(raw, &body) != nil || len(body.Errors) != 1 ||
+			!strings.Contains(body.Errors[0], "public addresses only") || !strings.Contains(body.Errors[0], "--git-source-allow-private") {
+			t.Errorf("create %s = %d %s, want 400 naming --git-source-allow-private", u, status, raw)
+		}
+	}
+	if all, _ := s.Index.ListGitSources(t.Context(), ""); len(all) != 0 {
+		t.Fatalf("a refused source was stored: %+v", all)
 	}
 }

@@ -55,6 +55,7 @@ import (
 	"trove.dev/trove/internal/gitsource"
 	"trove.dev/trove/internal/mirror"
 	"trove.dev/trove/internal/modules"
+	"trove.dev/trove/internal/netguard"
 	"trove.dev/trove/internal/operations"
 	"trove.dev/trove/internal/protocol/discovery"
 	"trove.dev/trove/internal/protocol/login"
@@ -343,6 +344,7 @@ func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
 	a.GitSources = gitsource.New(gitsource.Options{
 		Index: idx, Modules: mods, Secret: a.SigningSecret, TempDir: tempDir,
 		PollInterval: cfg.GitPollInterval, MaxRepoBytes: cfg.GitMaxRepoBytes,
+		Guard:          netguard.Guard{AllowPrivate: cfg.GitAllowPrivate, Flag: gitsource.AllowPrivateFlag},
 		PublishEffects: api.GitPublishEffects(gitRec, a.Events),
 		Done:           func(ctx context.Context, fx *store.Effects) { gitRec.Done(ctx, fx); a.Events.Done(ctx, fx) },
 		Record:         func(ctx context.Context, e registry.AuditEvent) { gitRec.Record(ctx, nil, e) },
@@ -356,6 +358,7 @@ func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
 	rec := audit.New(idx, log)
 	ops := operations.New(operations.Options{
 		Index: idx, Access: access, Audit: rec, Events: a.Events, Managed: managed, SignInTokenTTL: lopt.TokenTTL,
+		GitSources:       a.GitSources,
 		NoLocalPasswords: !cfg.Access.LocalPasswords,
 		Logger:           log,
 		WebhookURLs:      registry.WebhookURLRules{AllowHTTP: cfg.Webhooks.AllowHTTP, AllowPrivate: cfg.Webhooks.AllowPrivate},

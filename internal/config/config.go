@@ -134,6 +134,10 @@ type Config struct {
 	// GitMaxRepoBytes bounds what one sync of a git source may fetch and
 	// check out on disk.
 	GitMaxRepoBytes int64
+	// GitAllowPrivate lets git sources fetch from loopback, private,
+	// link-local and other non-public addresses; refused by default (SSRF
+	// guard, internal/netguard).
+	GitAllowPrivate bool
 	// Index selects and configures the metadata backend.
 	Index Index
 	// Blobs selects and configures the blob backend.
@@ -227,6 +231,7 @@ func (c *Config) FlagSet(name string) *flag.FlagSet {
 	fs.Var((*moduleMirrors)(&c.ModuleMirrors), "module-mirror", "mirror the modules of an upstream registry's namespace in a namespace of Trove: `NAMESPACE=HOST/UPSTREAM_NAMESPACE`, e.g. tfaws=registry.terraform.io/terraform-aws-modules (HOST must be a mirror upstream); repeatable, comma-separated in TROVE_MODULE_MIRROR")
 	fs.DurationVar(&c.GCInterval, "gc-interval", 0, "how often to reclaim the stored files no version references (garbage collection; one replica at a time runs it), e.g. 24h; 0 never (run trove gc instead)")
 	fs.DurationVar(&c.GitPollInterval, "git-poll-interval", DefaultGitPollInterval, "how often the git sources of modules are polled for new version tags, unless a source sets its own interval; 0 never (webhooks and trove module source sync only)")
+	fs.BoolVar(&c.GitAllowPrivate, "git-source-allow-private", false, "let the git sources of modules fetch from loopback, private and link-local addresses (refused by default: a namespace admin could otherwise probe the internal network)")
 	fs.Var((*byteSize)(&c.GitMaxRepoBytes), "git-max-repo-bytes", "most disk one sync of a module's git source may use for a tag's fetch and checkout, in `bytes`")
 	fs.DurationVar(&c.GCGrace, "gc-grace", DefaultGCGrace, "grace period of the periodic garbage collection: files modified more recently are kept (longer than the slowest publish)")
 	fs.TextVar(&c.LogLevel, "log-level", slog.LevelInfo, "lowest `level` logged: debug, info, warn or error")

@@ -228,7 +228,7 @@ func TestEveryFlagHasAnEnvVar(t *testing.T) {
 			"signing-secret-file": "/etc/trove/signing-secret", "downloads-flush-interval": "30s",
 			"webhook-allow-private": "true", "webhook-allow-http": "true", "webhook-timeout": "5s", "webhook-attempts": "3", "webhook-retention": "48h",
 			"gc-interval": "24h", "gc-grace": "2h", "mirror-idle-timeout": "2m", "module-mirror": "tfaws=registry.example.com/aws-modules",
-			"git-poll-interval": "10m", "git-max-repo-bytes": "7",
+			"git-poll-interval": "10m", "git-max-repo-bytes": "7", "git-source-allow-private": "true",
 		}[f.Name]
 		if v == "" {
 			t.Errorf("flag --%s has no test value", f.Name)

@@ -199,6 +199,7 @@ func TestWebUIAccessibility(t *testing.T) {
 		{name: "module", path: modulePath, check: checkModulePage},
 		{name: "tokens", path: web.TokensPath, signedIn: true},
 		{name: "namespace settings", path: "/namespaces/acme/settings", signedIn: true},
+		{name: "git sources", path: "/namespaces/acme/git-sources", signedIn: true},
 	}
 	signedIn := false
 	for _, width := range []int{1280, 390} {

@@ -22,7 +22,7 @@ func gitModuleTF(v string) map[string]string {
 // keeps its content.
 func TestGitModulesFromTrove(t *testing.T) {
 	requireTerraform(t)
-	srv := startTrove(t, filepath.Join(t.TempDir(), "data"))
+	srv := startTrove(t, filepath.Join(t.TempDir(), "data"), "--git-source-allow-private") // the git server is on loopback
 	srv.mustCLI(t, srv.AdminToken, "namespace", "create", namespace, "--visibility", "public")
 
 	root := t.TempDir()

@@ -44,7 +44,7 @@ type gitRunner struct {
 const allowedProtocols = "http:https:git:ssh"
 
 // newRunner prepares dir for syncing src with creds.
-func newRunner(dir string, src registry.GitSource, creds credentials, maxBytes int64) (*gitRunner, error) {
+func newRunner(dir string, src registry.GitSource, p pin, creds credentials, maxBytes int64) (*gitRunner, error) {
 	home := filepath.Join(dir, "home")
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		return nil, err
@@ -86,11 +86,12 @@ func newRunner(dir string, src registry.GitSource, creds credentials, maxBytes i
 		}
 		config = append(config, [2]string{"core.sshCommand", "ssh -F " + os.DevNull + " -i " + shellQuote(keyFile) +
 			" -o IdentitiesOnly=yes -o BatchMode=yes -o StrictHostKeyChecking=yes -o UserKnownHostsFile=" + shellQuote(known) +
-			" -o ProxyCommand=none -o ProxyJump=none -o PermitLocalCommand=no -o ClearAllForwardings=yes"})
+			" -o ProxyCommand=none -o ProxyJump=none -o PermitLocalCommand=no -o ClearAllForwardings=yes" + p.sshOpts})
 	default:
 		config = append(config, [2]string{"core.sshCommand", "ssh -F " + os.DevNull + " -o BatchMode=yes -o StrictHostKeyChecking=yes -o UserKnownHostsFile=" + os.DevNull +
-			" -o ProxyCommand=none -o ProxyJump=none -o PermitLocalCommand=no"})
+			" -o ProxyCommand=none -o ProxyJump=none -o PermitLocalCommand=no" + p.sshOpts})
 	}
+	config = append(config, p.config...)
 	// The configuration travels in the environment (GIT_CONFIG_*), never
 	// in the arguments, which other local users can read in ps.
 	env := []string{
@@ -111,7 +112,7 @@ func newRunner(dir string, src registry.GitSource, creds credentials, maxBytes i
 	for i, kv := range config {
 		env = append(env, fmt.Sprintf("GIT_CONFIG_KEY_%d=%s", i, kv[0]), fmt.Sprintf("GIT_CONFIG_VALUE_%d=%s", i, kv[1]))
 	}
-	return &gitRunner{dir: dir, url: src.URL, env: env, maxBytes: maxBytes}, nil
+	return &gitRunner{dir: dir, url: p.url, env: env, maxBytes: maxBytes}, nil
 }
 
 // shellQuote quotes s for the shell git runs core.sshCommand with.

@@ -10,6 +10,12 @@
 // poll interval, one sync of a source at a time on all replicas (a lease
 // in the index).
 //
+// Every connection is guarded against server-side request forgery
+// (netguard): a URL naming a literal non-public address is refused at
+// creation, and each sync resolves the host once, refuses it if it
+// resolves to non-public addresses only, and pins git to the address
+// allowed (pin), unless Options.Guard allows private addresses.
+//
 // Git is run as a program with none of the server's git configuration,
 // only network transports (GIT_ALLOW_PROTOCOL), no prompts, credentials
 // passed in its environment rather than its arguments, a disk budget per
@@ -32,6 +38,7 @@ import (
 	"unicode/utf8"
 
 	"trove.dev/trove/internal/modules"
+	"trove.dev/trove/internal/netguard"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/signing"
 	"trove.dev/trove/internal/store"
@@ -74,6 +81,10 @@ type Options struct {
 	// Record appends an audit event that goes with no change (a moved
 	// tag refused); nil records none.
 	Record func(ctx context.Context, e registry.AuditEvent)
+	// Guard judges the addresses syncs connect to (netguard): public
+	// ones only, unless AllowPrivate (--git-source-allow-private). Its
+	// Flag defaults to AllowPrivateFlag.
+	Guard  netguard.Guard
 	Logger *slog.Logger
 	Now    func() time.Time
 }
@@ -102,6 +113,9 @@ func New(opt Options) *Service {
 	}
 	if opt.Now == nil {
 		opt.Now = time.Now
+	}
+	if opt.Guard.Flag == "" {
+		opt.Guard.Flag = AllowPrivateFlag
 	}
 	if opt.PublishEffects == nil {
 		opt.PublishEffects = func(context.Context, string) *store.Effects { return nil }
@@ -142,6 +156,9 @@ func (s *Service) Create(ctx context.Context, src Source) (Created, error) {
 	g := registry.GitSource{Namespace: v.Namespace, Name: v.Name, System: v.System, TagPrefix: src.TagPrefix,
 		Auth: src.Auth, Username: src.Username, KnownHosts: src.KnownHosts, PollInterval: src.PollInterval, CreatedBy: src.CreatedBy}
 	if g.URL, err = registry.ParseGitURL(src.URL); err != nil {
+		return Created{}, err
+	}
+	if err := checkHost(s.opt.Guard, g.URL); err != nil {
 		return Created{}, err
 	}
 	if g.Subdir, err = registry.ParseGitSubdir(src.Subdir); err != nil {
@@ -335,7 +352,11 @@ func (s *Service) sync(ctx context.Context, g registry.GitSource, actor string) 
 		return rep, err
 	}
 	defer os.RemoveAll(dir)
-	run, err := newRunner(dir, g, creds, s.opt.MaxRepoBytes)
+	p, err := pinTo(ctx, s.opt.Guard, g.URL)
+	if err != nil {
+		return rep, err
+	}
+	run, err := newRunner(dir, g, p, creds, s.opt.MaxRepoBytes)
 	if err != nil {
 		return rep, err
 	}
@@ -526,4 +547,10 @@ func (s *Service) List(ctx context.Context, namespace string) ([]registry.GitSou
 // versions it published stay.
 func (s *Service) Delete(ctx context.Context, namespace, name, system string) error {
 	return s.opt.Index.DeleteGitSource(ctx, namespace, name, system)
+}
+
+// Tags returns the tags recorded for a module's git source: the versions
+// it found, published or not yet.
+func (s *Service) Tags(ctx context.Context, namespace, name, system string) ([]registry.GitTag, error) {
+	return s.opt.Index.GitTags(ctx, namespace, name, system)
 }

@@ -17,6 +17,7 @@ import (
 
 	gst "trove.dev/trove/internal/gitsource/gitsourcetest"
 	"trove.dev/trove/internal/modules"
+	"trove.dev/trove/internal/netguard"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/signing"
 	"trove.dev/trove/internal/store/fsblob"
@@ -32,7 +33,14 @@ type env struct {
 	audit []registry.AuditEvent
 }
 
+// newEnv is a Service that may reach the test's git servers on loopback
+// (--git-source-allow-private).
 func newEnv(t *testing.T, maxRepo int64) *env {
+	t.Helper()
+	return newGuardedEnv(t, maxRepo, netguard.Guard{AllowPrivate: true})
+}
+
+func newGuardedEnv(t *testing.T, maxRepo int64, guard netguard.Guard) *env {
 	t.Helper()
 	dir := t.TempDir()
 	idx, err := sqlite.Open(t.Context(), filepath.Join(dir, "trove.db"))
@@ -49,7 +57,7 @@ func newEnv(t *testing.T, maxRepo int64) *env {
 	}
 	e := &env{idx: idx, blobs: blobs}
 	pub := modules.NewPublisher(modules.Options{Index: idx, Blobs: blobs, TempDir: filepath.Join(dir, "tmp")})
-	e.svc = New(Options{Index: idx, Modules: pub, TempDir: filepath.Join(dir, "tmp"), MaxRepoBytes: maxRepo,
+	e.svc = New(Options{Index: idx, Modules: pub, TempDir: filepath.Join(dir, "tmp"), MaxRepoBytes: maxRepo, Guard: guard,
 		Secret: signing.SecretFile{Path: filepath.Join(dir, "signing-secret"), Create: true},
 		Record: func(_ context.Context, a registry.AuditEvent) {
 			e.mu.Lock()
@@ -335,7 +343,7 @@ func TestGitRefusesLocalTransports(t *testing.T) {
 	gst.NewRepo(t, root, "net", map[string]string{"main.tf": mainTF})
 	marker := filepath.Join(t.TempDir(), "pwned")
 	for _, u := range []string{"file://" + filepath.Join(root, "net"), filepath.Join(root, "net"), "ext::sh -c touch% " + marker} {
-		run, err := newRunner(t.TempDir(), registry.GitSource{URL: u, Auth: registry.GitAuthNone}, credentials{}, 1<<30)
+		run, err := newRunner(t.TempDir(), registry.GitSource{URL: u, Auth: registry.GitAuthNone}, pin{url: u}, credentials{}, 1<<30)
 		if err != nil {
 			t.Fatal(err)
 		}

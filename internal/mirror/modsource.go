@@ -17,10 +17,10 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"trove.dev/trove/internal/modules"
+	"trove.dev/trove/internal/netguard"
 	"trove.dev/trove/internal/registry"
 )
 
@@ -182,40 +182,15 @@ func parseModuleSource(doc *url.URL, raw string, allowHTTP bool) (moduleSource, 
 // elide shortens s for an error message.
 func elide(s string) string { return registry.Elide(s) }
 
-// hostGuard decides which addresses a module source may be fetched from:
-// public ones only, unless the upstream itself was configured on a
-// non-public address (a registry on the internal network or loopback),
-// whose modules may then live there too.
-type hostGuard struct{ allowPrivate bool }
+// hostGuard decides which addresses a module source may be fetched from
+// (netguard, Trove's one SSRF guard): public ones only, unless the
+// upstream itself was configured on a non-public address (a registry on
+// the internal network or loopback), whose modules may then live there
+// too.
+type hostGuard = netguard.Guard
 
-// control is a net.Dialer Control function: it runs for every address
-// tried after resolution, so a name resolving to a private address is
-// refused too.
-func (g hostGuard) control(network, address string, _ syscall.RawConn) error {
-	ap, err := netip.ParseAddrPort(address)
-	if err != nil {
-		return fmt.Errorf("cannot parse address %q", address)
-	}
-	if !g.allowPrivate && !registry.PublicAddr(ap.Addr()) {
-		return fmt.Errorf("refused to fetch a module from the non-public address %s", ap.Addr())
-	}
-	return nil
-}
-
-// resolve returns one address of host that the guard allows (for git,
-// which is then pinned to it).
-func (g hostGuard) resolve(ctx context.Context, host string) (netip.Addr, error) {
-	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
-	if err != nil {
-		return netip.Addr{}, err
-	}
-	for _, a := range addrs {
-		if g.allowPrivate || registry.PublicAddr(a) {
-			return a.Unmap(), nil
-		}
-	}
-	return netip.Addr{}, fmt.Errorf("refused to fetch a module from %s: it resolves to non-public addresses only", host)
-}
+// guardFor returns the guard of an upstream's module sources.
+func guardFor(allowPrivate bool) hostGuard { return netguard.Guard{AllowPrivate: allowPrivate} }
 
 // privateUpstream reports whether the upstream's configured service URL
 // is on a non-public address (loopback, a private network).
@@ -227,8 +202,8 @@ func privateUpstream(ctx context.Context, cfg registry.MirrorUpstream) bool {
 	if err != nil || u.Hostname() == "" {
 		return false
 	}
-	if u.Hostname() == "localhost" {
-		return true
+	if netguard.CheckHost(u.Hostname()) != nil {
+		return true // a literal non-public address, localhost
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -236,7 +211,7 @@ func privateUpstream(ctx context.Context, cfg registry.MirrorUpstream) bool {
 	if err != nil {
 		return false
 	}
-	return slices.ContainsFunc(addrs, func(a netip.Addr) bool { return !registry.PublicAddr(a) })
+	return slices.ContainsFunc(addrs, func(a netip.Addr) bool { return !netguard.Public(a) })
 }
 
 // archiveClient returns the HTTP client archive downloads use: the
@@ -253,7 +228,7 @@ func archiveClient(u *upstream, g hostGuard) *http.Client {
 		base = http.DefaultTransport.(*http.Transport).Clone()
 	}
 	base.Proxy = nil // the guard judges the address actually dialled
-	base.DialContext = (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second, Control: g.control}).DialContext
+	base.DialContext = g.Dialer(10 * time.Second).DialContext
 	return &http.Client{
 		Transport: &userAgentTransport{next: base, agent: userAgent(u.client)},
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
@@ -283,7 +258,7 @@ func fetchGit(ctx context.Context, src moduleSource, work string, g hostGuard, t
 	var co gitCheckout
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	addr, err := g.resolve(ctx, src.url.Hostname())
+	addr, err := g.Resolve(ctx, src.url.Hostname())
 	if err != nil {
 		return co, err
 	}
@@ -306,16 +281,11 @@ func fetchGit(ctx context.Context, src moduleSource, work string, g hostGuard, t
 		"GIT_ASKPASS=/bin/false", "SSH_ASKPASS=/bin/false", "GIT_ALLOW_PROTOCOL=" + protocols,
 		"GIT_LFS_SKIP_SMUDGE=1", "GIT_NO_REPLACE_OBJECTS=1",
 	}
-	resolveHost := src.url.Hostname()
-	ip := addr.String()
-	if addr.Is6() {
-		ip = "[" + ip + "]"
-	}
 	common := []string{
 		"-c", "core.hooksPath=/dev/null", "-c", "core.symlinks=true", "-c", "core.fsmonitor=false",
 		"-c", "protocol.allow=never", "-c", "protocol." + src.url.Scheme + ".allow=always",
 		"-c", "http.followRedirects=false", "-c", "credential.helper=",
-		"-c", "http.curloptResolve=" + resolveHost + ":" + port + ":" + ip,
+		"-c", "http.curloptResolve=" + netguard.CurlResolve(src.url.Hostname(), port, addr),
 		"-c", "submodule.recurse=false", "-c", "advice.detachedHead=false",
 	}
 	run := func(dir string, args ...string) ([]byte, error) {

@@ -392,7 +392,7 @@ func (mm *Modules) fetch(ctx context.Context, namespace, name, system, version s
 	if err != nil {
 		return registry.ModuleVersion{}, mm.refuse(ctx, ref, what, registry.Errorf(registry.UpstreamInvalid, "upstream %s: the download answer of %s: %v; refused, nothing was mirrored", ref.mp.Host, what, err))
 	}
-	guard := hostGuard{allowPrivate: privateUpstream(ctx, u.cfg)}
+	guard := guardFor(privateUpstream(ctx, u.cfg))
 	work, err := mm.m.stage.MkdirTemp("module-*.d")
 	if err != nil {
 		return registry.ModuleVersion{}, registry.Wrap(registry.Internal, err, "creating a staging directory for a mirrored module")

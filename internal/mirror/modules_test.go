@@ -437,7 +437,7 @@ func TestModuleSourceGuard(t *testing.T) {
 	}
 	// A git checkout over the size limit is given up.
 	src, _ = parseModuleSource(&url.URL{Scheme: "http", Host: "x"}, "git::"+f.up.srv.URL+"/git/net.git?ref=v1.0.0", true)
-	if _, err := fetchGit(ctx, src, t.TempDir(), hostGuard{allowPrivate: true}, time.Minute, 10); !registry.IsKind(err, registry.TooLarge) {
+	if _, err := fetchGit(ctx, src, t.TempDir(), guardFor(true), time.Minute, 10); !registry.IsKind(err, registry.TooLarge) {
 		t.Fatalf("a checkout over the limit: %v", err)
 	}
 }

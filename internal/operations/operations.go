@@ -33,6 +33,7 @@ import (
 
 	"trove.dev/trove/internal/audit"
 	"trove.dev/trove/internal/auth"
+	"trove.dev/trove/internal/gitsource"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/signing"
 	"trove.dev/trove/internal/store"
@@ -88,8 +89,12 @@ type Options struct {
 	// (--login-token-ttl), and so of a token a web session creates;
 	// <= 0 means DefaultSignInTokenTTL.
 	SignInTokenTTL time.Duration
-	Logger         *slog.Logger
-	Now            func() time.Time
+	// GitSources keeps the git sources of modules (nil: this Trove
+	// takes no modules from git; the git source operations are then
+	// Unavailable).
+	GitSources *gitsource.Service
+	Logger     *slog.Logger
+	Now        func() time.Time
 }
 
 // DefaultSignInTokenTTL is Options.SignInTokenTTL's default, the default

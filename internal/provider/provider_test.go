@@ -90,12 +90,12 @@ type accEnv struct {
 
 // newAccEnv starts a Trove for an acceptance test. It skips the test
 // before starting anything unless TF_ACC is set.
-func newAccEnv(t *testing.T) *accEnv {
+func newAccEnv(t *testing.T, opts ...trovetest.Options) *accEnv {
 	t.Helper()
 	if os.Getenv(resource.EnvTfAcc) == "" {
 		t.Skip("acceptance test: set TF_ACC=1 to run it with the real terraform CLI (scripts/test.sh does)")
 	}
-	srv := trovetest.Start(t)
+	srv := trovetest.Start(t, opts...)
 	api, err := client.New(srv.URL, srv.AdminToken, client.WithCAFile(srv.CAFile))
 	if err != nil {
 		t.Fatal(err)

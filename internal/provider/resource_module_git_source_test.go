@@ -11,6 +11,7 @@ import (
 
 	"trove.dev/trove/apispec"
 	gst "trove.dev/trove/internal/gitsource/gitsourcetest"
+	"trove.dev/trove/internal/trovetest"
 )
 
 const gitSourceAddr = "trove_module_git_source.test"
@@ -26,7 +27,7 @@ func gitSourceConfig(url, extra string) string {
 }
 
 func TestAccModuleGitSource(t *testing.T) {
-	e := newAccEnv(t)
+	e := newAccEnv(t, trovetest.Options{GitServers: true})
 	// The namespace is made outside Terraform: it keeps the published
 	// versions after the destroy.
 	if _, err := e.api.CreateNamespace(t.Context(), apispec.CreateNamespaceRequest{Name: "acme"}); err != nil {

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"errors"
 	"net"
 	"net/netip"
 	"net/url"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"trove.dev/trove/internal/netguard"
 )
 
 // Event types a webhook can subscribe to (docs/webhooks.md). A
@@ -262,85 +265,16 @@ func CheckWebhookURL(raw string, rules WebhookURLRules) error {
 	if rules.AllowPrivate {
 		return nil
 	}
-	// The name as a resolver reads it: case and the root's trailing dots
-	// do not change which address it names.
-	host := strings.TrimRight(strings.ToLower(strings.Trim(u.Hostname(), "[]")), ".")
-	if ip, err := netip.ParseAddr(host); err == nil {
-		if !PublicAddr(ip) {
-			return Errorf(Invalid, "webhook URL %s names the non-public address %s: this Trove delivers to public addresses only", quote(Elide(raw)), ip)
-		}
-		return nil
-	}
-	if host == "" || host == "localhost" || strings.HasSuffix(host, ".localhost") {
-		return Errorf(Invalid, "webhook URL %s names localhost: this Trove delivers to public addresses only", quote(Elide(raw)))
-	}
-	if numericHost(host) {
-		return Errorf(Invalid, "webhook URL %s names the address %s in a non-standard form: write an IP address in dotted decimal (IPv4) or in brackets (IPv6), or use a host name", quote(Elide(raw)), quote(host))
+	var he *netguard.HostError
+	if err := netguard.CheckHost(u.Hostname()); errors.As(err, &he) {
+		return Errorf(Invalid, "webhook URL %s %s: this Trove delivers to public addresses only", quote(Elide(raw)), he)
 	}
 	return nil
 }
 
-// numericHost reports whether host could be read as an IPv4 address in one
-// of the legacy forms resolvers accept (127.1, 0x7f.1, 2130706433, 0177.0.0.1):
-// dot-separated parts of digits or 0x-prefixed hex digits only. Such names
-// are refused rather than judged, as their meaning differs between
-// resolvers.
-func numericHost(host string) bool {
-	for part := range strings.SplitSeq(host, ".") {
-		digits := part
-		if h, ok := strings.CutPrefix(part, "0x"); ok {
-			digits = h
-			if digits == "" {
-				continue
-			}
-			if strings.Trim(digits, "0123456789abcdef") != "" {
-				return false
-			}
-			continue
-		}
-		if digits == "" || strings.Trim(digits, "0123456789") != "" {
-			return false
-		}
-	}
-	return true
-}
-
-// nonPublic are the address ranges besides loopback, private, link-local,
-// multicast and unspecified ones that PublicAddr refuses.
-var nonPublic = []netip.Prefix{
-	netip.MustParsePrefix("0.0.0.0/8"),      // "this network"
-	netip.MustParsePrefix("100.64.0.0/10"),  // carrier-grade NAT
-	netip.MustParsePrefix("192.0.0.0/24"),   // IETF protocol assignments
-	netip.MustParsePrefix("198.18.0.0/15"),  // benchmarking
-	netip.MustParsePrefix("240.0.0.0/4"),    // reserved, broadcast
-	netip.MustParsePrefix("64:ff9b::/96"),   // NAT64, may reach IPv4 private ranges
-	netip.MustParsePrefix("64:ff9b:1::/48"), // local-use NAT64
-	netip.MustParsePrefix("2001:db8::/32"),  // documentation
-	netip.MustParsePrefix("fec0::/10"),      // deprecated site-local
-	netip.MustParsePrefix("100::/64"),       // discard-only
-	netip.MustParsePrefix("2002::/16"),      // 6to4, may embed private IPv4
-	netip.MustParsePrefix("169.254.0.0/16"), // link-local, cloud metadata
-	netip.MustParsePrefix("192.88.99.0/24"), // 6to4 relay anycast
-	netip.MustParsePrefix("255.255.255.255/32"),
-}
-
-// PublicAddr reports whether ip is a public unicast address: not
-// loopback, private (RFC 1918, fc00::/7), link-local, multicast,
-// unspecified, carrier-grade NAT or another special-purpose range. An
-// IPv4-mapped IPv6 address is judged as its IPv4 address.
-func PublicAddr(ip netip.Addr) bool {
-	ip = ip.Unmap()
-	if !ip.IsValid() || ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
-		ip.IsInterfaceLocalMulticast() || ip.IsMulticast() || ip.IsUnspecified() {
-		return false
-	}
-	for _, p := range nonPublic {
-		if p.Contains(ip) {
-			return false
-		}
-	}
-	return true
-}
+// PublicAddr reports whether ip is a public unicast address; the rule is
+// netguard.Public, Trove's one SSRF guard.
+func PublicAddr(ip netip.Addr) bool { return netguard.Public(ip) }
 
 // PublicIP is PublicAddr of a net.IP.
 func PublicIP(ip net.IP) bool {

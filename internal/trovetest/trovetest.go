@@ -76,6 +76,9 @@ type Options struct {
 	// --webhook-allow-http, so that webhooks can reach test receivers
 	// (httptest servers on loopback).
 	WebhookReceivers bool
+	// GitServers starts Trove with --git-source-allow-private, so that
+	// git sources can fetch from test git servers on loopback.
+	GitServers bool
 	// PostgresDSN, when set, starts Trove on this PostgreSQL index
 	// (--index-backend postgres; pgtest.NewSchema gives one) instead of
 	// SQLite, with a signing secret file of its own, as replicas need
@@ -109,6 +112,9 @@ func Start(t testing.TB, opts ...Options) *Server {
 	}
 	if opt.WebhookReceivers {
 		args = append(args, "--webhook-allow-private", "--webhook-allow-http")
+	}
+	if opt.GitServers {
+		args = append(args, "--git-source-allow-private")
 	}
 	if opt.PostgresDSN != "" {
 		secret := filepath.Join(dir, "signing-secret")

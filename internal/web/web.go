@@ -208,6 +208,10 @@ func (s *Service) Register(mux *http.ServeMux) {
 	mux.Handle("POST /namespaces/{namespace}/settings/members", s.page(s.setMember))
 	mux.Handle("POST /namespaces/{namespace}/settings/members/{user}/remove", s.page(s.removeMember))
 	mux.Handle("POST /namespaces/{namespace}/settings/tokens/{id}/revoke", s.page(s.revokeNamespaceToken))
+	mux.Handle("GET /namespaces/{namespace}/git-sources", s.page(s.gitSourcesPage))
+	mux.Handle("POST /namespaces/{namespace}/git-sources", s.page(s.addGitSource))
+	mux.Handle("POST /namespaces/{namespace}/git-sources/{name}/{system}/remove", s.page(s.removeGitSource))
+	mux.Handle("POST /namespaces/{namespace}/git-sources/{name}/{system}/sync", s.page(s.syncGitSource))
 }
 
 // NotFound renders the UI's "not found" page; the server calls it for GET

@@ -30,9 +30,9 @@ type env struct {
 
 const password = "correct horse battery"
 
-func start(t *testing.T) *env {
+func start(t *testing.T, opts ...trovetest.Options) *env {
 	t.Helper()
-	srv := trovetest.Start(t)
+	srv := trovetest.Start(t, opts...)
 	admin, err := client.New(srv.URL, srv.AdminToken, client.WithCAFile(srv.CAFile))
 	if err != nil {
 		t.Fatal(err)
