@@ -31,6 +31,7 @@ func TestLoadDefaults(t *testing.T) {
 		LogFormat:              "text",
 		CacheBytes:             12 << 20,
 		DownloadsFlushInterval: 10 * time.Second,
+		ConsumerRetentionDays:  90,
 		MirrorIdleTimeout:      time.Minute,
 		GCGrace:                time.Hour,
 		GitPollInterval:        5 * time.Minute,
@@ -188,8 +189,9 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 	c.LogFormat = "xml"
 	c.Limits.MaxZipEntries = 0
 	c.DownloadsFlushInterval = 10 * time.Millisecond
+	c.ConsumerRetentionDays = 367
 	err = c.Validate()
-	for _, want := range []string{"--log-format", "--max-zip-entries", "--downloads-flush-interval"} {
+	for _, want := range []string{"--log-format", "--max-zip-entries", "--downloads-flush-interval", "--consumer-retention-days"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate() = %v, want it to mention %s", err, want)
 		}
@@ -225,7 +227,7 @@ func TestEveryFlagHasAnEnvVar(t *testing.T) {
 			"s3-endpoint": "https://s3.example", "s3-region": "eu-west-1", "s3-bucket": "b", "s3-prefix": "p",
 			"s3-path-style": "true", "s3-access-key": "a", "s3-secret-key": "s", "download-mode": "proxy",
 			"private-download-url-ttl": "3m", "login-token-ttl": "24h", "config": "/etc/trove.env", "mirror-public": "true", "local-passwords": "false",
-			"signing-secret-file": "/etc/trove/signing-secret", "downloads-flush-interval": "30s",
+			"signing-secret-file": "/etc/trove/signing-secret", "downloads-flush-interval": "30s", "consumer-retention-days": "7",
 			"webhook-allow-private": "true", "webhook-allow-http": "true", "webhook-timeout": "5s", "webhook-attempts": "3", "webhook-retention": "48h",
 			"gc-interval": "24h", "gc-grace": "2h", "mirror-idle-timeout": "2m", "module-mirror": "tfaws=registry.example.com/aws-modules",
 			"git-poll-interval": "10m", "git-max-repo-bytes": "7", "git-source-allow-private": "true",
