@@ -12,7 +12,7 @@ import (
 // token on standard input), syncs it, lists it and removes it, and
 // checks the usage errors.
 func TestModuleSourceCommands(t *testing.T) {
-	s := trovetest.Start(t)
+	s := trovetest.Start(t, trovetest.Options{GitServers: true}) // the git server is on loopback
 	admin := map[string]string{"TROVE_ADDR": s.URL, "TROVE_TOKEN": s.AdminToken, "TROVE_CA_FILE": s.CAFile}
 	run := func(stdin string, args ...string) result {
 		t.Helper()
