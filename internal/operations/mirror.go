@@ -12,7 +12,6 @@ import (
 	svchost "github.com/hashicorp/terraform-svchost"
 
 	"trove.dev/trove/apispec"
-	"trove.dev/trove/internal/mirror"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/store"
 	"trove.dev/trove/internal/webhook"
@@ -225,7 +224,7 @@ func checkUpstream(host string, req apispec.PutMirrorUpstreamRequest) (registry.
 			return u, registry.Errorf(registry.Invalid, "mirror rule %q: %s", registry.Elide(rule.Provider), registry.Message(err))
 		}
 		r.MinAge = age
-		if err := mirror.CheckRule(r); err != nil {
+		if err := registry.CheckMirrorRule(r); err != nil {
 			return u, err
 		}
 		u.Allow = append(u.Allow, r)
