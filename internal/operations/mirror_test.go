@@ -117,8 +117,12 @@ func TestMirrorUpstreamsRefused(t *testing.T) {
 		{"host too long", root, strings.Repeat("a", 300) + ".example.com", good, registry.Invalid},
 		{"empty host", root, "", good, registry.Invalid},
 		{"http service URL", root, "registry.example.com", with(func(r *apispec.PutMirrorUpstreamRequest) { r.ServiceURL = "http://registry.example.com/v1/providers/" }), registry.Invalid},
-		{"service URL with user", root, "registry.example.com", with(func(r *apispec.PutMirrorUpstreamRequest) { r.ServiceURL = "https://u:p@registry.example.com/v1/providers/" }), registry.Invalid},
-		{"service URL with query", root, "registry.example.com", with(func(r *apispec.PutMirrorUpstreamRequest) { r.ServiceURL = "https://registry.example.com/v1/providers/?x=1" }), registry.Invalid},
+		{"service URL with user", root, "registry.example.com", with(func(r *apispec.PutMirrorUpstreamRequest) {
+			r.ServiceURL = "https://u:p@registry.example.com/v1/providers/"
+		}), registry.Invalid},
+		{"service URL with query", root, "registry.example.com", with(func(r *apispec.PutMirrorUpstreamRequest) {
+			r.ServiceURL = "https://registry.example.com/v1/providers/?x=1"
+		}), registry.Invalid},
 		{"relative service URL", root, "registry.example.com", with(func(r *apispec.PutMirrorUpstreamRequest) { r.ServiceURL = "/v1/providers/" }), registry.Invalid},
 		{"file service URL", root, "registry.example.com", with(func(r *apispec.PutMirrorUpstreamRequest) { r.ServiceURL = "file:///etc/passwd" }), registry.Invalid},
 		{"service URL with a newline", root, "registry.example.com", with(func(r *apispec.PutMirrorUpstreamRequest) { r.ServiceURL = "https://registry.example.com/\n" }), registry.Invalid},
