@@ -110,8 +110,8 @@ func (o *Operations) mirrorChanged() {
 	}
 }
 
-// MirroredProvider names a provider of an upstream registry, normalized
-// (MirroredProvider).
+// MirroredProvider names a provider of an upstream registry: host,
+// namespace and type, as Operations.MirroredProvider normalizes them.
 type MirroredProvider struct{ Host, Namespace, Type string }
 
 // String is "host/namespace/type".
