@@ -147,4 +147,21 @@ func TestDeleteModuleVersion(t *testing.T) {
 	if got, want := e.deliveries(t), []string{registry.EventModuleDeleted, registry.EventProviderDeleted}; !sameElements(got, want) {
 		t.Errorf("webhook deliveries %q; want %q", got, want)
 	}
+
+	// A version stored under a namespace that publishing now refuses
+	// (from before that check) can still be deleted.
+	if err := e.idx.CreateNamespace(ctx, registry.Namespace{Name: "café", Visibility: registry.VisibilityPublic, CreatedAt: e.now}); err != nil {
+		t.Fatal(err)
+	}
+	legacy := registry.ModuleVersion{Namespace: "café", Name: "net", System: "aws", Version: "1.0.0",
+		ArchiveDigest: strings.Repeat("0", 64), ArchiveFormat: "tar.gz", ArchiveSize: 1, PublishedAt: e.now}
+	if err := e.idx.CreateModuleVersion(ctx, legacy); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.ops.DeleteModuleVersion(ctx, e.user(t, "root"), "CAFÉ", "net", "aws", "1.0.0", "CAFÉ/net/aws/1.0.0"); err != nil {
+		t.Errorf("delete of a version under a namespace publishing refuses: %v", err)
+	}
+	if _, err := e.idx.GetModuleVersion(ctx, "café", "net", "aws", "1.0.0"); !registry.IsKind(err, registry.NotFound) {
+		t.Errorf("the legacy version reads back: %v", err)
+	}
 }
