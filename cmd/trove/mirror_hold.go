@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"trove.dev/trove/apispec"
+	"trove.dev/trove/client"
 	"trove.dev/trove/internal/registry"
 )
 
@@ -80,122 +82,129 @@ func mirrorHoldList() *command {
 	}
 }
 
-func mirrorHoldApprove() *command {
+// holdDecision is one of the commands that make or withdraw a decision
+// about versions of a mirrored provider; mirrorHoldDecision makes the
+// command of it.
+type holdDecision struct {
+	verb, args, summary string
+	examples            []string
+	// reasonUsage is the usage of --reason; "" for a withdrawal, which
+	// takes none.
+	reasonUsage string
+	// constraint is set for a denial: VERSION|CONSTRAINT is checked
+	// before any request.
+	constraint bool
+	// call makes the request; it returns the decision stored, nil for a
+	// withdrawal.
+	call func(ctx context.Context, c *client.Client, host, ns, typ, versions, reason string) (*apispec.MirrorDecision, error)
+	// done is what the command prints when it succeeded, a format of the
+	// provider address and the versions.
+	done string
+}
+
+// mirrorHoldDecision returns the command of d: it parses
+// HOST/NAMESPACE/TYPE and the versions, makes the request and prints the
+// decision (as JSON with --json) or what was withdrawn.
+func mirrorHoldDecision(d holdDecision) *command {
 	return &command{
-		name: "mirror hold approve", args: "HOST/NAMESPACE/TYPE VERSION [--reason TEXT]", minArgs: 2, maxArgs: 2, client: true,
-		summary:  "Release one version of a mirrored provider before its minimum age; a denial still wins (needs a global admin token).",
-		examples: []string{`trove mirror hold approve registry.terraform.io/hashicorp/aws 5.81.0 --reason "reviewed, needed for INC-42"`},
+		name: "mirror hold " + d.verb, args: d.args, minArgs: 2, maxArgs: 2, client: true, summary: d.summary, examples: d.examples,
 		setup: func(fs *flag.FlagSet, cl *cli) func(context.Context, []string) error {
-			reason, _ := textFlag(fs, "reason", "`text` saying why, kept in the audit log", registry.DescriptionLimit)
+			reason := new(string)
+			if d.reasonUsage != "" {
+				reason, _ = textFlag(fs, "reason", d.reasonUsage, registry.DescriptionLimit)
+			}
 			return func(ctx context.Context, args []string) error {
 				host, ns, typ, err := parseMirrored(args[0])
 				if err != nil {
 					return err
 				}
+				versions := args[1]
+				if d.constraint {
+					if err := registry.CheckVersionConstraint(strings.TrimSpace(versions)); err != nil || strings.TrimSpace(versions) == "" {
+						return usagef("%q is neither a version nor a version constraint: write 5.81.0 or '>= 5.81.0, < 5.81.3'", registry.Elide(versions))
+					}
+				}
 				c, err := cl.client()
 				if err != nil {
 					return err
 				}
-				d, err := c.ApproveMirroredVersion(ctx, host, ns, typ, args[1], *reason)
+				dec, err := d.call(ctx, c, host, ns, typ, versions, *reason)
 				if err != nil {
 					return err
 				}
-				if cl.jsonOut {
-					return cl.printJSON(d)
+				if dec != nil {
+					if cl.jsonOut {
+						return cl.printJSON(*dec)
+					}
+					versions = dec.Versions
 				}
-				fmt.Fprintf(cl.stdout, "Approved %s/%s/%s %s: the mirror serves it unless a denial matches it\n", host, ns, typ, d.Versions)
+				if !cl.jsonOut {
+					fmt.Fprintf(cl.stdout, d.done+"\n", host+"/"+ns+"/"+typ, versions)
+				}
 				return nil
 			}
 		},
 	}
+}
+
+// decided adapts a request that stores a decision to holdDecision.call.
+func decided(dec apispec.MirrorDecision, err error) (*apispec.MirrorDecision, error) {
+	if err != nil {
+		return nil, err
+	}
+	return &dec, nil
+}
+
+func mirrorHoldApprove() *command {
+	return mirrorHoldDecision(holdDecision{
+		verb: "approve", args: "HOST/NAMESPACE/TYPE VERSION [--reason TEXT]",
+		summary:     "Release one version of a mirrored provider before its minimum age; a denial still wins (needs a global admin token).",
+		examples:    []string{`trove mirror hold approve registry.terraform.io/hashicorp/aws 5.81.0 --reason "reviewed, needed for INC-42"`},
+		reasonUsage: "`text` saying why, kept in the audit log",
+		call: func(ctx context.Context, c *client.Client, host, ns, typ, versions, reason string) (*apispec.MirrorDecision, error) {
+			return decided(c.ApproveMirroredVersion(ctx, host, ns, typ, versions, reason))
+		},
+		done: "Approved %s %s: the mirror serves it unless a denial matches it",
+	})
 }
 
 func mirrorHoldUnapprove() *command {
-	return &command{
-		name: "mirror hold unapprove", args: "HOST/NAMESPACE/TYPE VERSION", minArgs: 2, maxArgs: 2, client: true,
+	return mirrorHoldDecision(holdDecision{
+		verb: "unapprove", args: "HOST/NAMESPACE/TYPE VERSION",
 		summary:  "Withdraw an approval: the version is held again until its minimum age (needs a global admin token).",
 		examples: []string{"trove mirror hold unapprove registry.terraform.io/hashicorp/aws 5.81.0"},
-		setup: func(fs *flag.FlagSet, cl *cli) func(context.Context, []string) error {
-			return func(ctx context.Context, args []string) error {
-				host, ns, typ, err := parseMirrored(args[0])
-				if err != nil {
-					return err
-				}
-				c, err := cl.client()
-				if err != nil {
-					return err
-				}
-				if err := c.UnapproveMirroredVersion(ctx, host, ns, typ, args[1]); err != nil {
-					return err
-				}
-				if !cl.jsonOut {
-					fmt.Fprintf(cl.stdout, "Withdrew the approval of %s/%s/%s %s\n", host, ns, typ, args[1])
-				}
-				return nil
-			}
+		call: func(ctx context.Context, c *client.Client, host, ns, typ, versions, _ string) (*apispec.MirrorDecision, error) {
+			return nil, c.UnapproveMirroredVersion(ctx, host, ns, typ, versions)
 		},
-	}
+		done: "Withdrew the approval of %s %s",
+	})
 }
 
 func mirrorHoldDeny() *command {
-	return &command{
-		name: "mirror hold deny", args: "HOST/NAMESPACE/TYPE VERSION|CONSTRAINT [--reason TEXT]", minArgs: 2, maxArgs: 2, client: true,
+	return mirrorHoldDecision(holdDecision{
+		verb: "deny", args: "HOST/NAMESPACE/TYPE VERSION|CONSTRAINT [--reason TEXT]",
 		summary: "Deny versions of a mirrored provider (one version, or a constraint): the mirror stops listing, fetching and serving them, also those it holds already (needs a global admin token).",
 		examples: []string{
 			`trove mirror hold deny registry.terraform.io/hashicorp/aws 5.81.0 --reason "CVE-2026-0001"`,
 			`trove mirror hold deny registry.terraform.io/hashicorp/aws '>= 5.81.0, < 5.81.3' --reason "compromised release"`,
 		},
-		setup: func(fs *flag.FlagSet, cl *cli) func(context.Context, []string) error {
-			reason, _ := textFlag(fs, "reason", "`text` saying why, shown to clients and kept in the audit log", registry.DescriptionLimit)
-			return func(ctx context.Context, args []string) error {
-				host, ns, typ, err := parseMirrored(args[0])
-				if err != nil {
-					return err
-				}
-				if err := registry.CheckVersionConstraint(strings.TrimSpace(args[1])); err != nil || strings.TrimSpace(args[1]) == "" {
-					return usagef("%q is neither a version nor a version constraint: write 5.81.0 or '>= 5.81.0, < 5.81.3'", registry.Elide(args[1]))
-				}
-				c, err := cl.client()
-				if err != nil {
-					return err
-				}
-				d, err := c.DenyMirroredVersions(ctx, host, ns, typ, args[1], *reason)
-				if err != nil {
-					return err
-				}
-				if cl.jsonOut {
-					return cl.printJSON(d)
-				}
-				fmt.Fprintf(cl.stdout, "Denied %s/%s/%s %s: the mirror no longer lists, fetches or serves it\n", host, ns, typ, d.Versions)
-				return nil
-			}
+		reasonUsage: "`text` saying why, shown to clients and kept in the audit log",
+		constraint:  true,
+		call: func(ctx context.Context, c *client.Client, host, ns, typ, versions, reason string) (*apispec.MirrorDecision, error) {
+			return decided(c.DenyMirroredVersions(ctx, host, ns, typ, versions, reason))
 		},
-	}
+		done: "Denied %s %s: the mirror no longer lists, fetches or serves it",
+	})
 }
 
 func mirrorHoldUndeny() *command {
-	return &command{
-		name: "mirror hold undeny", args: "HOST/NAMESPACE/TYPE VERSION|CONSTRAINT", minArgs: 2, maxArgs: 2, client: true,
+	return mirrorHoldDecision(holdDecision{
+		verb: "undeny", args: "HOST/NAMESPACE/TYPE VERSION|CONSTRAINT",
 		summary:  "Withdraw a denial, written as it was given (needs a global admin token).",
 		examples: []string{"trove mirror hold undeny registry.terraform.io/hashicorp/aws '>= 5.81.0, < 5.81.3'"},
-		setup: func(fs *flag.FlagSet, cl *cli) func(context.Context, []string) error {
-			return func(ctx context.Context, args []string) error {
-				host, ns, typ, err := parseMirrored(args[0])
-				if err != nil {
-					return err
-				}
-				c, err := cl.client()
-				if err != nil {
-					return err
-				}
-				if err := c.UndenyMirroredVersions(ctx, host, ns, typ, strings.TrimSpace(args[1])); err != nil {
-					return err
-				}
-				if !cl.jsonOut {
-					fmt.Fprintf(cl.stdout, "Withdrew the denial of %s/%s/%s %s\n", host, ns, typ, args[1])
-				}
-				return nil
-			}
+		call: func(ctx context.Context, c *client.Client, host, ns, typ, versions, _ string) (*apispec.MirrorDecision, error) {
+			return nil, c.UndenyMirroredVersions(ctx, host, ns, typ, strings.TrimSpace(versions))
 		},
-	}
+		done: "Withdrew the denial of %s %s",
+	})
 }

@@ -149,8 +149,8 @@ type Options struct {
 	SignInTokenTTL time.Duration
 	// Operations makes the writes whose rules moved below HTTP; nil
 	// means operations on Index with these options' Access, Audit,
-	// Events, Managed, NoLocalPasswords, SignInTokenTTL, OnProviderChange, OnModuleChange and Now
-	// (and WebhookURLs, PublicURL and CheckIssuer).
+	// Events, Managed, NoLocalPasswords, SignInTokenTTL, OnProviderChange, OnModuleChange,
+	// OnMirrorChange, GC and Now (and WebhookURLs, PublicURL and CheckIssuer).
 	// Pass the one the web UI uses.
 	Operations *operations.Operations
 	Now        func() time.Time
@@ -191,7 +191,8 @@ func New(opt Options) http.Handler {
 			WebhookURLs:      opt.WebhookURLs,
 			PublicURL:        opt.PublicURL,
 			CheckIssuer:      opt.CheckIssuer,
-			Logger:           opt.Logger, Now: opt.Now})
+			OnMirrorChange:   opt.OnMirrorChange, GC: opt.GC,
+			Logger: opt.Logger, Now: opt.Now})
 	}
 	h := &handler{Options: opt, Ops: ops, exchangeLimiter: opt.ExchangeLimiter}
 	if h.exchangeLimiter == nil {

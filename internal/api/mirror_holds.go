@@ -6,12 +6,10 @@ import (
 	"strings"
 
 	"trove.dev/trove/apispec"
-	"trove.dev/trove/internal/auth"
 	"trove.dev/trove/internal/httpjson"
 	"trove.dev/trove/internal/mirror"
+	"trove.dev/trove/internal/operations"
 	"trove.dev/trove/internal/registry"
-	"trove.dev/trove/internal/store"
-	"trove.dev/trove/internal/webhook"
 )
 
 // MirrorHolds is what the routes of holding mirrored versions back need
@@ -33,27 +31,10 @@ func (h *handler) registerMirrorHolds(route func(string, httpjson.HandlerFunc)) 
 	route("DELETE "+apispec.RouteMirrorDenials, h.deleteMirrorDenial)
 }
 
-// mirroredProvider is the provider a hold route names.
-type mirroredProvider struct{ host, namespace, typ string }
-
-func (p mirroredProvider) String() string { return p.host + "/" + p.namespace + "/" + p.typ }
-
 // mirroredParam checks that the caller is a global admin and returns the
 // {host}/{namespace}/{type} path values normalized.
-func (h *handler) mirroredParam(r *http.Request) (mirroredProvider, error) {
-	host, err := h.upstreamParam(r)
-	if err != nil {
-		return mirroredProvider{}, err
-	}
-	ns, err := registry.ParseNamespace(r.PathValue("namespace"))
-	if err != nil {
-		return mirroredProvider{}, err
-	}
-	typ, err := registry.ParseProviderType(r.PathValue("type"))
-	if err != nil {
-		return mirroredProvider{}, err
-	}
-	return mirroredProvider{host, strings.ToLower(ns), strings.ToLower(typ)}, nil
+func (h *handler) mirroredParam(r *http.Request) (operations.MirroredProvider, error) {
+	return h.Ops.MirroredProvider(actor(r), r.PathValue("host"), r.PathValue("namespace"), r.PathValue("type"))
 }
 
 func (h *handler) holds() (MirrorHolds, error) {
@@ -73,11 +54,11 @@ func (h *handler) getMirrorProvider(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	rep, err := m.Holds(r.Context(), p.host, p.namespace, p.typ)
+	rep, err := m.Holds(r.Context(), p.Host, p.Namespace, p.Type)
 	if err != nil {
 		return err
 	}
-	out := apispec.MirrorProvider{Host: p.host, Namespace: p.namespace, Type: p.typ, Unreachable: rep.Unreachable,
+	out := apispec.MirrorProvider{Host: p.Host, Namespace: p.Namespace, Type: p.Type, Unreachable: rep.Unreachable,
 		Versions: make([]apispec.MirrorVersionStatus, 0, len(rep.Versions)), Decisions: make([]apispec.MirrorDecision, 0, len(rep.Decisions))}
 	if rep.Rule != nil {
 		doc := ruleDoc(*rep.Rule)
@@ -128,30 +109,15 @@ func (h *handler) putMirrorDenial(w http.ResponseWriter, r *http.Request) error 
 }
 
 // decide stores an approval or denial (201 when new, 200 when it
-// replaced the reason of the same one) with its audit entry and a
-// mirror.approved or mirror.denied event in the same transaction; the
-// index announces the change to the caches. Nothing is stored for a
-// decision the checks refuse.
-func (h *handler) decide(w http.ResponseWriter, r *http.Request, p mirroredProvider, kind registry.MirrorDecisionKind, versions, reason string) error {
+// replaced the reason of the same one) by operations.DecideMirror.
+func (h *handler) decide(w http.ResponseWriter, r *http.Request, p operations.MirroredProvider, kind registry.MirrorDecisionKind, versions, reason string) error {
 	if _, err := h.holds(); err != nil {
 		return err
 	}
-	d := registry.MirrorDecision{Host: p.host, Namespace: p.namespace, Type: p.typ, Kind: kind, Versions: versions, Reason: reason,
-		CreatedBy: auth.FromContext(r.Context()).Actor(), CreatedAt: h.Now().UTC()}
-	if err := registry.CheckMirrorDecision(d); err != nil {
-		return err
-	}
-	action, event := registry.AuditMirrorApprove, registry.EventMirrorApproved
-	if kind == registry.MirrorDeny {
-		action, event = registry.AuditMirrorDeny, registry.EventMirrorDenied
-	}
-	fx := h.effects(r, registry.AuditEvent{Action: action, Target: p.String() + " " + versions, Details: reason},
-		webhook.Event{Type: event, Host: p.host, MirrorNamespace: p.namespace, Name: p.typ, Version: versions, Reason: reason})
-	created, err := h.Index.PutMirrorDecision(store.WithEffects(r.Context(), fx), d)
+	d, created, err := h.Ops.DecideMirror(r.Context(), actor(r), p, kind, versions, reason)
 	if err != nil {
 		return err
 	}
-	h.done(r.Context(), fx)
 	status := http.StatusOK
 	if created {
 		status = http.StatusCreated
@@ -182,25 +148,14 @@ func (h *handler) deleteMirrorDenial(w http.ResponseWriter, r *http.Request) err
 	return h.undecide(w, r, p, registry.MirrorDeny, versions)
 }
 
-// undecide withdraws an approval or denial, audited with a
-// mirror.unapproved or mirror.undenied event.
-func (h *handler) undecide(w http.ResponseWriter, r *http.Request, p mirroredProvider, kind registry.MirrorDecisionKind, versions string) error {
+// undecide withdraws an approval or denial (operations.WithdrawMirror).
+func (h *handler) undecide(w http.ResponseWriter, r *http.Request, p operations.MirroredProvider, kind registry.MirrorDecisionKind, versions string) error {
 	if _, err := h.holds(); err != nil {
 		return err
 	}
-	if err := registry.VersionConstraintLimit.CheckText(versions); err != nil {
+	if err := h.Ops.WithdrawMirror(r.Context(), actor(r), p, kind, versions); err != nil {
 		return err
 	}
-	action, event := registry.AuditMirrorUnapprove, registry.EventMirrorUnapproved
-	if kind == registry.MirrorDeny {
-		action, event = registry.AuditMirrorUndeny, registry.EventMirrorUndenied
-	}
-	fx := h.effects(r, registry.AuditEvent{Action: action, Target: p.String() + " " + versions},
-		webhook.Event{Type: event, Host: p.host, MirrorNamespace: p.namespace, Name: p.typ, Version: versions})
-	if err := h.Index.DeleteMirrorDecision(store.WithEffects(r.Context(), fx), p.host, p.namespace, p.typ, kind, versions); err != nil {
-		return err
-	}
-	h.done(r.Context(), fx)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

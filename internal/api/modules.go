@@ -256,35 +256,16 @@ func (s *singlePart) Read(p []byte) (int, error) {
 }
 
 func (h *handler) deleteModuleVersion(w http.ResponseWriter, r *http.Request) error {
-	ns, err := h.namespaceParam(r, registry.ScopeAdmin)
-	if err != nil {
+	if _, err := h.namespaceParam(r, registry.ScopeAdmin); err != nil {
 		return err
 	}
 	if h.Modules == nil {
 		return registry.Errorf(registry.Internal, "module management is not configured on this server")
 	}
-	want, err := modules.ParseStoredAddress(ns, r.PathValue("name"), r.PathValue("system"), r.PathValue("version"))
-	if err != nil {
+	if err := h.Ops.DeleteModuleVersion(r.Context(), actor(r), r.PathValue("namespace"), r.PathValue("name"), r.PathValue("system"),
+		r.PathValue("version"), r.URL.Query().Get(apispec.ModuleConfirmParam)); err != nil {
 		return err
 	}
-	address := want.Namespace + "/" + want.Name + "/" + want.System + "/" + want.Version
-	confirm := r.URL.Query().Get(apispec.ModuleConfirmParam)
-	if !confirmed(confirm, want) {
-		return registry.Errorf(registry.Invalid,
-			"deleting a module version breaks every configuration that uses it; to delete it anyway, repeat the request with %s=%s (trove module delete --confirm)",
-			apispec.ModuleConfirmParam, address)
-	}
-	fx := h.effects(r, registry.AuditEvent{Action: registry.AuditModuleDelete, Namespace: want.Namespace, Target: moduleTarget(want)},
-		webhook.Event{Type: registry.EventModuleDeleted, Namespace: want.Namespace, Name: want.Name, System: want.System, Version: want.Version})
-	fx.Bind = func(record any) {
-		if v, ok := record.(registry.ModuleVersion); ok {
-			fx.Audit[0].Details = "sha256 " + v.ArchiveDigest
-		}
-	}
-	if _, err := h.Modules.Delete(store.WithEffects(r.Context(), fx), want.Namespace, want.Name, want.System, want.Version); err != nil {
-		return err
-	}
-	h.done(r.Context(), fx)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

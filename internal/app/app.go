@@ -127,6 +127,9 @@ type App struct {
 	// GC runs garbage collections: POST /api/v1/gc, and every
 	// cfg.GCInterval while Serve runs.
 	GC *gc.Collector
+	// ops makes the writes of every entrance, the scheduled garbage
+	// collections' too.
+	ops *operations.Operations
 	// GitSources syncs the git sources of modules: on demand, on push
 	// webhooks and every poll interval while Serve runs.
 	GitSources *gitsource.Service
@@ -366,7 +369,9 @@ func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
 		CheckIssuer: func(ctx context.Context, issuer string) (string, error) {
 			return sso.CheckIssuer(ctx, nil, issuer)
 		},
+		OnMirrorChange: mir.Reload, GC: a.GC,
 	})
+	a.ops = ops
 	apiHandler := api.New(api.Options{
 		Operations:       ops,
 		Audit:            rec,
@@ -550,7 +555,6 @@ func webhookUserAgent(ua string) string {
 // another's collection running (Conflict) skips its turn: with every
 // replica doing this, about one collection runs per interval.
 func (a *App) collectGarbage(ctx context.Context) {
-	rec := audit.New(a.Index, a.log)
 	tick := time.NewTicker(a.Config.GCInterval)
 	defer tick.Stop()
 	for {
@@ -560,8 +564,7 @@ func (a *App) collectGarbage(ctx context.Context) {
 		case <-tick.C:
 		}
 		const actor = "trove serve --gc-interval"
-		rep, err := a.GC.Run(ctx, api.GCEffects(gc.Run{Grace: a.Config.GCGrace}, rec, a.Events, nil, actor))
-		api.RecordGC(ctx, rec, nil, actor, rep, err)
+		_, err := a.ops.CollectGarbage(ctx, operations.Actor{Operator: actor}, gc.Run{Grace: a.Config.GCGrace})
 		switch {
 		case registry.IsKind(err, registry.Conflict):
 			a.log.Info("garbage collection skipped: another replica is collecting")

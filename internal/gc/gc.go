@@ -135,12 +135,12 @@ type Run struct {
 	// Grace keeps every blob modified or released within it; 0 means
 	// DefaultGrace.
 	Grace time.Duration
-	// Effects, if set, returns what the deletion of e by a retention
-	// rule commits with it (its audit entry and webhook event,
-	// store.Effects); Done, if set, is called after that deletion
-	// committed, with those effects.
-	Effects func(e Expired) *store.Effects
-	Done    func(ctx context.Context, fx *store.Effects)
+	// Delete, if set, deletes a version a retention rule expired, with
+	// its audit entry and webhook event in its transaction, as a user's
+	// delete is (operations.ExpireVersion: every entrance passes it);
+	// NotFound if the version is gone already. nil deletes the index
+	// rows alone (tests of the collector).
+	Delete func(ctx context.Context, e Expired) error
 }
 
 // Blob is one blob a collection reclaimed (or would reclaim).

@@ -53,14 +53,13 @@ func (c *Collector) applyRetention(ctx context.Context, run Run) ([]Expired, err
 		}
 		for _, e := range expired {
 			if !run.DryRun {
-				var fx *store.Effects
-				if run.Effects != nil {
-					fx = run.Effects(e)
-				}
-				if e.Kind == "module" {
-					err = v.DeleteModuleVersion(store.WithEffects(ctx, fx), e.Namespace, e.Name, e.System, e.Version)
-				} else {
-					err = v.DeleteProviderVersion(store.WithEffects(ctx, fx), e.Namespace, e.Name, e.Version)
+				switch {
+				case run.Delete != nil:
+					err = run.Delete(ctx, e)
+				case e.Kind == "module":
+					err = v.DeleteModuleVersion(ctx, e.Namespace, e.Name, e.System, e.Version)
+				default:
+					err = v.DeleteProviderVersion(ctx, e.Namespace, e.Name, e.Version)
 				}
 				if registry.IsKind(err, registry.NotFound) {
 					continue
@@ -69,9 +68,6 @@ func (c *Collector) applyRetention(ctx context.Context, run Run) ([]Expired, err
 					return out, err
 				}
 				c.opt.Logger.InfoContext(ctx, "retention rule deleted a version", "kind", e.Kind, "address", e.Address(), "version", e.Version)
-				if run.Done != nil {
-					run.Done(ctx, fx)
-				}
 			}
 			out = append(out, e)
 		}

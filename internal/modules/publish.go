@@ -307,26 +307,4 @@ func existingVersion(existing, v registry.ModuleVersion) (Result, error) {
 // MaxOriginBytes, as the API refuses it (registry.OriginLimit).
 func CheckOrigin(origin string) error { return registry.OriginLimit.CheckText(origin) }
 
-// Delete removes a module version from the index and returns what it was.
-// The archive blob stays in the blob store (it is content-addressed and
-// may be shared by other versions) until the garbage collector (package
-// gc) reclaims it; meanwhile it is no longer reachable: download URLs are
-// only signed for indexed versions, and those signed before expire with
-// their lifetime.
-func (p *Publisher) Delete(ctx context.Context, namespace, name, system, version string) (registry.ModuleVersion, error) {
-	v, err := ParseStoredAddress(namespace, name, system, version)
-	if err != nil {
-		return registry.ModuleVersion{}, err
-	}
-	existing, err := p.opt.Index.GetModuleVersion(ctx, v.Namespace, v.Name, v.System, v.Version)
-	if err != nil {
-		return registry.ModuleVersion{}, err
-	}
-	store.EffectsFrom(ctx).Bound(existing)
-	if err := p.opt.Index.DeleteModuleVersion(ctx, v.Namespace, v.Name, v.System, v.Version); err != nil {
-		return registry.ModuleVersion{}, err
-	}
-	return existing, nil
-}
-
 func moduleVersion(v registry.ModuleVersion) string { return v.Version }

@@ -198,39 +198,6 @@ func TestPublishConcurrentSameVersion(t *testing.T) {
 	}
 }
 
-func TestDelete(t *testing.T) {
-	e := newPublishEnv(t)
-	ctx := t.Context()
-	archive := packed(t, map[string]string{"main.tf": mainTF})
-	if _, err := e.pub.Publish(ctx, Upload{Namespace: "acme", Name: "net", System: "aws", Version: "1.0.0", Archive: bytes.NewReader(archive)}); err != nil {
-		t.Fatal(err)
-	}
-	v, err := e.pub.Delete(ctx, "ACME", "Net", "aws", "1.0.0")
-	if err != nil || v.Version != "1.0.0" {
-		t.Fatalf("Delete = %+v, %v", v, err)
-	}
-	if _, err := e.idx.GetModuleVersion(ctx, "acme", "net", "aws", "1.0.0"); !registry.IsKind(err, registry.NotFound) {
-		t.Errorf("GetModuleVersion after delete: %v, want NotFound", err)
-	}
-	if _, err := e.pub.Delete(ctx, "acme", "net", "aws", "1.0.0"); !registry.IsKind(err, registry.NotFound) {
-		t.Errorf("second Delete: %v, want NotFound", err)
-	}
-	if got := strings.Join(e.changes, ","); got != "acme/net/aws,acme/net/aws" {
-		t.Errorf("module changes announced = %q, want one per publish and delete", got)
-	}
-
-	// A version stored under a namespace that publish now refuses (from
-	// before that check) can still be deleted.
-	legacy := registry.ModuleVersion{Namespace: "café", Name: "net", System: "aws", Version: "1.0.0",
-		ArchiveDigest: strings.Repeat("0", 64), ArchiveFormat: FormatTarGz, ArchiveSize: 1, PublishedAt: time.Now()}
-	if err := e.idx.CreateModuleVersion(ctx, legacy); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.pub.Delete(ctx, "CAFÉ", "net", "aws", "1.0.0"); err != nil {
-		t.Errorf("Delete of a version under a namespace publish refuses: %v", err)
-	}
-}
-
 // publishedMeanwhile is an index on which another publish commits right
 // after the first lookup of a version (by running commit once), as a
 // concurrent publish of that version may.

@@ -17,11 +17,14 @@
 // (deprecation and revocation of provider and module versions),
 // namespaces.go, keys.go (signing keys), users.go, webhooks.go
 // (webhooks, their test deliveries and redeliveries), trust.go (trust
-// policies of keyless publishing), retention.go (retention rules) and
+// policies of keyless publishing), retention.go (retention rules),
 // identityproviders.go (single sign-on's identity providers and role
-// mappings). An
-// operation refused for rights or input stores nothing: no row, no audit
-// entry, no event.
+// mappings), mirror.go (the mirror's upstreams and its approvals and
+// denials of upstream versions), deletes.go (provider and module
+// versions, whole providers and modules, and the versions retention
+// rules expire) and collect.go (garbage collections). An operation
+// refused for rights or input stores nothing: no row, no audit entry, no
+// event.
 package operations
 
 import (
@@ -33,6 +36,7 @@ import (
 
 	"trove.dev/trove/internal/audit"
 	"trove.dev/trove/internal/auth"
+	"trove.dev/trove/internal/gc"
 	"trove.dev/trove/internal/gitsource"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/signing"
@@ -54,6 +58,10 @@ type Index interface {
 	store.TrustPolicies
 	store.RetentionRules
 	store.SSO
+	store.MirrorUpstreams
+	store.MirrorHolds
+	store.Providers
+	store.Modules
 }
 
 // Options configures New.
@@ -93,8 +101,14 @@ type Options struct {
 	// takes no modules from git; the git source operations are then
 	// Unavailable).
 	GitSources *gitsource.Service
-	Logger     *slog.Logger
-	Now        func() time.Time
+	// OnMirrorChange, if set, is called after the mirror's upstreams
+	// were changed, so that the running mirror reads them again at once.
+	OnMirrorChange func()
+	// GC runs the garbage collections of CollectGarbage; nil refuses
+	// them.
+	GC     *gc.Collector
+	Logger *slog.Logger
+	Now    func() time.Time
 }
 
 // DefaultSignInTokenTTL is Options.SignInTokenTTL's default, the default

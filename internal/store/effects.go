@@ -53,8 +53,7 @@ type Effects struct {
 	// ID set, SSO.PutIdentityProvider with IdentityProviderCreated, and
 	// SSO.ReconcileRoles with the []registry.RoleChange it
 	// makes. Layers above the store that know more call it too, before
-	// the write: modules.Publisher.Delete with the registry.ModuleVersion
-	// it deletes, keyless.Exchanger with the keyless.Result of the token
+	// the write: keyless.Exchanger with the keyless.Result of the token
 	// it issues. Effects with a Bind are taken by the first write that
 	// commits even while empty.
 	Bind func(record any)
