@@ -3,8 +3,9 @@
 // are valid (the domain's rules in internal/registry), and the one index
 // transaction that makes it together with its audit entry and webhook
 // event (store.WithEffects with audit.Recorder and webhook.Emitter
-// effects), followed by what this process invalidates at once (token
-// and visibility caches, response caches of the changed version).
+// effects). The change records of that transaction drop every cache
+// (token and visibility caches, response caches) through the index's
+// commit hook and change feed; no operation drops a cache itself.
 //
 // The entrances are thin adapters over it: the management API
 // (internal/api) decodes JSON, calls an operation and encodes its
@@ -59,9 +60,12 @@ type Index interface {
 // Options configures New.
 type Options struct {
 	Index Index
-	// Access decides reads of namespaces and holds the token and
-	// visibility caches the operations invalidate; pass the server's.
-	// nil means auth.NewAccess on Index.
+	// Access decides reads of namespaces; pass the server's. The
+	// operations never drop its token and visibility caches themselves:
+	// their writes reach them through the index's commit hook
+	// (store.ChangeHook, on which the server registers Access.ApplyChange),
+	// like every other cache. nil means auth.NewAccess on Index, following
+	// the index's commits when it is a store.ChangeHook.
 	Access *auth.Access
 	// Audit records the audit entries; nil means a Recorder on Index's
 	// audit log when it is one (store.AuditLog).
@@ -120,6 +124,10 @@ func New(opt Options) *Operations {
 	}
 	if opt.Access == nil {
 		opt.Access = auth.NewAccess(auth.NewAuthenticator(opt.Index), opt.Index)
+		// Its caches follow the index's commits, as the server's do.
+		if h, ok := opt.Index.(store.ChangeHook); ok {
+			h.OnCommit(opt.Access.ApplyChange)
+		}
 	}
 	if opt.Audit == nil {
 		l, _ := opt.Index.(store.AuditLog)
