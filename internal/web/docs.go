@@ -117,7 +117,12 @@ func newDocsCache(b store.Blobs, now func() time.Time, budget *respcache.Budget)
 	})}
 }
 
-func (c *docsCache) invalidate() { c.cache.InvalidateAll() }
+// invalidate drops every parsed archive; nil drops nothing.
+func (c *docsCache) invalidate() {
+	if c != nil {
+		c.cache.InvalidateAll()
+	}
+}
 
 // get returns the parsed archive of digest.
 func (c *docsCache) get(ctx context.Context, digest string) (*providerdocs.Docs, error) {
