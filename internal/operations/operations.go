@@ -11,16 +11,18 @@
 // (internal/api) decodes JSON, calls an operation and encodes its
 // result; the web UI's forms (internal/web) call operations directly;
 // `trove admin token` (cmd/trove) calls the token operation on a data
-// directory. So a rule is written once and no entrance can skip it.
+// directory; login.v1's token endpoint (internal/protocol/login) calls
+// the sign-in operations. So a rule is written once and no entrance can skip it.
 //
 // Each subject has its own file: tokens.go (tokens, web sessions,
 // signing out), members.go (namespace members), lifecycle.go
 // (deprecation and revocation of provider and module versions),
 // namespaces.go, keys.go (signing keys), users.go, webhooks.go
 // (webhooks, their test deliveries and redeliveries), trust.go (trust
-// policies of keyless publishing), retention.go (retention rules) and
+// policies of keyless publishing), retention.go (retention rules),
 // identityproviders.go (single sign-on's identity providers and role
-// mappings). An
+// mappings) and signin.go (the tokens of sign-ins: login.v1 codes, also
+// after a single sign-on, and device codes). An
 // operation refused for rights or input stores nothing: no row, no audit
 // entry, no event.
 package operations
