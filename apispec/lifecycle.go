@@ -68,19 +68,3 @@ type RevokeRequest struct {
 
 // Validate checks the request as the server does.
 func (r RevokeRequest) Validate() error { return registry.CheckLifecycleReason(r.Reason) }
-
-// DeprecationOf returns the document of d, nil for nil.
-func DeprecationOf(d *registry.Deprecation) *Deprecation {
-	if d == nil {
-		return nil
-	}
-	return &Deprecation{Reason: d.Reason, Link: d.Link, DeprecatedAt: d.At, DeprecatedBy: d.By}
-}
-
-// RevocationOf returns the document of r, nil for nil.
-func RevocationOf(r *registry.Revocation) *Revocation {
-	if r == nil {
-		return nil
-	}
-	return &Revocation{Reason: r.Reason, RevokedAt: r.At, RevokedBy: r.By}
-}

@@ -57,9 +57,9 @@ func ParseRetentionDuration(s string) (time.Duration, error) {
 	return d, nil
 }
 
-// Rule returns the rule the request sets on namespace, checked
-// (registry.CheckRetentionRule).
-func (r RetentionRequest) Rule(namespace string) (registry.RetentionRule, error) {
+// rule returns the rule the request sets on namespace, checked
+// (registry.CheckRetentionRule), for Validate.
+func (r RetentionRequest) rule(namespace string) (registry.RetentionRule, error) {
 	within, err := ParseRetentionDuration(r.KeepWithin)
 	if err != nil {
 		return registry.RetentionRule{}, err
@@ -70,7 +70,7 @@ func (r RetentionRequest) Rule(namespace string) (registry.RetentionRule, error)
 
 // Validate checks the request as the server will.
 func (r RetentionRequest) Validate() error {
-	_, err := r.Rule("")
+	_, err := r.rule("")
 	return err
 }
 

@@ -50,8 +50,9 @@ type PutIdentityProviderRequest struct {
 	UsernameClaim   string   `json:"username_claim,omitempty"`
 }
 
-// Provider returns the request as the provider name.
-func (r PutIdentityProviderRequest) Provider(name string) registry.IdentityProvider {
+// provider returns the request as the provider name, for Validate (the
+// server makes its own, in internal/api).
+func (r PutIdentityProviderRequest) provider(name string) registry.IdentityProvider {
 	return registry.IdentityProvider{Name: name, DisplayName: r.DisplayName, Issuer: r.Issuer, ClientID: r.ClientID,
 		ClientSecretEnv: r.ClientSecretEnv, Scopes: r.Scopes, UsernameClaim: r.UsernameClaim}
 }
@@ -59,7 +60,7 @@ func (r PutIdentityProviderRequest) Provider(name string) registry.IdentityProvi
 // Validate checks the request's fields as the server does
 // (registry.IdentityProvider.Check), with a placeholder name.
 func (r PutIdentityProviderRequest) Validate() error {
-	return r.Provider("x").Check()
+	return r.provider("x").Check()
 }
 
 // IdentityProviderList is the answer of GET RouteIdentityProviders,
@@ -90,14 +91,14 @@ type CreateRoleMappingRequest struct {
 	Role      string `json:"role"`
 }
 
-// Mapping returns the request as a mapping.
-func (r CreateRoleMappingRequest) Mapping() registry.RoleMapping {
+// mapping returns the request as a mapping, for Validate.
+func (r CreateRoleMappingRequest) mapping() registry.RoleMapping {
 	return registry.RoleMapping{Provider: r.Provider, Claim: r.Claim, Value: r.Value, Namespace: r.Namespace, Role: registry.Role(r.Role)}
 }
 
 // Validate checks the request's fields as the server does
 // (registry.RoleMapping.Check).
-func (r CreateRoleMappingRequest) Validate() error { return r.Mapping().Check() }
+func (r CreateRoleMappingRequest) Validate() error { return r.mapping().Check() }
 
 // RoleMappingList is the answer of GET RouteRoleMappings, ordered by ID.
 type RoleMappingList struct {

@@ -206,6 +206,21 @@ func IsUnauthenticated(err error) bool { return StatusCode(err) == http.StatusUn
 // IsForbidden reports whether the server answered 403 Forbidden.
 func IsForbidden(err error) bool { return StatusCode(err) == http.StatusForbidden }
 
+// IsInvalid reports whether the request was refused for its input: by
+// the server (400 Bad Request, 413 Content Too Large, 422) or by the
+// client before anything was sent (the same checks, from apispec's
+// Validate methods and the client's own). Outside this module it is the
+// way to tell such errors apart, whose kinds are internal.
+func IsInvalid(err error) bool {
+	switch StatusCode(err) {
+	case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity:
+		return true
+	case 0:
+		return registry.IsKind(err, registry.Invalid) || registry.IsKind(err, registry.TooLarge)
+	}
+	return false
+}
+
 // apiURL returns the absolute URL of an apispec route pattern with its
 // {placeholders} replaced by params (name, value pairs), each value escaped
 // on its own. Empty, "." and ".." values are refused: a server would

@@ -762,7 +762,7 @@ func VersionDoc(v registry.ProviderVersion) apispec.ProviderVersion {
 		Protocols: v.Protocols, SHASumsDigest: v.SHASumsDigest, KeyID: v.SigningKey.KeyID,
 		PublishedAt: v.PublishedAt, Platforms: make([]apispec.Platform, 0, len(v.Platforms)),
 		DocsDigest: v.DocsDigest, DocsSize: v.DocsSize,
-		Deprecation: apispec.DeprecationOf(v.Deprecation), Revocation: apispec.RevocationOf(v.Revocation)}
+		Deprecation: deprecationDoc(v.Deprecation), Revocation: revocationDoc(v.Revocation)}
 	for _, p := range v.Platforms {
 		out.Platforms = append(out.Platforms, apispec.Platform{OS: p.OS, Arch: p.Arch, Filename: p.Filename, SHASum: p.SHA256, Size: p.Size})
 	}

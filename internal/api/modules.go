@@ -292,7 +292,7 @@ func ModuleVersionDoc(v registry.ModuleVersion) apispec.ModuleVersion {
 		Namespace: v.Namespace, Name: v.Name, System: v.System, Version: v.Version,
 		ArchiveFormat: v.ArchiveFormat, ArchiveSize: v.ArchiveSize, ArchiveDigest: v.ArchiveDigest,
 		Description: v.Description, Origin: v.Origin, PublishedAt: v.PublishedAt, Metadata: v.Metadata,
-		Deprecation: apispec.DeprecationOf(v.Deprecation), Revocation: apispec.RevocationOf(v.Revocation),
+		Deprecation: deprecationDoc(v.Deprecation), Revocation: revocationDoc(v.Revocation),
 	}
 }
 

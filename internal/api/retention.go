@@ -46,7 +46,7 @@ func (h *handler) putRetention(w http.ResponseWriter, r *http.Request) error {
 	if err := httpjson.Decode(w, r, maxJSONBody, &req); err != nil {
 		return err
 	}
-	rule, err := req.Rule(ns)
+	rule, err := retentionRule(req, ns)
 	if err != nil {
 		return err
 	}

@@ -78,7 +78,7 @@ func (h *handler) putIdentityProvider(w http.ResponseWriter, r *http.Request) er
 	if err := httpjson.Decode(w, r, maxJSONBody, &req); err != nil {
 		return err
 	}
-	res, err := h.Ops.PutIdentityProvider(r.Context(), actor(r), req.Provider(name))
+	res, err := h.Ops.PutIdentityProvider(r.Context(), actor(r), identityProvider(req, name))
 	if err != nil {
 		return err
 	}
@@ -126,7 +126,7 @@ func (h *handler) createRoleMapping(w http.ResponseWriter, r *http.Request) erro
 	if err := httpjson.Decode(w, r, maxJSONBody, &req); err != nil {
 		return err
 	}
-	m, err := h.Ops.CreateRoleMapping(r.Context(), actor(r), req.Mapping())
+	m, err := h.Ops.CreateRoleMapping(r.Context(), actor(r), roleMapping(req))
 	if err != nil {
 		return err
 	}

@@ -258,10 +258,6 @@ func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
 	}
 	var ssoSvc *sso.Service // set below; the login page lists its providers at request time
 	lopt.Providers = func(ctx context.Context) []login.Provider { return ssoSvc.Providers(ctx) }
-	loginSvc, err := login.New(ctx, lopt)
-	if err != nil {
-		return nil, fmt.Errorf("setting up login: %w", err)
-	}
 	public, err := url.Parse(cfg.PublicURL)
 	if err != nil {
 		return nil, err // config.Validate has checked it
@@ -372,6 +368,11 @@ func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
 		OnMirrorChange: mir.Reload, GC: a.GC,
 	})
 	a.ops = ops
+	lopt.Operations = ops // sign-ins mint their tokens through the same rules
+	loginSvc, err := login.New(ctx, lopt)
+	if err != nil {
+		return nil, fmt.Errorf("setting up login: %w", err)
+	}
 	apiHandler := api.New(api.Options{
 		Operations:       ops,
 		Audit:            rec,
@@ -409,7 +410,7 @@ func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
 		return nil, fmt.Errorf("setting up the web UI: %w", err)
 	}
 	ssoSvc, err = sso.New(ctx, sso.Options{
-		Index: idx, Login: loginSvc, Sessions: ui, PublicURL: public, Authenticator: authn, Logger: log,
+		Index: idx, Login: loginSvc, Sessions: ui, PublicURL: public, Logger: log,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("setting up single sign-on: %w", err)

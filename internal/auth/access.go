@@ -98,6 +98,26 @@ func (a *Access) InvalidateNamespace(namespace string) {
 	}
 }
 
+// ApplyChange forgets what the committed change c makes stale: a
+// namespace's visibility, and every cached token lookup when tokens,
+// users, memberships or namespaces changed (store.ChangeAccess,
+// store.ChangeNamespace), everything when changes may have been missed
+// (store.ChangeAll). It is how writes reach these caches: register it
+// with the index's store.ChangeHook (the server's change channel does),
+// not called after each write. It only takes the caches' locks.
+func (a *Access) ApplyChange(c store.Change) {
+	switch c.Kind {
+	case store.ChangeProvider, store.ChangeModule, store.ChangeMirrored:
+	case store.ChangeNamespace:
+		a.InvalidateNamespace(c.Namespace)
+		a.authn.Invalidate() // a deleted namespace's tokens and members
+	case store.ChangeAccess:
+		a.authn.Invalidate()
+	default: // changes may have been missed
+		a.Invalidate()
+	}
+}
+
 // Invalidate forgets every cached visibility and token lookup.
 func (a *Access) Invalidate() {
 	a.vis.Clear()

@@ -43,8 +43,9 @@ func newEnv(t *testing.T) *env {
 	t.Cleanup(func() { idx.Close() })
 	e := &env{idx: idx, now: time.Now().UTC().Truncate(time.Second)}
 	e.authn = auth.NewAuthenticator(idx)
+	access := auth.NewAccess(e.authn, idx)
 	e.ops = operations.New(operations.Options{
-		Index: idx, Access: auth.NewAccess(e.authn, idx), Audit: audit.New(idx, nil), SignInTokenTTL: 30 * 24 * time.Hour,
+		Index: idx, Access: access, Audit: audit.New(idx, nil), SignInTokenTTL: 30 * 24 * time.Hour,
 		Events: webhook.NewEmitter(webhook.EmitterOptions{Store: idx}),
 		Now:    func() time.Time { return e.now },
 	})
@@ -84,6 +85,7 @@ func newEnv(t *testing.T) *env {
 	// The caches of this process learn of a change through the index's
 	// commit hook (store.ChangeHook), as server.New registers it.
 	stop := idx.OnCommit(func(c store.Change) {
+		access.ApplyChange(c) // as the server's change channel does
 		switch c.Kind {
 		case store.ChangeProvider:
 			e.changed = append(e.changed, "provider "+c.Namespace+"/"+c.Name)

@@ -36,7 +36,6 @@ func (o *Operations) SetMember(ctx context.Context, a Actor, namespace, user, ro
 	if err := o.opt.Index.SetMembership(store.WithEffects(ctx, fx), m); err != nil {
 		return registry.Membership{}, err
 	}
-	o.opt.Access.Authenticator().Invalidate()
 	o.done(ctx, fx)
 	ms, err := o.opt.Index.ListMemberships(ctx, user, ns)
 	if err != nil {
@@ -62,7 +61,6 @@ func (o *Operations) RemoveMember(ctx context.Context, a Actor, namespace, user 
 	if err := o.opt.Index.DeleteMembership(store.WithEffects(ctx, fx), user, ns); err != nil {
 		return err
 	}
-	o.opt.Access.Authenticator().Invalidate()
 	o.done(ctx, fx)
 	return nil
 }

@@ -36,7 +36,6 @@ func (o *Operations) CreateNamespace(ctx context.Context, a Actor, name, descrip
 		}
 		return registry.Namespace{}, err
 	}
-	o.opt.Access.InvalidateNamespace(name)
 	o.done(ctx, fx)
 	return ns, nil
 }
@@ -73,7 +72,6 @@ func (o *Operations) UpdateNamespace(ctx context.Context, a Actor, name string, 
 	if err := o.opt.Index.UpdateNamespace(store.WithEffects(ctx, fx), ns); err != nil {
 		return registry.Namespace{}, err
 	}
-	o.opt.Access.InvalidateNamespace(name)
 	o.done(ctx, fx)
 	return ns, nil
 }
@@ -96,8 +94,6 @@ func (o *Operations) DeleteNamespace(ctx context.Context, a Actor, name string) 
 		}
 		return err
 	}
-	o.opt.Access.InvalidateNamespace(name)
-	o.opt.Access.Authenticator().Invalidate() // tokens and memberships of the namespace are gone
 	o.done(ctx, fx)
 	return nil
 }

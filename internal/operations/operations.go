@@ -3,14 +3,16 @@
 // are valid (the domain's rules in internal/registry), and the one index
 // transaction that makes it together with its audit entry and webhook
 // event (store.WithEffects with audit.Recorder and webhook.Emitter
-// effects), followed by what this process invalidates at once (token
-// and visibility caches, response caches of the changed version).
+// effects). The change records of that transaction drop every cache
+// (token and visibility caches, response caches) through the index's
+// commit hook and change feed; no operation drops a cache itself.
 //
 // The entrances are thin adapters over it: the management API
 // (internal/api) decodes JSON, calls an operation and encodes its
 // result; the web UI's forms (internal/web) call operations directly;
 // `trove admin token` (cmd/trove) calls the token operation on a data
-// directory. So a rule is written once and no entrance can skip it.
+// directory; login.v1's token endpoint (internal/protocol/login) calls
+// the sign-in operations. So a rule is written once and no entrance can skip it.
 //
 // Each subject has its own file: tokens.go (tokens, web sessions,
 // signing out), members.go (namespace members), lifecycle.go
@@ -19,12 +21,13 @@
 // (webhooks, their test deliveries and redeliveries), trust.go (trust
 // policies of keyless publishing), retention.go (retention rules),
 // identityproviders.go (single sign-on's identity providers and role
-// mappings), mirror.go (the mirror's upstreams and its approvals and
-// denials of upstream versions), deletes.go (provider and module
-// versions, whole providers and modules, and the versions retention
-// rules expire) and collect.go (garbage collections). An operation
-// refused for rights or input stores nothing: no row, no audit entry, no
-// event.
+// mappings), signin.go (the tokens of sign-ins: login.v1 codes, also
+// after a single sign-on, and device codes), mirror.go (the mirror's
+// upstreams and its approvals and denials of upstream versions),
+// deletes.go (provider and module versions, whole providers and modules,
+// and the versions retention rules expire) and collect.go (garbage
+// collections). An operation refused for rights or input stores nothing:
+// no row, no audit entry, no event.
 package operations
 
 import (
@@ -67,9 +70,12 @@ type Index interface {
 // Options configures New.
 type Options struct {
 	Index Index
-	// Access decides reads of namespaces and holds the token and
-	// visibility caches the operations invalidate; pass the server's.
-	// nil means auth.NewAccess on Index.
+	// Access decides reads of namespaces; pass the server's. The
+	// operations never drop its token and visibility caches themselves:
+	// their writes reach them through the index's commit hook
+	// (store.ChangeHook, on which the server registers Access.ApplyChange),
+	// like every other cache. nil means auth.NewAccess on Index, following
+	// the index's commits when it is a store.ChangeHook.
 	Access *auth.Access
 	// Audit records the audit entries; nil means a Recorder on Index's
 	// audit log when it is one (store.AuditLog).
@@ -134,6 +140,10 @@ func New(opt Options) *Operations {
 	}
 	if opt.Access == nil {
 		opt.Access = auth.NewAccess(auth.NewAuthenticator(opt.Index), opt.Index)
+		// Its caches follow the index's commits, as the server's do.
+		if h, ok := opt.Index.(store.ChangeHook); ok {
+			h.OnCommit(opt.Access.ApplyChange)
+		}
 	}
 	if opt.Audit == nil {
 		l, _ := opt.Index.(store.AuditLog)

@@ -163,7 +163,6 @@ func (o *Operations) SignOut(ctx context.Context, a Actor) error {
 	if err := o.opt.Index.RevokeToken(store.WithEffects(ctx, fx), id, o.opt.Now().UTC()); err != nil {
 		return err
 	}
-	o.opt.Access.Authenticator().Invalidate()
 	o.done(ctx, fx)
 	return nil
 }
@@ -258,7 +257,6 @@ func (o *Operations) RevokeToken(ctx context.Context, a Actor, id string) (regis
 	if err := o.opt.Index.RevokeToken(store.WithEffects(ctx, fx), t.ID, o.opt.Now().UTC()); err != nil {
 		return registry.Token{}, err
 	}
-	o.opt.Access.Authenticator().Invalidate()
 	o.done(ctx, fx)
 	return t, nil
 }
@@ -283,7 +281,6 @@ func (o *Operations) ExpireToken(ctx context.Context, a Actor, id string, at tim
 	if err := o.opt.Index.ExpireToken(store.WithEffects(ctx, fx), t.ID, at); err != nil {
 		return registry.Token{}, err
 	}
-	o.opt.Access.Authenticator().Invalidate()
 	t.ExpiresAt = at
 	o.done(ctx, fx)
 	return t, nil

@@ -155,7 +155,6 @@ func (o *Operations) UpdateUser(ctx context.Context, a Actor, name string, c Use
 	if err := o.opt.Index.UpdateUser(store.WithEffects(ctx, fx), u); err != nil {
 		return registry.User{}, err
 	}
-	o.opt.Access.Authenticator().Invalidate()
 	o.done(ctx, fx)
 	return u, nil
 }

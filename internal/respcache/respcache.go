@@ -148,12 +148,37 @@ type Options struct {
 	// entry that is kept: a larger render is handed to the requests that
 	// waited for it and not stored.
 	MaxEntryBytes int64
+	// Budget, if set, is a byte budget shared with other caches: this
+	// cache's accounted memory counts in it too, and after a store it
+	// evicts its own entries (never the one just stored) until the
+	// shared total is within the budget as well as its own MaxBytes.
+	Budget *Budget
 	// GzipMinBytes, if positive, gives every document of at least this
 	// many bytes a gzip variant, made on first request (Entry.Gzip) and
 	// served by Entry.Serve to requests that accept it (0: never
 	// compress). DefaultGzipMinBytes is a good value.
 	GzipMinBytes int
 }
+
+// Budget is a byte budget shared by several caches (Options.Budget): the
+// web UI's page, search and documentation caches are held within one.
+// It is safe for concurrent use.
+type Budget struct {
+	max  int64
+	used atomic.Int64
+}
+
+// NewBudget returns a budget of max bytes (<= 0: unbounded, counted
+// only).
+func NewBudget(max int64) *Budget { return &Budget{max: max} }
+
+// Used returns the bytes the caches sharing b account now.
+func (b *Budget) Used() int64 { return b.used.Load() }
+
+// Max returns the budget's bound.
+func (b *Budget) Max() int64 { return b.max }
+
+func (b *Budget) over() bool { return b != nil && b.max > 0 && b.used.Load() > b.max }
 
 // Rendered is what a render produces.
 type Rendered[V any] struct {
@@ -549,7 +574,7 @@ func (c *Cache[O, D, V]) grow(e *Entry[V], n int64) {
 	defer c.mu.Unlock()
 	e.size += n
 	if e.stored {
-		c.bytes += n
+		c.account(n)
 	}
 }
 
@@ -569,11 +594,11 @@ func (c *Cache[O, D, V]) insert(o O, d D, e *Entry[V]) {
 	}
 	if old := docs[d]; old != nil {
 		old.stored = false
-		c.bytes -= old.size
+		c.account(-old.size)
 		c.entries--
 	}
 	docs[d] = e
-	c.bytes += e.size
+	c.account(e.size)
 	c.entries++
 	if c.over() {
 		c.evict(e)
@@ -581,7 +606,17 @@ func (c *Cache[O, D, V]) insert(o O, d D, e *Entry[V]) {
 }
 
 func (c *Cache[O, D, V]) over() bool {
-	return c.opt.MaxBytes > 0 && c.bytes > c.opt.MaxBytes || c.opt.MaxEntries > 0 && c.entries > c.opt.MaxEntries
+	return c.opt.MaxBytes > 0 && c.bytes > c.opt.MaxBytes || c.opt.MaxEntries > 0 && c.entries > c.opt.MaxEntries ||
+		c.opt.Budget.over()
+}
+
+// account adds n (negative to release) to the cache's accounted memory
+// and to the shared budget. c.mu must be held for writing.
+func (c *Cache[O, D, V]) account(n int64) {
+	c.bytes += n
+	if c.opt.Budget != nil {
+		c.opt.Budget.used.Add(n)
+	}
 }
 
 // evict drops entries not used since the previous sweep (clearing the
@@ -600,7 +635,7 @@ func (c *Cache[O, D, V]) evict(keep *Entry[V]) {
 				}
 				delete(docs, d)
 				e.stored = false
-				c.bytes -= e.size
+				c.account(-e.size)
 				c.entries--
 			}
 			if len(docs) == 0 {
@@ -617,7 +652,7 @@ func (c *Cache[O, D, V]) remove(o O, d D) {
 	if e := docs[d]; e != nil {
 		delete(docs, d)
 		e.stored = false
-		c.bytes -= e.size
+		c.account(-e.size)
 		c.entries--
 		if len(docs) == 0 {
 			delete(c.owners, o)
@@ -641,7 +676,7 @@ func (c *Cache[O, D, V]) InvalidateOwner(o O) {
 	c.gen++
 	for _, e := range c.owners[o] {
 		e.stored = false
-		c.bytes -= e.size
+		c.account(-e.size)
 		c.entries--
 	}
 	delete(c.owners, o)
@@ -658,7 +693,8 @@ func (c *Cache[O, D, V]) InvalidateAll() {
 		}
 	}
 	c.owners = make(map[O]map[D]*Entry[V])
-	c.bytes, c.entries = 0, 0
+	c.account(-c.bytes)
+	c.entries = 0
 }
 
 // Stats describes a Cache at one moment.

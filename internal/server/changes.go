@@ -49,24 +49,20 @@ func (s *Server) applyChange(c store.Change) {
 	case store.ChangeMirrored:
 		s.providers.InvalidateMirrored(c.Host, c.Namespace, c.Name)
 	case store.ChangeNamespace:
-		if s.opt.Access != nil {
-			s.opt.Access.InvalidateNamespace(c.Namespace)
-			s.opt.Access.Authenticator().Invalidate() // a deleted namespace's tokens and members
-		}
 	case store.ChangeAccess:
 		// Who may read what changed: the pages' keys hold what the
 		// visitor may read, computed per request through the guard.
 		if s.opt.Access != nil {
-			s.opt.Access.Authenticator().Invalidate()
+			s.opt.Access.ApplyChange(c)
 		}
 		return
 	default: // changes may have been missed
 		s.providers.InvalidateAll()
 		s.modules.InvalidateAll()
 		s.oci.InvalidateAll()
-		if s.opt.Access != nil {
-			s.opt.Access.Invalidate()
-		}
+	}
+	if s.opt.Access != nil {
+		s.opt.Access.ApplyChange(c) // visibility and token lookups
 	}
 	s.invalidateUI()
 }

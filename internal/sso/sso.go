@@ -115,8 +115,6 @@ type Options struct {
 	PublicURL *url.URL
 	// Audit records sign-ins and role changes; nil records into Index.
 	Audit *audit.Recorder
-	// Authenticator forgets cached rights when role mappings change them.
-	Authenticator *auth.Authenticator
 	// HTTPClient talks to the identity providers (http.DefaultClient if nil).
 	HTTPClient *http.Client
 	// Getenv reads client secrets (os.Getenv if nil).
@@ -648,12 +646,10 @@ func (s *Service) applyMappings(r *http.Request, idp registry.IdentityProvider, 
 			s.opt.Audit.Add(fx, r, e)
 		}
 	}
-	changes, err := s.opt.Index.ReconcileRoles(store.WithEffects(ctx, fx), user, grants, admin, s.opt.Now().UTC())
-	if err != nil {
+	// The index announces the change (store.ChangeAccess), which drops
+	// the cached rights of the user's tokens.
+	if _, err := s.opt.Index.ReconcileRoles(store.WithEffects(ctx, fx), user, grants, admin, s.opt.Now().UTC()); err != nil {
 		return err
-	}
-	if len(changes) > 0 && s.opt.Authenticator != nil {
-		s.opt.Authenticator.Invalidate()
 	}
 	s.opt.Audit.Done(ctx, fx)
 	return nil

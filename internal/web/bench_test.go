@@ -112,8 +112,8 @@ func benchService(tb testing.TB) *Service {
 	}
 	s := &Service{opt: Options{Host: "registry.example.com", Now: time.Now}, log: slog.New(slog.DiscardHandler),
 		csrfKey: []byte("0123456789abcdef0123456789abcdef"), foot: foot}
-	s.pages = newPageCache("web pages", time.Now, pageCacheBytes)
-	s.searches = newPageCache("web searches", time.Now, searchCacheBytes)
+	s.pages = newPageCache("web pages", time.Now, pageCacheBytes, nil)
+	s.searches = newPageCache("web searches", time.Now, searchCacheBytes, nil)
 	s.lists = newListCache(time.Now)
 	s.catalog = newCatalogCache(nil, time.Now)
 	return s

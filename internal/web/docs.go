@@ -10,12 +10,11 @@ import (
 	"path"
 	"slices"
 	"strings"
-	"sync"
-
-	"golang.org/x/sync/singleflight"
+	"time"
 
 	"trove.dev/trove/internal/providerdocs"
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/respcache"
 	"trove.dev/trove/internal/store"
 )
 
@@ -87,72 +86,89 @@ type docPage struct {
 	HasTitle                                  bool // the Markdown has its own level-1 heading
 }
 
-// docsCacheBytes bounds the Markdown of the parsed documentation
-// archives kept in memory; the oldest are dropped first. One archive
-// larger than the bound is kept alone.
-const docsCacheBytes = 64 << 20
+// docsCacheBytes bounds the memory of the parsed documentation
+// archives kept (their Markdown, accounted by docsBytes); they count in
+// the web UI's shared budget (webCacheBytes) too. One archive larger
+// than the bound is kept alone.
+const docsCacheBytes = 32 << 20
 
-// docsCache keeps parsed documentation archives by digest: an archive
-// never changes, so an entry is never stale.
+// docsCacheMaxAge is how long a parsed archive is served; an archive
+// never changes under its digest, so past its fresh part it is parsed
+// again in the background while the old one is served.
+const docsCacheMaxAge = time.Hour
+
+// docsCache keeps parsed documentation archives by digest. It is an
+// instance of Trove's one response cache (respcache): single-flight
+// parses, a byte budget counted in the web UI's shared one, and dropped
+// with the pages on every change (Service.Invalidate, fed by the
+// server's change channel), so that what a page shows is read after the
+// change that made it stale.
 type docsCache struct {
 	blobs store.Blobs
-	mu    sync.Mutex
-	docs  map[string]*providerdocs.Docs
-	order []string // oldest first
-	bytes int      // the Markdown held
-	group singleflight.Group
+	cache *respcache.Cache[string, struct{}, *providerdocs.Docs]
 }
 
-func newDocsCache(b store.Blobs) *docsCache {
-	return &docsCache{blobs: b, docs: map[string]*providerdocs.Docs{}}
+func newDocsCache(b store.Blobs, now func() time.Time, budget *respcache.Budget) *docsCache {
+	return &docsCache{blobs: b, cache: respcache.New[string, struct{}, *providerdocs.Docs](respcache.Options{
+		Name: "web documentation", MaxAge: docsCacheMaxAge, Now: now, MaxBytes: docsCacheBytes, Budget: budget,
+		// An archive gone from the blob store is parsed again (and
+		// fails) on the next request.
+		Drop: func(err error) bool { return registry.IsKind(err, registry.NotFound) },
+	})}
+}
+
+// invalidate drops every parsed archive; nil drops nothing.
+func (c *docsCache) invalidate() {
+	if c != nil {
+		c.cache.InvalidateAll()
+	}
 }
 
 // get returns the parsed archive of digest.
 func (c *docsCache) get(ctx context.Context, digest string) (*providerdocs.Docs, error) {
-	c.mu.Lock()
-	d, ok := c.docs[digest]
-	c.mu.Unlock()
-	if ok {
-		return d, nil
+	e := c.cache.Lookup(digest, struct{}{})
+	switch c.cache.State(e) {
+	case respcache.Fresh:
+		return e.Value, nil
+	case respcache.Stale:
+		if c.cache.ShouldRevalidate(e) {
+			c.cache.Revalidate(digest, struct{}{}, e, c.parser(digest))
+		}
+		return e.Value, nil
 	}
-	v, err, _ := c.group.Do(digest, func() (any, error) {
-		if c.blobs == nil {
-			return nil, registry.Errorf(registry.Unavailable, "no blob store")
-		}
-		b, err := c.blobs.Open(context.WithoutCancel(ctx), digest)
-		if err != nil {
-			return nil, err
-		}
-		defer b.Close()
-		if b.Size > providerdocs.DefaultLimits.MaxArchiveBytes {
-			return nil, registry.Errorf(registry.TooLarge, "the documentation archive is too large")
-		}
-		body, err := io.ReadAll(io.LimitReader(b.Content, b.Size))
-		if err != nil {
-			return nil, registry.Wrap(registry.Unavailable, err, "reading the documentation archive")
-		}
-		d, err := providerdocs.Parse(bytes.NewReader(body), int64(len(body)))
-		if err != nil {
-			return nil, err
-		}
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if _, ok := c.docs[digest]; !ok {
-			c.docs[digest] = d
-			c.order = append(c.order, digest)
-			c.bytes += docsBytes(d)
-			for c.bytes > docsCacheBytes && len(c.order) > 1 {
-				c.bytes -= docsBytes(c.docs[c.order[0]])
-				delete(c.docs, c.order[0])
-				c.order = c.order[1:]
-			}
-		}
-		return d, nil
-	})
+	e, err := c.cache.Load(ctx, digest, struct{}{}, e, c.parser(digest))
 	if err != nil {
 		return nil, err
 	}
-	return v.(*providerdocs.Docs), nil
+	return e.Value, nil
+}
+
+// parser reads and parses the archive of digest; the cache runs it once
+// however many requests ask, detached from them.
+func (c *docsCache) parser(digest string) respcache.RenderFunc[*providerdocs.Docs] {
+	return func(ctx context.Context) (respcache.Rendered[*providerdocs.Docs], error) {
+		var none respcache.Rendered[*providerdocs.Docs]
+		if c.blobs == nil {
+			return none, registry.Errorf(registry.Unavailable, "no blob store")
+		}
+		b, err := c.blobs.Open(ctx, digest)
+		if err != nil {
+			return none, err
+		}
+		defer b.Close()
+		if b.Size > providerdocs.DefaultLimits.MaxArchiveBytes {
+			return none, registry.Errorf(registry.TooLarge, "the documentation archive is too large")
+		}
+		body, err := io.ReadAll(io.LimitReader(b.Content, b.Size))
+		if err != nil {
+			return none, registry.Wrap(registry.Unavailable, err, "reading the documentation archive")
+		}
+		d, err := providerdocs.Parse(bytes.NewReader(body), int64(len(body)))
+		if err != nil {
+			return none, err
+		}
+		return respcache.Rendered[*providerdocs.Docs]{Value: d, Size: int64(docsBytes(d))}, nil
+	}
 }
 
 // docsBytes is what a parsed archive is accounted in the cache.

@@ -128,3 +128,45 @@ func TestProviderPageAndDocs(t *testing.T) {
 		t.Errorf("search misses the provider:\n%s", search.body)
 	}
 }
+
+// TestNewDocsUploadSeenAtOnce: documentation uploaded for a version
+// that had none shows on the very next request, although the pages and
+// the parsed archives are cached: the upload's change reaches every
+// cache through the server's change channel.
+func TestNewDocsUploadSeenAtOnce(t *testing.T) {
+	e := start(t)
+	e.publishProvider(t, "acme", "widget", "1.0.0", nil)
+	e.publishProvider(t, "acme", "widget", "1.1.0", docsArchive(t, widgetDocs))
+	b := e.browser(t)
+	const page = "/providers/acme/widget/1.0.0/docs/resources/widget"
+	const guide = `href="/providers/acme/widget/1.0.0/docs/guides/start"`
+	for range 2 { // the second from the caches
+		if p := b.get(page); p.status != http.StatusNotFound {
+			t.Fatalf("the resource page before the upload: %d", p.status)
+		}
+		if p := b.get("/providers/acme/widget/1.0.0"); strings.Contains(p.body, guide) {
+			t.Fatalf("the version page before the upload:\n%s", p.body)
+		}
+		// Another version's documentation, parsed and kept.
+		if p := b.get("/providers/acme/widget/1.1.0/docs/resources/widget"); !strings.Contains(p.body, "Manages a widget.") {
+			t.Fatalf("the resource page of 1.1.0:\n%s", p.body)
+		}
+	}
+	upload := map[string]string{
+		"docs/index.md":            "# Widget Provider\n\nFirst edition.\n",
+		"docs/resources/widget.md": "# widget_widget (Resource)\n\nBuilds widgets, first edition.\n",
+		"docs/guides/start.md":     "# Getting started\n",
+	}
+	if _, err := e.admin.UploadProviderDocs(context.Background(), "acme", "widget", "1.0.0", bytes.NewReader(docsArchive(t, upload))); err != nil {
+		t.Fatal(err)
+	}
+	if p := b.get(page); p.status != http.StatusOK || !strings.Contains(p.body, "Builds widgets, first edition.") {
+		t.Errorf("the resource page after the upload: %d\n%s", p.status, p.body)
+	}
+	if p := b.get("/providers/acme/widget/1.0.0"); !strings.Contains(p.body, guide) || !strings.Contains(p.body, "First edition.") {
+		t.Errorf("the version page after the upload:\n%s", p.body)
+	}
+	if p := b.get("/providers/acme/widget/1.1.0/docs/resources/widget"); !strings.Contains(p.body, "Manages a widget.") {
+		t.Errorf("the other version's page after the upload:\n%s", p.body)
+	}
+}

@@ -59,12 +59,19 @@ type pagePart struct {
 	sum         [sha256.Size]byte // of the part
 }
 
-// newPageCache returns a page cache of limit bytes; a page larger than an
-// eighth of it is served but not kept.
-func newPageCache(name string, now func() time.Time, limit int) *pageCache {
+// webCacheBytes is the byte budget the web UI's page, search and
+// documentation caches share (respcache.Budget), below the sum of their
+// own bounds: whichever holds more than its share when another grows
+// gives way.
+const webCacheBytes = 96 << 20
+
+// newPageCache returns a page cache of limit bytes, counted in budget
+// too (nil: none); a page larger than an eighth of limit is served but
+// not kept.
+func newPageCache(name string, now func() time.Time, limit int, budget *respcache.Budget) *pageCache {
 	return respcache.New[string, struct{}, *pagePart](respcache.Options{
 		Name: name, MaxAge: pageCacheMaxStale, FreshFor: pageCacheMaxAge, Now: now,
-		MaxBytes: int64(limit), MaxEntryBytes: int64(limit) / 8,
+		MaxBytes: int64(limit), MaxEntryBytes: int64(limit) / 8, Budget: budget,
 		GzipMinBytes: respcache.DefaultGzipMinBytes,
 		// A page whose rendering again finds it gone is dropped: the next
 		// request renders it and gets the error.

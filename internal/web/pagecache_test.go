@@ -43,7 +43,7 @@ func cacheService(t *testing.T, c *clock, limit int) *Service {
 	t.Helper()
 	s := benchService(t)
 	s.opt.Now = c.now
-	s.pages = newPageCache("web pages", c.now, limit)
+	s.pages = newPageCache("web pages", c.now, limit, nil)
 	return s
 }
 

@@ -62,6 +62,7 @@ import (
 	"trove.dev/trove/internal/operations"
 	"trove.dev/trove/internal/protocol/login"
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/respcache"
 	"trove.dev/trove/internal/store"
 )
 
@@ -165,11 +166,12 @@ func New(ctx context.Context, opt Options) (*Service, error) {
 		return nil, registry.Wrap(registry.Internal, err, "rendering the web UI's layout")
 	}
 	s := &Service{opt: opt, log: opt.Logger, csrfKey: key, foot: foot}
-	s.pages = newPageCache("web pages", opt.Now, pageCacheBytes)
-	s.searches = newPageCache("web searches", opt.Now, searchCacheBytes)
+	budget := respcache.NewBudget(webCacheBytes)
+	s.pages = newPageCache("web pages", opt.Now, pageCacheBytes, budget)
+	s.searches = newPageCache("web searches", opt.Now, searchCacheBytes, budget)
 	s.lists = newListCache(opt.Now)
 	s.catalog = newCatalogCache(opt.Index, opt.Now)
-	s.docs = newDocsCache(opt.Blobs)
+	s.docs = newDocsCache(opt.Blobs, opt.Now, budget)
 	return s, nil
 }
 
@@ -222,7 +224,8 @@ func (s *Service) NotFound(w http.ResponseWriter, r *http.Request) {
 	})(w, r)
 }
 
-// Invalidate drops every cached page and marks the search catalog stale;
+// Invalidate drops every cached page and parsed documentation archive
+// and marks the search catalog stale;
 // call it after any change to what the pages show (a publish, a delete, a
 // namespace's visibility).
 //
@@ -232,6 +235,7 @@ func (s *Service) NotFound(w http.ResponseWriter, r *http.Request) {
 func (s *Service) Invalidate() {
 	s.lists.InvalidateAll()
 	s.catalog.invalidate()
+	s.docs.invalidate()
 	s.pages.InvalidateAll()
 	s.searches.InvalidateAll()
 }

@@ -11,7 +11,6 @@ import (
 	"trove.dev/trove/internal/audit"
 	"trove.dev/trove/internal/auth"
 	"trove.dev/trove/internal/registry"
-	"trove.dev/trove/internal/store"
 )
 
 // The device authorization grant (RFC 8628), for a CLI on a machine
@@ -31,7 +30,7 @@ import (
 //     DeviceGrantType: authorization_pending until a decision,
 //     slow_down when it polls faster than the interval, access_denied,
 //     expired_token; once approved, a personal token of the approving
-//     user, minted by auth.Issue under the sign-in as a login.v1 code
+//     user, minted by operations.IssueSignInToken as a login.v1 code
 //     exchange is. The device code gives one token: a second redemption
 //     is refused and revokes the token issued.
 //
@@ -210,13 +209,10 @@ func (s *Service) deviceToken(r *http.Request) (tokenResponse, error) {
 		return tokenResponse{}, grantError("the device code was issued to another client")
 	case d.Decision == registry.DeviceApproved && !d.UsedAt.IsZero():
 		// A second redemption: someone else may hold the device code.
-		fx := s.opt.Audit.Effects(r, registry.AuditEvent{Action: registry.AuditTokenReplay, Actor: "user:" + d.User, Target: d.TokenID,
-			Details: "a device code was redeemed a second time; the token issued for it was revoked"})
 		c := registry.AuthCode{ClientID: d.ClientID, User: d.User, Scopes: d.Scopes, TokenID: d.TokenID}
-		if err := s.revokeIssued(store.WithEffects(r.Context(), fx), c, now.UTC()); err != nil {
+		if err := s.revokeIssued(r, c, "a device code was redeemed a second time; the token issued for it was revoked", now); err != nil {
 			return tokenResponse{}, err
 		}
-		s.opt.Audit.Done(r.Context(), fx)
 		return tokenResponse{}, grantError("the device code was used already")
 	case d.Decision == registry.DeviceApproved && now.Before(d.ExpiresAt.Add(s.opt.DeviceCodeTTL)):
 		// Approved in time: the token, however fast the poll.

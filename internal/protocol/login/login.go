@@ -46,6 +46,7 @@ import (
 
 	"trove.dev/trove/internal/audit"
 	"trove.dev/trove/internal/auth"
+	"trove.dev/trove/internal/operations"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/store"
 )
@@ -106,11 +107,15 @@ type Options struct {
 	Index Index
 	// Audit records logins; nil records into Index's audit log.
 	Audit *audit.Recorder
-	// Authenticator, if set, forgets its cached token lookups when the
-	// service revokes a token (the token of a replayed code), and shares
-	// the limits of password checks below: New installs the service's
-	// auth.PasswordLimiter in it, so that the management API's password
-	// checks count against the same buckets as the login page's.
+	// Operations mints and revokes the tokens of sign-ins
+	// (operations.IssueSignInToken, RevokeReplayedSignIn); pass the
+	// server's. nil means operations on Index (which must then be an
+	// operations.Index) with this Audit, TokenTTL and Now.
+	Operations *operations.Operations
+	// Authenticator, if set, shares the limits of password checks below:
+	// New installs the service's auth.PasswordLimiter in it, so that the
+	// management API's password checks count against the same buckets as
+	// the login page's.
 	Authenticator *auth.Authenticator
 	Logger        *slog.Logger
 	// ClientID is the OAuth client the CLIs identify as (DefaultClientID).
@@ -216,6 +221,14 @@ func New(ctx context.Context, opt Options) (*Service, error) {
 	}
 	if opt.Now == nil {
 		opt.Now = time.Now
+	}
+	if opt.Operations == nil {
+		idx, ok := opt.Index.(operations.Index)
+		if !ok {
+			return nil, registry.Errorf(registry.Invalid, "login: no operations, and the index cannot hold them")
+		}
+		opt.Operations = operations.New(operations.Options{Index: idx, Audit: opt.Audit, SignInTokenTTL: opt.TokenTTL,
+			Logger: opt.Logger, Now: opt.Now})
 	}
 	key, err := opt.Index.Secret(ctx, csrfKeyName, func() ([]byte, error) {
 		b := make([]byte, 32)
@@ -724,12 +737,9 @@ func (s *Service) exchange(w http.ResponseWriter, r *http.Request) (tokenRespons
 	}
 	if !c.UsedAt.IsZero() {
 		// A replayed code: someone else may hold it. Revoke what it gave.
-		fx := s.opt.Audit.Effects(r, registry.AuditEvent{Action: registry.AuditTokenReplay, Actor: "user:" + c.User, Target: c.TokenID,
-			Details: "an authorization code was presented a second time; the token issued for it was revoked"})
-		if err := s.revokeIssued(store.WithEffects(r.Context(), fx), c, now.UTC()); err != nil {
+		if err := s.revokeIssued(r, c, "an authorization code was presented a second time; the token issued for it was revoked", now); err != nil {
 			return tokenResponse{}, err
 		}
-		s.opt.Audit.Done(r.Context(), fx)
 		return tokenResponse{}, grantError("the authorization code was used already")
 	}
 	if !now.Before(c.ExpiresAt) {
@@ -753,67 +763,33 @@ func (s *Service) exchange(w http.ResponseWriter, r *http.Request) (tokenRespons
 }
 
 // mint issues the token of code c for user u, who signed in (a login.v1
-// code or an approved device code, what says which), under the one token
-// policy, stores it with its audit entry and returns the answer.
+// code or an approved device code, what says which), through the one
+// sign-in operation (operations.IssueSignInToken: the token policy, the
+// token and its audit entry in one transaction) and returns the answer.
 func (s *Service) mint(r *http.Request, u registry.User, c registry.AuthCode, what string, now time.Time) (tokenResponse, error) {
-	t, secret, err := auth.Issue(auth.SignInParent(u, s.opt.TokenTTL, now), auth.Request{
-		ID: c.TokenID, User: c.User, Scopes: c.Scopes,
-		Description: what + " by " + c.ClientID + " from " + audit.SourceAddr(r), ExpiresAt: now.Add(s.opt.TokenTTL),
-	}, now)
-	if registry.IsKind(err, registry.Invalid) || registry.IsKind(err, registry.Forbidden) {
+	_, secret, err := s.opt.Operations.IssueSignInToken(r.Context(), s.grant(r, u, c, what, now))
+	switch {
+	case registry.IsKind(err, registry.Conflict):
+		// A replay of the code stored the revoked token first.
+		return tokenResponse{}, grantError("the authorization code was used already")
+	case registry.IsKind(err, registry.Invalid) || registry.IsKind(err, registry.Forbidden):
 		return tokenResponse{}, grantError(registry.Message(err))
-	}
-	if err != nil {
+	case err != nil:
 		return tokenResponse{}, err
 	}
-	scopes := make([]string, len(t.Scopes))
-	for i, sc := range t.Scopes {
-		scopes[i] = string(sc)
-	}
-	fx := s.opt.Audit.Effects(r, registry.AuditEvent{Action: registry.AuditTokenCreate, Actor: "user:" + c.User, Target: t.ID,
-		Details: "personal token of " + c.User + ", " + strings.Join(scopes, ",") + ", issued by " + what + ", expires " + t.ExpiresAt.Format(time.RFC3339)})
-	if err := s.opt.Index.CreateToken(store.WithEffects(r.Context(), fx), t); err != nil {
-		if registry.IsKind(err, registry.Conflict) {
-			// A replay of the code stored the revoked token first.
-			return tokenResponse{}, grantError("the authorization code was used already")
-		}
-		return tokenResponse{}, err
-	}
-	s.opt.Audit.Done(r.Context(), fx)
 	return tokenResponse{AccessToken: secret, TokenType: "bearer", ExpiresIn: int64(s.opt.TokenTTL / time.Second)}, nil
 }
 
-// revokeIssued makes sure that the token of a replayed code c is revoked,
-// whether or not the first exchange of c has stored it yet. The first
-// exchange stores the token after marking the code used, so a replay can
-// arrive in between: then the replay stores a revoked token under the
-// token's ID, the first exchange's CreateToken fails with Conflict, and
-// no token of the code is ever live. If the first exchange stores its
-// token between the two steps here, the ID is taken and it is revoked.
-func (s *Service) revokeIssued(ctx context.Context, c registry.AuthCode, now time.Time) error {
-	if s.opt.Authenticator != nil {
-		defer s.opt.Authenticator.Invalidate()
-	}
-	err := s.opt.Index.RevokeToken(ctx, c.TokenID, now)
-	if !registry.IsKind(err, registry.NotFound) {
-		return err
-	}
-	_, hash, err := auth.NewToken() // a secret nobody gets
-	if err != nil {
-		return err
-	}
-	err = s.opt.Index.CreateToken(ctx, registry.Token{
-		ID: c.TokenID, Hash: hash, User: c.User, Scopes: c.Scopes,
-		Description: "login by " + c.ClientID + ", never issued: its authorization code was replayed",
-		CreatedAt:   now, ExpiresAt: now, RevokedAt: now,
-	})
-	switch {
-	case registry.IsKind(err, registry.Conflict): // the first exchange won the race
-		return s.opt.Index.RevokeToken(ctx, c.TokenID, now)
-	case registry.IsKind(err, registry.NotFound): // the user is gone: no token can exist
-		return nil
-	}
-	return err
+// grant is the sign-in grant of code c for user u.
+func (s *Service) grant(r *http.Request, u registry.User, c registry.AuthCode, what string, now time.Time) operations.SignInGrant {
+	return operations.SignInGrant{User: u, TokenID: c.TokenID, ClientID: c.ClientID, Scopes: c.Scopes, Via: what,
+		Addr: r.RemoteAddr, At: now, Life: s.opt.TokenTTL}
+}
+
+// revokeIssued revokes the token of the replayed code c and audits the
+// replay with details (operations.RevokeReplayedSignIn).
+func (s *Service) revokeIssued(r *http.Request, c registry.AuthCode, details string, now time.Time) error {
+	return s.opt.Operations.RevokeReplayedSignIn(r.Context(), s.grant(r, registry.User{Name: c.User}, c, "login", now), details)
 }
 
 // validVerifier checks a PKCE code verifier (RFC 7636 4.1).

@@ -509,6 +509,41 @@ func TestCodeReuseRevokes(t *testing.T) {
 	}
 }
 
+// TestReplayRefusedAtOnce: the token of a replayed code is refused on
+// the very next request, also on the module protocol routes, which
+// authenticate through the token cache: the revocation reaches the cache
+// through the index's commit hook alone.
+func TestReplayRefusedAtOnce(t *testing.T) {
+	e := start(t, login.Options{})
+	modules := func(token string) int {
+		t.Helper()
+		req, _ := http.NewRequest("GET", e.srv.URL+"/v1/modules", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := e.srv.HTTPClient().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	code := e.browser(t).code(t, "alice")
+	first := e.exchange(t, exchangeForm(code, nil))
+	if first.status != http.StatusOK {
+		t.Fatalf("first exchange: %d %s", first.status, first.raw)
+	}
+	for range 2 { // the second from the cache
+		if status := modules(first.Access); status != http.StatusOK {
+			t.Fatalf("the login's token on the module list: %d", status)
+		}
+	}
+	if second := e.exchange(t, exchangeForm(code, nil)); second.Error != "invalid_grant" {
+		t.Fatalf("second exchange: %d %s, want invalid_grant", second.status, second.raw)
+	}
+	if status := modules(first.Access); status != http.StatusUnauthorized {
+		t.Errorf("the token of a replayed code on the next request: %d, want 401", status)
+	}
+}
+
 func TestExpiredCodeAndDisabledAfterLogin(t *testing.T) {
 	e := start(t, login.Options{CodeTTL: time.Minute})
 	b := e.browser(t)

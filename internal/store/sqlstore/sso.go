@@ -389,7 +389,10 @@ func (x *Index) ReconcileRoles(ctx context.Context, user string, grants []regist
 		}
 		return nil
 	}
-	err = x.write(ctx, "applying the role mappings of user "+user, func(ctx context.Context, t tx) error {
+	// Every application announces an access change (cached rights of
+	// tokens are dropped), whether or not it changed a role: the changes
+	// are known only inside the transaction.
+	err = x.writeChange(ctx, "applying the role mappings of user "+user, &changeAccess, func(ctx context.Context, t tx) error {
 		if err := apply(ctx, t); err != nil {
 			return err
 		}
