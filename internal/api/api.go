@@ -120,7 +120,8 @@ type Options struct {
 	// plus this process's pending ones); nil shows none.
 	Downloads Downloads
 	// Keyless exchanges CI ID tokens for tokens (POST
-	// apispec.RouteOIDCExchange); nil means one on Index.
+	// apispec.RouteOIDCExchange); nil means one on Index. Unused when
+	// Operations is set (operations.Options.Keyless then).
 	Keyless *keyless.Exchanger
 	// ExchangeLimiter limits the exchanges per source address; nil means
 	// DefaultExchangeBurst and DefaultExchangeEvery.
@@ -149,7 +150,7 @@ type Options struct {
 	SignInTokenTTL time.Duration
 	// Operations makes the writes whose rules moved below HTTP; nil
 	// means operations on Index with these options' Access, Audit,
-	// Events, Managed, NoLocalPasswords, SignInTokenTTL, OnProviderChange, OnModuleChange and Now
+	// Events, Managed, Publisher, Modules, Blobs, Keyless, NoLocalPasswords, SignInTokenTTL, OnProviderChange, OnModuleChange and Now
 	// (and WebhookURLs, PublicURL and CheckIssuer).
 	// Pass the one the web UI uses.
 	Operations *operations.Operations
@@ -191,7 +192,8 @@ func New(opt Options) http.Handler {
 			WebhookURLs:      opt.WebhookURLs,
 			PublicURL:        opt.PublicURL,
 			CheckIssuer:      opt.CheckIssuer,
-			Logger:           opt.Logger, Now: opt.Now})
+			Publisher:        opt.Publisher, Modules: opt.Modules, Blobs: opt.Blobs, Keyless: opt.Keyless,
+			Logger: opt.Logger, Now: opt.Now})
 	}
 	h := &handler{Options: opt, Ops: ops, exchangeLimiter: opt.ExchangeLimiter}
 	if h.exchangeLimiter == nil {

@@ -360,9 +360,10 @@ func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
 		Index: idx, Access: access, Audit: rec, Events: a.Events, Managed: managed, SignInTokenTTL: lopt.TokenTTL,
 		GitSources:       a.GitSources,
 		NoLocalPasswords: !cfg.Access.LocalPasswords,
-		Logger:           log,
-		WebhookURLs:      registry.WebhookURLRules{AllowHTTP: cfg.Webhooks.AllowHTTP, AllowPrivate: cfg.Webhooks.AllowPrivate},
-		PublicURL:        public,
+		Publisher:        pub, Modules: mods, Blobs: a.Blobs,
+		Logger:      log,
+		WebhookURLs: registry.WebhookURLRules{AllowHTTP: cfg.Webhooks.AllowHTTP, AllowPrivate: cfg.Webhooks.AllowPrivate},
+		PublicURL:   public,
 		CheckIssuer: func(ctx context.Context, issuer string) (string, error) {
 			return sso.CheckIssuer(ctx, nil, issuer)
 		},

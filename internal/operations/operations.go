@@ -17,9 +17,11 @@
 // (deprecation and revocation of provider and module versions),
 // namespaces.go, keys.go (signing keys), users.go, webhooks.go
 // (webhooks, their test deliveries and redeliveries), trust.go (trust
-// policies of keyless publishing), retention.go (retention rules) and
+// policies of keyless publishing), retention.go (retention rules),
 // identityproviders.go (single sign-on's identity providers and role
-// mappings). An
+// mappings), publish.go (provider, module and provider documentation
+// publishes), bundle.go (air-gap bundle import) and keyless.go (the
+// keyless token exchange). An
 // operation refused for rights or input stores nothing: no row, no audit
 // entry, no event.
 package operations
@@ -34,6 +36,9 @@ import (
 	"trove.dev/trove/internal/audit"
 	"trove.dev/trove/internal/auth"
 	"trove.dev/trove/internal/gitsource"
+	"trove.dev/trove/internal/keyless"
+	"trove.dev/trove/internal/modules"
+	"trove.dev/trove/internal/publish"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/signing"
 	"trove.dev/trove/internal/store"
@@ -54,6 +59,10 @@ type Index interface {
 	store.TrustPolicies
 	store.RetentionRules
 	store.SSO
+	// For the publishes (publish.go, bundle.go): the CI claims of the
+	// publishing token (provenance) and the bundle import.
+	store.Provenance
+	store.Bundles
 }
 
 // Options configures New.
@@ -71,6 +80,19 @@ type Options struct {
 	// Managed generates registry-managed signing keys; nil refuses to
 	// generate one.
 	Managed *signing.Managed
+	// Publisher publishes provider releases and their documentation
+	// (publish.go) and checks a bundle's packages (bundle.go); nil
+	// refuses them.
+	Publisher *publish.Publisher
+	// Modules publishes module versions and checks a bundle's (publish.go,
+	// bundle.go); nil refuses them.
+	Modules *modules.Publisher
+	// Blobs stores the files of an imported bundle (bundle.go).
+	Blobs store.Blobs
+	// Keyless checks the ID tokens of a keyless token exchange
+	// (keyless.go); nil means one on Index when it holds trust policies
+	// and the replay guard (a store.Index does).
+	Keyless *keyless.Exchanger
 	// NoLocalPasswords refuses to set or check passwords of local
 	// accounts (--local-passwords=false).
 	NoLocalPasswords bool
@@ -120,6 +142,11 @@ func New(opt Options) *Operations {
 	}
 	if opt.Access == nil {
 		opt.Access = auth.NewAccess(auth.NewAuthenticator(opt.Index), opt.Index)
+	}
+	if opt.Keyless == nil {
+		if ki, ok := opt.Index.(keyless.Index); ok {
+			opt.Keyless = keyless.New(keyless.Options{Index: ki, Now: opt.Now})
+		}
 	}
 	if opt.Audit == nil {
 		l, _ := opt.Index.(store.AuditLog)
