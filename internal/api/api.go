@@ -652,49 +652,17 @@ func (h *handler) publishProviderVersion(w http.ResponseWriter, r *http.Request)
 	// so that it sees the answer instead of a reset connection.
 	defer func() { _, _ = io.Copy(io.Discard, body) }()
 	src := &multipartSource{r: multipart.NewReader(body, params["boundary"])}
-	// The audit entry and event commit with the version, named after
-	// what the store creates (the signing key is known only then).
-	fx := &store.Effects{}
-	fx.Bind = func(record any) {
-		v, ok := record.(registry.ProviderVersion)
-		if !ok {
-			return
-		}
-		fx.Audit, fx.Events = nil, nil
-		h.Audit.Add(fx, r, registry.AuditEvent{Action: registry.AuditProviderPublish, Namespace: v.Namespace,
-			Target: v.Namespace + "/" + v.Type + " " + v.Version, Details: signedDetails(v.SigningKey)})
-		h.Events.Add(r.Context(), fx, r, webhook.Event{Type: registry.EventProviderPublished, Namespace: v.Namespace, Name: v.Type, Version: v.Version})
-	}
-	origin, err := h.publishOrigin(r)
-	if err != nil {
-		return err
-	}
-	ctx := publish.WithOrigin(store.WithEffects(r.Context(), fx), origin)
-	res, err := h.Publisher.PublishProvider(ctx, ns, r.PathValue("type"), r.PathValue("version"), src)
+	// operations.PublishProvider owns the rest: rights, provenance, the
+	// transaction with its audit entry and event.
+	res, err := h.Ops.PublishProvider(r.Context(), actor(r), ns, r.PathValue("type"), r.PathValue("version"), src)
 	if err != nil {
 		return err
 	}
 	status := http.StatusOK
 	if res.Created {
 		status = http.StatusCreated
-		h.done(r.Context(), fx)
 	}
 	return httpjson.Write(w, status, apispec.PublishResult{Created: res.Created, Version: VersionDoc(res.Version)})
-}
-
-// publishOrigin says who publishes, for the version's provenance: the
-// pipeline a keyless token was issued to, or the token and its user.
-func (h *handler) publishOrigin(r *http.Request) (publish.Origin, error) {
-	p := auth.FromContext(r.Context())
-	o := publish.Origin{User: p.Token.User, TokenID: p.Token.ID}
-	ci, ok, err := h.Index.TokenCIClaims(r.Context(), p.Token.ID)
-	if err != nil {
-		return o, err
-	}
-	if ok {
-		o.CI = &ci
-	}
-	return o, nil
 }
 
 // multipartSource adapts a multipart reader to publish.FileSource.

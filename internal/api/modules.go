@@ -148,8 +148,7 @@ func (h *handler) publishModuleVersion(w http.ResponseWriter, r *http.Request) e
 		return err
 	}
 	archive = clientReader{archive}
-	fx := h.modulePublishEffects(r, ns)
-	res, err := h.Modules.Publish(store.WithEffects(r.Context(), fx), modules.Upload{
+	res, err := h.Ops.PublishModule(r.Context(), actor(r), modules.Upload{
 		Namespace: ns, Name: r.PathValue("name"), System: r.PathValue("system"), Version: r.PathValue("version"),
 		Origin: r.URL.Query().Get(apispec.ModuleOriginParam), Archive: archive,
 	})
@@ -159,20 +158,12 @@ func (h *handler) publishModuleVersion(w http.ResponseWriter, r *http.Request) e
 	status := http.StatusOK
 	if res.Created {
 		status = http.StatusCreated
-		h.done(r.Context(), fx)
 	}
 	warnings := res.Warnings
 	if warnings == nil {
 		warnings = []string{}
 	}
 	return httpjson.Write(w, status, apispec.ModulePublishResult{Created: res.Created, Version: ModuleVersionDoc(res.Version), Warnings: warnings})
-}
-
-// modulePublishEffects returns the effects of a module publish in
-// namespace ns: its audit entry and module.published event, completed
-// with the version the store creates (Effects.Bind).
-func (h *handler) modulePublishEffects(r *http.Request, ns string) *store.Effects {
-	return modulePublishEffects(r.Context(), h.Audit, h.Events, r, "")
 }
 
 // modulePublishEffects returns the effects of a module publish made by
