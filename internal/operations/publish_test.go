@@ -166,7 +166,9 @@ func TestPublishProviderRefused(t *testing.T) {
 }
 
 // bytes2 copies a release's files, so that appending leaves it alone.
-func bytes2(files []releasetest.File) []releasetest.File { return append([]releasetest.File(nil), files...) }
+func bytes2(files []releasetest.File) []releasetest.File {
+	return append([]releasetest.File(nil), files...)
+}
 
 // TestPublishProvider publishes a release: one transaction with its audit
 // entry, event and provenance-carrying origin; an identical retry is
