@@ -3,8 +3,10 @@
 // mirror's upstream registries, and keyless publishing's trust policies
 // and ID token exchange (the one route that takes no token; package
 // keyless checks the ID token). Routes and documents are defined in
-// apispec. For namespaces, signing keys, tokens, users, memberships and
-// the lifecycle of versions a handler is a thin adapter over
+// apispec. For namespaces, signing keys, tokens, users, memberships, the
+// lifecycle of versions, publishes (providers, modules, provider
+// documentation), the bundle import and the keyless token exchange a
+// handler is a thin adapter over
 // internal/operations, which owns their rules (rights, validation, the transaction with its audit entry and
 // event); the other routes still check who may call them here.
 package api
