@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"errors"
 	"io"
 	"mime"
@@ -11,7 +10,6 @@ import (
 	"strings"
 
 	"trove.dev/trove/apispec"
-	"trove.dev/trove/internal/audit"
 	"trove.dev/trove/internal/httpjson"
 	"trove.dev/trove/internal/modules"
 	"trove.dev/trove/internal/registry"
@@ -164,23 +162,6 @@ func (h *handler) publishModuleVersion(w http.ResponseWriter, r *http.Request) e
 		warnings = []string{}
 	}
 	return httpjson.Write(w, status, apispec.ModulePublishResult{Created: res.Created, Version: ModuleVersionDoc(res.Version), Warnings: warnings})
-}
-
-// modulePublishEffects returns the effects of a module publish made by
-// the request r, or by actor without one (a git source sync).
-func modulePublishEffects(ctx context.Context, rec *audit.Recorder, em *webhook.Emitter, r *http.Request, actor string) *store.Effects {
-	fx := &store.Effects{}
-	fx.Bind = func(record any) {
-		v, ok := record.(registry.ModuleVersion)
-		if !ok {
-			return
-		}
-		fx.Audit, fx.Events = nil, nil
-		rec.Add(fx, r, registry.AuditEvent{Action: registry.AuditModulePublish, Namespace: v.Namespace, Actor: actor,
-			Target: moduleTarget(v), Details: v.ArchiveFormat + " sha256 " + v.ArchiveDigest})
-		em.Add(ctx, fx, r, webhook.Event{Type: registry.EventModulePublished, Namespace: v.Namespace, Name: v.Name, System: v.System, Version: v.Version, Actor: actor})
-	}
-	return fx
 }
 
 // moduleArchive returns the archive of a publish request: the body itself,

@@ -341,14 +341,16 @@ func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
 		return nil, err
 	}
 	gitRec := audit.New(idx, log)
+	var ops *operations.Operations // made below; a sync runs only once serving
 	a.GitSources = gitsource.New(gitsource.Options{
 		Index: idx, Modules: mods, Secret: a.SigningSecret, TempDir: tempDir,
 		PollInterval: cfg.GitPollInterval, MaxRepoBytes: cfg.GitMaxRepoBytes,
-		Guard:          netguard.Guard{AllowPrivate: cfg.GitAllowPrivate, Flag: gitsource.AllowPrivateFlag},
-		PublishEffects: api.GitPublishEffects(gitRec, a.Events),
-		Done:           func(ctx context.Context, fx *store.Effects) { gitRec.Done(ctx, fx); a.Events.Done(ctx, fx) },
-		Record:         func(ctx context.Context, e registry.AuditEvent) { gitRec.Record(ctx, nil, e) },
-		Logger:         log,
+		Guard: netguard.Guard{AllowPrivate: cfg.GitAllowPrivate, Flag: gitsource.AllowPrivateFlag},
+		Publish: func(ctx context.Context, actor string, up modules.Upload) (modules.Result, error) {
+			return ops.PublishModule(ctx, operations.Actor{Operator: actor}, up)
+		},
+		Record: func(ctx context.Context, e registry.AuditEvent) { gitRec.Record(ctx, nil, e) },
+		Logger: log,
 	})
 	// Closed before the index (closers run newest first): what Serve's
 	// final flush did not write, if Serve ran at all.
@@ -356,7 +358,7 @@ func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
 	// One layer of operations below every entrance: the API and the web
 	// UI's forms make their writes through the same rules.
 	rec := audit.New(idx, log)
-	ops := operations.New(operations.Options{
+	ops = operations.New(operations.Options{
 		Index: idx, Access: access, Audit: rec, Events: a.Events, Managed: managed, SignInTokenTTL: lopt.TokenTTL,
 		GitSources:       a.GitSources,
 		NoLocalPasswords: !cfg.Access.LocalPasswords,

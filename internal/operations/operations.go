@@ -165,7 +165,9 @@ type Actor struct {
 	// Operator, when set, names the operator of the data directory
 	// (`trove admin token`: "local-admin"), who holds every right and is
 	// audited under that name. Only cmd/trove's data-directory commands
-	// set it.
+	// set it, and the server's own processes acting on what an admin
+	// configured (a git source's sync publishing its tags, named after
+	// the source).
 	Operator string
 }
 
