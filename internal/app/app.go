@@ -312,7 +312,12 @@ func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
 	if err := mir.RemoveStaleDownloads(); err != nil {
 		return nil, fmt.Errorf("removing unfinished mirror downloads from %s: %w", tempDir, err)
 	}
-	modMirror, err := a.moduleMirror(ctx, mir, mods)
+	// The operations are made below; the mirror and the git sources
+	// publish through them only once serving.
+	var ops *operations.Operations
+	modMirror, err := a.moduleMirror(ctx, mir, modulePublishFunc(func(ctx context.Context, up modules.Upload) (modules.Result, error) {
+		return ops.PublishMirroredModule(ctx, up)
+	}))
 	if err != nil {
 		return nil, err
 	}
@@ -341,7 +346,6 @@ func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
 		return nil, err
 	}
 	gitRec := audit.New(idx, log)
-	var ops *operations.Operations // made below; a sync runs only once serving
 	a.GitSources = gitsource.New(gitsource.Options{
 		Index: idx, Modules: mods, Secret: a.SigningSecret, TempDir: tempDir,
 		PollInterval: cfg.GitPollInterval, MaxRepoBytes: cfg.GitMaxRepoBytes,

@@ -127,7 +127,29 @@ func (o *Operations) PublishModule(ctx context.Context, a Actor, up modules.Uplo
 		return modules.Result{}, registry.Errorf(registry.Internal, "module publishing is not configured on this server")
 	}
 	up.Namespace = ns
-	fx := o.modulePublishEffects(ctx, a)
+	return o.publishModule(ctx, a, up, func(v registry.ModuleVersion) string { return v.ArchiveFormat + " sha256 " + v.ArchiveDigest })
+}
+
+// MirrorActor is the actor the module mirror's publishes are audited
+// under.
+const MirrorActor = "mirror"
+
+// PublishMirroredModule publishes a module version the module mirror
+// fetched from its upstream (internal/mirror), through the checks of
+// every module publish. The mirror acts for the operator who mapped the
+// namespace (--module-mirror): the publish is audited as MirrorActor,
+// with the version's origin (its upstream) as details.
+func (o *Operations) PublishMirroredModule(ctx context.Context, up modules.Upload) (modules.Result, error) {
+	if o.opt.Modules == nil {
+		return modules.Result{}, registry.Errorf(registry.Internal, "module publishing is not configured on this server")
+	}
+	return o.publishModule(ctx, Actor{Operator: MirrorActor}, up, func(v registry.ModuleVersion) string { return v.Origin })
+}
+
+// publishModule makes the module publish up by a, its audit entry's
+// details written by details.
+func (o *Operations) publishModule(ctx context.Context, a Actor, up modules.Upload, details func(registry.ModuleVersion) string) (modules.Result, error) {
+	fx := o.modulePublishEffects(ctx, a, details)
 	res, err := o.opt.Modules.Publish(store.WithEffects(ctx, fx), up)
 	if err != nil {
 		return res, err
@@ -141,7 +163,7 @@ func (o *Operations) PublishModule(ctx context.Context, a Actor, up modules.Uplo
 // modulePublishEffects returns the effects of a module publish by a: its
 // audit entry and module.published event, completed with the version
 // the store creates (Effects.Bind).
-func (o *Operations) modulePublishEffects(ctx context.Context, a Actor) *store.Effects {
+func (o *Operations) modulePublishEffects(ctx context.Context, a Actor, details func(registry.ModuleVersion) string) *store.Effects {
 	fx := &store.Effects{}
 	fx.Bind = func(record any) {
 		v, ok := record.(registry.ModuleVersion)
@@ -150,7 +172,7 @@ func (o *Operations) modulePublishEffects(ctx context.Context, a Actor) *store.E
 		}
 		fx.Audit, fx.Events = nil, nil
 		o.addAudit(fx, a, registry.AuditEvent{Action: registry.AuditModulePublish, Namespace: v.Namespace,
-			Target: v.Namespace + "/" + v.Name + "/" + v.System + " " + v.Version, Details: v.ArchiveFormat + " sha256 " + v.ArchiveDigest})
+			Target: v.Namespace + "/" + v.Name + "/" + v.System + " " + v.Version, Details: details(v)})
 		o.opt.Events.Add(ctx, fx, nil, webhook.Event{Type: registry.EventModulePublished, Namespace: v.Namespace, Name: v.Name, System: v.System, Version: v.Version, Actor: a.name()})
 	}
 	return fx

@@ -349,3 +349,37 @@ func TestPublishModule(t *testing.T) {
 		t.Error("an identical retry was audited")
 	}
 }
+
+// TestPublishMirroredModule: the module mirror's publishes pass the
+// checks of every module publish (a hostile archive stores nothing) and
+// are audited as the mirror, with the version's origin.
+func TestPublishMirroredModule(t *testing.T) {
+	e := newPublishEnv(t)
+	up := func(archive []byte) modules.Upload {
+		return modules.Upload{Namespace: "open", Name: "vpc", System: "aws", Version: "1.0.0",
+			Origin: "mirrored from upstream.example/vpc/aws 1.0.0", Archive: bytes.NewReader(archive)}
+	}
+	for name, archive := range map[string][]byte{
+		"dot-dot entry":          tarGz(t, "main.tf", "x", "../evil.tf", "x"),
+		"symlink to /etc/passwd": tarGz(t, "main.tf", "x", "passwd", "->/etc/passwd"),
+		"not an archive":         []byte("<html>an upstream's error page</html>"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			e.refusedNoBlobs(t, registry.Invalid, func(ctx context.Context) error {
+				_, err := e.ops.PublishMirroredModule(ctx, up(archive))
+				return err
+			})
+		})
+	}
+	res, err := e.ops.PublishMirroredModule(t.Context(), up(tarGz(t, "main.tf", "variable \"x\" {}\n")))
+	if err != nil || !res.Created {
+		t.Fatalf("mirrored publish = %+v, %v", res, err)
+	}
+	a := e.lastAudit(t)
+	if a.Action != registry.AuditModulePublish || a.Actor != operations.MirrorActor || a.Details != "mirrored from upstream.example/vpc/aws 1.0.0" {
+		t.Errorf("audit entry %+v", a)
+	}
+	if d := e.deliveries(t); len(d) != 1 || d[0] != registry.EventModulePublished {
+		t.Errorf("events %v", d)
+	}
+}
