@@ -106,7 +106,7 @@ func (h *handler) exchange(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ns := res.Token.Namespaces[0]
+	ns, _ := registry.ParseNamespace(req.Namespace) // valid: the exchange succeeded
 	t := res.Token
 	scopes := make([]string, len(t.Scopes))
 	for i, s := range t.Scopes {
