@@ -3,8 +3,10 @@
 // mirror's upstream registries, and keyless publishing's trust policies
 // and ID token exchange (the one route that takes no token; package
 // keyless checks the ID token). Routes and documents are defined in
-// apispec. For namespaces, signing keys, tokens, users, memberships and
-// the lifecycle of versions a handler is a thin adapter over
+// apispec. For namespaces, signing keys, tokens, users, memberships, the
+// lifecycle of versions, publishes (providers, modules, provider
+// documentation), the bundle import and the keyless token exchange a
+// handler is a thin adapter over
 // internal/operations, which owns their rules (rights, validation, the transaction with its audit entry and
 // event); the other routes still check who may call them here.
 package api
@@ -120,7 +122,8 @@ type Options struct {
 	// plus this process's pending ones); nil shows none.
 	Downloads Downloads
 	// Keyless exchanges CI ID tokens for tokens (POST
-	// apispec.RouteOIDCExchange); nil means one on Index.
+	// apispec.RouteOIDCExchange); nil means one on Index. Unused when
+	// Operations is set (operations.Options.Keyless then).
 	Keyless *keyless.Exchanger
 	// ExchangeLimiter limits the exchanges per source address; nil means
 	// DefaultExchangeBurst and DefaultExchangeEvery.
@@ -149,8 +152,9 @@ type Options struct {
 	SignInTokenTTL time.Duration
 	// Operations makes the writes whose rules moved below HTTP; nil
 	// means operations on Index with these options' Access, Audit,
-	// Events, Managed, NoLocalPasswords, SignInTokenTTL, OnProviderChange, OnModuleChange,
-	// OnMirrorChange, GC and Now (and WebhookURLs, PublicURL and CheckIssuer).
+	// Events, Managed, Publisher, Modules, Blobs, Keyless, NoLocalPasswords, SignInTokenTTL,
+	// OnProviderChange, OnModuleChange, OnMirrorChange, GC and Now (and WebhookURLs,
+	// PublicURL and CheckIssuer).
 	// Pass the one the web UI uses.
 	Operations *operations.Operations
 	Now        func() time.Time
@@ -192,6 +196,7 @@ func New(opt Options) http.Handler {
 			PublicURL:        opt.PublicURL,
 			CheckIssuer:      opt.CheckIssuer,
 			OnMirrorChange:   opt.OnMirrorChange, GC: opt.GC,
+			Publisher: opt.Publisher, Modules: opt.Modules, Blobs: opt.Blobs, Keyless: opt.Keyless,
 			Logger: opt.Logger, Now: opt.Now})
 	}
 	h := &handler{Options: opt, Ops: ops, exchangeLimiter: opt.ExchangeLimiter}
@@ -651,49 +656,17 @@ func (h *handler) publishProviderVersion(w http.ResponseWriter, r *http.Request)
 	// so that it sees the answer instead of a reset connection.
 	defer func() { _, _ = io.Copy(io.Discard, body) }()
 	src := &multipartSource{r: multipart.NewReader(body, params["boundary"])}
-	// The audit entry and event commit with the version, named after
-	// what the store creates (the signing key is known only then).
-	fx := &store.Effects{}
-	fx.Bind = func(record any) {
-		v, ok := record.(registry.ProviderVersion)
-		if !ok {
-			return
-		}
-		fx.Audit, fx.Events = nil, nil
-		h.Audit.Add(fx, r, registry.AuditEvent{Action: registry.AuditProviderPublish, Namespace: v.Namespace,
-			Target: v.Namespace + "/" + v.Type + " " + v.Version, Details: signedDetails(v.SigningKey)})
-		h.Events.Add(r.Context(), fx, r, webhook.Event{Type: registry.EventProviderPublished, Namespace: v.Namespace, Name: v.Type, Version: v.Version})
-	}
-	origin, err := h.publishOrigin(r)
-	if err != nil {
-		return err
-	}
-	ctx := publish.WithOrigin(store.WithEffects(r.Context(), fx), origin)
-	res, err := h.Publisher.PublishProvider(ctx, ns, r.PathValue("type"), r.PathValue("version"), src)
+	// operations.PublishProvider owns the rest: rights, provenance, the
+	// transaction with its audit entry and event.
+	res, err := h.Ops.PublishProvider(r.Context(), actor(r), ns, r.PathValue("type"), r.PathValue("version"), src)
 	if err != nil {
 		return err
 	}
 	status := http.StatusOK
 	if res.Created {
 		status = http.StatusCreated
-		h.done(r.Context(), fx)
 	}
 	return httpjson.Write(w, status, apispec.PublishResult{Created: res.Created, Version: VersionDoc(res.Version)})
-}
-
-// publishOrigin says who publishes, for the version's provenance: the
-// pipeline a keyless token was issued to, or the token and its user.
-func (h *handler) publishOrigin(r *http.Request) (publish.Origin, error) {
-	p := auth.FromContext(r.Context())
-	o := publish.Origin{User: p.Token.User, TokenID: p.Token.ID}
-	ci, ok, err := h.Index.TokenCIClaims(r.Context(), p.Token.ID)
-	if err != nil {
-		return o, err
-	}
-	if ok {
-		o.CI = &ci
-	}
-	return o, nil
 }
 
 // multipartSource adapts a multipart reader to publish.FileSource.

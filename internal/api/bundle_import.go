@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	tfaddr "github.com/hashicorp/terraform-registry-address"
@@ -19,13 +18,11 @@ import (
 	"trove.dev/trove/apispec"
 	"trove.dev/trove/internal/httpjson"
 	"trove.dev/trove/internal/modules"
+	"trove.dev/trove/internal/operations"
 	"trove.dev/trove/internal/protocol/discovery"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/release"
-	"trove.dev/trove/internal/signing"
 	"trove.dev/trove/internal/staging"
-	"trove.dev/trove/internal/store"
-	"trove.dev/trove/internal/webhook"
 )
 
 // bundleStagePrefix names the staging directories of imports. It starts
@@ -73,31 +70,11 @@ func (h *handler) importBundle(w http.ResponseWriter, r *http.Request) error {
 			return registry.Errorf(registry.Invalid, "the bundle lacks the file %s%s (%s)", apispec.BundleBlobPrefix, d, imp.needed[d])
 		}
 	}
-	if err := h.verifyBundle(ctx, imp, dir, sizes); err != nil {
-		return err
-	}
-	for _, d := range imp.order {
-		if err := staging.Store(ctx, h.Blobs, d, sizes[d], filepath.Join(dir, d)); err != nil {
-			return err
-		}
-	}
-	// The audit entry and the events of the modules the import stores
-	// commit with it.
-	fx := h.effects(r, registry.AuditEvent{Action: registry.AuditBundleImport, Target: bundleTarget(imp.sources, imp.modules),
-		Details: fmt.Sprintf("%d provider versions, %d module versions, %d files", len(m.Providers), len(imp.modules), len(imp.order))})
-	fx.Bind = func(record any) {
-		done, ok := record.(store.BundleImport)
-		if !ok {
-			return
-		}
-		fx.Events = nil
-		for i, v := range imp.modules {
-			if done.Modules[i] {
-				h.Events.Add(ctx, fx, r, webhook.Event{Type: registry.EventModulePublished, Namespace: v.Namespace, Name: v.Name, System: v.System, Version: v.Version})
-			}
-		}
-	}
-	done, err := h.Index.ImportBundle(store.WithEffects(ctx, fx), imp.providers, imp.modules)
+	// operations.ImportBundle owns the rest: every package and module is
+	// checked as a publish checks it, then stored in one transaction with
+	// its audit entry and events.
+	done, err := h.Ops.ImportBundle(ctx, actor(r), operations.Bundle{Dir: dir, Sizes: sizes, Files: imp.order,
+		Providers: imp.providers, Sources: imp.sources, Modules: imp.modules})
 	if err != nil {
 		return err
 	}
@@ -105,11 +82,9 @@ func (h *handler) importBundle(w http.ResponseWriter, r *http.Request) error {
 	for i, p := range m.Providers {
 		out.Providers = append(out.Providers, apispec.BundleImportedProvider{Source: imp.sources[i], Version: p.Version, Packages: done.Providers[i]})
 	}
-	for i, v := range imp.modules {
+	for i, v := range done.ModuleVersions {
 		out.Modules = append(out.Modules, apispec.BundleImportedModule{Address: v.Namespace + "/" + v.Name + "/" + v.System, Version: v.Version, Created: done.Modules[i]})
 	}
-	h.Logger.InfoContext(ctx, "imported a bundle", "providers", len(out.Providers), "modules", len(out.Modules), "files", len(imp.order))
-	h.done(ctx, fx)
 	return httpjson.Write(w, http.StatusOK, out)
 }
 
@@ -354,97 +329,4 @@ func stageFile(path string, r io.Reader, limit int64, what string) (int64, strin
 		return 0, "", registry.Wrap(registry.Internal, err, "staging "+what)
 	}
 	return n, digest, f.Close()
-}
-
-// verifyBundle checks the staged files against the manifest: each
-// provider's signature, its packages against SHA256SUMS, their sizes and
-// h1 hashes, and each package as a provider publish checks it
-// (publish.Publisher.CheckPackage); each module version as a module
-// publish checks it (modules.Publisher.CheckImport), taking the metadata
-// and description that check extracts.
-func (h *handler) verifyBundle(ctx context.Context, b *bundleImport, dir string, sizes map[string]int64) error {
-	if (len(b.providers) > 0 && h.Publisher == nil) || (len(b.modules) > 0 && h.Modules == nil) {
-		return registry.Errorf(registry.Internal, "bundle import is not configured on this server")
-	}
-	for i, v := range b.providers {
-		what := fmt.Sprintf("provider %s %s", b.sources[i], v.Version)
-		sums, err := readStaged(dir, v.SHASumsDigest, release.MaxSHASumsBytes)
-		if err != nil {
-			return err
-		}
-		sig, err := readStaged(dir, v.SHASumsSignatureDigest, signing.MaxSignatureBytes)
-		if err != nil {
-			return err
-		}
-		made, err := signing.SignatureTime(sig)
-		if err == nil {
-			_, err = signing.VerifyDetachedAt([]registry.SigningKey{v.SigningKey}, sums, sig, made)
-		}
-		if err != nil {
-			return registry.Errorf(registry.Invalid, "%s: its SHA256SUMS does not verify with the key %s the bundle gives (%s); nothing was imported", what, v.SigningKey.KeyID, registry.Message(err))
-		}
-		parsed, err := release.ParseSHA256SUMS(sums)
-		if err != nil {
-			return registry.Errorf(registry.Invalid, "%s: its SHA256SUMS does not parse: %s", what, registry.Message(err))
-		}
-		listed, err := release.CheckSums(parsed, v.Type, v.Version)
-		if err != nil {
-			return registry.Wrap(registry.Invalid, err, what)
-		}
-		for _, pl := range v.Platforms {
-			if _, ok := listed.Packages[pl.Filename]; !ok || listed.Digests[pl.Filename] != pl.SHA256 {
-				return registry.Errorf(registry.Invalid, "%s: its signed SHA256SUMS does not list %s with digest %s; nothing was imported", what, pl.Filename, pl.SHA256)
-			}
-			if sizes[pl.SHA256] != pl.Size {
-				return registry.Errorf(registry.Invalid, "%s: package %s has %d bytes, the manifest says %d", what, pl.Filename, sizes[pl.SHA256], pl.Size)
-			}
-			got, err := h.Publisher.CheckPackage(filepath.Join(dir, pl.SHA256), pl.Size, pl.Filename, v.Type, v.Version)
-			if err != nil {
-				return registry.Wrap(registry.KindOf(err), err, fmt.Sprintf("%s: package %s", what, pl.Filename))
-			}
-			if got.OS != pl.OS || got.Arch != pl.Arch {
-				return registry.Errorf(registry.Invalid, "%s: package %s is the one of %s_%s, the manifest says %s_%s", what, pl.Filename, got.OS, got.Arch, pl.OS, pl.Arch)
-			}
-			if got.H1 != pl.H1 {
-				return registry.Errorf(registry.Invalid, "%s: package %s has the h1 hash %s, the manifest says %s; nothing was imported", what, pl.Filename, got.H1, pl.H1)
-			}
-		}
-	}
-	for i, m := range b.modules {
-		if sizes[m.ArchiveDigest] != m.ArchiveSize {
-			return registry.Errorf(registry.Invalid, "module %s/%s/%s %s: its archive has %d bytes, the manifest says %d", m.Namespace, m.Name, m.System, m.Version, sizes[m.ArchiveDigest], m.ArchiveSize)
-		}
-		res, err := h.Modules.CheckImport(ctx, m, filepath.Join(dir, m.ArchiveDigest))
-		if err != nil {
-			return err
-		}
-		b.modules[i] = res.Version
-	}
-	return nil
-}
-
-// readStaged reads a small staged file.
-func readStaged(dir, digest string, limit int64) ([]byte, error) {
-	f, err := os.Open(filepath.Join(dir, digest))
-	if err != nil {
-		return nil, registry.Wrap(registry.Internal, err, "reading a staged file")
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, registry.Wrap(registry.Internal, err, "reading a staged file")
-	}
-	if int64(len(data)) > limit {
-		return nil, registry.Errorf(registry.TooLarge, "the bundle's file %s%s is larger than %d bytes", apispec.BundleBlobPrefix, digest, limit)
-	}
-	return data, nil
-}
-
-// bundleTarget names what an import holds, for the audit log.
-func bundleTarget(sources []string, modules []registry.ModuleVersion) string {
-	names := slices.Clone(sources)
-	for _, m := range modules {
-		names = append(names, m.Namespace+"/"+m.Name+"/"+m.System+"@"+m.Version)
-	}
-	return registry.Elide(strings.Join(names, " "))
 }

@@ -1,20 +1,16 @@
 package api
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"strings"
 	"time"
 
 	"trove.dev/trove/apispec"
-	"trove.dev/trove/internal/audit"
 	"trove.dev/trove/internal/gitsource"
 	"trove.dev/trove/internal/httpjson"
 	"trove.dev/trove/internal/operations"
 	"trove.dev/trove/internal/registry"
-	"trove.dev/trove/internal/store"
-	"trove.dev/trove/internal/webhook"
 )
 
 // registerGitSources mounts the git source routes; the webhook takes no
@@ -158,14 +154,4 @@ func (h *handler) gitSourceDoc(g registry.GitSource) apispec.GitSource {
 		doc.WebhookURL = path
 	}
 	return doc
-}
-
-// GitPublishEffects returns the effects of the module publishes a git
-// source sync makes as actor (gitsource.Options.PublishEffects): the
-// audit entry and module.published event of every module publish, with
-// no request.
-func GitPublishEffects(rec *audit.Recorder, em *webhook.Emitter) func(ctx context.Context, actor string) *store.Effects {
-	return func(ctx context.Context, actor string) *store.Effects {
-		return modulePublishEffects(ctx, rec, em, nil, actor)
-	}
 }

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"errors"
 	"io"
 	"mime"
@@ -11,12 +10,9 @@ import (
 	"strings"
 
 	"trove.dev/trove/apispec"
-	"trove.dev/trove/internal/audit"
 	"trove.dev/trove/internal/httpjson"
 	"trove.dev/trove/internal/modules"
 	"trove.dev/trove/internal/registry"
-	"trove.dev/trove/internal/store"
-	"trove.dev/trove/internal/webhook"
 )
 
 // registerModules mounts the module routes with route.
@@ -148,8 +144,7 @@ func (h *handler) publishModuleVersion(w http.ResponseWriter, r *http.Request) e
 		return err
 	}
 	archive = clientReader{archive}
-	fx := h.modulePublishEffects(r, ns)
-	res, err := h.Modules.Publish(store.WithEffects(r.Context(), fx), modules.Upload{
+	res, err := h.Ops.PublishModule(r.Context(), actor(r), modules.Upload{
 		Namespace: ns, Name: r.PathValue("name"), System: r.PathValue("system"), Version: r.PathValue("version"),
 		Origin: r.URL.Query().Get(apispec.ModuleOriginParam), Archive: archive,
 	})
@@ -159,37 +154,12 @@ func (h *handler) publishModuleVersion(w http.ResponseWriter, r *http.Request) e
 	status := http.StatusOK
 	if res.Created {
 		status = http.StatusCreated
-		h.done(r.Context(), fx)
 	}
 	warnings := res.Warnings
 	if warnings == nil {
 		warnings = []string{}
 	}
 	return httpjson.Write(w, status, apispec.ModulePublishResult{Created: res.Created, Version: ModuleVersionDoc(res.Version), Warnings: warnings})
-}
-
-// modulePublishEffects returns the effects of a module publish in
-// namespace ns: its audit entry and module.published event, completed
-// with the version the store creates (Effects.Bind).
-func (h *handler) modulePublishEffects(r *http.Request, ns string) *store.Effects {
-	return modulePublishEffects(r.Context(), h.Audit, h.Events, r, "")
-}
-
-// modulePublishEffects returns the effects of a module publish made by
-// the request r, or by actor without one (a git source sync).
-func modulePublishEffects(ctx context.Context, rec *audit.Recorder, em *webhook.Emitter, r *http.Request, actor string) *store.Effects {
-	fx := &store.Effects{}
-	fx.Bind = func(record any) {
-		v, ok := record.(registry.ModuleVersion)
-		if !ok {
-			return
-		}
-		fx.Audit, fx.Events = nil, nil
-		rec.Add(fx, r, registry.AuditEvent{Action: registry.AuditModulePublish, Namespace: v.Namespace, Actor: actor,
-			Target: moduleTarget(v), Details: v.ArchiveFormat + " sha256 " + v.ArchiveDigest})
-		em.Add(ctx, fx, r, webhook.Event{Type: registry.EventModulePublished, Namespace: v.Namespace, Name: v.Name, System: v.System, Version: v.Version, Actor: actor})
-	}
-	return fx
 }
 
 // moduleArchive returns the archive of a publish request: the body itself,

@@ -10,7 +10,6 @@ import (
 	"trove.dev/trove/internal/httpjson"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/release"
-	"trove.dev/trove/internal/store"
 )
 
 // The documentation of provider versions (apispec.RouteProviderDocs): PUT
@@ -38,8 +37,9 @@ func (h *handler) optionallyAuthenticated(fn httpjson.HandlerFunc) httpjson.Hand
 	}
 }
 
-// uploadProviderDocs streams the archive of the request body into the
-// Publisher, which checks it before anything is stored.
+// uploadProviderDocs streams the archive of the request body into
+// operations.PublishProviderDocs, which checks it before anything is
+// stored.
 func (h *handler) uploadProviderDocs(w http.ResponseWriter, r *http.Request) error {
 	ns, err := h.namespaceParam(r, registry.ScopePublish)
 	if err != nil {
@@ -49,16 +49,7 @@ func (h *handler) uploadProviderDocs(w http.ResponseWriter, r *http.Request) err
 	// message; more is never read.
 	body := http.MaxBytesReader(w, r.Body, apispec.MaxProviderDocsBytes+1)
 	defer func() { _, _ = io.Copy(io.Discard, body) }()
-	// The audit entry commits with the documentation, named once its
-	// digest is known.
-	typ, version := r.PathValue("type"), r.PathValue("version")
-	fx := h.effects(r, registry.AuditEvent{Action: registry.AuditProviderDocs, Namespace: ns, Target: ns + "/" + typ + " " + version})
-	fx.Bind = func(record any) {
-		if d, ok := record.(store.DocsDigest); ok {
-			fx.Audit[0].Details = "documentation " + string(d)
-		}
-	}
-	res, err := h.Publisher.PublishDocs(store.WithEffects(r.Context(), fx), ns, typ, version, clientReader{body})
+	res, err := h.Ops.PublishProviderDocs(r.Context(), actor(r), ns, r.PathValue("type"), r.PathValue("version"), clientReader{body})
 	if err != nil {
 		return err
 	}
@@ -66,7 +57,6 @@ func (h *handler) uploadProviderDocs(w http.ResponseWriter, r *http.Request) err
 	status := http.StatusOK
 	if res.Created {
 		status = http.StatusCreated
-		h.done(r.Context(), fx)
 	}
 	out := apispec.ProviderDocsResult{Created: res.Created, Namespace: v.Namespace, Type: v.Type, Version: v.Version,
 		Digest: v.DocsDigest, Size: v.DocsSize, PageCount: len(res.Docs.Pages), Pages: make([]apispec.ProviderDocsPage, 0, len(res.Docs.Pages))}

@@ -2,18 +2,14 @@ package api
 
 import (
 	"net/http"
-	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"trove.dev/trove/apispec"
 	"trove.dev/trove/internal/audit"
 	"trove.dev/trove/internal/httpjson"
-	"trove.dev/trove/internal/keyless"
 	"trove.dev/trove/internal/operations"
 	"trove.dev/trove/internal/registry"
-	"trove.dev/trove/internal/store"
 )
 
 // Defaults of the exchange's rate limit per source address: a burst of 30
@@ -104,33 +100,14 @@ func (h *handler) exchange(w http.ResponseWriter, r *http.Request) error {
 	if err := httpjson.Decode(w, r, registry.MaxIDTokenBytes+4096, &req); err != nil {
 		return err
 	}
-	ns, err := registry.ParseNamespace(req.Namespace)
+	// operations.ExchangeIDToken owns the rest: the check, the token and
+	// the audit entries of success and failure.
+	res, err := h.Ops.ExchangeIDToken(r.Context(), actor(r), req.Namespace, req.Token)
 	if err != nil {
 		return err
 	}
-	// The audit entry of the token commits with it, named by the
-	// exchange once it knows the token (Effects.Bind).
-	fx := h.effects(r, registry.AuditEvent{Action: registry.AuditTokenExchange, Namespace: ns})
-	fx.Bind = func(record any) {
-		if res, ok := record.(keyless.Result); ok {
-			a := &fx.Audit[0]
-			a.Actor, a.Target = "oidc:"+res.Subject, res.Token.ID
-			a.Details = exchangeDetails(res) + ", expires " + res.Token.ExpiresAt.UTC().Format(time.RFC3339)
-		}
-	}
-	res, err := h.Keyless.Exchange(store.WithEffects(r.Context(), fx), ns, req.Token)
-	details := exchangeDetails(res)
-	if err != nil {
-		e := registry.AuditEvent{Action: registry.AuditTokenExchangeFails, Target: "namespace " + ns,
-			Details: strings.Join(slices.DeleteFunc([]string{registry.Message(err), details, res.Detail}, func(s string) bool { return s == "" }), "; ")}
-		if _, nerr := h.Index.GetNamespace(r.Context(), ns); nerr == nil {
-			e.Namespace = ns // its admins see the failures of their pipelines
-		}
-		h.Audit.Record(r.Context(), r, e)
-		return err
-	}
+	ns, _ := registry.ParseNamespace(req.Namespace) // valid: the exchange succeeded
 	t := res.Token
-	h.done(r.Context(), fx)
 	scopes := make([]string, len(t.Scopes))
 	for i, s := range t.Scopes {
 		scopes[i] = string(s)
@@ -138,25 +115,6 @@ func (h *handler) exchange(w http.ResponseWriter, r *http.Request) error {
 	return httpjson.Write(w, http.StatusOK, apispec.ExchangeResponse{
 		Token: res.Secret, TokenID: t.ID, ExpiresAt: t.ExpiresAt, Namespace: ns, Scopes: scopes, PolicyID: res.Policy.ID,
 	})
-}
-
-// exchangeDetails describes what an exchange found out of the ID token,
-// for the audit log.
-func exchangeDetails(res keyless.Result) string {
-	var parts []string
-	add := func(name, v string) {
-		if v != "" {
-			parts = append(parts, name+" "+v)
-		}
-	}
-	add("issuer", res.Issuer)
-	add("subject", res.Subject)
-	for _, c := range []string{"repository", "project_path", "ref", "environment", "workflow_ref", "job_workflow_ref"} {
-		add(c, registry.Elide(res.Claim(c)))
-	}
-	add("jti", res.JTI)
-	add("policy", res.Policy.ID)
-	return strings.Join(parts, ", ")
 }
 
 func trustPolicyDoc(p registry.TrustPolicy) apispec.TrustPolicy {

@@ -311,7 +311,12 @@ func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
 	if err := mir.RemoveStaleDownloads(); err != nil {
 		return nil, fmt.Errorf("removing unfinished mirror downloads from %s: %w", tempDir, err)
 	}
-	modMirror, err := a.moduleMirror(ctx, mir, mods)
+	// The operations are made below; the mirror and the git sources
+	// publish through them only once serving.
+	var ops *operations.Operations
+	modMirror, err := a.moduleMirror(ctx, mir, modulePublishFunc(func(ctx context.Context, up modules.Upload) (modules.Result, error) {
+		return ops.PublishMirroredModule(ctx, up)
+	}))
 	if err != nil {
 		return nil, err
 	}
@@ -343,11 +348,12 @@ func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
 	a.GitSources = gitsource.New(gitsource.Options{
 		Index: idx, Modules: mods, Secret: a.SigningSecret, TempDir: tempDir,
 		PollInterval: cfg.GitPollInterval, MaxRepoBytes: cfg.GitMaxRepoBytes,
-		Guard:          netguard.Guard{AllowPrivate: cfg.GitAllowPrivate, Flag: gitsource.AllowPrivateFlag},
-		PublishEffects: api.GitPublishEffects(gitRec, a.Events),
-		Done:           func(ctx context.Context, fx *store.Effects) { gitRec.Done(ctx, fx); a.Events.Done(ctx, fx) },
-		Record:         func(ctx context.Context, e registry.AuditEvent) { gitRec.Record(ctx, nil, e) },
-		Logger:         log,
+		Guard: netguard.Guard{AllowPrivate: cfg.GitAllowPrivate, Flag: gitsource.AllowPrivateFlag},
+		Publish: func(ctx context.Context, actor string, up modules.Upload) (modules.Result, error) {
+			return ops.PublishModule(ctx, operations.Actor{Operator: actor}, up)
+		},
+		Record: func(ctx context.Context, e registry.AuditEvent) { gitRec.Record(ctx, nil, e) },
+		Logger: log,
 	})
 	// Closed before the index (closers run newest first): what Serve's
 	// final flush did not write, if Serve ran at all.
@@ -355,13 +361,14 @@ func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
 	// One layer of operations below every entrance: the API and the web
 	// UI's forms make their writes through the same rules.
 	rec := audit.New(idx, log)
-	ops := operations.New(operations.Options{
+	ops = operations.New(operations.Options{
 		Index: idx, Access: access, Audit: rec, Events: a.Events, Managed: managed, SignInTokenTTL: lopt.TokenTTL,
 		GitSources:       a.GitSources,
 		NoLocalPasswords: !cfg.Access.LocalPasswords,
-		Logger:           log,
-		WebhookURLs:      registry.WebhookURLRules{AllowHTTP: cfg.Webhooks.AllowHTTP, AllowPrivate: cfg.Webhooks.AllowPrivate},
-		PublicURL:        public,
+		Publisher:        pub, Modules: mods, Blobs: a.Blobs,
+		Logger:      log,
+		WebhookURLs: registry.WebhookURLRules{AllowHTTP: cfg.Webhooks.AllowHTTP, AllowPrivate: cfg.Webhooks.AllowPrivate},
+		PublicURL:   public,
 		CheckIssuer: func(ctx context.Context, issuer string) (string, error) {
 			return sso.CheckIssuer(ctx, nil, issuer)
 		},

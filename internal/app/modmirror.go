@@ -3,20 +3,25 @@ package app
 import (
 	"context"
 	"fmt"
-	"net/http"
 
-	"trove.dev/trove/internal/audit"
 	"trove.dev/trove/internal/mirror"
 	"trove.dev/trove/internal/modules"
 	"trove.dev/trove/internal/registry"
-	"trove.dev/trove/internal/store"
-	"trove.dev/trove/internal/webhook"
 )
 
+// modulePublishFunc is a mirror.ModulePublisher.
+type modulePublishFunc func(ctx context.Context, up modules.Upload) (modules.Result, error)
+
+// Publish calls f.
+func (f modulePublishFunc) Publish(ctx context.Context, up modules.Upload) (modules.Result, error) {
+	return f(ctx, up)
+}
+
 // moduleMirror builds the module mirror of the --module-mirror mappings:
-// mirrored versions are published by mods (the publish gate), with an
-// audit entry and module.published event committed with each.
-func (a *App) moduleMirror(ctx context.Context, mir *mirror.Mirror, mods *modules.Publisher) (*mirror.Modules, error) {
+// mirrored versions are published by pub (operations.PublishMirroredModule:
+// the checks of every module publish, with an audit entry and
+// module.published event committed with each).
+func (a *App) moduleMirror(ctx context.Context, mir *mirror.Mirror, pub mirror.ModulePublisher) (*mirror.Modules, error) {
 	cfg := a.Config
 	var maps []mirror.ModuleMapping
 	seen := map[string]bool{}
@@ -35,31 +40,8 @@ func (a *App) moduleMirror(ctx context.Context, mir *mirror.Mirror, mods *module
 				"namespace", mp.Namespace, "upstream", mp.Host+"/"+mp.UpstreamNamespace)
 		}
 	}
-	rec := audit.New(a.Index, a.log)
 	return mir.Modules(mirror.ModuleOptions{
-		Mappings: maps, Index: a.Index, Publisher: mods,
+		Mappings: maps, Index: a.Index, Publisher: pub,
 		MaxArchiveBytes: cfg.Limits.MaxZipBytes, MaxCheckoutBytes: 2 * cfg.Limits.MaxUnpackedBytes,
-		Effects: func(ctx context.Context, namespace string) *store.Effects {
-			fx := &store.Effects{}
-			fx.Bind = func(record any) {
-				v, ok := record.(registry.ModuleVersion)
-				if !ok {
-					return
-				}
-				fx.Audit, fx.Events = nil, nil
-				rec.Add(fx, nil, registry.AuditEvent{Action: registry.AuditModulePublish, Actor: "mirror", Namespace: v.Namespace,
-					Target: v.Namespace + "/" + v.Name + "/" + v.System + " " + v.Version, Details: v.Origin})
-				if a.Events != nil {
-					a.Events.Add(ctx, fx, (*http.Request)(nil), webhook.Event{Type: registry.EventModulePublished, Actor: "mirror", Namespace: v.Namespace, Name: v.Name, System: v.System, Version: v.Version})
-				}
-			}
-			return fx
-		},
-		Done: func(ctx context.Context, fx *store.Effects) {
-			rec.Done(ctx, fx)
-			if a.Events != nil {
-				a.Events.Done(ctx, fx)
-			}
-		},
 	}), nil
 }

@@ -73,11 +73,11 @@ type Options struct {
 	// take on disk.
 	SyncTimeout  time.Duration
 	MaxRepoBytes int64
-	// PublishEffects returns the effects (audit entry, webhook event) of
-	// a publish made by actor, completed by the store with the version
-	// (store.Effects.Bind); Done completes them after the publish.
-	PublishEffects func(ctx context.Context, actor string) *store.Effects
-	Done           func(ctx context.Context, fx *store.Effects)
+	// Publish publishes a tag's module version as actor (the sync, named
+	// after its source) through the one publish path, which commits the
+	// audit entry and webhook event with it (operations.PublishModule);
+	// nil publishes through Modules with neither.
+	Publish func(ctx context.Context, actor string, up modules.Upload) (modules.Result, error)
 	// Record appends an audit event that goes with no change (a moved
 	// tag refused); nil records none.
 	Record func(ctx context.Context, e registry.AuditEvent)
@@ -117,11 +117,10 @@ func New(opt Options) *Service {
 	if opt.Guard.Flag == "" {
 		opt.Guard.Flag = AllowPrivateFlag
 	}
-	if opt.PublishEffects == nil {
-		opt.PublishEffects = func(context.Context, string) *store.Effects { return nil }
-	}
-	if opt.Done == nil {
-		opt.Done = func(context.Context, *store.Effects) {}
+	if opt.Publish == nil {
+		opt.Publish = func(ctx context.Context, _ string, up modules.Upload) (modules.Result, error) {
+			return opt.Modules.Publish(ctx, up)
+		}
 	}
 	if opt.Record == nil {
 		opt.Record = func(context.Context, registry.AuditEvent) {}
@@ -496,15 +495,10 @@ func (s *Service) publishTag(ctx context.Context, g registry.GitSource, run *git
 	if o := origin + " of " + g.URL; len(o) <= modules.MaxOriginBytes {
 		origin = o
 	}
-	fx := s.opt.PublishEffects(ctx, actor)
-	res, err := s.opt.Modules.Publish(store.WithEffects(ctx, fx), modules.Upload{
+	if _, err := s.opt.Publish(ctx, actor, modules.Upload{
 		Namespace: g.Namespace, Name: g.Name, System: g.System, Version: version, Origin: origin, Archive: archive,
-	})
-	if err != nil {
+	}); err != nil {
 		return err
-	}
-	if res.Created {
-		s.opt.Done(ctx, fx)
 	}
 	return s.opt.Index.MarkGitTagPublished(ctx, g.Namespace, g.Name, g.System, t.Tag, s.opt.Now().UTC())
 }

@@ -25,9 +25,11 @@
 // after a single sign-on, and device codes), mirror.go (the mirror's
 // upstreams and its approvals and denials of upstream versions),
 // deletes.go (provider and module versions, whole providers and modules,
-// and the versions retention rules expire) and collect.go (garbage
-// collections). An operation refused for rights or input stores nothing:
-// no row, no audit entry, no event.
+// and the versions retention rules expire), collect.go (garbage
+// collections), publish.go (provider, module and provider documentation
+// publishes), bundle.go (air-gap bundle import) and keyless.go (the
+// keyless token exchange). An operation refused for rights or input
+// stores nothing: no row, no audit entry, no event.
 package operations
 
 import (
@@ -41,6 +43,9 @@ import (
 	"trove.dev/trove/internal/auth"
 	"trove.dev/trove/internal/gc"
 	"trove.dev/trove/internal/gitsource"
+	"trove.dev/trove/internal/keyless"
+	"trove.dev/trove/internal/modules"
+	"trove.dev/trove/internal/publish"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/signing"
 	"trove.dev/trove/internal/store"
@@ -65,6 +70,10 @@ type Index interface {
 	store.MirrorHolds
 	store.Providers
 	store.Modules
+	// For the publishes (publish.go, bundle.go): the CI claims of the
+	// publishing token (provenance) and the bundle import.
+	store.Provenance
+	store.Bundles
 }
 
 // Options configures New.
@@ -85,6 +94,19 @@ type Options struct {
 	// Managed generates registry-managed signing keys; nil refuses to
 	// generate one.
 	Managed *signing.Managed
+	// Publisher publishes provider releases and their documentation
+	// (publish.go) and checks a bundle's packages (bundle.go); nil
+	// refuses them.
+	Publisher *publish.Publisher
+	// Modules publishes module versions and checks a bundle's (publish.go,
+	// bundle.go); nil refuses them.
+	Modules *modules.Publisher
+	// Blobs stores the files of an imported bundle (bundle.go).
+	Blobs store.Blobs
+	// Keyless checks the ID tokens of a keyless token exchange
+	// (keyless.go); nil means one on Index when it holds trust policies
+	// and the replay guard (a store.Index does).
+	Keyless *keyless.Exchanger
 	// NoLocalPasswords refuses to set or check passwords of local
 	// accounts (--local-passwords=false).
 	NoLocalPasswords bool
@@ -145,6 +167,11 @@ func New(opt Options) *Operations {
 			h.OnCommit(opt.Access.ApplyChange)
 		}
 	}
+	if opt.Keyless == nil {
+		if ki, ok := opt.Index.(keyless.Index); ok {
+			opt.Keyless = keyless.New(keyless.Options{Index: ki, Now: opt.Now})
+		}
+	}
 	if opt.Audit == nil {
 		l, _ := opt.Index.(store.AuditLog)
 		opt.Audit = audit.New(l, opt.Logger)
@@ -162,7 +189,9 @@ type Actor struct {
 	// Operator, when set, names the operator of the data directory
 	// (`trove admin token`: "local-admin"), who holds every right and is
 	// audited under that name. Only cmd/trove's data-directory commands
-	// set it.
+	// set it, and the server's own processes acting on what an admin
+	// configured (a git source's sync publishing its tags, named after
+	// the source).
 	Operator string
 }
 

@@ -1,0 +1,193 @@
+package operations
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"trove.dev/trove/apispec"
+	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/release"
+	"trove.dev/trove/internal/signing"
+	"trove.dev/trove/internal/staging"
+	"trove.dev/trove/internal/store"
+	"trove.dev/trove/internal/webhook"
+)
+
+// Bundle is an air-gap bundle staged for ImportBundle: its manifest,
+// read into what it names, and its files, staged in Dir under their
+// SHA-256 digests. The entrance reads the bundle (the byte handling);
+// ImportBundle decides.
+type Bundle struct {
+	// Dir holds the staged files, each named by its digest.
+	Dir string
+	// Sizes are the sizes of the staged files by digest.
+	Sizes map[string]int64
+	// Files are the digests the manifest names, in its order; each must
+	// be staged.
+	Files []string
+	// Providers are the mirrored provider versions of the bundle, and
+	// Sources their addresses as they print.
+	Providers []registry.MirroredVersion
+	Sources   []string
+	// Modules are the module versions of the bundle, as their manifest
+	// describes them.
+	Modules []registry.ModuleVersion
+}
+
+// BundleResult is what ImportBundle stored.
+type BundleResult struct {
+	store.BundleImport
+	// ModuleVersions are the module versions as stored (or held
+	// already), with the metadata and description their archives hold;
+	// BundleImport.Modules says which were stored.
+	ModuleVersions []registry.ModuleVersion
+}
+
+// ImportBundle imports a staged bundle (a global admin right): it checks
+// every package and module exactly as a publish checks it (each
+// provider's signature over its SHA256SUMS with the key the bundle gives,
+// judged when the signature was made; each package against SHA256SUMS,
+// its size and h1 hash and as publish.Publisher.CheckPackage checks a
+// publish's zip; each module version as modules.Publisher.CheckImport
+// checks a publish's archive, taking the metadata and description it
+// extracts), then stores the files and writes the index in one
+// transaction with the audit entry (AuditBundleImport) and a
+// module.published event per module version it stores. All or nothing:
+// a bundle that fails a check stores no version and no blob.
+func (o *Operations) ImportBundle(ctx context.Context, a Actor, b Bundle) (BundleResult, error) {
+	if err := o.require(a, registry.ScopeAdmin, ""); err != nil {
+		return BundleResult{}, err
+	}
+	if (len(b.Providers) > 0 && o.opt.Publisher == nil) || (len(b.Modules) > 0 && o.opt.Modules == nil) || o.opt.Blobs == nil {
+		return BundleResult{}, registry.Errorf(registry.Internal, "bundle import is not configured on this server")
+	}
+	for _, d := range b.Files {
+		if _, ok := b.Sizes[d]; !ok {
+			return BundleResult{}, registry.Errorf(registry.Invalid, "the bundle lacks the file %s%s", apispec.BundleBlobPrefix, d)
+		}
+	}
+	mods := slices.Clone(b.Modules)
+	if err := o.verifyBundle(ctx, b, mods); err != nil {
+		return BundleResult{}, err
+	}
+	for _, d := range b.Files {
+		if err := staging.Store(ctx, o.opt.Blobs, d, b.Sizes[d], filepath.Join(b.Dir, d)); err != nil {
+			return BundleResult{}, err
+		}
+	}
+	// The audit entry and the events of the modules the import stores
+	// commit with it.
+	fx := o.effects(ctx, a, []registry.AuditEvent{{Action: registry.AuditBundleImport, Target: bundleTarget(b.Sources, mods),
+		Details: fmt.Sprintf("%d provider versions, %d module versions, %d files", len(b.Providers), len(mods), len(b.Files))}})
+	fx.Bind = func(record any) {
+		done, ok := record.(store.BundleImport)
+		if !ok {
+			return
+		}
+		fx.Events = nil
+		for i, v := range mods {
+			if done.Modules[i] {
+				o.opt.Events.Add(ctx, fx, nil, webhook.Event{Type: registry.EventModulePublished, Namespace: v.Namespace, Name: v.Name, System: v.System, Version: v.Version, Actor: a.name()})
+			}
+		}
+	}
+	done, err := o.opt.Index.ImportBundle(store.WithEffects(ctx, fx), b.Providers, mods)
+	if err != nil {
+		return BundleResult{}, err
+	}
+	o.opt.Logger.InfoContext(ctx, "imported a bundle", "providers", len(b.Providers), "modules", len(mods), "files", len(b.Files))
+	o.done(ctx, fx)
+	return BundleResult{BundleImport: done, ModuleVersions: mods}, nil
+}
+
+// verifyBundle checks the staged files of b against its manifest, as
+// ImportBundle says, and sets mods (b.Modules' copy) to the module
+// versions the checks return.
+func (o *Operations) verifyBundle(ctx context.Context, b Bundle, mods []registry.ModuleVersion) error {
+	for i, v := range b.Providers {
+		what := fmt.Sprintf("provider %s %s", b.Sources[i], v.Version)
+		sums, err := readStaged(b.Dir, v.SHASumsDigest, release.MaxSHASumsBytes)
+		if err != nil {
+			return err
+		}
+		sig, err := readStaged(b.Dir, v.SHASumsSignatureDigest, signing.MaxSignatureBytes)
+		if err != nil {
+			return err
+		}
+		made, err := signing.SignatureTime(sig)
+		if err == nil {
+			_, err = signing.VerifyDetachedAt([]registry.SigningKey{v.SigningKey}, sums, sig, made)
+		}
+		if err != nil {
+			return registry.Errorf(registry.Invalid, "%s: its SHA256SUMS does not verify with the key %s the bundle gives (%s); nothing was imported", what, v.SigningKey.KeyID, registry.Message(err))
+		}
+		parsed, err := release.ParseSHA256SUMS(sums)
+		if err != nil {
+			return registry.Errorf(registry.Invalid, "%s: its SHA256SUMS does not parse: %s", what, registry.Message(err))
+		}
+		listed, err := release.CheckSums(parsed, v.Type, v.Version)
+		if err != nil {
+			return registry.Wrap(registry.Invalid, err, what)
+		}
+		for _, pl := range v.Platforms {
+			if _, ok := listed.Packages[pl.Filename]; !ok || listed.Digests[pl.Filename] != pl.SHA256 {
+				return registry.Errorf(registry.Invalid, "%s: its signed SHA256SUMS does not list %s with digest %s; nothing was imported", what, pl.Filename, pl.SHA256)
+			}
+			if b.Sizes[pl.SHA256] != pl.Size {
+				return registry.Errorf(registry.Invalid, "%s: package %s has %d bytes, the manifest says %d", what, pl.Filename, b.Sizes[pl.SHA256], pl.Size)
+			}
+			got, err := o.opt.Publisher.CheckPackage(filepath.Join(b.Dir, pl.SHA256), pl.Size, pl.Filename, v.Type, v.Version)
+			if err != nil {
+				return registry.Wrap(registry.KindOf(err), err, fmt.Sprintf("%s: package %s", what, pl.Filename))
+			}
+			if got.OS != pl.OS || got.Arch != pl.Arch {
+				return registry.Errorf(registry.Invalid, "%s: package %s is the one of %s_%s, the manifest says %s_%s", what, pl.Filename, got.OS, got.Arch, pl.OS, pl.Arch)
+			}
+			if got.H1 != pl.H1 {
+				return registry.Errorf(registry.Invalid, "%s: package %s has the h1 hash %s, the manifest says %s; nothing was imported", what, pl.Filename, got.H1, pl.H1)
+			}
+		}
+	}
+	for i, m := range mods {
+		if b.Sizes[m.ArchiveDigest] != m.ArchiveSize {
+			return registry.Errorf(registry.Invalid, "module %s/%s/%s %s: its archive has %d bytes, the manifest says %d", m.Namespace, m.Name, m.System, m.Version, b.Sizes[m.ArchiveDigest], m.ArchiveSize)
+		}
+		res, err := o.opt.Modules.CheckImport(ctx, m, filepath.Join(b.Dir, m.ArchiveDigest))
+		if err != nil {
+			return err
+		}
+		mods[i] = res.Version
+	}
+	return nil
+}
+
+// readStaged reads a small staged file.
+func readStaged(dir, digest string, limit int64) ([]byte, error) {
+	f, err := os.Open(filepath.Join(dir, digest))
+	if err != nil {
+		return nil, registry.Wrap(registry.Internal, err, "reading a staged file")
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, registry.Wrap(registry.Internal, err, "reading a staged file")
+	}
+	if int64(len(data)) > limit {
+		return nil, registry.Errorf(registry.TooLarge, "the bundle's file %s%s is larger than %d bytes", apispec.BundleBlobPrefix, digest, limit)
+	}
+	return data, nil
+}
+
+// bundleTarget names what an import holds, for the audit log.
+func bundleTarget(sources []string, modules []registry.ModuleVersion) string {
+	names := slices.Clone(sources)
+	for _, m := range modules {
+		names = append(names, m.Namespace+"/"+m.Name+"/"+m.System+"@"+m.Version)
+	}
+	return registry.Elide(strings.Join(names, " "))
+}
