@@ -217,8 +217,10 @@ func (s *Service) renderVersion(ctx context.Context, key repoKey, tag string) (r
 }
 
 // storeDigests caches every document and blob of one version's rp under
-// its digest (an entry already cached is kept: the same digest is the
-// same content), unless an invalidation happened since epoch, when rp
+// its digest, replacing the entries cached already (the same content,
+// but this render's age: they then live as long as the version's entry,
+// which is rendered again in the background while it is requested),
+// unless an invalidation happened since epoch, when rp
 // was read from the index: a version deleted meanwhile must not be
 // stored after its invalidation (the cache's own generations protect
 // only the entry being rendered, not these).
@@ -231,7 +233,8 @@ func (s *Service) storeDigests(ctx context.Context, key repoKey, rp *repo, epoch
 	for dg, d := range rp.docs {
 		it := &item{contentType: []string{d.desc.MediaType}, digest: []string{dg}, referrers: rp.referrers[dg]}
 		body := d.body
-		_, _ = s.cache.Load(ctx, key, docKey{docDigest, dg}, nil, func(context.Context) (respcache.Rendered[*item], error) {
+		dk := docKey{docDigest, dg}
+		_, _ = s.cache.Load(ctx, key, dk, s.cache.Lookup(key, dk), func(context.Context) (respcache.Rendered[*item], error) {
 			return respcache.Rendered[*item]{Body: body, ETag: `"` + dg + `"`, Value: it, Size: 64 + int64(len(it.referrers))*256}, nil
 		})
 	}
@@ -240,7 +243,8 @@ func (s *Service) storeDigests(ctx context.Context, key repoKey, rp *repo, epoch
 			continue // every repository has it
 		}
 		it := &item{blob: &b}
-		_, _ = s.cache.Load(ctx, key, docKey{docDigest, dg}, nil, func(context.Context) (respcache.Rendered[*item], error) {
+		dk := docKey{docDigest, dg}
+		_, _ = s.cache.Load(ctx, key, dk, s.cache.Lookup(key, dk), func(context.Context) (respcache.Rendered[*item], error) {
 			return respcache.Rendered[*item]{Value: it, Size: 64}, nil
 		})
 	}
