@@ -429,6 +429,7 @@ func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
 		ProviderOptions: []providers.Option{providers.WithCacheBytes(cfg.CacheBytes), providers.WithDownloadCounter(counter)},
 		ModuleOptions:   []protomodules.Option{protomodules.WithDownloadCounter(counter), protomodules.WithMirror(modMirror)},
 		Mirror:          mir, Metrics: metrics, AccessLog: opt.AccessLog, UI: ui, SSO: ssoSvc,
+		OCICacheBytes: cfg.CacheBytes,
 	})
 	if err != nil {
 		return nil, err

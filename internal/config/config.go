@@ -104,7 +104,9 @@ type Config struct {
 	LogLevel slog.Level
 	// LogFormat is "text" or "json".
 	LogFormat string
-	// CacheBytes bounds the memory of the rendered providers.v1 documents.
+	// CacheBytes bounds the memory of the rendered providers.v1 documents,
+	// and (a budget of its own of the same size) that of the OCI pull
+	// API's generated documents.
 	CacheBytes int64
 	// DownloadsFlushInterval is how often the download counts this
 	// process counted are added to the index: what a crash loses at most.
@@ -223,7 +225,7 @@ func (c *Config) FlagSet(name string) *flag.FlagSet {
 	fs.Var((*byteSize)(&c.Limits.MaxZipBytes), "max-zip-bytes", "largest provider zip archive, in `bytes`")
 	fs.IntVar(&c.Limits.MaxZipEntries, "max-zip-entries", DefaultMaxZipEntries, "most entries in one provider zip archive")
 	fs.Var((*byteSize)(&c.Limits.MaxUnpackedBytes), "max-unpacked-bytes", "largest uncompressed size of one provider zip archive, in `bytes`")
-	fs.Var((*byteSize)(&c.CacheBytes), "cache-bytes", "memory for cached providers.v1 documents, in `bytes`")
+	fs.Var((*byteSize)(&c.CacheBytes), "cache-bytes", "memory for cached providers.v1 documents, and as much for OCI documents, in `bytes`")
 	fs.IntVar(&c.ConsumerRetentionDays, "consumer-retention-days", registry.DefaultConsumerRetentionDays,
 		"how many days of consumer records (who downloaded which version, with which client) to keep; 0 records none")
 	fs.DurationVar(&c.DownloadsFlushInterval, "downloads-flush-interval", DefaultDownloadsFlushInterval, "how often download counts are written to the index (a crash loses at most this much of this server's counts)")

@@ -121,6 +121,10 @@ type Options struct {
 	// SSO serves the sign-in through identity providers under
 	// /oauth/sso/ (*sso.Service; none if nil).
 	SSO interface{ Register(mux *http.ServeMux) }
+	// OCICacheBytes bounds the memory of the OCI pull API's cached
+	// documents (oci.Options.CacheBytes: its default if <= 0). The app
+	// gives it --cache-bytes, a budget of its own beside providers.v1's.
+	OCICacheBytes int64
 }
 
 // UI is the web UI (*web.Service): its pages are mounted beside the
@@ -199,7 +203,7 @@ func New(opt Options) (*Server, error) {
 		moduleOpts = append(slices.Clip(moduleOpts), modules.WithGuard(opt.Access, opt.PrivateSigner))
 	}
 	s.modules = modules.New(opt.Index, opt.Signer, opt.PublicURL, opt.Logger, moduleOpts...)
-	ociOpt := oci.Options{Index: opt.Index, Blobs: opt.Blobs, PublicURL: opt.PublicURL, Logger: opt.Logger, Signer: opt.Signer}
+	ociOpt := oci.Options{Index: opt.Index, Blobs: opt.Blobs, PublicURL: opt.PublicURL, Logger: opt.Logger, Signer: opt.Signer, CacheBytes: opt.OCICacheBytes}
 	if opt.Access != nil {
 		ociOpt.Guard = opt.Access
 	}

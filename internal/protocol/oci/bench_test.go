@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -168,4 +169,28 @@ func BenchmarkModuleManifestByTag(b *testing.B) {
 func BenchmarkModuleManifestByTagUncached(b *testing.B) {
 	s := benchService(b, 1)
 	benchServe(b, s, "/v2/acme/modules/net/aws/manifests/1.0.3", func() { s.InvalidateModule("acme", "net", "aws") })
+}
+
+// BenchmarkProviderIndexByTagVersionMiss generates the version's index
+// (one version read from the index) with the tag list cached: the miss
+// of a version not asked for before.
+func BenchmarkProviderIndexByTagVersionMiss(b *testing.B) {
+	s := benchService(b, 200)
+	key := repoKey{kind: 'p', ns: "acme", name: "widget"}
+	benchServe(b, s, "/v2/acme/widget/manifests/1.2.3", func() { s.cache.Invalidate(key, docKey{docVersion, "1.2.3"}) })
+}
+
+// BenchmarkPlatformManifestByDigest is the request that follows the
+// index (the manifest of one platform, by digest) from the cache.
+func BenchmarkPlatformManifestByDigest(b *testing.B) {
+	s := benchService(b, 200)
+	mux := http.NewServeMux()
+	s.Register(mux)
+	w := httptest.NewRecorder()
+	mux.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/v2/acme/widget/manifests/1.2.3", nil))
+	var idx ImageIndex
+	if err := json.Unmarshal(w.Body.Bytes(), &idx); err != nil || len(idx.Manifests) == 0 {
+		b.Fatalf("index: %v %s", err, w.Body)
+	}
+	benchServe(b, s, "/v2/acme/widget/manifests/"+idx.Manifests[0].Digest, nil)
 }

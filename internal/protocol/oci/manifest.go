@@ -269,3 +269,52 @@ func moduleRepo(vs []moduleVersion) (*repo, error) {
 	r.finish()
 	return r, nil
 }
+
+// providerTagged reports whether providerRepo tags v: a version that is
+// not revoked and has at least one platform whose package is held.
+func providerTagged(v registry.ProviderVersion) bool {
+	if v.Revocation != nil {
+		return false
+	}
+	for _, p := range v.Platforms {
+		if p.SHA256 != "" && p.Size > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// providerTags is the sorted tag list of providerRepo(vs), from the
+// versions alone (no document is generated).
+func providerTags(vs []registry.ProviderVersion) []string {
+	tags := make([]string, 0, len(vs))
+	for _, v := range vs {
+		if providerTagged(v) {
+			tags = append(tags, TagOf(v.Version))
+		}
+	}
+	slices.Sort(tags)
+	return slices.Compact(tags)
+}
+
+// moduleTags is the sorted tag list of moduleRepo for versions, with
+// "latest" when there is any version, and the tag "latest" names: the
+// newest release, or the newest version when none is a release.
+func moduleTags(versions []string) (tags []string, latest string) {
+	vs := slices.Clone(versions)
+	registry.SortNewestFirst(vs, func(v string) string { return v })
+	for _, v := range vs {
+		tags = append(tags, TagOf(v))
+		if pv, err := registry.ParseVersion(v); latest == "" && err == nil && pv.Prerelease() == "" {
+			latest = TagOf(v)
+		}
+	}
+	if latest == "" && len(vs) > 0 {
+		latest = TagOf(vs[0])
+	}
+	if latest != "" {
+		tags = append(tags, "latest")
+	}
+	slices.Sort(tags)
+	return slices.Compact(tags), latest
+}

@@ -98,7 +98,7 @@ func (s *Service) mirrorManifest(ctx context.Context, key repoKey, rp *repo, ref
 	case !digestRE.MatchString(ref):
 		return rp, nil // a tag the mirror may not serve: nothing to make
 	}
-	s.cache.InvalidateOwner(key)
+	s.invalidate(key)
 	return s.load(ctx, key)
 }
 

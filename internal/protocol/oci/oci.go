@@ -8,9 +8,13 @@
 // stored provider zip, so the layer digest is the lock file's zh: hash);
 // a module version's tag names one image manifest whose layer is a
 // deterministic zip of the stored module archive. Generated documents are
-// the same bytes every time (stable digests) and cached per repository in
-// internal/respcache, invalidated on publish and delete like the
-// providers.v1 documents.
+// the same bytes every time (stable digests) and cached per document in
+// internal/respcache (cache.go): a repository's tag list (from its
+// version list alone), and each version's index or manifest, generated
+// on demand with its documents and blobs under their digests. Every
+// change of a repository (publish, delete, revoke) drops its documents,
+// like the providers.v1 documents. An upstream's provider (mirror.go) is
+// cached as a whole repository.
 //
 // Repositories: <namespace>/<type> for a provider,
 // <namespace>/modules/<name>/<system> for a module, and
@@ -37,6 +41,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	svchost "github.com/hashicorp/terraform-svchost"
@@ -94,9 +100,10 @@ type Options struct {
 	Now       func() time.Time
 	PublicURL *url.URL
 	Logger    *slog.Logger
-	// CacheBytes bounds the cached repositories (default 8 MiB).
+	// CacheBytes bounds the cached documents (default 8 MiB; the server
+	// gives it --cache-bytes).
 	CacheBytes int64
-	// MaxAge is how long a generated repository is served before it is
+	// MaxAge is how long a generated document is served before it is
 	// generated again (default 30s).
 	MaxAge time.Duration
 }
@@ -124,8 +131,12 @@ type Service struct {
 	opt   Options
 	host  string
 	log   *slog.Logger
-	cache *respcache.Cache[repoKey, struct{}, *repo]
+	cache *respcache.Cache[repoKey, docKey, *item]
 	zips  *zipper
+	// inv orders invalidations (write) against storeDigests (read);
+	// epoch counts the invalidations. See storeDigests.
+	inv   sync.RWMutex
+	epoch atomic.Uint64
 }
 
 // New returns a Service.
@@ -140,7 +151,7 @@ func New(opt Options) *Service {
 		opt.MaxAge = 30 * time.Second
 	}
 	s := &Service{opt: opt, host: opt.PublicURL.Host, log: opt.Logger, zips: newZipper(opt.Blobs)}
-	s.cache = respcache.New[repoKey, struct{}, *repo](respcache.Options{
+	s.cache = respcache.New[repoKey, docKey, *item](respcache.Options{
 		Name: "oci", MaxAge: opt.MaxAge, MaxBytes: opt.CacheBytes, Log: opt.Logger,
 		Drop: func(err error) bool { return registry.IsKind(err, registry.NotFound) },
 	})
@@ -153,18 +164,23 @@ func (s *Service) Register(mux *http.ServeMux) {
 	mux.HandleFunc("/v2", s.serve)
 }
 
-// InvalidateProvider drops the cached repository of a provider.
+// InvalidateProvider drops the cached documents of a provider.
 func (s *Service) InvalidateProvider(namespace, typ string) {
-	s.cache.InvalidateOwner(repoKey{kind: 'p', ns: namespace, name: typ})
+	s.invalidate(repoKey{kind: 'p', ns: namespace, name: typ})
 }
 
-// InvalidateModule drops the cached repository of a module.
+// InvalidateModule drops the cached documents of a module.
 func (s *Service) InvalidateModule(namespace, name, system string) {
-	s.cache.InvalidateOwner(repoKey{kind: 'm', ns: namespace, name: name, system: system})
+	s.invalidate(repoKey{kind: 'm', ns: namespace, name: name, system: system})
 }
 
-// InvalidateAll drops every cached repository.
-func (s *Service) InvalidateAll() { s.cache.InvalidateAll() }
+// InvalidateAll drops every cached document.
+func (s *Service) InvalidateAll() {
+	s.inv.Lock()
+	defer s.inv.Unlock()
+	s.epoch.Add(1)
+	s.cache.InvalidateAll()
+}
 
 // ociError is an error of the specification's error codes.
 type ociError struct {
@@ -298,24 +314,45 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err, key.String())
 		return
 	}
-	rp, err := s.load(r.Context(), key)
-	if err != nil {
-		s.writeError(w, r, err, key.String())
-		return
-	}
 	if private {
 		// Shared caches must not keep a private namespace's answers.
 		w.Header()["Cache-Control"] = privateNoCache
 	}
+	if key.kind != 'p' && key.kind != 'm' {
+		// An upstream's provider: served from its whole repository.
+		rp, err := s.load(r.Context(), key)
+		if err != nil {
+			s.writeError(w, r, err, key.String())
+			return
+		}
+		switch op {
+		case "tags/list":
+			s.serveTags(w, r, key, rp.tags)
+		case "manifests":
+			s.serveManifest(w, r, key, rp, ref)
+		case "blobs":
+			s.serveBlob(w, r, key, rp, ref)
+		case "referrers":
+			s.serveReferrers(w, r, key, rp, ref)
+		}
+		return
+	}
+	// Every request reads the tag list first (cached): a repository
+	// without tags is unknown.
+	tl, err := s.get(r.Context(), key, docKey{kind: docTags})
+	if err != nil {
+		s.writeError(w, r, err, key.String())
+		return
+	}
 	switch op {
 	case "tags/list":
-		s.serveTags(w, r, key, rp)
+		s.serveTagList(w, r, key, tl)
 	case "manifests":
-		s.serveManifest(w, r, key, rp, ref)
+		s.serveVersionDoc(w, r, key, tl, ref)
 	case "blobs":
-		s.serveBlob(w, r, key, rp, ref)
+		s.serveBlob(w, r, key, nil, ref)
 	case "referrers":
-		s.serveReferrers(w, r, rp, ref)
+		s.serveReferrers(w, r, key, nil, ref)
 	}
 }
 
@@ -457,35 +494,17 @@ func setCacheControl(h http.Header, v string) {
 	h.Set("Cache-Control", v)
 }
 
-// load returns the repository, generated or cached.
+// load returns the whole repository, generated or cached (the docRepo
+// entry).
 func (s *Service) load(ctx context.Context, key repoKey) (*repo, error) {
-	e := s.cache.Lookup(key, struct{}{})
-	switch s.cache.State(e) {
-	case respcache.Stale:
-		if s.cache.ShouldRevalidate(e) {
-			s.cache.Revalidate(key, struct{}{}, e, s.renderer(key))
-		}
-		fallthrough
-	case respcache.Fresh:
-		return e.Value, nil
-	}
-	e, err := s.cache.Load(ctx, key, struct{}{}, e, s.renderer(key))
+	e, err := s.get(ctx, key, docKey{kind: docRepo})
 	if err != nil {
 		return nil, err
 	}
-	return e.Value, nil
+	return e.Value.rp, nil
 }
 
-func (s *Service) renderer(key repoKey) respcache.RenderFunc[*repo] {
-	return func(ctx context.Context) (respcache.Rendered[*repo], error) {
-		rp, err := s.generate(ctx, key)
-		if err != nil {
-			return respcache.Rendered[*repo]{}, err
-		}
-		return respcache.Rendered[*repo]{Value: rp, Size: rp.size()}, nil
-	}
-}
-
+// generate generates the whole repository (every version's documents).
 func (s *Service) generate(ctx context.Context, key repoKey) (*repo, error) {
 	notFound := registry.Errorf(registry.NotFound, "repository %s is not known to this registry", key)
 	if key.kind == 'x' {
@@ -527,9 +546,10 @@ func (s *Service) generate(ctx context.Context, key repoKey) (*repo, error) {
 	return rp, err
 }
 
-func (s *Service) serveTags(w http.ResponseWriter, r *http.Request, key repoKey, rp *repo) {
+// serveTags answers a page of the sorted tags.
+func (s *Service) serveTags(w http.ResponseWriter, r *http.Request, key repoKey, all []string) {
 	q := r.URL.Query()
-	n := len(rp.tags)
+	n := len(all)
 	if v := q.Get("n"); v != "" {
 		i, err := strconv.Atoi(v)
 		if err != nil || i < 0 {
@@ -539,7 +559,7 @@ func (s *Service) serveTags(w http.ResponseWriter, r *http.Request, key repoKey,
 		n = min(i, MaxTags)
 	}
 	n = min(n, MaxTags)
-	tags := rp.tags
+	tags := all
 	if last := q.Get("last"); last != "" {
 		i := 0
 		for i < len(tags) && tags[i] <= last {
@@ -631,12 +651,24 @@ func accepts(r *http.Request, mediaType string) bool {
 	return false
 }
 
+// serveBlob answers a blob of rp, or of the repository's cached
+// documents if rp is nil.
 func (s *Service) serveBlob(w http.ResponseWriter, r *http.Request, key repoKey, rp *repo, ref string) {
 	if !digestRE.MatchString(ref) {
 		s.writeError(w, r, errf(http.StatusBadRequest, "DIGEST_INVALID", "invalid digest: want sha256: and 64 lower-case hex digits"), "")
 		return
 	}
-	b, ok := rp.blobs[ref]
+	var b blobRef
+	var ok bool
+	if rp != nil {
+		b, ok = rp.blobs[ref]
+	} else {
+		var err error
+		if b, ok, err = s.findBlob(r.Context(), key, ref); err != nil {
+			s.writeError(w, r, err, key.String())
+			return
+		}
+	}
 	if !ok {
 		s.writeError(w, r, errf(http.StatusNotFound, "BLOB_UNKNOWN", "blob %s is not in repository %s", ref, key), "")
 		return
@@ -684,14 +716,26 @@ func (s *Service) serveBlob(w http.ResponseWriter, r *http.Request, key repoKey,
 	http.ServeContent(w, r, "", time.Time{}, blob.Content)
 }
 
-func (s *Service) serveReferrers(w http.ResponseWriter, r *http.Request, rp *repo, ref string) {
+// serveReferrers answers the referrers of a digest in rp, or in the
+// repository's cached documents if rp is nil.
+func (s *Service) serveReferrers(w http.ResponseWriter, r *http.Request, key repoKey, rp *repo, ref string) {
 	if !digestRE.MatchString(ref) {
 		s.writeError(w, r, errf(http.StatusBadRequest, "DIGEST_INVALID", "invalid digest: want sha256: and 64 lower-case hex digits"), "")
 		return
 	}
+	var refs []Descriptor
+	if rp != nil {
+		refs = rp.referrers[ref]
+	} else {
+		var err error
+		if refs, err = s.findReferrers(r.Context(), key, ref); err != nil {
+			s.writeError(w, r, err, key.String())
+			return
+		}
+	}
 	at := r.URL.Query().Get("artifactType")
 	out := ImageIndex{SchemaVersion: 2, MediaType: MediaTypeIndex, Manifests: []Descriptor{}}
-	for _, d := range rp.referrers[ref] {
+	for _, d := range refs {
 		if at == "" || d.ArtifactType == at {
 			out.Manifests = append(out.Manifests, d)
 		}
