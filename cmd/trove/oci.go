@@ -172,7 +172,7 @@ func splitRegistry(s string) (host, path string, err error) {
 
 func ociPushCommand() *command {
 	return &command{
-		name: "oci push", args: "NAMESPACE/TYPE[@CONSTRAINT] | NAMESPACE/NAME/SYSTEM[@CONSTRAINT] ... --to REGISTRY[/PATH] [--username NAME --password-stdin]",
+		name: "oci push", args: "NAMESPACE/TYPE[@CONSTRAINT] | NAMESPACE/NAME/SYSTEM[@CONSTRAINT] ... --to REGISTRY[/PATH] [--username NAME --password-stdin] [--registry-ca-file FILE] [--plain-http]",
 		minArgs: 1, maxArgs: 256, client: true,
 		summary: "Copy providers and modules from Trove to an external OCI registry in OpenTofu's layout, verifying each provider's packages against its signed SHA256SUMS first.",
 		examples: []string{
@@ -234,7 +234,7 @@ func ociPushCommand() *command {
 
 func ociPullCommand() *command {
 	return &command{
-		name: "oci pull", args: "REGISTRY/REPOSITORY:TAG|@DIGEST NAMESPACE/TYPE|NAMESPACE/NAME/SYSTEM [--version V] [--username NAME --password-stdin]",
+		name: "oci pull", args: "REGISTRY/REPOSITORY:TAG|@DIGEST NAMESPACE/TYPE|NAMESPACE/NAME/SYSTEM [--version V] [--username NAME --password-stdin] [--registry-ca-file FILE] [--plain-http]",
 		minArgs: 2, maxArgs: 2, client: true,
 		summary: "Publish a provider or module version from an external OCI registry into Trove, after checking every digest and, for a provider, the SHA256SUMS signature against the namespace's keys.",
 		examples: []string{
