@@ -310,6 +310,22 @@ provider_installation {
 		}
 	})
 
+	t.Run("a private namespace is read with the token", func(t *testing.T) {
+		srv.mustCLI(t, srv.AdminToken, "namespace", "create", "vault")
+		srv.mustCLI(t, srv.AdminToken, "module", "publish", "vault/secrets/aws", "1.0.0", writeModuleDir(t, "secrets", "1.0.0", ""))
+		readToken := strings.TrimSpace(srv.mustCLI(t, srv.AdminToken, "token", "create", "--namespace", "vault", "--scope", "read"))
+		args := append([]string{"oci", "push", "vault/secrets/aws", "--to", prefix}, regFlags...)
+		if res := srv.cli(t, publishToken, args...); res.Code == 0 || !strings.Contains(res.Stderr, "not found on the Trove server") {
+			t.Errorf("push of a private module with another namespace's token: exit %d\nstderr: %s", res.Code, res.Stderr)
+		}
+		srv.mustCLI(t, readToken, args...)
+		var man ociManifest
+		reg.getJSON(t, "/v2/mirror/vault/modules/secrets/aws/manifests/1.0.0", "application/vnd.oci.image.manifest.v1+json", &man)
+		if man.ArtifactType != "application/vnd.opentofu.modulepkg" || len(man.Layers) != 1 {
+			t.Errorf("pushed private module manifest = %+v", man)
+		}
+	})
+
 	// A second namespace trusting the same key takes the copies back.
 	newNamespace := func(t *testing.T, name, armoredKey string) string {
 		t.Helper()

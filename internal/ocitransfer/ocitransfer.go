@@ -36,6 +36,10 @@ const (
 	maxSumsBytes     = 1 << 20  // release.MaxSHASumsBytes
 	maxSigBytes      = 64 << 10 // a detached signature
 	maxPlatforms     = 256
+	// maxBlobBytes bounds a provider or module zip a descriptor may
+	// announce (Trove's own limits are lower; the server has the last
+	// word): a hostile descriptor cannot make the copy fill the disk.
+	maxBlobBytes = 4 << 30
 )
 
 // Registry is one side of a copy: a registry host and how to reach it.
@@ -186,6 +190,9 @@ func fetchToFile(ctx context.Context, reg Registry, repo name.Repository, d oci.
 	}
 	if d.Size <= 0 {
 		return nil, registry.Errorf(registry.Invalid, "%s: its descriptor gives no size", what)
+	}
+	if d.Size > maxBlobBytes {
+		return nil, registry.Errorf(registry.TooLarge, "%s: its descriptor announces %d bytes, more than the %d GiB a package may have", what, d.Size, maxBlobBytes>>30)
 	}
 	rc, err := openBlob(ctx, reg, repo, d.Digest)
 	if err != nil {

@@ -140,6 +140,7 @@ func TestReadProviderHostile(t *testing.T) {
 		{"untrusted signer", artifact{platforms: two, signer: signingtest.NewKey(t, "mallory")}, "does not verify with a key the namespace trusts"},
 		{"no SHA256SUMS artifact", artifact{platforms: two, noReferrer: true}, "no signed SHA256SUMS is attached"},
 		{"layer size lies", artifact{platforms: two, layerSizeDelta: 3}, "but its descriptor says"},
+		{"huge layer", artifact{platforms: two, layerSizeDelta: 8 << 30}, "more than the 4 GiB"},
 		{"malformed layer digest", artifact{platforms: two, layerDigest: "sha256:../../etc"}, "not listed in the signed SHA256SUMS"},
 	}
 	for i, c := range cases {

@@ -52,7 +52,7 @@ func (p *Puller) Pull(ctx context.Context, path, ref string, it Item, ver string
 		ver = oci.VersionOf(ref)
 	}
 	if _, err := registry.ParseVersion(ver); err != nil {
-		return res, err
+		return res, registry.Errorf(registry.Invalid, "%q is not a version (%s): give the version to publish as with --version", ver, registry.Message(err))
 	}
 	res.Version = ver
 	dir, err := os.MkdirTemp("", "trove-oci-pull-*")
