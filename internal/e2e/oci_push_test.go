@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
@@ -24,6 +25,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/crypto/bcrypt"
+
 	"trove.dev/trove/internal/signing/signingtest"
 )
 
@@ -37,7 +40,8 @@ type ociRegistry struct {
 }
 
 // startOCIRegistry starts the registry for t and stops it when t ends.
-func startOCIRegistry(t *testing.T) *ociRegistry {
+// With htpasswd lines (user:bcrypt-hash), it requires Basic credentials.
+func startOCIRegistry(t *testing.T, htpasswd ...string) *ociRegistry {
 	t.Helper()
 	bin := os.Getenv("TROVE_TEST_OCI_REGISTRY")
 	if bin == "" {
@@ -62,6 +66,10 @@ http:
     certificate: %s
     key: %s
 `, r.Root, port, certFile, keyFile)
+	if len(htpasswd) > 0 {
+		file := writeFile(t, dir, "htpasswd", []byte(strings.Join(htpasswd, "\n")+"\n"))
+		config += fmt.Sprintf("auth:\n  htpasswd:\n    realm: trove-e2e\n    path: %s\n", file)
+	}
 	configFile := writeFile(t, dir, "config.yml", []byte(config))
 	logFile, err := os.Create(filepath.Join(dir, "registry.log"))
 	if err != nil {
@@ -92,7 +100,7 @@ http:
 		resp, err := r.client.Get("https://" + r.Host + "/v2/")
 		if err == nil {
 			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
+			if resp.StatusCode == http.StatusOK || (len(htpasswd) > 0 && resp.StatusCode == http.StatusUnauthorized) {
 				return r
 			}
 		}
@@ -323,6 +331,41 @@ provider_installation {
 		reg.getJSON(t, "/v2/mirror/vault/modules/secrets/aws/manifests/1.0.0", "application/vnd.oci.image.manifest.v1+json", &man)
 		if man.ArtifactType != "application/vnd.opentofu.modulepkg" || len(man.Layers) != 1 {
 			t.Errorf("pushed private module manifest = %+v", man)
+		}
+	})
+
+	t.Run("registry credentials", func(t *testing.T) {
+		hash, err := bcrypt.GenerateFromPassword([]byte("s3cret-pw"), bcrypt.MinCost)
+		if err != nil {
+			t.Fatal(err)
+		}
+		locked := startOCIRegistry(t, "pusher:"+string(hash))
+		args := []string{"oci", "push", namespace + "/labels/null", "--to", locked.Host + "/team", "--registry-ca-file", locked.CAFile}
+		if res := srv.cli(t, publishToken, args...); res.Code == 0 || !strings.Contains(res.Stderr, "refused the request (401): give credentials") {
+			t.Errorf("push without credentials: exit %d\nstderr: %s", res.Code, res.Stderr)
+		}
+		// --username with --password-stdin.
+		cmd := exec.Command(troveBin, append(args, "--username", "pusher", "--password-stdin")...)
+		cmd.Env = append(baseEnv(t.TempDir()), "TROVE_ADDR="+srv.Addr, "TROVE_CA_FILE="+srv.CAFile, "TROVE_TOKEN="+publishToken)
+		cmd.Stdin = strings.NewReader("s3cret-pw\n")
+		if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "Pushed 1 version(s)") {
+			t.Errorf("push with --password-stdin: %v\n%s", err, out)
+		}
+		// Pulling needs them too.
+		if res := srv.cli(t, publishToken, "oci", "pull", locked.Host+"/team/"+namespace+"/modules/labels/null:1.0.0", "acme/labels/null",
+			"--registry-ca-file", locked.CAFile); res.Code == 0 || !strings.Contains(res.Stderr, "refused the request (401)") {
+			t.Errorf("pull without credentials: exit %d\nstderr: %s", res.Code, res.Stderr)
+		}
+		// The Docker configuration of the user.
+		home := t.TempDir()
+		if err := os.Mkdir(filepath.Join(home, ".docker"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		auth := base64.StdEncoding.EncodeToString([]byte("pusher:s3cret-pw"))
+		writeFile(t, filepath.Join(home, ".docker"), "config.json", []byte(fmt.Sprintf(`{"auths":{%q:{"auth":%q}}}`, locked.Host, auth)))
+		res, err := srv.runCLI(t.Context(), home, publishToken, "oci", "push", namespace+"/labels/null", "--to", locked.Host+"/docker", "--registry-ca-file", locked.CAFile)
+		if err != nil || res.Code != 0 || !strings.Contains(res.Stdout, "Pushed 1 version(s)") {
+			t.Errorf("push with ~/.docker/config.json: %v, exit %d\nstdout: %s\nstderr: %s", err, res.Code, res.Stdout, res.Stderr)
 		}
 	})
 

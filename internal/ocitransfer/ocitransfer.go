@@ -278,3 +278,13 @@ func notFound(err error) bool {
 	var te *transport.Error
 	return errors.As(err, &te) && te.StatusCode == http.StatusNotFound
 }
+
+// authHint adds what to do to a registry's refusal of the credentials.
+func authHint(err error, host string) error {
+	var te *transport.Error
+	if errors.As(err, &te) && (te.StatusCode == http.StatusUnauthorized || te.StatusCode == http.StatusForbidden) {
+		return fmt.Errorf("%w\nThe registry %s refused the request (%d): give credentials it accepts for the repository, "+
+			"with docker login %s (read from the Docker/Podman configuration) or --username NAME --password-stdin", err, host, te.StatusCode, host)
+	}
+	return err
+}

@@ -160,14 +160,14 @@ func (p *Pusher) put(ctx context.Context, ref name.Reference, m rawManifest) err
 		return registry.Errorf(registry.Internal, "%s: the document changed while it was copied; run the push again", ref)
 	}
 	if err := remote.Put(ref, m, p.Target.opts(ctx)...); err != nil {
-		return fmt.Errorf("writing %s: %w", ref, err)
+		return authHint(fmt.Errorf("writing %s: %w", ref, err), p.Target.Host)
 	}
 	return nil
 }
 
 func (p *Pusher) writeBlob(ctx context.Context, dst name.Repository, b *blob) error {
 	if err := remote.WriteLayer(dst, b, p.Target.opts(ctx)...); err != nil {
-		return fmt.Errorf("uploading blob %s to %s: %w", b.digest, dst.Name(), err)
+		return authHint(fmt.Errorf("uploading blob %s to %s: %w", b.digest, dst.Name(), err), p.Target.Host)
 	}
 	return nil
 }
@@ -177,7 +177,7 @@ func (p *Pusher) writeBlob(ctx context.Context, dst name.Repository, b *blob) er
 func getTagged(ctx context.Context, reg Registry, repo name.Repository, tag, mediaType string) ([]byte, oci.Descriptor, error) {
 	d, err := remote.Get(repo.Tag(tag), reg.opts(ctx)...)
 	if err != nil {
-		return nil, oci.Descriptor{}, fmt.Errorf("fetching tag %s: %w", tag, err)
+		return nil, oci.Descriptor{}, authHint(fmt.Errorf("fetching tag %s: %w", tag, err), reg.Host)
 	}
 	if string(d.MediaType) != mediaType {
 		return nil, oci.Descriptor{}, registry.Errorf(registry.Invalid, "tag %s names a %s, want an %s", tag, d.MediaType, mediaType)
