@@ -61,3 +61,27 @@ func TestSplitReference(t *testing.T) {
 		}
 	}
 }
+
+func TestOCIUsageErrors(t *testing.T) {
+	for _, c := range []struct {
+		args  []string
+		stdin string
+		want  string
+	}{
+		{[]string{"oci", "push", "acme/widget"}, "", "needs --to"},
+		{[]string{"oci", "push", "acme/widget", "--to", "acme"}, "", "does not start with a registry host"},
+		{[]string{"oci", "push", "acme", "--to", "ghcr.io/x"}, "", "want NAMESPACE/TYPE"},
+		{[]string{"oci", "push", "acme/widget", "--to", "ghcr.io/x", "--password-stdin"}, "pw\n", "--password-stdin needs --username"},
+		{[]string{"oci", "push", "acme/widget", "--to", "ghcr.io/x", "--username", "u"}, "", "--username needs --password-stdin"},
+		{[]string{"oci", "push", "acme/widget", "--to", "ghcr.io/x", "--username", "u", "--password-stdin"}, "", "standard input holds no password"},
+		{[]string{"oci", "pull", "ghcr.io/acme/widget", "acme/widget"}, "", "names no tag"},
+		{[]string{"oci", "pull", "ghcr.io:1.0.0", "acme/widget"}, "", "names no repository"},
+		{[]string{"oci", "pull", "ghcr.io/acme/widget:1.0.0", "acme/widget@1.0"}, "", "constraint is not allowed"},
+	} {
+		var stdout, stderr strings.Builder
+		code := run(t.Context(), c.args, func(string) string { return "" }, strings.NewReader(c.stdin), &stdout, &stderr)
+		if code != exitUsage || !strings.Contains(stderr.String(), c.want) {
+			t.Errorf("trove %s: exit %d, stderr %q; want exit %d with %q", strings.Join(c.args, " "), code, stderr.String(), exitUsage, c.want)
+		}
+	}
+}

@@ -26,9 +26,9 @@ type Puller struct {
 
 // PullResult is what Pull published.
 type PullResult struct {
-	Digest  string // of the index or manifest read
-	Version string
-	Created bool // false: the very same version was already published
+	Digest  string `json:"digest"` // of the index or manifest read
+	Version string `json:"version"`
+	Created bool   `json:"created"` // false: the very same version was already published
 }
 
 // Pull reads the artifact ref (a tag, or a digest "sha256:...") names in

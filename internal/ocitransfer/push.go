@@ -60,9 +60,9 @@ type Pusher struct {
 
 // Pushed is one version written to the target.
 type Pushed struct {
-	Repository string // host/path
-	Tag        string
-	Digest     string
+	Repository string `json:"repository"` // host/path
+	Tag        string `json:"tag"`
+	Digest     string `json:"digest"`
 }
 
 func (p *Pusher) targetRepo(it Item) (name.Repository, error) {
