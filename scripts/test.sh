@@ -68,8 +68,9 @@ source scripts/testenv/helm.sh || fail "Helm could not be built (output above); 
 # shellcheck source=testenv/oci-conformance.sh
 source scripts/testenv/oci-conformance.sh || fail "the OCI conformance suite could not be built (output above)"
 # `trove oci push`/`oci pull` copy to and from distribution's registry
-# (internal/e2e, TestOCIPushPull); testenv/registry.sh builds it once with
-# go install and exports TROVE_TEST_OCI_REGISTRY; the test starts it.
+# (internal/e2e, TestOCIPushPull); testenv/registry.sh installs it once per
+# machine with go install (through gotool.sh) and exports
+# TROVE_TEST_OCI_REGISTRY; the test starts and stops it.
 # shellcheck source=testenv/registry.sh
 source scripts/testenv/registry.sh || fail "distribution's registry could not be built (output above)"
 
