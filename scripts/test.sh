@@ -67,6 +67,12 @@ source scripts/testenv/helm.sh || fail "Helm could not be built (output above); 
 # builds it once from the module cache and exports TROVE_TEST_OCI_CONFORMANCE.
 # shellcheck source=testenv/oci-conformance.sh
 source scripts/testenv/oci-conformance.sh || fail "the OCI conformance suite could not be built (output above)"
+# `trove oci push`/`oci pull` copy to and from distribution's registry
+# (internal/e2e, TestOCIPushPull); testenv/registry.sh installs it once per
+# machine with go install (through gotool.sh) and exports
+# TROVE_TEST_OCI_REGISTRY; the test starts and stops it.
+# shellcheck source=testenv/registry.sh
+source scripts/testenv/registry.sh || fail "distribution's registry could not be built (output above)"
 
 # --- ORAS ------------------------------------------------------------------
 # The end-to-end OCI tests (internal/e2e, TestOCIWithORAS) pull, list and

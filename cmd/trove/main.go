@@ -112,7 +112,7 @@ func commands() []*command {
 		mirrorHoldList(), mirrorHoldApprove(), mirrorHoldUnapprove(), mirrorHoldDeny(), mirrorHoldUndeny(),
 		ssoProviderList(), ssoProviderSet(), ssoProviderRemove(), ssoMappingList(), ssoMappingAdd(), ssoMappingRemove(),
 		consumersCommand(),
-		lockCommand(), verifyCommand(), bundleExport(), bundleImport(), gcCommand(),
+		lockCommand(), verifyCommand(), ociPushCommand(), ociPullCommand(), bundleExport(), bundleImport(), gcCommand(),
 		retentionSet(), retentionShow(), retentionDelete(),
 		versionCommand(), completionCommand(),
 	}
