@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestOCIInstallWithTofu: OpenTofu installs a provider Trove published
@@ -205,6 +206,13 @@ provider_installation {
 		}
 		if r.Status != 200 || !bytes.Equal(r.Body, want) {
 			t.Fatalf("GET the removed blob = %d, %d bytes, want 200 and the package (%d bytes)", r.Status, len(r.Body), len(want))
+		}
+		// The mirror stores the package once it verified it, which may be
+		// after the last byte reached the client: wait for the store (the
+		// deadline is generous; nothing is timed).
+		deadline := time.Now().Add(time.Minute)
+		for findBlob(t, mirror.DataDir, digest) == "" && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
 		}
 		if findBlob(t, mirror.DataDir, digest) == "" {
 			t.Error("the mirror did not store the package it fetched again")
