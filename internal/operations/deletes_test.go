@@ -70,13 +70,13 @@ func TestDeletesRefused(t *testing.T) {
 				var err error
 				switch {
 				case c.system == "" && c.version != "":
-					err = e.ops.DeleteProviderVersion(ctx, tc.actor, c.ns, c.name, c.version, c.confirm)
+					err = e.ops.DeleteProviderVersion(ctx, tc.actor, c.ns, c.name, c.version, c.confirm, false)
 				case c.system == "":
-					_, err = e.ops.DeleteProvider(ctx, tc.actor, c.ns, c.name, c.confirm)
+					_, err = e.ops.DeleteProvider(ctx, tc.actor, c.ns, c.name, c.confirm, false)
 				case c.version != "":
-					err = e.ops.DeleteModuleVersion(ctx, tc.actor, c.ns, c.name, c.system, c.version, c.confirm)
+					err = e.ops.DeleteModuleVersion(ctx, tc.actor, c.ns, c.name, c.system, c.version, c.confirm, false)
 				default:
-					_, err = e.ops.DeleteModule(ctx, tc.actor, c.ns, c.name, c.system, c.confirm)
+					_, err = e.ops.DeleteModule(ctx, tc.actor, c.ns, c.name, c.system, c.confirm, false)
 				}
 				return err
 			})
@@ -95,7 +95,7 @@ func TestDeletes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.ops.DeleteProviderVersion(ctx, alice, "ACME", "Widget", "1.0.0", "Acme/WIDGET/1.0.0"); err != nil {
+	if err := e.ops.DeleteProviderVersion(ctx, alice, "ACME", "Widget", "1.0.0", "Acme/WIDGET/1.0.0", false); err != nil {
 		t.Fatal(err)
 	}
 	if a := e.lastAudit(t); a.Action != registry.AuditProviderDelete || a.Namespace != "acme" || a.Target != "acme/widget 1.0.0" ||
@@ -105,7 +105,7 @@ func TestDeletes(t *testing.T) {
 	if _, err := e.idx.GetProviderVersion(ctx, "acme", "widget", "1.0.0"); !registry.IsKind(err, registry.NotFound) {
 		t.Errorf("the deleted version reads back: %v", err)
 	}
-	n, err := e.ops.DeleteModule(ctx, alice, "acme", "net", "aws", "acme/NET/aws")
+	n, err := e.ops.DeleteModule(ctx, alice, "acme", "net", "aws", "acme/NET/aws", false)
 	if err != nil || n != 1 {
 		t.Fatalf("module delete: %v, %d versions", err, n)
 	}
@@ -131,13 +131,13 @@ func TestDeleteModuleVersion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.ops.DeleteModuleVersion(ctx, alice, "acme", "Net", "aws", "1.0.0", "ACME/net/aws/1.0.0"); err != nil {
+	if err := e.ops.DeleteModuleVersion(ctx, alice, "acme", "Net", "aws", "1.0.0", "ACME/net/aws/1.0.0", false); err != nil {
 		t.Fatal(err)
 	}
 	if a := e.lastAudit(t); a.Action != registry.AuditModuleDelete || a.Target != "acme/net/aws 1.0.0" || a.Details != "sha256 "+mv.ArchiveDigest {
 		t.Errorf("module version delete audited as %+v", a)
 	}
-	n, err := e.ops.DeleteProvider(ctx, alice, "acme", "widget", "acme/widget")
+	n, err := e.ops.DeleteProvider(ctx, alice, "acme", "widget", "acme/widget", false)
 	if err != nil || n != 1 {
 		t.Fatalf("provider delete: %v, %d versions", err, n)
 	}
@@ -158,7 +158,7 @@ func TestDeleteModuleVersion(t *testing.T) {
 	if err := e.idx.CreateModuleVersion(ctx, legacy); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.ops.DeleteModuleVersion(ctx, e.user(t, "root"), "CAFÉ", "net", "aws", "1.0.0", "CAFÉ/net/aws/1.0.0"); err != nil {
+	if err := e.ops.DeleteModuleVersion(ctx, e.user(t, "root"), "CAFÉ", "net", "aws", "1.0.0", "CAFÉ/net/aws/1.0.0", false); err != nil {
 		t.Errorf("delete of a version under a namespace publishing refuses: %v", err)
 	}
 	if _, err := e.idx.GetModuleVersion(ctx, "café", "net", "aws", "1.0.0"); !registry.IsKind(err, registry.NotFound) {
