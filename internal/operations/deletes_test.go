@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"trove.dev/trove/internal/operations"
 	"trove.dev/trove/internal/registry"
@@ -163,5 +164,46 @@ func TestDeleteModuleVersion(t *testing.T) {
 	}
 	if _, err := e.idx.GetModuleVersion(ctx, "café", "net", "aws", "1.0.0"); !registry.IsKind(err, registry.NotFound) {
 		t.Errorf("the legacy version reads back: %v", err)
+	}
+}
+
+// TestDeletesInUse: a delete of what consumers downloaded in the last 30
+// days is refused, storing nothing, until inUse says the break is meant.
+func TestDeletesInUse(t *testing.T) {
+	e := newEnv(t)
+	ctx := t.Context()
+	alice := e.user(t, "alice")
+	today := registry.DayOf(time.Now())
+	provider := registry.ProviderDownload("acme", "widget", "1.0.0", "linux", "amd64")
+	provider.Day, provider.Consumer, provider.Client = today, "ci:acme/infra (deploy.yml)", registry.ClientOpenTofu
+	module := registry.ModuleDownload("acme", "net", "aws", "1.0.0")
+	module.Day, module.Consumer, module.Client = today, "user:bob", registry.ClientTerraform
+	if err := e.idx.AddDownloads(ctx, []registry.DownloadCount{{DownloadKey: provider, Count: 2}, {DownloadKey: module, Count: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	e.refused(t, registry.Conflict, func(ctx context.Context) error {
+		return e.ops.DeleteProviderVersion(ctx, alice, "acme", "widget", "1.0.0", "acme/widget/1.0.0", false)
+	})
+	e.refused(t, registry.Conflict, func(ctx context.Context) error {
+		_, err := e.ops.DeleteProvider(ctx, alice, "acme", "widget", "acme/widget", false)
+		return err
+	})
+	e.refused(t, registry.Conflict, func(ctx context.Context) error {
+		return e.ops.DeleteModuleVersion(ctx, alice, "acme", "net", "aws", "1.0.0", "acme/net/aws/1.0.0", false)
+	})
+	e.refused(t, registry.Conflict, func(ctx context.Context) error {
+		_, err := e.ops.DeleteModule(ctx, alice, "acme", "net", "aws", "acme/net/aws", false)
+		return err
+	})
+	err := e.ops.DeleteProviderVersion(ctx, alice, "acme", "widget", "1.0.0", "acme/widget/1.0.0", false)
+	if msg := registry.Message(err); !strings.Contains(msg, "1 consumers downloaded acme/widget 1.0.0 in the last 30 days (ci:acme/infra (deploy.yml))") ||
+		!strings.Contains(msg, "in_use=true") || !strings.Contains(msg, "--in-use") {
+		t.Errorf("refusal %q does not say who and what to add", msg)
+	}
+	if err := e.ops.DeleteProviderVersion(ctx, alice, "acme", "widget", "1.0.0", "acme/widget/1.0.0", true); err != nil {
+		t.Fatalf("delete with inUse: %v", err)
+	}
+	if err := e.ops.DeleteModuleVersion(ctx, alice, "acme", "net", "aws", "1.0.0", "acme/net/aws/1.0.0", true); err != nil {
+		t.Fatalf("module delete with inUse: %v", err)
 	}
 }

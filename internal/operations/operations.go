@@ -134,13 +134,13 @@ type Options struct {
 	OnMirrorChange func()
 	// GC runs the garbage collections of CollectGarbage; nil refuses
 	// them.
-	GC     *gc.Collector
+	GC *gc.Collector
 	// Consumers reads who downloaded what, for the in-use check of
 	// deletes (a *downloads.Counter: the index's records and this
 	// process's pending ones); nil reads the index's when it has them.
 	Consumers Consumers
-	Logger *slog.Logger
-	Now    func() time.Time
+	Logger    *slog.Logger
+	Now       func() time.Time
 }
 
 // DefaultSignInTokenTTL is Options.SignInTokenTTL's default, the default
