@@ -24,6 +24,12 @@ const (
 	// ConfirmParam is the query parameter of a delete naming what it
 	// deletes (the same as ModuleConfirmParam).
 	ConfirmParam = ModuleConfirmParam
+	// InUseParam, set to "true", deletes what consumers downloaded in
+	// the last InUseDays days too; without it such a delete is refused
+	// with who they are (409).
+	InUseParam = "in_use"
+	// InUseDays is the window of a delete's in-use check.
+	InUseDays = 30
 )
 
 // DeleteResult answers the delete of a whole provider or module.

@@ -8,19 +8,37 @@ import (
 	"trove.dev/trove/apispec"
 )
 
+// DeleteOption changes a delete.
+type DeleteOption func(url.Values)
+
+// InUse deletes what consumers downloaded in the last apispec.InUseDays
+// days too; without it such a delete is refused (a Conflict naming them).
+func InUse() DeleteOption {
+	return func(q url.Values) { q.Set(apispec.InUseParam, "true") }
+}
+
+// deleteQuery is the query of a delete of address, confirmed, with opts.
+func deleteQuery(address string, opts []DeleteOption) url.Values {
+	q := url.Values{apispec.ConfirmParam: {address}}
+	for _, o := range opts {
+		o(q)
+	}
+	return q
+}
+
 // DeleteProviderVersion deletes one provider version (admin rights on the
 // namespace). Its blobs stay until a garbage collection (RunGC) reclaims
 // them.
-func (c *Client) DeleteProviderVersion(ctx context.Context, namespace, typ, version string) error {
-	q := url.Values{apispec.ConfirmParam: {namespace + "/" + typ + "/" + version}}
+func (c *Client) DeleteProviderVersion(ctx context.Context, namespace, typ, version string, opts ...DeleteOption) error {
+	q := deleteQuery(namespace+"/"+typ+"/"+version, opts)
 	return c.do(ctx, http.MethodDelete, apispec.RouteProviderVersion,
 		params("namespace", namespace, "type", typ, "version", version), q, nil, nil)
 }
 
 // DeleteProvider deletes every version of a provider and returns how
 // many there were.
-func (c *Client) DeleteProvider(ctx context.Context, namespace, typ string) (int, error) {
-	q := url.Values{apispec.ConfirmParam: {namespace + "/" + typ}}
+func (c *Client) DeleteProvider(ctx context.Context, namespace, typ string, opts ...DeleteOption) (int, error) {
+	q := deleteQuery(namespace+"/"+typ, opts)
 	var out apispec.DeleteResult
 	err := c.do(ctx, http.MethodDelete, apispec.RouteProvider, params("namespace", namespace, "type", typ), q, nil, &out)
 	return out.Versions, err
@@ -28,8 +46,8 @@ func (c *Client) DeleteProvider(ctx context.Context, namespace, typ string) (int
 
 // DeleteModule deletes every version of a module and returns how many
 // there were.
-func (c *Client) DeleteModule(ctx context.Context, namespace, name, system string) (int, error) {
-	q := url.Values{apispec.ConfirmParam: {namespace + "/" + name + "/" + system}}
+func (c *Client) DeleteModule(ctx context.Context, namespace, name, system string, opts ...DeleteOption) (int, error) {
+	q := deleteQuery(namespace+"/"+name+"/"+system, opts)
 	var out apispec.DeleteResult
 	err := c.do(ctx, http.MethodDelete, apispec.RouteModule,
 		params("namespace", namespace, "name", name, "system", system), q, nil, &out)

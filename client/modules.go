@@ -102,8 +102,8 @@ func (c *Client) PublishModule(ctx context.Context, up ModuleUpload) (apispec.Mo
 // DeleteModuleVersion deletes a module version, confirming the deletion
 // with the version's address as the API requires. Configurations that use
 // the version stop working: callers should ask before calling it.
-func (c *Client) DeleteModuleVersion(ctx context.Context, namespace, name, system, version string) error {
-	q := url.Values{apispec.ModuleConfirmParam: {namespace + "/" + name + "/" + system + "/" + version}}
+func (c *Client) DeleteModuleVersion(ctx context.Context, namespace, name, system, version string, opts ...DeleteOption) error {
+	q := deleteQuery(namespace+"/"+name+"/"+system+"/"+version, opts)
 	return c.do(ctx, http.MethodDelete, apispec.RouteModuleVersion,
 		params("namespace", namespace, "name", name, "system", system, "version", version), q, nil, nil)
 }

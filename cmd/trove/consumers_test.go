@@ -65,6 +65,25 @@ func TestConsumersAndBlastRadius(t *testing.T) {
 	if r.stdout != "provider acme/cloud 1.0.0: deprecated (use 2.x)\n" {
 		t.Errorf("provider deprecate printed %q on stdout: the blast radius belongs on stderr", r.stdout)
 	}
+	// A delete of a version in use is refused, naming who, and deletes nothing.
+	r = runTrove(t, admin, "", "provider", "delete", "acme/cloud", "1.0.0", "--confirm")
+	if r.code != exitError || !strings.Contains(r.stderr, "2 consumers downloaded acme/cloud 1.0.0 in the last 30 days (user:alice, anonymous)") ||
+		!strings.Contains(r.stderr, "--in-use") {
+		t.Errorf("provider delete of a version in use: exit %d\n%s", r.code, r.stderr)
+	}
+	if r := runTrove(t, admin, "", "provider", "delete", "acme/cloud", "--confirm"); r.code != exitError || !strings.Contains(r.stderr, "3 consumers downloaded acme/cloud") {
+		t.Errorf("provider delete of a provider in use: exit %d\n%s", r.code, r.stderr)
+	}
+	if _, err := s.Index.GetProviderVersion(ctx, "acme", "cloud", "1.0.0"); err != nil {
+		t.Fatalf("a refused delete deleted the version: %v", err)
+	}
+	if r := runTrove(t, admin, "", "provider", "delete", "acme/cloud", "1.0.0", "--confirm", "--in-use"); r.code != exitOK {
+		t.Errorf("provider delete --in-use: exit %d\n%s", r.code, r.stderr)
+	}
+	if _, err := s.Index.GetProviderVersion(ctx, "acme", "cloud", "1.0.0"); !registry.IsKind(err, registry.NotFound) {
+		t.Errorf("after delete --in-use the version reads %v, want NotFound", err)
+	}
+
 	r = runTrove(t, admin, "", "provider", "revoke", "acme/cloud", "2.0.0", "--reason", "broken")
 	if r.code != exitOK || !strings.Contains(r.stderr, "1 consumers downloaded acme/cloud 2.0.0") || !strings.Contains(r.stderr, "user:bob") {
 		t.Errorf("provider revoke: exit %d, stderr %q", r.code, r.stderr)

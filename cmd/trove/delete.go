@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"trove.dev/trove/apispec"
+	"trove.dev/trove/client"
 	"trove.dev/trove/internal/registry"
 )
 
@@ -15,11 +16,12 @@ import (
 // --confirm": one version, or the whole provider without VERSION.
 func providerDelete() *command {
 	return &command{
-		name: "provider delete", args: "NAMESPACE/TYPE [VERSION] --confirm", minArgs: 1, maxArgs: 2, client: true,
+		name: "provider delete", args: "NAMESPACE/TYPE [VERSION] --confirm [--in-use]", minArgs: 1, maxArgs: 2, client: true,
 		summary:  "Delete a provider version, or without VERSION every version (needs admin on the namespace and --confirm: lock files pinning it break). `trove gc` reclaims the files.",
 		examples: []string{"trove provider delete acme/foo 1.2.0 --confirm", "trove provider delete acme/foo --confirm"},
 		setup: func(fs *flag.FlagSet, cl *cli) func(context.Context, []string) error {
 			confirm := fs.Bool("confirm", false, "confirm the deletion: every lock file that pins a deleted version stops installing")
+			inUse := fs.Bool("in-use", false, fmt.Sprintf("delete even what consumers downloaded in the last %d days (see trove consumers)", apispec.InUseDays))
 			return func(ctx context.Context, args []string) error {
 				parts := strings.Split(args[0], "/")
 				if len(parts) != 2 || parts[0] == "" || parts[1] == "" {
@@ -39,14 +41,19 @@ func providerDelete() *command {
 				if err != nil {
 					return err
 				}
+				var opts []client.DeleteOption
+				if *inUse {
+					opts = append(opts, client.InUse())
+				}
 				if len(args) == 2 {
-					if err := c.DeleteProviderVersion(ctx, parts[0], parts[1], args[1]); err != nil {
+					printBlastRadius(ctx, cl, c, parts, args[1])
+					if err := c.DeleteProviderVersion(ctx, parts[0], parts[1], args[1], opts...); err != nil {
 						return err
 					}
 					fmt.Fprintf(cl.stdout, "Deleted %s\n", what)
 					return nil
 				}
-				n, err := c.DeleteProvider(ctx, parts[0], parts[1])
+				n, err := c.DeleteProvider(ctx, parts[0], parts[1], opts...)
 				if err != nil {
 					return err
 				}

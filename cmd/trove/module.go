@@ -358,11 +358,12 @@ func printModuleVersion(cl *cli, v apispec.ModuleVersion) error {
 
 func moduleDelete() *command {
 	return &command{
-		name: "module delete", args: "NAMESPACE/NAME/SYSTEM [VERSION] --confirm", minArgs: 1, maxArgs: 2, client: true,
+		name: "module delete", args: "NAMESPACE/NAME/SYSTEM [VERSION] --confirm [--in-use]", minArgs: 1, maxArgs: 2, client: true,
 		summary:  "Delete a module version, or without VERSION every version (needs admin on the namespace and --confirm: configurations using it break). `trove gc` reclaims the archives.",
 		examples: []string{"trove module delete acme/network/aws 1.2.0 --confirm", "trove module delete acme/network/aws --confirm"},
 		setup: func(fs *flag.FlagSet, cl *cli) func(context.Context, []string) error {
 			confirm := fs.Bool("confirm", false, "confirm the deletion: every configuration that uses a deleted version stops working")
+			inUse := fs.Bool("in-use", false, fmt.Sprintf("delete even what consumers downloaded in the last %d days (see trove consumers)", apispec.InUseDays))
 			return func(ctx context.Context, args []string) error {
 				ns, name, system, err := moduleAddress(args[0])
 				if err != nil {
@@ -376,14 +377,19 @@ func moduleDelete() *command {
 				if err != nil {
 					return err
 				}
+				var opts []client.DeleteOption
+				if *inUse {
+					opts = append(opts, client.InUse())
+				}
 				if len(args) == 2 {
-					if err := c.DeleteModuleVersion(ctx, ns, name, system, args[1]); err != nil {
+					printBlastRadius(ctx, cl, c, []string{ns, name, system}, args[1])
+					if err := c.DeleteModuleVersion(ctx, ns, name, system, args[1], opts...); err != nil {
 						return err
 					}
 					fmt.Fprintf(cl.stdout, "Deleted %s\n", what)
 					return nil
 				}
-				n, err := c.DeleteModule(ctx, ns, name, system)
+				n, err := c.DeleteModule(ctx, ns, name, system, opts...)
 				if err != nil {
 					return err
 				}

@@ -28,9 +28,26 @@ func (h *handler) registerDeletes(route func(string, httpjson.HandlerFunc)) {
 // DeleteModule and DeleteModuleVersion; the collection's
 // operations.CollectGarbage.
 
+// inUseParam reads the in-use flag of a delete (apispec.InUseParam):
+// absent, "false" or "true".
+func inUseParam(r *http.Request) (bool, error) {
+	v := r.URL.Query().Get(apispec.InUseParam)
+	switch v {
+	case "", "false":
+		return false, nil
+	case "true":
+		return true, nil
+	}
+	return false, registry.Errorf(registry.Invalid, "%s must be true or false, got %q", apispec.InUseParam, registry.Elide(v))
+}
+
 func (h *handler) deleteProviderVersion(w http.ResponseWriter, r *http.Request) error {
+	inUse, err := inUseParam(r)
+	if err != nil {
+		return err
+	}
 	if err := h.Ops.DeleteProviderVersion(r.Context(), actor(r), r.PathValue("namespace"), r.PathValue("type"), r.PathValue("version"),
-		r.URL.Query().Get(apispec.ConfirmParam)); err != nil {
+		r.URL.Query().Get(apispec.ConfirmParam), inUse); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -38,7 +55,11 @@ func (h *handler) deleteProviderVersion(w http.ResponseWriter, r *http.Request) 
 }
 
 func (h *handler) deleteProvider(w http.ResponseWriter, r *http.Request) error {
-	n, err := h.Ops.DeleteProvider(r.Context(), actor(r), r.PathValue("namespace"), r.PathValue("type"), r.URL.Query().Get(apispec.ConfirmParam))
+	inUse, err := inUseParam(r)
+	if err != nil {
+		return err
+	}
+	n, err := h.Ops.DeleteProvider(r.Context(), actor(r), r.PathValue("namespace"), r.PathValue("type"), r.URL.Query().Get(apispec.ConfirmParam), inUse)
 	if err != nil {
 		return err
 	}
@@ -46,8 +67,12 @@ func (h *handler) deleteProvider(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *handler) deleteModule(w http.ResponseWriter, r *http.Request) error {
+	inUse, err := inUseParam(r)
+	if err != nil {
+		return err
+	}
 	n, err := h.Ops.DeleteModule(r.Context(), actor(r), r.PathValue("namespace"), r.PathValue("name"), r.PathValue("system"),
-		r.URL.Query().Get(apispec.ConfirmParam))
+		r.URL.Query().Get(apispec.ConfirmParam), inUse)
 	if err != nil {
 		return err
 	}

@@ -232,8 +232,12 @@ func (h *handler) deleteModuleVersion(w http.ResponseWriter, r *http.Request) er
 	if h.Modules == nil {
 		return registry.Errorf(registry.Internal, "module management is not configured on this server")
 	}
+	inUse, err := inUseParam(r)
+	if err != nil {
+		return err
+	}
 	if err := h.Ops.DeleteModuleVersion(r.Context(), actor(r), r.PathValue("namespace"), r.PathValue("name"), r.PathValue("system"),
-		r.PathValue("version"), r.URL.Query().Get(apispec.ModuleConfirmParam)); err != nil {
+		r.PathValue("version"), r.URL.Query().Get(apispec.ModuleConfirmParam), inUse); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

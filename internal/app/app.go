@@ -372,7 +372,7 @@ func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
 		CheckIssuer: func(ctx context.Context, issuer string) (string, error) {
 			return sso.CheckIssuer(ctx, nil, issuer)
 		},
-		OnMirrorChange: mir.Reload, GC: a.GC,
+		OnMirrorChange: mir.Reload, GC: a.GC, Consumers: counter,
 	})
 	a.ops = ops
 	lopt.Operations = ops // sign-ins mint their tokens through the same rules

@@ -130,10 +130,18 @@ func TestDeleteAndCollect(t *testing.T) {
 	if r := srv.cli(t, publishToken, "provider", "delete", namespace+"/"+providerType, "1.1.0", "--confirm"); r.Code == 0 || !strings.Contains(r.Stderr, "admin") {
 		t.Errorf("delete with a publish token: exit %d %s, want a refusal naming the admin scope", r.Code, r.Stderr)
 	}
-	if out := srv.mustCLI(t, srv.AdminToken, "provider", "delete", namespace+"/"+providerType, "1.1.0", "--confirm"); !strings.Contains(out, "Deleted") {
+	// terraform and tofu just installed 1.1.0 (without a token): the
+	// delete says so, naming the consumer and its clients' downloads, and
+	// deletes nothing until told it is meant (docs/consumers.md).
+	if r := srv.cli(t, srv.AdminToken, "provider", "delete", namespace+"/"+providerType, "1.1.0", "--confirm"); r.Code != 1 ||
+		!strings.Contains(r.Stderr, "1 consumers downloaded "+namespace+"/"+providerType+" 1.1.0") || !strings.Contains(r.Stderr, "anonymous") ||
+		!strings.Contains(r.Stderr, "--in-use") {
+		t.Errorf("delete of a version terraform and tofu installed: exit %d\n%s", r.Code, r.Stderr)
+	}
+	if out := srv.mustCLI(t, srv.AdminToken, "provider", "delete", namespace+"/"+providerType, "1.1.0", "--confirm", "--in-use"); !strings.Contains(out, "Deleted") {
 		t.Errorf("trove provider delete printed %q", out)
 	}
-	if out := srv.mustCLI(t, srv.AdminToken, "module", "delete", namespace+"/labels/null", "--confirm"); !strings.Contains(out, "(2 versions)") {
+	if out := srv.mustCLI(t, srv.AdminToken, "module", "delete", namespace+"/labels/null", "--confirm", "--in-use"); !strings.Contains(out, "(2 versions)") {
 		t.Errorf("trove module delete printed %q", out)
 	}
 	// Deletes remove no file.

@@ -169,7 +169,13 @@ func TestModulesFromTrove(t *testing.T) {
 	})
 
 	t.Run("a deleted version is no longer installed", func(t *testing.T) {
-		srv.mustCLI(t, srv.AdminToken, "module", "delete", namespace+"/network/aws", "1.2.0", "--confirm")
+		// terraform and tofu installed 1.2.0 above: the delete says who
+		// and deletes nothing until told it is meant.
+		r := srv.cli(t, srv.AdminToken, "module", "delete", namespace+"/network/aws", "1.2.0", "--confirm")
+		if r.Code != 1 || !strings.Contains(r.Stderr, "consumers downloaded "+namespace+"/network/aws 1.2.0") || !strings.Contains(r.Stderr, "--in-use") {
+			t.Errorf("delete of a module version terraform and tofu installed: exit %d\n%s", r.Code, r.Stderr)
+		}
+		srv.mustCLI(t, srv.AdminToken, "module", "delete", namespace+"/network/aws", "1.2.0", "--confirm", "--in-use")
 		forEachClient(t, func(t *testing.T, client string) {
 			tf := newClient(t, client, srv, "")
 			addModuleHost(t, tf, srv)

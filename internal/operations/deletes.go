@@ -2,10 +2,12 @@ package operations
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 
 	"trove.dev/trove/apispec"
+	"trove.dev/trove/internal/downloads"
 	"trove.dev/trove/internal/modules"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/store"
@@ -57,7 +59,10 @@ func parseVersion(v string) (string, error) {
 // admins of the namespace, confirmed by confirm "ns/type/version". It is
 // audited (provider.delete, with the digest of its SHA256SUMS) and
 // announced (provider.deleted) in its transaction.
-func (o *Operations) DeleteProviderVersion(ctx context.Context, a Actor, namespace, typ, version, confirm string) error {
+//
+// Unless inUse, a version that consumers downloaded in the last
+// apispec.InUseDays days is not deleted: the Conflict names them.
+func (o *Operations) DeleteProviderVersion(ctx context.Context, a Actor, namespace, typ, version, confirm string, inUse bool) error {
 	ns, err := o.Namespace(ctx, a, namespace, registry.ScopeAdmin)
 	if err != nil {
 		return err
@@ -72,6 +77,12 @@ func (o *Operations) DeleteProviderVersion(ctx context.Context, a Actor, namespa
 		[]func(string) (string, error){registry.ParseNamespace, registry.ParseProviderType, parseVersion}); err != nil {
 		return err
 	}
+	if !inUse {
+		q := registry.ConsumerQuery{Kind: registry.DownloadProvider, Namespace: ns, Name: typ}
+		if err := o.refuseInUse(ctx, q, version, ns+"/"+typ+" "+version, "trove provider delete"); err != nil {
+			return err
+		}
+	}
 	return o.deleteVersion(ctx, a, VersionRef{Namespace: ns, Name: typ, Version: version}, false, "")
 }
 
@@ -80,7 +91,10 @@ func (o *Operations) DeleteProviderVersion(ctx context.Context, a Actor, namespa
 // after normalizing each part). It is audited (module.delete, with the
 // digest of its archive) and announced (module.deleted) in its
 // transaction.
-func (o *Operations) DeleteModuleVersion(ctx context.Context, a Actor, namespace, name, system, version, confirm string) error {
+//
+// Unless inUse, a version that consumers downloaded in the last
+// apispec.InUseDays days is not deleted: the Conflict names them.
+func (o *Operations) DeleteModuleVersion(ctx context.Context, a Actor, namespace, name, system, version, confirm string, inUse bool) error {
 	ns, err := o.Namespace(ctx, a, namespace, registry.ScopeAdmin)
 	if err != nil {
 		return err
@@ -94,6 +108,12 @@ func (o *Operations) DeleteModuleVersion(ctx context.Context, a Actor, namespace
 			"deleting a module version breaks every configuration that uses it; to delete it anyway, repeat the request with %s=%s (trove module delete --confirm)",
 			apispec.ModuleConfirmParam, want.Namespace+"/"+want.Name+"/"+want.System+"/"+want.Version)
 	}
+	if !inUse {
+		q := registry.ConsumerQuery{Kind: registry.DownloadModule, Namespace: want.Namespace, Name: want.Name, System: want.System}
+		if err := o.refuseInUse(ctx, q, want.Version, want.Namespace+"/"+want.Name+"/"+want.System+" "+want.Version, "trove module delete"); err != nil {
+			return err
+		}
+	}
 	return o.deleteVersion(ctx, a, VersionRef{Namespace: want.Namespace, Name: want.Name, System: want.System, Version: want.Version}, true, "")
 }
 
@@ -105,6 +125,49 @@ func confirmedModule(confirm string, want registry.ModuleVersion) bool {
 	}
 	got, err := modules.ParseStoredAddress(parts[0], parts[1], parts[2], parts[3])
 	return err == nil && got.Namespace == want.Namespace && got.Name == want.Name && got.System == want.System && got.Version == want.Version
+}
+
+// refuseInUse refuses a delete of what q names (only version, unless
+// "") that consumers downloaded in the last apispec.InUseDays days: the
+// Conflict says how many, names the first few and what to add to delete
+// it anyway. The versions a retention rule expires are not checked: the
+// rule is the namespace admins' explicit decision (docs/consumers.md).
+func (o *Operations) refuseInUse(ctx context.Context, q registry.ConsumerQuery, version, address, cli string) error {
+	if o.opt.Consumers == nil {
+		return nil
+	}
+	since, until, err := downloads.ConsumerWindow(o.opt.Now(), apispec.InUseDays)
+	if err != nil {
+		return err
+	}
+	q.Since = since
+	records, err := o.opt.Consumers.ConsumerDownloads(ctx, q)
+	if err != nil {
+		return err
+	}
+	constraint := ""
+	if version != "" {
+		constraint = "= " + version
+	}
+	report, err := downloads.Report(records, since, until, constraint)
+	if err != nil || len(report.Consumers) == 0 {
+		return err
+	}
+	names := make([]string, 0, 4)
+	for i, u := range report.Consumers {
+		if i == 3 {
+			names = append(names, fmt.Sprintf("%d more", len(report.Consumers)-3))
+			break
+		}
+		names = append(names, u.Consumer)
+	}
+	see := strings.Replace(address, " ", " --versions '= ", 1)
+	if version != "" {
+		see += "'"
+	}
+	return registry.Errorf(registry.Conflict,
+		"%d consumers downloaded %s in the last %d days (%s): deleting it breaks them; see who with trove consumers %s. To delete it anyway, repeat the request with %s=true (%s --in-use)",
+		len(report.Consumers), address, apispec.InUseDays, strings.Join(names, ", "), see, apispec.InUseParam, cli)
 }
 
 // ExpiredVersion is a version a retention rule expires (gc.Expired).
@@ -196,7 +259,10 @@ func (o *Operations) deleteVersion(ctx context.Context, a Actor, v VersionRef, m
 // how many versions it deleted. It is audited (provider.delete_all, with
 // that number) and announced (provider.deleted without a version) in its
 // transaction.
-func (o *Operations) DeleteProvider(ctx context.Context, a Actor, namespace, typ, confirm string) (int, error) {
+//
+// Unless inUse, a provider any version of which consumers downloaded in
+// the last apispec.InUseDays days is not deleted.
+func (o *Operations) DeleteProvider(ctx context.Context, a Actor, namespace, typ, confirm string, inUse bool) (int, error) {
 	ns, err := o.Namespace(ctx, a, namespace, registry.ScopeAdmin)
 	if err != nil {
 		return 0, err
@@ -207,6 +273,12 @@ func (o *Operations) DeleteProvider(ctx context.Context, a Actor, namespace, typ
 	if err := confirmParts(confirm, "provider", "trove provider delete", []string{ns, typ},
 		[]func(string) (string, error){registry.ParseNamespace, registry.ParseProviderType}); err != nil {
 		return 0, err
+	}
+	if !inUse {
+		q := registry.ConsumerQuery{Kind: registry.DownloadProvider, Namespace: ns, Name: typ}
+		if err := o.refuseInUse(ctx, q, "", ns+"/"+typ, "trove provider delete"); err != nil {
+			return 0, err
+		}
 	}
 	fx := o.effects(ctx, a, []registry.AuditEvent{{Action: registry.AuditProviderDeleteAll, Namespace: ns, Target: ns + "/" + typ}},
 		webhook.Event{Type: registry.EventProviderDeleted, Namespace: ns, Name: typ})
@@ -224,7 +296,10 @@ func (o *Operations) DeleteProvider(ctx context.Context, a Actor, namespace, typ
 // and returns how many versions it deleted. It is audited
 // (module.delete_all, with that number) and announced (module.deleted
 // without a version) in its transaction.
-func (o *Operations) DeleteModule(ctx context.Context, a Actor, namespace, name, system, confirm string) (int, error) {
+//
+// Unless inUse, a module any version of which consumers downloaded in the
+// last apispec.InUseDays days is not deleted.
+func (o *Operations) DeleteModule(ctx context.Context, a Actor, namespace, name, system, confirm string, inUse bool) (int, error) {
 	ns, err := o.Namespace(ctx, a, namespace, registry.ScopeAdmin)
 	if err != nil {
 		return 0, err
@@ -238,6 +313,12 @@ func (o *Operations) DeleteModule(ctx context.Context, a Actor, namespace, name,
 	if err := confirmParts(confirm, "module", "trove module delete", []string{ns, name, system},
 		[]func(string) (string, error){registry.ParseNamespace, registry.ParseModuleName, registry.ParseModuleSystem}); err != nil {
 		return 0, err
+	}
+	if !inUse {
+		q := registry.ConsumerQuery{Kind: registry.DownloadModule, Namespace: ns, Name: name, System: system}
+		if err := o.refuseInUse(ctx, q, "", ns+"/"+name+"/"+system, "trove module delete"); err != nil {
+			return 0, err
+		}
 	}
 	fx := o.effects(ctx, a, []registry.AuditEvent{{Action: registry.AuditModuleDeleteAll, Namespace: ns, Target: ns + "/" + name + "/" + system}},
 		webhook.Event{Type: registry.EventModuleDeleted, Namespace: ns, Name: name, System: system})

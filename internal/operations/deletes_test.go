@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"trove.dev/trove/internal/operations"
 	"trove.dev/trove/internal/registry"
@@ -70,13 +71,13 @@ func TestDeletesRefused(t *testing.T) {
 				var err error
 				switch {
 				case c.system == "" && c.version != "":
-					err = e.ops.DeleteProviderVersion(ctx, tc.actor, c.ns, c.name, c.version, c.confirm)
+					err = e.ops.DeleteProviderVersion(ctx, tc.actor, c.ns, c.name, c.version, c.confirm, false)
 				case c.system == "":
-					_, err = e.ops.DeleteProvider(ctx, tc.actor, c.ns, c.name, c.confirm)
+					_, err = e.ops.DeleteProvider(ctx, tc.actor, c.ns, c.name, c.confirm, false)
 				case c.version != "":
-					err = e.ops.DeleteModuleVersion(ctx, tc.actor, c.ns, c.name, c.system, c.version, c.confirm)
+					err = e.ops.DeleteModuleVersion(ctx, tc.actor, c.ns, c.name, c.system, c.version, c.confirm, false)
 				default:
-					_, err = e.ops.DeleteModule(ctx, tc.actor, c.ns, c.name, c.system, c.confirm)
+					_, err = e.ops.DeleteModule(ctx, tc.actor, c.ns, c.name, c.system, c.confirm, false)
 				}
 				return err
 			})
@@ -95,7 +96,7 @@ func TestDeletes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.ops.DeleteProviderVersion(ctx, alice, "ACME", "Widget", "1.0.0", "Acme/WIDGET/1.0.0"); err != nil {
+	if err := e.ops.DeleteProviderVersion(ctx, alice, "ACME", "Widget", "1.0.0", "Acme/WIDGET/1.0.0", false); err != nil {
 		t.Fatal(err)
 	}
 	if a := e.lastAudit(t); a.Action != registry.AuditProviderDelete || a.Namespace != "acme" || a.Target != "acme/widget 1.0.0" ||
@@ -105,7 +106,7 @@ func TestDeletes(t *testing.T) {
 	if _, err := e.idx.GetProviderVersion(ctx, "acme", "widget", "1.0.0"); !registry.IsKind(err, registry.NotFound) {
 		t.Errorf("the deleted version reads back: %v", err)
 	}
-	n, err := e.ops.DeleteModule(ctx, alice, "acme", "net", "aws", "acme/NET/aws")
+	n, err := e.ops.DeleteModule(ctx, alice, "acme", "net", "aws", "acme/NET/aws", false)
 	if err != nil || n != 1 {
 		t.Fatalf("module delete: %v, %d versions", err, n)
 	}
@@ -131,13 +132,13 @@ func TestDeleteModuleVersion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.ops.DeleteModuleVersion(ctx, alice, "acme", "Net", "aws", "1.0.0", "ACME/net/aws/1.0.0"); err != nil {
+	if err := e.ops.DeleteModuleVersion(ctx, alice, "acme", "Net", "aws", "1.0.0", "ACME/net/aws/1.0.0", false); err != nil {
 		t.Fatal(err)
 	}
 	if a := e.lastAudit(t); a.Action != registry.AuditModuleDelete || a.Target != "acme/net/aws 1.0.0" || a.Details != "sha256 "+mv.ArchiveDigest {
 		t.Errorf("module version delete audited as %+v", a)
 	}
-	n, err := e.ops.DeleteProvider(ctx, alice, "acme", "widget", "acme/widget")
+	n, err := e.ops.DeleteProvider(ctx, alice, "acme", "widget", "acme/widget", false)
 	if err != nil || n != 1 {
 		t.Fatalf("provider delete: %v, %d versions", err, n)
 	}
@@ -158,10 +159,51 @@ func TestDeleteModuleVersion(t *testing.T) {
 	if err := e.idx.CreateModuleVersion(ctx, legacy); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.ops.DeleteModuleVersion(ctx, e.user(t, "root"), "CAFÉ", "net", "aws", "1.0.0", "CAFÉ/net/aws/1.0.0"); err != nil {
+	if err := e.ops.DeleteModuleVersion(ctx, e.user(t, "root"), "CAFÉ", "net", "aws", "1.0.0", "CAFÉ/net/aws/1.0.0", false); err != nil {
 		t.Errorf("delete of a version under a namespace publishing refuses: %v", err)
 	}
 	if _, err := e.idx.GetModuleVersion(ctx, "café", "net", "aws", "1.0.0"); !registry.IsKind(err, registry.NotFound) {
 		t.Errorf("the legacy version reads back: %v", err)
+	}
+}
+
+// TestDeletesInUse: a delete of what consumers downloaded in the last 30
+// days is refused, storing nothing, until inUse says the break is meant.
+func TestDeletesInUse(t *testing.T) {
+	e := newEnv(t)
+	ctx := t.Context()
+	alice := e.user(t, "alice")
+	today := registry.DayOf(time.Now())
+	provider := registry.ProviderDownload("acme", "widget", "1.0.0", "linux", "amd64")
+	provider.Day, provider.Consumer, provider.Client = today, "ci:acme/infra (deploy.yml)", registry.ClientOpenTofu
+	module := registry.ModuleDownload("acme", "net", "aws", "1.0.0")
+	module.Day, module.Consumer, module.Client = today, "user:bob", registry.ClientTerraform
+	if err := e.idx.AddDownloads(ctx, []registry.DownloadCount{{DownloadKey: provider, Count: 2}, {DownloadKey: module, Count: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	e.refused(t, registry.Conflict, func(ctx context.Context) error {
+		return e.ops.DeleteProviderVersion(ctx, alice, "acme", "widget", "1.0.0", "acme/widget/1.0.0", false)
+	})
+	e.refused(t, registry.Conflict, func(ctx context.Context) error {
+		_, err := e.ops.DeleteProvider(ctx, alice, "acme", "widget", "acme/widget", false)
+		return err
+	})
+	e.refused(t, registry.Conflict, func(ctx context.Context) error {
+		return e.ops.DeleteModuleVersion(ctx, alice, "acme", "net", "aws", "1.0.0", "acme/net/aws/1.0.0", false)
+	})
+	e.refused(t, registry.Conflict, func(ctx context.Context) error {
+		_, err := e.ops.DeleteModule(ctx, alice, "acme", "net", "aws", "acme/net/aws", false)
+		return err
+	})
+	err := e.ops.DeleteProviderVersion(ctx, alice, "acme", "widget", "1.0.0", "acme/widget/1.0.0", false)
+	if msg := registry.Message(err); !strings.Contains(msg, "1 consumers downloaded acme/widget 1.0.0 in the last 30 days (ci:acme/infra (deploy.yml))") ||
+		!strings.Contains(msg, "in_use=true") || !strings.Contains(msg, "--in-use") {
+		t.Errorf("refusal %q does not say who and what to add", msg)
+	}
+	if err := e.ops.DeleteProviderVersion(ctx, alice, "acme", "widget", "1.0.0", "acme/widget/1.0.0", true); err != nil {
+		t.Fatalf("delete with inUse: %v", err)
+	}
+	if err := e.ops.DeleteModuleVersion(ctx, alice, "acme", "net", "aws", "1.0.0", "acme/net/aws/1.0.0", true); err != nil {
+		t.Fatalf("module delete with inUse: %v", err)
 	}
 }

@@ -134,14 +134,23 @@ type Options struct {
 	OnMirrorChange func()
 	// GC runs the garbage collections of CollectGarbage; nil refuses
 	// them.
-	GC     *gc.Collector
-	Logger *slog.Logger
-	Now    func() time.Time
+	GC *gc.Collector
+	// Consumers reads who downloaded what, for the in-use check of
+	// deletes (a *downloads.Counter: the index's records and this
+	// process's pending ones); nil reads the index's when it has them.
+	Consumers Consumers
+	Logger    *slog.Logger
+	Now       func() time.Time
 }
 
 // DefaultSignInTokenTTL is Options.SignInTokenTTL's default, the default
 // lifetime of a login.v1 token.
 const DefaultSignInTokenTTL = 30 * 24 * time.Hour
+
+// Consumers reads consumer records (store.Downloads.ConsumerDownloads).
+type Consumers interface {
+	ConsumerDownloads(ctx context.Context, q registry.ConsumerQuery) ([]registry.ConsumerCount, error)
+}
 
 // Operations makes the writes of every entrance. Create it with New; it
 // is safe for concurrent use.
@@ -170,6 +179,11 @@ func New(opt Options) *Operations {
 	if opt.Keyless == nil {
 		if ki, ok := opt.Index.(keyless.Index); ok {
 			opt.Keyless = keyless.New(keyless.Options{Index: ki, Now: opt.Now})
+		}
+	}
+	if opt.Consumers == nil {
+		if c, ok := opt.Index.(Consumers); ok {
+			opt.Consumers = c
 		}
 	}
 	if opt.Audit == nil {
