@@ -176,6 +176,40 @@ func TestKeylessPublishWritesProvenance(t *testing.T) {
 		}
 		return string(body)
 	}
+	// OCI: the provenance is a referrer of the version's image index, its
+	// one layer the envelope the API serves.
+	hc := webClient(t, s)
+	resp, err := hc.Get(s.URL + "/v2/acme/foo/manifests/1.0.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	indexDigest := resp.Header.Get("Docker-Content-Digest")
+	var refs struct {
+		Manifests []struct{ Digest, ArtifactType string }
+	}
+	getJSONFrom(t, hc, s.URL+"/v2/acme/foo/referrers/"+indexDigest+"?artifactType=application/vnd.in-toto%2Bjson", &refs)
+	if len(refs.Manifests) != 1 {
+		t.Fatalf("provenance referrers of %s = %+v, want one", indexDigest, refs)
+	}
+	var m struct {
+		Subject struct{ Digest string }
+		Layers  []struct{ MediaType, Digest string }
+	}
+	getJSONFrom(t, hc, s.URL+"/v2/acme/foo/manifests/"+refs.Manifests[0].Digest, &m)
+	if m.Subject.Digest != indexDigest || len(m.Layers) != 1 || m.Layers[0].MediaType != "application/vnd.dsse.envelope.v1+json" {
+		t.Fatalf("provenance artifact = %+v", m)
+	}
+	blob, err := hc.Get(s.URL + "/v2/acme/foo/blobs/" + m.Layers[0].Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	layer, _ := io.ReadAll(blob.Body)
+	blob.Body.Close()
+	if !bytes.Equal(layer, envelope) {
+		t.Errorf("the provenance layer (%d bytes) is not the envelope the API serves (%d bytes)", len(layer), len(envelope))
+	}
+
 	managedID := managed[0].KeyID
 	for path, want := range map[string][]string{
 		"/providers/acme/foo/1.0.0": {"Provenance", "Built in CI by <code>" + iss.URL + "</code> from <code>acme/infra</code>", "refs/tags/v1.0.0", "1234567890", managedID},
@@ -249,6 +283,23 @@ func TestVerifyLock(t *testing.T) {
 	}
 	if r := runTrove(t, admin, "", "verify", "--lock", lock("not hcl {{{")); r.code != exitError || !strings.Contains(r.stderr, "is not a lock file") {
 		t.Errorf("trove verify --lock of garbage: exit %d\n%s", r.code, r.stderr)
+	}
+}
+
+// getJSONFrom GETs url with hc and decodes its JSON answer into out.
+func getJSONFrom(t *testing.T, hc *http.Client, url string, out any) {
+	t.Helper()
+	resp, err := hc.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(resp.Body)
+		t.Fatalf("GET %s: %d %s", url, resp.StatusCode, body)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		t.Fatalf("GET %s: %v", url, err)
 	}
 }
 

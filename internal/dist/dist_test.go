@@ -325,13 +325,15 @@ func checkSBOM(t *testing.T, root, path, version string, p Platform) {
 		}
 	}
 	// Modules trove links on every platform.
-	for _, m := range []string{"github.com/jackc/pgx/v5", "github.com/ProtonMail/go-crypto", "modernc.org/sqlite", "github.com/aws/aws-sdk-go-v2/service/s3", "golang.org/x/crypto"} {
+	for _, m := range []string{"github.com/jackc/pgx/v5", "github.com/ProtonMail/go-crypto", "modernc.org/sqlite", "github.com/aws/aws-sdk-go-v2/service/s3", "golang.org/x/crypto",
+		"github.com/google/go-containerregistry"} {
 		if !listed[m] {
 			t.Errorf("%s does not list %s", path, m)
 		}
 	}
-	// Modules only tests use must not be there.
-	for _, m := range []string{"github.com/chromedp/chromedp", "github.com/google/go-containerregistry"} {
+	// Modules only tests or the Terraform provider use must not be there
+	// (go-containerregistry is: trove oci push and pull link it).
+	for _, m := range []string{"github.com/chromedp/chromedp", "github.com/hashicorp/terraform-plugin-sdk/v2"} {
 		if listed[m] {
 			t.Errorf("%s lists %s, which trove does not link", path, m)
 		}

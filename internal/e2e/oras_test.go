@@ -207,13 +207,26 @@ func TestOCIWithORAS(t *testing.T) {
 		if err := json.Unmarshal([]byte(out), &tree); err != nil {
 			t.Fatalf("oras discover: %v\n%s", err, out)
 		}
-		if len(tree.Referrers) != 1 || tree.Referrers[0].ArtifactType != "application/vnd.trove.provider-shasums" {
-			t.Fatalf("referrers = %+v, want the SHA256SUMS artifact\n%s", tree.Referrers, out)
+		byType := map[string]string{}
+		for _, r := range tree.Referrers {
+			byType[r.ArtifactType] = r.Digest
+		}
+		if len(tree.Referrers) != 2 || byType["application/vnd.trove.provider-shasums"] == "" || byType["application/vnd.trove.signing-key"] == "" {
+			t.Fatalf("referrers = %+v, want the SHA256SUMS artifact and the signing key\n%s", tree.Referrers, out)
 		}
 		dir := filepath.Join(o.dir, "sums")
-		o.mustRun(t, "pull", "-o", dir, providerRepo+"@"+tree.Referrers[0].Digest)
+		o.mustRun(t, "pull", "-o", dir, providerRepo+"@"+byType["application/vnd.trove.provider-shasums"])
 		assertSameFile(t, filepath.Join(dir, rel.sumsName()), rel.path(rel.sumsName()))
 		assertSameFile(t, filepath.Join(dir, rel.sigName()), rel.path(rel.sigName()))
+		keyDir := filepath.Join(o.dir, "key")
+		o.mustRun(t, "pull", "-o", keyDir, providerRepo+"@"+byType["application/vnd.trove.signing-key"])
+		entries, err := os.ReadDir(keyDir)
+		if err != nil || len(entries) != 1 {
+			t.Fatalf("oras pull of the signing key wrote %v, %v; want one .asc file", entries, err)
+		}
+		if armor, err := os.ReadFile(filepath.Join(keyDir, entries[0].Name())); err != nil || !strings.Contains(string(armor), "BEGIN PGP PUBLIC KEY BLOCK") {
+			t.Errorf("the signing key pulled with oras is not an armored key: %v\n%s", err, armor)
+		}
 	})
 
 	t.Run("a private namespace needs oras login", func(t *testing.T) {

@@ -183,7 +183,7 @@ func (s *Service) renderVersion(ctx context.Context, key repoKey, tag string) (r
 		var v registry.ProviderVersion
 		v, err = s.opt.Index.GetProviderVersion(ctx, key.ns, key.name, VersionOf(tag))
 		if err == nil && TagOf(v.Version) == tag {
-			rp, err = providerRepo([]registry.ProviderVersion{v}, func(d string) (int64, error) { return s.opt.Blobs.Stat(ctx, d) })
+			rp, err = providerRepo([]registry.ProviderVersion{v}, func(d string) (int64, error) { return s.opt.Blobs.Stat(ctx, d) }, s.provenance(ctx))
 		}
 	case 'm':
 		var v registry.ModuleVersion

@@ -27,6 +27,16 @@ const (
 	ArtifactSignature = "application/vnd.trove.provider-shasums"
 	MediaTypeSHASums  = "text/plain; charset=utf-8"
 	MediaTypeSig      = "application/pgp-signature"
+	// ArtifactSigningKey is the artifact type of the referrer holding
+	// the public key that signed the version's SHA256SUMS (one layer,
+	// ASCII-armored: MediaTypePGPKeys).
+	ArtifactSigningKey = "application/vnd.trove.signing-key"
+	MediaTypePGPKeys   = "application/pgp-keys"
+	// ArtifactProvenance is the artifact type of the referrer holding the
+	// version's signed provenance (docs/provenance.md): one layer, the
+	// DSSE envelope of an in-toto statement (MediaTypeDSSE).
+	ArtifactProvenance = "application/vnd.in-toto+json"
+	MediaTypeDSSE      = "application/vnd.dsse.envelope.v1+json"
 )
 
 // emptyConfig is the OCI empty descriptor's content ("{}"), the config of
@@ -160,8 +170,11 @@ func emptyConfigDesc() Descriptor {
 // (its digest is the zip's SHA-256, the lock file's zh: hash), plus a
 // referrer of the index holding SHA256SUMS and its signature. Revoked
 // versions are left out. The same versions give the same bytes.
-// stat gives the sizes of the SHA256SUMS blobs (hex digests).
-func providerRepo(vs []registry.ProviderVersion, stat func(digest string) (int64, error)) (*repo, error) {
+// stat gives the sizes of the SHA256SUMS blobs (hex digests). The index
+// has two more referrers: the public key that signed SHA256SUMS, and,
+// when prov (which may be nil) finds one, the version's signed
+// provenance.
+func providerRepo(vs []registry.ProviderVersion, stat func(digest string) (int64, error), prov func(registry.ProviderVersion) ([]byte, error)) (*repo, error) {
 	r := newRepo()
 	r.blobs[emptyDigest] = blobRef{size: int64(len(emptyConfig)), mem: emptyConfig}
 	for _, v := range vs {
@@ -223,9 +236,40 @@ func providerRepo(vs []registry.ProviderVersion, stat func(digest string) (int64
 			return nil, err
 		}
 		r.referrers[id.Digest] = append(r.referrers[id.Digest], ref)
+		if armor := v.SigningKey.ASCIIArmor; armor != "" {
+			if err := r.attach(id, ArtifactSigningKey, MediaTypePGPKeys, []byte(armor), "signing-key-"+v.SigningKey.KeyID+".asc"); err != nil {
+				return nil, err
+			}
+		}
+		if prov != nil {
+			envelope, err := prov(v)
+			if err != nil {
+				return nil, err
+			}
+			if envelope != nil {
+				if err := r.attach(id, ArtifactProvenance, MediaTypeDSSE, envelope, "provenance.json"); err != nil {
+					return nil, err
+				}
+			}
+		}
 	}
 	r.finish()
 	return r, nil
+}
+
+// attach adds a referrer of subject: an artifact of artifactType whose
+// one layer is data (of mediaType, named title), served from memory.
+func (r *repo) attach(subject Descriptor, artifactType, mediaType string, data []byte, title string) error {
+	layer := Descriptor{MediaType: mediaType, Digest: digestOf(data), Size: int64(len(data)),
+		Annotations: map[string]string{"org.opencontainers.image.title": title}}
+	r.blobs[layer.Digest] = blobRef{size: layer.Size, mem: data}
+	ref, err := r.add(MediaTypeManifest, artifactType, Manifest{SchemaVersion: 2, MediaType: MediaTypeManifest,
+		ArtifactType: artifactType, Config: emptyConfigDesc(), Subject: &subject, Layers: []Descriptor{layer}}, nil)
+	if err != nil {
+		return err
+	}
+	r.referrers[subject.Digest] = append(r.referrers[subject.Digest], ref)
+	return nil
 }
 
 // moduleVersion is what a module repository needs of one version: its

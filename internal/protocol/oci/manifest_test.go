@@ -27,7 +27,7 @@ func stat(string) (int64, error) { return 7, nil }
 // change of the digests breaks every lock file and cache that named them.
 func TestProviderRepoGolden(t *testing.T) {
 	v := testVersion("1.2.3+build.1")
-	r1, err := providerRepo([]registry.ProviderVersion{v}, stat)
+	r1, err := providerRepo([]registry.ProviderVersion{v}, stat, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +35,7 @@ func TestProviderRepoGolden(t *testing.T) {
 	v2 := testVersion("1.2.3+build.1")
 	v2.Platforms[0], v2.Platforms[1] = v2.Platforms[1], v2.Platforms[0]
 	v2.PublishedAt = time.Unix(0, 0)
-	r2, err := providerRepo([]registry.ProviderVersion{v2}, stat)
+	r2, err := providerRepo([]registry.ProviderVersion{v2}, stat, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestProviderRepoGolden(t *testing.T) {
 func TestRevokedAndEmptyLeftOut(t *testing.T) {
 	v := testVersion("1.0.0")
 	v.Revocation = &registry.Revocation{}
-	r, err := providerRepo([]registry.ProviderVersion{v, testVersion("2.0.0")}, stat)
+	r, err := providerRepo([]registry.ProviderVersion{v, testVersion("2.0.0")}, stat, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

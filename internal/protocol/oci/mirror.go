@@ -58,7 +58,7 @@ func (s *Service) mirrorRepo(ctx context.Context, key repoKey) (*repo, error) {
 				Version: mv.Version, OS: p.OS, Arch: p.Arch}.String()
 		}
 	}
-	rp, err := providerRepo(whole, func(d string) (int64, error) { return s.opt.Blobs.Stat(ctx, d) })
+	rp, err := providerRepo(whole, func(d string) (int64, error) { return s.opt.Blobs.Stat(ctx, d) }, nil)
 	if err != nil {
 		return nil, err
 	}

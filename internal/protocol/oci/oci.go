@@ -74,6 +74,22 @@ type Index interface {
 	ListMirroredVersions(ctx context.Context, host, namespace, typ string) ([]registry.MirroredVersion, error)
 }
 
+// provenance returns the reader of a version's provenance envelope for
+// providerRepo: nil when the index keeps none (store.Provenance).
+func (s *Service) provenance(ctx context.Context) func(registry.ProviderVersion) ([]byte, error) {
+	p, ok := s.opt.Index.(store.Provenance)
+	if !ok {
+		return nil
+	}
+	return func(v registry.ProviderVersion) ([]byte, error) {
+		envelope, err := p.ProviderProvenance(ctx, v.Namespace, v.Type, v.Version)
+		if registry.IsKind(err, registry.NotFound) {
+			return nil, nil
+		}
+		return envelope, err
+	}
+}
+
 // Guard decides who may read a namespace (*auth.Access).
 type Guard interface {
 	ProtocolRead(r *http.Request, namespace string) (private bool, err error)
@@ -518,7 +534,7 @@ func (s *Service) generate(ctx context.Context, key repoKey) (*repo, error) {
 		if err != nil {
 			return nil, err
 		}
-		rp, err := providerRepo(vs, func(d string) (int64, error) { return s.opt.Blobs.Stat(ctx, d) })
+		rp, err := providerRepo(vs, func(d string) (int64, error) { return s.opt.Blobs.Stat(ctx, d) }, s.provenance(ctx))
 		if err == nil && len(rp.tags) == 0 {
 			return nil, notFound
 		}

@@ -200,11 +200,27 @@ func TestProviderPull(t *testing.T) {
 			t.Fatalf("range = %d %q", rr.status, rr.body)
 		}
 	}
-	// Referrers: the SHA256SUMS and its signature.
+	// Referrers: the SHA256SUMS and its signature, and the key that
+	// signed it.
 	var refs oci.ImageIndex
 	e.getJSON(t, "/v2/open/widget/referrers/"+indexDigest, &refs)
-	if len(refs.Manifests) != 1 || refs.Manifests[0].ArtifactType != oci.ArtifactSignature {
+	if len(refs.Manifests) != 2 || refs.Manifests[0].ArtifactType != oci.ArtifactSignature || refs.Manifests[1].ArtifactType != oci.ArtifactSigningKey {
 		t.Fatalf("referrers = %+v", refs)
+	}
+	var keyArtifact oci.Manifest
+	e.getJSON(t, "/v2/open/widget/manifests/"+refs.Manifests[1].Digest, &keyArtifact)
+	if keyArtifact.Subject == nil || keyArtifact.Subject.Digest != indexDigest || len(keyArtifact.Layers) != 1 ||
+		keyArtifact.Layers[0].MediaType != oci.MediaTypePGPKeys {
+		t.Fatalf("signing key manifest = %+v", keyArtifact)
+	}
+	if b := e.do(t, http.MethodGet, "/v2/open/widget/blobs/"+keyArtifact.Layers[0].Digest); b.status != http.StatusOK ||
+		len(b.body) == 0 || "sha256:"+sum(b.body) != keyArtifact.Layers[0].Digest {
+		t.Fatalf("signing key blob = %d %q", b.status, b.body)
+	}
+	var keyRefs oci.ImageIndex
+	e.getJSON(t, "/v2/open/widget/referrers/"+indexDigest+"?artifactType="+oci.ArtifactSigningKey, &keyRefs)
+	if len(keyRefs.Manifests) != 1 || keyRefs.Manifests[0].Digest != refs.Manifests[1].Digest {
+		t.Fatalf("referrers filtered to the signing key = %+v", keyRefs)
 	}
 	var sig oci.Manifest
 	e.getJSON(t, "/v2/open/widget/manifests/"+refs.Manifests[0].Digest, &sig)
