@@ -111,7 +111,7 @@ func commands() []*command {
 		mirrorUpstreamList(), mirrorUpstreamShow(), mirrorUpstreamSet(), mirrorUpstreamRemove(), mirrorSyncCommand(),
 		mirrorHoldList(), mirrorHoldApprove(), mirrorHoldUnapprove(), mirrorHoldDeny(), mirrorHoldUndeny(),
 		ssoProviderList(), ssoProviderSet(), ssoProviderRemove(), ssoMappingList(), ssoMappingAdd(), ssoMappingRemove(),
-		consumersCommand(),
+		consumersCommand(), provenancePolicySet(), provenancePolicyShow(), provenancePolicyDelete(),
 		lockCommand(), verifyCommand(), ociPushCommand(), ociPullCommand(), bundleExport(), bundleImport(), gcCommand(),
 		retentionSet(), retentionShow(), retentionDelete(),
 		versionCommand(), completionCommand(),

@@ -65,6 +65,7 @@ type Index interface {
 	store.ReplayGuard
 	store.Webhooks
 	store.Provenance
+	store.ProvenancePolicies
 }
 
 // Downloads reads download counts (store.Downloads's reads, which
@@ -240,6 +241,7 @@ func New(opt Options) http.Handler {
 	h.registerLifecycle(route)
 	h.registerDeletes(route)
 	h.registerConsumers(route)
+	h.registerProvenancePolicy(route)
 	h.registerRetention(route)
 	h.registerMirror(route)
 	h.registerMirrorHolds(route)

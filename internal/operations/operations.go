@@ -74,6 +74,7 @@ type Index interface {
 	// publishing token (provenance) and the bundle import.
 	store.Provenance
 	store.Bundles
+	store.ProvenancePolicies
 }
 
 // Options configures New.

@@ -37,6 +37,9 @@ func (o *Operations) PublishProvider(ctx context.Context, a Actor, namespace, ty
 	if err != nil {
 		return publish.Result{}, err
 	}
+	if err := o.admitPublish(ctx, a, ns, origin.CI); err != nil {
+		return publish.Result{}, err
+	}
 	fx := &store.Effects{}
 	fx.Bind = func(record any) {
 		v, ok := record.(registry.ProviderVersion)
@@ -127,6 +130,13 @@ func (o *Operations) PublishModule(ctx context.Context, a Actor, up modules.Uplo
 		return modules.Result{}, registry.Errorf(registry.Internal, "module publishing is not configured on this server")
 	}
 	up.Namespace = ns
+	origin, err := o.origin(ctx, a)
+	if err != nil {
+		return modules.Result{}, err
+	}
+	if err := o.admitPublish(ctx, a, ns, origin.CI); err != nil {
+		return modules.Result{}, err
+	}
 	return o.publishModule(ctx, a, up, func(v registry.ModuleVersion) string { return v.ArchiveFormat + " sha256 " + v.ArchiveDigest })
 }
 

@@ -22,9 +22,10 @@ type Index interface {
 	Tokens
 	Providers
 	Modules
-	Lifecycle         // deprecation and revocation of versions (lifecycle.go)
-	GarbageCollection // blob references and the collector's lease (gc.go)
-	RetentionRules    // which versions the collector deletes (retention.go)
+	Lifecycle          // deprecation and revocation of versions (lifecycle.go)
+	GarbageCollection  // blob references and the collector's lease (gc.go)
+	RetentionRules     // which versions the collector deletes (retention.go)
+	ProvenancePolicies // where releases must be built (provenance_policy.go)
 	Downloads
 	Secrets
 	Access // users, memberships, personal tokens, authorization codes, audit log (access.go)

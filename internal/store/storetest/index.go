@@ -34,6 +34,7 @@ func TestIndex(t *testing.T, newIndex func(t *testing.T) store.Index) {
 	t.Run("RetentionRules", func(t *testing.T) { testRetentionRules(t, newIndex) })
 	t.Run("Downloads", func(t *testing.T) { testDownloads(t, newIndex) })
 	t.Run("Consumers", func(t *testing.T) { testConsumers(t, newIndex) })
+	t.Run("ProvenancePolicies", func(t *testing.T) { testProvenancePolicies(t, newIndex) })
 	t.Run("Secrets", func(t *testing.T) { testSecrets(t, newIndex) })
 	t.Run("Access", func(t *testing.T) { testAccess(t, newIndex) })
 	t.Run("PackageHashes", func(t *testing.T) { testPackageHashes(t, newIndex) })
