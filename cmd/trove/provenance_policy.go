@@ -12,7 +12,7 @@ import (
 func provenancePolicySet() *command {
 	return &command{
 		name: "provenance policy set", args: "NAMESPACE --repository REPO [--refs PATTERN] [--issuer URL]", minArgs: 1, maxArgs: 1, client: true,
-		summary: "Accept provider and module releases into a namespace only from CI builds of one repository (admin on it): other publishes are refused with the reason.",
+		summary:  "Accept provider and module releases into a namespace only from CI builds of one repository (admin on it): other publishes are refused with the reason.",
 		examples: []string{`trove provenance policy set acme --repository acme/infra --refs 'refs/tags/v*'`},
 		setup: func(fs *flag.FlagSet, cl *cli) func(context.Context, []string) error {
 			var req apispec.ProvenancePolicyRequest

@@ -21,17 +21,44 @@ func TestProvenancePolicyRefused(t *testing.T) {
 		actor func() error
 		want  registry.Kind
 	}{
-		"a reader":            {func() error { _, err := e.ops.SetProvenancePolicy(context.Background(), reader, "acme", good); return err }, registry.Forbidden},
-		"a publisher":         {func() error { _, err := e.ops.SetProvenancePolicy(context.Background(), publisher, "acme", good); return err }, registry.Forbidden},
-		"no repository":       {func() error { _, err := e.ops.SetProvenancePolicy(context.Background(), alice, "acme", registry.ProvenancePolicy{}); return err }, registry.Invalid},
-		"a bad pattern":       {func() error { _, err := e.ops.SetProvenancePolicy(context.Background(), alice, "acme", registry.ProvenancePolicy{Repository: "a/b", Refs: "["}); return err }, registry.Invalid},
-		"an http issuer":      {func() error { _, err := e.ops.SetProvenancePolicy(context.Background(), alice, "acme", registry.ProvenancePolicy{Repository: "a/b", Issuer: "http://ci"}); return err }, registry.Invalid},
-		"a newline":           {func() error { _, err := e.ops.SetProvenancePolicy(context.Background(), alice, "acme", registry.ProvenancePolicy{Repository: "a/b\nc"}); return err }, registry.Invalid},
-		"a long repository":   {func() error { _, err := e.ops.SetProvenancePolicy(context.Background(), alice, "acme", registry.ProvenancePolicy{Repository: strings.Repeat("r", 300)}); return err }, registry.Invalid},
-		"a missing namespace": {func() error { _, err := e.ops.SetProvenancePolicy(context.Background(), alice, "nobody", good); return err }, registry.NotFound},
-		"a bad namespace":     {func() error { _, err := e.ops.SetProvenancePolicy(context.Background(), alice, "../x", good); return err }, registry.Invalid},
-		"delete by a reader":  {func() error { return e.ops.DeleteProvenancePolicy(context.Background(), reader, "acme") }, registry.Forbidden},
-		"delete of none":      {func() error { return e.ops.DeleteProvenancePolicy(context.Background(), alice, "acme") }, registry.NotFound},
+		"a reader": {func() error {
+			_, err := e.ops.SetProvenancePolicy(context.Background(), reader, "acme", good)
+			return err
+		}, registry.Forbidden},
+		"a publisher": {func() error {
+			_, err := e.ops.SetProvenancePolicy(context.Background(), publisher, "acme", good)
+			return err
+		}, registry.Forbidden},
+		"no repository": {func() error {
+			_, err := e.ops.SetProvenancePolicy(context.Background(), alice, "acme", registry.ProvenancePolicy{})
+			return err
+		}, registry.Invalid},
+		"a bad pattern": {func() error {
+			_, err := e.ops.SetProvenancePolicy(context.Background(), alice, "acme", registry.ProvenancePolicy{Repository: "a/b", Refs: "["})
+			return err
+		}, registry.Invalid},
+		"an http issuer": {func() error {
+			_, err := e.ops.SetProvenancePolicy(context.Background(), alice, "acme", registry.ProvenancePolicy{Repository: "a/b", Issuer: "http://ci"})
+			return err
+		}, registry.Invalid},
+		"a newline": {func() error {
+			_, err := e.ops.SetProvenancePolicy(context.Background(), alice, "acme", registry.ProvenancePolicy{Repository: "a/b\nc"})
+			return err
+		}, registry.Invalid},
+		"a long repository": {func() error {
+			_, err := e.ops.SetProvenancePolicy(context.Background(), alice, "acme", registry.ProvenancePolicy{Repository: strings.Repeat("r", 300)})
+			return err
+		}, registry.Invalid},
+		"a missing namespace": {func() error {
+			_, err := e.ops.SetProvenancePolicy(context.Background(), alice, "nobody", good)
+			return err
+		}, registry.NotFound},
+		"a bad namespace": {func() error {
+			_, err := e.ops.SetProvenancePolicy(context.Background(), alice, "../x", good)
+			return err
+		}, registry.Invalid},
+		"delete by a reader": {func() error { return e.ops.DeleteProvenancePolicy(context.Background(), reader, "acme") }, registry.Forbidden},
+		"delete of none":     {func() error { return e.ops.DeleteProvenancePolicy(context.Background(), alice, "acme") }, registry.NotFound},
 	} {
 		t.Run(name, func(t *testing.T) {
 			e.refused(t, c.want, func(context.Context) error { return c.actor() })

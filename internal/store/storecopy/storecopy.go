@@ -29,7 +29,11 @@
 //     own (the defaults its first migration stored) replaced or deleted.
 //
 // Tokens are copied as stored: by the hash of their secret, never the
-// secret. OAuth authorization codes are not copied: they live for minutes;
+// secret, with the CI claims of a keyless token. A provider version is
+// copied with its signed provenance (docs/provenance.md); a version the
+// target holds already keeps its own (the index never adds provenance to
+// a stored version), and one whose provenance differs from the source's
+// is a Conflict. OAuth authorization codes are not copied: they live for minutes;
 // neither are the records of exchanged CI ID tokens (store.ReplayGuard),
 // which live until those tokens expire, minutes: a copy is made with the
 // source stopped, and the replicas on the target start later. Webhooks
@@ -240,6 +244,18 @@ func read(ctx context.Context, idx store.Index, secrets []string) (*snapshot, er
 			if err != nil {
 				return nil, err
 			}
+			for i, v := range versions {
+				// The signed provenance comes with its version
+				// (CreateProviderVersion stores it in the same write).
+				env, err := idx.ProviderProvenance(ctx, v.Namespace, v.Type, v.Version)
+				switch {
+				case registry.IsKind(err, registry.NotFound):
+				case err != nil:
+					return nil, err
+				default:
+					versions[i].Provenance = env
+				}
+			}
 			s.providers = append(s.providers, versions...)
 		}
 	}
@@ -257,6 +273,17 @@ func read(ctx context.Context, idx store.Index, secrets []string) (*snapshot, er
 	}
 	if s.tokens, err = idx.ListTokens(ctx, ""); err != nil {
 		return nil, err
+	}
+	for i, t := range s.tokens {
+		// The CI claims of a keyless token name the builder of what it
+		// publishes (docs/provenance.md); CreateToken stores them with it.
+		c, ok, err := idx.TokenCIClaims(ctx, t.ID)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			s.tokens[i].CI = &c
+		}
 	}
 	global, err := idx.ListWebhooks(ctx, "")
 	if err != nil {
@@ -629,6 +656,8 @@ func judgeToken(s, d registry.Token) (verdict, string) {
 		return differs, "another secret"
 	case !slices.Equal(s.Namespaces, d.Namespaces) || s.User != d.User || !sameScopes(s.Scopes, d.Scopes) || s.Description != d.Description || !sameTime(s.CreatedAt, d.CreatedAt):
 		return differs, "another namespace, user, scope, description or creation time"
+	case s.CI != nil && d.CI != nil && *s.CI != *d.CI:
+		return differs, "other CI claims"
 	case !d.RevokedAt.IsZero() && (s.RevokedAt.IsZero() || !sameTime(s.RevokedAt, d.RevokedAt)):
 		return differs, "revoked in the target only, or at another time"
 	case !d.ExpiresAt.IsZero() && (s.ExpiresAt.IsZero() || s.ExpiresAt.After(d.ExpiresAt)):
@@ -657,6 +686,8 @@ func judgeProvider(s, d registry.ProviderVersion) (verdict, string) {
 		return differs, "other protocols, signing key or publication time"
 	case d.DocsDigest != "" && (s.DocsDigest != d.DocsDigest || s.DocsSize != d.DocsSize):
 		return differs, "other documentation"
+	case len(s.Provenance) > 0 && len(d.Provenance) > 0 && !bytes.Equal(s.Provenance, d.Provenance):
+		return differs, "another signed provenance"
 	}
 	ps, pd := sortedPlatforms(s.Platforms), sortedPlatforms(d.Platforms)
 	if !slices.EqualFunc(ps, pd, func(a, b registry.Platform) bool { a.H1, b.H1 = "", ""; return a == b }) {

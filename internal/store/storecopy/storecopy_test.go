@@ -99,7 +99,7 @@ func fill(t *testing.T, s Store) *registryData {
 	must(t, a.SetMembership(ctx, registry.Membership{User: "alice", Namespace: "acme", Role: registry.RolePublisher, CreatedAt: d.now}))
 	for i, tok := range []registry.Token{
 		{ID: "tok-admin", Scopes: []registry.Scope{registry.ScopeAdmin}, Description: "first admin"},
-		{ID: "tok-ci", Namespaces: []string{"acme", "empty"}, Scopes: []registry.Scope{registry.ScopePublish, registry.ScopeRead}, ExpiresAt: d.now.Add(720 * time.Hour)},
+		{ID: "tok-ci", Namespaces: []string{"acme", "empty"}, Scopes: []registry.Scope{registry.ScopePublish, registry.ScopeRead}, ExpiresAt: d.now.Add(720 * time.Hour), CI: &ciClaims},
 		{ID: "tok-old", Namespaces: []string{"acme"}, Scopes: []registry.Scope{registry.ScopeRead}, RevokedAt: d.now.Add(time.Hour)},
 		{ID: "tok-alice", User: "alice", Scopes: []registry.Scope{registry.ScopePublish}},
 	} {
@@ -159,8 +159,16 @@ func (d *registryData) legacy(k registry.SigningKey) {
 		Platforms: []registry.Platform{{OS: "linux", Arch: "amd64", Filename: "terraform-provider-legacy_0.9.0_linux_amd64.zip",
 			SHA256: d.putBlob(zip), Size: int64(len(zip))}},
 		PublishedAt: d.now,
+		Provenance:  []byte(legacyProvenance),
 	}))
 }
+
+// legacyProvenance is the provenance envelope stored with acme/legacy
+// 0.9.0 (the index stores it as given), and ciClaims the claims of the
+// token tok-ci: both must survive a copy.
+const legacyProvenance = `{"payloadType":"application/vnd.in-toto+json","payload":"e30=","signatures":[{"keyid":"ab","sig":"c2ln"}]}`
+
+var ciClaims = registry.CIClaims{Issuer: "https://ci.example", Repository: "acme/infra", Ref: "refs/heads/main", Workflow: "release.yml", Commit: "0123abcd", RunID: "42"}
 
 // legacyDigest is the digest of acme/legacy's package.
 var legacyDigest = sha([]byte("legacy package"))
@@ -291,6 +299,20 @@ func TestCopyEmbeddedToEmbedded(t *testing.T) {
 		t.Errorf("report:\n%+v\nwant\n%+v", r, want)
 	}
 	checkSame(t, src, dst)
+	env, err := dst.Index.ProviderProvenance(t.Context(), "acme", "legacy", "0.9.0")
+	if err != nil || string(env) != legacyProvenance {
+		t.Errorf("provenance in the copy: %q, %v; want %q", env, err, legacyProvenance)
+	}
+	if _, err := dst.Index.ProviderProvenance(t.Context(), "acme", "example", "1.0.0"); !registry.IsKind(err, registry.NotFound) {
+		t.Errorf("a version without provenance has one in the copy: %v", err)
+	}
+	claims, ok, err := dst.Index.TokenCIClaims(t.Context(), "tok-ci")
+	if err != nil || !ok || claims != ciClaims {
+		t.Errorf("CI claims of tok-ci in the copy: %+v, %v, %v; want %+v", claims, ok, err, ciClaims)
+	}
+	if _, ok, _ := dst.Index.TokenCIClaims(t.Context(), "tok-admin"); ok {
+		t.Error("a token without CI claims has some in the copy")
+	}
 
 	again, err := Copy(t.Context(), src, dst, opts)
 	if err != nil {
@@ -587,5 +609,34 @@ func TestJudgeProviderDocs(t *testing.T) {
 		if got, why := judgeProvider(c.src, c.dst); got != c.want {
 			t.Errorf("judgeProvider(docs %q, %q) = %v (%s), want %v", c.src.DocsDigest, c.dst.DocsDigest, got, why, c.want)
 		}
+	}
+}
+
+// TestJudgeProvenance checks how the provenance of two versions and the
+// CI claims of two tokens compare: another envelope or other claims
+// differ; the target's lack of either is left as it is (the index never
+// adds them to a stored record).
+func TestJudgeProvenance(t *testing.T) {
+	v := func(env string) registry.ProviderVersion {
+		return registry.ProviderVersion{SHASumsDigest: "s", Provenance: []byte(env)}
+	}
+	for _, c := range []struct {
+		src, dst string
+		want     verdict
+	}{
+		{"", "", same}, {"e", "e", same}, {"e", "", same}, {"", "e", same}, {"e", "f", differs},
+	} {
+		if got, why := judgeProvider(v(c.src), v(c.dst)); got != c.want {
+			t.Errorf("judgeProvider(provenance %q, %q) = %v (%s), want %v", c.src, c.dst, got, why, c.want)
+		}
+	}
+	other := ciClaims
+	other.Repository = "evil/infra"
+	tok := func(c *registry.CIClaims) registry.Token { return registry.Token{ID: "t", Hash: "h", CI: c} }
+	if got, _ := judgeToken(tok(&ciClaims), tok(&other)); got != differs {
+		t.Errorf("tokens with other CI claims: %v, want differs", got)
+	}
+	if got, _ := judgeToken(tok(&ciClaims), tok(&ciClaims)); got != same {
+		t.Errorf("tokens with the same CI claims: %v, want same", got)
 	}
 }
