@@ -318,7 +318,7 @@ func (x *Index) ListProviderVersions(ctx context.Context, namespace, typ string)
 	var snapshot int64
 	var protocols listInterner
 	targets := append(vr.targets(x.d), &snapshot)
-	targets[2] = protocols.dest(x.d, &vr.v.Protocols)
+	targets[2] = protocols.dest(x.d, &vr.v.Protocols) // v.protocols, the third of versionColumns
 	err = each(rows, targets, func() {
 		index[vr.id] = int32(len(out))
 		out = append(out, vr.decode(namespace, typ))
