@@ -166,14 +166,51 @@ type WebhookChange struct {
 
 // UpdateWebhook changes the webhook id, for the admins of its namespace.
 // It returns the webhook as stored and its new secret, if c set or
-// rotated it ("" otherwise).
-func (o *Operations) UpdateWebhook(ctx context.Context, a Actor, id string, c WebhookChange) (w registry.Webhook, secret string, err error) {
-	if w, err = o.Webhook(ctx, a, id); err != nil {
+// rotated it ("" otherwise). The change is applied to the webhook as
+// stored when it is written, in the write's transaction
+// (store.Webhooks.UpdateWebhook): concurrent changes of different fields
+// all stay, and a change never undoes a deactivation by a delivery it
+// did not see.
+func (o *Operations) UpdateWebhook(ctx context.Context, a Actor, id string, c WebhookChange) (registry.Webhook, string, error) {
+	// The namespace of a webhook never changes: who may change it is
+	// decided before the write.
+	w, err := o.Webhook(ctx, a, id)
+	if err != nil {
 		return registry.Webhook{}, "", err
 	}
 	if c.Secret != nil && c.RotateSecret {
 		return registry.Webhook{}, "", registry.Errorf(registry.Invalid, "give a secret or ask to rotate it, not both")
 	}
+	secret := ""
+	if c.Secret != nil {
+		secret = *c.Secret
+	}
+	if c.RotateSecret {
+		secret = newWebhookSecret()
+		c.Secret = &secret
+	}
+	fx := o.effects(ctx, a, []registry.AuditEvent{{Action: registry.AuditWebhookUpdate, Namespace: w.Namespace, Target: w.ID}})
+	fx.Bind = func(record any) { // in the transaction, with the webhook it stores
+		if w, ok := record.(registry.Webhook); ok {
+			fx.Audit[0].Details = describeWebhook(w)
+			if secret != "" {
+				fx.Audit[0].Details += ", new secret"
+			}
+		}
+	}
+	w, err = o.opt.Index.UpdateWebhook(store.WithEffects(ctx, fx), w.ID, func(w *registry.Webhook) error {
+		c.apply(w)
+		return o.checkWebhook(*w)
+	})
+	if err != nil {
+		return registry.Webhook{}, "", err
+	}
+	o.done(ctx, fx)
+	return w, secret, nil
+}
+
+// apply sets the fields c changes in w (a rotated secret is in Secret).
+func (c WebhookChange) apply(w *registry.Webhook) {
 	if c.URL != nil {
 		w.URL = *c.URL
 	}
@@ -190,25 +227,8 @@ func (o *Operations) UpdateWebhook(ctx context.Context, a Actor, id string, c We
 		}
 	}
 	if c.Secret != nil {
-		w.Secret, secret = *c.Secret, *c.Secret
+		w.Secret = *c.Secret
 	}
-	if c.RotateSecret {
-		w.Secret = newWebhookSecret()
-		secret = w.Secret
-	}
-	if err := o.checkWebhook(w); err != nil {
-		return registry.Webhook{}, "", err
-	}
-	details := describeWebhook(w)
-	if secret != "" {
-		details += ", new secret"
-	}
-	fx := o.effects(ctx, a, []registry.AuditEvent{{Action: registry.AuditWebhookUpdate, Namespace: w.Namespace, Target: w.ID, Details: details}})
-	if err := o.opt.Index.UpdateWebhook(store.WithEffects(ctx, fx), w); err != nil {
-		return registry.Webhook{}, "", err
-	}
-	o.done(ctx, fx)
-	return w, secret, nil
 }
 
 // DeleteWebhook deletes the webhook id with its deliveries, for the

@@ -5,10 +5,16 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"trove.dev/trove/internal/audit"
+	"trove.dev/trove/internal/auth"
 	"trove.dev/trove/internal/operations"
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/store/sqlite"
+	"trove.dev/trove/internal/webhook"
 )
 
 // TestWebhooksRefused: only the admins of a webhook's namespace (global
@@ -222,5 +228,64 @@ func TestWebhooks(t *testing.T) {
 	}
 	if hooks, err := e.ops.Webhooks(ctx, alice, "acme"); err != nil || slices.ContainsFunc(hooks, func(h registry.Webhook) bool { return h.ID == w.ID }) {
 		t.Errorf("after the delete: %v %+v", err, hooks)
+	}
+}
+
+// barrierIndex holds every GetWebhook until n of them have arrived: the
+// changes of a webhook all read it before any of them writes.
+type barrierIndex struct {
+	*sqlite.Index
+	arrived *sync.WaitGroup
+}
+
+func (b barrierIndex) GetWebhook(ctx context.Context, id string) (registry.Webhook, error) {
+	b.arrived.Done()
+	b.arrived.Wait()
+	return b.Index.GetWebhook(ctx, id)
+}
+
+// TestWebhookConcurrentChangesLoseNone: changes of different fields of a
+// webhook made at once, each having read the webhook before any writes,
+// all stay (the change is applied to the webhook as the write's
+// transaction reads it), each audited.
+func TestWebhookConcurrentChangesLoseNone(t *testing.T) {
+	e := newEnv(t)
+	ctx := t.Context()
+	alice := e.user(t, "alice")
+	w, err := e.ops.CreateWebhook(ctx, alice, operations.WebhookRequest{Namespace: "acme", URL: "https://hooks.example.com/acme", Description: "old"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	url, desc, events, off := "https://hooks.example.com/new", "new", []string{registry.EventProviderPublished}, false
+	changes := []operations.WebhookChange{{URL: &url}, {Description: &desc}, {Events: &events}, {Active: &off}}
+	var arrived sync.WaitGroup
+	arrived.Add(len(changes))
+	access := auth.NewAccess(e.authn, e.idx)
+	ops := operations.New(operations.Options{
+		Index: barrierIndex{e.idx, &arrived}, Access: access, Audit: audit.New(e.idx, nil),
+		Events: webhook.NewEmitter(webhook.EmitterOptions{Store: e.idx}), Now: func() time.Time { return e.now },
+	})
+	errs := make(chan error, len(changes))
+	for _, c := range changes {
+		go func() {
+			_, _, err := ops.UpdateWebhook(ctx, alice, w.ID, c)
+			errs <- err
+		}()
+	}
+	for range changes {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := e.idx.GetWebhook(ctx, w.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.URL != url || got.Description != desc || !slices.Equal(got.Events, events) || got.Active {
+		t.Errorf("after concurrent changes of URL, description, events and active: %+v", got)
+	}
+	log, err := e.idx.ListAudit(ctx, registry.AuditFilter{Action: registry.AuditWebhookUpdate})
+	if err != nil || len(log) != len(changes) {
+		t.Errorf("audit entries of the changes: %v %+v", err, log)
 	}
 }

@@ -23,10 +23,18 @@ type Webhooks interface {
 	// ListWebhooks returns the webhooks of namespace ("" for the global
 	// ones) ordered by CreatedAt then ID. An unknown namespace has none.
 	ListWebhooks(ctx context.Context, namespace string) ([]registry.Webhook, error)
-	// UpdateWebhook replaces the URL, Events, Active, Description,
-	// Secret and DisabledReason of the webhook w.ID. NotFound if it does
-	// not exist.
-	UpdateWebhook(ctx context.Context, w registry.Webhook) error
+	// UpdateWebhook changes the webhook id atomically: in one write
+	// transaction it reads the webhook, locked against every other write
+	// of it (a concurrent update, a delivery deactivating it), calls
+	// change with it, stores the URL, Events, Active, Description, Secret
+	// and DisabledReason change left in it and returns the webhook as
+	// stored. Concurrent updates of different fields therefore lose
+	// none. change must not block; it may be called again if the
+	// transaction is retried. An error of change is returned with nothing
+	// stored. NotFound if the webhook does not exist. The effects the
+	// context carries are bound (Effects.Bind), in the transaction, to
+	// the registry.Webhook about to be stored.
+	UpdateWebhook(ctx context.Context, id string, change func(*registry.Webhook) error) (registry.Webhook, error)
 	// DeleteWebhook removes the webhook id with its deliveries. NotFound
 	// if it does not exist.
 	DeleteWebhook(ctx context.Context, id string) error

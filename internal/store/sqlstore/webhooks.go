@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/store"
 )
 
 const webhookColumns = `id, COALESCE(namespace, ''), url, events, secret, active, description, created_at, created_by, disabled_reason`
@@ -67,14 +68,31 @@ func (x *Index) ListWebhooks(ctx context.Context, namespace string) ([]registry.
 	return out, x.fail(err, "listing webhooks")
 }
 
-// UpdateWebhook replaces the mutable fields of a webhook; NotFound if it
-// does not exist.
-func (x *Index) UpdateWebhook(ctx context.Context, w registry.Webhook) error {
-	return x.write(ctx, "updating webhook "+w.ID, func(ctx context.Context, t tx) error {
+// UpdateWebhook reads the webhook id locked in a write transaction,
+// changes it with change and stores it; NotFound if it does not exist.
+func (x *Index) UpdateWebhook(ctx context.Context, id string, change func(*registry.Webhook) error) (registry.Webhook, error) {
+	var w registry.Webhook
+	err := x.write(ctx, "updating webhook "+id, func(ctx context.Context, t tx) error {
+		var err error
+		w, err = x.scanWebhook(t.row(ctx, `SELECT `+webhookColumns+` FROM webhooks WHERE id = $1`+x.d.ForUpdate(), id))
+		if errors.Is(err, sql.ErrNoRows) {
+			return webhookMissing(id)
+		} else if err != nil {
+			return err
+		}
+		if err := change(&w); err != nil {
+			return err
+		}
+		w.ID = id
+		store.EffectsFrom(ctx).Bound(w)
 		res, err := t.exec(ctx, `UPDATE webhooks SET url = $1, events = $2, active = $3, description = $4, secret = $5, disabled_reason = $6 WHERE id = $7`,
-			w.URL, x.d.Strings(nonNil(w.Events)), w.Active, w.Description, w.Secret, w.DisabledReason, w.ID)
-		return affected(res, err, webhookMissing(w.ID))
+			w.URL, x.d.Strings(nonNil(w.Events)), w.Active, w.Description, w.Secret, w.DisabledReason, id)
+		return affected(res, err, webhookMissing(id))
 	})
+	if err != nil {
+		return registry.Webhook{}, err
+	}
+	return w, nil
 }
 
 // DeleteWebhook removes a webhook with its deliveries; NotFound if it

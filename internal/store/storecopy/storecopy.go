@@ -1034,7 +1034,10 @@ func (p *plan) apply(ctx context.Context, idx store.Index, r *Report) error {
 		}
 	}
 	for _, w := range p.webhookUpdates {
-		if err := idx.UpdateWebhook(ctx, w); err != nil {
+		if _, err := idx.UpdateWebhook(ctx, w.ID, func(d *registry.Webhook) error {
+			d.URL, d.Events, d.Active, d.Description, d.Secret, d.DisabledReason = w.URL, w.Events, w.Active, w.Description, w.Secret, w.DisabledReason
+			return nil
+		}); err != nil {
 			return fmt.Errorf("updating webhook %s: %w", w.ID, err)
 		}
 		r.Updated++

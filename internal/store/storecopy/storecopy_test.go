@@ -359,10 +359,11 @@ func TestCopyCatchesUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A webhook deactivated by a 410 Gone.
-	hook, err := src.Index.GetWebhook(ctx, "wh_00000000000000a1")
+	_, err = src.Index.UpdateWebhook(ctx, "wh_00000000000000a1", func(hook *registry.Webhook) error {
+		hook.Active, hook.DisabledReason = false, "its URL answered 410 Gone"
+		return nil
+	})
 	must(t, err)
-	hook.Active, hook.DisabledReason = false, "its URL answered 410 Gone"
-	must(t, src.Index.UpdateWebhook(ctx, hook))
 
 	r, err := Copy(ctx, src, dst, opts)
 	if err != nil {

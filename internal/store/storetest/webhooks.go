@@ -64,14 +64,69 @@ func testWebhooks(t *testing.T, newIndex func(*testing.T) store.Index) {
 			}
 		}
 		a.URL, a.Events, a.Active, a.Description, a.Secret, a.DisabledReason = "https://other.example/x", nil, false, "", "fedcba9876543210", "gone"
-		mustOK(t, x.UpdateWebhook(ctx, a), "UpdateWebhook")
+		var seen registry.Webhook
+		stored, err := x.UpdateWebhook(ctx, a.ID, func(w *registry.Webhook) error {
+			seen = *w
+			w.URL, w.Events, w.Active, w.Description, w.Secret, w.DisabledReason = a.URL, a.Events, a.Active, a.Description, a.Secret, a.DisabledReason
+			w.ID, w.Namespace, w.CreatedBy = "wh_ffffffffffffffff", "labs", "someone" // not changeable
+			return nil
+		})
+		mustOK(t, err, "UpdateWebhook")
+		if !reflect.DeepEqual(normWebhook(seen), normWebhook(webhook(1, "acme", registry.EventProviderPublished, "module.*"))) {
+			t.Errorf("UpdateWebhook's change saw %+v, want the stored webhook", seen)
+		}
 		got, _ = x.GetWebhook(ctx, a.ID)
 		if !reflect.DeepEqual(normWebhook(got), normWebhook(a)) {
 			t.Errorf("after UpdateWebhook = %+v, want %+v", got, a)
 		}
-		wantKind(t, x.UpdateWebhook(ctx, webhook(9, "acme")), registry.NotFound, "UpdateWebhook unknown")
+		if stored.ID != a.ID || stored.URL != a.URL || stored.Secret != a.Secret {
+			t.Errorf("UpdateWebhook returned %+v, want %+v", stored, a)
+		}
+		_, err = x.UpdateWebhook(ctx, "wh_ffffffffffffffff", func(*registry.Webhook) error { return nil })
+		wantKind(t, err, registry.NotFound, "UpdateWebhook unknown")
+		_, err = x.UpdateWebhook(ctx, a.ID, func(w *registry.Webhook) error {
+			w.URL = "https://refused.example/"
+			return registry.Errorf(registry.Invalid, "refused")
+		})
+		wantKind(t, err, registry.Invalid, "UpdateWebhook with a refusing change")
+		if got, _ = x.GetWebhook(ctx, a.ID); got.URL != a.URL {
+			t.Errorf("a refused UpdateWebhook stored URL %q", got.URL)
+		}
 		mustOK(t, x.DeleteWebhook(ctx, a.ID), "DeleteWebhook")
 		wantKind(t, x.DeleteWebhook(ctx, a.ID), registry.NotFound, "DeleteWebhook again")
+	})
+
+	// Concurrent updates each change what they read in the write's
+	// transaction: none is lost, on every backend.
+	t.Run("ConcurrentUpdatesLoseNone", func(t *testing.T) {
+		x, ctx := newIndex(t), t.Context()
+		createNamespaces(t, x, "acme")
+		w := webhook(1, "acme")
+		mustOK(t, x.CreateWebhook(ctx, w), "CreateWebhook")
+		const n = 16
+		var wg sync.WaitGroup
+		errs := make(chan error, n)
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, err := x.UpdateWebhook(ctx, w.ID, func(w *registry.Webhook) error {
+					w.Events = append(w.Events, fmt.Sprintf("event.%d", i))
+					return nil
+				})
+				errs <- err
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			mustOK(t, err, "UpdateWebhook")
+		}
+		got, err := x.GetWebhook(ctx, w.ID)
+		mustOK(t, err, "GetWebhook")
+		if len(got.Events) != n {
+			t.Errorf("after %d concurrent updates each adding one event the webhook has %d: %v", n, len(got.Events), got.Events)
+		}
 	})
 
 	t.Run("EnqueueMatchesFilterNamespaceAndActive", func(t *testing.T) {
