@@ -122,10 +122,6 @@ type Options struct {
 	// module version documents (a *downloads.Counter: the index's counts
 	// plus this process's pending ones); nil shows none.
 	Downloads Downloads
-	// Keyless exchanges CI ID tokens for tokens (POST
-	// apispec.RouteOIDCExchange); nil means one on Index. Unused when
-	// Operations is set (operations.Options.Keyless then).
-	Keyless *keyless.Exchanger
 	// ExchangeLimiter limits the exchanges per source address; nil means
 	// DefaultExchangeBurst and DefaultExchangeEvery.
 	ExchangeLimiter *auth.AddressLimiter
@@ -153,9 +149,9 @@ type Options struct {
 	SignInTokenTTL time.Duration
 	// Operations makes the writes whose rules moved below HTTP; nil
 	// means operations on Index with these options' Access, Audit,
-	// Events, Managed, Publisher, Modules, Blobs, Keyless, NoLocalPasswords, SignInTokenTTL,
+	// Events, Managed, Publisher, Modules, Blobs, NoLocalPasswords, SignInTokenTTL,
 	// OnProviderChange, OnModuleChange, OnMirrorChange, GC and Now (and WebhookURLs,
-	// PublicURL and CheckIssuer).
+	// PublicURL and CheckIssuer), and a keyless exchanger on Index.
 	// Pass the one the web UI uses.
 	Operations *operations.Operations
 	Now        func() time.Time
@@ -184,9 +180,6 @@ func New(opt Options) http.Handler {
 	if opt.Audit == nil {
 		opt.Audit = audit.New(opt.Index, opt.Logger)
 	}
-	if opt.Keyless == nil {
-		opt.Keyless = keyless.New(keyless.Options{Index: opt.Index, Now: opt.Now})
-	}
 	ops := opt.Operations
 	if ops == nil {
 		ops = operations.New(operations.Options{Index: opt.Index, Access: opt.Access, Audit: opt.Audit, Events: opt.Events, Managed: opt.Managed,
@@ -197,8 +190,9 @@ func New(opt Options) http.Handler {
 			PublicURL:        opt.PublicURL,
 			CheckIssuer:      opt.CheckIssuer,
 			OnMirrorChange:   opt.OnMirrorChange, GC: opt.GC,
-			Publisher: opt.Publisher, Modules: opt.Modules, Blobs: opt.Blobs, Keyless: opt.Keyless,
-			Logger: opt.Logger, Now: opt.Now})
+			Publisher: opt.Publisher, Modules: opt.Modules, Blobs: opt.Blobs,
+			Keyless: keyless.New(keyless.Options{Index: opt.Index, Now: opt.Now}),
+			Logger:  opt.Logger, Now: opt.Now})
 	}
 	h := &handler{Options: opt, Ops: ops, exchangeLimiter: opt.ExchangeLimiter}
 	if h.exchangeLimiter == nil {

@@ -21,7 +21,6 @@ import (
 	"trove.dev/trove/internal/modules"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/staging"
-	"trove.dev/trove/internal/store"
 )
 
 // ModuleMapping maps a namespace of Trove to a module namespace of an
@@ -65,7 +64,8 @@ func ParseModuleMapping(s string) (ModuleMapping, error) {
 }
 
 // ModulePublisher stores a module version through the publish gate
-// (*modules.Publisher).
+// (*modules.Publisher; in trove serve operations.PublishMirroredModule,
+// which commits the version's audit entry and event with it).
 type ModulePublisher interface {
 	Publish(ctx context.Context, up modules.Upload) (modules.Result, error)
 }
@@ -91,11 +91,6 @@ type ModuleOptions struct {
 	MaxCheckoutBytes int64
 	// GitTimeout bounds a git fetch (DefaultGitTimeout).
 	GitTimeout time.Duration
-	// Effects returns the effects (audit entry, webhook event) that the
-	// store commits with a mirrored version (store.WithEffects), and
-	// Done completes them; both optional.
-	Effects func(ctx context.Context, namespace string) *store.Effects
-	Done    func(ctx context.Context, fx *store.Effects)
 }
 
 // Modules mirrors upstream registries' modules into namespaces of Trove
@@ -444,11 +439,7 @@ func (mm *Modules) fetch(ctx context.Context, namespace, name, system, version s
 		return registry.ModuleVersion{}, registry.Wrap(registry.Internal, err, "opening a staged mirrored module")
 	}
 	defer f.Close()
-	var fx *store.Effects
-	if mm.opt.Effects != nil {
-		fx = mm.opt.Effects(ctx, namespace)
-	}
-	res, err := mm.opt.Publisher.Publish(store.WithEffects(ctx, fx), modules.Upload{
+	res, err := mm.opt.Publisher.Publish(ctx, modules.Upload{
 		Namespace: namespace, Name: name, System: system, Version: version, Origin: origin, Archive: f,
 	})
 	switch {
@@ -461,9 +452,6 @@ func (mm *Modules) fetch(ctx context.Context, namespace, name, system, version s
 		return registry.ModuleVersion{}, mm.refuse(ctx, ref, what, registry.Errorf(registry.UpstreamInvalid, "upstream %s: %s is not a module Trove accepts: %s; refused, nothing was mirrored", ref.mp.Host, what, registry.Message(err)))
 	case err != nil:
 		return registry.ModuleVersion{}, err
-	}
-	if res.Created && mm.opt.Done != nil {
-		mm.opt.Done(ctx, fx)
 	}
 	mm.m.log.InfoContext(ctx, "mirrored a module version", "namespace", namespace, "module", name+"/"+system, "version", version,
 		"upstream", ref.upstreamAddr(), "source", src.String(), "digest", res.Version.ArchiveDigest)
