@@ -91,7 +91,7 @@ func (s *lockSource) Versions(ctx context.Context, p tfaddr.Provider) ([]string,
 	if !own {
 		return s.h.Mirror.MirroredVersions(ctx, p.Hostname.String(), p.Namespace, p.Type)
 	}
-	vs, err := s.h.Index.ListProviderVersions(ctx, p.Namespace, p.Type)
+	vs, err := s.h.Index.ListProviderVersionSummaries(ctx, p.Namespace, p.Type)
 	if registry.IsKind(err, registry.NotFound) || err == nil && len(vs) == 0 {
 		return nil, registry.Errorf(registry.NotFound, "provider %s has no versions", p)
 	}

@@ -44,6 +44,26 @@ type Provider struct {
 	UpdatedAt     time.Time
 }
 
+// ProviderVersionSummary is what a list of a provider's version numbers
+// needs of each version, without its platforms and signing key
+// (store.Providers.ListProviderVersionSummaries): reading it costs a few
+// allocations per version, not one per platform and column.
+type ProviderVersionSummary struct {
+	Version string
+	// Revoked is whether the version is revoked (ProviderVersion.Revocation
+	// is not nil).
+	Revoked bool
+	// Packaged is whether at least one of its platforms has a stored
+	// package (a SHA256 and a size above 0).
+	Packaged bool
+}
+
+// Summary returns the summary of v.
+func (v ProviderVersion) Summary() ProviderVersionSummary {
+	return ProviderVersionSummary{Version: v.Version, Revoked: v.Revocation != nil,
+		Packaged: slices.ContainsFunc(v.Platforms, Platform.Packaged)}
+}
+
 // ProviderVersion is one immutable, published release of a provider.
 type ProviderVersion struct {
 	Namespace string
@@ -120,6 +140,11 @@ type Platform struct {
 	// fetched yet).
 	H1 string
 }
+
+// Packaged reports whether the package of p is stored: it has a SHA256
+// and a size above 0 (a mirrored package has neither until it is
+// fetched).
+func (p Platform) Packaged() bool { return p.SHA256 != "" && p.Size > 0 }
 
 // MirroredVersion is a provider version of an upstream registry that the
 // mirror holds: the upstream's original SHA256SUMS and signature (blobs

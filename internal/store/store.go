@@ -143,6 +143,11 @@ type Providers interface {
 	// ListProviderVersions returns every version of a provider with its
 	// platforms, in no particular order. NotFound if it has no versions.
 	ListProviderVersions(ctx context.Context, namespace, typ string) ([]registry.ProviderVersion, error)
+	// ListProviderVersionSummaries returns a summary of every version of
+	// a provider, in no particular order: for the readers of version
+	// numbers only, at a fraction of ListProviderVersions' cost. NotFound
+	// if it has no versions.
+	ListProviderVersionSummaries(ctx context.Context, namespace, typ string) ([]registry.ProviderVersionSummary, error)
 	// ListProviders returns the providers of a namespace ordered by type.
 	// NotFound if the namespace does not exist.
 	ListProviders(ctx context.Context, namespace string) ([]registry.Provider, error)

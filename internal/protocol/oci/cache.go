@@ -131,7 +131,7 @@ func (s *Service) renderTags(ctx context.Context, key repoKey) (respcache.Render
 	var it item
 	switch key.kind {
 	case 'p':
-		vs, err := s.opt.Index.ListProviderVersions(ctx, key.ns, key.name)
+		vs, err := s.opt.Index.ListProviderVersionSummaries(ctx, key.ns, key.name)
 		if err != nil {
 			return respcache.Rendered[*item]{}, err
 		}

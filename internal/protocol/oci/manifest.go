@@ -190,7 +190,7 @@ func providerRepo(vs []registry.ProviderVersion, stat func(digest string) (int64
 		})
 		idx := ImageIndex{SchemaVersion: 2, MediaType: MediaTypeIndex, ArtifactType: ArtifactProvider, Manifests: []Descriptor{}}
 		for _, p := range ps {
-			if p.SHA256 == "" || p.Size <= 0 {
+			if !p.Packaged() {
 				continue // a mirrored package not held yet
 			}
 			layer := Descriptor{MediaType: MediaTypeZip, Digest: "sha256:" + p.SHA256, Size: p.Size,
@@ -314,26 +314,13 @@ func moduleRepo(vs []moduleVersion) (*repo, error) {
 	return r, nil
 }
 
-// providerTagged reports whether providerRepo tags v: a version that is
-// not revoked and has at least one platform whose package is held.
-func providerTagged(v registry.ProviderVersion) bool {
-	if v.Revocation != nil {
-		return false
-	}
-	for _, p := range v.Platforms {
-		if p.SHA256 != "" && p.Size > 0 {
-			return true
-		}
-	}
-	return false
-}
-
-// providerTags is the sorted tag list of providerRepo(vs), from the
-// versions alone (no document is generated).
-func providerTags(vs []registry.ProviderVersion) []string {
+// providerTags is the sorted tag list of providerRepo for the versions
+// vs summarises, from the summaries alone (no platform is read, no
+// document is generated).
+func providerTags(vs []registry.ProviderVersionSummary) []string {
 	tags := make([]string, 0, len(vs))
 	for _, v := range vs {
-		if providerTagged(v) {
+		if !v.Revoked && v.Packaged { // the versions providerRepo tags
 			tags = append(tags, TagOf(v.Version))
 		}
 	}

@@ -2,6 +2,7 @@ package oci
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -80,15 +81,30 @@ func TestProviderRepoGolden(t *testing.T) {
 	}
 }
 
+// TestRevokedAndEmptyLeftOut: a revoked version and one without a held
+// package get no tag, in the repository and in the tag list made from
+// the versions' summaries alike.
 func TestRevokedAndEmptyLeftOut(t *testing.T) {
 	v := testVersion("1.0.0")
 	v.Revocation = &registry.Revocation{}
-	r, err := providerRepo([]registry.ProviderVersion{v, testVersion("2.0.0")}, stat, nil)
+	unheld := testVersion("3.0.0")
+	for i := range unheld.Platforms {
+		unheld.Platforms[i].SHA256, unheld.Platforms[i].Size = "", 0 // a mirrored package not fetched yet
+	}
+	vs := []registry.ProviderVersion{v, testVersion("2.0.0"), unheld}
+	r, err := providerRepo(vs, stat, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(r.tags) != 1 || r.tags[0] != "2.0.0" {
 		t.Errorf("tags = %v, want [2.0.0]", r.tags)
+	}
+	sums := make([]registry.ProviderVersionSummary, len(vs))
+	for i, v := range vs {
+		sums[i] = v.Summary()
+	}
+	if tags := providerTags(sums); !slices.Equal(tags, r.tags) {
+		t.Errorf("providerTags = %v, want the repository's %v", tags, r.tags)
 	}
 }
 

@@ -281,7 +281,7 @@ func (s *Service) mirrorVersions(ctx context.Context, pk provKey) ([]string, err
 	if pk.host != "" {
 		return s.mirror.MirroredVersions(ctx, pk.host, pk.ns, pk.typ)
 	}
-	vs, err := s.idx.ListProviderVersions(ctx, pk.ns, pk.typ)
+	vs, err := s.idx.ListProviderVersionSummaries(ctx, pk.ns, pk.typ)
 	if registry.IsKind(err, registry.NotFound) || err == nil && len(vs) == 0 {
 		return nil, versionsNotFound(pk)
 	}
@@ -290,7 +290,7 @@ func (s *Service) mirrorVersions(ctx context.Context, pk provKey) ([]string, err
 	}
 	versions := make([]string, 0, len(vs))
 	for _, v := range vs {
-		if v.Revocation == nil { // revoked: as in the versions document
+		if !v.Revoked { // revoked: as in the versions document
 			versions = append(versions, v.Version)
 		}
 	}

@@ -85,6 +85,12 @@ func (c *countingIndex) ListProviderVersions(ctx context.Context, ns, typ string
 	return vs, err
 }
 
+func (c *countingIndex) ListProviderVersionSummaries(ctx context.Context, ns, typ string) ([]registry.ProviderVersionSummary, error) {
+	vs, err := c.Index.ListProviderVersionSummaries(ctx, ns, typ)
+	c.read()
+	return vs, err
+}
+
 const testArmor = "-----BEGIN PGP PUBLIC KEY BLOCK-----\n\nxjMEZ...\n-----END PGP PUBLIC KEY BLOCK-----\n"
 
 func digestOf(s string) string {

@@ -288,6 +288,29 @@ func (x *Index) GetProviderVersion(ctx context.Context, namespace, typ, ver stri
 	return v, nil
 }
 
+// ListProviderVersionSummaries returns the version number, revocation
+// and whether a package is stored of every version of a provider, in one
+// statement; NotFound if it has none.
+func (x *Index) ListProviderVersionSummaries(ctx context.Context, namespace, typ string) ([]registry.ProviderVersionSummary, error) {
+	ctx, cancel := x.op(ctx)
+	defer cancel()
+	rows, err := x.query(ctx, `SELECT v.version, v.revoked_at IS NOT NULL,
+			EXISTS (SELECT 1 FROM provider_platforms p WHERE p.version_id = v.id AND p.sha256 <> '' AND p.size > 0)
+		FROM provider_versions v WHERE v.namespace = $1 AND v.type = $2`, namespace, typ)
+	out, err := collect(rows, err, func(s scanner) (registry.ProviderVersionSummary, error) {
+		var v registry.ProviderVersionSummary
+		err := s.Scan(&v.Version, &v.Revoked, &v.Packaged)
+		return v, err
+	})
+	if err != nil {
+		return nil, x.fail(err, fmt.Sprintf("listing the version numbers of provider %s/%s", namespace, typ))
+	}
+	if len(out) == 0 {
+		return nil, registry.Errorf(registry.NotFound, "provider %s/%s has no versions", namespace, typ)
+	}
+	return out, nil
+}
+
 // ListProviderVersions returns every version of a provider with its
 // platforms, or NotFound if it has none, in three statements: the
 // versions (one row each), their platforms (one row each, and one row of

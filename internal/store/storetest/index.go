@@ -661,10 +661,13 @@ func testProviders(t *testing.T, newIndex func(*testing.T) store.Index) {
 		byVersion := func(a, b registry.ProviderVersion) int { return strings.Compare(a.Version, b.Version) }
 		slices.SortFunc(got, byVersion)
 		checkList(t, "ListProviderVersions (sorted by version string)", got, want, normVersion)
+		checkSummaries(t, x, "acme", "cloud")
 
 		for _, c := range [][2]string{{"acme", "nope"}, {"empty", "cloud"}, {"nope", "cloud"}} {
 			_, err := x.ListProviderVersions(ctx, c[0], c[1])
 			wantKind(t, err, registry.NotFound, "ListProviderVersions "+c[0]+"/"+c[1])
+			_, err = x.ListProviderVersionSummaries(ctx, c[0], c[1])
+			wantKind(t, err, registry.NotFound, "ListProviderVersionSummaries "+c[0]+"/"+c[1])
 		}
 	})
 	t.Run("ListProviders", func(t *testing.T) {
@@ -898,4 +901,24 @@ func testSecrets(t *testing.T, newIndex func(*testing.T) store.Index) {
 			}
 		}
 	})
+}
+
+// checkSummaries checks that ListProviderVersionSummaries says of every
+// version of ns/typ what ListProviderVersions says.
+func checkSummaries(t *testing.T, x store.Index, ns, typ string) {
+	t.Helper()
+	full, err := x.ListProviderVersions(t.Context(), ns, typ)
+	mustOK(t, err, "ListProviderVersions")
+	want := make([]registry.ProviderVersionSummary, 0, len(full))
+	for _, v := range full {
+		want = append(want, v.Summary())
+	}
+	got, err := x.ListProviderVersionSummaries(t.Context(), ns, typ)
+	mustOK(t, err, "ListProviderVersionSummaries")
+	byVersion := func(a, b registry.ProviderVersionSummary) int { return strings.Compare(a.Version, b.Version) }
+	slices.SortFunc(got, byVersion)
+	slices.SortFunc(want, byVersion)
+	if !slices.Equal(got, want) {
+		t.Errorf("ListProviderVersionSummaries(%s/%s) = %+v, want %+v", ns, typ, got, want)
+	}
 }

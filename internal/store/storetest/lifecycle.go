@@ -22,6 +22,7 @@ func testLifecycle(t *testing.T, newIndex func(*testing.T) store.Index) {
 		mustOK(t, err, "GetProviderVersion")
 		list, err := x.ListProviderVersions(t.Context(), "acme", "cloud")
 		mustOK(t, err, "ListProviderVersions")
+		checkSummaries(t, x, "acme", "cloud")
 		for _, v := range list {
 			if v.Version == "1.0.0" {
 				checkEqual(t, "ListProviderVersions and GetProviderVersion", v, got, normVersion)
