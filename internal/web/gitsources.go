@@ -100,15 +100,7 @@ func (s *Service) showGitSources(w http.ResponseWriter, r *http.Request, v *visi
 // operation as the API (operations.CreateGitSource: rights, the URL
 // rules and SSRF guard, audit), and shows its webhook secret once.
 func (s *Service) addGitSource(w http.ResponseWriter, r *http.Request, v *visit) error {
-	n, err := s.namespaceAdmin(r, v)
-	if err != nil {
-		return err
-	}
-	form, err := s.parseForm(w, r, v)
-	if err != nil {
-		return err
-	}
-	a, err := s.actor(r)
+	n, form, a, err := s.namespaceAdminForm(w, r, v)
 	if err != nil {
 		return err
 	}
@@ -131,22 +123,18 @@ func (s *Service) addGitSource(w http.ResponseWriter, r *http.Request, v *visit)
 
 // gitSourceAction parses the module of a remove or sync form.
 func (s *Service) gitSourceAction(w http.ResponseWriter, r *http.Request, v *visit) (registry.Namespace, operations.Actor, operations.GitSourceRef, error) {
-	n, err := s.namespaceAdmin(r, v)
+	n, _, a, err := s.namespaceAdminForm(w, r, v)
 	if err != nil {
-		return n, operations.Actor{}, operations.GitSourceRef{}, err
-	}
-	if _, err := s.parseForm(w, r, v); err != nil {
-		return n, operations.Actor{}, operations.GitSourceRef{}, err
+		return n, a, operations.GitSourceRef{}, err
 	}
 	ref := operations.GitSourceRef{Namespace: n.Name, Name: r.PathValue("name"), System: r.PathValue("system")}
 	if _, err := registry.ParseModuleName(ref.Name); err != nil {
-		return n, operations.Actor{}, ref, errNotFound
+		return n, a, ref, errNotFound
 	}
 	if _, err := registry.ParseModuleSystem(ref.System); err != nil {
-		return n, operations.Actor{}, ref, errNotFound
+		return n, a, ref, errNotFound
 	}
-	a, err := s.actor(r)
-	return n, a, ref, err
+	return n, a, ref, nil
 }
 
 func (s *Service) removeGitSource(w http.ResponseWriter, r *http.Request, v *visit) error {

@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -242,6 +243,23 @@ func (s *Service) namespaceAdmin(r *http.Request, v *visit) (registry.Namespace,
 	return n, nil
 }
 
+// namespaceAdminForm is the preamble of every form a namespace's admin
+// posts: the namespace (namespaceAdmin), the form with its origin and
+// CSRF token checked (parseForm), and the actor the operation is made
+// by.
+func (s *Service) namespaceAdminForm(w http.ResponseWriter, r *http.Request, v *visit) (registry.Namespace, url.Values, operations.Actor, error) {
+	n, err := s.namespaceAdmin(r, v)
+	if err != nil {
+		return n, nil, operations.Actor{}, err
+	}
+	form, err := s.parseForm(w, r, v)
+	if err != nil {
+		return n, nil, operations.Actor{}, err
+	}
+	a, err := s.actor(r)
+	return n, form, a, err
+}
+
 func (s *Service) namespaceSettings(w http.ResponseWriter, r *http.Request, v *visit) error {
 	n, err := s.namespaceAdmin(r, v)
 	if err != nil {
@@ -291,15 +309,7 @@ func (s *Service) showSettings(w http.ResponseWriter, r *http.Request, v *visit,
 }
 
 func (s *Service) setMember(w http.ResponseWriter, r *http.Request, v *visit) error {
-	n, err := s.namespaceAdmin(r, v)
-	if err != nil {
-		return err
-	}
-	form, err := s.parseForm(w, r, v)
-	if err != nil {
-		return err
-	}
-	a, err := s.actor(r)
+	n, form, a, err := s.namespaceAdminForm(w, r, v)
 	if err != nil {
 		return err
 	}
@@ -313,20 +323,13 @@ func (s *Service) setMember(w http.ResponseWriter, r *http.Request, v *visit) er
 }
 
 func (s *Service) removeMember(w http.ResponseWriter, r *http.Request, v *visit) error {
-	n, err := s.namespaceAdmin(r, v)
+	n, _, a, err := s.namespaceAdminForm(w, r, v)
 	if err != nil {
-		return err
-	}
-	if _, err := s.parseForm(w, r, v); err != nil {
 		return err
 	}
 	user, err := registry.ParseUserName(r.PathValue("user"))
 	if err != nil {
 		return errNotFound
-	}
-	a, err := s.actor(r)
-	if err != nil {
-		return err
 	}
 	if err := s.opt.Operations.RemoveMember(r.Context(), a, n.Name, user); err != nil {
 		return s.showSettings(w, r, v, n, statusOf(err), settingsData{Error: registry.Message(err)})
@@ -336,20 +339,13 @@ func (s *Service) removeMember(w http.ResponseWriter, r *http.Request, v *visit)
 }
 
 func (s *Service) revokeNamespaceToken(w http.ResponseWriter, r *http.Request, v *visit) error {
-	n, err := s.namespaceAdmin(r, v)
+	n, _, a, err := s.namespaceAdminForm(w, r, v)
 	if err != nil {
-		return err
-	}
-	if _, err := s.parseForm(w, r, v); err != nil {
 		return err
 	}
 	id, err := registry.ParseTokenID(r.PathValue("id"))
 	if err != nil {
 		return errNotFound
-	}
-	a, err := s.actor(r)
-	if err != nil {
-		return err
 	}
 	if _, err := s.opt.Operations.RevokeToken(r.Context(), a, id); err != nil {
 		return s.showSettings(w, r, v, n, statusOf(err), settingsData{Error: registry.Message(err)})
