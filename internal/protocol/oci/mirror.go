@@ -142,14 +142,7 @@ func (s *Service) fetchMirrored(ctx context.Context, key repoKey, version string
 func (s *Service) streamMirrored(w http.ResponseWriter, r *http.Request, origin, digest string) {
 	body, size, err := s.opt.Mirror.OpenPackage(r.Context(), origin, digest[len("sha256:"):])
 	if err != nil {
-		h := w.Header()
-		h.Del("Cache-Control")
-		h.Del("Etag")
-		h.Del("Docker-Content-Digest")
-		if registry.IsKind(err, registry.NotFound) {
-			err = errf(http.StatusNotFound, "BLOB_UNKNOWN", "blob %s is not stored", digest)
-		}
-		s.writeError(w, r, err, "")
+		s.blobError(w, r, err, digest)
 		return
 	}
 	defer body.Close()

@@ -719,17 +719,25 @@ func (s *Service) serveBlob(w http.ResponseWriter, r *http.Request, key repoKey,
 		}
 	}
 	if err != nil {
-		h.Del("Cache-Control")
-		h.Del("Etag")
-		h.Del("Docker-Content-Digest")
-		if registry.IsKind(err, registry.NotFound) {
-			err = errf(http.StatusNotFound, "BLOB_UNKNOWN", "blob %s is not stored", ref)
-		}
-		s.writeError(w, r, err, "")
+		s.blobError(w, r, err, ref)
 		return
 	}
 	defer blob.Close()
 	http.ServeContent(w, r, "", time.Time{}, blob.Content)
+}
+
+// blobError answers a blob request whose content could not be opened
+// with err: without the headers set for the blob's content (an error is
+// not cached as the blob), NotFound as BLOB_UNKNOWN.
+func (s *Service) blobError(w http.ResponseWriter, r *http.Request, err error, digest string) {
+	h := w.Header()
+	h.Del("Cache-Control")
+	h.Del("Etag")
+	h.Del("Docker-Content-Digest")
+	if registry.IsKind(err, registry.NotFound) {
+		err = errf(http.StatusNotFound, "BLOB_UNKNOWN", "blob %s is not stored", digest)
+	}
+	s.writeError(w, r, err, "")
 }
 
 // serveReferrers answers the referrers of a digest in rp, or in the
