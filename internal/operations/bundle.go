@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"trove.dev/trove/apispec"
+	"trove.dev/trove/internal/provenance"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/release"
 	"trove.dev/trove/internal/signing"
@@ -34,6 +35,11 @@ type Bundle struct {
 	// Sources their addresses as they print.
 	Providers []registry.MirroredVersion
 	Sources   []string
+	// Envelopes are, per provider, the digest of the staged DSSE envelope
+	// of its provenance, or "" (its ProvenanceKeys are the keys that may
+	// verify it). ImportBundle reads and verifies them; they are stored
+	// in the index, not as blobs.
+	Envelopes []string
 	// Modules are the module versions of the bundle, as their manifest
 	// describes them.
 	Modules []registry.ModuleVersion
@@ -66,11 +72,15 @@ func (o *Operations) ImportBundle(ctx context.Context, a Actor, b Bundle) (Bundl
 	if (len(b.Providers) > 0 && o.opt.Publisher == nil) || (len(b.Modules) > 0 && o.opt.Modules == nil) || o.opt.Blobs == nil {
 		return BundleResult{}, registry.Errorf(registry.Internal, "bundle import is not configured on this server")
 	}
-	for _, d := range b.Files {
-		if _, ok := b.Sizes[d]; !ok {
+	for _, d := range append(slices.Clone(b.Files), b.Envelopes...) {
+		if _, ok := b.Sizes[d]; !ok && d != "" {
 			return BundleResult{}, registry.Errorf(registry.Invalid, "the bundle lacks the file %s%s", apispec.BundleBlobPrefix, d)
 		}
 	}
+	if len(b.Envelopes) != 0 && len(b.Envelopes) != len(b.Providers) {
+		return BundleResult{}, registry.Errorf(registry.Internal, "a bundle's envelopes do not match its providers")
+	}
+	b.Providers = slices.Clone(b.Providers)
 	mods := slices.Clone(b.Modules)
 	if err := o.verifyBundle(ctx, b, mods); err != nil {
 		return BundleResult{}, err
@@ -153,6 +163,13 @@ func (o *Operations) verifyBundle(ctx context.Context, b Bundle, mods []registry
 			}
 		}
 	}
+	for i := range b.Providers {
+		if len(b.Envelopes) > 0 && b.Envelopes[i] != "" {
+			if err := o.verifyBundleProvenance(ctx, &b.Providers[i], b.Dir, b.Envelopes[i], fmt.Sprintf("provider %s %s", b.Sources[i], b.Providers[i].Version)); err != nil {
+				return err
+			}
+		}
+	}
 	for i, m := range mods {
 		if b.Sizes[m.ArchiveDigest] != m.ArchiveSize {
 			return registry.Errorf(registry.Invalid, "module %s/%s/%s %s: its archive has %d bytes, the manifest says %d", m.Namespace, m.Name, m.System, m.Version, b.Sizes[m.ArchiveDigest], m.ArchiveSize)
@@ -163,6 +180,28 @@ func (o *Operations) verifyBundle(ctx context.Context, b Bundle, mods []registry
 		}
 		mods[i] = res.Version
 	}
+	return nil
+}
+
+// verifyBundleProvenance reads the staged envelope of a provider version
+// of a bundle, checks that it verifies with the keys the bundle gives
+// (judged now) and names every package of v with its digest, and sets
+// v.Provenance.
+func (o *Operations) verifyBundleProvenance(ctx context.Context, v *registry.MirroredVersion, dir, digest, what string) error {
+	envelope, err := readStaged(dir, digest, provenance.MaxEnvelopeBytes)
+	if err != nil {
+		return err
+	}
+	checked, err := provenance.Verify(ctx, envelope, v.ProvenanceKeys, o.opt.Now())
+	if err != nil {
+		return registry.Errorf(registry.Invalid, "%s: its provenance does not verify with the keys the bundle gives: %s; nothing was imported", what, registry.Message(err))
+	}
+	for _, pl := range v.Platforms {
+		if err := checked.Statement.CheckArchive(pl.Filename, pl.SHA256); err != nil {
+			return registry.Errorf(registry.Invalid, "%s: %s; nothing was imported", what, registry.Message(err))
+		}
+	}
+	v.Provenance = envelope
 	return nil
 }
 

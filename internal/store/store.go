@@ -179,6 +179,11 @@ type Provenance interface {
 	// provider version. NotFound if there is no such version or it was
 	// stored without one.
 	ProviderProvenance(ctx context.Context, namespace, typ, version string) ([]byte, error)
+	// MirroredProvenance returns the DSSE envelope an air-gap bundle
+	// import stored with a mirrored provider version (Bundles), and the
+	// public keys that verify it (KeyID and ASCIIArmor set). NotFound if
+	// there is no such version or it was stored without one.
+	MirroredProvenance(ctx context.Context, host, namespace, typ, version string) ([]byte, []registry.SigningKey, error)
 	// TokenCIClaims returns the CI claims CreateToken stored with a token
 	// (registry.Token.CI), and false for a token without them or no such
 	// token.

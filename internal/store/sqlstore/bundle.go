@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -52,6 +53,9 @@ func (x *Index) ImportBundle(ctx context.Context, providers []registry.MirroredV
 			if err != nil {
 				return err
 			}
+			if err := x.importMirroredProvenance(ctx, t, v); err != nil {
+				return err
+			}
 			out.Providers[i] = n
 		}
 		for i, v := range modules {
@@ -89,6 +93,9 @@ func checkImportedProvider(v registry.MirroredVersion) error {
 	}
 	if err := registry.CheckStoredTime(v.PublishedAt, "import time"); err != nil {
 		return err
+	}
+	if (v.Provenance == nil) != (len(v.ProvenanceKeys) == 0) {
+		return registry.Errorf(registry.Invalid, "%s: provenance comes with the keys that verify it", what)
 	}
 	if err := registry.CheckStoredTime(v.SigningKey.CreatedAt, "key creation time"); !v.SigningKey.CreatedAt.IsZero() && err != nil {
 		return err
@@ -215,6 +222,78 @@ func (x *Index) insertMirrored(ctx context.Context, t tx, v registry.MirroredVer
 		}
 	}
 	return nil
+}
+
+// provenanceKey is one key of mirrored_provenance.keys.
+type provenanceKey struct {
+	KeyID      string `json:"key_id"`
+	ASCIIArmor string `json:"ascii_armor"`
+}
+
+// importMirroredProvenance stores the provenance a bundle carried with
+// the mirrored version v (stored already in t), if any: a version stored
+// with the same envelope keeps it (and its keys), one stored with
+// another is Conflict.
+func (x *Index) importMirroredProvenance(ctx context.Context, t tx, v registry.MirroredVersion) error {
+	if v.Provenance == nil {
+		return nil
+	}
+	what := fmt.Sprintf("mirrored provider %s/%s/%s version %s", v.Host, v.Namespace, v.Type, v.Version)
+	var id int64
+	var envelope sql.NullString
+	err := t.row(ctx, `SELECT v.id, p.envelope FROM mirrored_versions v LEFT JOIN mirrored_provenance p ON p.version_id = v.id
+		WHERE v.host = $1 AND v.namespace = $2 AND v.type = $3 AND v.version = $4`,
+		v.Host, v.Namespace, v.Type, v.Version).Scan(&id, &envelope)
+	switch {
+	case err != nil:
+		return err
+	case envelope.Valid && envelope.String == string(v.Provenance):
+		return nil
+	case envelope.Valid:
+		return registry.Errorf(registry.Conflict, "%s is stored already with another provenance: a release's provenance never changes", what)
+	}
+	keys := make([]provenanceKey, 0, len(v.ProvenanceKeys))
+	for _, k := range v.ProvenanceKeys {
+		keys = append(keys, provenanceKey{KeyID: k.KeyID, ASCIIArmor: k.ASCIIArmor})
+	}
+	data, err := json.Marshal(keys)
+	if err != nil {
+		return err
+	}
+	_, err = t.exec(ctx, `INSERT INTO mirrored_provenance (version_id, envelope, keys) VALUES ($1, $2, $3)`, id, string(v.Provenance), string(data))
+	return err
+}
+
+// MirroredProvenance returns the provenance envelope an air-gap bundle
+// carried with a mirrored version and the keys that verify it (KeyID
+// and ASCIIArmor set). NotFound if there is no such version or it has
+// none.
+func (x *Index) MirroredProvenance(ctx context.Context, host, namespace, typ, ver string) ([]byte, []registry.SigningKey, error) {
+	ctx, cancel := x.op(ctx)
+	defer cancel()
+	what := fmt.Sprintf("mirrored provider %s/%s/%s version %s", host, namespace, typ, ver)
+	var envelope, keys sql.NullString
+	err := x.row(ctx, `SELECT p.envelope, p.keys FROM mirrored_versions v
+		LEFT JOIN mirrored_provenance p ON p.version_id = v.id
+		WHERE v.host = $1 AND v.namespace = $2 AND v.type = $3 AND v.version = $4`, host, namespace, typ, ver).Scan(&envelope, &keys)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil, registry.Errorf(registry.NotFound, "%s is not stored", what)
+	}
+	if err != nil {
+		return nil, nil, x.fail(err, "reading the provenance of "+what)
+	}
+	if !envelope.Valid {
+		return nil, nil, registry.Errorf(registry.NotFound, "%s has no provenance: only versions an air-gap bundle brought with their provenance have one", what)
+	}
+	var stored []provenanceKey
+	if err := json.Unmarshal([]byte(keys.String), &stored); err != nil {
+		return nil, nil, x.fail(err, "reading the provenance keys of "+what)
+	}
+	out := make([]registry.SigningKey, 0, len(stored))
+	for _, k := range stored {
+		out = append(out, registry.SigningKey{Namespace: namespace, KeyID: k.KeyID, ASCIIArmor: k.ASCIIArmor})
+	}
+	return []byte(envelope.String), out, nil
 }
 
 // importModule stores one module version in t and recounts its module's
