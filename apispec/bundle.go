@@ -122,6 +122,9 @@ type BundleModule struct {
 	Origin      string          `json:"origin,omitempty"`
 	Metadata    json.RawMessage `json:"metadata,omitempty"` // as GET RouteModuleVersion shows it
 	PublishedAt time.Time       `json:"published_at"`
+	// Provenance is the version's signed provenance, if it has one
+	// (format BundleFormatProvenance only).
+	Provenance *BundleProvenance `json:"provenance,omitempty"`
 }
 
 // BundleImportResult is the answer of POST RouteBundle: what the import

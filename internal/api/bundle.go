@@ -78,12 +78,19 @@ func (h *handler) exportBundle(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	for _, s := range modules {
-		mv, err := h.bundleModule(ctx, s)
+		mv, envelope, err := h.bundleModule(ctx, s)
 		if err != nil {
 			return err
 		}
-		m.Modules = append(m.Modules, mv)
 		add(mv.Archive)
+		if envelope != nil {
+			digest := sha256Hex(envelope)
+			mv.Provenance.Envelope = digest
+			inline[digest] = envelope
+			add(digest)
+			m.Format = apispec.BundleFormatProvenance
+		}
+		m.Modules = append(m.Modules, mv)
 	}
 	sizes := make(map[string]int64, len(blobs))
 	for _, d := range blobs {
@@ -255,9 +262,20 @@ func (h *handler) bundledProvenance(ctx context.Context, addr tfaddr.Provider, v
 	if err != nil {
 		return nil, nil, err
 	}
-	all, err := h.Index.ListSigningKeys(ctx, addr.Namespace)
+	keys, err := h.managedKeys(ctx, addr.Namespace, fmt.Sprintf("provider %s %s", addr, version))
 	if err != nil {
 		return nil, nil, err
+	}
+	return envelope, keys, nil
+}
+
+// managedKeys returns the Trove-managed keys of namespace, which verify
+// the provenance of what (a version of it) a bundle carries; Conflict
+// when it has none left.
+func (h *handler) managedKeys(ctx context.Context, namespace, what string) ([]registry.SigningKey, error) {
+	all, err := h.Index.ListSigningKeys(ctx, namespace)
+	if err != nil {
+		return nil, err
 	}
 	var keys []registry.SigningKey
 	for _, k := range all {
@@ -266,9 +284,9 @@ func (h *handler) bundledProvenance(ctx context.Context, addr tfaddr.Provider, v
 		}
 	}
 	if len(keys) == 0 {
-		return nil, nil, registry.Errorf(registry.Conflict, "provider %s %s has provenance, but namespace %s has no Trove-managed key left to verify it with; a bundle could not carry it", addr, version, addr.Namespace)
+		return nil, registry.Errorf(registry.Conflict, "%s has provenance, but namespace %s has no Trove-managed key left to verify it with; a bundle could not carry it", what, namespace)
 	}
-	return envelope, keys, nil
+	return keys, nil
 }
 
 // bundleKeys returns keys as a bundle lists them.
@@ -321,34 +339,52 @@ func (h *handler) bundledVersion(ctx context.Context, addr tfaddr.Provider, vers
 }
 
 // bundleModule returns the manifest entry of a module version,
-// "namespace/name/system@version".
-func (h *handler) bundleModule(ctx context.Context, s string) (apispec.BundleModule, error) {
+// "namespace/name/system@version", and its provenance envelope, if it
+// has one (the entry's Provenance then holds its keys; its Envelope
+// digest is the caller's).
+func (h *handler) bundleModule(ctx context.Context, s string) (apispec.BundleModule, []byte, error) {
 	addr, version, err := splitVersion(s, "namespace/name/system")
 	if err != nil {
-		return apispec.BundleModule{}, err
+		return apispec.BundleModule{}, nil, err
 	}
 	parts := strings.Split(addr, "/")
 	if len(parts) != 3 {
-		return apispec.BundleModule{}, registry.Errorf(registry.Invalid, "invalid module %q: want namespace/name/system@version", s)
+		return apispec.BundleModule{}, nil, registry.Errorf(registry.Invalid, "invalid module %q: want namespace/name/system@version", s)
 	}
 	ns, err1 := registry.ParseNamespace(parts[0])
 	name, err2 := registry.ParseModuleName(parts[1])
 	system, err3 := registry.ParseModuleSystem(parts[2])
 	if err := firstError(err1, err2, err3); err != nil {
-		return apispec.BundleModule{}, err
+		return apispec.BundleModule{}, nil, err
 	}
 	v, err := h.Index.GetModuleVersion(ctx, ns, name, system, version)
 	if registry.IsKind(err, registry.NotFound) && h.ModuleMirror != nil && h.ModuleMirror.Mirrored(ns) {
 		v, err = h.ModuleMirror.FetchModule(ctx, ns, name, system, version)
 	}
 	if err != nil {
-		return apispec.BundleModule{}, err
+		return apispec.BundleModule{}, nil, err
 	}
-	return apispec.BundleModule{
+	out := apispec.BundleModule{
 		Namespace: v.Namespace, Name: v.Name, System: v.System, Version: v.Version,
 		Archive: v.ArchiveDigest, Format: v.ArchiveFormat, Size: v.ArchiveSize,
 		Description: v.Description, Origin: v.Origin, Metadata: v.Metadata, PublishedAt: v.PublishedAt,
-	}, nil
+	}
+	envelope, err := h.Index.ModuleProvenance(ctx, v.Namespace, v.Name, v.System, v.Version)
+	if registry.IsKind(err, registry.NotFound) {
+		return out, nil, nil
+	}
+	if err != nil {
+		return apispec.BundleModule{}, nil, err
+	}
+	keys, err := h.Index.ModuleProvenanceKeys(ctx, v.Namespace, v.Name, v.System, v.Version)
+	if registry.IsKind(err, registry.NotFound) {
+		keys, err = h.managedKeys(ctx, v.Namespace, fmt.Sprintf("module %s/%s/%s %s", v.Namespace, v.Name, v.System, v.Version))
+	}
+	if err != nil {
+		return apispec.BundleModule{}, nil, err
+	}
+	out.Provenance = &apispec.BundleProvenance{Keys: bundleKeys(keys)}
+	return out, envelope, nil
 }
 
 // firstError returns the first error that is not nil.

@@ -309,3 +309,143 @@ func TestBundleProvenanceRefused(t *testing.T) {
 		t.Errorf("the stored provenance changed on a refused import: %v", err)
 	}
 }
+
+// moduleProvenanceSource is a Trove whose namespace acme has a managed
+// key and the module acme/network/aws 1.0.0 with provenance signed by it:
+// a keyless build of ci.
+func moduleProvenanceSource(t *testing.T, ci provenance.CI) (*trovetest.Server, []byte, []byte) {
+	t.Helper()
+	ctx := context.Background()
+	s := trovetest.Start(t)
+	c := adminClient(t, s)
+	if _, err := c.CreateNamespace(ctx, apispec.CreateNamespaceRequest{Name: "acme"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.GenerateSigningKey(ctx, "acme"); err != nil {
+		t.Fatal(err)
+	}
+	archive := moduleArchive(t, networkModule)
+	digest := s.Blob(t, string(archive))
+	st := provenance.NewKeyless(provenance.Release{Namespace: "acme", Type: "network", Version: "1.0.0",
+		Archives: map[string]string{"network-aws-1.0.0.tar.gz": digest}}, ci)
+	managed := signing.NewManaged(signing.ManagedOptions{Keys: s.Index, Secret: s.SigningSecret})
+	envelope, _, err := provenance.Sign(ctx, st, func(ctx context.Context, data []byte) (registry.SigningKey, []byte, error) {
+		return managed.Sign(ctx, "acme", data)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Index.CreateModuleVersion(ctx, registry.ModuleVersion{Namespace: "acme", Name: "network", System: "aws", Version: "1.0.0",
+		ArchiveDigest: digest, ArchiveFormat: "tar.gz", ArchiveSize: int64(len(archive)), PublishedAt: time.Now(), Provenance: envelope}); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if _, err := c.ExportBundle(ctx, client.BundleRequest{Modules: []string{"acme/network/aws@1.0.0"}}, &buf); err != nil {
+		t.Fatal(err)
+	}
+	return s, envelope, buf.Bytes()
+}
+
+// TestBundleModuleProvenance: a module version's provenance travels in
+// the bundle with its namespace's managed key, and the importer stores it
+// with that key; a namespace with a provenance policy admits a bundle's
+// module only with provenance of a build the policy admits, else the
+// whole import is refused (403, with the reason) and nothing is stored;
+// a tampered module envelope is refused.
+func TestBundleModuleProvenance(t *testing.T) {
+	ctx := context.Background()
+	ci := provenance.CI{Issuer: "https://ci.example", Repository: "acme/infra", Ref: "refs/tags/v1.0.0"}
+	src, envelope, bundle := moduleProvenanceSource(t, ci)
+	m, entries := readBundle(t, bundle)
+	if m.Format != apispec.BundleFormatProvenance || len(m.Modules) != 1 || m.Modules[0].Provenance == nil || len(m.Modules[0].Provenance.Keys) != 1 {
+		t.Fatalf("manifest = %+v", m)
+	}
+	managed, _, err := src.Index.ManagedSigningKey(ctx, "acme")
+	if err != nil || m.Modules[0].Provenance.Keys[0].KeyID != managed.KeyID {
+		t.Fatalf("the bundle's module keys %+v are not the managed key (%v)", m.Modules[0].Provenance.Keys, err)
+	}
+	stored := func(s *trovetest.Server) bool {
+		_, err := s.Index.GetModuleVersion(ctx, "acme", "network", "aws", "1.0.0")
+		return err == nil
+	}
+	setPolicy := func(s *trovetest.Server, repo string) {
+		if err := s.Index.PutProvenancePolicy(ctx, registry.ProvenancePolicy{Namespace: "acme", Repository: repo, Refs: "refs/tags/v*"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Without a policy: imported with its provenance and keys.
+	dst, c := newImporter(t)
+	if _, err := c.ImportBundle(ctx, bytes.NewReader(bundle), -1); err != nil {
+		t.Fatal(err)
+	}
+	got, err := dst.Index.ModuleProvenance(ctx, "acme", "network", "aws", "1.0.0")
+	if err != nil || !bytes.Equal(got, envelope) {
+		t.Fatalf("ModuleProvenance after the import = %v", err)
+	}
+	keys, err := dst.Index.ModuleProvenanceKeys(ctx, "acme", "network", "aws", "1.0.0")
+	if err != nil || len(keys) != 1 || keys[0].KeyID != managed.KeyID {
+		t.Fatalf("ModuleProvenanceKeys after the import = %+v, %v", keys, err)
+	}
+	// Exported again from the importer, it carries the stored keys.
+	var again bytes.Buffer
+	if _, err := c.ExportBundle(ctx, client.BundleRequest{Modules: []string{"acme/network/aws@1.0.0"}}, &again); err != nil {
+		t.Fatal(err)
+	}
+	if m2, _ := readBundle(t, again.Bytes()); m2.Modules[0].Provenance == nil || m2.Modules[0].Provenance.Keys[0].KeyID != managed.KeyID {
+		t.Errorf("re-export of the imported module: %+v", m2.Modules[0].Provenance)
+	}
+
+	// A policy the build satisfies admits it.
+	ok, okc := newImporter(t)
+	setPolicy(ok, "acme/infra")
+	if _, err := okc.ImportBundle(ctx, bytes.NewReader(bundle), -1); err != nil || !stored(ok) {
+		t.Errorf("import under a policy the build satisfies: %v", err)
+	}
+
+	// A policy of another repository refuses the whole bundle.
+	no, noc := newImporter(t)
+	setPolicy(no, "acme/other")
+	_, err = noc.ImportBundle(ctx, bytes.NewReader(bundle), -1)
+	if client.StatusCode(err) != http.StatusForbidden || !strings.Contains(err.Error(), "acme/infra") || !strings.Contains(err.Error(), "provenance policy") {
+		t.Errorf("import under a policy of another repository = %v, want 403 with the reason", err)
+	}
+	if stored(no) {
+		t.Errorf("a refused import stored the module")
+	}
+	// A module without provenance is refused under a policy.
+	m3, e3 := readBundle(t, bundle)
+	e3 = slices.DeleteFunc(e3, func(x bundleEntry) bool { return x.name == apispec.BundleBlobPrefix+m3.Modules[0].Provenance.Envelope })
+	m3.Modules[0].Provenance, m3.Format = nil, apispec.BundleFormat
+	plain := writeBundle(t, m3, e3)
+	setPolicy(ok, "acme/infra")
+	none, nonec := newImporter(t)
+	setPolicy(none, "acme/infra")
+	_, err = nonec.ImportBundle(ctx, bytes.NewReader(plain), -1)
+	if client.StatusCode(err) != http.StatusForbidden || !strings.Contains(err.Error(), "without provenance") || stored(none) {
+		t.Errorf("import of a module without provenance under a policy = %v, want 403", err)
+	}
+
+	// A tampered module envelope, or one naming another archive digest.
+	for _, c2 := range []struct{ name, want, payload string }{
+		{"tampered", "does not verify", "eyJfdHlwZSI6IngifQ=="},
+	} {
+		t.Run(c2.name, func(t *testing.T) {
+			bad, badc := newImporter(t)
+			m4, e4 := readBundle(t, bundle)
+			pv := m4.Modules[0].Provenance
+			i := slices.IndexFunc(e4, func(x bundleEntry) bool { return x.name == apispec.BundleBlobPrefix+pv.Envelope })
+			var env map[string]any
+			json.Unmarshal(e4[i].data, &env)
+			env["payload"] = c2.payload
+			data, _ := json.Marshal(env)
+			pv.Envelope = releasetest.Digest(data)
+			e4[i] = bundleEntry{apispec.BundleBlobPrefix + pv.Envelope, data}
+			b := writeBundle(t, m4, e4)
+			if _, err := badc.ImportBundle(ctx, bytes.NewReader(b), -1); client.StatusCode(err) != http.StatusBadRequest || !strings.Contains(err.Error(), c2.want) || stored(bad) {
+				t.Errorf("import = %v, want 400 saying %q and nothing stored", err, c2.want)
+			}
+		})
+	}
+	_ = entries
+}

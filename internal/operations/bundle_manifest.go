@@ -132,11 +132,17 @@ func (o *Operations) CheckBundleManifest(ctx context.Context, a Actor, m apispec
 		if len(bm.Metadata) > 0 && string(bm.Metadata) != "null" {
 			metadata = bm.Metadata
 		}
+		envelope, keys, err := b.provenance(bm.Provenance, what, ns)
+		if err != nil {
+			return Bundle{}, nil, err
+		}
 		b.out.Modules = append(b.out.Modules, registry.ModuleVersion{
 			Namespace: ns, Name: name, System: system, Version: bm.Version,
 			ArchiveDigest: bm.Archive, ArchiveFormat: bm.Format, ArchiveSize: bm.Size,
 			Metadata: metadata, Description: bm.Description, Origin: bm.Origin, PublishedAt: published,
+			ProvenanceKeys: keys,
 		})
+		b.out.ModuleEnvelopes = append(b.out.ModuleEnvelopes, envelope)
 	}
 	if m.Format == apispec.BundleFormatProvenance && !b.carries {
 		return Bundle{}, nil, registry.Errorf(registry.Invalid, "the bundle's format is %q but no entry carries provenance; a bundle without provenance is %q", m.Format, apispec.BundleFormat)

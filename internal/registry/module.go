@@ -44,6 +44,12 @@ type ModuleVersion struct {
 	// leave it nil (store.Provenance reads it), as it is needed only when
 	// asked for.
 	Provenance []byte
+	// ProvenanceKeys are the public keys that verify Provenance when an
+	// air-gap bundle import brought it: the exporting Trove's namespace
+	// keys (store.Bundles stores them; store.Provenance.ModuleProvenanceKeys
+	// reads them). nil for a version published here, whose provenance its
+	// namespace's keys verify.
+	ProvenanceKeys []SigningKey
 }
 
 // Module summarises a module for listings and search.

@@ -190,6 +190,11 @@ type Provenance interface {
 	// (registry.ModuleVersion.Provenance). NotFound if there is no such
 	// version or it was stored without one.
 	ModuleProvenance(ctx context.Context, namespace, name, system, version string) ([]byte, error)
+	// ModuleProvenanceKeys returns the public keys an air-gap bundle
+	// import stored with a module version's provenance (KeyID and
+	// ASCIIArmor set). NotFound for a version without them, whose
+	// provenance its namespace's keys verify.
+	ModuleProvenanceKeys(ctx context.Context, namespace, name, system, version string) ([]registry.SigningKey, error)
 	// TokenCIClaims returns the CI claims CreateToken stored with a token
 	// (registry.Token.CI), and false for a token without them or no such
 	// token.

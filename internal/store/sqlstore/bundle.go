@@ -30,6 +30,9 @@ func (x *Index) ImportBundle(ctx context.Context, providers []registry.MirroredV
 		if err := registry.CheckStoredTime(v.PublishedAt, "publication time"); err != nil {
 			return store.BundleImport{}, err
 		}
+		if (v.Provenance == nil) != (len(v.ProvenanceKeys) == 0) {
+			return store.BundleImport{}, registry.Errorf(registry.Invalid, "module %s/%s/%s version %s: provenance comes with the keys that verify it", v.Namespace, v.Name, v.System, v.Version)
+		}
 	}
 	var blobs []string
 	for _, v := range providers {
@@ -252,15 +255,11 @@ func (x *Index) importMirroredProvenance(ctx context.Context, t tx, v registry.M
 	case envelope.Valid:
 		return registry.Errorf(registry.Conflict, "%s is stored already with another provenance: a release's provenance never changes", what)
 	}
-	keys := make([]provenanceKey, 0, len(v.ProvenanceKeys))
-	for _, k := range v.ProvenanceKeys {
-		keys = append(keys, provenanceKey{KeyID: k.KeyID, ASCIIArmor: k.ASCIIArmor})
-	}
-	data, err := json.Marshal(keys)
+	data, err := provenanceKeysJSON(v.ProvenanceKeys)
 	if err != nil {
 		return err
 	}
-	_, err = t.exec(ctx, `INSERT INTO mirrored_provenance (version_id, envelope, keys) VALUES ($1, $2, $3)`, id, string(v.Provenance), string(data))
+	_, err = t.exec(ctx, `INSERT INTO mirrored_provenance (version_id, envelope, keys) VALUES ($1, $2, $3)`, id, string(v.Provenance), data)
 	return err
 }
 
@@ -323,7 +322,7 @@ func (x *Index) importModule(ctx context.Context, t tx, v registry.ModuleVersion
 		v.Namespace, v.Name, v.System, core, len(core)+1, core+"+").Scan(&existing, &archive)
 	switch {
 	case err == nil && existing == v.Version && archive == v.ArchiveDigest:
-		return false, nil
+		return false, x.importModuleProvenance(ctx, t, v, false)
 	case err == nil && existing == v.Version:
 		return false, registry.Errorf(registry.Conflict, "%s version %s is stored already with another archive (%s, the bundle's is %s); published versions are immutable",
 			what, v.Version, archive, v.ArchiveDigest)
@@ -343,5 +342,80 @@ func (x *Index) importModule(ctx context.Context, t tx, v registry.ModuleVersion
 		metadata, v.Description, v.Origin, x.d.Time(v.PublishedAt)); err != nil {
 		return false, err
 	}
+	if err := x.importModuleProvenance(ctx, t, v, true); err != nil {
+		return false, err
+	}
 	return true, x.recountModule(ctx, t, v.Namespace, v.Name, v.System)
+}
+
+// importModuleProvenance stores the provenance a bundle carried with the
+// module version v (stored in t; created says whether just now) and its
+// keys, if any: a version stored with the same envelope keeps it, one
+// stored with another, or without one, is Conflict (its provenance, or
+// its lack of one, came with its publish).
+func (x *Index) importModuleProvenance(ctx context.Context, t tx, v registry.ModuleVersion, created bool) error {
+	if v.Provenance == nil {
+		return nil
+	}
+	what := fmt.Sprintf("module %s/%s/%s version %s", v.Namespace, v.Name, v.System, v.Version)
+	if !created {
+		var envelope string
+		err := t.row(ctx, `SELECT envelope FROM module_provenance WHERE namespace = $1 AND name = $2 AND system = $3 AND version = $4`,
+			v.Namespace, v.Name, v.System, v.Version).Scan(&envelope)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			return registry.Errorf(registry.Conflict, "%s is stored already without provenance; the bundle's carries one: a release's provenance never changes", what)
+		case err != nil:
+			return err
+		case envelope != string(v.Provenance):
+			return registry.Errorf(registry.Conflict, "%s is stored already with another provenance: a release's provenance never changes", what)
+		}
+		return nil
+	}
+	data, err := provenanceKeysJSON(v.ProvenanceKeys)
+	if err != nil {
+		return err
+	}
+	if _, err := t.exec(ctx, `INSERT INTO module_provenance (namespace, name, system, version, envelope) VALUES ($1, $2, $3, $4, $5)`,
+		v.Namespace, v.Name, v.System, v.Version, string(v.Provenance)); err != nil {
+		return err
+	}
+	_, err = t.exec(ctx, `INSERT INTO module_provenance_keys (namespace, name, system, version, keys) VALUES ($1, $2, $3, $4, $5)`,
+		v.Namespace, v.Name, v.System, v.Version, data)
+	return err
+}
+
+// provenanceKeysJSON encodes keys as the keys columns hold them.
+func provenanceKeysJSON(keys []registry.SigningKey) (string, error) {
+	out := make([]provenanceKey, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, provenanceKey{KeyID: k.KeyID, ASCIIArmor: k.ASCIIArmor})
+	}
+	data, err := json.Marshal(out)
+	return string(data), err
+}
+
+// ModuleProvenanceKeys returns the keys a bundle import stored with a
+// module version's provenance. NotFound for a version without them.
+func (x *Index) ModuleProvenanceKeys(ctx context.Context, namespace, name, system, ver string) ([]registry.SigningKey, error) {
+	ctx, cancel := x.op(ctx)
+	defer cancel()
+	var keys string
+	err := x.row(ctx, `SELECT keys FROM module_provenance_keys WHERE namespace = $1 AND name = $2 AND system = $3 AND version = $4`,
+		namespace, name, system, ver).Scan(&keys)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, registry.Errorf(registry.NotFound, "module %s/%s/%s version %s has no provenance keys of its own: its namespace's keys verify it", namespace, name, system, ver)
+	}
+	if err != nil {
+		return nil, x.fail(err, fmt.Sprintf("reading the provenance keys of module %s/%s/%s version %s", namespace, name, system, ver))
+	}
+	var stored []provenanceKey
+	if err := json.Unmarshal([]byte(keys), &stored); err != nil {
+		return nil, x.fail(err, "decoding provenance keys")
+	}
+	out := make([]registry.SigningKey, 0, len(stored))
+	for _, k := range stored {
+		out = append(out, registry.SigningKey{Namespace: namespace, KeyID: k.KeyID, ASCIIArmor: k.ASCIIArmor})
+	}
+	return out, nil
 }

@@ -133,6 +133,41 @@ func testBundles(t *testing.T, newIndex func(*testing.T) store.Index) {
 		_, err = x.ImportBundle(ctx, []registry.MirroredVersion{nokeys}, nil)
 		wantKind(t, err, registry.Invalid, "ImportBundle of provenance without keys")
 	})
+	t.Run("ModuleProvenance", func(t *testing.T) {
+		x, ctx := newIndex(t), t.Context()
+		createNamespaces(t, x, "acme")
+		envelope := []byte(`{"payloadType":"application/vnd.in-toto+json","payload":"e30=","signatures":[{"keyid":"K","sig":"c2ln"}]}`)
+		keys := []registry.SigningKey{{Namespace: "acme", KeyID: "0123456789ABCDEF", ASCIIArmor: "-----BEGIN PGP PUBLIC KEY BLOCK-----\nA\n"}}
+		m := testModuleVersion("acme", "network", "aws", "1.2.0", t0)
+		m.Provenance, m.ProvenanceKeys = envelope, keys
+		_, err := x.ImportBundle(ctx, nil, []registry.ModuleVersion{m})
+		mustOK(t, err, "ImportBundle of a module with provenance")
+		got, err := x.ModuleProvenance(ctx, "acme", "network", "aws", "1.2.0")
+		mustOK(t, err, "ModuleProvenance")
+		gotKeys, err := x.ModuleProvenanceKeys(ctx, "acme", "network", "aws", "1.2.0")
+		mustOK(t, err, "ModuleProvenanceKeys")
+		if string(got) != string(envelope) || len(gotKeys) != 1 || gotKeys[0].KeyID != keys[0].KeyID || gotKeys[0].ASCIIArmor != keys[0].ASCIIArmor {
+			t.Errorf("module provenance = %q %+v", got, gotKeys)
+		}
+		_, err = x.ImportBundle(ctx, nil, []registry.ModuleVersion{m})
+		mustOK(t, err, "ImportBundle of the same module again")
+		other := m
+		other.Provenance = []byte(`{"other":true}`)
+		n := testModuleVersion("acme", "network", "aws", "1.3.0", t0)
+		_, err = x.ImportBundle(ctx, nil, []registry.ModuleVersion{n, other})
+		wantKind(t, err, registry.Conflict, "ImportBundle of a module with another provenance")
+		checkNothingImported(t, x, nil, nil)
+		_, err = x.GetModuleVersion(ctx, "acme", "network", "aws", "1.3.0")
+		wantKind(t, err, registry.NotFound, "the other module version of a refused import")
+		plain := testModuleVersion("acme", "plain", "aws", "1.0.0", t0)
+		_, err = x.ImportBundle(ctx, nil, []registry.ModuleVersion{plain})
+		mustOK(t, err, "ImportBundle of a module without provenance")
+		_, err = x.ModuleProvenanceKeys(ctx, "acme", "plain", "aws", "1.0.0")
+		wantKind(t, err, registry.NotFound, "ModuleProvenanceKeys of a module imported without provenance")
+		plain.Provenance, plain.ProvenanceKeys = envelope, keys
+		_, err = x.ImportBundle(ctx, nil, []registry.ModuleVersion{plain})
+		wantKind(t, err, registry.Conflict, "ImportBundle adding provenance to a module stored without")
+	})
 	t.Run("CompletesAStoredVersion", func(t *testing.T) {
 		x, ctx := newIndex(t), t.Context()
 		// The mirror fetched the version and one package of it; the bundle

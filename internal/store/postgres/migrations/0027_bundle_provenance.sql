@@ -12,3 +12,16 @@ CREATE TABLE IF NOT EXISTS mirrored_provenance (
     keys       text   NOT NULL
 );
 
+-- The public keys (JSON array of {key_id, ascii_armor}) that verify the
+-- provenance (module_provenance) of a module version a bundle import
+-- brought, signed by the exporting Trove. A module version without a row
+-- is verified against its namespace's keys. Keyed as module_provenance.
+CREATE TABLE IF NOT EXISTS module_provenance_keys (
+    namespace text COLLATE "C" NOT NULL,
+    name      text COLLATE "C" NOT NULL,
+    system    text COLLATE "C" NOT NULL,
+    version   text COLLATE "C" NOT NULL,
+    keys      text             NOT NULL,
+    PRIMARY KEY (namespace, name, system, version),
+    FOREIGN KEY (namespace, name, system, version) REFERENCES module_versions (namespace, name, system, version) ON DELETE CASCADE
+);

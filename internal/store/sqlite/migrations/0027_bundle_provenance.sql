@@ -12,3 +12,16 @@ CREATE TABLE IF NOT EXISTS mirrored_provenance (
     keys       TEXT    NOT NULL
 ) STRICT;
 
+-- The public keys (JSON array of {key_id, ascii_armor}) that verify the
+-- provenance (module_provenance) of a module version a bundle import
+-- brought, signed by the exporting Trove. A module version without a row
+-- is verified against its namespace's keys. Keyed as module_provenance.
+CREATE TABLE IF NOT EXISTS module_provenance_keys (
+    namespace TEXT NOT NULL,
+    name      TEXT NOT NULL,
+    system    TEXT NOT NULL,
+    version   TEXT NOT NULL,
+    keys      TEXT NOT NULL,
+    PRIMARY KEY (namespace, name, system, version),
+    FOREIGN KEY (namespace, name, system, version) REFERENCES module_versions (namespace, name, system, version) ON DELETE CASCADE
+) STRICT, WITHOUT ROWID;
