@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"cmp"
 	"regexp"
 	"slices"
 	"strings"
@@ -141,26 +142,99 @@ func ValidatePlatform(os, arch string) error {
 // SortNewestFirst orders vs, provider or module versions, by descending
 // semver precedence of the version that versionOf reads from each element.
 // Versions that do not parse (none should be stored) sort last, by name.
+// Each version is parsed once and the comparisons of versions without a
+// pre-release compare numbers (go-version's Compare formats both versions
+// on each call); the elements are moved once, after sorting their keys.
 func SortNewestFirst[T any](vs []T, versionOf func(T) string) {
-	parsed := make(map[string]*version.Version, len(vs))
-	for _, v := range vs {
-		if p, err := version.NewSemver(versionOf(v)); err == nil {
-			parsed[versionOf(v)] = p
-		}
+	type key struct {
+		i      int
+		name   string
+		parsed *version.Version // nil: does not parse
+		segs   []int64
+		pre    bool
 	}
-	slices.SortStableFunc(vs, func(a, b T) int {
-		va, vb := versionOf(a), versionOf(b)
-		pa, pb := parsed[va], parsed[vb]
+	keys := make([]key, len(vs))
+	backing := make([]int64, 3*len(vs)) // the segments of plain versions
+	for i, v := range vs {
+		k := key{i: i, name: versionOf(v)}
+		if segs, ok := plainVersion(k.name, backing[3*i:3*i:3*i+3]); ok {
+			k.parsed, k.segs = plainParsed, segs
+		} else if p, err := version.NewSemver(k.name); err == nil {
+			k.parsed, k.segs, k.pre = p, p.Segments64(), p.Prerelease() != ""
+		}
+		keys[i] = k
+	}
+	slices.SortStableFunc(keys, func(a, b key) int {
 		switch {
-		case pa == nil && pb == nil:
-			return strings.Compare(va, vb)
-		case pa == nil:
+		case a.parsed == nil && b.parsed == nil:
+			return strings.Compare(a.name, b.name)
+		case a.parsed == nil:
 			return 1
-		case pb == nil:
+		case b.parsed == nil:
 			return -1
 		}
-		return pb.Compare(pa)
+		for i := range max(len(a.segs), len(b.segs)) {
+			var x, y int64
+			if i < len(a.segs) {
+				x = a.segs[i]
+			}
+			if i < len(b.segs) {
+				y = b.segs[i]
+			}
+			if x != y {
+				return cmp.Compare(y, x)
+			}
+		}
+		switch {
+		case a.pre && b.pre:
+			return b.parsed.Compare(a.parsed)
+		case a.pre:
+			return 1 // a pre-release precedes its release
+		case b.pre:
+			return -1
+		}
+		return 0
 	})
+	if slices.IsSortedFunc(keys, func(a, b key) int { return cmp.Compare(a.i, b.i) }) {
+		return
+	}
+	sorted := make([]T, len(vs))
+	for i, k := range keys {
+		sorted[i] = vs[k.i]
+	}
+	copy(vs, sorted)
+}
+
+// plainParsed marks, in SortNewestFirst, a version plainVersion parsed.
+var plainParsed = &version.Version{}
+
+// plainVersion parses the common shape of a version, MAJOR.MINOR.PATCH in
+// decimal without leading zeros or anything else, appending its numbers
+// to segs without allocating; ok is false for any other string, which
+// go-version then parses.
+func plainVersion(v string, segs []int64) (_ []int64, ok bool) {
+	for part := range 3 {
+		n, digits := int64(0), 0
+		for digits < len(v) && v[digits] >= '0' && v[digits] <= '9' {
+			if digits == 18 {
+				return nil, false
+			}
+			n = n*10 + int64(v[digits]-'0')
+			digits++
+		}
+		if digits == 0 || digits > 1 && v[0] == '0' {
+			return nil, false
+		}
+		segs = append(segs, n)
+		v = v[digits:]
+		switch {
+		case part < 2 && len(v) > 0 && v[0] == '.':
+			v = v[1:]
+		case part < 2 || len(v) > 0:
+			return nil, false
+		}
+	}
+	return segs, true
 }
 
 // CheckDigest accepts a SHA-256 digest as Trove names blobs and writes

@@ -38,10 +38,18 @@
 //     does not wait, and at most one background render per key runs
 //     however many requests call it (and none while a Load of the key
 //     renders), and at most MaxRefreshes background renders run at once
-//     in the whole cache: a stale hit that finds them all busy starts
-//     none (a later hit will), so a burst of entries going stale together
-//     cannot take every CPU from the requests. When the render succeeds its
-//     entry replaces the stale one.
+//     in the whole cache, so that a burst of entries going stale together
+//     cannot take every CPU from the requests: a stale hit that finds them
+//     all busy queues its render, which starts as soon as one of them
+//     ends, in the order of the hits. Every stale entry that was hit is
+//     thus rendered again, not only those whose hits happened to find a
+//     free slot: an entry reaches its maximum age (and its requests wait
+//     for a render) only when the queued renders take longer than its
+//     stale part, MaxAge/8 to MaxAge/4 (or FreshFor's), on a machine that
+//     cannot render its documents as fast as they go stale. A queued
+//     render whose entry was replaced, removed, expired or is being
+//     rendered by a Load meanwhile is skipped. When the render succeeds
+//     its entry replaces the stale one.
 //     When it fails, the error is logged and the stale entry stays, to be
 //     served until it expires; no new background render of it starts for
 //     RetryAfter. An error for which Options.Drop reports true (the
@@ -353,6 +361,17 @@ type Cache[O, D comparable, V any] struct {
 	flights map[flightKey[O, D]]*flight[V]
 	// refreshes holds a token per background render running.
 	refreshes chan struct{}
+	// queued holds the background renders waiting for a token, oldest
+	// first; guarded by mu.
+	queued []refresh[O, D, V]
+}
+
+// refresh is a background render of a stale entry e stored under (o, d).
+type refresh[O, D comparable, V any] struct {
+	o      O
+	d      D
+	e      *Entry[V]
+	render RenderFunc[V]
 }
 
 // New returns an empty Cache.
@@ -450,42 +469,81 @@ func (c *Cache[O, D, V]) Load(ctx context.Context, o O, d D, seen *Entry[V], ren
 }
 
 // ShouldRevalidate reports whether a call of Revalidate for the stale
-// entry e could start a background render now: none was started for it,
-// no failure asks to wait, and not all background renders are busy. It
-// takes no lock and does not allocate, so that a request serving e builds
-// its render function only when Revalidate may use it.
+// entry e would start or queue a background render: none was started or
+// queued for it and no failure asks to wait. It takes no lock and does
+// not allocate, so that a request serving e builds its render function
+// only when Revalidate may use it.
 func (c *Cache[O, D, V]) ShouldRevalidate(e *Entry[V]) bool {
-	return !e.refreshing.Load() && c.opt.Now().UnixNano() >= e.retryAt.Load() && len(c.refreshes) < cap(c.refreshes)
+	return !e.refreshing.Load() && c.opt.Now().UnixNano() >= e.retryAt.Load()
 }
 
 // Revalidate starts one background render of (o, d), whose stale entry
-// e the caller serves, unless one is running or a failed one asks to
-// wait (see the package documentation). Only the request that starts the
+// e the caller serves, or queues it while MaxRefreshes of them run,
+// unless one is running or queued or a failed one asks to wait (see the
+// package documentation). Only the request that starts or queues the
 // render takes the cache's lock.
 func (c *Cache[O, D, V]) Revalidate(o O, d D, e *Entry[V], render RenderFunc[V]) {
 	if c.opt.Now().UnixNano() < e.retryAt.Load() || !e.refreshing.CompareAndSwap(false, true) {
 		return
 	}
+	r := refresh[O, D, V]{o: o, d: d, e: e, render: render}
 	select {
-	case c.refreshes <- struct{}{}: // released by run
+	case c.refreshes <- struct{}{}: // released by run, or handed on to a queued render
 	default:
-		e.refreshing.Store(false) // a later request may start it
+		c.mu.Lock()
+		c.queued = append(c.queued, r)
+		c.mu.Unlock()
+		// A render that ended between the select and the lock handed
+		// its token on or released it: take a free one for the queue.
+		select {
+		case c.refreshes <- struct{}{}:
+			c.startQueued()
+		default:
+		}
 		return
 	}
 	c.mu.Lock()
-	key := flightKey[O, D]{owner: o, doc: d, gen: c.gen}
-	if _, ok := c.flights[key]; ok || c.owners[o][d] != e {
-		// A Load renders it (should that fail, a later hit may try), or e
-		// was replaced or removed.
-		e.refreshing.Store(false)
+	if c.start(r) {
 		c.mu.Unlock()
-		<-c.refreshes
 		return
+	}
+	c.mu.Unlock()
+	c.startQueued() // with the token r did not use
+}
+
+// start starts the background render r, holding a token, and reports
+// whether it did: not when (o, d) no longer holds r.e (replaced or
+// removed), r.e expired, or a Load renders it (should that fail, a later
+// hit may try). c.mu must be held for writing.
+func (c *Cache[O, D, V]) start(r refresh[O, D, V]) bool {
+	key := flightKey[O, D]{owner: r.o, doc: r.d, gen: c.gen}
+	if _, ok := c.flights[key]; ok || c.owners[r.o][r.d] != r.e || r.e.state(c.opt.Now().UnixNano()) == Expired {
+		r.e.refreshing.Store(false)
+		return false
 	}
 	f := &flight[V]{done: make(chan struct{})}
 	c.flights[key] = f
-	c.mu.Unlock()
-	go c.run(context.Background(), key, f, e, render)
+	go c.run(context.Background(), key, f, r.e, r.render)
+	return true
+}
+
+// startQueued starts the oldest queued render that still applies with a
+// token the caller holds, or releases the token when none is left.
+func (c *Cache[O, D, V]) startQueued() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for len(c.queued) > 0 {
+		r := c.queued[0]
+		c.queued[0] = refresh[O, D, V]{}
+		c.queued = c.queued[1:]
+		if len(c.queued) == 0 {
+			c.queued = nil // let the array go
+		}
+		if c.start(r) {
+			return
+		}
+	}
+	<-c.refreshes
 }
 
 // run renders for the flight f registered under key and stores the
@@ -503,6 +561,13 @@ func (c *Cache[O, D, V]) run(ctx context.Context, key flightKey[O, D], f *flight
 	switch {
 	case c.gen != key.gen:
 		// Invalidated meanwhile: hand the result to the waiters only.
+		// The stale entry, if an invalidation of other documents left it
+		// stored, may be rendered again by its next hit (it would
+		// otherwise stay marked as refreshing until it expires, and its
+		// requests would then wait for a render).
+		if stale != nil {
+			stale.refreshing.Store(false)
+		}
 	case err == nil:
 		c.insert(key.owner, key.doc, e)
 	case stale != nil && c.opt.Drop != nil && c.opt.Drop(err):
@@ -521,7 +586,7 @@ func (c *Cache[O, D, V]) run(ctx context.Context, key flightKey[O, D], f *flight
 			"expires", time.Unix(0, stale.expiresAt).UTC(), "err", err)
 	}
 	if stale != nil {
-		<-c.refreshes
+		c.startQueued() // hands the token on, or releases it
 	}
 	close(f.done)
 }
@@ -703,13 +768,14 @@ type Stats struct {
 	Bytes   int64 // accounted memory
 	Renders int   // renders in progress (foreground and background)
 	Waiting int   // Loads waiting for a render they did not start
+	Queued  int   // background renders waiting for one of MaxRefreshes to end
 }
 
 // Stats returns the cache's current figures.
 func (c *Cache[O, D, V]) Stats() Stats {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	s := Stats{Entries: c.entries, Bytes: c.bytes, Renders: len(c.flights)}
+	s := Stats{Entries: c.entries, Bytes: c.bytes, Renders: len(c.flights), Queued: len(c.queued)}
 	for _, f := range c.flights {
 		s.Waiting += f.waiters
 	}

@@ -371,9 +371,67 @@ func TestStaleServedWhileOneRefreshRuns(t *testing.T) {
 }
 
 // TestMaxRefreshes: at most MaxRefreshes background renders run at once;
-// a stale hit that finds them busy starts none, a later one does.
+// a stale hit that finds them busy queues its render, which starts when
+// one of them ends, and meanwhile the requests of every stale entry,
+// queued or rendering, are answered from it without waiting.
 func TestMaxRefreshes(t *testing.T) {
 	c, clk, _ := newTest(t, func(o *Options) { o.MaxRefreshes = 2 })
+	var calls atomic.Int64
+	var stale []*Entry[int]
+	for i := range 4 {
+		stale = append(stale, mustLoad(t, c, fmt.Sprint(i), "d", nil, body("old", &calls)))
+	}
+	clk.Add(maxAge * 7 / 8)
+	g := newGate("new")
+	for i, e := range stale {
+		if !c.ShouldRevalidate(e) {
+			t.Fatalf("ShouldRevalidate(%d) false for a stale entry never refreshed", i)
+		}
+		c.Revalidate(fmt.Sprint(i), "d", e, g.render)
+		if c.ShouldRevalidate(e) {
+			t.Fatalf("ShouldRevalidate(%d) true once its render started or was queued", i)
+		}
+	}
+	<-g.started
+	<-g.started
+	if s := c.Stats(); s.Renders != 2 || s.Queued != 2 {
+		t.Fatalf("stats %+v: want 2 background renders (the limit) and 2 queued", s)
+	}
+	// A request for any of them, rendering or queued, gets the old entry.
+	for i := range stale {
+		if e := c.Lookup(fmt.Sprint(i), "d"); e != stale[i] || c.State(e) != Stale {
+			t.Fatalf("entry %d: %v in state %v while refreshes run or wait, want the stale one", i, e, c.State(e))
+		}
+	}
+	c.Revalidate("2", "d", stale[2], g.render) // a later hit of a queued one queues nothing more
+	if s := c.Stats(); s.Queued != 2 {
+		t.Fatalf("stats %+v after a repeated hit: want 2 queued", s)
+	}
+	g.release <- nil // the first two end, each starting a queued one
+	g.release <- nil
+	<-g.started
+	<-g.started
+	g.release <- nil
+	g.release <- nil
+	settle(c)
+	waitFor(t, "the queue to drain", func() bool { s := c.Stats(); return s.Renders == 0 && s.Queued == 0 })
+	for i := range stale {
+		if e := c.Lookup(fmt.Sprint(i), "d"); string(e.Body) != "new" {
+			t.Fatalf("entry %d not refreshed", i)
+		}
+	}
+	if n := g.calls.Load(); n != 4 {
+		t.Fatalf("%d renders, want 4 (one per stale entry)", n)
+	}
+	if len(c.refreshes) != 0 {
+		t.Fatalf("%d background render tokens held after every render ended", len(c.refreshes))
+	}
+}
+
+// TestQueuedRefreshSkipped: a queued render whose entry was replaced,
+// invalidated or expired meanwhile does not run, and gives its turn on.
+func TestQueuedRefreshSkipped(t *testing.T) {
+	c, clk, _ := newTest(t, func(o *Options) { o.MaxRefreshes = 1 })
 	var calls atomic.Int64
 	var stale []*Entry[int]
 	for i := range 3 {
@@ -384,22 +442,49 @@ func TestMaxRefreshes(t *testing.T) {
 	for i, e := range stale {
 		c.Revalidate(fmt.Sprint(i), "d", e, g.render)
 	}
+	<-g.started // entry 0 renders; 1 and 2 wait
+	c.Invalidate("1", "d")
+	g.release <- nil // 1 is skipped, 2 starts
 	<-g.started
-	<-g.started
-	if s := c.Stats(); s.Renders != 2 {
-		t.Fatalf("%d background renders at once, limit 2", s.Renders)
+	g.release <- nil
+	settle(c)
+	waitFor(t, "the queue to drain", func() bool { s := c.Stats(); return s.Renders == 0 && s.Queued == 0 })
+	if n := g.calls.Load(); n != 2 {
+		t.Fatalf("%d renders, want 2 (the invalidated entry's skipped)", n)
 	}
-	g.release <- nil
-	g.release <- nil
-	settle(c)
-	c.Revalidate("2", "d", stale[2], g.render) // a later hit of the one left out
+	if e := c.Lookup("1", "d"); e != nil {
+		t.Fatalf("invalidated entry came back: %q", e.Body)
+	}
+	if e := c.Lookup("2", "d"); string(e.Body) != "new" {
+		t.Fatalf("entry 2 = %q, want new", e.Body)
+	}
+	// Entry 0's render started before the invalidation of entry 1: its
+	// result is not stored, and the stale entry may be rendered again.
+	if e := c.Lookup("0", "d"); e != stale[0] || !c.ShouldRevalidate(e) {
+		t.Fatalf("entry 0 after a render outdated by an invalidation: %q, ShouldRevalidate %v; want the stale one, true",
+			e.Body, c.ShouldRevalidate(e))
+	}
+
+	// An entry that expires while queued is not rendered in the
+	// background: the next request's Load renders it.
+	a := mustLoad(t, c, "a", "d", nil, body("old", &calls))
+	b := mustLoad(t, c, "b", "d", nil, body("old", &calls))
+	clk.Add(maxAge * 7 / 8)
+	c.Revalidate("a", "d", a, g.render)
 	<-g.started
+	c.Revalidate("b", "d", b, g.render)
+	clk.Add(maxAge / 4) // both past their maximum age
 	g.release <- nil
 	settle(c)
-	for i := range 3 {
-		if e := c.Lookup(fmt.Sprint(i), "d"); string(e.Body) != "new" {
-			t.Fatalf("entry %d not refreshed", i)
-		}
+	waitFor(t, "the queue to drain", func() bool { s := c.Stats(); return s.Renders == 0 && s.Queued == 0 })
+	if n := g.calls.Load(); n != 3 {
+		t.Fatalf("%d renders, want 3 (the expired queued one skipped)", n)
+	}
+	if !c.ShouldRevalidate(b) {
+		t.Fatalf("a skipped entry stays marked as refreshing")
+	}
+	if len(c.refreshes) != 0 {
+		t.Fatalf("%d background render tokens held after every render ended", len(c.refreshes))
 	}
 }
 

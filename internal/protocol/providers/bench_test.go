@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"trove.dev/trove/internal/downloads"
+	"trove.dev/trove/internal/registry"
 )
 
 // discardWriter is a ResponseWriter that keeps nothing but, like
@@ -123,4 +124,42 @@ func BenchmarkVersionsParallel(b *testing.B) {
 			mux.ServeHTTP(w, req)
 		}
 	})
+}
+
+// renderInput returns n versions with five platforms each, as the index
+// lists them (in no particular order).
+func renderInput(n int) []registry.ProviderVersion {
+	vs := make([]registry.ProviderVersion, n)
+	for i := range vs {
+		vs[i] = version(fmt.Sprintf("%d.%d.%d", i%7, i/7%100, i/700), "darwin_amd64", "darwin_arm64", "linux_amd64", "linux_arm64", "windows_amd64")
+	}
+	return vs
+}
+
+// BenchmarkRenderVersions2000 is the render of an uncached versions
+// document of 2,000 versions, the index's answer given.
+func BenchmarkRenderVersions2000(b *testing.B) {
+	vs := renderInput(2000)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := renderVersions("acme", "cloud", vs); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRenderMirrorIndex2000 is the render of an uncached network
+// mirror index.json of 2,000 versions, the index's answer given.
+func BenchmarkRenderMirrorIndex2000(b *testing.B) {
+	vs := renderInput(2000)
+	versions := make([]string, len(vs))
+	for i, v := range vs {
+		versions[i] = v.Version
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := renderMirrorIndex(versions); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -208,11 +208,7 @@ func (s *Service) mirrorRenderer(pk provKey, dk docKey, signer *signedurl.Signer
 			if err != nil {
 				return respcache.Rendered[urls]{}, err
 			}
-			doc := mirrorIndexDoc{Versions: make(map[string]struct{}, len(versions))}
-			for _, v := range versions {
-				doc.Versions[v] = struct{}{}
-			}
-			body, err := json.Marshal(doc) // map keys sorted: equal lists give equal bytes
+			body, err := renderMirrorIndex(versions)
 			if err != nil {
 				return respcache.Rendered[urls]{}, registry.Wrap(registry.Internal, err, "encoding the mirror index")
 			}
@@ -229,6 +225,54 @@ func (s *Service) mirrorRenderer(pk provKey, dk docKey, signer *signedurl.Signer
 		}
 		return respcache.Rendered[urls]{Body: body, Value: urls{expiry: exp, private: private}}, nil
 	}
+}
+
+// renderMirrorIndex renders the index.json of versions, the bytes
+// json.Marshal gives for a mirrorIndexDoc (keys sorted, each once: equal
+// lists give equal bytes), written directly: versions are sorted and
+// written as they are, and only one holding a byte JSON might escape goes
+// through json.Marshal.
+func renderMirrorIndex(versions []string) ([]byte, error) {
+	versions = slices.Clone(versions)
+	slices.Sort(versions)
+	versions = slices.Compact(versions)
+	n := len(`{"versions":{}}`)
+	for _, v := range versions {
+		n += len(v) + len(`"":{},`)
+	}
+	b := make([]byte, 0, n)
+	b = append(b, `{"versions":{`...)
+	for i, v := range versions {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if plainJSON(v) {
+			b = append(b, '"')
+			b = append(b, v...)
+			b = append(b, '"')
+		} else {
+			q, err := json.Marshal(v)
+			if err != nil {
+				return nil, err
+			}
+			b = append(b, q...)
+		}
+		b = append(b, `:{}`...)
+	}
+	return append(b, `}}`...), nil
+}
+
+// plainJSON reports whether s needs no escaping in a JSON string:
+// letters, digits and ".+-_" only (what versions hold).
+func plainJSON(s string) bool {
+	for i := range len(s) {
+		switch c := s[i]; {
+		case c >= '0' && c <= '9', c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c == '.', c == '+', c == '-', c == '_':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // mirrorVersions returns the versions of pk from the index (own host) or

@@ -510,6 +510,11 @@ func renderVersions(ns, typ string, vs []registry.ProviderVersion) ([]byte, erro
 	vs = slices.Clone(vs)
 	registry.SortNewestFirst(vs, func(v registry.ProviderVersion) string { return v.Version })
 	doc := versionsDoc{Versions: make([]versionDoc, 0, len(vs))}
+	n := 0
+	for _, v := range vs {
+		n += len(v.Platforms)
+	}
+	platforms := make([]platformDoc, 0, n) // every version's, one allocation
 	for _, v := range vs {
 		if v.Revocation != nil {
 			continue
@@ -517,10 +522,11 @@ func renderVersions(ns, typ string, vs []registry.ProviderVersion) ([]byte, erro
 		if v.Deprecation != nil && len(doc.Warnings) < maxWarnings {
 			doc.Warnings = append(doc.Warnings, registry.DeprecationWarning(ns, typ, v.Version, *v.Deprecation))
 		}
-		d := versionDoc{Version: v.Version, Protocols: nonNil(v.Protocols), Platforms: make([]platformDoc, 0, len(v.Platforms))}
+		start := len(platforms)
 		for _, p := range v.Platforms {
-			d.Platforms = append(d.Platforms, platformDoc{OS: p.OS, Arch: p.Arch})
+			platforms = append(platforms, platformDoc{OS: p.OS, Arch: p.Arch})
 		}
+		d := versionDoc{Version: v.Version, Protocols: nonNil(v.Protocols), Platforms: platforms[start:len(platforms):len(platforms)]}
 		slices.SortFunc(d.Platforms, func(a, b platformDoc) int {
 			if c := strings.Compare(a.OS, b.OS); c != 0 {
 				return c

@@ -35,7 +35,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -137,10 +136,22 @@ func dsn(path, txlock string, pragmas ...string) string {
 // no row locks; times are Unix microseconds; lists are JSON arrays.
 type dialect struct{}
 
-var numbered = regexp.MustCompile(`\$([0-9]+)`)
-
-// Rebind turns $N into SQLite's ?N.
-func (dialect) Rebind(query string) string { return numbered.ReplaceAllString(query, "?$1") }
+// Rebind turns $N into SQLite's ?N: each $ followed by a digit becomes
+// a ?, one byte for another (a regular expression cost a tenth of a
+// publish's allocations).
+func (dialect) Rebind(query string) string {
+	i := strings.IndexByte(query, '$')
+	if i < 0 {
+		return query
+	}
+	b := []byte(query)
+	for ; i < len(b)-1; i++ {
+		if b[i] == '$' && b[i+1] >= '0' && b[i+1] <= '9' {
+			b[i] = '?'
+		}
+	}
+	return string(b)
+}
 
 func (dialect) Time(t time.Time) any { return t.UnixMicro() }
 

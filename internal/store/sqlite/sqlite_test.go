@@ -317,9 +317,15 @@ func TestQueryPlansUseIndexes(t *testing.T) {
 			WHERE v.namespace = 'a' AND v.type = 'b' AND v.version = 'c'`,
 		"version platforms": `SELECT os, arch, filename, sha256, size FROM provider_platforms WHERE version_id = 1 ORDER BY os, arch`,
 		"list versions":     `SELECT ` + versionColumns + `, v.signing_key_snapshot FROM provider_versions v WHERE v.namespace = 'a' AND v.type = 'b'`,
-		"list platforms": `SELECT p.version_id, p.os, p.arch, p.filename, p.sha256, p.size
-			FROM provider_versions v JOIN provider_platforms p ON p.version_id = v.id
+		"list platforms": `SELECT v.id, p.os, p.arch, p.filename, p.sha256, p.size, p.h1
+			FROM provider_versions v LEFT JOIN provider_platforms p ON p.version_id = v.id
 			WHERE v.namespace = 'a' AND v.type = 'b'`,
+		// as a publish checks that no version of the same precedence exists
+		"precedence check": `SELECT version FROM provider_versions WHERE namespace = 'a' AND type = 'b'
+			AND version >= '1.0.0' AND version < '1.0.0,' AND (version = '1.0.0' OR substr(version, 1, 6) = '1.0.0+') LIMIT 1`,
+		"module precedence check": `SELECT version FROM module_versions
+			WHERE namespace = 'a' AND name = 'b' AND system = 'c' AND version >= '1.0.0' AND version < '1.0.0,'
+			AND (version = '1.0.0' OR substr(version, 1, 6) = '1.0.0+') LIMIT 1`,
 		"list keys": `SELECT k.id FROM signing_key_snapshots k
 			WHERE k.id IN (SELECT signing_key_snapshot FROM provider_versions WHERE namespace = 'a' AND type = 'b')`,
 		"providers":       `SELECT type FROM providers WHERE namespace = 'a' ORDER BY type`,
@@ -337,6 +343,12 @@ func TestQueryPlansUseIndexes(t *testing.T) {
 			OR EXISTS (SELECT 1 FROM mirrored_versions WHERE shasums_signature_digest = 'd')
 			OR EXISTS (SELECT 1 FROM mirrored_platforms WHERE sha256 = 'd'),
 			(SELECT released_at FROM released_blobs WHERE digest = 'd')`,
+	}
+	// Lookups that must be a range of the index, not a read of every
+	// version of the provider or module.
+	ranges := map[string]string{
+		"precedence check":        "version>? AND version<?",
+		"module precedence check": "version>? AND version<?",
 	}
 	for name, q := range queries {
 		t.Run(name, func(t *testing.T) {
@@ -360,6 +372,9 @@ func TestQueryPlansUseIndexes(t *testing.T) {
 					strings.Contains(step, "TEMP B-TREE") {
 					t.Errorf("plan step %q in %q", step, plan)
 				}
+			}
+			if want := ranges[name]; want != "" && !strings.Contains(strings.Join(plan, "\n"), want) {
+				t.Errorf("plan %q is not a range (%s) of an index", plan, want)
 			}
 		})
 	}

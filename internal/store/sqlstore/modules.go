@@ -56,11 +56,13 @@ func (x *Index) CreateModuleVersion(ctx context.Context, v registry.ModuleVersio
 		// A version with the same precedence (equal but for build
 		// metadata) is taken too: the clients could not tell the two apart.
 		// The lock above makes this check and the insert one step.
-		core := registry.VersionPrecedence(v.Version)
+		// A range of the primary key (see precedenceRange).
+		core, below := precedenceRange(v.Version)
 		var existing string
 		err = t.row(ctx, `SELECT version FROM module_versions
-			WHERE namespace = $1 AND name = $2 AND system = $3 AND (version = $4 OR substr(version, 1, $5) = $6) LIMIT 1`,
-			v.Namespace, v.Name, v.System, core, len(core)+1, core+"+").Scan(&existing)
+			WHERE namespace = $1 AND name = $2 AND system = $3 AND version >= $4 AND version < $5
+			AND (version = $4 OR substr(version, 1, $6) = $7) LIMIT 1`,
+			v.Namespace, v.Name, v.System, core, below, len(core)+1, core+"+").Scan(&existing)
 		switch {
 		case err == nil:
 			return registry.PrecedenceConflict(fmt.Sprintf("module %s/%s/%s", v.Namespace, v.Name, v.System), v.Version, existing)

@@ -78,11 +78,13 @@ func (x *Index) CreateProviderVersion(ctx context.Context, v registry.ProviderVe
 		// A version with the same precedence (equal but for build
 		// metadata) is taken too: the clients could not tell the two apart.
 		// The lock above makes this check and the insert one step.
-		core := registry.VersionPrecedence(v.Version)
+		// The range makes it a lookup in the unique index (see
+		// precedenceRange), not a read of every version of the provider.
+		core, below := precedenceRange(v.Version)
 		var existing string
 		err = t.row(ctx, `SELECT version FROM provider_versions WHERE namespace = $1 AND type = $2
-			AND (version = $3 OR substr(version, 1, $4) = $5) LIMIT 1`,
-			v.Namespace, v.Type, core, len(core)+1, core+"+").Scan(&existing)
+			AND version >= $3 AND version < $4 AND (version = $3 OR substr(version, 1, $5) = $6) LIMIT 1`,
+			v.Namespace, v.Type, core, below, len(core)+1, core+"+").Scan(&existing)
 		switch {
 		case err == nil:
 			return registry.PrecedenceConflict(fmt.Sprintf("provider %s/%s", v.Namespace, v.Type), v.Version, existing)
@@ -170,6 +172,19 @@ func (x *Index) ProviderProvenance(ctx context.Context, namespace, typ, ver stri
 			"or its namespace had no Trove-managed signing key then", namespace, typ, ver)
 	}
 	return []byte(envelope), nil
+}
+
+// precedenceRange returns the version of v's precedence (v without build
+// metadata) and the string below which every version of that precedence
+// sorts: core and core+"+..." are the strings from core up to core+","
+// ("," follows "+" in byte order), a range of the versions' unique
+// index, whose version column compares bytes (COLLATE "C" on PostgreSQL,
+// SQLite's BINARY). Other strings of the range (core followed by a byte
+// below ",", which no valid version holds) are left out by the exact
+// condition the queries add.
+func precedenceRange(v string) (core, below string) {
+	core = registry.VersionPrecedence(v)
+	return core, core + ","
 }
 
 // platformsPerInsert is how many platforms one INSERT stores.
@@ -274,36 +289,40 @@ func (x *Index) GetProviderVersion(ctx context.Context, namespace, typ, ver stri
 }
 
 // ListProviderVersions returns every version of a provider with its
-// platforms, or NotFound if it has none: versions and platforms in one
-// statement, then the signing keys, each once. The two need not share a
-// snapshot: a version is immutable, and a key snapshot row outlives every
-// version that refers to it.
+// platforms, or NotFound if it has none, in three statements: the
+// versions (one row each), their platforms (one row each, and one row of
+// NULLs for a version without platforms), then the signing keys, each
+// once. The rows are scanned into one set of destinations reused for
+// every row, and the platforms of all versions share one array, so that
+// the allocations are essentially the driver's, a few per column.
+//
+// The statements need not share a snapshot: a version is immutable but
+// for its lifecycle columns, a key snapshot row outlives every version
+// that refers to it, and only the versions both of the first two
+// statements saw are listed (one created or deleted between them is left
+// out, as if the list had been read before or after the change).
 func (x *Index) ListProviderVersions(ctx context.Context, namespace, typ string) ([]registry.ProviderVersion, error) {
 	ctx, cancel := x.op(ctx)
 	defer cancel()
 	what := fmt.Sprintf("listing the versions of provider %s/%s", namespace, typ)
+
 	var out []registry.ProviderVersion
-	index := map[int64]int{}   // version id -> position in out
-	keyOf := map[int64][]int{} // snapshot id -> positions in out
-	rows, err := x.query(ctx, `SELECT `+versionColumns+`, v.signing_key_snapshot, `+platformColumns+`
-		FROM provider_versions v LEFT JOIN provider_platforms p ON p.version_id = v.id
-		WHERE v.namespace = $1 AND v.type = $2`, namespace, typ)
-	_, err = collect(rows, err, func(s scanner) (struct{}, error) {
-		var vr versionRow
-		var snapshot int64
-		var pr platformRow
-		if err := s.Scan(append(append(vr.targets(x.d), &snapshot), pr.targets()...)...); err != nil {
-			return struct{}{}, err
-		}
-		i, ok := index[vr.id]
-		if !ok {
-			i = len(out)
-			index[vr.id] = i
-			keyOf[snapshot] = append(keyOf[snapshot], i)
-			out = append(out, vr.decode(namespace, typ))
-		}
-		pr.addTo(&out[i])
-		return struct{}{}, nil
+	var snapshots []int64      // out[i]'s signing key snapshot
+	index := map[int64]int32{} // version id -> position in out
+	rows, err := x.query(ctx, `SELECT `+versionColumns+`, v.signing_key_snapshot
+		FROM provider_versions v WHERE v.namespace = $1 AND v.type = $2`, namespace, typ)
+	if err != nil {
+		return nil, x.fail(err, what)
+	}
+	var vr versionRow
+	var snapshot int64
+	var protocols listInterner
+	targets := append(vr.targets(x.d), &snapshot)
+	targets[2] = protocols.dest(x.d, &vr.v.Protocols) // v.protocols, the third of versionColumns
+	err = each(rows, targets, func() {
+		index[vr.id] = int32(len(out))
+		out = append(out, vr.decode(namespace, typ))
+		snapshots = append(snapshots, snapshot)
 	})
 	if err != nil {
 		return nil, x.fail(err, what)
@@ -311,22 +330,85 @@ func (x *Index) ListProviderVersions(ctx context.Context, namespace, typ string)
 	if len(out) == 0 {
 		return nil, registry.Errorf(registry.NotFound, "provider %s/%s has no versions", namespace, typ)
 	}
-	for i := range out { // in the order of GetProviderVersion
-		sortPlatforms(out[i].Platforms)
+
+	// Each platform row, with the position of its version in out (-1 for
+	// a version the first statement did not see).
+	type placed struct {
+		i int32
+		p registry.Platform
 	}
-	rows, err = x.query(ctx, `SELECT k.id, `+keyColumns+` FROM signing_key_snapshots k
-		WHERE k.id IN (SELECT signing_key_snapshot FROM provider_versions WHERE namespace = $1 AND type = $2)`, namespace, typ)
-	_, err = collect(rows, err, func(s scanner) (struct{}, error) {
-		var id int64
-		var k registry.SigningKey
-		err := s.Scan(append([]any{&id}, keyTargets(&k)...)...)
-		for _, i := range keyOf[id] {
-			out[i].SigningKey = k
+	seen := make([]bool, len(out))
+	var platforms []placed
+	rows, err = x.query(ctx, `SELECT v.id, `+platformColumns+`
+		FROM provider_versions v LEFT JOIN provider_platforms p ON p.version_id = v.id
+		WHERE v.namespace = $1 AND v.type = $2`, namespace, typ)
+	if err != nil {
+		return nil, x.fail(err, what)
+	}
+	var id int64
+	var pr platformRow
+	var names stringInterner // os and architecture names repeat in every version
+	counts := make([]int32, len(out))
+	err = each(rows, append([]any{&id}, pr.targets()...), func() {
+		i, ok := index[id]
+		if !ok {
+			return
 		}
-		return struct{}{}, err
+		seen[i] = true
+		if pr.os.Valid {
+			counts[i]++
+			platforms = append(platforms, placed{i, registry.Platform{
+				OS: names.intern(pr.os.String), Arch: names.intern(pr.arch.String), Filename: pr.filename.String,
+				SHA256: pr.sha256.String, Size: pr.size.Int64, H1: pr.h1.String,
+			}})
+		}
 	})
 	if err != nil {
 		return nil, x.fail(err, what)
+	}
+	// One array holds every version's platforms, each version's part
+	// capped at its length (an append to it copies), in the order of
+	// GetProviderVersion.
+	all := make([]registry.Platform, len(platforms))
+	start := make([]int32, len(out)+1)
+	for i, n := range counts {
+		start[i+1] = start[i] + n
+	}
+	next := slices.Clone(start[:len(out)])
+	for _, p := range platforms {
+		all[next[p.i]] = p.p
+		next[p.i]++
+	}
+	kept := 0
+	for i := range out {
+		if !seen[i] {
+			continue // deleted after the first statement
+		}
+		if a, b := start[i], start[i+1]; b > a {
+			out[i].Platforms = all[a:b:b]
+			sortPlatforms(out[i].Platforms)
+		}
+		out[kept], snapshots[kept] = out[i], snapshots[i]
+		kept++
+	}
+	out, snapshots = out[:kept], snapshots[:kept]
+	if len(out) == 0 {
+		return nil, registry.Errorf(registry.NotFound, "provider %s/%s has no versions", namespace, typ)
+	}
+
+	keys := map[int64]registry.SigningKey{}
+	rows, err = x.query(ctx, `SELECT k.id, `+keyColumns+` FROM signing_key_snapshots k
+		WHERE k.id IN (SELECT signing_key_snapshot FROM provider_versions WHERE namespace = $1 AND type = $2)`, namespace, typ)
+	if err != nil {
+		return nil, x.fail(err, what)
+	}
+	var k registry.SigningKey
+	err = each(rows, append([]any{&id}, keyTargets(&k)...), func() { keys[id] = k })
+	if err != nil {
+		return nil, x.fail(err, what)
+	}
+	for i := range out {
+		out[i].SigningKey = keys[snapshots[i]]
 	}
 	return out, nil
 }

@@ -17,6 +17,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -472,4 +473,81 @@ func nonNil[T any](s []T) []T {
 		return []T{}
 	}
 	return s
+}
+
+// each scans every row of rows into targets, the same destinations for
+// every row, calling fn after each, then closes rows. Reusing the
+// destinations spares a list of them and their variables per row.
+func each(rows *sql.Rows, targets []any, fn func()) error {
+	defer rows.Close()
+	for rows.Next() {
+		if err := rows.Scan(targets...); err != nil {
+			return err
+		}
+		fn()
+	}
+	return rows.Err()
+}
+
+// listInterner decodes the list columns (Dialect.ScanStrings) of one
+// statement's rows, each distinct encoding once: rows holding the same
+// list (a provider's versions' protocols) share one slice, capped at its
+// length so that an append copies it. The lists must not be modified.
+type listInterner struct {
+	d    Dialect
+	dst  *[]string
+	seen map[string][]string
+}
+
+// dest returns the scan destination that decodes into *dst.
+func (l *listInterner) dest(d Dialect, dst *[]string) any {
+	l.d, l.dst = d, dst
+	return l
+}
+
+// Scan implements sql.Scanner.
+func (l *listInterner) Scan(src any) error {
+	var key string
+	switch v := src.(type) {
+	case string:
+		key = v
+	case []byte:
+		if got, ok := l.seen[string(v)]; ok { // no allocation for the lookup
+			*l.dst = got
+			return nil
+		}
+		key = string(v)
+	default:
+		*l.dst = nil
+		return l.d.ScanStrings(l.dst).(sql.Scanner).Scan(src)
+	}
+	if got, ok := l.seen[key]; ok {
+		*l.dst = got
+		return nil
+	}
+	var list []string
+	if err := l.d.ScanStrings(&list).(sql.Scanner).Scan(src); err != nil {
+		return err
+	}
+	if l.seen == nil {
+		l.seen = map[string][]string{}
+	}
+	list = slices.Clip(list)
+	l.seen[key] = list
+	*l.dst = list
+	return nil
+}
+
+// stringInterner returns one copy of each distinct string it is given.
+type stringInterner map[string]string
+
+func (s *stringInterner) intern(v string) string {
+	if got, ok := (*s)[v]; ok {
+		return got
+	}
+	if *s == nil {
+		*s = stringInterner{}
+	}
+	(*s)[v] = v
+	return v
 }

@@ -518,6 +518,21 @@ func testProviders(t *testing.T, newIndex func(*testing.T) store.Index) {
 		got, err := x.GetProviderVersion(ctx, "acme", "cloud", "0.1.0")
 		mustOK(t, err, "GetProviderVersion")
 		checkEqual(t, "GetProviderVersion", got, v, normVersion)
+		// The list reads versions and platforms apart: versions without
+		// platforms among others keep none, the others keep their own.
+		want := []registry.ProviderVersion{v}
+		for i, ver := range []string{"0.2.0", "0.3.0", "0.4.0"} {
+			w := testVersion("acme", "cloud", ver, testKey("acme", 2), at(time.Duration(i+1)*time.Second))
+			if ver == "0.3.0" {
+				w.Platforms = nil
+			}
+			mustOK(t, x.CreateProviderVersion(ctx, w), "CreateProviderVersion "+ver)
+			want = append(want, w)
+		}
+		list, err := x.ListProviderVersions(ctx, "acme", "cloud")
+		mustOK(t, err, "ListProviderVersions")
+		slices.SortFunc(list, func(a, b registry.ProviderVersion) int { return strings.Compare(a.Version, b.Version) })
+		checkList(t, "ListProviderVersions", list, want, normVersion)
 	})
 	t.Run("ManyPlatforms", func(t *testing.T) {
 		x, ctx := newIndex(t), t.Context()
@@ -570,10 +585,15 @@ func testProviders(t *testing.T, newIndex func(*testing.T) store.Index) {
 			wantKind(t, x.CreateProviderVersion(ctx, testVersion("acme", "cloud", ver, key, t0)), registry.Conflict,
 				"CreateProviderVersion "+ver)
 		}
+		// Versions that share a prefix with a stored one but not its
+		// precedence are not taken.
+		for _, ver := range []string{"10.0.0", "1.0.0-rc", "1.0.10", "1.0.0-rc.1.1"} {
+			mustOK(t, x.CreateProviderVersion(ctx, testVersion("acme", "cloud", ver, key, t0)), "CreateProviderVersion "+ver)
+		}
 		list, err := x.ListProviderVersions(ctx, "acme", "cloud")
 		mustOK(t, err, "ListProviderVersions")
-		if len(list) != 4 {
-			t.Errorf("ListProviderVersions after refused creates = %d versions, want 4", len(list))
+		if len(list) != 8 {
+			t.Errorf("ListProviderVersions after refused creates = %d versions, want 8", len(list))
 		}
 	})
 	t.Run("SameVersionElsewhere", func(t *testing.T) {

@@ -109,10 +109,15 @@ func testModules(t *testing.T, newIndex func(*testing.T) store.Index) {
 			wantKind(t, x.CreateModuleVersion(ctx, testModuleVersion("acme", "network", "aws", ver, t0)), registry.Conflict,
 				"CreateModuleVersion "+ver)
 		}
+		// Versions that share a prefix with a stored one but not its
+		// precedence are not taken.
+		for _, ver := range []string{"10.0.0", "1.0.0-rc", "1.0.10", "1.0.0-rc.1.1"} {
+			mustOK(t, x.CreateModuleVersion(ctx, testModuleVersion("acme", "network", "aws", ver, t0)), "CreateModuleVersion "+ver)
+		}
 		list, err := x.ListModuleVersions(ctx, "acme", "network", "aws")
 		mustOK(t, err, "ListModuleVersions")
-		if len(list) != 4 {
-			t.Errorf("ListModuleVersions after refused creates = %d versions, want 4", len(list))
+		if len(list) != 8 {
+			t.Errorf("ListModuleVersions after refused creates = %d versions, want 8", len(list))
 		}
 	})
 	t.Run("SameVersionElsewhere", func(t *testing.T) {
