@@ -37,11 +37,17 @@ const (
 // by one regular file BundleBlobPrefix+"<sha256>" per file the manifest
 // names (SHA256SUMS, signatures, provider packages, module archives),
 // each once, named by the lower-case hex SHA-256 of its content.
+//
+// BundleFormat is the format of a bundle that carries no provenance
+// (Troves before provenance read it); BundleFormatProvenance that of one
+// where any entry carries provenance (BundleProvenance), whose envelope
+// travels as one more blob.
 const (
-	BundleFormat       = "trove-bundle/1"
-	BundleManifestName = "manifest.json"
-	BundleBlobPrefix   = "blobs/"
-	BundleContentType  = "application/x-tar"
+	BundleFormat           = "trove-bundle/1"
+	BundleFormatProvenance = "trove-bundle/2"
+	BundleManifestName     = "manifest.json"
+	BundleBlobPrefix       = "blobs/"
+	BundleContentType      = "application/x-tar"
 )
 
 // BundleManifest is manifest.json: what a bundle holds.
@@ -63,6 +69,26 @@ type BundleProvider struct {
 	Signature string           `json:"signature"` // SHA-256 of the blob of its binary detached signature
 	Key       BundleKey        `json:"key"`
 	Platforms []BundlePlatform `json:"platforms"`
+	// Provenance is the version's signed provenance, if it has one
+	// (format BundleFormatProvenance only).
+	Provenance *BundleProvenance `json:"provenance,omitempty"`
+}
+
+// BundleProvenance is the provenance of a bundle's version: the blob of
+// its DSSE envelope (docs/provenance.md) and the public keys that may
+// verify it (the exporting namespace's Trove-managed keys, or the keys
+// an earlier import stored with a mirrored version).
+type BundleProvenance struct {
+	Envelope string      `json:"envelope"` // SHA-256 of the envelope blob
+	Keys     []BundleKey `json:"keys"`
+}
+
+// MirroredProvenance is the answer of GET RouteMirrorProvenance.
+type MirroredProvenance struct {
+	// Envelope is the DSSE envelope the bundle carried, as it was signed.
+	Envelope json.RawMessage `json:"envelope"`
+	// Keys are the public keys that verify it, which the bundle carried.
+	Keys []BundleKey `json:"keys"`
 }
 
 // BundleKey is the public key that signed a provider's SHA256SUMS.
@@ -96,6 +122,9 @@ type BundleModule struct {
 	Origin      string          `json:"origin,omitempty"`
 	Metadata    json.RawMessage `json:"metadata,omitempty"` // as GET RouteModuleVersion shows it
 	PublishedAt time.Time       `json:"published_at"`
+	// Provenance is the version's signed provenance, if it has one
+	// (format BundleFormatProvenance only).
+	Provenance *BundleProvenance `json:"provenance,omitempty"`
 }
 
 // BundleImportResult is the answer of POST RouteBundle: what the import

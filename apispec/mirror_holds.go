@@ -23,6 +23,12 @@ const (
 	MirrorDenialVersionsParam = "versions"
 )
 
+// RouteMirrorProvenance answers the provenance an air-gap bundle carried
+// with a mirrored provider version (MirroredProvenance), to anyone who
+// may read the mirror (a valid token, or anyone when the mirror is
+// public); 404 for a version without one.
+const RouteMirrorProvenance = "/api/v1/mirror/providers/{host}/{namespace}/{type}/versions/{version}/provenance"
+
 // The statuses of MirrorVersionStatus.
 const (
 	MirrorAvailable = "available"

@@ -99,6 +99,30 @@ func (c *Client) ProviderProvenance(ctx context.Context, namespace, typ, version
 	return c.getRaw(ctx, u, maxProvenance)
 }
 
+// MirroredProvenance returns the provenance an air-gap bundle carried
+// with a version of an upstream's provider that this Trove mirrors, and
+// the public keys that verify it; a version without one, or not
+// mirrored, is not found (IsNotFound).
+func (c *Client) MirroredProvenance(ctx context.Context, host, namespace, typ, version string) (apispec.MirroredProvenance, error) {
+	target, err := c.apiURL(apispec.RouteMirrorProvenance, params("host", host, "namespace", namespace, "type", typ, "version", version), nil)
+	if err != nil {
+		return apispec.MirroredProvenance{}, err
+	}
+	u, err := url.Parse(target)
+	if err != nil {
+		return apispec.MirroredProvenance{}, err
+	}
+	raw, err := c.getRaw(ctx, u, 2*maxProvenance)
+	if err != nil {
+		return apispec.MirroredProvenance{}, err
+	}
+	var out apispec.MirroredProvenance
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return apispec.MirroredProvenance{}, fmt.Errorf("the provenance of %s/%s/%s %s does not parse: %w", host, namespace, typ, version, err)
+	}
+	return out, nil
+}
+
 // getRaw GETs u with the client's token (which the HTTP client does not
 // pass on to a redirect to another host) and returns at most limit bytes
 // of a 200 answer; more is an error.

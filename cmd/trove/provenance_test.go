@@ -19,6 +19,7 @@ import (
 	"trove.dev/trove/internal/provenance"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/signing"
+	"trove.dev/trove/internal/signing/signingtest"
 	"trove.dev/trove/internal/trovetest"
 )
 
@@ -283,6 +284,73 @@ func TestVerifyLock(t *testing.T) {
 	}
 	if r := runTrove(t, admin, "", "verify", "--lock", lock("not hcl {{{")); r.code != exitError || !strings.Contains(r.stderr, "is not a lock file") {
 		t.Errorf("trove verify --lock of garbage: exit %d\n%s", r.code, r.stderr)
+	}
+}
+
+// TestVerifyLockMirrored: a provider of one Trove carried with its
+// provenance by an air-gap bundle (trove bundle export and import) into
+// another is checked by trove verify --lock against the second with the
+// keys the bundle carried; a hash the provenance does not name fails, a
+// provider the second Trove holds no provenance of is skipped.
+func TestVerifyLockMirrored(t *testing.T) {
+	a, _, key := keylessEnv(t)
+	adminA := map[string]string{"TROVE_ADDR": a.URL, "TROVE_TOKEN": a.AdminToken, "TROVE_CA_FILE": a.CAFile}
+	if r := runTrove(t, adminA, "", "key", "generate", "acme"); r.code != exitOK {
+		t.Fatalf("trove key generate: exit %d\n%s", r.code, r.stderr)
+	}
+	dist := writeSignedDist(t, key, "foo", "1.0.0", "linux_amd64")
+	if r := runTrove(t, adminA, "", "publish", "--namespace", "acme", dist); r.code != exitOK {
+		t.Fatalf("publish: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	bundle := filepath.Join(t.TempDir(), "acme.tar")
+	source := a.Host + "/acme/foo"
+	if r := runTrove(t, adminA, "", "bundle", "export", "--output", bundle, "--provider", source+"@1.0.0"); r.code != exitOK {
+		t.Fatalf("trove bundle export: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	b := trovetest.Start(t)
+	adminB := map[string]string{"TROVE_ADDR": b.URL, "TROVE_TOKEN": b.AdminToken, "TROVE_CA_FILE": b.CAFile}
+	if r := runTrove(t, adminB, "", "bundle", "import", bundle); r.code != exitOK {
+		t.Fatalf("trove bundle import: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	sums, err := os.ReadFile(filepath.Join(dist, "terraform-provider-foo_1.0.0_SHA256SUMS"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var zh string
+	for line := range strings.Lines(string(sums)) {
+		if d, name, _ := strings.Cut(strings.TrimSpace(line), "  "); strings.HasSuffix(name, "_linux_amd64.zip") {
+			zh = "zh:" + d
+		}
+	}
+	lock := func(source, hash string) string {
+		p := filepath.Join(t.TempDir(), ".terraform.lock.hcl")
+		block := "provider \"" + source + "\" {\n  version = \"1.0.0\"\n  hashes = [\n    \"" + hash + "\",\n  ]\n}\n"
+		if err := os.WriteFile(p, []byte(block), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	r := runTrove(t, adminB, "", "verify", "--lock", lock(source, zh))
+	if r.code != exitOK || !strings.Contains(r.stdout, "provenance (mirrored) signed by key") ||
+		!strings.Contains(r.stdout, "terraform-provider-foo_1.0.0_linux_amd64.zip in the provenance") {
+		t.Fatalf("trove verify --lock of the mirrored provider: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = runTrove(t, adminB, "", "verify", "--lock", lock(source, "zh:"+strings.Repeat("a", 64)))
+	if r.code != exitError || !strings.Contains(r.stdout, "is no archive the provenance names") {
+		t.Errorf("trove verify --lock with a tampered hash: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	other := signingtest.NewKey(t, "other")
+	otherFile := filepath.Join(t.TempDir(), "other.asc")
+	if err := os.WriteFile(otherFile, []byte(other.ArmoredPublic), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r = runTrove(t, adminB, "", "verify", "--lock", lock(source, zh), "--key", otherFile)
+	if r.code != exitError || !strings.Contains(r.stdout, "FAIL") || !strings.Contains(r.stdout, "does not verify") {
+		t.Errorf("trove verify --lock with a key that did not sign: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = runTrove(t, adminB, "", "verify", "--lock", lock("example.com/other/bar", zh))
+	if r.code != exitError || !strings.Contains(r.stdout, "SKIP example.com/other/bar") {
+		t.Errorf("trove verify --lock of a provider B holds nothing of: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
 

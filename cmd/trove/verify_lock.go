@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"trove.dev/trove/apispec"
 	"trove.dev/trove/client"
 	"trove.dev/trove/internal/lockfile"
 	"trove.dev/trove/internal/provenance"
@@ -21,8 +22,11 @@ import (
 // (by one of the namespace's keys the registry names when none are
 // given), every zh: hash the lock file records must be listed in it, and
 // a version with provenance must have a statement that verifies and
-// names each of those archives. Providers of other registries are listed
-// as skipped. One line per check; an error if any failed.
+// names each of those archives. A provider of another registry that this
+// Trove mirrors with provenance (an air-gap bundle carried it) is checked
+// against that provenance with the keys the bundle carried
+// (verifyMirroredEntry); other registries' providers are listed as
+// skipped. One line per check; an error if any failed.
 func runVerifyLock(ctx context.Context, out io.Writer, c *client.Client, path string, keyPaths []string, now time.Time) error {
 	pinned, err := readVerifyKeys(keyPaths)
 	if err != nil {
@@ -54,7 +58,17 @@ func runVerifyLock(ctx context.Context, out io.Writer, c *client.Client, path st
 	for _, e := range entries {
 		addr := e.Source.String()
 		if !sameHost(e.Source.Hostname.ForDisplay(), base) {
-			fmt.Fprintf(out, "SKIP %s %s: not a provider of %s\n", addr, e.Version, base.Host)
+			prov, err := c.MirroredProvenance(ctx, e.Source.Hostname.String(), e.Source.Namespace, e.Source.Type, e.Version)
+			switch {
+			case client.IsNotFound(err):
+				fmt.Fprintf(out, "SKIP %s %s: not a provider of %s, which holds no provenance of it\n", addr, e.Version, base.Host)
+				continue
+			case err != nil:
+				report(false, "%s %s: the provenance %s mirrors: %s", addr, e.Version, base.Host, verifyMessage(err))
+			default:
+				verifyMirroredEntry(ctx, e, prov, pinned, now, report)
+			}
+			checked++
 			continue
 		}
 		checked++
@@ -157,6 +171,53 @@ func verifyLockEntry(ctx context.Context, c *client.Client, e lockfile.Entry, pi
 		} else {
 			report(true, "%s: %s matches the provenance", addr, name)
 		}
+	}
+}
+
+// verifyMirroredEntry checks one locked version of another registry's
+// provider that this Trove mirrors with provenance (an air-gap bundle
+// brought it): the statement must verify with the keys the bundle
+// carried (or with pinned ones, when given) and name an archive with
+// each zh: hash the lock file records.
+func verifyMirroredEntry(ctx context.Context, e lockfile.Entry, prov apispec.MirroredProvenance, pinned []registry.SigningKey, now time.Time,
+	report func(ok bool, format string, args ...any)) {
+	addr := e.Source.String() + " " + e.Version
+	keys := pinned
+	if len(keys) == 0 {
+		for _, k := range prov.Keys {
+			if pk, err := signing.ParsePublicKey(k.ASCIIArmor); err == nil {
+				keys = append(keys, pk)
+			}
+		}
+	}
+	v, err := provenance.Verify(ctx, prov.Envelope, keys, now)
+	if err != nil {
+		report(false, "%s: provenance (mirrored): %s", addr, verifyMessage(err))
+		return
+	}
+	ext := v.Statement.Predicate.BuildDefinition.ExternalParameters
+	report(true, "%s: provenance (mirrored) signed by key %s; built by %s %s", addr, v.Key.KeyID, v.Statement.Predicate.RunDetails.Builder.ID, ext["repository"])
+	zh := 0
+	for _, h := range e.Hashes {
+		d, ok := strings.CutPrefix(h, "zh:")
+		if !ok {
+			continue
+		}
+		zh++
+		name := ""
+		for _, sub := range v.Statement.Subject {
+			if strings.EqualFold(sub.Digest["sha256"], d) {
+				name = sub.Name
+			}
+		}
+		if name == "" {
+			report(false, "%s: zh:%s is no archive the provenance names", addr, short(d))
+		} else {
+			report(true, "%s: zh:%s is %s in the provenance", addr, short(d), name)
+		}
+	}
+	if zh == 0 {
+		report(false, "%s: the lock file records no zh: hash to check", addr)
 	}
 }
 

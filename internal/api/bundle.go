@@ -3,6 +3,8 @@ package api
 import (
 	"archive/tar"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -55,10 +57,18 @@ func (h *handler) exportBundle(w http.ResponseWriter, r *http.Request) error {
 			blobs = append(blobs, digest)
 		}
 	}
+	inline := map[string][]byte{} // the provenance envelopes, which are no blobs of the store
 	for _, s := range sources {
-		p, err := h.bundleProvider(ctx, s, platforms)
+		p, envelope, err := h.bundleProvider(ctx, s, platforms)
 		if err != nil {
 			return err
+		}
+		if envelope != nil {
+			digest := sha256Hex(envelope)
+			p.Provenance.Envelope = digest
+			inline[digest] = envelope
+			add(digest)
+			m.Format = apispec.BundleFormatProvenance
 		}
 		m.Providers = append(m.Providers, p)
 		add(p.SHASums)
@@ -68,15 +78,26 @@ func (h *handler) exportBundle(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	for _, s := range modules {
-		mv, err := h.bundleModule(ctx, s)
+		mv, envelope, err := h.bundleModule(ctx, s)
 		if err != nil {
 			return err
 		}
-		m.Modules = append(m.Modules, mv)
 		add(mv.Archive)
+		if envelope != nil {
+			digest := sha256Hex(envelope)
+			mv.Provenance.Envelope = digest
+			inline[digest] = envelope
+			add(digest)
+			m.Format = apispec.BundleFormatProvenance
+		}
+		m.Modules = append(m.Modules, mv)
 	}
 	sizes := make(map[string]int64, len(blobs))
 	for _, d := range blobs {
+		if e, ok := inline[d]; ok {
+			sizes[d] = int64(len(e))
+			continue
+		}
 		if sizes[d], err = h.Blobs.Stat(ctx, d); err != nil {
 			return registry.Wrap(registry.KindOf(err), err, "file "+d+" of the bundle")
 		}
@@ -91,15 +112,16 @@ func (h *handler) exportBundle(w http.ResponseWriter, r *http.Request) error {
 	h.Audit.Record(ctx, r, registry.AuditEvent{Action: registry.AuditBundleExport, Target: registry.Elide(strings.Join(append(slices.Clone(sources), modules...), " ")),
 		Details: fmt.Sprintf("%d files", len(blobs))})
 	w.WriteHeader(http.StatusOK)
-	if err := h.writeBundle(ctx, w, manifest, blobs, sizes); err != nil {
+	if err := h.writeBundle(ctx, w, manifest, blobs, sizes, inline); err != nil {
 		h.Logger.ErrorContext(ctx, "bundle export failed while streaming: answer aborted", "err", err)
 		panic(http.ErrAbortHandler)
 	}
 	return nil
 }
 
-// writeBundle writes the tar: the manifest, then every blob.
-func (h *handler) writeBundle(ctx context.Context, w io.Writer, manifest []byte, blobs []string, sizes map[string]int64) error {
+// writeBundle writes the tar: the manifest, then every blob, from inline
+// when it holds it, else from the blob store.
+func (h *handler) writeBundle(ctx context.Context, w io.Writer, manifest []byte, blobs []string, sizes map[string]int64, inline map[string][]byte) error {
 	tw := tar.NewWriter(w)
 	hdr := &tar.Header{Typeflag: tar.TypeReg, Name: apispec.BundleManifestName, Mode: 0o644, Size: int64(len(manifest)), ModTime: h.Now().UTC(), Format: tar.FormatPAX}
 	if err := tw.WriteHeader(hdr); err != nil {
@@ -109,6 +131,16 @@ func (h *handler) writeBundle(ctx context.Context, w io.Writer, manifest []byte,
 		return err
 	}
 	for _, d := range blobs {
+		if e, ok := inline[d]; ok {
+			hdr := &tar.Header{Typeflag: tar.TypeReg, Name: apispec.BundleBlobPrefix + d, Mode: 0o644, Size: int64(len(e)), Format: tar.FormatPAX}
+			if err := tw.WriteHeader(hdr); err != nil {
+				return err
+			}
+			if _, err := tw.Write(e); err != nil {
+				return err
+			}
+			continue
+		}
 		if err := h.writeBlobEntry(ctx, tw, d, sizes[d]); err != nil {
 			return err
 		}
@@ -166,19 +198,25 @@ func splitVersion(s, shape string) (string, string, error) {
 // bundleProvider returns the manifest entry of a provider version,
 // "host/namespace/type@version": one of Trove's own when host is its
 // public URL's, else a mirrored one, whose missing packages the mirror
-// fetches now. platforms, if not empty, selects the packages.
-func (h *handler) bundleProvider(ctx context.Context, s string, platforms [][2]string) (apispec.BundleProvider, error) {
+// fetches now. platforms, if not empty, selects the packages. A version
+// with provenance also returns its envelope, the entry's Provenance
+// holding its keys (its Envelope digest is the caller's).
+func (h *handler) bundleProvider(ctx context.Context, s string, platforms [][2]string) (apispec.BundleProvider, []byte, error) {
 	src, version, err := splitVersion(s, "host/namespace/type")
 	if err != nil {
-		return apispec.BundleProvider{}, err
+		return apispec.BundleProvider{}, nil, err
 	}
 	addr, err := tfaddr.ParseProviderSource(src)
 	if err != nil {
-		return apispec.BundleProvider{}, registry.Errorf(registry.Invalid, "invalid provider source %q: %s", src, err)
+		return apispec.BundleProvider{}, nil, registry.Errorf(registry.Invalid, "invalid provider source %q: %s", src, err)
 	}
 	v, err := h.bundledVersion(ctx, addr, version, platforms)
 	if err != nil {
-		return apispec.BundleProvider{}, err
+		return apispec.BundleProvider{}, nil, err
+	}
+	envelope, keys, err := h.bundledProvenance(ctx, addr, v.Version)
+	if err != nil {
+		return apispec.BundleProvider{}, nil, err
 	}
 	p := apispec.BundleProvider{
 		Source: addr.String(), Version: v.Version, Protocols: v.Protocols,
@@ -191,15 +229,79 @@ func (h *handler) bundleProvider(ctx context.Context, s string, platforms [][2]s
 		}
 		if pl.H1 == "" { // published before Trove hashed packages, not backfilled yet
 			if pl.H1, err = (&lockSource{h: h}).hashBlob(ctx, pl); err != nil {
-				return apispec.BundleProvider{}, err
+				return apispec.BundleProvider{}, nil, err
 			}
 		}
 		p.Platforms = append(p.Platforms, apispec.BundlePlatform{OS: pl.OS, Arch: pl.Arch, Filename: pl.Filename, SHA256: pl.SHA256, H1: pl.H1, Size: pl.Size})
 	}
 	if len(p.Platforms) == 0 {
-		return apispec.BundleProvider{}, registry.Errorf(registry.Invalid, "provider %s %s has a package for none of the platforms asked for", addr, version)
+		return apispec.BundleProvider{}, nil, registry.Errorf(registry.Invalid, "provider %s %s has a package for none of the platforms asked for", addr, version)
 	}
-	return p, nil
+	if envelope != nil {
+		p.Provenance = &apispec.BundleProvenance{Keys: bundleKeys(keys)}
+	}
+	return p, envelope, nil
+}
+
+// bundledProvenance returns the provenance envelope of a provider
+// version and the keys that verify it: of an own version, the envelope
+// Trove signed and its namespace's managed keys; of a mirrored one, what
+// an earlier bundle import stored. nil for a version without one.
+func (h *handler) bundledProvenance(ctx context.Context, addr tfaddr.Provider, version string) ([]byte, []registry.SigningKey, error) {
+	if !discovery.IsOwnHost(h.PublicURL.String(), addr.Hostname) {
+		envelope, keys, err := h.Index.MirroredProvenance(ctx, addr.Hostname.String(), addr.Namespace, addr.Type, version)
+		if registry.IsKind(err, registry.NotFound) {
+			return nil, nil, nil
+		}
+		return envelope, keys, err
+	}
+	envelope, err := h.Index.ProviderProvenance(ctx, addr.Namespace, addr.Type, version)
+	if registry.IsKind(err, registry.NotFound) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	keys, err := h.managedKeys(ctx, addr.Namespace, fmt.Sprintf("provider %s %s", addr, version))
+	if err != nil {
+		return nil, nil, err
+	}
+	return envelope, keys, nil
+}
+
+// managedKeys returns the Trove-managed keys of namespace, which verify
+// the provenance of what (a version of it) a bundle carries; Conflict
+// when it has none left.
+func (h *handler) managedKeys(ctx context.Context, namespace, what string) ([]registry.SigningKey, error) {
+	all, err := h.Index.ListSigningKeys(ctx, namespace)
+	if err != nil {
+		return nil, err
+	}
+	var keys []registry.SigningKey
+	for _, k := range all {
+		if k.Managed {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return nil, registry.Errorf(registry.Conflict, "%s has provenance, but namespace %s has no Trove-managed key left to verify it with; a bundle could not carry it", what, namespace)
+	}
+	return keys, nil
+}
+
+// bundleKeys returns keys as a bundle lists them.
+func bundleKeys(keys []registry.SigningKey) []apispec.BundleKey {
+	out := make([]apispec.BundleKey, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, apispec.BundleKey{KeyID: k.KeyID, ASCIIArmor: k.ASCIIArmor})
+	}
+	return out
+}
+
+// sha256Hex is the lower-case hex SHA-256 of data.
+func sha256Hex(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
 }
 
 // bundledVersion reads a provider version: an own one from the index, a
@@ -237,34 +339,52 @@ func (h *handler) bundledVersion(ctx context.Context, addr tfaddr.Provider, vers
 }
 
 // bundleModule returns the manifest entry of a module version,
-// "namespace/name/system@version".
-func (h *handler) bundleModule(ctx context.Context, s string) (apispec.BundleModule, error) {
+// "namespace/name/system@version", and its provenance envelope, if it
+// has one (the entry's Provenance then holds its keys; its Envelope
+// digest is the caller's).
+func (h *handler) bundleModule(ctx context.Context, s string) (apispec.BundleModule, []byte, error) {
 	addr, version, err := splitVersion(s, "namespace/name/system")
 	if err != nil {
-		return apispec.BundleModule{}, err
+		return apispec.BundleModule{}, nil, err
 	}
 	parts := strings.Split(addr, "/")
 	if len(parts) != 3 {
-		return apispec.BundleModule{}, registry.Errorf(registry.Invalid, "invalid module %q: want namespace/name/system@version", s)
+		return apispec.BundleModule{}, nil, registry.Errorf(registry.Invalid, "invalid module %q: want namespace/name/system@version", s)
 	}
 	ns, err1 := registry.ParseNamespace(parts[0])
 	name, err2 := registry.ParseModuleName(parts[1])
 	system, err3 := registry.ParseModuleSystem(parts[2])
 	if err := firstError(err1, err2, err3); err != nil {
-		return apispec.BundleModule{}, err
+		return apispec.BundleModule{}, nil, err
 	}
 	v, err := h.Index.GetModuleVersion(ctx, ns, name, system, version)
 	if registry.IsKind(err, registry.NotFound) && h.ModuleMirror != nil && h.ModuleMirror.Mirrored(ns) {
 		v, err = h.ModuleMirror.FetchModule(ctx, ns, name, system, version)
 	}
 	if err != nil {
-		return apispec.BundleModule{}, err
+		return apispec.BundleModule{}, nil, err
 	}
-	return apispec.BundleModule{
+	out := apispec.BundleModule{
 		Namespace: v.Namespace, Name: v.Name, System: v.System, Version: v.Version,
 		Archive: v.ArchiveDigest, Format: v.ArchiveFormat, Size: v.ArchiveSize,
 		Description: v.Description, Origin: v.Origin, Metadata: v.Metadata, PublishedAt: v.PublishedAt,
-	}, nil
+	}
+	envelope, err := h.Index.ModuleProvenance(ctx, v.Namespace, v.Name, v.System, v.Version)
+	if registry.IsKind(err, registry.NotFound) {
+		return out, nil, nil
+	}
+	if err != nil {
+		return apispec.BundleModule{}, nil, err
+	}
+	keys, err := h.Index.ModuleProvenanceKeys(ctx, v.Namespace, v.Name, v.System, v.Version)
+	if registry.IsKind(err, registry.NotFound) {
+		keys, err = h.managedKeys(ctx, v.Namespace, fmt.Sprintf("module %s/%s/%s %s", v.Namespace, v.Name, v.System, v.Version))
+	}
+	if err != nil {
+		return apispec.BundleModule{}, nil, err
+	}
+	out.Provenance = &apispec.BundleProvenance{Keys: bundleKeys(keys)}
+	return out, envelope, nil
 }
 
 // firstError returns the first error that is not nil.

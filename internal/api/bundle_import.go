@@ -3,25 +3,18 @@ package api
 import (
 	"archive/tar"
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
-
-	tfaddr "github.com/hashicorp/terraform-registry-address"
 
 	"trove.dev/trove/apispec"
 	"trove.dev/trove/internal/httpjson"
-	"trove.dev/trove/internal/modules"
-	"trove.dev/trove/internal/operations"
-	"trove.dev/trove/internal/protocol/discovery"
 	"trove.dev/trove/internal/registry"
-	"trove.dev/trove/internal/release"
 	"trove.dev/trove/internal/staging"
 )
 
@@ -57,30 +50,31 @@ func (h *handler) importBundle(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	imp, err := h.checkManifest(ctx, m)
+	// operations decides: the manifest's rules first, then, once the
+	// files are staged, every package, module and provenance is checked
+	// as a publish checks it and stored in one transaction with its audit
+	// entry and events.
+	b, needed, err := h.Ops.CheckBundleManifest(ctx, actor(r), m)
 	if err != nil {
 		return err
 	}
-	sizes, err := stageBlobs(tr, dir, imp.needed, h.MaxUploadBytes)
+	sizes, err := stageBlobs(tr, dir, needed, h.MaxUploadBytes)
 	if err != nil {
 		return err
 	}
-	for _, d := range imp.order {
-		if _, ok := sizes[d]; !ok {
-			return registry.Errorf(registry.Invalid, "the bundle lacks the file %s%s (%s)", apispec.BundleBlobPrefix, d, imp.needed[d])
+	for _, d := range append(slices.Clone(b.Files), b.Envelopes...) {
+		if _, ok := sizes[d]; !ok && d != "" {
+			return registry.Errorf(registry.Invalid, "the bundle lacks the file %s%s (%s)", apispec.BundleBlobPrefix, d, needed[d])
 		}
 	}
-	// operations.ImportBundle owns the rest: every package and module is
-	// checked as a publish checks it, then stored in one transaction with
-	// its audit entry and events.
-	done, err := h.Ops.ImportBundle(ctx, actor(r), operations.Bundle{Dir: dir, Sizes: sizes, Files: imp.order,
-		Providers: imp.providers, Sources: imp.sources, Modules: imp.modules})
+	b.Dir, b.Sizes = dir, sizes
+	done, err := h.Ops.ImportBundle(ctx, actor(r), b)
 	if err != nil {
 		return err
 	}
 	out := apispec.BundleImportResult{Providers: []apispec.BundleImportedProvider{}, Modules: []apispec.BundleImportedModule{}}
 	for i, p := range m.Providers {
-		out.Providers = append(out.Providers, apispec.BundleImportedProvider{Source: imp.sources[i], Version: p.Version, Packages: done.Providers[i]})
+		out.Providers = append(out.Providers, apispec.BundleImportedProvider{Source: b.Sources[i], Version: p.Version, Packages: done.Providers[i]})
 	}
 	for i, v := range done.ModuleVersions {
 		out.Modules = append(out.Modules, apispec.BundleImportedModule{Address: v.Namespace + "/" + v.Name + "/" + v.System, Version: v.Version, Created: done.Modules[i]})
@@ -110,12 +104,6 @@ func readManifest(tr *tar.Reader) (apispec.BundleManifest, error) {
 	if err := dec.Decode(&m); err != nil {
 		return m, registry.Errorf(registry.Invalid, "the bundle's %s does not parse: %v", apispec.BundleManifestName, err)
 	}
-	if m.Format != apispec.BundleFormat {
-		return m, registry.Errorf(registry.Invalid, "the bundle's format is %q; this Trove reads %q", m.Format, apispec.BundleFormat)
-	}
-	if n := len(m.Providers) + len(m.Modules); n == 0 || n > apispec.MaxBundleItems {
-		return m, registry.Errorf(registry.Invalid, "a bundle holds 1 to %d provider and module versions; this one has %d", apispec.MaxBundleItems, n)
-	}
 	return m, nil
 }
 
@@ -131,136 +119,6 @@ func bundleReadError(err error, what string) error {
 		err = io.ErrUnexpectedEOF
 	}
 	return registry.Errorf(registry.Invalid, "reading the bundle's %s: %v", what, err)
-}
-
-// bundleImport is a checked manifest: what to store, once verified.
-type bundleImport struct {
-	providers []registry.MirroredVersion
-	sources   []string // of providers, as addresses print
-	modules   []registry.ModuleVersion
-	needed    map[string]string // digest -> what it is, for messages
-	order     []string          // the digests of needed, in manifest order
-	versions  map[string]bool   // the versions named so far, as messages name them
-}
-
-// once refuses a version (what names it) that the manifest names twice.
-func (b *bundleImport) once(what string) error {
-	if b.versions[what] {
-		return registry.Errorf(registry.Invalid, "the bundle's manifest names %s twice", what)
-	}
-	b.versions[what] = true
-	return nil
-}
-
-// need records that the bundle must hold the file digest.
-func (b *bundleImport) need(digest, what string) error {
-	if err := registry.CheckDigest(digest); err != nil {
-		return registry.Errorf(registry.Invalid, "%s: invalid digest %q", what, digest)
-	}
-	if _, ok := b.needed[digest]; !ok {
-		b.needed[digest] = what
-		b.order = append(b.order, digest)
-	}
-	return nil
-}
-
-// checkManifest checks the names, versions and digests of a manifest and
-// the namespaces of its modules, and returns what to import.
-func (h *handler) checkManifest(ctx context.Context, m apispec.BundleManifest) (*bundleImport, error) {
-	b := &bundleImport{needed: map[string]string{}, versions: map[string]bool{}}
-	now := h.Now().UTC()
-	for _, p := range m.Providers {
-		addr, err := tfaddr.ParseProviderSource(p.Source)
-		if err != nil {
-			return nil, registry.Errorf(registry.Invalid, "invalid provider source %q in the bundle: %s", p.Source, err)
-		}
-		if discovery.IsOwnHost(h.PublicURL.String(), addr.Hostname) {
-			return nil, registry.Errorf(registry.Invalid, "provider %s is one of this registry's own (its host is %s): publish it to its namespace instead of importing it", addr, h.PublicURL.Host)
-		}
-		if _, err := registry.ParseVersion(p.Version); err != nil {
-			return nil, err
-		}
-		what := fmt.Sprintf("provider %s %s", addr, p.Version)
-		if err := b.once(what); err != nil {
-			return nil, err
-		}
-		protocols, err := release.CheckProtocols(p.Protocols)
-		if err != nil {
-			return nil, registry.Wrap(registry.Invalid, err, what)
-		}
-		if _, err := registry.ParseKeyID(p.Key.KeyID); err != nil {
-			return nil, registry.Wrap(registry.Invalid, err, what)
-		}
-		if err := firstError(b.need(p.SHASums, "the SHA256SUMS of "+what), b.need(p.Signature, "the signature of "+what)); err != nil {
-			return nil, err
-		}
-		if len(p.Platforms) == 0 {
-			return nil, registry.Errorf(registry.Invalid, "%s has no packages in the bundle", what)
-		}
-		v := registry.MirroredVersion{Host: addr.Hostname.String(), ProviderVersion: registry.ProviderVersion{
-			Namespace: addr.Namespace, Type: addr.Type, Version: p.Version, Protocols: protocols,
-			SHASumsDigest: p.SHASums, SHASumsSignatureDigest: p.Signature,
-			SigningKey:  registry.SigningKey{Namespace: addr.Namespace, KeyID: p.Key.KeyID, ASCIIArmor: p.Key.ASCIIArmor},
-			PublishedAt: now,
-		}}
-		for _, pl := range p.Platforms {
-			if err := registry.ValidatePlatform(pl.OS, pl.Arch); err != nil {
-				return nil, err
-			}
-			if pl.Size < 1 || !strings.HasPrefix(pl.H1, "h1:") {
-				return nil, registry.Errorf(registry.Invalid, "%s: the package of %s_%s has no size or h1 hash in the manifest", what, pl.OS, pl.Arch)
-			}
-			if err := b.need(pl.SHA256, fmt.Sprintf("the %s_%s package of %s", pl.OS, pl.Arch, what)); err != nil {
-				return nil, err
-			}
-			v.Platforms = append(v.Platforms, registry.Platform{OS: pl.OS, Arch: pl.Arch, Filename: pl.Filename, SHA256: pl.SHA256, Size: pl.Size, H1: pl.H1})
-		}
-		if err := registry.CheckPlatforms(v.ProviderVersion); err != nil {
-			return nil, err
-		}
-		b.providers = append(b.providers, v)
-		b.sources = append(b.sources, addr.String())
-	}
-	for _, bm := range m.Modules {
-		addr, err := modules.ParseAddress(bm.Namespace, bm.Name, bm.System, bm.Version)
-		if err != nil {
-			return nil, err
-		}
-		ns, name, system := addr.Namespace, addr.Name, addr.System
-		what := fmt.Sprintf("module %s/%s/%s %s", ns, name, system, bm.Version)
-		if err := b.once(what); err != nil {
-			return nil, err
-		}
-		if bm.Format != "tar.gz" && bm.Format != "zip" {
-			return nil, registry.Errorf(registry.Invalid, "%s: unknown archive format %q", what, bm.Format)
-		}
-		if bm.Size < 1 {
-			return nil, registry.Errorf(registry.Invalid, "%s: its archive has no size in the manifest", what)
-		}
-		if err := b.need(bm.Archive, "the archive of "+what); err != nil {
-			return nil, err
-		}
-		if _, err := h.Index.GetNamespace(ctx, ns); err != nil {
-			if registry.IsKind(err, registry.NotFound) {
-				return nil, registry.Errorf(registry.NotFound, "%s goes into namespace %q, which this Trove does not have: create it first (trove namespace create %s)", what, ns, ns)
-			}
-			return nil, err
-		}
-		published := bm.PublishedAt
-		if published.IsZero() {
-			published = now
-		}
-		var metadata []byte // checked, then replaced by the archive's (modules.Publisher.CheckImport)
-		if len(bm.Metadata) > 0 && string(bm.Metadata) != "null" {
-			metadata = bm.Metadata
-		}
-		b.modules = append(b.modules, registry.ModuleVersion{
-			Namespace: ns, Name: name, System: system, Version: bm.Version,
-			ArchiveDigest: bm.Archive, ArchiveFormat: bm.Format, ArchiveSize: bm.Size,
-			Metadata: metadata, Description: bm.Description, Origin: bm.Origin, PublishedAt: published,
-		})
-	}
-	return b, nil
 }
 
 // stageBlobs copies every further entry of the tar into dir, named by its

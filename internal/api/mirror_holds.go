@@ -29,6 +29,29 @@ func (h *handler) registerMirrorHolds(route func(string, httpjson.HandlerFunc)) 
 	route("DELETE "+apispec.RouteMirrorApproval, h.deleteMirrorApproval)
 	route("PUT "+apispec.RouteMirrorDenials, h.putMirrorDenial)
 	route("DELETE "+apispec.RouteMirrorDenials, h.deleteMirrorDenial)
+	route("GET "+apispec.RouteMirrorProvenance, h.getMirroredProvenance)
+}
+
+// getMirroredProvenance answers the provenance an air-gap bundle carried
+// with a mirrored version, with the keys that verify it, to whoever may
+// read the mirror (auth.Access.MirrorRead).
+func (h *handler) getMirroredProvenance(w http.ResponseWriter, r *http.Request) error {
+	if err := h.Access.MirrorRead(r); err != nil {
+		return err
+	}
+	p, err := h.Ops.MirroredName(r.PathValue("host"), r.PathValue("namespace"), r.PathValue("type"))
+	if err != nil {
+		return err
+	}
+	version := r.PathValue("version")
+	if _, err := registry.ParseVersion(version); err != nil {
+		return err
+	}
+	envelope, keys, err := h.Index.MirroredProvenance(r.Context(), p.Host, p.Namespace, p.Type, version)
+	if err != nil {
+		return err
+	}
+	return httpjson.Write(w, http.StatusOK, apispec.MirroredProvenance{Envelope: envelope, Keys: bundleKeys(keys)})
 }
 
 // mirroredParam checks that the caller is a global admin and returns the

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"trove.dev/trove/apispec"
+	"trove.dev/trove/internal/provenance"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/release"
 	"trove.dev/trove/internal/signing"
@@ -34,9 +35,16 @@ type Bundle struct {
 	// Sources their addresses as they print.
 	Providers []registry.MirroredVersion
 	Sources   []string
+	// Envelopes are, per provider, the digest of the staged DSSE envelope
+	// of its provenance, or "" (its ProvenanceKeys are the keys that may
+	// verify it). ImportBundle reads and verifies them; they are stored
+	// in the index, not as blobs.
+	Envelopes []string
 	// Modules are the module versions of the bundle, as their manifest
-	// describes them.
-	Modules []registry.ModuleVersion
+	// describes them, and ModuleEnvelopes, per module, the digest of its
+	// staged provenance envelope or "" (as Envelopes).
+	Modules         []registry.ModuleVersion
+	ModuleEnvelopes []string
 }
 
 // BundleResult is what ImportBundle stored.
@@ -66,11 +74,15 @@ func (o *Operations) ImportBundle(ctx context.Context, a Actor, b Bundle) (Bundl
 	if (len(b.Providers) > 0 && o.opt.Publisher == nil) || (len(b.Modules) > 0 && o.opt.Modules == nil) || o.opt.Blobs == nil {
 		return BundleResult{}, registry.Errorf(registry.Internal, "bundle import is not configured on this server")
 	}
-	for _, d := range b.Files {
-		if _, ok := b.Sizes[d]; !ok {
+	for _, d := range slices.Concat(b.Files, b.Envelopes, b.ModuleEnvelopes) {
+		if _, ok := b.Sizes[d]; !ok && d != "" {
 			return BundleResult{}, registry.Errorf(registry.Invalid, "the bundle lacks the file %s%s", apispec.BundleBlobPrefix, d)
 		}
 	}
+	if (len(b.Envelopes) != 0 && len(b.Envelopes) != len(b.Providers)) || (len(b.ModuleEnvelopes) != 0 && len(b.ModuleEnvelopes) != len(b.Modules)) {
+		return BundleResult{}, registry.Errorf(registry.Internal, "a bundle's envelopes do not match its providers")
+	}
+	b.Providers = slices.Clone(b.Providers)
 	mods := slices.Clone(b.Modules)
 	if err := o.verifyBundle(ctx, b, mods); err != nil {
 		return BundleResult{}, err
@@ -153,6 +165,13 @@ func (o *Operations) verifyBundle(ctx context.Context, b Bundle, mods []registry
 			}
 		}
 	}
+	for i := range b.Providers {
+		if len(b.Envelopes) > 0 && b.Envelopes[i] != "" {
+			if err := o.verifyBundleProvenance(ctx, &b.Providers[i], b.Dir, b.Envelopes[i], fmt.Sprintf("provider %s %s", b.Sources[i], b.Providers[i].Version)); err != nil {
+				return err
+			}
+		}
+	}
 	for i, m := range mods {
 		if b.Sizes[m.ArchiveDigest] != m.ArchiveSize {
 			return registry.Errorf(registry.Invalid, "module %s/%s/%s %s: its archive has %d bytes, the manifest says %d", m.Namespace, m.Name, m.System, m.Version, b.Sizes[m.ArchiveDigest], m.ArchiveSize)
@@ -161,8 +180,86 @@ func (o *Operations) verifyBundle(ctx context.Context, b Bundle, mods []registry
 		if err != nil {
 			return err
 		}
+		res.Version.ProvenanceKeys = m.ProvenanceKeys
 		mods[i] = res.Version
+		envelope := ""
+		if len(b.ModuleEnvelopes) > 0 {
+			envelope = b.ModuleEnvelopes[i]
+		}
+		if err := o.checkBundleModuleProvenance(ctx, &mods[i], b.Dir, envelope); err != nil {
+			return err
+		}
 	}
+	return nil
+}
+
+// checkBundleModuleProvenance checks the provenance a bundle carries with
+// the module version v (the digest of its staged envelope, or ""): it
+// must verify with the keys the bundle gives (judged now) and name v's
+// archive, <name>-<system>-<version>.<format>, with its digest; it then
+// sets v.Provenance. When v's namespace has a provenance policy, v is
+// admitted only with provenance whose statement's CI claims (the
+// repository and ref of its externalParameters, its builder as issuer)
+// the policy admits (registry.ProvenancePolicy.Admits, the rule of
+// publishes): else Forbidden with the reason.
+func (o *Operations) checkBundleModuleProvenance(ctx context.Context, v *registry.ModuleVersion, dir, digest string) error {
+	what := fmt.Sprintf("module %s/%s/%s %s", v.Namespace, v.Name, v.System, v.Version)
+	var ci *registry.CIClaims
+	if digest != "" {
+		envelope, err := readStaged(dir, digest, provenance.MaxEnvelopeBytes)
+		if err != nil {
+			return err
+		}
+		checked, err := provenance.Verify(ctx, envelope, v.ProvenanceKeys, o.opt.Now())
+		if err != nil {
+			return registry.Errorf(registry.Invalid, "%s: its provenance does not verify with the keys the bundle gives: %s; nothing was imported", what, registry.Message(err))
+		}
+		archive := fmt.Sprintf("%s-%s-%s.%s", v.Name, v.System, v.Version, v.ArchiveFormat)
+		if err := checked.Statement.CheckArchive(archive, v.ArchiveDigest); err != nil {
+			return registry.Errorf(registry.Invalid, "%s: %s; nothing was imported", what, registry.Message(err))
+		}
+		v.Provenance = envelope
+		if st := checked.Statement; st.Predicate.BuildDefinition.BuildType == provenance.BuildTypeKeyless {
+			ext := st.Predicate.BuildDefinition.ExternalParameters
+			ci = &registry.CIClaims{Issuer: st.Predicate.RunDetails.Builder.ID, Repository: ext["repository"], Ref: ext["ref"]}
+		}
+	}
+	p, err := o.opt.Index.GetProvenancePolicy(ctx, v.Namespace)
+	if registry.IsKind(err, registry.NotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := p.Admits(ci); err != nil {
+		if ci == nil {
+			return registry.Errorf(registry.Forbidden, "%s: namespace %s has a provenance policy, and this module version comes without provenance of a CI build (%s); nothing was imported",
+				what, v.Namespace, registry.Message(err))
+		}
+		return registry.Errorf(registry.Forbidden, "%s: %s; nothing was imported", what, registry.Message(err))
+	}
+	return nil
+}
+
+// verifyBundleProvenance reads the staged envelope of a provider version
+// of a bundle, checks that it verifies with the keys the bundle gives
+// (judged now) and names every package of v with its digest, and sets
+// v.Provenance.
+func (o *Operations) verifyBundleProvenance(ctx context.Context, v *registry.MirroredVersion, dir, digest, what string) error {
+	envelope, err := readStaged(dir, digest, provenance.MaxEnvelopeBytes)
+	if err != nil {
+		return err
+	}
+	checked, err := provenance.Verify(ctx, envelope, v.ProvenanceKeys, o.opt.Now())
+	if err != nil {
+		return registry.Errorf(registry.Invalid, "%s: its provenance does not verify with the keys the bundle gives: %s; nothing was imported", what, registry.Message(err))
+	}
+	for _, pl := range v.Platforms {
+		if err := checked.Statement.CheckArchive(pl.Filename, pl.SHA256); err != nil {
+			return registry.Errorf(registry.Invalid, "%s: %s; nothing was imported", what, registry.Message(err))
+		}
+	}
+	v.Provenance = envelope
 	return nil
 }
 

@@ -121,7 +121,17 @@ func (p MirroredProvider) String() string { return p.Host + "/" + p.Namespace + 
 // provider host/namespace/type normalized. Entrances call it before they
 // read a request's body; Decide and Withdraw call it again.
 func (o *Operations) MirroredProvider(a Actor, host, namespace, typ string) (MirroredProvider, error) {
-	host, err := o.MirrorHost(a, host)
+	if err := o.require(a, registry.ScopeAdmin, ""); err != nil {
+		return MirroredProvider{}, err
+	}
+	return o.MirroredName(host, namespace, typ)
+}
+
+// MirroredName returns the provider host/namespace/type normalized, for
+// reads of the mirror that need no admin right (the caller decides who
+// may read).
+func (o *Operations) MirroredName(host, namespace, typ string) (MirroredProvider, error) {
+	host, err := NormalizeHost(host)
 	if err != nil {
 		return MirroredProvider{}, err
 	}

@@ -158,6 +158,13 @@ type MirroredVersion struct {
 	// it (lowercase, ASCII, with a port if it has one).
 	Host string
 	ProviderVersion
+	// ProvenanceKeys are the public keys that verify the version's
+	// Provenance (ProviderVersion.Provenance) when an air-gap bundle
+	// carried one: the exporting Trove's namespace keys, not keys of this
+	// Trove. Both are nil for what the mirror fetched from upstream, and
+	// reads leave them nil (store.Provenance.MirroredProvenance reads
+	// them).
+	ProvenanceKeys []SigningKey
 }
 
 // MirrorUpstream is an upstream registry the mirror may fetch providers

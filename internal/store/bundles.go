@@ -27,6 +27,13 @@ type Bundles interface {
 	// but for build metadata, Conflict. NotFound if a module's namespace
 	// does not exist. Invalid for a mirrored version without platforms or
 	// with a platform not held, or an invalid version.
+	//
+	// A version with Provenance (and its ProvenanceKeys, which it needs:
+	// Invalid without) stores both with it (migration 0027,
+	// Provenance.MirroredProvenance and ModuleProvenanceKeys read them).
+	// A version stored already with the same envelope keeps it; with
+	// another, or a module version stored without one, Conflict; a
+	// mirrored version stored without one gains it.
 	ImportBundle(ctx context.Context, providers []registry.MirroredVersion, modules []registry.ModuleVersion) (BundleImport, error)
 }
 

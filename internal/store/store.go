@@ -30,7 +30,7 @@ type Index interface {
 	Secrets
 	Access // users, memberships, personal tokens, authorization codes, audit log (access.go)
 	PackageHashes
-	Provenance // signed provenance of provider versions
+	Provenance // signed provenance of provider and module versions
 	Mirror
 	MirrorInventory
 	MirrorUpstreams
@@ -177,13 +177,29 @@ type Providers interface {
 	DeleteProvider(ctx context.Context, namespace, typ string) (int, error)
 }
 
-// Provenance reads the provenance envelopes that CreateProviderVersion
-// stores with versions (registry.ProviderVersion.Provenance).
+// Provenance reads the provenance envelopes that CreateProviderVersion and
+// CreateModuleVersion store with versions (registry.ProviderVersion.Provenance,
+// registry.ModuleVersion.Provenance).
 type Provenance interface {
 	// ProviderProvenance returns the DSSE envelope (JSON) stored with a
 	// provider version. NotFound if there is no such version or it was
 	// stored without one.
 	ProviderProvenance(ctx context.Context, namespace, typ, version string) ([]byte, error)
+	// MirroredProvenance returns the DSSE envelope an air-gap bundle
+	// import stored with a mirrored provider version (Bundles), and the
+	// public keys that verify it (KeyID and ASCIIArmor set). NotFound if
+	// there is no such version or it was stored without one.
+	MirroredProvenance(ctx context.Context, host, namespace, typ, version string) ([]byte, []registry.SigningKey, error)
+	// ModuleProvenance returns the DSSE envelope (JSON) stored with a
+	// module version by CreateModuleVersion
+	// (registry.ModuleVersion.Provenance). NotFound if there is no such
+	// version or it was stored without one.
+	ModuleProvenance(ctx context.Context, namespace, name, system, version string) ([]byte, error)
+	// ModuleProvenanceKeys returns the public keys an air-gap bundle
+	// import stored with a module version's provenance (KeyID and
+	// ASCIIArmor set). NotFound for a version without them, whose
+	// provenance its namespace's keys verify.
+	ModuleProvenanceKeys(ctx context.Context, namespace, name, system, version string) ([]registry.SigningKey, error)
 	// TokenCIClaims returns the CI claims CreateToken stored with a token
 	// (registry.Token.CI), and false for a token without them or no such
 	// token.

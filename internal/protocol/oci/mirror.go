@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/store"
 )
 
 // Mirror is what the Service needs of the provider mirror
@@ -58,7 +59,7 @@ func (s *Service) mirrorRepo(ctx context.Context, key repoKey) (*repo, error) {
 				Version: mv.Version, OS: p.OS, Arch: p.Arch}.String()
 		}
 	}
-	rp, err := providerRepo(whole, func(d string) (int64, error) { return s.opt.Blobs.Stat(ctx, d) }, nil)
+	rp, err := providerRepo(whole, func(d string) (int64, error) { return s.opt.Blobs.Stat(ctx, d) }, s.mirroredProvenance(ctx, key.host))
 	if err != nil {
 		return nil, err
 	}
@@ -80,6 +81,23 @@ func (s *Service) mirrorRepo(ctx context.Context, key repoKey) (*repo, error) {
 		return nil, registry.Errorf(registry.NotFound, "repository %s is not known to this registry", key)
 	}
 	return rp, nil
+}
+
+// mirroredProvenance returns the reader of the provenance an air-gap
+// bundle carried with a mirrored version of host, for providerRepo: nil
+// when the index keeps none (store.Provenance).
+func (s *Service) mirroredProvenance(ctx context.Context, host string) func(registry.ProviderVersion) ([]byte, error) {
+	p, ok := s.opt.Index.(store.Provenance)
+	if !ok {
+		return nil
+	}
+	return func(v registry.ProviderVersion) ([]byte, error) {
+		envelope, _, err := p.MirroredProvenance(ctx, host, v.Namespace, v.Type, v.Version)
+		if registry.IsKind(err, registry.NotFound) {
+			return nil, nil
+		}
+		return envelope, err
+	}
 }
 
 // mirrorManifest answers a manifest reference of an upstream's provider

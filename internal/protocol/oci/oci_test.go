@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -678,5 +679,57 @@ func TestMirrorRepositories(t *testing.T) {
 	r = e.do(t, http.MethodGet, "/v2/acme/widget/tags/list", "Authorization", "Bearer "+tok.Token)
 	if r.status != 401 {
 		t.Errorf("the mirror repository's token on an own repository: %d %s, want 401", r.status, r.body)
+	}
+}
+
+// TestMirroredProvenanceReferrer: a mirrored version an air-gap bundle
+// imported with provenance has it as a referrer of its image index, as
+// Trove's own versions have theirs; one imported without has none.
+func TestMirroredProvenanceReferrer(t *testing.T) {
+	e := newEnv(t)
+	ctx := t.Context()
+	bearer := "Bearer " + e.token
+	envelope := []byte(`{"payloadType":"application/vnd.in-toto+json","payload":"e30=","signatures":[{"keyid":"K","sig":"c2ln"}]}`)
+	mirrored := func(version string, withProvenance bool) registry.MirroredVersion {
+		v := registry.MirroredVersion{Host: "registry.example", ProviderVersion: registry.ProviderVersion{
+			Namespace: "up", Type: "gadget", Version: version, Protocols: []string{"6.0"}, PublishedAt: time.Now(),
+			SHASumsDigest: e.srv.Blob(t, "sums "+version), SHASumsSignatureDigest: e.srv.Blob(t, "sig "+version),
+			SigningKey: registry.SigningKey{Namespace: "up", KeyID: "0123456789ABCDEF", Fingerprint: strings.Repeat("AB", 20), ASCIIArmor: "x", CreatedAt: time.Now()},
+		}}
+		content := "PK zip of gadget " + version
+		v.Platforms = []registry.Platform{{OS: "linux", Arch: "amd64", Filename: "terraform-provider-gadget_" + version + "_linux_amd64.zip",
+			SHA256: e.srv.Blob(t, content), Size: int64(len(content)), H1: "h1:" + strings.Repeat("A", 43) + "="}}
+		if withProvenance {
+			v.Provenance = envelope
+			v.ProvenanceKeys = []registry.SigningKey{{Namespace: "up", KeyID: "0123456789ABCDEF", ASCIIArmor: "x"}}
+		}
+		return v
+	}
+	if _, err := e.srv.Index.ImportBundle(ctx, []registry.MirroredVersion{mirrored("1.0.0", true), mirrored("2.0.0", false)}, nil); err != nil {
+		t.Fatal(err)
+	}
+	referrers := func(tag string) []oci.Descriptor {
+		r := e.do(t, http.MethodGet, "/v2/registry.example/up/gadget/manifests/"+tag, "Authorization", bearer, "Accept", oci.MediaTypeIndex)
+		if r.status != http.StatusOK {
+			t.Fatalf("GET the index of %s = %d %s", tag, r.status, r.body)
+		}
+		var refs oci.ImageIndex
+		e.getJSON(t, "/v2/registry.example/up/gadget/referrers/"+r.header.Get("Docker-Content-Digest")+"?artifactType="+url.QueryEscape(oci.ArtifactProvenance), &refs, "Authorization", bearer)
+		return refs.Manifests
+	}
+	refs := referrers("1.0.0")
+	if len(refs) != 1 {
+		t.Fatalf("provenance referrers of the imported 1.0.0 = %+v, want one", refs)
+	}
+	var m oci.Manifest
+	e.getJSON(t, "/v2/registry.example/up/gadget/manifests/"+refs[0].Digest, &m, "Authorization", bearer)
+	if len(m.Layers) != 1 || m.Layers[0].MediaType != oci.MediaTypeDSSE {
+		t.Fatalf("provenance manifest = %+v", m)
+	}
+	if b := e.do(t, http.MethodGet, "/v2/registry.example/up/gadget/blobs/"+m.Layers[0].Digest, "Authorization", bearer); b.status != 200 || !bytes.Equal(b.body, envelope) {
+		t.Errorf("provenance layer = %d %q, want the envelope", b.status, b.body)
+	}
+	if refs := referrers("2.0.0"); len(refs) != 0 {
+		t.Errorf("provenance referrers of 2.0.0, imported without = %+v", refs)
 	}
 }

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -29,6 +30,9 @@ func (x *Index) ImportBundle(ctx context.Context, providers []registry.MirroredV
 		if err := registry.CheckStoredTime(v.PublishedAt, "publication time"); err != nil {
 			return store.BundleImport{}, err
 		}
+		if (v.Provenance == nil) != (len(v.ProvenanceKeys) == 0) {
+			return store.BundleImport{}, registry.Errorf(registry.Invalid, "module %s/%s/%s version %s: provenance comes with the keys that verify it", v.Namespace, v.Name, v.System, v.Version)
+		}
 	}
 	var blobs []string
 	for _, v := range providers {
@@ -50,6 +54,9 @@ func (x *Index) ImportBundle(ctx context.Context, providers []registry.MirroredV
 		for i, v := range providers {
 			n, err := x.importMirrored(ctx, t, v)
 			if err != nil {
+				return err
+			}
+			if err := x.importMirroredProvenance(ctx, t, v); err != nil {
 				return err
 			}
 			out.Providers[i] = n
@@ -89,6 +96,9 @@ func checkImportedProvider(v registry.MirroredVersion) error {
 	}
 	if err := registry.CheckStoredTime(v.PublishedAt, "import time"); err != nil {
 		return err
+	}
+	if (v.Provenance == nil) != (len(v.ProvenanceKeys) == 0) {
+		return registry.Errorf(registry.Invalid, "%s: provenance comes with the keys that verify it", what)
 	}
 	if err := registry.CheckStoredTime(v.SigningKey.CreatedAt, "key creation time"); !v.SigningKey.CreatedAt.IsZero() && err != nil {
 		return err
@@ -217,6 +227,74 @@ func (x *Index) insertMirrored(ctx context.Context, t tx, v registry.MirroredVer
 	return nil
 }
 
+// provenanceKey is one key of mirrored_provenance.keys.
+type provenanceKey struct {
+	KeyID      string `json:"key_id"`
+	ASCIIArmor string `json:"ascii_armor"`
+}
+
+// importMirroredProvenance stores the provenance a bundle carried with
+// the mirrored version v (stored already in t), if any: a version stored
+// with the same envelope keeps it (and its keys), one stored with
+// another is Conflict.
+func (x *Index) importMirroredProvenance(ctx context.Context, t tx, v registry.MirroredVersion) error {
+	if v.Provenance == nil {
+		return nil
+	}
+	what := fmt.Sprintf("mirrored provider %s/%s/%s version %s", v.Host, v.Namespace, v.Type, v.Version)
+	var id int64
+	var envelope sql.NullString
+	err := t.row(ctx, `SELECT v.id, p.envelope FROM mirrored_versions v LEFT JOIN mirrored_provenance p ON p.version_id = v.id
+		WHERE v.host = $1 AND v.namespace = $2 AND v.type = $3 AND v.version = $4`,
+		v.Host, v.Namespace, v.Type, v.Version).Scan(&id, &envelope)
+	switch {
+	case err != nil:
+		return err
+	case envelope.Valid && envelope.String == string(v.Provenance):
+		return nil
+	case envelope.Valid:
+		return registry.Errorf(registry.Conflict, "%s is stored already with another provenance: a release's provenance never changes", what)
+	}
+	data, err := provenanceKeysJSON(v.ProvenanceKeys)
+	if err != nil {
+		return err
+	}
+	_, err = t.exec(ctx, `INSERT INTO mirrored_provenance (version_id, envelope, keys) VALUES ($1, $2, $3)`, id, string(v.Provenance), data)
+	return err
+}
+
+// MirroredProvenance returns the provenance envelope an air-gap bundle
+// carried with a mirrored version and the keys that verify it (KeyID
+// and ASCIIArmor set). NotFound if there is no such version or it has
+// none.
+func (x *Index) MirroredProvenance(ctx context.Context, host, namespace, typ, ver string) ([]byte, []registry.SigningKey, error) {
+	ctx, cancel := x.op(ctx)
+	defer cancel()
+	what := fmt.Sprintf("mirrored provider %s/%s/%s version %s", host, namespace, typ, ver)
+	var envelope, keys sql.NullString
+	err := x.row(ctx, `SELECT p.envelope, p.keys FROM mirrored_versions v
+		LEFT JOIN mirrored_provenance p ON p.version_id = v.id
+		WHERE v.host = $1 AND v.namespace = $2 AND v.type = $3 AND v.version = $4`, host, namespace, typ, ver).Scan(&envelope, &keys)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil, registry.Errorf(registry.NotFound, "%s is not stored", what)
+	}
+	if err != nil {
+		return nil, nil, x.fail(err, "reading the provenance of "+what)
+	}
+	if !envelope.Valid {
+		return nil, nil, registry.Errorf(registry.NotFound, "%s has no provenance: only versions an air-gap bundle brought with their provenance have one", what)
+	}
+	var stored []provenanceKey
+	if err := json.Unmarshal([]byte(keys.String), &stored); err != nil {
+		return nil, nil, x.fail(err, "reading the provenance keys of "+what)
+	}
+	out := make([]registry.SigningKey, 0, len(stored))
+	for _, k := range stored {
+		out = append(out, registry.SigningKey{Namespace: namespace, KeyID: k.KeyID, ASCIIArmor: k.ASCIIArmor})
+	}
+	return []byte(envelope.String), out, nil
+}
+
 // importModule stores one module version in t and recounts its module's
 // summary, or leaves a stored version of the same archive as it is, and
 // reports whether it stored it. The summary row is created if missing
@@ -244,7 +322,7 @@ func (x *Index) importModule(ctx context.Context, t tx, v registry.ModuleVersion
 		v.Namespace, v.Name, v.System, core, len(core)+1, core+"+").Scan(&existing, &archive)
 	switch {
 	case err == nil && existing == v.Version && archive == v.ArchiveDigest:
-		return false, nil
+		return false, x.importModuleProvenance(ctx, t, v, false)
 	case err == nil && existing == v.Version:
 		return false, registry.Errorf(registry.Conflict, "%s version %s is stored already with another archive (%s, the bundle's is %s); published versions are immutable",
 			what, v.Version, archive, v.ArchiveDigest)
@@ -264,5 +342,80 @@ func (x *Index) importModule(ctx context.Context, t tx, v registry.ModuleVersion
 		metadata, v.Description, v.Origin, x.d.Time(v.PublishedAt)); err != nil {
 		return false, err
 	}
+	if err := x.importModuleProvenance(ctx, t, v, true); err != nil {
+		return false, err
+	}
 	return true, x.recountModule(ctx, t, v.Namespace, v.Name, v.System)
+}
+
+// importModuleProvenance stores the provenance a bundle carried with the
+// module version v (stored in t; created says whether just now) and its
+// keys, if any: a version stored with the same envelope keeps it, one
+// stored with another, or without one, is Conflict (its provenance, or
+// its lack of one, came with its publish).
+func (x *Index) importModuleProvenance(ctx context.Context, t tx, v registry.ModuleVersion, created bool) error {
+	if v.Provenance == nil {
+		return nil
+	}
+	what := fmt.Sprintf("module %s/%s/%s version %s", v.Namespace, v.Name, v.System, v.Version)
+	if !created {
+		var envelope string
+		err := t.row(ctx, `SELECT envelope FROM module_provenance WHERE namespace = $1 AND name = $2 AND system = $3 AND version = $4`,
+			v.Namespace, v.Name, v.System, v.Version).Scan(&envelope)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			return registry.Errorf(registry.Conflict, "%s is stored already without provenance; the bundle's carries one: a release's provenance never changes", what)
+		case err != nil:
+			return err
+		case envelope != string(v.Provenance):
+			return registry.Errorf(registry.Conflict, "%s is stored already with another provenance: a release's provenance never changes", what)
+		}
+		return nil
+	}
+	data, err := provenanceKeysJSON(v.ProvenanceKeys)
+	if err != nil {
+		return err
+	}
+	if _, err := t.exec(ctx, `INSERT INTO module_provenance (namespace, name, system, version, envelope) VALUES ($1, $2, $3, $4, $5)`,
+		v.Namespace, v.Name, v.System, v.Version, string(v.Provenance)); err != nil {
+		return err
+	}
+	_, err = t.exec(ctx, `INSERT INTO module_provenance_keys (namespace, name, system, version, keys) VALUES ($1, $2, $3, $4, $5)`,
+		v.Namespace, v.Name, v.System, v.Version, data)
+	return err
+}
+
+// provenanceKeysJSON encodes keys as the keys columns hold them.
+func provenanceKeysJSON(keys []registry.SigningKey) (string, error) {
+	out := make([]provenanceKey, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, provenanceKey{KeyID: k.KeyID, ASCIIArmor: k.ASCIIArmor})
+	}
+	data, err := json.Marshal(out)
+	return string(data), err
+}
+
+// ModuleProvenanceKeys returns the keys a bundle import stored with a
+// module version's provenance. NotFound for a version without them.
+func (x *Index) ModuleProvenanceKeys(ctx context.Context, namespace, name, system, ver string) ([]registry.SigningKey, error) {
+	ctx, cancel := x.op(ctx)
+	defer cancel()
+	var keys string
+	err := x.row(ctx, `SELECT keys FROM module_provenance_keys WHERE namespace = $1 AND name = $2 AND system = $3 AND version = $4`,
+		namespace, name, system, ver).Scan(&keys)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, registry.Errorf(registry.NotFound, "module %s/%s/%s version %s has no provenance keys of its own: its namespace's keys verify it", namespace, name, system, ver)
+	}
+	if err != nil {
+		return nil, x.fail(err, fmt.Sprintf("reading the provenance keys of module %s/%s/%s version %s", namespace, name, system, ver))
+	}
+	var stored []provenanceKey
+	if err := json.Unmarshal([]byte(keys), &stored); err != nil {
+		return nil, x.fail(err, "decoding provenance keys")
+	}
+	out := make([]registry.SigningKey, 0, len(stored))
+	for _, k := range stored {
+		out = append(out, registry.SigningKey{Namespace: namespace, KeyID: k.KeyID, ASCIIArmor: k.ASCIIArmor})
+	}
+	return out, nil
 }

@@ -81,6 +81,93 @@ func testBundles(t *testing.T, newIndex func(*testing.T) store.Index) {
 		mustOK(t, err, "GetModuleVersion")
 		checkEqual(t, "module version after a second import", stored, m, normModuleVersion)
 	})
+	t.Run("Provenance", func(t *testing.T) {
+		x, ctx := newIndex(t), t.Context()
+		envelope := []byte(`{"payloadType":"application/vnd.in-toto+json","payload":"e30=","signatures":[{"keyid":"K","sig":"c2ln"}]}`)
+		keys := []registry.SigningKey{{Namespace: "hashicorp", KeyID: "0123456789ABCDEF", ASCIIArmor: "-----BEGIN PGP PUBLIC KEY BLOCK-----\nA\n"}}
+		plain := heldVersion(terraformRegistry, "hashicorp", "aws", "5.0.0", 1)
+		a := heldVersion(terraformRegistry, "hashicorp", "aws", "5.1.0", 1)
+		a.Provenance, a.ProvenanceKeys = envelope, keys
+		_, err := x.ImportBundle(ctx, []registry.MirroredVersion{plain, a}, nil)
+		mustOK(t, err, "ImportBundle with provenance")
+		got, gotKeys, err := x.MirroredProvenance(ctx, a.Host, "hashicorp", "aws", "5.1.0")
+		mustOK(t, err, "MirroredProvenance")
+		if string(got) != string(envelope) || len(gotKeys) != 1 || gotKeys[0].KeyID != keys[0].KeyID || gotKeys[0].ASCIIArmor != keys[0].ASCIIArmor {
+			t.Errorf("MirroredProvenance = %q %+v, want %q %+v", got, gotKeys, envelope, keys)
+		}
+		stored, err := x.GetMirroredVersion(ctx, a.Host, "hashicorp", "aws", "5.1.0")
+		mustOK(t, err, "GetMirroredVersion")
+		if stored.Provenance != nil || stored.ProvenanceKeys != nil {
+			t.Errorf("GetMirroredVersion returned the provenance; reads leave it to MirroredProvenance")
+		}
+		_, _, err = x.MirroredProvenance(ctx, a.Host, "hashicorp", "aws", "5.0.0")
+		wantKind(t, err, registry.NotFound, "MirroredProvenance of a version imported without one")
+		_, _, err = x.MirroredProvenance(ctx, a.Host, "hashicorp", "aws", "9.9.9")
+		wantKind(t, err, registry.NotFound, "MirroredProvenance of a missing version")
+
+		// The same again: kept. Another envelope: Conflict, nothing
+		// stored, not even the other version of the bundle.
+		_, err = x.ImportBundle(ctx, []registry.MirroredVersion{a}, nil)
+		mustOK(t, err, "ImportBundle with the same provenance")
+		b := heldVersion(terraformRegistry, "hashicorp", "aws", "5.2.0", 1)
+		other := a
+		other.Provenance = []byte(`{"other":true}`)
+		_, err = x.ImportBundle(ctx, []registry.MirroredVersion{b, other}, nil)
+		wantKind(t, err, registry.Conflict, "ImportBundle with another provenance")
+		checkNothingImported(t, x, []registry.MirroredVersion{b}, nil)
+		got, _, err = x.MirroredProvenance(ctx, a.Host, "hashicorp", "aws", "5.1.0")
+		mustOK(t, err, "MirroredProvenance after the conflict")
+		if string(got) != string(envelope) {
+			t.Errorf("the provenance changed on a refused import: %q", got)
+		}
+		// A version imported without provenance gains it from a later bundle.
+		withProv := plain
+		withProv.Provenance, withProv.ProvenanceKeys = envelope, keys
+		_, err = x.ImportBundle(ctx, []registry.MirroredVersion{withProv}, nil)
+		mustOK(t, err, "ImportBundle adding provenance")
+		_, _, err = x.MirroredProvenance(ctx, a.Host, "hashicorp", "aws", "5.0.0")
+		mustOK(t, err, "MirroredProvenance of a version that gained it")
+		// Provenance without keys is invalid.
+		nokeys := heldVersion(terraformRegistry, "hashicorp", "aws", "5.3.0", 1)
+		nokeys.Provenance = envelope
+		_, err = x.ImportBundle(ctx, []registry.MirroredVersion{nokeys}, nil)
+		wantKind(t, err, registry.Invalid, "ImportBundle of provenance without keys")
+	})
+	t.Run("ModuleProvenance", func(t *testing.T) {
+		x, ctx := newIndex(t), t.Context()
+		createNamespaces(t, x, "acme")
+		envelope := []byte(`{"payloadType":"application/vnd.in-toto+json","payload":"e30=","signatures":[{"keyid":"K","sig":"c2ln"}]}`)
+		keys := []registry.SigningKey{{Namespace: "acme", KeyID: "0123456789ABCDEF", ASCIIArmor: "-----BEGIN PGP PUBLIC KEY BLOCK-----\nA\n"}}
+		m := testModuleVersion("acme", "network", "aws", "1.2.0", t0)
+		m.Provenance, m.ProvenanceKeys = envelope, keys
+		_, err := x.ImportBundle(ctx, nil, []registry.ModuleVersion{m})
+		mustOK(t, err, "ImportBundle of a module with provenance")
+		got, err := x.ModuleProvenance(ctx, "acme", "network", "aws", "1.2.0")
+		mustOK(t, err, "ModuleProvenance")
+		gotKeys, err := x.ModuleProvenanceKeys(ctx, "acme", "network", "aws", "1.2.0")
+		mustOK(t, err, "ModuleProvenanceKeys")
+		if string(got) != string(envelope) || len(gotKeys) != 1 || gotKeys[0].KeyID != keys[0].KeyID || gotKeys[0].ASCIIArmor != keys[0].ASCIIArmor {
+			t.Errorf("module provenance = %q %+v", got, gotKeys)
+		}
+		_, err = x.ImportBundle(ctx, nil, []registry.ModuleVersion{m})
+		mustOK(t, err, "ImportBundle of the same module again")
+		other := m
+		other.Provenance = []byte(`{"other":true}`)
+		n := testModuleVersion("acme", "network", "aws", "1.3.0", t0)
+		_, err = x.ImportBundle(ctx, nil, []registry.ModuleVersion{n, other})
+		wantKind(t, err, registry.Conflict, "ImportBundle of a module with another provenance")
+		checkNothingImported(t, x, nil, nil)
+		_, err = x.GetModuleVersion(ctx, "acme", "network", "aws", "1.3.0")
+		wantKind(t, err, registry.NotFound, "the other module version of a refused import")
+		plain := testModuleVersion("acme", "plain", "aws", "1.0.0", t0)
+		_, err = x.ImportBundle(ctx, nil, []registry.ModuleVersion{plain})
+		mustOK(t, err, "ImportBundle of a module without provenance")
+		_, err = x.ModuleProvenanceKeys(ctx, "acme", "plain", "aws", "1.0.0")
+		wantKind(t, err, registry.NotFound, "ModuleProvenanceKeys of a module imported without provenance")
+		plain.Provenance, plain.ProvenanceKeys = envelope, keys
+		_, err = x.ImportBundle(ctx, nil, []registry.ModuleVersion{plain})
+		wantKind(t, err, registry.Conflict, "ImportBundle adding provenance to a module stored without")
+	})
 	t.Run("CompletesAStoredVersion", func(t *testing.T) {
 		x, ctx := newIndex(t), t.Context()
 		// The mirror fetched the version and one package of it; the bundle
