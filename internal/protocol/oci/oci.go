@@ -92,7 +92,7 @@ func (s *Service) provenance(ctx context.Context) func(registry.ProviderVersion)
 
 // Guard decides who may read a namespace (*auth.Access).
 type Guard interface {
-	ProtocolRead(r *http.Request, namespace string) (private bool, err error)
+	ProtocolRead(r *http.Request, namespace string) (auth.Reader, error)
 	// MirrorRead and MirrorPublic decide the providers of upstream
 	// registries (auth.Access.MirrorRead).
 	MirrorRead(r *http.Request) error
@@ -495,7 +495,8 @@ func (s *Service) authorize(r *http.Request, key repoKey) (private bool, err err
 	if key.kind == 'x' {
 		return !s.opt.Guard.MirrorPublic(), s.opt.Guard.MirrorRead(r)
 	}
-	return s.opt.Guard.ProtocolRead(r, key.ns)
+	rd, err := s.opt.Guard.ProtocolRead(r, key.ns)
+	return rd.Private, err
 }
 
 // privateNoCache is the Cache-Control of every answer of a private
