@@ -320,14 +320,12 @@ func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	dopt := downloads.Options{
+	// The protocol handlers name each download's consumer as the access
+	// guard found it (auth.Reader), so the request is authenticated once.
+	counter, err := downloads.New(downloads.Options{
 		Store: idx, Interval: cfg.DownloadsFlushInterval, Logger: log, Metrics: metrics,
-		ConsumerRetention: cfg.ConsumerRetentionDays,
-	}
-	if cfg.ConsumerRetentionDays > 0 {
-		dopt.Consumer = access.Consumer
-	}
-	counter, err := downloads.New(dopt)
+		ConsumerRetention: cfg.ConsumerRetentionDays, Consumers: cfg.ConsumerRetentionDays > 0,
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -182,26 +182,26 @@ func (a *Access) MirrorRead(r *http.Request) error {
 	return ErrMirrorCredentialsRequired
 }
 
-// Consumer names who made the protocol request r, for the consumer
-// records of downloads (package downloads): the Actor of the token it
-// presents ("user:<name>", or "token:<id>", which the index records as
-// the CI pipeline of a keyless token), "anonymous" without one or with
-// one that does not authenticate. It reads the token cache that
-// ProtocolRead filled for the same request.
-func (a *Access) Consumer(r *http.Request) string {
-	if len(r.Header["Authorization"]) == 0 {
-		return registry.AnonymousConsumer
-	}
-	p, err := a.authn.AuthenticateCached(r)
-	if err != nil {
-		return registry.AnonymousConsumer
-	}
-	return p.Actor()
+// Reader is what ProtocolRead found out about a protocol request it let
+// read a namespace, for the handler to use without authenticating the
+// request again. Its zero value is an anonymous reader of a public
+// namespace.
+type Reader struct {
+	// Private reports that the namespace is not public: its download
+	// URLs get the short private lifetime.
+	Private bool
+	// Consumer names who made the request, for the consumer records of
+	// downloads (package downloads): the Actor of the token it presents
+	// ("user:<name>", or "token:<id>", which the index records as the CI
+	// pipeline of a keyless token), registry.AnonymousConsumer without
+	// one. It is made once per cached token lookup, not per request.
+	Consumer string
 }
 
 // ProtocolRead decides whether the protocol request r may read the
-// namespace (a normalized name), and reports whether the namespace is
-// private (its download URLs then get the short private lifetime).
+// namespace (a normalized name), and returns who reads it (Reader: whether
+// the namespace is private, and the consumer the request's download is
+// recorded for).
 //
 //   - A token that is presented must be valid, whatever the namespace:
 //     otherwise Unauthenticated, so the client says it was rejected.
@@ -212,25 +212,29 @@ func (a *Access) Consumer(r *http.Request) string {
 //   - A valid token that may not read the namespace, or a name that does
 //     not exist, gets a NotFound error; callers must answer it as they
 //     answer an unknown provider, byte for byte.
-func (a *Access) ProtocolRead(r *http.Request, namespace string) (private bool, err error) {
+//
+// On an error the Reader says only whether the namespace is private.
+// A request that is allowed costs map lookups and no allocation.
+func (a *Access) ProtocolRead(r *http.Request, namespace string) (Reader, error) {
 	now := a.authn.now()
 	exists, public, err := a.visibility(r.Context(), namespace, now)
 	if err != nil {
-		return false, err
+		return Reader{}, err
 	}
 	var p Principal
+	consumer := registry.AnonymousConsumer
 	if len(r.Header["Authorization"]) > 0 {
-		if p, err = a.authn.AuthenticateCached(r); err != nil {
-			return false, err
+		if p, consumer, err = a.authn.authenticateCachedActor(r); err != nil {
+			return Reader{}, err
 		}
 	}
 	switch {
 	case exists && public:
-		return false, nil
+		return Reader{Consumer: consumer}, nil
 	case p.Anonymous():
-		return true, ErrCredentialsRequired
+		return Reader{Private: true}, ErrCredentialsRequired
 	case exists && p.Allows(registry.ScopeRead, namespace, now):
-		return true, nil
+		return Reader{Private: true, Consumer: consumer}, nil
 	}
-	return true, errNotReadable
+	return Reader{Private: true}, errNotReadable
 }

@@ -168,32 +168,34 @@ func newAccessFixture(t *testing.T) *accessFixture {
 func TestProtocolRead(t *testing.T) {
 	f := newAccessFixture(t)
 	type want struct {
-		kind    registry.Kind // Internal (the zero kind) stands for "allowed"
-		private bool
+		kind     registry.Kind // -1 stands for "allowed"
+		private  bool
+		consumer string // of an allowed request
 	}
-	allowed := func(private bool) want { return want{kind: -1, private: private} }
+	allowed := func(private bool, consumer string) want { return want{kind: -1, private: private, consumer: consumer} }
 	cases := []struct {
 		token string // name in f.tokens, "" for none, or a raw header value after "raw:"
 		ns    string
 		want  want
 	}{
-		{"", "open", allowed(false)},
-		{"", "secret", want{registry.Unauthenticated, true}},
-		{"", "nosuch", want{registry.Unauthenticated, true}},
-		{"reader", "open", allowed(false)},
-		{"reader", "secret", allowed(true)},
-		{"reader", "other", want{registry.NotFound, true}},
-		{"reader", "nosuch", want{registry.NotFound, true}},
-		{"stranger", "secret", want{registry.NotFound, true}},
-		{"service", "secret", allowed(true)},
-		{"service", "other", want{registry.NotFound, true}},
-		{"disabled", "secret", want{registry.Unauthenticated, false}},
-		{"disabled", "open", want{registry.Unauthenticated, false}},
-		{"expired", "secret", want{registry.Unauthenticated, false}},
-		{"expired", "open", want{registry.Unauthenticated, false}},
-		{"revoked", "open", want{registry.Unauthenticated, false}},
-		{"raw:Bearer trove_unknown", "open", want{registry.Unauthenticated, false}},
-		{"raw:Basic dXNlcjpwYXNz", "secret", want{registry.Unauthenticated, false}},
+		{"", "open", allowed(false, registry.AnonymousConsumer)},
+		{"raw:", "open", allowed(false, registry.AnonymousConsumer)}, // an empty header is no token
+		{"", "secret", want{kind: registry.Unauthenticated, private: true}},
+		{"", "nosuch", want{kind: registry.Unauthenticated, private: true}},
+		{"reader", "open", allowed(false, "user:reader")},
+		{"reader", "secret", allowed(true, "user:reader")},
+		{"reader", "other", want{kind: registry.NotFound, private: true}},
+		{"reader", "nosuch", want{kind: registry.NotFound, private: true}},
+		{"stranger", "secret", want{kind: registry.NotFound, private: true}},
+		{"service", "secret", allowed(true, "token:tok_service")},
+		{"service", "other", want{kind: registry.NotFound, private: true}},
+		{"disabled", "secret", want{kind: registry.Unauthenticated, private: false}},
+		{"disabled", "open", want{kind: registry.Unauthenticated, private: false}},
+		{"expired", "secret", want{kind: registry.Unauthenticated, private: false}},
+		{"expired", "open", want{kind: registry.Unauthenticated, private: false}},
+		{"revoked", "open", want{kind: registry.Unauthenticated, private: false}},
+		{"raw:Bearer trove_unknown", "open", want{kind: registry.Unauthenticated, private: false}},
+		{"raw:Basic dXNlcjpwYXNz", "secret", want{kind: registry.Unauthenticated, private: false}},
 	}
 	for _, c := range cases {
 		r := httptest.NewRequest("GET", "/v1/providers/"+c.ns+"/x/versions", nil)
@@ -205,18 +207,37 @@ func TestProtocolRead(t *testing.T) {
 		}
 		// Twice: the second answer comes from the caches.
 		for round := range 2 {
-			private, err := f.access.ProtocolRead(r, c.ns)
+			rd, err := f.access.ProtocolRead(r, c.ns)
 			switch {
 			case c.want.kind == -1 && err != nil:
 				t.Errorf("round %d: token %q reading %s: %v, want allowed", round, c.token, c.ns, err)
 			case c.want.kind != -1 && !registry.IsKind(err, c.want.kind):
 				t.Errorf("round %d: token %q reading %s: error %v, want kind %s", round, c.token, c.ns, err, c.want.kind)
-			case err == nil && private != c.want.private:
-				t.Errorf("round %d: token %q reading %s: private = %v, want %v", round, c.token, c.ns, private, c.want.private)
+			case err == nil && (rd.Private != c.want.private || rd.Consumer != c.want.consumer):
+				t.Errorf("round %d: token %q reading %s: %+v, want private %v, consumer %q", round, c.token, c.ns, rd, c.want.private, c.want.consumer)
 			}
 			if secret := f.tokens[c.token]; err != nil && secret != "" && strings.Contains(err.Error(), secret) {
 				t.Errorf("error %q echoes the token", err)
 			}
+		}
+	}
+}
+
+// TestProtocolReadDoesNotAllocate checks that a request the caches
+// decide, with a token or without, costs no allocation: the consumer's
+// name is made once per token lookup, not per request.
+func TestProtocolReadDoesNotAllocate(t *testing.T) {
+	f := newAccessFixture(t)
+	for _, c := range []struct{ token, ns string }{{"", "open"}, {"reader", "open"}, {"reader", "secret"}, {"service", "secret"}} {
+		r := httptest.NewRequest("GET", "/v1/providers/"+c.ns+"/x/versions", nil)
+		if c.token != "" {
+			r.Header.Set("Authorization", "Bearer "+f.tokens[c.token])
+		}
+		if _, err := f.access.ProtocolRead(r, c.ns); err != nil {
+			t.Fatal(err)
+		}
+		if n := testing.AllocsPerRun(100, func() { _, _ = f.access.ProtocolRead(r, c.ns) }); n != 0 {
+			t.Errorf("token %q reading %s allocates %v times, want 0", c.token, c.ns, n)
 		}
 	}
 }

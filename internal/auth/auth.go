@@ -168,8 +168,9 @@ type Authenticator struct {
 
 type cachedPrincipal struct {
 	p     Principal
-	err   error // the token is unknown, or its user disabled
-	until int64 // Unix nanoseconds
+	actor string // p.Actor(), made once per lookup
+	err   error  // the token is unknown, or its user disabled
+	until int64  // Unix nanoseconds
 }
 
 // NewAuthenticator returns an Authenticator backed by tokens. If tokens
@@ -251,6 +252,17 @@ func (a *Authenticator) AuthenticateCached(r *http.Request) (Principal, error) {
 	return a.cached(r.Context(), secret)
 }
 
+// authenticateCachedActor is AuthenticateCached that also returns the
+// principal's Actor, made once per cached lookup rather than per
+// request (registry.AnonymousConsumer when r presents no token).
+func (a *Authenticator) authenticateCachedActor(r *http.Request) (Principal, string, error) {
+	secret, err := bearer(r)
+	if secret == "" || err != nil {
+		return Principal{}, registry.AnonymousConsumer, err
+	}
+	return a.cachedActor(r.Context(), secret)
+}
+
 // AuthenticateSession returns the Principal of a web session's secret
 // (the web UI's cookie), reusing lookups as AuthenticateCached does.
 // Only a session's secret (SessionPrefix), made by a sign-in, is taken:
@@ -293,15 +305,21 @@ func (a *Authenticator) session(ctx context.Context, secret string, useCache boo
 // cached is AuthenticateCached for a secret already taken from its
 // carrier.
 func (a *Authenticator) cached(ctx context.Context, secret string) (Principal, error) {
+	p, _, err := a.cachedActor(ctx, secret)
+	return p, err
+}
+
+// cachedActor is cached that also returns the principal's Actor.
+func (a *Authenticator) cachedActor(ctx context.Context, secret string) (Principal, string, error) {
 	if len(secret) > maxSecretLength {
-		return Principal{}, registry.Errorf(registry.Unauthenticated, "the token is not valid")
+		return Principal{}, "", registry.Errorf(registry.Unauthenticated, "the token is not valid")
 	}
 	if a.ttl <= 0 {
 		p, err := a.load(ctx, HashToken(secret))
 		if err != nil {
-			return Principal{}, err
+			return Principal{}, "", err
 		}
-		return p, active(p.Token, a.now())
+		return p, p.Actor(), active(p.Token, a.now())
 	}
 	// Hash from a stack buffer (bearer bounds the secret to 128 bytes):
 	// the cache hit path does not allocate.
@@ -314,9 +332,9 @@ func (a *Authenticator) cached(ctx context.Context, secret string) (Principal, e
 	if !ok || now.UnixNano() >= c.until {
 		p, err := a.load(ctx, hex.EncodeToString(key[:]))
 		if err != nil && !registry.IsKind(err, registry.Unauthenticated) {
-			return Principal{}, err // a failing index is not cached
+			return Principal{}, "", err // a failing index is not cached
 		}
-		c = cachedPrincipal{p: p, err: err, until: now.Add(a.ttl).UnixNano()}
+		c = cachedPrincipal{p: p, actor: p.Actor(), err: err, until: now.Add(a.ttl).UnixNano()}
 		a.mu.Lock()
 		if len(a.cache) >= maxCachedPrincipals {
 			clear(a.cache)
@@ -325,9 +343,9 @@ func (a *Authenticator) cached(ctx context.Context, secret string) (Principal, e
 		a.mu.Unlock()
 	}
 	if c.err != nil {
-		return Principal{}, c.err
+		return Principal{}, "", c.err
 	}
-	return c.p, active(c.p.Token, now)
+	return c.p, c.actor, active(c.p.Token, now)
 }
 
 // Invalidate forgets every cached lookup. Call it after revoking or

@@ -74,10 +74,9 @@ type Options struct {
 	ConsumerRetention int
 	// Now tells the time (time.Now if nil).
 	Now func() time.Time
-	// Consumer names who made a request (auth.Access.Consumer: the
-	// token's user or CI pipeline, "anonymous" without a token); nil
-	// records no consumers, only the counts.
-	Consumer func(*http.Request) string
+	// Consumers makes AddRequest record consumers (who, with which
+	// client, which day); false records only the counts.
+	Consumers bool
 }
 
 // slot is the count of one key not flushed yet.
@@ -111,7 +110,7 @@ type Counter struct {
 	retention int        // days of consumer records kept
 	now       func() time.Time
 	prunedDay string // the day of the last pruning of consumer records
-	consumer  func(*http.Request) string
+	consumers bool   // AddRequest records consumers
 	day       atomic.Pointer[cachedDay]
 }
 
@@ -134,7 +133,7 @@ func New(o Options) (*Counter, error) {
 	if c.now == nil {
 		c.now = time.Now
 	}
-	c.consumer = o.Consumer
+	c.consumers = o.Consumers
 	if c.interval <= 0 {
 		c.interval = DefaultInterval
 	}
@@ -173,13 +172,18 @@ func (c *Counter) Add(k registry.DownloadKey) {
 	c.addSlow(k)
 }
 
-// AddRequest counts one download of k answered to r: with the consumer
-// who asked, their client (registry.ParseClient of the User-Agent) and
-// today's UTC day when the Counter records consumers (Options.Consumer),
-// as Add alone otherwise.
-func (c *Counter) AddRequest(r *http.Request, k registry.DownloadKey) {
-	if c.consumer != nil {
-		k.Consumer = c.consumer(r)
+// AddRequest counts one download of k answered to r, made by consumer
+// (who asked, as the access guard found it: auth.Reader's Consumer, so
+// that the request is not authenticated twice): with the consumer, their
+// client (registry.ParseClient of the User-Agent) and today's UTC day
+// when the Counter records consumers (Options.Consumers), as Add alone
+// otherwise. It does not allocate for a key counted before.
+func (c *Counter) AddRequest(r *http.Request, consumer string, k registry.DownloadKey) {
+	if c.consumers {
+		if consumer == "" {
+			consumer = registry.AnonymousConsumer
+		}
+		k.Consumer = consumer
 		k.Client, k.ClientVersion = registry.ParseClient(r.UserAgent())
 		k.Day = c.today()
 	}

@@ -463,7 +463,7 @@ func sameConsumers(got []registry.ConsumerCount, want map[string]int64) bool {
 func consumerRequest() (*http.Request, Options) {
 	r := httptest.NewRequest(http.MethodGet, "/v1/providers/hashicorp/aws/5.31.0/download/linux/amd64", nil)
 	r.Header.Set("User-Agent", "Terraform/1.9.5 (+https://www.terraform.io)")
-	return r, Options{Consumer: func(*http.Request) string { return registry.AnonymousConsumer }}
+	return r, Options{Consumers: true}
 }
 
 // TestAddRequestDoesNotAllocate checks that recording the consumer of a
@@ -475,8 +475,8 @@ func TestAddRequestDoesNotAllocate(t *testing.T) {
 	st := newMemStore()
 	c := newCounter(t, st, o)
 	k := registry.ProviderDownload("hashicorp", "aws", "5.31.0", "linux", "amd64")
-	c.AddRequest(r, k)
-	if n := testing.AllocsPerRun(100, func() { c.AddRequest(r, k) }); n != 0 {
+	c.AddRequest(r, registry.AnonymousConsumer, k)
+	if n := testing.AllocsPerRun(100, func() { c.AddRequest(r, registry.AnonymousConsumer, k) }); n != 0 {
 		t.Errorf("AddRequest of a known consumer allocates %v times, want 0", n)
 	}
 	if err := c.Flush(t.Context()); err != nil {
@@ -488,16 +488,50 @@ func TestAddRequestDoesNotAllocate(t *testing.T) {
 	}
 }
 
+// TestAddRequestConsumer checks that AddRequest records the consumer the
+// caller names ("" as anonymous), and none when the Counter does not
+// record consumers.
+func TestAddRequestConsumer(t *testing.T) {
+	r, o := consumerRequest()
+	k := registry.ProviderDownload("hashicorp", "aws", "5.31.0", "linux", "amd64")
+	q := registry.ConsumerQuery{Kind: registry.DownloadProvider, Namespace: "hashicorp", Name: "aws"}
+	st := newMemStore()
+	c := newCounter(t, st, o)
+	c.AddRequest(r, "user:alice", k)
+	c.AddRequest(r, "user:alice", k)
+	c.AddRequest(r, "", k)
+	if err := c.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := st.ConsumerDownloads(t.Context(), q)
+	if want := map[string]int64{"user:alice": 2, registry.AnonymousConsumer: 1}; !sameConsumers(got, want) {
+		t.Errorf("recorded %+v, want %v", got, want)
+	}
+
+	st = newMemStore()
+	c = newCounter(t, st, Options{})
+	c.AddRequest(r, "user:alice", k)
+	if err := c.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := st.ConsumerDownloads(t.Context(), q); len(got) != 0 {
+		t.Errorf("a counter without consumers recorded %+v", got)
+	}
+	if n := st.get(k.Total()); n != 1 {
+		t.Errorf("count = %d, want 1", n)
+	}
+}
+
 // BenchmarkCounterAddRequest measures the request path with consumer
 // recording on: one consumer and client seen before.
 func BenchmarkCounterAddRequest(b *testing.B) {
 	r, o := consumerRequest()
 	c := newCounter(b, newMemStore(), o)
 	k := registry.ProviderDownload("hashicorp", "aws", "5.31.0", "linux", "amd64")
-	c.AddRequest(r, k)
+	c.AddRequest(r, registry.AnonymousConsumer, k)
 	_ = c.Flush(b.Context())
 	b.ReportAllocs()
 	for b.Loop() {
-		c.AddRequest(r, k)
+		c.AddRequest(r, registry.AnonymousConsumer, k)
 	}
 }

@@ -24,7 +24,9 @@ import (
 // BenchmarkServeDefaults serves cache hits of the two providers.v1
 // documents a `terraform init` asks for most, through the handler chain
 // as `trove serve` builds it by default: access guard (anonymous reader
-// of a public namespace), download counting, the access log at info
+// of a public namespace; DownloadToken: a service token's, whose
+// consumer is recorded), download counting with consumer records, the
+// access log at info
 // (AccessLog to io.Discard), metrics and security headers, on a SQLite
 // index. Each sub-benchmark draws from 300 distinct documents, like the
 // load harness's realistic mix, so a per-document cost (a map or lock per
@@ -64,7 +66,15 @@ func BenchmarkServeDefaults(b *testing.B) {
 			downloadPaths = append(downloadPaths, "/v1/providers/open/"+typ+"/"+v+"/download/linux/amd64")
 		}
 	}
-	counter, err := downloads.New(downloads.Options{Store: x, Interval: time.Hour})
+	secret, hash, err := auth.NewToken()
+	if err != nil {
+		b.Fatal(err)
+	}
+	err = x.CreateToken(ctx, registry.Token{ID: "tok_ci", Hash: hash, Scopes: []registry.Scope{registry.ScopeRead}, CreatedAt: time.Now()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	counter, err := downloads.New(downloads.Options{Store: x, Interval: time.Hour, Consumers: true})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -82,17 +92,23 @@ func BenchmarkServeDefaults(b *testing.B) {
 	}
 	h := srv.Handler()
 	for _, c := range []struct {
-		name  string
-		paths []string
+		name   string
+		paths  []string
+		header http.Header
 	}{
-		{"Versions", versionPaths},
-		{"Download", downloadPaths},
+		{"Versions", versionPaths, nil},
+		{"Download", downloadPaths, nil},
+		{"DownloadToken", downloadPaths, http.Header{"Authorization": {"Bearer " + secret}}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			reqs := make([]*http.Request, len(c.paths))
 			w := &discardWriter{h: http.Header{}}
 			for i, p := range c.paths {
 				reqs[i] = httptest.NewRequest(http.MethodGet, p, nil)
+				reqs[i].Header["User-Agent"] = []string{"Terraform/1.9.5"}
+				for k, v := range c.header {
+					reqs[i].Header[k] = v
+				}
 				w.h, w.status = make(http.Header), 0
 				h.ServeHTTP(w, reqs[i]) // fill the cache: the loop measures hits
 				if w.status != http.StatusOK {

@@ -99,11 +99,12 @@ var (
 // same contract as providers.Guard; *auth.Access implements it).
 type Guard interface {
 	// ProtocolRead returns nil if r may read the namespace (a normalized
-	// name) and whether the namespace is private. An error of kind
-	// NotFound means r may not read it: the Service then answers as for
-	// a module that does not exist. Any other error is answered as is
+	// name), and who reads it: whether the namespace is private, and the
+	// consumer a download is recorded for. An error of kind NotFound
+	// means r may not read it: the Service then answers as for a module
+	// that does not exist. Any other error is answered as is
 	// (Unauthenticated: 401).
-	ProtocolRead(r *http.Request, namespace string) (private bool, err error)
+	ProtocolRead(r *http.Request, namespace string) (auth.Reader, error)
 }
 
 // tokenGuard is the optional ability of a Guard to authenticate a request
@@ -284,27 +285,28 @@ func (m *module) version(v string) (registry.ModuleVersion, bool) {
 }
 
 // lookup returns the cached entry of the module a request names, reading
-// the index on a miss, and whether its namespace is private. Invalid
-// names, unknown modules and modules the guard refuses are NotFound.
-func (s *Service) lookup(ctx context.Context, r *http.Request) (*entry, modKey, bool, error) {
+// the index on a miss, and who reads it (whether its namespace is
+// private, and the consumer). Invalid names, unknown modules and modules
+// the guard refuses are NotFound.
+func (s *Service) lookup(ctx context.Context, r *http.Request) (*entry, modKey, auth.Reader, error) {
 	raw := modKey{r.PathValue("namespace"), r.PathValue("name"), r.PathValue("system")}
 	e := s.cache.Lookup(raw, struct{}{}) // a hit on the raw names means they are valid and normalized
 	key := raw
 	if e == nil {
 		var err error
 		if key, err = parseKey(raw); err != nil {
-			return nil, raw, false, err
+			return nil, raw, auth.Reader{}, err
 		}
 		if key != raw {
 			e = s.cache.Lookup(key, struct{}{})
 		}
 	}
-	private, err := s.authorize(r, key.ns)
+	rd, err := s.authorize(r, key.ns)
 	if registry.IsKind(err, registry.NotFound) {
-		return nil, key, private, moduleNotFound(key)
+		return nil, key, rd, moduleNotFound(key)
 	}
 	if err != nil {
-		return nil, key, private, err
+		return nil, key, rd, err
 	}
 	switch s.cache.State(e) {
 	case respcache.Stale:
@@ -314,17 +316,18 @@ func (s *Service) lookup(ctx context.Context, r *http.Request) (*entry, modKey, 
 		}
 		fallthrough
 	case respcache.Fresh:
-		return e, key, private, nil
+		return e, key, rd, nil
 	}
 	key = key.clone()
 	e, err = s.cache.Load(ctx, key, struct{}{}, e, s.renderer(key))
-	return e, key, private, err
+	return e, key, rd, err
 }
 
-// authorize asks the guard whether r may read the namespace.
-func (s *Service) authorize(r *http.Request, namespace string) (private bool, err error) {
+// authorize asks the guard whether r may read the namespace, and who
+// reads it (the zero Reader, anonymous and public, without a guard).
+func (s *Service) authorize(r *http.Request, namespace string) (auth.Reader, error) {
 	if s.guard == nil {
-		return false, nil
+		return auth.Reader{}, nil
 	}
 	return s.guard.ProtocolRead(r, namespace)
 }
@@ -438,12 +441,12 @@ func deprecationOf(v registry.ModuleVersion) *deprecationDoc {
 }
 
 func (s *Service) serveVersions(w http.ResponseWriter, r *http.Request) {
-	e, _, private, err := s.lookup(r.Context(), r)
+	e, _, rd, err := s.lookup(r.Context(), r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	if private {
+	if rd.Private {
 		e.Serve(w, r, contentTypeJSON, privateNoCache)
 		return
 	}
@@ -452,11 +455,12 @@ func (s *Service) serveVersions(w http.ResponseWriter, r *http.Request) {
 
 // serveDownload answers 204 with the signed archive URL in X-Terraform-Get.
 func (s *Service) serveDownload(w http.ResponseWriter, r *http.Request) {
-	e, key, private, err := s.lookup(r.Context(), r)
+	e, key, rd, err := s.lookup(r.Context(), r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
+	private := rd.Private
 	ver := r.PathValue("version")
 	v, ok := e.Value.version(ver)
 	if !ok {
@@ -487,7 +491,7 @@ func (s *Service) serveDownload(w http.ResponseWriter, r *http.Request) {
 	h["Cache-Control"] = noStore
 	w.WriteHeader(http.StatusNoContent) // net/http sends no Content-Length with a 204, as RFC 9110 asks
 	if s.downloads != nil && r.Method == http.MethodGet {
-		s.downloads.AddRequest(r, registry.ModuleDownload(key.ns, key.name, key.system, v.Version))
+		s.downloads.AddRequest(r, rd.Consumer, registry.ModuleDownload(key.ns, key.name, key.system, v.Version))
 	}
 }
 
@@ -549,15 +553,15 @@ func (s *Service) downloadLatest(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Service) latestDetails(w http.ResponseWriter, r *http.Request) error {
-	e, _, private, err := s.lookup(r.Context(), r)
+	e, _, rd, err := s.lookup(r.Context(), r)
 	if err != nil {
 		return err
 	}
-	return s.writeDetails(w, r, e, latest(e).Version, private)
+	return s.writeDetails(w, r, e, latest(e).Version, rd.Private)
 }
 
 func (s *Service) versionDetails(w http.ResponseWriter, r *http.Request) error {
-	e, key, private, err := s.lookup(r.Context(), r)
+	e, key, rd, err := s.lookup(r.Context(), r)
 	if err != nil {
 		return err
 	}
@@ -565,7 +569,7 @@ func (s *Service) versionDetails(w http.ResponseWriter, r *http.Request) error {
 	if _, ok := e.Value.version(ver); !ok {
 		return registry.Errorf(registry.NotFound, "module %s/%s/%s has no version %q", key.ns, key.name, key.system, ver)
 	}
-	return s.writeDetails(w, r, e, ver, private)
+	return s.writeDetails(w, r, e, ver, rd.Private)
 }
 
 // Documents of the listing, search and details endpoints, shaped like the

@@ -38,7 +38,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -92,7 +91,7 @@ func (s *Service) provenance(ctx context.Context) func(registry.ProviderVersion)
 
 // Guard decides who may read a namespace (*auth.Access).
 type Guard interface {
-	ProtocolRead(r *http.Request, namespace string) (private bool, err error)
+	ProtocolRead(r *http.Request, namespace string) (auth.Reader, error)
 	// MirrorRead and MirrorPublic decide the providers of upstream
 	// registries (auth.Access.MirrorRead).
 	MirrorRead(r *http.Request) error
@@ -265,14 +264,53 @@ func (s *Service) origin(*http.Request) string {
 	return u.Scheme + "://" + u.Host + strings.TrimSuffix(u.Path, "/")
 }
 
-// Reference and digest grammar of the specification.
+// Reference and digest grammar of the specification: tagRE matches
+// ^[a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}$ and digestRE ^sha256:[a-f0-9]{64}$
+// (of Trove's digests, SHA-256 only), written out because every request
+// by tag or digest checks one and a regexp costs more than the rest of a
+// cached answer (TestReferenceGrammar holds them to the expressions).
 var (
-	tagRE    = regexp.MustCompile(`^[a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}$`)
-	digestRE = regexp.MustCompile(`^sha256:[a-f0-9]{64}$`)
+	tagRE    tagGrammar
+	digestRE digestGrammar
 )
 
+type tagGrammar struct{}
+
+// MatchString reports whether s is a valid tag.
+func (tagGrammar) MatchString(s string) bool {
+	if len(s) == 0 || len(s) > 128 || s[0] == '.' || s[0] == '-' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '.' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+type digestGrammar struct{}
+
+// MatchString reports whether s is a valid SHA-256 digest.
+func (digestGrammar) MatchString(s string) bool {
+	hex, ok := strings.CutPrefix(s, "sha256:")
+	if !ok || len(hex) != 64 {
+		return false
+	}
+	for i := 0; i < len(hex); i++ {
+		if c := hex[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// apiVersion is the Docker-Distribution-Api-Version of every answer,
+// assigned without copying (net/http never modifies header values).
+var apiVersion = []string{"registry/2.0"}
+
 func (s *Service) serve(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Docker-Distribution-Api-Version", "registry/2.0")
+	w.Header()["Docker-Distribution-Api-Version"] = apiVersion
 	path := r.URL.Path
 	if path == "/v2" || path == "/v2/" {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
@@ -320,10 +358,13 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, errf(http.StatusMethodNotAllowed, "UNSUPPORTED", "this registry is read-only: publish through Trove's API"), "")
 		return
 	}
-	key, err := parseRepo(name)
-	if err != nil {
-		s.writeError(w, r, err, "")
-		return
+	key, ok := s.cachedRepo(name)
+	if !ok {
+		var err error
+		if key, err = parseRepo(name); err != nil {
+			s.writeError(w, r, err, "")
+			return
+		}
 	}
 	private, err := s.authorize(r, key)
 	if err != nil {
@@ -372,12 +413,40 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// cachedRepo returns the key of a provider or module repository named
+// as it is cached: a tag list stored under the name's parts taken as
+// they are means they are valid and normalized (parseRepo made the key
+// it was stored under), so a cache hit skips parsing them again (the
+// IDNA normalization of each part costs more than the rest of a cached
+// answer). Other names, and names not cached, are not found here.
+func (s *Service) cachedRepo(name string) (repoKey, bool) {
+	var k repoKey
+	first, rest, _ := strings.Cut(name, "/")
+	second, rest, more := strings.Cut(rest, "/")
+	switch {
+	case !more:
+		k = repoKey{kind: 'p', ns: first, name: second}
+	case second == "modules":
+		var third string
+		third, rest, more = strings.Cut(rest, "/")
+		if !more || strings.IndexByte(rest, '/') >= 0 {
+			return repoKey{}, false
+		}
+		k = repoKey{kind: 'm', ns: first, name: third, system: rest}
+	default:
+		return repoKey{}, false
+	}
+	return k, s.cache.Lookup(k, docKey{kind: docTags}) != nil
+}
+
 // parseRepo maps a repository name onto a provider or module; anything
 // else (other shapes, invalid names, traversal) is NAME_UNKNOWN.
 func parseRepo(name string) (repoKey, error) {
-	unknown := errf(http.StatusNotFound, "NAME_UNKNOWN", "repository %q is not known to this registry", registry.Elide(name))
+	unknown := func() error {
+		return errf(http.StatusNotFound, "NAME_UNKNOWN", "repository %q is not known to this registry", registry.Elide(name))
+	}
 	if len(name) > 255 {
-		return repoKey{}, unknown
+		return repoKey{}, unknown()
 	}
 	parts := strings.Split(name, "/")
 	var k repoKey
@@ -413,10 +482,10 @@ func parseRepo(name string) (repoKey, error) {
 			}
 		}
 	default:
-		return repoKey{}, unknown
+		return repoKey{}, unknown()
 	}
 	if err != nil || k.String() != name {
-		return repoKey{}, unknown
+		return repoKey{}, unknown()
 	}
 	return k, nil
 }
@@ -495,7 +564,8 @@ func (s *Service) authorize(r *http.Request, key repoKey) (private bool, err err
 	if key.kind == 'x' {
 		return !s.opt.Guard.MirrorPublic(), s.opt.Guard.MirrorRead(r)
 	}
-	return s.opt.Guard.ProtocolRead(r, key.ns)
+	rd, err := s.opt.Guard.ProtocolRead(r, key.ns)
+	return rd.Private, err
 }
 
 // privateNoCache is the Cache-Control of every answer of a private

@@ -96,13 +96,14 @@ func (s *Service) serveMirror(w http.ResponseWriter, r *http.Request) {
 		}
 		e = s.cache.Lookup(pk, dk)
 	}
-	var err error
 	private := false
 	if pk.host == "" { // one of Trove's own providers
-		if private, err = s.authorize(r, pk, dk, true, mirrorNotFound); err != nil {
+		rd, err := s.authorize(r, pk, dk, true, mirrorNotFound)
+		if err != nil {
 			s.writeError(w, r, err)
 			return
 		}
+		private = rd.Private
 	} else if s.mirror == nil {
 		s.writeError(w, r, registry.Errorf(registry.NotFound, "provider %s/%s/%s is not mirrored: this registry mirrors no other registries", pk.host, pk.ns, pk.typ))
 		return
@@ -133,7 +134,7 @@ func (s *Service) serveMirror(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	pk, dk = pk.clone(), dk.clone()
-	e, err = s.cache.Load(r.Context(), pk, dk, e, s.mirrorRenderer(pk, dk, signer, private))
+	e, err := s.cache.Load(r.Context(), pk, dk, e, s.mirrorRenderer(pk, dk, signer, private))
 	if err != nil {
 		s.writeError(w, r, err)
 		return

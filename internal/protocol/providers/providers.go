@@ -43,6 +43,7 @@ import (
 
 	svchost "github.com/hashicorp/terraform-svchost"
 
+	"trove.dev/trove/internal/auth"
 	"trove.dev/trove/internal/downloads"
 	"trove.dev/trove/internal/httpjson"
 	"trove.dev/trove/internal/protocol/discovery"
@@ -80,11 +81,12 @@ var (
 // Guard decides who may read a namespace on the protocol routes.
 type Guard interface {
 	// ProtocolRead returns nil if r may read the namespace (a normalized
-	// name) and whether the namespace is private. An error of kind
-	// NotFound means r may not read it: the Service then answers as for
-	// a provider that does not exist. Any other error is answered as is
+	// name), and who reads it: whether the namespace is private, and the
+	// consumer a download is recorded for. An error of kind NotFound
+	// means r may not read it: the Service then answers as for a
+	// provider that does not exist. Any other error is answered as is
 	// (Unauthenticated: 401).
-	ProtocolRead(r *http.Request, namespace string) (private bool, err error)
+	ProtocolRead(r *http.Request, namespace string) (auth.Reader, error)
 	// MirrorRead returns nil if r may read the providers the mirror
 	// fetches from other registries (WithMirror); any error is answered
 	// as is (Unauthenticated: 401).
@@ -225,31 +227,32 @@ func (s *Service) CacheStats() (entries int, bytes int64) {
 	return st.Entries, st.Bytes
 }
 
-// authorize asks the guard whether r may read the provider pk. known says
-// that pk is known to be valid and normalized (a cache entry exists under
-// it); otherwise its names are parsed first. A refusal of kind NotFound
-// is returned as notFound(normalized pk) so that it cannot be told apart
-// from a provider that does not exist.
-func (s *Service) authorize(r *http.Request, pk provKey, dk docKey, known bool, notFound func(provKey, docKey) error) (private bool, err error) {
+// authorize asks the guard whether r may read the provider pk, and
+// returns who reads it (the zero Reader, anonymous and public, without a
+// guard). known says that pk is known to be valid and normalized (a cache
+// entry exists under it); otherwise its names are parsed first. A
+// refusal of kind NotFound is returned as notFound(normalized pk) so that
+// it cannot be told apart from a provider that does not exist.
+func (s *Service) authorize(r *http.Request, pk provKey, dk docKey, known bool, notFound func(provKey, docKey) error) (rd auth.Reader, err error) {
 	if s.guard == nil {
-		return false, nil
+		return auth.Reader{}, nil
 	}
 	if !known {
 		if pk, err = parseProvider(pk); err != nil {
-			return false, err
+			return auth.Reader{}, err
 		}
 	}
-	private, err = s.guard.ProtocolRead(r, pk.ns)
+	rd, err = s.guard.ProtocolRead(r, pk.ns)
 	if registry.IsKind(err, registry.NotFound) {
-		return private, notFound(pk, dk)
+		return rd, notFound(pk, dk)
 	}
-	return private, err
+	return rd, err
 }
 
 func (s *Service) serveVersions(w http.ResponseWriter, r *http.Request) {
 	pk := provKey{ns: r.PathValue("namespace"), typ: r.PathValue("type")}
 	e := s.cache.Lookup(pk, docKey{})
-	private, err := s.authorize(r, pk, docKey{}, e != nil, func(pk provKey, _ docKey) error { return versionsNotFound(pk) })
+	rd, err := s.authorize(r, pk, docKey{}, e != nil, func(pk provKey, _ docKey) error { return versionsNotFound(pk) })
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -271,7 +274,7 @@ func (s *Service) serveVersions(w http.ResponseWriter, r *http.Request) {
 		}
 		fallthrough
 	case respcache.Fresh:
-		writeEntry(w, r, e, private)
+		writeEntry(w, r, e, rd.Private)
 		return
 	}
 	pk = pk.clone()
@@ -280,14 +283,14 @@ func (s *Service) serveVersions(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeEntry(w, r, e, private)
+	writeEntry(w, r, e, rd.Private)
 }
 
 func (s *Service) serveDownload(w http.ResponseWriter, r *http.Request) {
 	pk := provKey{ns: r.PathValue("namespace"), typ: r.PathValue("type")}
 	dk := docKey{version: r.PathValue("version"), os: r.PathValue("os"), arch: r.PathValue("arch")}
 	e := s.cache.Lookup(pk, dk)
-	private, err := s.authorize(r, pk, dk, e != nil, downloadNotFound)
+	rd, err := s.authorize(r, pk, dk, e != nil, downloadNotFound)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -302,6 +305,7 @@ func (s *Service) serveDownload(w http.ResponseWriter, r *http.Request) {
 		}
 		e = s.cache.Lookup(pk, dk)
 	}
+	private := rd.Private
 	signer := s.signer
 	if private {
 		signer = s.private
@@ -319,7 +323,7 @@ func (s *Service) serveDownload(w http.ResponseWriter, r *http.Request) {
 		}
 		fallthrough
 	case respcache.Fresh:
-		s.countDownload(r, writeEntry(w, r, e, private), pk, dk)
+		s.countDownload(r, rd, writeEntry(w, r, e, private), pk, dk)
 		return
 	}
 	pk, dk = pk.clone(), dk.clone()
@@ -328,15 +332,15 @@ func (s *Service) serveDownload(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.countDownload(r, writeEntry(w, r, e, private), pk, dk)
+	s.countDownload(r, rd, writeEntry(w, r, e, private), pk, dk)
 }
 
-// countDownload counts a download document answered with status, if it is
-// a download (see WithDownloadCounter). pk and dk are valid and
-// normalized: they name a cached document.
-func (s *Service) countDownload(r *http.Request, status int, pk provKey, dk docKey) {
+// countDownload counts a download document answered with status to the
+// reader rd, if it is a download (see WithDownloadCounter). pk and dk are
+// valid and normalized: they name a cached document.
+func (s *Service) countDownload(r *http.Request, rd auth.Reader, status int, pk provKey, dk docKey) {
 	if s.downloads != nil && status == http.StatusOK && r.Method == http.MethodGet {
-		s.downloads.AddRequest(r, registry.ProviderDownload(pk.ns, pk.typ, dk.version, dk.os, dk.arch))
+		s.downloads.AddRequest(r, rd.Consumer, registry.ProviderDownload(pk.ns, pk.typ, dk.version, dk.os, dk.arch))
 	}
 }
 
