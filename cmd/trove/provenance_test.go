@@ -227,8 +227,9 @@ func TestKeylessPublishWritesProvenance(t *testing.T) {
 
 // TestVerifyLock checks a lock file against Trove with trove verify
 // --lock: the zh: hashes of a keyless publish and of a token publish
-// against the signed SHA256SUMS and the provenance; a tampered hash, a
-// provider of another registry and a lock file of nothing of Trove's.
+// against the signed SHA256SUMS and the provenance, under the address's
+// host and under trove.localhost; a tampered hash, a provider of another
+// registry and a lock file of nothing of Trove's.
 func TestVerifyLock(t *testing.T) {
 	s, _, key := keylessEnv(t)
 	admin := map[string]string{"TROVE_ADDR": s.URL, "TROVE_TOKEN": s.AdminToken, "TROVE_CA_FILE": s.CAFile}
@@ -268,6 +269,13 @@ func TestVerifyLock(t *testing.T) {
 		!strings.Contains(r.stdout, "terraform-provider-foo_1.0.0_linux_amd64.zip matches the provenance") ||
 		!strings.Contains(r.stdout, "SKIP example.com/other/bar") {
 		t.Fatalf("trove verify --lock: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// The name the clients give a local Trove (the banner's host block):
+	// terraform and tofu write it into the lock file.
+	r = runTrove(t, admin, "", "verify", "--lock", lock(block("trove.localhost/acme/foo", hashes...), block("other.localhost/acme/foo", hashes...)))
+	if r.code != exitOK || !strings.Contains(r.stdout, "OK   trove.localhost/acme/foo 1.0.0: SHA256SUMS signed by key "+key.KeyID) ||
+		!strings.Contains(r.stdout, "SKIP other.localhost/acme/foo") {
+		t.Errorf("trove verify --lock of trove.localhost's providers: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	r = runTrove(t, admin, "", "verify", "--lock", lock(block(trove, "zh:"+strings.Repeat("a", 64))))
 	if r.code != exitError || !strings.Contains(r.stdout, "is not listed in the signed SHA256SUMS") {

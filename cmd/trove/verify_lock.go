@@ -11,6 +11,7 @@ import (
 	"trove.dev/trove/apispec"
 	"trove.dev/trove/client"
 	"trove.dev/trove/internal/lockfile"
+	"trove.dev/trove/internal/protocol/discovery"
 	"trove.dev/trove/internal/provenance"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/release"
@@ -22,11 +23,13 @@ import (
 // (by one of the namespace's keys the registry names when none are
 // given), every zh: hash the lock file records must be listed in it, and
 // a version with provenance must have a statement that verifies and
-// names each of those archives. A provider of another registry that this
-// Trove mirrors with provenance (an air-gap bundle carried it) is checked
-// against that provenance with the keys the bundle carried
-// (verifyMirroredEntry); other registries' providers are listed as
-// skipped. One line per check; an error if any failed.
+// names each of those archives. This Trove's providers are those whose
+// host is one the clients address it by (discovery.IsOwnHost: the
+// address's host, or trove.localhost for a local one). A provider of
+// another registry that this Trove mirrors with provenance (an air-gap
+// bundle carried it) is checked against that provenance with the keys
+// the bundle carried (verifyMirroredEntry); other registries' providers
+// are listed as skipped. One line per check; an error if any failed.
 func runVerifyLock(ctx context.Context, out io.Writer, c *client.Client, path string, keyPaths []string, now time.Time) error {
 	pinned, err := readVerifyKeys(keyPaths)
 	if err != nil {
@@ -57,7 +60,7 @@ func runVerifyLock(ctx context.Context, out io.Writer, c *client.Client, path st
 	}
 	for _, e := range entries {
 		addr := e.Source.String()
-		if !sameHost(e.Source.Hostname.ForDisplay(), base) {
+		if !discovery.IsOwnHost(c.Addr(), e.Source.Hostname) {
 			prov, err := c.MirroredProvenance(ctx, e.Source.Hostname.String(), e.Source.Namespace, e.Source.Type, e.Version)
 			switch {
 			case client.IsNotFound(err):
@@ -81,12 +84,6 @@ func runVerifyLock(ctx context.Context, out io.Writer, c *client.Client, path st
 		return fmt.Errorf("%d check(s) failed", failed)
 	}
 	return nil
-}
-
-// sameHost reports whether a lock file's provider host names the Trove at
-// base (a host with its port, case-insensitively).
-func sameHost(host string, base *url.URL) bool {
-	return strings.EqualFold(host, base.Host) || (base.Port() == "443" && strings.EqualFold(host, base.Hostname()))
 }
 
 // verifyLockEntry checks one locked provider version.

@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -179,8 +180,27 @@ func TestWebUIAccessibility(t *testing.T) {
 	srv.mustCLI(t, token, "module", "publish", namespace+"/vpc/aws", "1.2.3", writeBigModule(t))
 	srv.mustCLIStdin(t, srv.AdminToken, webPassword+"\n", "user", "create", "carol", "--password-stdin")
 	srv.mustCLI(t, srv.AdminToken, "member", "add", namespace, "carol", "--role", "admin")
-	srv.mustCLI(t, srv.AdminToken, "token", "create", "--user", "carol", "--namespace", namespace, "--scope", "read", "--description",
-		"a CI pipeline token with a long description that names the repository, the branch and the environment it deploys to")
+	ciToken := strings.TrimSpace(srv.mustCLI(t, srv.AdminToken, "token", "create", "--namespace", namespace, "--scope", "read", "--description",
+		"a CI pipeline token with a long description that names the repository, the branch and the environment it deploys to"))
+	carolToken := strings.TrimSpace(srv.mustCLI(t, srv.AdminToken, "token", "create", "--user", "carol", "--namespace", namespace, "--scope", "read"))
+	// Downloads through the protocols, for the chart and the consumers
+	// section: a user, a service token and anonymous visitors, with
+	// both clients.
+	for i, d := range []struct{ token, agent string }{
+		{carolToken, "Terraform/1.9.5 (+https://www.terraform.io)"}, {ciToken, "OpenTofu/1.12.6"},
+		{"", "OpenTofu/1.12.6"}, {"", "curl/8.5.0"}, {carolToken, "Terraform/1.10.0-beta1"},
+	} {
+		h := http.Header{"User-Agent": {d.agent}}
+		if d.token != "" {
+			h.Set("Authorization", "Bearer "+d.token)
+		}
+		if r := srv.do(t, http.MethodGet, downloadURL(t, srv, "1.0.0", []string{hostPlatform, otherPlatform}[i%2]), h); r.Status != http.StatusOK {
+			t.Fatalf("provider download: %d %s", r.Status, r.Body)
+		}
+		if r := srv.do(t, http.MethodGet, srv.modulesBase(t)+namespace+"/vpc/aws/1.2.3/download", h); r.Status != http.StatusNoContent {
+			t.Fatalf("module download: %d %s", r.Status, r.Body)
+		}
+	}
 
 	const (
 		modulePath = "/modules/acme/vpc/aws"
@@ -200,6 +220,11 @@ func TestWebUIAccessibility(t *testing.T) {
 		{name: "tokens", path: web.TokensPath, signedIn: true},
 		{name: "namespace settings", path: "/namespaces/acme/settings", signedIn: true},
 		{name: "git sources", path: "/namespaces/acme/git-sources", signedIn: true},
+		// The consumers section, shown to carol (an admin of acme): its
+		// report, and its error for a bad form.
+		{name: "provider with consumers", path: "/providers/acme/example?days=90", signedIn: true, check: checkConsumers},
+		{name: "module with consumers", path: modulePath + "?versions=%3E%3D1.0", signedIn: true, check: checkConsumers},
+		{name: "consumers refused", path: "/providers/acme/example?days=0&versions=%3Cnot%3E", signedIn: true},
 	}
 	signedIn := false
 	for _, width := range []int{1280, 390} {
@@ -326,6 +351,21 @@ func checkModulePage(b *browserTab, width int) {
 	b.waitText("#inputs-count", "10 of 60 inputs")
 	if eval[bool](b, `!document.querySelector("#inputs-required").hidden`) {
 		t.Error("the filter leaves the heading of the required inputs, none of which matches")
+	}
+}
+
+// checkConsumers: the consumers section lists the consumers and the
+// client mix, and its table scrolls inside its own region.
+func checkConsumers(b *browserTab, width int) {
+	t := b.t
+	table := b.text("#consumers table")
+	for _, want := range []string{"user:carol", "anonymous", "token:", "terraform 1.9.5", "opentofu 1.12.6"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("at %d px the consumers table lacks %q: %q", width, want, table)
+		}
+	}
+	if mix := b.text("#consumers ul.clients"); !strings.Contains(mix, "opentofu 1.12.6: 2 downloads") || !strings.Contains(mix, "other: 1 downloads") {
+		t.Errorf("at %d px the client mix is %q", width, mix)
 	}
 }
 

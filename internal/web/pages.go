@@ -309,9 +309,12 @@ type moduleData struct {
 	Downloads                                int64 // of this version
 	AllDownloads                             int64 // of every version
 	Chart                                    *downloadChart
-	VersionCount                             int
-	HasMetadata                              bool
-	Lifecycle                                lifecycle
+	// Consumers is set only on a page rendered for one visitor who may
+	// read them (consumers.go), never on a cached one.
+	Consumers    *consumersData
+	VersionCount int
+	HasMetadata  bool
+	Lifecycle    lifecycle
 }
 
 // moduleSection is the root module, a submodule or an example.
@@ -340,81 +343,107 @@ func (s *Service) modulePage(w http.ResponseWriter, r *http.Request, v *visit) e
 		return nil
 	}
 	key := "module\x00" + ns + "\x00" + name + "\x00" + system + "\x00" + want
+	q := registry.ConsumerQuery{Kind: registry.DownloadModule, Namespace: ns, Name: name, System: system}
+	consumers, err := s.consumers(r, v, q)
+	if err != nil {
+		return err
+	}
+	if consumers != nil {
+		// Consumer data is the visitor's own: rendered for this request
+		// alone, never through the page cache.
+		d, err := s.moduleData(r.Context(), ns, name, system, want)
+		if err != nil {
+			return err
+		}
+		d.Consumers = consumers
+		s.render(w, r, v, http.StatusOK, ns+"/"+name+"/"+system+" "+d.Version, "module", d)
+		return nil
+	}
 	return s.cached(w, r, v, key, func(ctx context.Context) (string, string, any, error) {
-		vs, err := s.opt.Index.ListModuleVersions(ctx, ns, name, system)
-		if registry.IsKind(err, registry.NotFound) {
-			return "", "", nil, errNotFound
-		} else if err != nil {
-			return "", "", nil, err
-		}
-		names := make([]string, len(vs))
-		published := map[string]time.Time{}
-		revoked, deprecated := map[string]bool{}, map[string]bool{}
-		for i, mv := range vs {
-			names[i] = mv.Version
-			published[mv.Version] = mv.PublishedAt
-			revoked[mv.Version], deprecated[mv.Version] = mv.Revocation != nil, mv.Deprecation != nil
-		}
-		latest, _ := pickVersion(unrevoked(names, revoked), "")
-		cur, ok := pickVersion(names, want)
-		if want == "" {
-			cur = latest
-		}
-		if !ok {
-			return "", "", nil, errNotFound
-		}
-		mv, err := s.opt.Index.GetModuleVersion(ctx, ns, name, system, cur)
+		d, err := s.moduleData(ctx, ns, name, system, want)
 		if err != nil {
 			return "", "", nil, err
 		}
-		nsInfo, err := s.opt.Index.GetNamespace(ctx, ns)
-		if err != nil {
-			return "", "", nil, err
-		}
-		d := moduleData{Namespace: ns, Name: name, System: system, Version: cur, Latest: latest, Private: !nsInfo.Public(),
-			Source: s.opt.Host + "/" + ns + "/" + name + "/" + system, Description: mv.Description,
-			Published: mv.PublishedAt, Origin: mv.Origin, ArchiveSize: mv.ArchiveSize, ArchiveFormat: mv.ArchiveFormat,
-			Lifecycle: lifecycle{Deprecation: mv.Deprecation, Revocation: mv.Revocation}}
-		base := "/modules/" + ns + "/" + name + "/" + system + "/"
-		for _, n := range listedVersions(names, revoked, cur) {
-			d.Versions = append(d.Versions, versionLink{Version: n, URL: base + n, Current: n == cur,
-				Prerelease: mustVersion(n).Prerelease() != "", Published: published[n], Deprecated: deprecated[n], Revoked: revoked[n]})
-		}
-		var md modules.Metadata
-		if len(mv.Metadata) > 0 {
-			if err := json.Unmarshal(mv.Metadata, &md); err != nil {
-				return "", "", nil, registry.Wrap(registry.Internal, err, "reading the module's metadata")
-			}
-			d.HasMetadata = true
-		}
-		d.Root = section(md.Root, "root", "")
-		for i, m := range md.Submodules {
-			d.Submodules = append(d.Submodules, section(m, "submodule-"+m.Name, "sub"+strconv.Itoa(i+1)))
-		}
-		for i, m := range md.Examples {
-			d.Examples = append(d.Examples, section(m, "example-"+m.Name, "ex"+strconv.Itoa(i+1)))
-		}
-		d.Diagnostics = md.Diagnostics
-		d.VersionCount = len(names)
-		if s.opt.Downloads != nil {
-			counts, err := s.opt.Downloads.ModuleDownloads(ctx, ns, name, system)
-			if err != nil {
-				return "", "", nil, err
-			}
-			for _, c := range counts {
-				d.AllDownloads += c.Count
-				if c.Version == cur {
-					d.Downloads += c.Count
-				}
-			}
-			q := registry.ConsumerQuery{Kind: registry.DownloadModule, Namespace: ns, Name: name, System: system}
-			if d.Chart, err = s.chart(ctx, q); err != nil {
-				return "", "", nil, err
-			}
-		}
-		d.Snippet = moduleSnippet(name, d.Source, versionConstraint(cur, cur == latest), d.Root.Required)
-		return ns + "/" + name + "/" + system + " " + cur, "module", d, nil
+		return ns + "/" + name + "/" + system + " " + d.Version, "module", d, nil
 	})
+}
+
+// moduleData reads what a module page shows of one version ("" for the
+// latest), consumers aside.
+func (s *Service) moduleData(ctx context.Context, ns, name, system, want string) (*moduleData, error) {
+	vs, err := s.opt.Index.ListModuleVersions(ctx, ns, name, system)
+	if registry.IsKind(err, registry.NotFound) {
+		return nil, errNotFound
+	} else if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(vs))
+	published := map[string]time.Time{}
+	revoked, deprecated := map[string]bool{}, map[string]bool{}
+	for i, mv := range vs {
+		names[i] = mv.Version
+		published[mv.Version] = mv.PublishedAt
+		revoked[mv.Version], deprecated[mv.Version] = mv.Revocation != nil, mv.Deprecation != nil
+	}
+	latest, _ := pickVersion(unrevoked(names, revoked), "")
+	cur, ok := pickVersion(names, want)
+	if want == "" {
+		cur = latest
+	}
+	if !ok {
+		return nil, errNotFound
+	}
+	mv, err := s.opt.Index.GetModuleVersion(ctx, ns, name, system, cur)
+	if err != nil {
+		return nil, err
+	}
+	nsInfo, err := s.opt.Index.GetNamespace(ctx, ns)
+	if err != nil {
+		return nil, err
+	}
+	d := &moduleData{Namespace: ns, Name: name, System: system, Version: cur, Latest: latest, Private: !nsInfo.Public(),
+		Source: s.opt.Host + "/" + ns + "/" + name + "/" + system, Description: mv.Description,
+		Published: mv.PublishedAt, Origin: mv.Origin, ArchiveSize: mv.ArchiveSize, ArchiveFormat: mv.ArchiveFormat,
+		Lifecycle: lifecycle{Deprecation: mv.Deprecation, Revocation: mv.Revocation}}
+	base := "/modules/" + ns + "/" + name + "/" + system + "/"
+	for _, n := range listedVersions(names, revoked, cur) {
+		d.Versions = append(d.Versions, versionLink{Version: n, URL: base + n, Current: n == cur,
+			Prerelease: mustVersion(n).Prerelease() != "", Published: published[n], Deprecated: deprecated[n], Revoked: revoked[n]})
+	}
+	var md modules.Metadata
+	if len(mv.Metadata) > 0 {
+		if err := json.Unmarshal(mv.Metadata, &md); err != nil {
+			return nil, registry.Wrap(registry.Internal, err, "reading the module's metadata")
+		}
+		d.HasMetadata = true
+	}
+	d.Root = section(md.Root, "root", "")
+	for i, m := range md.Submodules {
+		d.Submodules = append(d.Submodules, section(m, "submodule-"+m.Name, "sub"+strconv.Itoa(i+1)))
+	}
+	for i, m := range md.Examples {
+		d.Examples = append(d.Examples, section(m, "example-"+m.Name, "ex"+strconv.Itoa(i+1)))
+	}
+	d.Diagnostics = md.Diagnostics
+	d.VersionCount = len(names)
+	if s.opt.Downloads != nil {
+		counts, err := s.opt.Downloads.ModuleDownloads(ctx, ns, name, system)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range counts {
+			d.AllDownloads += c.Count
+			if c.Version == cur {
+				d.Downloads += c.Count
+			}
+		}
+		q := registry.ConsumerQuery{Kind: registry.DownloadModule, Namespace: ns, Name: name, System: system}
+		if d.Chart, err = s.chart(ctx, q); err != nil {
+			return nil, err
+		}
+	}
+	d.Snippet = moduleSnippet(name, d.Source, versionConstraint(cur, cur == latest), d.Root.Required)
+	return d, nil
 }
 
 // section renders one module directory's README and splits its inputs.
@@ -597,7 +626,10 @@ type providerData struct {
 	PlatformDownloads                map[string]int64
 	Chart                            *downloadChart
 	Provenance                       *provenanceData
-	Lifecycle                        lifecycle
+	// Consumers is set only on a page rendered for one visitor who may
+	// read them (consumers.go), never on a cached one.
+	Consumers *consumersData
+	Lifecycle lifecycle
 }
 
 func (s *Service) providerPage(w http.ResponseWriter, r *http.Request, v *visit) error {
@@ -615,6 +647,21 @@ func (s *Service) providerPage(w http.ResponseWriter, r *http.Request, v *visit)
 		return nil
 	}
 	key := "provider\x00" + ns + "\x00" + typ + "\x00" + want
+	consumers, err := s.consumers(r, v, registry.ConsumerQuery{Kind: registry.DownloadProvider, Namespace: ns, Name: typ})
+	if err != nil {
+		return err
+	}
+	if consumers != nil {
+		// Consumer data is the visitor's own: rendered for this request
+		// alone, never through the page cache.
+		d, err := s.providerData(r.Context(), ns, typ, want)
+		if err != nil {
+			return err
+		}
+		d.Consumers = consumers
+		s.render(w, r, v, http.StatusOK, ns+"/"+typ+" "+d.Version, "provider", d)
+		return nil
+	}
 	return s.cached(w, r, v, key, func(ctx context.Context) (string, string, any, error) {
 		d, err := s.providerData(ctx, ns, typ, want)
 		if err != nil {
