@@ -37,6 +37,13 @@ type ModuleVersion struct {
 	// Revocation, if not nil, revoked (see Deprecation and Revocation).
 	Deprecation *Deprecation
 	Revocation  *Revocation
+
+	// Provenance is the DSSE envelope (JSON) of the version's signed
+	// in-toto provenance statement (package provenance), written once by
+	// the publish. CreateModuleVersion stores it with the version; reads
+	// leave it nil (store.Provenance reads it), as it is needed only when
+	// asked for.
+	Provenance []byte
 }
 
 // Module summarises a module for listings and search.

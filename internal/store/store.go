@@ -30,7 +30,7 @@ type Index interface {
 	Secrets
 	Access // users, memberships, personal tokens, authorization codes, audit log (access.go)
 	PackageHashes
-	Provenance // signed provenance of provider versions
+	Provenance // signed provenance of provider and module versions
 	Mirror
 	MirrorInventory
 	MirrorUpstreams
@@ -172,13 +172,19 @@ type Providers interface {
 	DeleteProvider(ctx context.Context, namespace, typ string) (int, error)
 }
 
-// Provenance reads the provenance envelopes that CreateProviderVersion
-// stores with versions (registry.ProviderVersion.Provenance).
+// Provenance reads the provenance envelopes that CreateProviderVersion and
+// CreateModuleVersion store with versions (registry.ProviderVersion.Provenance,
+// registry.ModuleVersion.Provenance).
 type Provenance interface {
 	// ProviderProvenance returns the DSSE envelope (JSON) stored with a
 	// provider version. NotFound if there is no such version or it was
 	// stored without one.
 	ProviderProvenance(ctx context.Context, namespace, typ, version string) ([]byte, error)
+	// ModuleProvenance returns the DSSE envelope (JSON) stored with a
+	// module version by CreateModuleVersion
+	// (registry.ModuleVersion.Provenance). NotFound if there is no such
+	// version or it was stored without one.
+	ModuleProvenance(ctx context.Context, namespace, name, system, version string) ([]byte, error)
 	// TokenCIClaims returns the CI claims CreateToken stored with a token
 	// (registry.Token.CI), and false for a token without them or no such
 	// token.

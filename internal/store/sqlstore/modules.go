@@ -81,6 +81,12 @@ func (x *Index) CreateModuleVersion(ctx context.Context, v registry.ModuleVersio
 		if err != nil {
 			return err
 		}
+		if len(v.Provenance) > 0 {
+			if _, err := t.exec(ctx, `INSERT INTO module_provenance (namespace, name, system, version, envelope) VALUES ($1, $2, $3, $4, $5)`,
+				v.Namespace, v.Name, v.System, v.Version, string(v.Provenance)); err != nil {
+				return err
+			}
+		}
 		if cur, err := version.NewSemver(latest); err != nil || registry.NewerLatestModule(semver, cur) {
 			latest, description = v.Version, v.Description
 		}
@@ -92,6 +98,29 @@ func (x *Index) CreateModuleVersion(ctx context.Context, v registry.ModuleVersio
 			count+1, latest, description, x.d.Time(updated), v.Namespace, v.Name, v.System)
 		return err
 	})
+}
+
+// ModuleProvenance returns the provenance envelope stored with a module
+// version. NotFound if there is no such version or it has none.
+func (x *Index) ModuleProvenance(ctx context.Context, namespace, name, system, ver string) ([]byte, error) {
+	ctx, cancel := x.op(ctx)
+	defer cancel()
+	var envelope string
+	var has bool
+	err := x.row(ctx, `SELECT p.envelope IS NOT NULL, COALESCE(p.envelope, '') FROM module_versions v
+		LEFT JOIN module_provenance p ON p.namespace = v.namespace AND p.name = v.name AND p.system = v.system AND p.version = v.version
+		WHERE v.namespace = $1 AND v.name = $2 AND v.system = $3 AND v.version = $4`, namespace, name, system, ver).Scan(&has, &envelope)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, registry.Errorf(registry.NotFound, "module %s/%s/%s has no version %s", namespace, name, system, ver)
+	}
+	if err != nil {
+		return nil, x.fail(err, fmt.Sprintf("reading the provenance of module %s/%s/%s version %s", namespace, name, system, ver))
+	}
+	if !has {
+		return nil, registry.Errorf(registry.NotFound, "module %s/%s/%s version %s has no provenance: it was published before Trove recorded module provenance, "+
+			"its namespace had no Trove-managed signing key then, or Trove made it itself (git source, mirror, bundle import)", namespace, name, system, ver)
+	}
+	return []byte(envelope), nil
 }
 
 // moduleVersionColumns are the columns moduleVersionTargets receives, in

@@ -27,6 +27,7 @@ func TestIndex(t *testing.T, newIndex func(t *testing.T) store.Index) {
 	t.Run("Providers", func(t *testing.T) { testProviders(t, newIndex) })
 	t.Run("ProviderDocs", func(t *testing.T) { testProviderDocs(t, newIndex) })
 	t.Run("Provenance", func(t *testing.T) { testProvenance(t, newIndex) })
+	t.Run("ModuleProvenance", func(t *testing.T) { testModuleProvenance(t, newIndex) })
 	t.Run("Modules", func(t *testing.T) { testModules(t, newIndex) })
 	t.Run("Lifecycle", func(t *testing.T) { testLifecycle(t, newIndex) })
 	t.Run("Deletions", func(t *testing.T) { testDeletions(t, newIndex) })

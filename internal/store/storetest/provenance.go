@@ -101,3 +101,76 @@ func testProvenance(t *testing.T, newIndex func(*testing.T) store.Index) {
 		}
 	})
 }
+
+// testModuleProvenance checks the provenance envelopes CreateModuleVersion
+// stores with module versions and ModuleProvenance reads.
+func testModuleProvenance(t *testing.T, newIndex func(*testing.T) store.Index) {
+	envelope := []byte(`{"payloadType":"application/vnd.in-toto+json","payload":"e30=","signatures":[{"keyid":"K","sig":"c2ln"}]}`)
+	t.Run("NoneByDefault", func(t *testing.T) {
+		x, ctx := newIndex(t), t.Context()
+		createNamespaces(t, x, "acme")
+		mustOK(t, x.CreateModuleVersion(ctx, testModuleVersion("acme", "network", "aws", "1.0.0", t0)), "CreateModuleVersion")
+		_, err := x.ModuleProvenance(ctx, "acme", "network", "aws", "1.0.0")
+		wantKind(t, err, registry.NotFound, "ModuleProvenance of a version stored without one")
+		_, err = x.ModuleProvenance(ctx, "acme", "network", "aws", "9.9.9")
+		wantKind(t, err, registry.NotFound, "ModuleProvenance of a missing version")
+		_, err = x.ModuleProvenance(ctx, "acme", "network", "azurerm", "1.0.0")
+		wantKind(t, err, registry.NotFound, "ModuleProvenance of another system")
+		_, err = x.ModuleProvenance(ctx, "nobody", "network", "aws", "1.0.0")
+		wantKind(t, err, registry.NotFound, "ModuleProvenance in a missing namespace")
+	})
+	t.Run("CreateKeepsIt", func(t *testing.T) {
+		x, ctx := newIndex(t), t.Context()
+		createNamespaces(t, x, "acme")
+		v := testModuleVersion("acme", "network", "aws", "1.0.0", t0)
+		v.Provenance = envelope
+		mustOK(t, x.CreateModuleVersion(ctx, v), "CreateModuleVersion with provenance")
+		got, err := x.ModuleProvenance(ctx, "acme", "network", "aws", "1.0.0")
+		mustOK(t, err, "ModuleProvenance")
+		if !bytes.Equal(got, envelope) {
+			t.Errorf("ModuleProvenance = %q, want %q", got, envelope)
+		}
+		read, err := x.GetModuleVersion(ctx, "acme", "network", "aws", "1.0.0")
+		mustOK(t, err, "GetModuleVersion")
+		if read.Provenance != nil {
+			t.Errorf("GetModuleVersion returned the provenance (%d bytes); reads leave it to ModuleProvenance", len(read.Provenance))
+		}
+		// Another module of the same name in another system has its own.
+		mustOK(t, x.CreateModuleVersion(ctx, testModuleVersion("acme", "network", "azurerm", "1.0.0", t0)), "CreateModuleVersion of another system")
+		_, err = x.ModuleProvenance(ctx, "acme", "network", "azurerm", "1.0.0")
+		wantKind(t, err, registry.NotFound, "ModuleProvenance of the other system's version")
+
+		// A refused create (the version exists) stores nothing.
+		again := testModuleVersion("acme", "network", "aws", "1.0.0", t0)
+		again.Provenance = []byte(`{"other":true}`)
+		wantKind(t, x.CreateModuleVersion(ctx, again), registry.Conflict, "CreateModuleVersion of an existing version")
+		got, err = x.ModuleProvenance(ctx, "acme", "network", "aws", "1.0.0")
+		mustOK(t, err, "ModuleProvenance after the refused create")
+		if !bytes.Equal(got, envelope) {
+			t.Errorf("a refused create changed the provenance to %q", got)
+		}
+	})
+	t.Run("GoesWithItsVersion", func(t *testing.T) {
+		x, ctx := newIndex(t), t.Context()
+		createNamespaces(t, x, "acme")
+		v := testModuleVersion("acme", "network", "aws", "1.0.0", t0)
+		v.Provenance = envelope
+		mustOK(t, x.CreateModuleVersion(ctx, v), "CreateModuleVersion with provenance")
+		mustOK(t, x.DeleteModuleVersion(ctx, "acme", "network", "aws", "1.0.0"), "DeleteModuleVersion")
+		_, err := x.ModuleProvenance(ctx, "acme", "network", "aws", "1.0.0")
+		wantKind(t, err, registry.NotFound, "ModuleProvenance of a deleted version")
+		mustOK(t, x.CreateModuleVersion(ctx, testModuleVersion("acme", "network", "aws", "1.0.0", t0)), "CreateModuleVersion again without provenance")
+		_, err = x.ModuleProvenance(ctx, "acme", "network", "aws", "1.0.0")
+		wantKind(t, err, registry.NotFound, "ModuleProvenance of a version re-created without one")
+
+		// Deleting the whole module removes its versions' envelopes too.
+		v2 := testModuleVersion("acme", "network", "aws", "2.0.0", t0)
+		v2.Provenance = envelope
+		mustOK(t, x.CreateModuleVersion(ctx, v2), "CreateModuleVersion 2.0.0 with provenance")
+		_, err = x.DeleteModule(ctx, "acme", "network", "aws")
+		mustOK(t, err, "DeleteModule")
+		mustOK(t, x.CreateModuleVersion(ctx, testModuleVersion("acme", "network", "aws", "2.0.0", t0)), "CreateModuleVersion 2.0.0 again without provenance")
+		_, err = x.ModuleProvenance(ctx, "acme", "network", "aws", "2.0.0")
+		wantKind(t, err, registry.NotFound, "ModuleProvenance of a version re-created after its module was deleted")
+	})
+}
