@@ -11,7 +11,8 @@ import (
 	"trove.dev/trove/apispec"
 )
 
-// Limits of the files ProviderRelease and ProviderProvenance read.
+// Limits of the files ProviderRelease, ProviderProvenance and
+// ModuleProvenance read.
 const (
 	maxReleaseSums      = 1 << 20
 	maxReleaseSignature = 64 << 10
@@ -89,6 +90,21 @@ func (c *Client) ProviderRelease(ctx context.Context, namespace, typ, version st
 // (DSSE JSON); a version without one is not found (IsNotFound).
 func (c *Client) ProviderProvenance(ctx context.Context, namespace, typ, version string) ([]byte, error) {
 	target, err := c.apiURL(apispec.RouteProviderProvenance, params("namespace", namespace, "type", typ, "version", version), nil)
+	if err != nil {
+		return nil, err
+	}
+	u, err := url.Parse(target)
+	if err != nil {
+		return nil, err
+	}
+	return c.getRaw(ctx, u, maxProvenance)
+}
+
+// ModuleProvenance returns a module version's provenance envelope (DSSE
+// JSON); a version without one is not found (IsNotFound).
+func (c *Client) ModuleProvenance(ctx context.Context, namespace, name, system, version string) ([]byte, error) {
+	target, err := c.apiURL(apispec.RouteModuleProvenance,
+		params("namespace", namespace, "name", name, "system", system, "version", version), nil)
 	if err != nil {
 		return nil, err
 	}
