@@ -15,6 +15,10 @@ const (
 	// publishes (the archive as the body, see ModuleArchive*), DELETE
 	// (needs ModuleConfirmParam).
 	RouteModuleVersion = "/api/v1/namespaces/{namespace}/modules/{name}/{system}/versions/{version}"
+	// RouteModuleProvenance is the DSSE envelope (JSON) of a version's
+	// signed provenance statement (docs/provenance.md); 404 for a version
+	// without one.
+	RouteModuleProvenance = RouteModuleVersion + "/provenance" // GET
 )
 
 // Module publishing. The body of a POST to RouteModuleVersion is either

@@ -11,7 +11,8 @@ import (
 	"trove.dev/trove/apispec"
 )
 
-// Limits of the files ProviderRelease and ProviderProvenance read.
+// Limits of the files ProviderRelease, ProviderProvenance and
+// ModuleProvenance read.
 const (
 	maxReleaseSums      = 1 << 20
 	maxReleaseSignature = 64 << 10
@@ -121,6 +122,21 @@ func (c *Client) MirroredProvenance(ctx context.Context, host, namespace, typ, v
 		return apispec.MirroredProvenance{}, fmt.Errorf("the provenance of %s/%s/%s %s does not parse: %w", host, namespace, typ, version, err)
 	}
 	return out, nil
+}
+
+// ModuleProvenance returns a module version's provenance envelope (DSSE
+// JSON); a version without one is not found (IsNotFound).
+func (c *Client) ModuleProvenance(ctx context.Context, namespace, name, system, version string) ([]byte, error) {
+	target, err := c.apiURL(apispec.RouteModuleProvenance,
+		params("namespace", namespace, "name", name, "system", system, "version", version), nil)
+	if err != nil {
+		return nil, err
+	}
+	u, err := url.Parse(target)
+	if err != nil {
+		return nil, err
+	}
+	return c.getRaw(ctx, u, maxProvenance)
 }
 
 // getRaw GETs u with the client's token (which the HTTP client does not

@@ -24,11 +24,12 @@ const (
 
 func verifyCommand() *command {
 	return &command{
-		name: "verify", args: "ARCHIVE.zip ... --sums FILE --sig FILE --key FILE [--key FILE ...] [--provenance FILE] | --lock FILE [--key FILE ...]",
+		name: "verify", args: "ARCHIVE.zip ... --sums FILE --sig FILE --key FILE [--key FILE ...] [--provenance FILE] | MODULE.tar.gz ... --provenance FILE --key FILE ... | --lock FILE [--key FILE ...]",
 		minArgs: 0, maxArgs: 1 << 10, client: true,
-		summary: "Check downloaded provider archives offline against their signed SHA256SUMS and their signed provenance, or a whole lock file against this Trove; exits non-zero if any check fails.",
+		summary: "Check downloaded provider archives offline against their signed SHA256SUMS and their signed provenance, module archives against their signed provenance, or a whole lock file against this Trove; exits non-zero if any check fails.",
 		examples: []string{
 			"trove verify widget_linux_amd64.zip --sums SHA256SUMS --sig SHA256SUMS.sig \\\n    --key acme.asc --key acme-managed.asc --provenance provenance.json",
+			"trove verify net-aws-1.0.0.tar.gz --provenance provenance.json --key acme-managed.asc",
 			"trove verify --lock .terraform.lock.hcl",
 		},
 		setup: func(fs *flag.FlagSet, cl *cli) func(context.Context, []string) error {
@@ -55,8 +56,14 @@ func verifyCommand() *command {
 				if len(args) == 0 {
 					return usagef("trove verify needs archives to check, or --lock FILE")
 				}
-				if *sums == "" || *sig == "" || len(keys) == 0 {
-					return usagef("trove verify needs --sums, --sig and at least one --key")
+				if len(keys) == 0 {
+					return usagef("trove verify needs at least one --key")
+				}
+				if (*sums == "") != (*sig == "") {
+					return usagef("trove verify needs both --sums and --sig (provider archives), or neither and --provenance (module archives)")
+				}
+				if *sums == "" && *prov == "" {
+					return usagef("trove verify needs --sums and --sig (provider archives) or --provenance (module archives, which have no SHA256SUMS)")
 				}
 				return runVerify(ctx, cl.stdout, args, *sums, *sig, *prov, keys, time.Now())
 			}
@@ -67,19 +74,23 @@ func verifyCommand() *command {
 // runVerify checks each archive against SHA256SUMS (whose signature must
 // verify with one of keys) and, with prov, against the provenance's
 // subjects (whose envelope must verify with one of keys), printing one
-// line per check.
+// line per check. Without sumsPath (module archives, which have no
+// SHA256SUMS) only the provenance is checked, and prov is required.
 func runVerify(ctx context.Context, out io.Writer, archives []string, sumsPath, sigPath, provPath string, keyPaths []string, now time.Time) error {
 	keys, err := readVerifyKeys(keyPaths)
 	if err != nil {
 		return err
 	}
-	sums, err := readLimited(sumsPath, maxVerifySums)
-	if err != nil {
-		return err
-	}
-	sig, err := readLimited(sigPath, maxVerifySig)
-	if err != nil {
-		return err
+	var sums, sig []byte
+	if sumsPath != "" {
+		if sums, err = readLimited(sumsPath, maxVerifySums); err != nil {
+			return err
+		}
+		if sig, err = readLimited(sigPath, maxVerifySig); err != nil {
+			return err
+		}
+	} else if provPath == "" {
+		return errors.New("nothing to check the archives against: give --sums and --sig, or --provenance")
 	}
 	failed := 0
 	report := func(ok bool, format string, args ...any) {
@@ -90,14 +101,18 @@ func runVerify(ctx context.Context, out io.Writer, archives []string, sumsPath, 
 		fmt.Fprintf(out, "%s %s\n", mark, fmt.Sprintf(format, args...))
 	}
 	listed := map[string]string{}
-	if k, err := signing.VerifyDetachedAt(keys, sums, sig, now); err != nil {
-		report(false, "%s: signature: %s", filepath.Base(sumsPath), verifyMessage(err))
-	} else if parsed, err := release.ParseSHA256SUMS(sums); err != nil {
-		report(false, "%s: %s", filepath.Base(sumsPath), verifyMessage(err))
-	} else {
-		report(true, "%s: signed by key %s", filepath.Base(sumsPath), k.KeyID)
-		for _, s := range parsed {
-			listed[s.Filename] = s.Digest
+	// A module archive has no SHA256SUMS: its provenance is the only
+	// signed record of it.
+	if sumsPath != "" {
+		if k, err := signing.VerifyDetachedAt(keys, sums, sig, now); err != nil {
+			report(false, "%s: signature: %s", filepath.Base(sumsPath), verifyMessage(err))
+		} else if parsed, err := release.ParseSHA256SUMS(sums); err != nil {
+			report(false, "%s: %s", filepath.Base(sumsPath), verifyMessage(err))
+		} else {
+			report(true, "%s: signed by key %s", filepath.Base(sumsPath), k.KeyID)
+			for _, s := range parsed {
+				listed[s.Filename] = s.Digest
+			}
 		}
 	}
 	var stmt *provenance.Statement
@@ -108,8 +123,12 @@ func runVerify(ctx context.Context, out io.Writer, archives []string, sumsPath, 
 			if v, err = provenance.Verify(ctx, data, keys, now); err == nil {
 				stmt = &v.Statement
 				b := v.Statement.Predicate.RunDetails.Builder.ID
-				report(true, "%s: signed by key %s; built by %s %s", filepath.Base(provPath), v.Key.KeyID, b,
-					v.Statement.Predicate.BuildDefinition.ExternalParameters["repository"])
+				ext := v.Statement.Predicate.BuildDefinition.ExternalParameters
+				what := ""
+				if m := ext["module"]; m != "" {
+					what = "; module " + m + " " + ext["version"]
+				}
+				report(true, "%s: signed by key %s; built by %s %s%s", filepath.Base(provPath), v.Key.KeyID, b, ext["repository"], what)
 			}
 		}
 		if err != nil {
@@ -124,6 +143,7 @@ func runVerify(ctx context.Context, out io.Writer, archives []string, sumsPath, 
 			continue
 		}
 		switch want, ok := listed[name]; {
+		case sumsPath == "":
 		case !ok:
 			report(false, "%s: not listed in a SHA256SUMS whose signature verified", name)
 		case want != digest:

@@ -22,6 +22,7 @@ func (h *handler) registerModules(route func(pattern string, fn httpjson.Handler
 	route("GET "+apispec.RouteModuleVersion, h.getModuleVersion)
 	route("POST "+apispec.RouteModuleVersion, h.publishModuleVersion)
 	route("DELETE "+apispec.RouteModuleVersion, h.deleteModuleVersion)
+	route("GET "+apispec.RouteModuleProvenance, h.getModuleProvenance)
 }
 
 func (h *handler) listModules(w http.ResponseWriter, r *http.Request) error {
@@ -100,17 +101,42 @@ func (h *handler) getModule(w http.ResponseWriter, r *http.Request) error {
 	return httpjson.Write(w, http.StatusOK, out)
 }
 
-func (h *handler) getModuleVersion(w http.ResponseWriter, r *http.Request) error {
-	ns, err := h.namespaceParam(r, registry.ScopeRead)
-	if err != nil {
-		return err
+// moduleVersionParams reads and checks the namespace (readable by the
+// caller), module name, system and version of a module version's route.
+func (h *handler) moduleVersionParams(r *http.Request) (ns, name, system, ver string, err error) {
+	if ns, err = h.namespaceParam(r, registry.ScopeRead); err != nil {
+		return "", "", "", "", err
 	}
-	name, system, err := moduleParams(r)
-	if err != nil {
-		return err
+	if name, system, err = moduleParams(r); err != nil {
+		return "", "", "", "", err
 	}
-	ver := r.PathValue("version")
+	ver = r.PathValue("version")
 	if _, err := registry.ParseVersion(ver); err != nil {
+		return "", "", "", "", err
+	}
+	return ns, name, system, ver, nil
+}
+
+// getModuleProvenance answers the DSSE envelope of a module version's
+// provenance, as it was stored when the version was published.
+func (h *handler) getModuleProvenance(w http.ResponseWriter, r *http.Request) error {
+	ns, name, system, ver, err := h.moduleVersionParams(r)
+	if err != nil {
+		return err
+	}
+	envelope, err := h.Index.ModuleProvenance(r.Context(), ns, name, system, ver)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	_, err = w.Write(envelope)
+	return err
+}
+
+func (h *handler) getModuleVersion(w http.ResponseWriter, r *http.Request) error {
+	ns, name, system, ver, err := h.moduleVersionParams(r)
+	if err != nil {
 		return err
 	}
 	v, err := h.Index.GetModuleVersion(r.Context(), ns, name, system, ver)

@@ -293,6 +293,7 @@ func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
 		TempDir:         tempDir,
 		MaxArchiveBytes: cfg.Limits.MaxZipBytes,
 		Limits:          modules.Limits{MaxEntries: cfg.Limits.MaxZipEntries, MaxUnpackedBytes: cfg.Limits.MaxUnpackedBytes},
+		Managed:         managed,
 		Logger:          log,
 	})
 	if err := mods.RemoveStaleUploads(); err != nil {

@@ -16,6 +16,7 @@ package modules
 import (
 	"strings"
 
+	"trove.dev/trove/internal/provenance"
 	"trove.dev/trove/internal/registry"
 )
 
@@ -51,6 +52,13 @@ func (l Limits) withDefaults() Limits {
 // is served: <name>-<system>-<version>.<format>.
 func Filename(v registry.ModuleVersion) string {
 	return v.Name + "-" + v.System + "-" + v.Version + "." + v.ArchiveFormat
+}
+
+// Release returns what a module version's provenance statement is about:
+// the module and its one archive, named Filename(v), with its digest.
+func Release(v registry.ModuleVersion) provenance.Release {
+	return provenance.Release{Namespace: v.Namespace, Name: v.Name, System: v.System, Version: v.Version,
+		Archives: map[string]string{Filename(v): v.ArchiveDigest}, PublishedAt: v.PublishedAt}
 }
 
 // isConfigFile reports whether base is a Terraform configuration file that

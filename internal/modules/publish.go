@@ -10,7 +10,9 @@ import (
 
 	tfaddr "github.com/hashicorp/terraform-registry-address"
 
+	"trove.dev/trove/internal/provenance"
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/signing"
 	"trove.dev/trove/internal/staging"
 	"trove.dev/trove/internal/store"
 )
@@ -37,6 +39,11 @@ type Options struct {
 
 	MaxArchiveBytes int64  // largest accepted archive; <= 0 means 1 GiB
 	Limits          Limits // entry count and unpacked size of each archive
+
+	// Managed signs the provenance of a publish made with an origin in its
+	// context (provenance.WithOrigin) with its namespace's managed key; nil:
+	// no module version gets provenance.
+	Managed *signing.Managed
 
 	Logger *slog.Logger
 	Now    func() time.Time
@@ -137,6 +144,12 @@ func ParseStoredAddress(namespace, name, system, version string) (registry.Modul
 // (CheckArchive) and extracts its metadata (Inspect) from a staged copy, stores
 // the archive blob and then the version in one index write. Nothing is
 // stored unless every check passed; staged files are always removed.
+//
+// A publish whose context names its origin (provenance.WithOrigin: a
+// publish with a token, keyless or not) stores the version with its
+// provenance statement signed by the namespace's managed key
+// (provenance.SignRelease); without an origin (versions Trove makes
+// itself: git sources, the module mirror) it stores none.
 func (p *Publisher) Publish(ctx context.Context, up Upload) (Result, error) {
 	v, err := ParseAddress(up.Namespace, up.Name, up.System, up.Version)
 	if err != nil {
@@ -200,11 +213,19 @@ func (p *Publisher) Publish(ctx context.Context, up Upload) (Result, error) {
 		return Result{}, err
 	}
 
-	// 4. The blob, then the version in one index write.
+	// 4. The provenance, signed before anything is stored: a managed key
+	// that cannot sign refuses the publish.
+	v.PublishedAt = p.opt.Now().UTC()
+	if o, ok := provenance.OriginFrom(ctx); ok {
+		if v.Provenance, err = provenance.SignRelease(ctx, Release(v), o, p.opt.Managed, p.opt.Logger); err != nil {
+			return Result{}, err
+		}
+	}
+
+	// 5. The blob, then the version with its provenance in one index write.
 	if err := staging.Store(ctx, p.opt.Blobs, v.ArchiveDigest, v.ArchiveSize, archivePath); err != nil {
 		return Result{}, err
 	}
-	v.PublishedAt = p.opt.Now().UTC()
 	err = p.opt.Index.CreateModuleVersion(ctx, v)
 	if registry.IsKind(err, registry.Conflict) {
 		return registry.ResolveCreateConflict(err, stored, existing)

@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"trove.dev/trove/internal/modules"
+	"trove.dev/trove/internal/provenance"
 	"trove.dev/trove/internal/publish"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/store"
@@ -51,7 +52,7 @@ func (o *Operations) PublishProvider(ctx context.Context, a Actor, namespace, ty
 			Target: v.Namespace + "/" + v.Type + " " + v.Version, Details: signedDetails(v.SigningKey)})
 		o.opt.Events.Add(ctx, fx, nil, webhook.Event{Type: registry.EventProviderPublished, Namespace: v.Namespace, Name: v.Type, Version: v.Version, Actor: a.name()})
 	}
-	res, err := o.opt.Publisher.PublishProvider(publish.WithOrigin(store.WithEffects(ctx, fx), origin), ns, typ, version, src)
+	res, err := o.opt.Publisher.PublishProvider(provenance.WithOrigin(store.WithEffects(ctx, fx), origin), ns, typ, version, src)
 	if err != nil {
 		return res, err
 	}
@@ -63,9 +64,9 @@ func (o *Operations) PublishProvider(ctx context.Context, a Actor, namespace, ty
 
 // origin says who publishes, for a version's provenance: the pipeline a
 // keyless token was issued to, or the token and its user.
-func (o *Operations) origin(ctx context.Context, a Actor) (publish.Origin, error) {
+func (o *Operations) origin(ctx context.Context, a Actor) (provenance.Origin, error) {
 	t := a.Principal.Token
-	out := publish.Origin{User: t.User, TokenID: t.ID}
+	out := provenance.Origin{User: t.User, TokenID: t.ID}
 	if a.Operator != "" || t.ID == "" {
 		return out, nil
 	}
@@ -120,7 +121,10 @@ func (o *Operations) PublishProviderDocs(ctx context.Context, a Actor, namespace
 
 // PublishModule publishes the module version up describes from its
 // archive (modules.Publisher.Publish): the archive is staged and checked
-// (entries, metadata, free-text limits) before anything is stored.
+// (entries, metadata, free-text limits) before anything is stored. A
+// publish with a token stores the version's provenance, naming a as
+// PublishProvider's does, when the namespace has a managed key; the git
+// sources' publishes (a.Operator) get none.
 func (o *Operations) PublishModule(ctx context.Context, a Actor, up modules.Upload) (modules.Result, error) {
 	ns, err := o.Namespace(ctx, a, up.Namespace, registry.ScopePublish)
 	if err != nil {
@@ -136,6 +140,11 @@ func (o *Operations) PublishModule(ctx context.Context, a Actor, up modules.Uplo
 	}
 	if err := o.admitPublish(ctx, a, ns, origin.CI); err != nil {
 		return modules.Result{}, err
+	}
+	// A publish with a token gets provenance naming it; the versions an
+	// operator's git source publishes are Trove's own, like the mirror's.
+	if a.Operator == "" {
+		ctx = provenance.WithOrigin(ctx, origin)
 	}
 	return o.publishModule(ctx, a, up, func(v registry.ModuleVersion) string { return v.ArchiveFormat + " sha256 " + v.ArchiveDigest })
 }

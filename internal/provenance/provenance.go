@@ -1,6 +1,7 @@
 // Package provenance writes and checks the provenance of provider
-// releases: an in-toto Statement v1 whose predicate is SLSA Provenance v1,
-// with one subject per archive (its file name and sha256 digest), signed
+// releases and module versions: an in-toto Statement v1 whose predicate is
+// SLSA Provenance v1, with one subject per archive (its file name and
+// sha256 digest), signed
 // in a DSSE envelope with an OpenPGP key (a namespace's Trove-managed
 // signing key).
 //
@@ -159,9 +160,13 @@ type Identity struct {
 	TokenID string
 }
 
-// Release names what was published.
+// Release names what was published: a provider release (Type) or a
+// module version (Name and System).
 type Release struct {
 	Namespace, Type, Version string
+	// Name and System, when System is set, make it the release of module
+	// Namespace/Name/System; Type is then unused.
+	Name, System string
 	// Archives maps each archive's file name to its hex sha256 digest.
 	Archives    map[string]string
 	PublishedAt time.Time
@@ -175,8 +180,10 @@ const TroveBuilderID = "https://trove.dev/publish"
 func NewKeyless(rel Release, ci CI) Statement {
 	ext := map[string]string{
 		"repository": ci.Repository, "ref": ci.Ref, "workflow": ci.Workflow,
-		"commit": ci.Commit, "provider": rel.Namespace + "/" + rel.Type, "version": rel.Version,
+		"commit": ci.Commit, "version": rel.Version,
 	}
+	kind, address := rel.address()
+	ext[kind] = address
 	for k, v := range ext {
 		if v == "" {
 			delete(ext, k)
@@ -187,11 +194,22 @@ func NewKeyless(rel Release, ci CI) Statement {
 
 // NewPublish returns the statement of a publish of rel by who.
 func NewPublish(rel Release, who Identity) Statement {
-	ext := map[string]string{"provider": rel.Namespace + "/" + rel.Type, "version": rel.Version, "token": who.TokenID}
+	ext := map[string]string{"version": rel.Version, "token": who.TokenID}
+	kind, address := rel.address()
+	ext[kind] = address
 	if who.User != "" {
 		ext["user"] = who.User
 	}
 	return statement(rel, BuildTypePublish, TroveBuilderID, ext, "")
+}
+
+// address returns the external parameter that names what rel releases:
+// "provider" with namespace/type, or "module" with namespace/name/system.
+func (rel Release) address() (kind, address string) {
+	if rel.System != "" {
+		return "module", rel.Namespace + "/" + rel.Name + "/" + rel.System
+	}
+	return "provider", rel.Namespace + "/" + rel.Type
 }
 
 func statement(rel Release, buildType, builder string, ext map[string]string, run string) Statement {

@@ -315,6 +315,7 @@ type moduleData struct {
 	VersionCount int
 	HasMetadata  bool
 	Lifecycle    lifecycle
+	Provenance   *provenanceData
 }
 
 // moduleSection is the root module, a submodule or an example.
@@ -401,7 +402,15 @@ func (s *Service) moduleData(ctx context.Context, ns, name, system, want string)
 	if err != nil {
 		return nil, err
 	}
-	d := &moduleData{Namespace: ns, Name: name, System: system, Version: cur, Latest: latest, Private: !nsInfo.Public(),
+	keys, err := s.opt.Index.ListSigningKeys(ctx, ns)
+	if err != nil {
+		return nil, err
+	}
+	prov, err := s.moduleProvenanceOf(ctx, ns, name, system, cur, keys)
+	if err != nil {
+		return nil, err
+	}
+	d := &moduleData{Provenance: prov, Namespace: ns, Name: name, System: system, Version: cur, Latest: latest, Private: !nsInfo.Public(),
 		Source: s.opt.Host + "/" + ns + "/" + name + "/" + system, Description: mv.Description,
 		Published: mv.PublishedAt, Origin: mv.Origin, ArchiveSize: mv.ArchiveSize, ArchiveFormat: mv.ArchiveFormat,
 		Lifecycle: lifecycle{Deprecation: mv.Deprecation, Revocation: mv.Revocation}}

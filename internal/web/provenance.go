@@ -7,7 +7,7 @@ import (
 	"trove.dev/trove/internal/registry"
 )
 
-// provenanceData is what a provider page says of a version's provenance
+// provenanceData is what a provider or module page says of a version's provenance
 // (docs/provenance.md): who built it, checked against the namespace's
 // keys as `trove verify` checks it.
 type provenanceData struct {
@@ -27,12 +27,38 @@ type provenanceData struct {
 // nil for a version published without one.
 func (s *Service) provenanceOf(ctx context.Context, ns, typ, version string, keys []registry.SigningKey) (*provenanceData, error) {
 	envelope, err := s.opt.Index.ProviderProvenance(ctx, ns, typ, version)
-	if registry.IsKind(err, registry.NotFound) {
-		return nil, nil
-	} else if err != nil {
-		return nil, err
+	return s.checkProvenance(ctx, envelope, err, "/api/v1/namespaces/"+ns+"/providers/"+typ+"/versions/"+version+"/provenance", keys)
+}
+
+// moduleProvenanceOf reads and checks the provenance of a module version
+// against keys, or against the keys a bundle import stored with it; nil
+// for a version published without one.
+func (s *Service) moduleProvenanceOf(ctx context.Context, ns, name, system, version string, keys []registry.SigningKey) (*provenanceData, error) {
+	envelope, err := s.opt.Index.ModuleProvenance(ctx, ns, name, system, version)
+	if err == nil {
+		// A version an air-gap bundle brought is verified with the keys
+		// the bundle carried (the exporting Trove's), not the namespace's.
+		imported, kerr := s.opt.Index.ModuleProvenanceKeys(ctx, ns, name, system, version)
+		switch {
+		case kerr == nil:
+			keys = imported
+		case !registry.IsKind(kerr, registry.NotFound):
+			return nil, kerr
+		}
 	}
-	d := &provenanceData{API: "/api/v1/namespaces/" + ns + "/providers/" + typ + "/versions/" + version + "/provenance"}
+	return s.checkProvenance(ctx, envelope, err, "/api/v1/namespaces/"+ns+"/modules/"+name+"/"+system+"/versions/"+version+"/provenance", keys)
+}
+
+// checkProvenance checks envelope, read with error readErr, against keys;
+// api is where the API serves it. nil when the version has none
+// (NotFound).
+func (s *Service) checkProvenance(ctx context.Context, envelope []byte, readErr error, api string, keys []registry.SigningKey) (*provenanceData, error) {
+	if registry.IsKind(readErr, registry.NotFound) {
+		return nil, nil
+	} else if readErr != nil {
+		return nil, readErr
+	}
+	d := &provenanceData{API: api}
 	v, err := provenance.Verify(ctx, envelope, keys, s.opt.Now())
 	if err != nil {
 		d.Error = registry.Message(err)

@@ -190,8 +190,12 @@ func (s *Service) renderVersion(ctx context.Context, key repoKey, tag string) (r
 		v, err = s.opt.Index.GetModuleVersion(ctx, key.ns, key.name, key.system, VersionOf(tag))
 		if err == nil && TagOf(v.Version) == tag {
 			var z zipInfo
+			var envelope []byte
 			if z, err = s.zips.zip(ctx, v); err == nil {
-				rp, err = moduleRepo([]moduleVersion{{version: v.Version, zip: z.digest, size: z.size}})
+				envelope, err = s.moduleProvenance(ctx, v)
+			}
+			if err == nil {
+				rp, err = moduleRepo([]moduleVersion{{version: v.Version, zip: z.digest, size: z.size, provenance: envelope}})
 			}
 		}
 	default:

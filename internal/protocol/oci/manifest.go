@@ -273,17 +273,22 @@ func (r *repo) attach(subject Descriptor, artifactType, mediaType string, data [
 }
 
 // moduleVersion is what a module repository needs of one version: its
-// tag and the digest and size of its deterministic zip.
+// tag, the digest and size of its deterministic zip, and its signed
+// provenance envelope (nil without one).
 type moduleVersion struct {
-	version string
-	zip     string // sha256:<hex>
-	size    int64
+	version    string
+	zip        string // sha256:<hex>
+	size       int64
+	provenance []byte
 }
 
 // moduleRepo generates the repository of a module: per version one image
 // manifest (artifactType ArtifactModule) whose one layer is the
 // version's deterministic zip, tagged by its version; "latest" tags the
-// newest release (or the newest version when none is a release).
+// newest release (or the newest version when none is a release). A
+// version with provenance has it as a referrer of its manifest (artifact
+// type ArtifactProvenance, one DSSE layer), as a provider version's index
+// has.
 func moduleRepo(vs []moduleVersion) (*repo, error) {
 	r := newRepo()
 	r.blobs[emptyDigest] = blobRef{size: int64(len(emptyConfig)), mem: emptyConfig}
@@ -300,6 +305,11 @@ func moduleRepo(vs []moduleVersion) (*repo, error) {
 			return nil, err
 		}
 		r.tag(TagOf(v.version), d.Digest)
+		if len(v.provenance) > 0 {
+			if err := r.attach(d, ArtifactProvenance, MediaTypeDSSE, v.provenance, "provenance.json"); err != nil {
+				return nil, err
+			}
+		}
 		if pv, err := registry.ParseVersion(v.version); latest == "" && err == nil && pv.Prerelease() == "" {
 			latest = d.Digest
 		}

@@ -124,7 +124,7 @@ func TestTagMapping(t *testing.T) {
 
 func TestModuleRepoLatest(t *testing.T) {
 	z := func(c string) string { return "sha256:" + strings.Repeat(c, 64) }
-	r, err := moduleRepo([]moduleVersion{{"1.0.0", z("a"), 5}, {"2.0.0-rc.1", z("b"), 6}, {"1.1.0+x", z("c"), 7}})
+	r, err := moduleRepo([]moduleVersion{{"1.0.0", z("a"), 5, nil}, {"2.0.0-rc.1", z("b"), 6, nil}, {"1.1.0+x", z("c"), 7, nil}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -89,6 +89,21 @@ func (s *Service) provenance(ctx context.Context) func(registry.ProviderVersion)
 	}
 }
 
+// moduleProvenance returns a module version's provenance envelope for
+// moduleRepo: nil when it has none or the index keeps none
+// (store.Provenance).
+func (s *Service) moduleProvenance(ctx context.Context, v registry.ModuleVersion) ([]byte, error) {
+	p, ok := s.opt.Index.(store.Provenance)
+	if !ok {
+		return nil, nil
+	}
+	envelope, err := p.ModuleProvenance(ctx, v.Namespace, v.Name, v.System, v.Version)
+	if registry.IsKind(err, registry.NotFound) {
+		return nil, nil
+	}
+	return envelope, err
+}
+
 // Guard decides who may read a namespace (*auth.Access).
 type Guard interface {
 	ProtocolRead(r *http.Request, namespace string) (auth.Reader, error)
@@ -623,7 +638,11 @@ func (s *Service) generate(ctx context.Context, key repoKey) (*repo, error) {
 		if err != nil {
 			return nil, err
 		}
-		mvs = append(mvs, moduleVersion{version: v.Version, zip: z.digest, size: z.size})
+		envelope, err := s.moduleProvenance(ctx, v)
+		if err != nil {
+			return nil, err
+		}
+		mvs = append(mvs, moduleVersion{version: v.Version, zip: z.digest, size: z.size, provenance: envelope})
 	}
 	rp, err := moduleRepo(mvs)
 	if err == nil && len(rp.tags) == 0 {

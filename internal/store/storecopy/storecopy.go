@@ -29,8 +29,8 @@
 //     own (the defaults its first migration stored) replaced or deleted.
 //
 // Tokens are copied as stored: by the hash of their secret, never the
-// secret, with the CI claims of a keyless token. A provider version is
-// copied with its signed provenance (docs/provenance.md); a version the
+// secret, with the CI claims of a keyless token. A provider or module
+// version is copied with its signed provenance (docs/provenance.md); a version the
 // target holds already keeps its own (the index never adds provenance to
 // a stored version), and one whose provenance differs from the source's
 // is a Conflict. OAuth authorization codes are not copied: they live for minutes;
@@ -338,6 +338,16 @@ func readModules(ctx context.Context, idx store.Index) ([]registry.ModuleVersion
 				full, err := idx.GetModuleVersion(ctx, v.Namespace, v.Name, v.System, v.Version)
 				if err != nil {
 					return nil, err
+				}
+				// The signed provenance comes with its version
+				// (CreateModuleVersion stores it in the same write).
+				env, err := idx.ModuleProvenance(ctx, v.Namespace, v.Name, v.System, v.Version)
+				switch {
+				case registry.IsKind(err, registry.NotFound):
+				case err != nil:
+					return nil, err
+				default:
+					full.Provenance = env
 				}
 				out = append(out, full)
 			}
@@ -759,6 +769,9 @@ func judgeModule(s, d registry.ModuleVersion) (verdict, string) {
 	if s.ArchiveDigest != d.ArchiveDigest || s.ArchiveFormat != d.ArchiveFormat || s.ArchiveSize != d.ArchiveSize ||
 		!bytes.Equal(s.Metadata, d.Metadata) || s.Description != d.Description || s.Origin != d.Origin || !sameTime(s.PublishedAt, d.PublishedAt) {
 		return differs, "another archive or metadata"
+	}
+	if len(s.Provenance) > 0 && len(d.Provenance) > 0 && !bytes.Equal(s.Provenance, d.Provenance) {
+		return differs, "another signed provenance"
 	}
 	return same, ""
 }

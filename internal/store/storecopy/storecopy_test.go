@@ -129,6 +129,7 @@ func fill(t *testing.T, s Store) *registryData {
 		Namespace: "acme", Name: "network", System: "aws", Version: "0.1.0",
 		ArchiveDigest: sha(archive), ArchiveFormat: "tar.gz", ArchiveSize: int64(len(archive)),
 		Metadata: []byte(`{"root":{"inputs":[]}}`), Description: "A network", PublishedAt: d.now,
+		Provenance: []byte(moduleProvenance),
 	}))
 	stray := []byte("a blob no version names (the leftover of a failed publish)")
 	must(t, s.Blobs.Put(ctx, sha(stray), int64(len(stray)), bytes.NewReader(stray)))
@@ -167,6 +168,10 @@ func (d *registryData) legacy(k registry.SigningKey) {
 // 0.9.0 (the index stores it as given), and ciClaims the claims of the
 // token tok-ci: both must survive a copy.
 const legacyProvenance = `{"payloadType":"application/vnd.in-toto+json","payload":"e30=","signatures":[{"keyid":"ab","sig":"c2ln"}]}`
+
+// moduleProvenance is the provenance envelope stored with module
+// acme/network/aws 0.1.0.
+const moduleProvenance = `{"payloadType":"application/vnd.in-toto+json","payload":"e30=","signatures":[{"keyid":"cd","sig":"bW9k"}]}`
 
 var ciClaims = registry.CIClaims{Issuer: "https://ci.example", Repository: "acme/infra", Ref: "refs/heads/main", Workflow: "release.yml", Commit: "0123abcd", RunID: "42"}
 
@@ -305,6 +310,9 @@ func TestCopyEmbeddedToEmbedded(t *testing.T) {
 	}
 	if _, err := dst.Index.ProviderProvenance(t.Context(), "acme", "example", "1.0.0"); !registry.IsKind(err, registry.NotFound) {
 		t.Errorf("a version without provenance has one in the copy: %v", err)
+	}
+	if env, err := dst.Index.ModuleProvenance(t.Context(), "acme", "network", "aws", "0.1.0"); err != nil || string(env) != moduleProvenance {
+		t.Errorf("module provenance in the copy: %q, %v; want %q", env, err, moduleProvenance)
 	}
 	claims, ok, err := dst.Index.TokenCIClaims(t.Context(), "tok-ci")
 	if err != nil || !ok || claims != ciClaims {
@@ -629,6 +637,12 @@ func TestJudgeProvenance(t *testing.T) {
 	} {
 		if got, why := judgeProvider(v(c.src), v(c.dst)); got != c.want {
 			t.Errorf("judgeProvider(provenance %q, %q) = %v (%s), want %v", c.src, c.dst, got, why, c.want)
+		}
+		m := func(env string) registry.ModuleVersion {
+			return registry.ModuleVersion{ArchiveDigest: "a", Provenance: []byte(env)}
+		}
+		if got, why := judgeModule(m(c.src), m(c.dst)); got != c.want {
+			t.Errorf("judgeModule(provenance %q, %q) = %v (%s), want %v", c.src, c.dst, got, why, c.want)
 		}
 	}
 	other := ciClaims
