@@ -49,7 +49,11 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	opt.Progress = stderr
-	ctx, cancel := context.WithTimeout(ctx, time.Duration(2**rounds)*(*timeout))
+	limit, err := runTimeout(*opt, *timeout)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(2**rounds)*limit)
 	defer cancel()
 
 	tmp, err := os.MkdirTemp("", "trove-compare-")

@@ -91,13 +91,33 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	opt.Progress = stderr
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
-	defer cancel()
-	report, err := loadtest.Run(ctx, *opt)
+	limit, err := runTimeout(*opt, *timeout)
 	if err != nil {
 		return err
 	}
-	return loadtest.RenderMarkdown(stdout, report)
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	report, err := loadtest.Run(ctx, *opt)
+	if err != nil && ctx.Err() != nil && errors.Is(err, context.DeadlineExceeded) {
+		err = fmt.Errorf("%w (the run took longer than its -timeout of %s)", err, limit)
+	}
+	if len(report.Rows) > 0 {
+		// What was measured before a failure is printed too; its last
+		// row says what failed.
+		if rerr := loadtest.RenderMarkdown(stdout, report); err == nil {
+			err = rerr
+		}
+	}
+	return err
+}
+
+// runTimeout returns how long one run with opt may take: flag, or when
+// it is 0, the run's budget (its measured windows plus time to set up).
+func runTimeout(opt loadtest.Options, flag time.Duration) (time.Duration, error) {
+	if flag > 0 {
+		return flag, nil
+	}
+	return opt.Budget()
 }
 
 // loadFlags defines the flags of a load run on fs and returns the options
@@ -123,7 +143,7 @@ func loadFlags(fs *flag.FlagSet) (*loadtest.Options, *time.Duration) {
 	fs.StringVar(&opt.StageDir, "stage-dir", opt.StageDir, "`directory` (best a memory file system) to build the index in before copying it; empty: build in place")
 	fs.StringVar(&opt.Backend, "backend", loadtest.BackendEmbedded, "storage of Trove: "+loadtest.BackendEmbedded+" (SQLite and files) or "+loadtest.BackendPostgresS3+
 		" (PostgreSQL and S3 on the servers named by "+loadtest.EnvPostgresDSN+" and "+loadtest.EnvS3Endpoint+"; default -versions 10000)")
-	timeout := fs.Duration("timeout", 30*time.Minute, "give up after this long")
+	timeout := fs.Duration("timeout", 0, "give up a run after this long (0: the run's measured windows, from the flags above, plus 20 minutes and 1 second per 250 versions to build, seed and fetch)")
 	return opt, timeout
 }
 

@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestRunUsageErrors(t *testing.T) {
@@ -88,5 +90,39 @@ func TestCompareRefusesUnknownCommits(t *testing.T) {
 		if !strings.Contains(stderr.String(), commit) {
 			t.Errorf("%q: stderr %q does not name the commit", commit, stderr.String())
 		}
+	}
+}
+
+// TestDefaultTimeoutCoversTheDefaultRun: the default run measures for
+// about 29 minutes after seeding 100,000 versions; a fixed 30-minute
+// timeout expired in its last row and the run printed nothing.
+func TestDefaultTimeoutCoversTheDefaultRun(t *testing.T) {
+	fs := flag.NewFlagSet("trove-loadtest", flag.ContinueOnError)
+	opt, timeout := loadFlags(fs)
+	if err := fs.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	limit, err := runTimeout(*opt, *timeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	planned, err := opt.Planned()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Seeding the default index took 100 s on /dev/shm; building and
+	// fetching a few minutes more.
+	if need := planned + 10*time.Minute; limit < need {
+		t.Errorf("the default run may take %v, measuring %v of it, but is given up after %v", need, planned, limit)
+	}
+	if planned < 25*time.Minute {
+		t.Errorf("Planned() = %v for the default options: it misses rows", planned)
+	}
+	if limit, err := runTimeout(*opt, time.Minute); err != nil || limit != time.Minute {
+		t.Errorf("with -timeout 1m: %v, %v", limit, err)
+	}
+	var stdout, stderr strings.Builder
+	if code := run(context.Background(), []string{"-h"}, nil, &stdout, &stderr); code != 0 || !strings.Contains(stderr.String(), "0: the run's measured windows") {
+		t.Errorf("-h: exit %d, usage %q does not explain -timeout 0", code, stderr.String())
 	}
 }

@@ -64,6 +64,7 @@ import (
 	"trove.dev/trove/internal/publish"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/release"
+	"trove.dev/trove/internal/respcache"
 	"trove.dev/trove/internal/server"
 	"trove.dev/trove/internal/signedurl"
 	"trove.dev/trove/internal/signing"
@@ -429,6 +430,9 @@ func (a *App) build(ctx context.Context, opt Options) (*server.Server, error) {
 		ModuleOptions:   []protomodules.Option{protomodules.WithDownloadCounter(counter), protomodules.WithMirror(modMirror)},
 		Mirror:          mir, Metrics: metrics, AccessLog: opt.AccessLog, UI: ui, SSO: ssoSvc,
 		OCICacheBytes: cfg.CacheBytes,
+		// One budget for the three protocol caches: --cache-bytes bounds
+		// them together, whichever the clients ask (docs/configuration.md).
+		CacheBudget: respcache.NewBudget(cfg.CacheBytes),
 	})
 	if err != nil {
 		return nil, err

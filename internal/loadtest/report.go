@@ -99,6 +99,9 @@ type Row struct {
 	RatioMin, RatioMax float64
 	// Skipped, when not empty, says why the endpoint was not measured.
 	Skipped string
+	// Failed, when not empty, says why its measurement failed: the run
+	// stopped there, and the rows before it are what it measured.
+	Failed string
 	// Reference names what the Baseline columns measured when it is not
 	// the static baseline server, e.g. "direct S3 GET".
 	Reference string
@@ -211,12 +214,16 @@ func RenderMarkdown(w io.Writer, r Report) error {
 	}
 	b.WriteString("\n")
 	for _, row := range r.Rows {
-		if row.Skipped != "" {
+		if row.Skipped != "" || row.Failed != "" {
 			dashes := "- | - | - | - | - | - | - | - | - | - | - | - | - |"
 			if backend {
 				dashes += " - |"
 			}
-			fmt.Fprintf(&b, "| %s | %d | %s skipped: %s |\n", cell(row.label()), row.Conns, dashes, cell(row.Skipped))
+			what := "skipped: " + row.Skipped
+			if row.Failed != "" {
+				what = "FAILED: " + row.Failed
+			}
+			fmt.Fprintf(&b, "| %s | %d | %s %s |\n", cell(row.label()), row.Conns, dashes, cell(what))
 			continue
 		}
 		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |",
@@ -260,6 +267,10 @@ func RenderMarkdown(w io.Writer, r Report) error {
 	}
 	b.WriteString("\nGoals:\n")
 	for _, row := range r.Rows {
+		if row.Failed != "" {
+			fmt.Fprintf(&b, "- %s: FAILED (%s); the run stopped here\n", row.label(), row.Failed)
+			continue
+		}
 		if row.Skipped != "" {
 			fmt.Fprintf(&b, "- %s: not measured (%s)\n", row.label(), row.Skipped)
 			continue

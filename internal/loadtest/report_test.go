@@ -241,3 +241,30 @@ func TestRenderMarkdownP99Goal(t *testing.T) {
 		t.Errorf("a UI row is held to the protocol goals:\n%s", out)
 	}
 }
+
+func TestRenderMarkdownFailedRow(t *testing.T) {
+	r := Report{
+		Rows: []Row{
+			{Endpoint: "UI pages, mix", Conns: 32, P99Goal: 20 * time.Millisecond,
+				Trove:    Result{Requests: 9000, Elapsed: time.Second, P99: 15 * time.Millisecond},
+				Baseline: Result{Requests: 10000, Elapsed: time.Second, P99: 9 * time.Millisecond}},
+			{Endpoint: "UI search, mix", Conns: 32, P99Goal: 50 * time.Millisecond, Failed: "load run interrupted: context deadline exceeded"},
+		},
+		Goals: DefaultGoals,
+	}
+	var b strings.Builder
+	if err := RenderMarkdown(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"| UI pages, mix | 32 | 9000 | 10000 | 0.90 | 15.0 ms | 9.00 ms | - | - | - | - | 0.00 | 0.00 | - | - | 0/0 |",
+		"| UI search, mix | 32 | - | - | - | - | - | - | - | - | - | - | - | - | - | FAILED: load run interrupted: context deadline exceeded |",
+		"- UI pages, mix: p99 15.0 ms (goal < 20.0 ms): met",
+		"- UI search, mix: FAILED (load run interrupted: context deadline exceeded); the run stopped here",
+		"- resident memory: not measured (goal < 100.0 MiB)",
+	} {
+		if !strings.Contains(b.String(), want+"\n") {
+			t.Errorf("output lacks line %q; got:\n%s", want, b.String())
+		}
+	}
+}

@@ -226,24 +226,34 @@ func Run(ctx context.Context, opt Options) (Report, error) {
 		return Report{}, err
 	}
 	rss, memory, err := r.measureAll(ctx, troveBin)
-	if err != nil {
-		return Report{}, err
-	}
 	s := r.seeded
 	single := ""
 	if opt.Single {
 		single = fmt.Sprintf(", the one-document rows %d round(s) of %s", opt.Rounds, opt.Duration)
 	}
-	return Report{
+	rep := Report{
 		Rows:   r.rows,
-		RSS:    &rss,
+		RSS:    rss,
 		Memory: memory,
 		Index: fmt.Sprintf("%s versions of %s providers, %s packages, %s module versions of %s modules%s",
 			thousands(s.Versions), thousands(s.Providers), thousands(s.Packages), thousands(s.ModuleVersions), thousands(len(opt.Spec.Modules)), mirroredIndex(s)),
 		Setup: fmt.Sprintf("the realistic-mix rows %d round(s) of %s per server%s, the archive rows %d round(s) of %s, each after %s warm-up, Trove and the baseline alternating which goes first; HTTP/1.1 keep-alive over HTTPS, identity encoding; trove serve --log-level %s (cache maximum age %s); %d CPUs shared by Trove, the baseline and the load generator",
 			opt.MixRounds, opt.MixDuration, single, opt.Rounds, opt.Duration, opt.Warmup, opt.TroveLogLevel, CacheMaxAge, runtime.NumCPU()),
 		Goals: DefaultGoals,
-	}, nil
+	}
+	if err != nil {
+		return partial(rep, err)
+	}
+	return rep, nil
+}
+
+// partial returns what a run that failed with err measured before it
+// stopped (rep, when it holds a row), and err.
+func partial(rep Report, err error) (Report, error) {
+	if len(rep.Rows) == 0 {
+		return Report{}, err
+	}
+	return rep, err
 }
 
 // mirroredIndex describes the module mirror's namespace for the report's
@@ -445,11 +455,12 @@ type endpoint struct {
 // realistic-mix rows (and, with Single, the one-document rows) and the
 // archive, fills Trove's document cache as a mirror would, reads Trove's
 // memory, then restarts Trove in plain HTTP mode for the plain archive
-// download. It returns the memory and a sentence on when it was read.
-func (r *runner) measureAll(ctx context.Context, troveBin string) (RSS, string, error) {
+// download. It returns the memory and a sentence on when it was read
+// (nil and "" when it failed before).
+func (r *runner) measureAll(ctx context.Context, troveBin string) (*RSS, string, error) {
 	port, err := freePort()
 	if err != nil {
-		return RSS{}, "", err
+		return nil, "", err
 	}
 	origin := "https://127.0.0.1:" + strconv.Itoa(port)
 	r.progress("starting trove serve on %s", origin)
@@ -457,7 +468,7 @@ func (r *runner) measureAll(ctx context.Context, troveBin string) (RSS, string, 
 		append([]string{"serve", "--listen", "127.0.0.1:" + strconv.Itoa(port), "--data-dir", r.dataDir, "--log-level", r.opt.TroveLogLevel}, r.moduleMirrorFlags()...),
 		troveEnv(), filepath.Join(r.tmp, "trove-https.log"), nil, nil)
 	if err != nil {
-		return RSS{}, "", err
+		return nil, "", err
 	}
 	defer trove.stop(30 * time.Second)
 	tlsDir := filepath.Join(r.dataDir, "tls")
@@ -471,16 +482,16 @@ func (r *runner) measureAll(ctx context.Context, troveBin string) (RSS, string, 
 		return simpleClient(cfg), nil
 	}, time.Minute)
 	if err != nil {
-		return RSS{}, "", err
+		return nil, "", err
 	}
 
 	docs, archiveURL, err := r.fetchDocuments(ctx, client, origin)
 	if err != nil {
-		return RSS{}, "", err
+		return nil, "", err
 	}
 	sets, err := mixPicks(r.opt.Spec, r.opt.MixDocs, strings.TrimPrefix(origin, "https://"))
 	if err != nil {
-		return RSS{}, "", err
+		return nil, "", err
 	}
 	n := 0
 	for _, set := range sets {
@@ -488,7 +499,7 @@ func (r *runner) measureAll(ctx context.Context, troveBin string) (RSS, string, 
 	}
 	r.progress("fetching the %s documents of the realistic mix", thousands(n))
 	if err := fetchMix(ctx, poolClient(tlsCfg, 8), origin, sets); err != nil {
-		return RSS{}, "", err
+		return nil, "", err
 	}
 	all := slices.Clone(docs)
 	for _, set := range sets {
@@ -497,7 +508,7 @@ func (r *runner) measureAll(ctx context.Context, troveBin string) (RSS, string, 
 	bl, err := r.startBaseline(ctx, "", all, nil, archiveURL.Path,
 		filepath.Join(tlsDir, server.CertFileName), filepath.Join(tlsDir, server.KeyFileName))
 	if err != nil {
-		return RSS{}, "", err
+		return nil, "", err
 	}
 	defer bl.stop(10 * time.Second)
 
@@ -507,7 +518,7 @@ func (r *runner) measureAll(ctx context.Context, troveBin string) (RSS, string, 
 			before, _ = r.upstream.Counts()
 		}
 		if err := r.measureMix(ctx, set, origin, tlsCfg, trove, bl, 0); err != nil {
-			return RSS{}, "", err
+			return nil, "", err
 		}
 		if set.upstream && r.upstream != nil {
 			after, other := r.upstream.Counts()
@@ -522,7 +533,7 @@ func (r *runner) measureAll(ctx context.Context, troveBin string) (RSS, string, 
 				trove: origin + d.path, baseline: "https://" + bl.tlsAddr + d.path}, trove, bl.child)
 			m.latency = true
 			if err := r.measure(ctx, m); err != nil {
-				return RSS{}, "", err
+				return nil, "", err
 			}
 		}
 	}
@@ -530,39 +541,39 @@ func (r *runner) measureAll(ctx context.Context, troveBin string) (RSS, string, 
 	// above (they take minutes): ask for the download document again.
 	body, err := fetch(ctx, client, origin+downloadPath(r.seeded.Namespace, r.seeded.Archive))
 	if err != nil {
-		return RSS{}, "", err
+		return nil, "", err
 	}
 	if archiveURL, err = downloadURL(body, origin); err != nil {
-		return RSS{}, "", err
+		return nil, "", err
 	}
 	archiveName := "archive " + formatMiB(r.seeded.Archive.Size)
 	archive := endpoint{name: archiveName + ", HTTPS", conns: r.opt.StreamConns, stream: true, tls: tlsCfg,
 		trove: archiveURL.String(), baseline: "https://" + bl.tlsAddr + archiveURL.RequestURI()}
 	if err := r.measure(ctx, r.pair(archive, trove, bl.child)); err != nil {
-		return RSS{}, "", err
+		return nil, "", err
 	}
 
 	memory := "after all its rows"
 	if r.opt.FillDocs > 0 {
 		if memory, err = r.fillCache(ctx, poolClient(tlsCfg, r.opt.Conns), origin); err != nil {
-			return RSS{}, "", err
+			return nil, "", err
 		}
 	}
 	rss, err := ReadRSS(trove.pid())
 	if err != nil {
-		return RSS{}, "", err
+		return nil, "", err
 	}
 	r.progress("trove VmRSS %s, VmHWM %s", formatMiB(rss.Current), formatMiB(rss.Peak))
 	if err := r.measureUI(ctx, origin, tlsCfg, trove, rss, tlsDir); err != nil {
-		return RSS{}, "", err
+		return &rss, memory, err
 	}
 	trove.stop(30 * time.Second)
 
 	plain := endpoint{name: archiveName + ", plain HTTP", conns: r.opt.StreamConns, stream: true}
 	if err := r.measurePlain(ctx, troveBin, plain, bl); err != nil {
-		return RSS{}, "", err
+		return &rss, memory, err
 	}
-	return rss, memory, nil
+	return &rss, memory, nil
 }
 
 // measureUI measures the web UI's rows on trove. They come after its
@@ -750,7 +761,20 @@ func (r *runner) pair(ep endpoint, trove, base *child) measurement {
 // rotating which goes first (with one reference: odd rounds Trove first,
 // even rounds the reference first), and adds one row per reference with
 // the totals of all rounds.
-func (r *runner) measure(ctx context.Context, m measurement) error {
+//
+// When a round fails, measure adds the rows with Failed set instead, so
+// that the report of the run that stops there still shows every row
+// measured before it.
+func (r *runner) measure(ctx context.Context, m measurement) (err error) {
+	defer func() {
+		if err == nil {
+			return
+		}
+		for _, ref := range m.refs {
+			r.rows = append(r.rows, Row{Endpoint: m.name, Reference: ref.label, Backend: m.backend, Conns: m.conns, Stream: m.stream,
+				Latency: m.latency, P99Goal: m.p99Goal, Failed: err.Error()})
+		}
+	}()
 	rounds, duration := r.opt.Rounds, r.opt.Duration
 	if m.rounds > 0 {
 		rounds = m.rounds

@@ -2,12 +2,14 @@ package loadtest
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -25,20 +27,48 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if builtTrove.dir != "" {
+		os.RemoveAll(builtTrove.dir)
+	}
+	os.Exit(code)
 }
 
-// TestRunAgainstRealTrove runs the whole harness briefly against a real
-// trove binary built from this module.
-func TestRunAgainstRealTrove(t *testing.T) {
+// builtTrove is the trove binary the tests of this package start, built
+// once from this module.
+var builtTrove struct {
+	once sync.Once
+	dir  string
+	bin  string
+	err  error
+}
+
+// troveBin returns the path of a trove binary built from this module.
+func troveBin(t *testing.T) string {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("builds and starts trove; skipped with -short")
 	}
-	bin := filepath.Join(t.TempDir(), "trove")
-	build := exec.Command("go", "build", "-o", bin, "trove.dev/trove/cmd/trove")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/trove: %v\n%s", err, out)
+	builtTrove.once.Do(func() {
+		dir, err := os.MkdirTemp("", "loadtest-trove-")
+		if err != nil {
+			builtTrove.err = err
+			return
+		}
+		builtTrove.dir, builtTrove.bin = dir, filepath.Join(dir, "trove")
+		out, err := exec.Command("go", "build", "-o", builtTrove.bin, "trove.dev/trove/cmd/trove").CombinedOutput()
+		if err != nil {
+			builtTrove.err = fmt.Errorf("go build ./cmd/trove: %v\n%s", err, out)
+		}
+	})
+	if builtTrove.err != nil {
+		t.Fatal(builtTrove.err)
 	}
+	return builtTrove.bin
+}
+
+// smallRun returns the options of a short run of every row against bin.
+func smallRun(bin string) Options {
 	opt := DefaultOptions()
 	opt.TroveBinary = bin
 	opt.Conns, opt.StreamConns = 4, 2
@@ -49,8 +79,15 @@ func TestRunAgainstRealTrove(t *testing.T) {
 	opt.Spec.Modules = opt.Spec.Modules[:6]
 	opt.MixDocs, opt.MixDuration, opt.MixRounds = 5, 300*time.Millisecond, 1
 	opt.UIDocs = 20
-	opt.Single = true
 	opt.FillDocs = 200
+	return opt
+}
+
+// TestRunAgainstRealTrove runs the whole harness briefly against a real
+// trove binary built from this module.
+func TestRunAgainstRealTrove(t *testing.T) {
+	opt := smallRun(troveBin(t))
+	opt.Single = true
 	var progress strings.Builder
 	opt.Progress = &progress
 
@@ -119,6 +156,15 @@ func TestRunAgainstRealTrove(t *testing.T) {
 			t.Errorf("%s: rounds %d, ratio range %v-%v", row.Endpoint, row.Rounds, row.RatioMin, row.RatioMax)
 		}
 	}
+	// Every window the options plan was measured, and no other: what the
+	// default timeout is made of (Budget).
+	var measured time.Duration
+	for _, row := range report.Rows {
+		measured += time.Duration(row.Rounds) * 2 * (opt.Warmup + opt.Duration) // Duration == MixDuration here
+	}
+	if planned, err := opt.Planned(); err != nil || planned != measured {
+		t.Errorf("Planned() = %v, %v; the rows measured %v", planned, err, measured)
+	}
 	if report.RSS == nil || report.RSS.Current <= 0 || report.RSS.Peak < report.RSS.Current {
 		t.Errorf("RSS %+v", report.RSS)
 	}
@@ -129,3 +175,52 @@ func TestRunAgainstRealTrove(t *testing.T) {
 		t.Errorf("Index = %q", report.Index)
 	}
 }
+
+// TestRunReportsWhatItMeasuredBeforeAFailure stops a run while it
+// measures the UI search row, as an expiring -timeout did, and expects
+// the error with the rows measured until then and the failed row last.
+func TestRunReportsWhatItMeasuredBeforeAFailure(t *testing.T) {
+	opt := smallRun(troveBin(t))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var progress strings.Builder
+	opt.Progress = writerFunc(func(p []byte) (int, error) {
+		if strings.Contains(string(p), "UI search, mix of 20 queries: trove, round 1/1") {
+			cancel()
+		}
+		return progress.Write(p)
+	})
+
+	report, err := Run(ctx, opt)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run: %v, want the cancellation\nprogress:\n%s", err, progress.String())
+	}
+	if n := len(report.Rows); n != 14 {
+		t.Fatalf("got %d rows, want the 13 measured and the failed one: %+v", n, report.Rows)
+	}
+	for _, row := range report.Rows[:13] {
+		if row.Failed != "" || row.Trove.Requests == 0 || row.Baseline.Requests == 0 {
+			t.Errorf("%s: failed %q, %d and %d requests", row.Endpoint, row.Failed, row.Trove.Requests, row.Baseline.Requests)
+		}
+	}
+	last := report.Rows[13]
+	if last.Endpoint != "UI search, mix of 20 queries" || !strings.Contains(last.Failed, "load run interrupted") {
+		t.Errorf("last row %q, failed %q", last.Endpoint, last.Failed)
+	}
+	if report.RSS == nil || !strings.Contains(report.Memory, "asked for 200 download documents") {
+		t.Errorf("RSS %+v, Memory %q: read before the failure, want them reported", report.RSS, report.Memory)
+	}
+	var b strings.Builder
+	if err := RenderMarkdown(&b, report); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"| UI pages, mix of 20 pages | 4 | ", "| UI search, mix of 20 queries | 4 | - |", "FAILED: load run interrupted"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("the table lacks %q:\n%s", want, b.String())
+		}
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

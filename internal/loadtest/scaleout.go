@@ -253,13 +253,14 @@ func runScaleOut(ctx context.Context, opt Options) (Report, error) {
 		}
 	}()
 	rss, err := s.measureAll(ctx)
-	if err != nil {
-		return Report{}, err
+	var rssp *RSS
+	if err == nil {
+		rssp = &rss
 	}
 	sd := s.seeded
-	return Report{
+	rep := Report{
 		Rows: s.rows,
-		RSS:  &rss,
+		RSS:  rssp,
 		Index: fmt.Sprintf("%s versions of %s providers, %s packages, in PostgreSQL; the %s archive in S3",
 			thousands(sd.Versions), thousands(sd.Providers), thousands(sd.Packages), formatMiB(sd.Archive.Size)),
 		Setup: fmt.Sprintf("%d round(s) per endpoint of %s measured after %s warm-up, Trove and its references rotating which goes first; HTTP/1.1 keep-alive, identity encoding; "+
@@ -267,7 +268,11 @@ func runScaleOut(ctx context.Context, opt Options) (Report, error) {
 			"PostgreSQL and the S3 server on this machine; %d CPUs shared by all of them and the load generator",
 			opt.Rounds, opt.Duration, opt.Warmup, opt.TroveLogLevel, postgres.DefaultMaxConns, runtime.NumCPU()),
 		Goals: DefaultGoals,
-	}, nil
+	}
+	if err != nil {
+		return partial(rep, err)
+	}
+	return rep, nil
 }
 
 func randomSuffix() (string, error) {

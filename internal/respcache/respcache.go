@@ -169,11 +169,50 @@ type Options struct {
 }
 
 // Budget is a byte budget shared by several caches (Options.Budget): the
-// web UI's page, search and documentation caches are held within one.
-// It is safe for concurrent use.
+// protocol caches are held within one (trove serve --cache-bytes), the
+// web UI's page, search and documentation caches within another. A store
+// that takes the total over the budget first sweeps the other caches
+// once (each evicts its entries not used since its previous sweep, and
+// clears the marks of the others), then evicts entries of its own cache;
+// so a cache nobody asks any more gives its memory back to the busy
+// ones. A cache whose lock is held at that moment is skipped (the next
+// store over the budget sweeps it). It is safe for concurrent use.
 type Budget struct {
 	max  int64
 	used atomic.Int64
+
+	mu      sync.Mutex
+	members []budgetMember
+}
+
+// budgetMember is a cache of a Budget: shed sweeps it once, unless it is
+// busy.
+type budgetMember struct {
+	cache any
+	shed  func()
+}
+
+// join adds a cache to the budget.
+func (b *Budget) join(cache any, shed func()) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.members = append(b.members, budgetMember{cache: cache, shed: shed})
+}
+
+// shed sweeps every cache of the budget but self once, while the budget
+// is over.
+func (b *Budget) shed(self any) {
+	b.mu.Lock()
+	members := b.members
+	b.mu.Unlock()
+	for _, m := range members {
+		if !b.over() {
+			return
+		}
+		if m.cache != self {
+			m.shed()
+		}
+	}
 }
 
 // NewBudget returns a budget of max bytes (<= 0: unbounded, counted
@@ -397,12 +436,28 @@ func New[O, D comparable, V any](opt Options) *Cache[O, D, V] {
 	if opt.Log == nil {
 		opt.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Cache[O, D, V]{
+	c := &Cache[O, D, V]{
 		opt:       opt,
 		owners:    make(map[O]map[D]*Entry[V]),
 		flights:   make(map[flightKey[O, D]]*flight[V]),
 		refreshes: make(chan struct{}, opt.MaxRefreshes),
 	}
+	if opt.Budget != nil {
+		opt.Budget.join(c, c.shedForBudget)
+	}
+	return c
+}
+
+// shedForBudget is c's part of Budget.shed: one sweep of its entries
+// while the budget is over, unless another goroutine holds c's lock
+// (TryLock: a store of another cache calls it with that cache's lock
+// held, so waiting could deadlock two stores).
+func (c *Cache[O, D, V]) shedForBudget() {
+	if !c.mu.TryLock() {
+		return
+	}
+	defer c.mu.Unlock()
+	c.sweep(nil, 1, c.opt.Budget.over)
 }
 
 // MaxAge returns the longest an entry is served.
@@ -665,14 +720,21 @@ func (c *Cache[O, D, V]) insert(o O, d D, e *Entry[V]) {
 	docs[d] = e
 	c.account(e.size)
 	c.entries++
+	if c.opt.Budget.over() {
+		c.opt.Budget.shed(c) // the other caches' unused entries go first
+	}
 	if c.over() {
 		c.evict(e)
 	}
 }
 
 func (c *Cache[O, D, V]) over() bool {
-	return c.opt.MaxBytes > 0 && c.bytes > c.opt.MaxBytes || c.opt.MaxEntries > 0 && c.entries > c.opt.MaxEntries ||
-		c.opt.Budget.over()
+	return c.overOwn() || c.opt.Budget.over()
+}
+
+// overOwn reports whether c is over its own bounds.
+func (c *Cache[O, D, V]) overOwn() bool {
+	return c.opt.MaxBytes > 0 && c.bytes > c.opt.MaxBytes || c.opt.MaxEntries > 0 && c.entries > c.opt.MaxEntries
 }
 
 // account adds n (negative to release) to the cache's accounted memory
@@ -689,10 +751,17 @@ func (c *Cache[O, D, V]) account(n int64) {
 // keep. Two passes always suffice: the first clears every mark it does
 // not act on.
 func (c *Cache[O, D, V]) evict(keep *Entry[V]) {
-	for pass := 0; pass < 2 && c.over(); pass++ {
+	c.sweep(keep, 2, c.over)
+}
+
+// sweep makes up to passes passes over the entries while over reports
+// true, evicting those not used since the previous pass and clearing
+// the mark of the others, sparing keep. c.mu must be held for writing.
+func (c *Cache[O, D, V]) sweep(keep *Entry[V], passes int, over func() bool) {
+	for pass := 0; pass < passes && over(); pass++ {
 		for o, docs := range c.owners {
 			for d, e := range docs {
-				if !c.over() {
+				if !over() {
 					return
 				}
 				if e == keep || e.used.Swap(false) {

@@ -33,6 +33,7 @@ import (
 	"trove.dev/trove/internal/protocol/oci"
 	"trove.dev/trove/internal/protocol/providers"
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/respcache"
 	"trove.dev/trove/internal/signedurl"
 	"trove.dev/trove/internal/store"
 )
@@ -122,9 +123,12 @@ type Options struct {
 	// /oauth/sso/ (*sso.Service; none if nil).
 	SSO interface{ Register(mux *http.ServeMux) }
 	// OCICacheBytes bounds the memory of the OCI pull API's cached
-	// documents (oci.Options.CacheBytes: its default if <= 0). The app
-	// gives it --cache-bytes, a budget of its own beside providers.v1's.
+	// documents (oci.Options.CacheBytes: its default if <= 0).
 	OCICacheBytes int64
+	// CacheBudget, if set, is the byte budget the providers.v1, modules.v1
+	// and OCI caches share (the app's --cache-bytes), on top of each
+	// one's own bound.
+	CacheBudget *respcache.Budget
 }
 
 // UI is the web UI (*web.Service): its pages are mounted beside the
@@ -189,6 +193,9 @@ func New(opt Options) (*Server, error) {
 	}
 	s.services = services
 	providerOpts := opt.ProviderOptions
+	if opt.CacheBudget != nil {
+		providerOpts = append(slices.Clip(providerOpts), providers.WithCacheBudget(opt.CacheBudget))
+	}
 	if opt.Access != nil {
 		providerOpts = append(slices.Clip(providerOpts), providers.WithGuard(opt.Access, opt.PrivateSigner))
 	}
@@ -199,11 +206,14 @@ func New(opt Options) (*Server, error) {
 	}
 	s.providers = providers.New(opt.Index, opt.Signer, opt.PublicURL, opt.Logger, providerOpts...)
 	moduleOpts := opt.ModuleOptions
+	if opt.CacheBudget != nil {
+		moduleOpts = append(slices.Clip(moduleOpts), modules.WithCacheBudget(opt.CacheBudget))
+	}
 	if opt.Access != nil {
 		moduleOpts = append(slices.Clip(moduleOpts), modules.WithGuard(opt.Access, opt.PrivateSigner))
 	}
 	s.modules = modules.New(opt.Index, opt.Signer, opt.PublicURL, opt.Logger, moduleOpts...)
-	ociOpt := oci.Options{Index: opt.Index, Blobs: opt.Blobs, PublicURL: opt.PublicURL, Logger: opt.Logger, Signer: opt.Signer, CacheBytes: opt.OCICacheBytes}
+	ociOpt := oci.Options{Index: opt.Index, Blobs: opt.Blobs, PublicURL: opt.PublicURL, Logger: opt.Logger, Signer: opt.Signer, CacheBytes: opt.OCICacheBytes, CacheBudget: opt.CacheBudget}
 	if opt.Access != nil {
 		ociOpt.Guard = opt.Access
 	}

@@ -130,6 +130,7 @@ type Service struct {
 	maxAge     time.Duration
 	maxEntries int
 	cacheBytes int64
+	budget     *respcache.Budget // shared with other caches (nil: none)
 	cache      *respcache.Cache[modKey, struct{}, *module]
 
 	guard   Guard             // nil: every namespace is readable by anyone
@@ -161,6 +162,13 @@ func WithMaxEntries(n int) Option {
 			s.maxEntries = n
 		}
 	}
+}
+
+// WithCacheBudget makes the cached modules count against b, a byte
+// budget shared with other caches (respcache.Budget), as well as
+// against the cache's own bound (WithCacheBytes).
+func WithCacheBudget(b *respcache.Budget) Option {
+	return func(s *Service) { s.budget = b }
 }
 
 // WithCacheBytes bounds the memory the cached modules may take
@@ -209,7 +217,7 @@ func New(idx store.Modules, signer *signedurl.Signer, publicBase *url.URL, log *
 		o(s)
 	}
 	s.cache = respcache.New[modKey, struct{}, *module](respcache.Options{
-		Name: "modules.v1", MaxAge: s.maxAge, MaxBytes: s.cacheBytes, MaxEntries: s.maxEntries, Now: s.now, Log: log,
+		Name: "modules.v1", MaxAge: s.maxAge, MaxBytes: s.cacheBytes, MaxEntries: s.maxEntries, Budget: s.budget, Now: s.now, Log: log,
 		Drop:         func(err error) bool { return registry.IsKind(err, registry.NotFound) },
 		GzipMinBytes: respcache.DefaultGzipMinBytes,
 	})

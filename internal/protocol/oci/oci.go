@@ -133,6 +133,10 @@ type Options struct {
 	// CacheBytes bounds the cached documents (default 8 MiB; the server
 	// gives it --cache-bytes).
 	CacheBytes int64
+	// CacheBudget, if set, is a byte budget the cached documents count
+	// against too, shared with other caches (the server's protocol
+	// caches share --cache-bytes).
+	CacheBudget *respcache.Budget
 	// MaxAge is how long a generated document is served before it is
 	// generated again (default 30s).
 	MaxAge time.Duration
@@ -182,7 +186,7 @@ func New(opt Options) *Service {
 	}
 	s := &Service{opt: opt, host: opt.PublicURL.Host, log: opt.Logger, zips: newZipper(opt.Blobs)}
 	s.cache = respcache.New[repoKey, docKey, *item](respcache.Options{
-		Name: "oci", MaxAge: opt.MaxAge, MaxBytes: opt.CacheBytes, Log: opt.Logger,
+		Name: "oci", MaxAge: opt.MaxAge, MaxBytes: opt.CacheBytes, Budget: opt.CacheBudget, Log: opt.Logger,
 		Drop: func(err error) bool { return registry.IsKind(err, registry.NotFound) },
 	})
 	return s

@@ -112,10 +112,18 @@ type Service struct {
 	private *signedurl.Signer // signs the URLs of private namespaces
 
 	downloads *downloads.Counter // nil: downloads are not counted
+	budget    *respcache.Budget  // shared with other caches (nil: none)
 }
 
 // Option adjusts a Service.
 type Option func(*Service)
+
+// WithCacheBudget makes the cached documents count against b, a byte
+// budget shared with other caches (respcache.Budget), as well as
+// against the cache's own bound (WithCacheBytes).
+func WithCacheBudget(b *respcache.Budget) Option {
+	return func(s *Service) { s.budget = b }
+}
 
 // WithCacheBytes bounds the memory the rendered documents may take
 // (DefaultCacheBytes if n <= 0).
@@ -192,7 +200,7 @@ func New(idx store.Providers, signer *signedurl.Signer, publicBase *url.URL, log
 		o(s)
 	}
 	s.cache = respcache.New[provKey, docKey, urls](respcache.Options{
-		Name: "providers.v1", MaxAge: s.maxAge, MaxBytes: s.cacheBytes, Now: s.now, Log: log,
+		Name: "providers.v1", MaxAge: s.maxAge, MaxBytes: s.cacheBytes, Budget: s.budget, Now: s.now, Log: log,
 		Drop:         func(err error) bool { return registry.IsKind(err, registry.NotFound) },
 		GzipMinBytes: respcache.DefaultGzipMinBytes,
 	})
