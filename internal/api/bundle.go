@@ -58,17 +58,21 @@ func (h *handler) exportBundle(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	inline := map[string][]byte{} // the provenance envelopes, which are no blobs of the store
+	// carry adds a provenance envelope to the bundle and returns its digest.
+	carry := func(envelope []byte) string {
+		digest := sha256Hex(envelope)
+		inline[digest] = envelope
+		add(digest)
+		m.Format = apispec.BundleFormatProvenance
+		return digest
+	}
 	for _, s := range sources {
 		p, envelope, err := h.bundleProvider(ctx, s, platforms)
 		if err != nil {
 			return err
 		}
 		if envelope != nil {
-			digest := sha256Hex(envelope)
-			p.Provenance.Envelope = digest
-			inline[digest] = envelope
-			add(digest)
-			m.Format = apispec.BundleFormatProvenance
+			p.Provenance.Envelope = carry(envelope)
 		}
 		m.Providers = append(m.Providers, p)
 		add(p.SHASums)
@@ -84,11 +88,7 @@ func (h *handler) exportBundle(w http.ResponseWriter, r *http.Request) error {
 		}
 		add(mv.Archive)
 		if envelope != nil {
-			digest := sha256Hex(envelope)
-			mv.Provenance.Envelope = digest
-			inline[digest] = envelope
-			add(digest)
-			m.Format = apispec.BundleFormatProvenance
+			mv.Provenance.Envelope = carry(envelope)
 		}
 		m.Modules = append(m.Modules, mv)
 	}
