@@ -66,6 +66,11 @@ func runVerifyLock(ctx context.Context, out io.Writer, c *client.Client, path st
 			case client.IsNotFound(err):
 				fmt.Fprintf(out, "SKIP %s %s: not a provider of %s, which holds no provenance of it\n", addr, e.Version, base.Host)
 				continue
+			case client.IsUnauthenticated(err) || client.IsForbidden(err):
+				// A mirror that needs credentials: the entry is not this
+				// Trove's own, so it is skipped as before, saying why.
+				fmt.Fprintf(out, "SKIP %s %s: not a provider of %s; its mirror needs a token to read any provenance of it (%s)\n", addr, e.Version, base.Host, verifyMessage(err))
+				continue
 			case err != nil:
 				report(false, "%s %s: the provenance %s mirrors: %s", addr, e.Version, base.Host, verifyMessage(err))
 			default:
