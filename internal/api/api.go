@@ -182,6 +182,12 @@ func New(opt Options) http.Handler {
 	}
 	ops := opt.Operations
 	if ops == nil {
+		// The consumer reports read what Downloads reads, as `trove serve`
+		// wires them: the index's records plus this process's pending ones.
+		var consumers operations.Consumers
+		if opt.Downloads != nil {
+			consumers = opt.Downloads
+		}
 		ops = operations.New(operations.Options{Index: opt.Index, Access: opt.Access, Audit: opt.Audit, Events: opt.Events, Managed: opt.Managed,
 			GitSources:       opt.GitSources,
 			NoLocalPasswords: opt.NoLocalPasswords,
@@ -191,8 +197,9 @@ func New(opt Options) http.Handler {
 			CheckIssuer:      opt.CheckIssuer,
 			OnMirrorChange:   opt.OnMirrorChange, GC: opt.GC,
 			Publisher: opt.Publisher, Modules: opt.Modules, Blobs: opt.Blobs,
-			Keyless: keyless.New(keyless.Options{Index: opt.Index, Now: opt.Now}),
-			Logger:  opt.Logger, Now: opt.Now})
+			Keyless:   keyless.New(keyless.Options{Index: opt.Index, Now: opt.Now}),
+			Consumers: consumers,
+			Logger:    opt.Logger, Now: opt.Now})
 	}
 	h := &handler{Options: opt, Ops: ops, exchangeLimiter: opt.ExchangeLimiter}
 	if h.exchangeLimiter == nil {

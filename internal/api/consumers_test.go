@@ -3,11 +3,15 @@ package api_test
 import (
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"trove.dev/trove/apispec"
+	"trove.dev/trove/internal/api"
+	"trove.dev/trove/internal/auth"
+	"trove.dev/trove/internal/downloads"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/trovetest"
 )
@@ -135,5 +139,37 @@ func TestConsumerReports(t *testing.T) {
 		{"/api/v1/namespaces/nobody/providers/widget/consumers", pub, http.StatusNotFound},
 	} {
 		report(c.path, c.token, c.want)
+	}
+}
+
+// TestConsumerReportDefaultWiring builds the API with New's own
+// operations, as tests and embedders do, and a download counter holding a
+// record not flushed yet: the report shows it, as `trove serve`'s does.
+func TestConsumerReportDefaultWiring(t *testing.T) {
+	s := trovetest.Start(t)
+	seedDownloads(t, s)
+	counter, err := downloads.New(downloads.Options{Store: s.Index, Consumers: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := registry.ProviderDownload("acme", "widget", "1.0.0", "linux", "amd64")
+	k.Day, k.Consumer, k.Client, k.ClientVersion = registry.DayOf(time.Now()), "user:pending", registry.ClientOpenTofu, "1.12.6"
+	counter.Add(k)
+	ts := httptest.NewServer(api.New(api.Options{Index: s.Index, Auth: auth.NewAuthenticator(s.Index), Downloads: counter}))
+	t.Cleanup(ts.Close)
+
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, ts.URL+"/api/v1/namespaces/acme/providers/widget/consumers", nil)
+	req.Header.Set("Authorization", "Bearer "+mint(t, s, "acme", registry.ScopePublish, nil))
+	resp, err := ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var r apispec.ConsumerReport
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("%d, %v", resp.StatusCode, err)
+	}
+	if r.Downloads != 1 || len(r.Consumers) != 1 || r.Consumers[0].Consumer != "user:pending" {
+		t.Errorf("report %+v; want the pending download of user:pending", r)
 	}
 }
