@@ -163,17 +163,34 @@ func eventually(t *testing.T, limit time.Duration, what string, cond func() bool
 	return time.Since(start)
 }
 
+// openWriter opens a second index on dsn, as another replica would: its
+// writes reach a replica's caches only through that replica's change
+// feed, while writes through the replica's own index also reach them
+// through its commit hook (read-your-writes), which proves nothing about
+// the feed.
+func openWriter(t *testing.T, dsn string) *postgres.Index {
+	t.Helper()
+	w, err := postgres.Open(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	return w
+}
+
 // waitForFeed returns once r's change feed is listening: a version added
-// behind r's back (through the index, not its publisher) shows up in a
-// document r has cached before the cache's 30-second age.
-func waitForFeed(t *testing.T, r *replica) {
+// by writer (another replica's index) shows up in a document r has cached
+// before the cache's 30-second age. Since the feed reports a ChangeAll
+// once listening, before any notification, r's caches are not dropped
+// again by that first ChangeAll after waitForFeed returns.
+func waitForFeed(t *testing.T, r *replica, writer *postgres.Index) {
 	t.Helper()
 	const path = "/v1/providers/acme/probe/versions"
-	mustCreate(t, r.index, pgVersion("probe", "1.0.0"))
-	if got := r.get(t, path); got.status != http.StatusOK {
-		t.Fatalf("probe: %d %s", got.status, got.body)
-	}
-	mustCreate(t, r.index, pgVersion("probe", "1.1.0"))
+	mustCreate(t, writer, pgVersion("probe", "1.0.0"))
+	eventually(t, 20*time.Second, "probe 1.0.0 is served", func() bool {
+		return r.get(t, path).status == http.StatusOK
+	})
+	mustCreate(t, writer, pgVersion("probe", "1.1.0"))
 	eventually(t, 20*time.Second, "the change feed shows probe 1.1.0", func() bool {
 		return strings.Contains(r.get(t, path).body, `"1.1.0"`)
 	})
@@ -248,6 +265,7 @@ func TestPostgresRestartUnderLoad(t *testing.T) {
 	pg := pgtest.StartServer(t)
 	dsn := pg.DSN
 	r := startReplica(t, dsn, filepath.Join(t.TempDir(), "blobs"), false)
+	writer := openWriter(t, dsn)
 	ctx := t.Context()
 	if err := r.index.CreateNamespace(ctx, publicNamespace("acme")); err != nil {
 		t.Fatal(err)
@@ -297,11 +315,16 @@ func TestPostgresRestartUnderLoad(t *testing.T) {
 	}()
 	// Warm part of the cache once the change feed listens (its first
 	// ChangeAll would drop it): p00 is requested now; p19 never is below.
-	waitForFeed(t, r)
+	waitForFeed(t, r, writer)
 	if got := r.get(t, "/v1/providers/acme/p00/versions"); got.status != http.StatusOK {
 		t.Fatalf("p00 before the outage: %d %s", got.status, got.body)
 	}
 
+	loadOK := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return counts[http.StatusOK]
+	}
 	pg.Stop(t)
 	wantUnavailable := func(what string, got reply) {
 		t.Helper()
@@ -319,7 +342,12 @@ func TestPostgresRestartUnderLoad(t *testing.T) {
 	if got := r.get(t, "/v1/providers/acme/p00/versions"); got.status != http.StatusOK {
 		t.Errorf("a cached versions document during the outage: %d %s; want it served from the cache", got.status, got.body)
 	}
-	time.Sleep(300 * time.Millisecond) // let the load meet the outage
+	// Let the load meet the outage: it must be served from the cache
+	// while PostgreSQL is down (a condition, not a pause).
+	okAtStop := loadOK()
+	eventually(t, 20*time.Second, "the load is served during the outage", func() bool {
+		return loadOK() >= okAtStop+40
+	})
 
 	pg.Start(t)
 	took := eventually(t, 60*time.Second, "/readyz answers 200 after PostgreSQL restarted", func() bool {
@@ -329,9 +357,9 @@ func TestPostgresRestartUnderLoad(t *testing.T) {
 	if got := r.get(t, "/v1/providers/acme/p19/1.0.0/download/linux/amd64"); got.status != http.StatusOK {
 		t.Errorf("uncached download document after the restart: %d %s", got.status, got.body)
 	}
-	// The change feed reconnected: a new version shows up although p00's
-	// document is cached.
-	mustCreate(t, r.index, pgVersion("p00", "2.0.0"))
+	// The change feed reconnected: a new version committed by another
+	// replica shows up although p00's document is cached.
+	mustCreate(t, writer, pgVersion("p00", "2.0.0"))
 	eventually(t, 20*time.Second, "the new p00 version is served after the restart", func() bool {
 		return strings.Contains(r.get(t, "/v1/providers/acme/p00/versions").body, `"2.0.0"`)
 	})

@@ -15,7 +15,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"net"
 	"net/url"
 	"os"
 	"os/exec"
@@ -150,15 +149,15 @@ func randomHex(t testing.TB, n int) string {
 // restarts (fault tests). It is separate from the shared test server so
 // that stopping it cannot break the tests of packages running in parallel.
 type Server struct {
-	DSN   string // superuser DSN of its postgres database (trust authentication)
+	DSN   string // superuser DSN of its postgres database (Unix socket, trust authentication)
 	dir   string
 	data  string
 	bin   string // directory of initdb, pg_ctl and postgres
 	owner string // the user to run them as when the test runs as root
 }
 
-// StartServer initializes and starts a private server on a free port of
-// 127.0.0.1 from the PostgreSQL binaries of the machine (the directory of
+// StartServer initializes and starts a private server, listening on a
+// Unix socket in a directory of its own, from the PostgreSQL binaries of the machine (the directory of
 // TROVE_TEST_PG_CTL, the PATH, or /usr/lib/postgresql/*/bin), and stops
 // and deletes it when the test ends. It skips or fails as ServerDSN does
 // when no PostgreSQL test environment is configured.
@@ -197,35 +196,28 @@ func StartServer(t testing.TB) *Server {
 	if out, err := s.command("initdb", "-D", s.data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync").CombinedOutput(); err != nil {
 		t.Fatalf("pgtest: initdb: %v\n%s", err, out)
 	}
-	var port int
-	for attempt := 0; ; attempt++ {
-		port = freePort(t)
-		conf := fmt.Sprintf("port = %d\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = '%s'\nfsync = off\nsynchronous_commit = off\n", port, dir)
-		if out, err := s.command("sh", "-c", `cat > "$1"`, "sh", filepath.Join(s.data, "postgresql.auto.conf")).
-			withStdin(conf).CombinedOutput(); err != nil {
-			t.Fatalf("pgtest: writing the configuration: %v\n%s", err, out)
-		}
-		out, err := s.pgCtl("start", "-w", "-t", "60", "-l", filepath.Join(dir, "server.log"))
-		if err == nil {
-			break
-		}
-		if attempt == 4 {
-			log, _ := os.ReadFile(filepath.Join(dir, "server.log"))
-			t.Fatalf("pgtest: pg_ctl start: %v\n%s\n%s", err, out, log)
-		}
+	// The server listens on a Unix socket in its own directory, not on a
+	// TCP port: a port freed while the server is stopped can be taken by
+	// any other process of the machine (a listener on port 0, the local end
+	// of an outgoing connection), and Start would then fail. The socket's
+	// path is this server's alone.
+	conf := fmt.Sprintf("port = %d\nlisten_addresses = ''\nunix_socket_directories = '%s'\nfsync = off\nsynchronous_commit = off\n", socketPort, dir)
+	if out, err := s.command("sh", "-c", `cat > "$1"`, "sh", filepath.Join(s.data, "postgresql.auto.conf")).
+		withStdin(conf).CombinedOutput(); err != nil {
+		t.Fatalf("pgtest: writing the configuration: %v\n%s", err, out)
 	}
-	s.DSN = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
+	if out, err := s.pgCtl("start", "-w", "-t", "60", "-l", filepath.Join(dir, "server.log")); err != nil {
+		log, _ := os.ReadFile(filepath.Join(dir, "server.log"))
+		t.Fatalf("pgtest: pg_ctl start: %v\n%s\n%s", err, out, log)
+	}
+	q := url.Values{"host": {dir}, "port": {strconv.Itoa(socketPort)}, "sslmode": {"disable"}}
+	s.DSN = "postgres://postgres@/postgres?" + q.Encode()
 	return s
 }
 
-func freePort(t testing.TB) int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
+// socketPort is the port number of a private server: with no TCP
+// listener, it only names the socket file (.s.PGSQL.<port>).
+const socketPort = 5432
 
 // findBin returns the directory of the PostgreSQL server binaries.
 func findBin(t testing.TB) string {
@@ -288,7 +280,7 @@ func (s *Server) Stop(t testing.TB) {
 	}
 }
 
-// Start starts the stopped server again on the same port and waits until
+// Start starts the stopped server again on the same socket and waits until
 // it accepts connections.
 func (s *Server) Start(t testing.TB) {
 	t.Helper()
