@@ -45,21 +45,26 @@ type consumersData struct {
 	// ConsumerCount is how many consumers the report has; MoreConsumers
 	// and MoreClients how many rows are not shown.
 	ConsumerCount, MoreConsumers, MoreClients int
-	// Command is the CLI command that lists the same report whole.
+	// Command is the CLI command that lists the same report whole (with
+	// the form's values only when they were accepted).
 	Command string
 }
 
 // consumers returns the consumers section of q's page for visit v of r,
 // or nil when the visitor may not see it (not signed in, or no publish
 // rights: ConsumerReport's refusal is the answer, never shown). Days or
-// versions that ConsumerReport refuses give a section with the error.
+// versions that ConsumerReport refuses give a section with the error; a
+// report that fails otherwise gives a section saying it is unavailable
+// (logged at warn), so that the page is served all the same.
 func (s *Service) consumers(r *http.Request, v *visit, q registry.ConsumerQuery) (*consumersData, error) {
 	if !v.signedIn() {
 		return nil, nil // the section is for signed-in publishers; no report is asked for
 	}
 	params := r.URL.Query()
 	days, versions := params.Get("days"), params.Get("versions")
-	report, err := s.opt.Operations.ConsumerReport(r.Context(), operations.Actor{Principal: v.p, Addr: r.RemoteAddr}, q, days, versions)
+	actor := operations.Actor{Principal: v.p, Addr: r.RemoteAddr}
+	report, err := s.opt.Operations.ConsumerReport(r.Context(), actor, q, days, versions)
+	unavailable := false
 	switch {
 	case err == nil, registry.IsKind(err, registry.Invalid):
 		// ConsumerReport checks the rights before the parameters: an
@@ -67,14 +72,33 @@ func (s *Service) consumers(r *http.Request, v *visit, q registry.ConsumerQuery)
 	case registry.IsKind(err, registry.Forbidden), registry.IsKind(err, registry.Unauthenticated), registry.IsKind(err, registry.NotFound):
 		return nil, nil
 	default:
-		return nil, err
+		// The report failed otherwise (the index unreachable, say): the
+		// rest of the page is still served. The section says so to a
+		// visitor who may see it; whether this one may is asked again,
+		// since the failure may have come from that check, and the
+		// section is left out when that cannot be told either.
+		s.log.WarnContext(r.Context(), "web: the consumers section shows no report: the consumer report failed",
+			"namespace", q.Namespace, "name", q.Name, "system", q.System, "err", err)
+		if _, err := s.opt.Operations.Namespace(r.Context(), actor, q.Namespace, registry.ScopePublish); err != nil {
+			return nil, nil
+		}
+		unavailable = true
 	}
 	d := &consumersData{Action: r.URL.Path, Days: days, Versions: versions,
 		MaxDays: registry.MaxConsumerDays, MaxVersions: registry.MaxVersionConstraintLength}
 	if d.Days == "" {
 		d.Days = strconv.Itoa(apispec.DefaultConsumerDays)
 	}
-	if err != nil {
+	address := q.Namespace + "/" + q.Name
+	if q.Kind == registry.DownloadModule {
+		address += "/" + q.System
+	}
+	d.Command = "trove consumers " + address // the form's values added below once accepted
+	switch {
+	case unavailable:
+		d.Error = consumersUnavailable
+		return d, nil
+	case err != nil:
 		d.Error = registry.Message(err)
 		return d, nil
 	}
@@ -86,11 +110,6 @@ func (s *Service) consumers(r *http.Request, v *visit, q registry.ConsumerQuery)
 		d.Report.Clients, d.MoreClients = report.Clients[:maxClientRows], n-maxClientRows
 	}
 	d.ConsumerCount = len(report.Consumers)
-	address := q.Namespace + "/" + q.Name
-	if q.Kind == registry.DownloadModule {
-		address += "/" + q.System
-	}
-	d.Command = "trove consumers " + address
 	if days != "" {
 		d.Command += " --days " + days
 	}
@@ -99,6 +118,10 @@ func (s *Service) consumers(r *http.Request, v *visit, q registry.ConsumerQuery)
 	}
 	return d, nil
 }
+
+// consumersUnavailable is the section's text when the report could not
+// be made; the cause is in the log.
+const consumersUnavailable = "The consumer report is unavailable right now: try again in a moment, or ask an administrator to look at Trove's log if it stays so."
 
 // shellQuote quotes s for a POSIX shell, for a command shown to copy.
 func shellQuote(s string) string {
