@@ -23,8 +23,10 @@ const hostileCI = `ci:<script>alert(1)</script>/infra (<img src=x onerror=alert(
 // three times, the module once with OpenTofu 1.12.6), anonymously with
 // OpenTofu 1.12.6 (provider 1.1.0 twice), and, through the server's
 // download counter as the protocol handler counts a keyless token, the
-// pipeline hostileCI (provider 1.1.0 once, OpenTofu 1.12.6).
-func consumersEnv(t *testing.T) *env {
+// pipeline hostileCI (provider 1.1.0 once, OpenTofu 1.12.6) on today,
+// the UTC day the test computed once (registry.DayOf) and expects in the
+// pages.
+func consumersEnv(t *testing.T, today string) *env {
 	t.Helper()
 	e := start(t)
 	ctx := context.Background()
@@ -65,7 +67,7 @@ func consumersEnv(t *testing.T) *env {
 	}
 	download("/v1/modules/acme/network/aws/1.0.0/download", bob.Secret, "OpenTofu/1.12.6", http.StatusNoContent)
 	k := registry.ProviderDownload("acme", "widget", "1.1.0", "linux", "amd64")
-	k.Day, k.Consumer, k.Client, k.ClientVersion = registry.DayOf(time.Now()), hostileCI, registry.ClientOpenTofu, "1.12.6"
+	k.Day, k.Consumer, k.Client, k.ClientVersion = today, hostileCI, registry.ClientOpenTofu, "1.12.6"
 	e.srv.Downloads.Add(k)
 	return e
 }
@@ -80,7 +82,8 @@ var consumerTraces = []string{`id="consumers"`, "Consumers</h2>", "user:bob", "c
 // namespaces' admins and anonymous visitors, asking right after the
 // publisher (the page cache on, as always), get the page without it.
 func TestConsumersSection(t *testing.T) {
-	e := consumersEnv(t)
+	today := registry.DayOf(time.Now())
+	e := consumersEnv(t, today)
 	carol, bob, alice, anon := e.browser(t), e.browser(t), e.browser(t), e.browser(t)
 	for who, b := range map[string]*browser{"carol": carol, "bob": bob, "alice": alice} {
 		if p := b.signIn(who, password); p.status != http.StatusSeeOther {
@@ -94,7 +97,7 @@ func TestConsumersSection(t *testing.T) {
 		{"/providers/acme/widget", []string{
 			`<section id="consumers" aria-labelledby="consumers-h"><h2 id="consumers-h">Consumers</h2>`,
 			"Every version, ", ": 6 downloads by 3 consumers.",
-			"<tr><td><code>user:bob</code></td><td>3</td><td>" + registry.DayOf(time.Now()), // (UTC: midnight aside)
+			"<tr><td><code>user:bob</code></td><td>3</td><td>" + today, // the server's clock: midnight aside
 			"<td>1.0.0</td><td>terraform 1.9.5</td></tr>",
 			"<tr><td><code>anonymous</code></td><td>2</td>",
 			"<tr><td><code>ci:&lt;script&gt;alert(1)&lt;/script&gt;/infra (&lt;img src=x onerror=alert(2)&gt;.yml)</code></td><td>1</td>",
@@ -185,7 +188,7 @@ func TestConsumersSection(t *testing.T) {
 // rules: bad days and versions are shown in the page as an error (the
 // values escaped), never as a failed page; good ones select.
 func TestConsumersSectionHostileQuery(t *testing.T) {
-	e := consumersEnv(t)
+	e := consumersEnv(t, registry.DayOf(time.Now()))
 	carol := e.browser(t)
 	carol.signIn("carol", password)
 	long := strings.Repeat("1", 5000)
