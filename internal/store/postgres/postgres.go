@@ -42,6 +42,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -163,11 +164,16 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Index, error) {
 	// idle ones in the background often enough to notice a restart early.
 	cfg.HealthCheckPeriod = 15 * time.Second
 	cfg.PingTimeout = 3 * time.Second
+	// That ping misses a restart shorter than a second; the first query
+	// that learns of it drops the pool's other connections too.
+	gone := &serverGone{}
+	cfg.ConnConfig.Tracer = gone
 
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, registry.Errorf(registry.Invalid, "invalid PostgreSQL DSN: %s", scrub(err.Error(), cfg.ConnConfig.Password))
 	}
+	gone.pool.Store(pool)
 	closing, cancel := context.WithCancel(context.Background())
 	x := &Index{
 		Index:   sqlstore.New(stdlib.OpenDBFromPool(pool), dialect{}, sqlstore.Options{Timeout: o.timeout}),
@@ -252,6 +258,29 @@ func cmpOr(a, b string) string {
 	return b
 }
 
+// serverGone is the pool's query tracer: when a query fails because the
+// server ended its connection as it does every connection when it shuts
+// down or restarts (admin_shutdown, crash_shutdown, cannot_connect_now),
+// it resets the pool, so that the idle connections that server closed are
+// not handed to the next requests (pgxpool pings only connections idle
+// for more than a second, so a quick restart would fail a request per
+// such connection). The request that met the failure still fails, as
+// Unavailable; the following ones connect again.
+type serverGone struct{ pool atomic.Pointer[pgxpool.Pool] }
+
+func (g *serverGone) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	return ctx
+}
+
+func (g *serverGone) TraceQueryEnd(_ context.Context, _ *pgx.Conn, data pgx.TraceQueryEndData) {
+	switch pgCode(data.Err) {
+	case codeAdminShutdown, codeCrashShutdown, codeCannotConnectNow:
+		if p := g.pool.Load(); p != nil {
+			p.Reset()
+		}
+	}
+}
+
 // describeTarget names the server and database of cfg for messages.
 func describeTarget(cfg *pgx.ConnConfig) string {
 	host := cfg.Host
@@ -325,6 +354,9 @@ const (
 	codeInvalidAuthorization = "28000"
 	codeInvalidCatalogName   = "3D000" // the database does not exist
 	codeReadOnlyTransaction  = "25006" // a standby or a read-only server
+	codeAdminShutdown        = "57P01" // the server is shutting down (or an administrator ended the session)
+	codeCrashShutdown        = "57P02" // the server restarts after a crash
+	codeCannotConnectNow     = "57P03" // the server is starting or shutting down
 	// Classes of codes.
 	classConnection    = "08" // connection_exception
 	classResources     = "53" // insufficient_resources (too many connections, disk full)
