@@ -358,8 +358,10 @@ func TestPostgresRestartUnderLoad(t *testing.T) {
 		t.Errorf("uncached download document after the restart: %d %s", got.status, got.body)
 	}
 	// The change feed reconnected: a new version committed by another
-	// replica shows up although p00's document is cached.
-	mustCreate(t, writer, pgVersion("p00", "2.0.0"))
+	// replica (one started after the restart, whose pool holds no
+	// connection the restart closed) shows up although p00's document is
+	// cached.
+	mustCreate(t, openWriter(t, dsn), pgVersion("p00", "2.0.0"))
 	eventually(t, 20*time.Second, "the new p00 version is served after the restart", func() bool {
 		return strings.Contains(r.get(t, "/v1/providers/acme/p00/versions").body, `"2.0.0"`)
 	})
