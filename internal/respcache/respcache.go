@@ -13,7 +13,8 @@
 //
 //   - Lookup returns the entry stored under a key, whatever its age, or
 //     nil. It takes a read lock, does not allocate and marks the entry as
-//     recently used.
+//     recently used. Has only tells whether an entry is stored, without
+//     marking it: only a real read keeps an entry from eviction.
 //   - An entry's body, ETag, Content-Length and Value never change after
 //     it was stored, so callers may use them without a lock. The ETag is
 //     a strong, quoted tag derived from the body's SHA-256: equal bodies
@@ -48,8 +49,13 @@
 //     stale part, MaxAge/8 to MaxAge/4 (or FreshFor's), on a machine that
 //     cannot render its documents as fast as they go stale. A queued
 //     render whose entry was replaced, removed, expired or is being
-//     rendered by a Load meanwhile is skipped. When the render succeeds
-//     its entry replaces the stale one.
+//     rendered by a Load meanwhile is skipped. The queue holds a key at
+//     most once (a later entry of a queued key takes the queued one's
+//     place and turn) and at most Options.MaxQueued keys: a stale hit
+//     that finds it full queues nothing and its entry stays served stale;
+//     a later hit queues it once there is room, and should none find
+//     room before the entry's maximum age, the next request renders it
+//     (Load). When the render succeeds its entry replaces the stale one.
 //     When it fails, the error is logged and the stale entry stays, to be
 //     served until it expires; no new background render of it starts for
 //     RetryAfter. An error for which Options.Drop reports true (the
@@ -76,7 +82,12 @@
 //     CLOCK approximation of LRU (an entry used since the previous sweep
 //     is spared once); the entry just stored is never evicted by its own
 //     store, so a single entry larger than MaxBytes is kept alone, unless
-//     it is larger than Options.MaxEntryBytes: then it is not stored.
+//     it is larger than Options.MaxEntryBytes: then it is not stored. A
+//     store that takes a shared Budget over sheds it down to its low-water
+//     mark (see Budget).
+//   - Close drops every entry and leaves the Budget: a cache that is
+//     replaced or no longer used gives its bytes back. A cache dropped
+//     without Close leaves its Budget when the collector frees it.
 //   - Compression: with Options.GzipMinBytes, an entry of at least that
 //     many bytes is Compressible. Its gzip variant (Entry.Gzip) is made
 //     once, on the first request that accepts gzip, kept with the entry
@@ -98,10 +109,12 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
+	"weak"
 
 	"trove.dev/trove/internal/httpjson"
 )
@@ -115,6 +128,10 @@ const EntryOverhead = 1024
 // Defaults of Options.
 const (
 	DefaultRenderTimeout = 30 * time.Second
+	// DefaultMaxQueued is the default of Options.MaxQueued: a thousand
+	// queued renders are minutes of work for the slots, past the
+	// stale part of any entry.
+	DefaultMaxQueued = 1024
 )
 
 // ErrRenderPanicked is the error of a render that panicked.
@@ -166,58 +183,123 @@ type Options struct {
 	// served by Entry.Serve to requests that accept it (0: never
 	// compress). DefaultGzipMinBytes is a good value.
 	GzipMinBytes int
+	// MaxQueued bounds the background renders waiting for one of
+	// MaxRefreshes to end (default DefaultMaxQueued): a stale hit that
+	// finds the queue full queues nothing (see the package
+	// documentation).
+	MaxQueued int
 }
 
 // Budget is a byte budget shared by several caches (Options.Budget): the
 // protocol caches are held within one (trove serve --cache-bytes), the
-// web UI's page, search and documentation caches within another. A store
-// that takes the total over the budget first sweeps the other caches
-// once (each evicts its entries not used since its previous sweep, and
-// clears the marks of the others), then evicts entries of its own cache;
-// so a cache nobody asks any more gives its memory back to the busy
-// ones. A cache whose lock is held at that moment is skipped (the next
-// store over the budget sweeps it). It is safe for concurrent use.
+// web UI's page, search and documentation caches within another. It is
+// safe for concurrent use.
+//
+// A store that takes the total over the budget sheds it, after the
+// storing cache's lock was released, down to a low-water mark 1/16 below
+// the budget, so that the stores that follow do not sweep again (the
+// cost of a sweep is amortised over them): first one sweep of each other
+// cache (each evicts its entries not used since its previous sweep, and
+// clears the marks of the others), so that a cache nobody asks any more
+// gives its memory back to the busy ones; then up to two sweeps of the
+// storing cache (never its entry just stored); then, if the total is
+// still over the budget itself, two sweeps of the others. Each sweep
+// takes the cache's lock (never two at once, so stores cannot deadlock
+// each other; hits wait only for that one sweep). One shed runs at a
+// time: a store that finds one running leaves it to that one, which
+// sheds again once it is done if the budget is still over.
+//
+// A cache leaves its budget (its entries no longer count) when it is
+// closed (Cache.Close) or, if it is dropped without, when the collector
+// frees it.
 type Budget struct {
-	max  int64
-	used atomic.Int64
+	max, low int64
+	used     atomic.Int64
 
 	mu      sync.Mutex
-	members []budgetMember
+	members []*budgetShare
+
+	shedMu  sync.Mutex  // one shed at a time
+	pending atomic.Bool // a store found the budget over while a shed ran
 }
 
-// budgetMember is a cache of a Budget: shed sweeps it once, unless it is
-// busy.
-type budgetMember struct {
-	cache any
-	shed  func()
+// budgetShare is one cache's part of a Budget. It does not point to its
+// cache (sweep holds it weakly), so that a dropped cache can be freed
+// and leave.
+type budgetShare struct {
+	bytes atomic.Int64 // accounted by the cache, given back when it leaves
+	// sweep makes up to passes CLOCK passes over the cache's entries,
+	// under its lock, while over reports true, sparing the entry it
+	// stored last if spareLast (nothing once the cache was freed).
+	sweep func(passes int, spareLast bool, over func() bool)
+	left  bool // guarded by Budget.mu
 }
 
-// join adds a cache to the budget.
-func (b *Budget) join(cache any, shed func()) {
+// join adds a cache's share to the budget.
+func (b *Budget) join(s *budgetShare) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.members = append(b.members, budgetMember{cache: cache, shed: shed})
+	b.members = append(b.members, s)
 }
 
-// shed sweeps every cache of the budget but self once, while the budget
-// is over.
-func (b *Budget) shed(self any) {
+// leave takes s out of the budget and gives back the bytes it still
+// accounts. Calling it again does nothing.
+func (b *Budget) leave(s *budgetShare) {
 	b.mu.Lock()
-	members := b.members
+	defer b.mu.Unlock()
+	if s.left {
+		return
+	}
+	s.left = true
+	for i, m := range b.members {
+		if m == s {
+			b.members = append(b.members[:i:i], b.members[i+1:]...)
+			break
+		}
+	}
+	b.used.Add(-s.bytes.Swap(0))
+}
+
+// shed brings the budget down to its low-water mark, if it is over, on
+// behalf of a store in the cache of self (see Budget). The caller holds
+// no cache's lock.
+func (b *Budget) shed(self *budgetShare) {
+	if !b.over() {
+		return
+	}
+	b.pending.Store(true)
+	for b.pending.Load() && b.shedMu.TryLock() {
+		b.pending.Store(false)
+		if b.over() {
+			b.shedRound(self)
+		}
+		b.shedMu.Unlock()
+	}
+}
+
+// shedRound is one shed; the caller holds shedMu.
+func (b *Budget) shedRound(self *budgetShare) {
+	b.mu.Lock()
+	members := slices.Clone(b.members)
 	b.mu.Unlock()
 	for _, m := range members {
-		if !b.over() {
-			return
+		if m != self && b.aboveLow() {
+			m.sweep(1, false, b.aboveLow)
 		}
-		if m.cache != self {
-			m.shed()
+	}
+	if b.aboveLow() && slices.Contains(members, self) {
+		self.sweep(2, true, b.aboveLow)
+	}
+	for _, m := range members {
+		if m != self && b.over() {
+			m.sweep(2, false, b.over)
 		}
 	}
 }
 
 // NewBudget returns a budget of max bytes (<= 0: unbounded, counted
 // only).
-func NewBudget(max int64) *Budget { return &Budget{max: max} }
+func NewBudget(max int64) *Budget { return &Budget{max: max, low: max - max/16} }
 
 // Used returns the bytes the caches sharing b account now.
 func (b *Budget) Used() int64 { return b.used.Load() }
@@ -226,6 +308,9 @@ func (b *Budget) Used() int64 { return b.used.Load() }
 func (b *Budget) Max() int64 { return b.max }
 
 func (b *Budget) over() bool { return b != nil && b.max > 0 && b.used.Load() > b.max }
+
+// aboveLow reports whether the budget is above its low-water mark.
+func (b *Budget) aboveLow() bool { return b.max > 0 && b.used.Load() > b.low }
 
 // Rendered is what a render produces.
 type Rendered[V any] struct {
@@ -381,10 +466,11 @@ type flightKey[O, D comparable] struct {
 }
 
 type flight[V any] struct {
-	done    chan struct{}
-	waiters int // Loads waiting for this render; guarded by Cache.mu
-	e       *Entry[V]
-	err     error
+	done       chan struct{}
+	waiters    int  // Loads waiting for this render; guarded by Cache.mu
+	background bool // a background render, holding a token
+	e          *Entry[V]
+	err        error
 }
 
 // Cache holds rendered documents; see the package documentation for its
@@ -400,9 +486,24 @@ type Cache[O, D comparable, V any] struct {
 	flights map[flightKey[O, D]]*flight[V]
 	// refreshes holds a token per background render running.
 	refreshes chan struct{}
-	// queued holds the background renders waiting for a token, oldest
-	// first; guarded by mu.
-	queued []refresh[O, D, V]
+	// queue holds the keys of the background renders waiting for a
+	// token, oldest first, and queued their renders (one per key, at
+	// most MaxQueued); guarded by mu. nqueued is len(queued), read
+	// without the lock by the hits that find the queue full.
+	queue   []docRef[O, D]
+	queued  map[docRef[O, D]]refresh[O, D, V]
+	nqueued atomic.Int64
+	// last is the entry stored last: the sweeps of a shed its store
+	// started spare it.
+	last   *Entry[V]
+	closed bool
+	share  *budgetShare // nil without a Budget
+}
+
+// docRef is the key of a document.
+type docRef[O, D comparable] struct {
+	o O
+	d D
 }
 
 // refresh is a background render of a stale entry e stored under (o, d).
@@ -436,28 +537,63 @@ func New[O, D comparable, V any](opt Options) *Cache[O, D, V] {
 	if opt.Log == nil {
 		opt.Log = slog.New(slog.DiscardHandler)
 	}
+	if opt.MaxQueued <= 0 {
+		opt.MaxQueued = DefaultMaxQueued
+	}
 	c := &Cache[O, D, V]{
 		opt:       opt,
 		owners:    make(map[O]map[D]*Entry[V]),
 		flights:   make(map[flightKey[O, D]]*flight[V]),
 		refreshes: make(chan struct{}, opt.MaxRefreshes),
 	}
-	if opt.Budget != nil {
-		opt.Budget.join(c, c.shedForBudget)
+	if b := opt.Budget; b != nil {
+		wc := weak.Make(c)
+		c.share = &budgetShare{sweep: func(passes int, spareLast bool, over func() bool) {
+			if c := wc.Value(); c != nil {
+				c.sweepForBudget(passes, spareLast, over)
+			}
+		}}
+		b.join(c.share)
+		// A cache dropped without Close leaves once it is freed.
+		runtime.AddCleanup(c, b.leave, c.share)
 	}
 	return c
 }
 
-// shedForBudget is c's part of Budget.shed: one sweep of its entries
-// while the budget is over, unless another goroutine holds c's lock
-// (TryLock: a store of another cache calls it with that cache's lock
-// held, so waiting could deadlock two stores).
-func (c *Cache[O, D, V]) shedForBudget() {
-	if !c.mu.TryLock() {
+// sweepForBudget is c's part of Budget.shed: up to passes sweeps of its
+// entries while over reports true, sparing the one it stored last if
+// spareLast (the store that sheds is c's).
+func (c *Cache[O, D, V]) sweepForBudget(passes int, spareLast bool, over func() bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var keep *Entry[V]
+	if spareLast {
+		keep = c.last
+	}
+	c.sweep(keep, passes, over)
+}
+
+// Close drops every entry and takes the cache out of its Budget, whose
+// total no longer counts it; renders in progress are handed to their
+// waiters and not stored, and a cache used after Close stores nothing.
+// Calling it again does nothing.
+func (c *Cache[O, D, V]) Close() {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
 		return
 	}
-	defer c.mu.Unlock()
-	c.sweep(nil, 1, c.opt.Budget.over)
+	c.closed = true
+	c.dropAll()
+	for _, r := range c.queued {
+		r.e.refreshing.Store(false)
+	}
+	c.queue, c.queued = nil, nil
+	c.nqueued.Store(0)
+	c.mu.Unlock()
+	if c.share != nil {
+		c.opt.Budget.leave(c.share)
+	}
 }
 
 // MaxAge returns the longest an entry is served.
@@ -473,6 +609,16 @@ func (c *Cache[O, D, V]) Lookup(o O, d D) *Entry[V] {
 		e.used.Store(true) // without writing a shared cache line when already set
 	}
 	return e
+}
+
+// Has reports whether an entry is stored under (o, d), whatever its
+// state. Unlike Lookup it does not mark the entry as used: for a caller
+// that only checks a key is known, not a read of the entry.
+func (c *Cache[O, D, V]) Has(o O, d D) bool {
+	c.mu.RLock()
+	e := c.owners[o][d]
+	c.mu.RUnlock()
+	return e != nil
 }
 
 // State returns the state of e (which may be nil) now.
@@ -534,9 +680,9 @@ func (c *Cache[O, D, V]) ShouldRevalidate(e *Entry[V]) bool {
 
 // Revalidate starts one background render of (o, d), whose stale entry
 // e the caller serves, or queues it while MaxRefreshes of them run,
-// unless one is running or queued or a failed one asks to wait (see the
-// package documentation). Only the request that starts or queues the
-// render takes the cache's lock.
+// unless one is running or queued, a failed one asks to wait or the
+// queue is full (see the package documentation). Only the request that
+// starts or queues the render takes the cache's lock.
 func (c *Cache[O, D, V]) Revalidate(o O, d D, e *Entry[V], render RenderFunc[V]) {
 	if c.opt.Now().UnixNano() < e.retryAt.Load() || !e.refreshing.CompareAndSwap(false, true) {
 		return
@@ -545,9 +691,24 @@ func (c *Cache[O, D, V]) Revalidate(o O, d D, e *Entry[V], render RenderFunc[V])
 	select {
 	case c.refreshes <- struct{}{}: // released by run, or handed on to a queued render
 	default:
+		if c.nqueued.Load() >= int64(c.opt.MaxQueued) {
+			// Full: only a key already queued takes a new render (under
+			// the write lock); the others wait for a later hit.
+			c.mu.RLock()
+			_, queued := c.queued[docRef[O, D]{o: o, d: d}]
+			c.mu.RUnlock()
+			if !queued {
+				e.refreshing.Store(false)
+				return
+			}
+		}
 		c.mu.Lock()
-		c.queued = append(c.queued, r)
+		ok := c.enqueue(r)
 		c.mu.Unlock()
+		if !ok {
+			e.refreshing.Store(false)
+			return
+		}
 		// A render that ended between the select and the lock handed
 		// its token on or released it: take a free one for the queue.
 		select {
@@ -576,9 +737,34 @@ func (c *Cache[O, D, V]) start(r refresh[O, D, V]) bool {
 		r.e.refreshing.Store(false)
 		return false
 	}
-	f := &flight[V]{done: make(chan struct{})}
+	f := &flight[V]{done: make(chan struct{}), background: true}
 	c.flights[key] = f
 	go c.run(context.Background(), key, f, r.e, r.render)
+	return true
+}
+
+// enqueue queues the background render r and reports whether it did: a
+// render of r's key already queued is replaced by r, in its turn (its
+// entry was replaced by r's); a new key is not queued when MaxQueued are
+// or the cache is closed. c.mu must be held for writing.
+func (c *Cache[O, D, V]) enqueue(r refresh[O, D, V]) bool {
+	k := docRef[O, D]{o: r.o, d: r.d}
+	if old, ok := c.queued[k]; ok {
+		if old.e != r.e {
+			old.e.refreshing.Store(false)
+		}
+		c.queued[k] = r
+		return true
+	}
+	if c.closed || len(c.queued) >= c.opt.MaxQueued {
+		return false
+	}
+	if c.queued == nil {
+		c.queued = make(map[docRef[O, D]]refresh[O, D, V])
+	}
+	c.queued[k] = r
+	c.queue = append(c.queue, k)
+	c.nqueued.Store(int64(len(c.queued)))
 	return true
 }
 
@@ -587,14 +773,17 @@ func (c *Cache[O, D, V]) start(r refresh[O, D, V]) bool {
 func (c *Cache[O, D, V]) startQueued() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for len(c.queued) > 0 {
-		r := c.queued[0]
-		c.queued[0] = refresh[O, D, V]{}
-		c.queued = c.queued[1:]
-		if len(c.queued) == 0 {
-			c.queued = nil // let the array go
+	for len(c.queue) > 0 {
+		k := c.queue[0]
+		c.queue[0] = docRef[O, D]{}
+		c.queue = c.queue[1:]
+		r, ok := c.queued[k]
+		delete(c.queued, k)
+		if len(c.queue) == 0 {
+			c.queue, c.queued = nil, nil // let the array and the map go
 		}
-		if c.start(r) {
+		c.nqueued.Store(int64(len(c.queued)))
+		if ok && c.start(r) {
 			return
 		}
 	}
@@ -613,6 +802,7 @@ func (c *Cache[O, D, V]) run(ctx context.Context, key flightKey[O, D], f *flight
 	}
 	c.mu.Lock()
 	delete(c.flights, key)
+	stored := false
 	switch {
 	case c.gen != key.gen:
 		// Invalidated meanwhile: hand the result to the waiters only.
@@ -624,7 +814,7 @@ func (c *Cache[O, D, V]) run(ctx context.Context, key flightKey[O, D], f *flight
 			stale.refreshing.Store(false)
 		}
 	case err == nil:
-		c.insert(key.owner, key.doc, e)
+		stored = c.insert(key.owner, key.doc, e)
 	case stale != nil && c.opt.Drop != nil && c.opt.Drop(err):
 		if c.owners[key.owner][key.doc] == stale {
 			c.remove(key.owner, key.doc)
@@ -635,6 +825,12 @@ func (c *Cache[O, D, V]) run(ctx context.Context, key flightKey[O, D], f *flight
 	}
 	f.e, f.err = e, err
 	c.mu.Unlock()
+	// The waiters have their result: what follows (a shed, a log line,
+	// handing the token on) does not delay them.
+	close(f.done)
+	if stored && c.share != nil {
+		c.opt.Budget.shed(c.share)
+	}
 	if err != nil && stale != nil && (c.opt.Drop == nil || !c.opt.Drop(err)) {
 		c.opt.Log.Warn("refreshing a cached document failed; serving the stale one until it expires",
 			"cache", c.opt.Name, "owner", fmt.Sprint(key.owner), "document", fmt.Sprint(key.doc),
@@ -643,7 +839,6 @@ func (c *Cache[O, D, V]) run(ctx context.Context, key flightKey[O, D], f *flight
 	if stale != nil {
 		c.startQueued() // hands the token on, or releases it
 	}
-	close(f.done)
 }
 
 // render runs fn detached from ctx's cancellation, with the render
@@ -691,19 +886,29 @@ func (c *Cache[O, D, V]) newEntry(r Rendered[V], start int64) *Entry[V] {
 // grow accounts n more bytes to e (its gzip variant), if e is stored.
 func (c *Cache[O, D, V]) grow(e *Entry[V], n int64) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	e.size += n
-	if e.stored {
+	stored := e.stored
+	if stored {
 		c.account(n)
+	}
+	c.mu.Unlock()
+	if stored && c.share != nil {
+		c.opt.Budget.shed(c.share)
 	}
 }
 
-// insert stores e under (o, d), replacing any previous entry, and evicts
-// until the cache is within its bounds. c.mu must be held for writing.
-func (c *Cache[O, D, V]) insert(o O, d D, e *Entry[V]) {
+// insert stores e under (o, d), replacing any previous entry, evicts
+// until the cache is within its own bounds and reports whether it
+// stored e (not in a closed cache, nor one over MaxEntryBytes); the
+// caller sheds the shared budget after releasing the lock. c.mu must be
+// held for writing.
+func (c *Cache[O, D, V]) insert(o O, d D, e *Entry[V]) bool {
+	if c.closed {
+		return false
+	}
 	if c.opt.MaxEntryBytes > 0 && e.size > c.opt.MaxEntryBytes {
 		c.remove(o, d) // the older entry is not served instead of this one
-		return
+		return false
 	}
 	e.used.Store(true) // survive the first sweep after insertion
 	e.stored = true
@@ -720,16 +925,11 @@ func (c *Cache[O, D, V]) insert(o O, d D, e *Entry[V]) {
 	docs[d] = e
 	c.account(e.size)
 	c.entries++
-	if c.opt.Budget.over() {
-		c.opt.Budget.shed(c) // the other caches' unused entries go first
-	}
-	if c.over() {
+	c.last = e
+	if c.overOwn() {
 		c.evict(e)
 	}
-}
-
-func (c *Cache[O, D, V]) over() bool {
-	return c.overOwn() || c.opt.Budget.over()
+	return true
 }
 
 // overOwn reports whether c is over its own bounds.
@@ -741,17 +941,18 @@ func (c *Cache[O, D, V]) overOwn() bool {
 // and to the shared budget. c.mu must be held for writing.
 func (c *Cache[O, D, V]) account(n int64) {
 	c.bytes += n
-	if c.opt.Budget != nil {
+	if c.share != nil {
+		c.share.bytes.Add(n)
 		c.opt.Budget.used.Add(n)
 	}
 }
 
 // evict drops entries not used since the previous sweep (clearing the
-// mark of those that were) until the cache is within its bounds, sparing
-// keep. Two passes always suffice: the first clears every mark it does
-// not act on.
+// mark of those that were) until the cache is within its own bounds,
+// sparing keep. Two passes always suffice: the first clears every mark
+// it does not act on.
 func (c *Cache[O, D, V]) evict(keep *Entry[V]) {
-	c.sweep(keep, 2, c.over)
+	c.sweep(keep, 2, c.overOwn)
 }
 
 // sweep makes up to passes passes over the entries while over reports
@@ -768,14 +969,23 @@ func (c *Cache[O, D, V]) sweep(keep *Entry[V], passes int, over func() bool) {
 					continue
 				}
 				delete(docs, d)
-				e.stored = false
-				c.account(-e.size)
-				c.entries--
+				c.unstore(e)
 			}
 			if len(docs) == 0 {
 				delete(c.owners, o)
 			}
 		}
+	}
+}
+
+// unstore accounts e, just taken out of the maps, as no longer stored.
+// c.mu must be held for writing.
+func (c *Cache[O, D, V]) unstore(e *Entry[V]) {
+	e.stored = false
+	c.account(-e.size)
+	c.entries--
+	if c.last == e {
+		c.last = nil
 	}
 }
 
@@ -785,9 +995,7 @@ func (c *Cache[O, D, V]) remove(o O, d D) {
 	docs := c.owners[o]
 	if e := docs[d]; e != nil {
 		delete(docs, d)
-		e.stored = false
-		c.account(-e.size)
-		c.entries--
+		c.unstore(e)
 		if len(docs) == 0 {
 			delete(c.owners, o)
 		}
@@ -809,9 +1017,7 @@ func (c *Cache[O, D, V]) InvalidateOwner(o O) {
 	defer c.mu.Unlock()
 	c.gen++
 	for _, e := range c.owners[o] {
-		e.stored = false
-		c.account(-e.size)
-		c.entries--
+		c.unstore(e)
 	}
 	delete(c.owners, o)
 }
@@ -820,6 +1026,12 @@ func (c *Cache[O, D, V]) InvalidateOwner(o O) {
 func (c *Cache[O, D, V]) InvalidateAll() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.dropAll()
+}
+
+// dropAll removes every entry and starts a new generation. c.mu must be
+// held for writing.
+func (c *Cache[O, D, V]) dropAll() {
 	c.gen++
 	for _, docs := range c.owners {
 		for _, e := range docs {
@@ -829,6 +1041,7 @@ func (c *Cache[O, D, V]) InvalidateAll() {
 	c.owners = make(map[O]map[D]*Entry[V])
 	c.account(-c.bytes)
 	c.entries = 0
+	c.last = nil
 }
 
 // Stats describes a Cache at one moment.

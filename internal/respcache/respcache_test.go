@@ -93,7 +93,10 @@ func (g *gate) render(context.Context) (Rendered[int], error) {
 }
 
 // settle waits until no render is in progress (each done channel is
-// closed after the render's result was stored).
+// closed after the render's result was stored), and until each
+// background render that ended has handed its token on (to a render now
+// in progress) or released it, which it does after closing its done
+// channel.
 func settle(c *testCache) {
 	c.mu.Lock()
 	var done []chan struct{}
@@ -103,6 +106,21 @@ func settle(c *testCache) {
 	c.mu.Unlock()
 	for _, d := range done {
 		<-d
+	}
+	for {
+		c.mu.Lock()
+		background := 0
+		for _, f := range c.flights {
+			if f.background {
+				background++
+			}
+		}
+		held := len(c.refreshes)
+		c.mu.Unlock()
+		if held <= background {
+			return
+		}
+		runtime.Gosched()
 	}
 }
 
@@ -824,5 +842,132 @@ func TestServe(t *testing.T) {
 		if resp.StatusCode != http.StatusNotModified || len(got) != 0 || resp.Header.Get("Etag") != tc.e.ETag[0] {
 			t.Errorf("If-None-Match %s: status %d, %d body bytes, ETag %q; want 304 with the tag and no body", tc.path, resp.StatusCode, len(got), resp.Header.Get("Etag"))
 		}
+	}
+}
+
+// TestQueueBounded: the queue of background renders holds a key once
+// (a later stale entry of a queued key takes its place) and at most
+// MaxQueued keys; a hit that finds it full queues nothing, its entry
+// stays served stale and a later hit may queue it.
+func TestQueueBounded(t *testing.T) {
+	c, clk, _ := newTest(t, func(o *Options) { o.MaxRefreshes = 1; o.MaxQueued = 2 })
+	var calls atomic.Int64
+	var stale []*Entry[int]
+	for i := range 4 {
+		stale = append(stale, mustLoad(t, c, fmt.Sprint(i), "d", nil, body("old", &calls)))
+	}
+	clk.Add(maxAge * 7 / 8)
+	g := newGate("new")
+	for i, e := range stale {
+		c.Revalidate(fmt.Sprint(i), "d", e, g.render)
+	}
+	<-g.started // 0 renders; 1 and 2 are queued; 3 found the queue full
+	if s := c.Stats(); s.Queued != 2 {
+		t.Fatalf("stats %+v: want 2 queued (MaxQueued)", s)
+	}
+	if !c.ShouldRevalidate(stale[3]) {
+		t.Fatal("an entry whose hit found the queue full is marked as refreshing")
+	}
+	if e := c.Lookup("3", "d"); e != stale[3] || c.State(e) != Stale {
+		t.Fatal("an entry whose hit found the queue full is not served stale")
+	}
+	// Key 1 gets a new entry, stale in turn, while its old one is queued:
+	// the new one takes the old one's place, the queue does not grow.
+	c.Invalidate("1", "d")
+	clk.Add(-maxAge * 7 / 8) // rendered with the others: stale with them
+	newer := mustLoad(t, c, "1", "d", nil, body("old", &calls))
+	clk.Add(maxAge * 7 / 8)
+	c.Revalidate("1", "d", newer, g.render)
+	if s := c.Stats(); s.Queued != 2 {
+		t.Fatalf("stats %+v: a key queued twice", s)
+	}
+	if !c.ShouldRevalidate(stale[1]) || c.ShouldRevalidate(newer) {
+		t.Fatal("the replaced queued render's entry is still marked, or the newer one is not")
+	}
+	c.mu.Lock()
+	queuedEntry := c.queued[docRef[string, string]{"1", "d"}].e
+	c.mu.Unlock()
+	if queuedEntry != newer {
+		t.Fatal("the queue holds the older entry of key 1")
+	}
+	g.release <- nil // 0 ends (outdated by the invalidation), 1 starts
+	<-g.started
+	g.release <- nil // 1 ends, 2 starts
+	<-g.started
+	g.release <- nil
+	settle(c)
+	waitFor(t, "the queue to drain", func() bool { s := c.Stats(); return s.Renders == 0 && s.Queued == 0 })
+	if n := g.calls.Load(); n != 3 {
+		t.Fatalf("%d renders, want 3", n)
+	}
+	if e := c.Lookup("1", "d"); string(e.Body) != "new" {
+		t.Fatalf("key 1 = %q, want its queued render's", e.Body)
+	}
+	// There is room again: a later hit of 3 queues or starts it.
+	if !c.ShouldRevalidate(stale[3]) {
+		t.Fatal("entry 3 cannot be revalidated once there is room")
+	}
+}
+
+// blockingHandler is a slog handler whose Handle reports on entered and
+// waits for release.
+type blockingHandler struct {
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (h *blockingHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *blockingHandler) Handle(context.Context, slog.Record) error {
+	h.entered <- struct{}{}
+	<-h.release
+	return nil
+}
+func (h *blockingHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *blockingHandler) WithGroup(string) slog.Handler      { return h }
+
+// TestWaitersNotDelayedByRunsEnd: the requests waiting for a render get
+// its result as soon as it is stored: not after the log line of a failed
+// background render, the budget's shed or the start of a queued render.
+func TestWaitersNotDelayedByRunsEnd(t *testing.T) {
+	h := &blockingHandler{entered: make(chan struct{}, 1), release: make(chan struct{})}
+	c, clk, _ := newTest(t, func(o *Options) { o.Log = slog.New(h) })
+	var calls atomic.Int64
+	old := mustLoad(t, c, "o", "d", nil, body("old", &calls))
+	clk.Add(maxAge * 7 / 8)
+	g := newGate("new")
+	c.Revalidate("o", "d", old, g.render)
+	<-g.started
+	c.mu.Lock()
+	var f *flight[int]
+	for _, fl := range c.flights {
+		f = fl
+	}
+	c.mu.Unlock()
+	g.release <- errors.New("index unreachable")
+	<-h.entered // the failure is being logged, and the log waits
+	select {
+	case <-f.done:
+	default:
+		t.Error("the render's waiters wait for its log line")
+	}
+	close(h.release)
+	settle(c)
+}
+
+// TestHasDoesNotMarkUsed: Has tells whether a key is stored without
+// keeping its entry from eviction; Lookup marks it.
+func TestHasDoesNotMarkUsed(t *testing.T) {
+	c, _, _ := newTest(t, nil)
+	e := mustLoad(t, c, "o", "d", nil, body("x", new(atomic.Int64)))
+	e.used.Store(false)
+	if !c.Has("o", "d") || c.Has("o", "other") {
+		t.Fatal("Has does not tell what is stored")
+	}
+	if e.used.Load() {
+		t.Fatal("Has marked the entry as used")
+	}
+	c.Lookup("o", "d")
+	if !e.used.Load() {
+		t.Fatal("Lookup did not mark the entry as used")
 	}
 }
