@@ -455,7 +455,9 @@ func (s *Service) cachedRepo(name string) (repoKey, bool) {
 	default:
 		return repoKey{}, false
 	}
-	return k, s.cache.Lookup(k, docKey{kind: docTags}) != nil
+	// Has, not Lookup: finding the key is no read of the tag list, which
+	// stays in the cache only if a request reads it (s.get).
+	return k, s.cache.Has(k, docKey{kind: docTags})
 }
 
 // parseRepo maps a repository name onto a provider or module; anything
