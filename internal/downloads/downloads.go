@@ -105,6 +105,12 @@ type Counter struct {
 	// the last flush: an Add that loaded read before may still count
 	// on one, so the next flush collects them once more.
 	retired map[registry.DownloadKey]*slot
+	// strs interns the strings of the keys held: the keys of one
+	// provider's versions and platforms, or of one consumer, share
+	// their namespace, name, platform, consumer, client and day
+	// strings instead of holding a copy each. Emptied when a day's keys
+	// are retired, so that it holds about the strings of the keys held.
+	strs map[string]string
 
 	flushMu   sync.Mutex // one flush at a time
 	retention int        // days of consumer records kept
@@ -222,7 +228,7 @@ func (c *Counter) addSlow(k registry.DownloadKey) {
 			return
 		}
 		s = &slot{}
-		c.dirty[cloneKey(k)] = s // the map keeps the key: never the request's memory
+		c.dirty[c.internKey(k)] = s // the map keeps the key: never the request's memory
 	}
 	s.n.Add(1)
 	if c.misses++; c.misses > len(read) {
@@ -244,11 +250,26 @@ func (c *Counter) promote() {
 	c.dirty = map[registry.DownloadKey]*slot{}
 }
 
-func cloneKey(k registry.DownloadKey) registry.DownloadKey {
-	return registry.DownloadKey{Kind: k.Kind, Namespace: strings.Clone(k.Namespace), Name: strings.Clone(k.Name),
-		System: strings.Clone(k.System), Version: strings.Clone(k.Version), OS: strings.Clone(k.OS), Arch: strings.Clone(k.Arch),
-		Consumer: strings.Clone(k.Consumer), Client: strings.Clone(k.Client), ClientVersion: strings.Clone(k.ClientVersion),
-		Day: strings.Clone(k.Day)}
+// internKey returns k with its strings taken from (or copied into) the
+// interned strings: never the request's memory, and one copy of each
+// distinct string for all the keys held. Callers hold mu.
+func (c *Counter) internKey(k registry.DownloadKey) registry.DownloadKey {
+	if c.strs == nil {
+		c.strs = map[string]string{}
+	}
+	for _, p := range []*string{&k.Namespace, &k.Name, &k.System, &k.Version, &k.OS, &k.Arch,
+		&k.Consumer, &k.Client, &k.ClientVersion, &k.Day} {
+		if *p == "" {
+			continue
+		}
+		v, ok := c.strs[*p]
+		if !ok {
+			v = strings.Clone(*p)
+			c.strs[v] = v
+		}
+		*p = v
+	}
+	return k
 }
 
 // retireLocked takes the keys of days before today out of read into
@@ -271,6 +292,7 @@ func (c *Counter) retireLocked(today string, sum map[registry.DownloadKey]int64)
 	if stale == 0 {
 		return
 	}
+	c.strs = nil // the keys kept hold their strings; new ones start a new table
 	c.retired = make(map[registry.DownloadKey]*slot, stale)
 	m := make(map[registry.DownloadKey]*slot, len(read)-stale)
 	for k, s := range read {
