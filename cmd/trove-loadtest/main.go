@@ -23,6 +23,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"syscall"
 	"time"
 
@@ -143,6 +144,14 @@ func loadFlags(fs *flag.FlagSet) (*loadtest.Options, *time.Duration) {
 	fs.StringVar(&opt.StageDir, "stage-dir", opt.StageDir, "`directory` (best a memory file system) to build the index in before copying it; empty: build in place")
 	fs.StringVar(&opt.Backend, "backend", loadtest.BackendEmbedded, "storage of Trove: "+loadtest.BackendEmbedded+" (SQLite and files) or "+loadtest.BackendPostgresS3+
 		" (PostgreSQL and S3 on the servers named by "+loadtest.EnvPostgresDSN+" and "+loadtest.EnvS3Endpoint+"; default -versions 10000)")
+	fs.Func("rows", "measure only the rows whose name matches this Go `regexp` (e.g. 'mirror index|module versions'; default: every row)", func(v string) error {
+		re, err := regexp.Compile(v)
+		if err != nil {
+			return err
+		}
+		opt.Rows = re
+		return nil
+	})
 	timeout := fs.Duration("timeout", 0, "give up a run after this long (0: the run's measured windows, from the flags above, plus 20 minutes and 1 second per 250 versions to build, seed and fetch)")
 	return opt, timeout
 }

@@ -19,6 +19,7 @@ func TestRunUsageErrors(t *testing.T) {
 		"seed without data dir":      {"seed"},
 		"seed with bad version flag": {"seed", "-versions", "many"},
 		"unknown backend":            {"-backend", "mysql"},
+		"rows not a regexp":          {"-rows", "mirror ("},
 		"compare without commits":    {"compare"},
 		"compare with one commit":    {"compare", "HEAD"},
 		"compare with three commits": {"compare", "HEAD", "HEAD", "HEAD"},
@@ -124,5 +125,29 @@ func TestDefaultTimeoutCoversTheDefaultRun(t *testing.T) {
 	var stdout, stderr strings.Builder
 	if code := run(context.Background(), []string{"-h"}, nil, &stdout, &stderr); code != 0 || !strings.Contains(stderr.String(), "0: the run's measured windows") {
 		t.Errorf("-h: exit %d, usage %q does not explain -timeout 0", code, stderr.String())
+	}
+}
+
+// TestRowsFlagSelects holds -rows to selecting rows by name, and to
+// fewer planned windows than the whole run.
+func TestRowsFlagSelects(t *testing.T) {
+	fs := flag.NewFlagSet("trove-loadtest", flag.ContinueOnError)
+	opt, _ := loadFlags(fs)
+	all, err := opt.Planned()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.Parse([]string{"-rows", "^mirror index"}); err != nil {
+		t.Fatal(err)
+	}
+	if opt.Rows == nil || !opt.Rows.MatchString("mirror index.json, mix of 300 providers") || opt.Rows.MatchString("mirror version.json, mix of 300 versions") {
+		t.Fatalf("-rows gave %v", opt.Rows)
+	}
+	some, err := opt.Planned()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if some >= all {
+		t.Errorf("Planned() with one mix row selected = %v, with every row %v", some, all)
 	}
 }

@@ -34,6 +34,9 @@ type mixSet struct {
 	// upstream marks a module mirror row: the report notes what the
 	// upstream was asked during it.
 	upstream bool
+	// p99Goal is the p99 a web UI row is checked against instead of the
+	// baseline's (0: the baseline's).
+	p99Goal time.Duration
 }
 
 // mixPicks chooses the documents of the realistic-mix rows (providers.v1

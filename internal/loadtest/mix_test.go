@@ -1,6 +1,8 @@
 package loadtest
 
 import (
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -146,5 +148,30 @@ func TestMixNote(t *testing.T) {
 	}
 	if n := mixNote(set, 5*time.Second); !strings.Contains(n, "shorter than twice the maximum age") {
 		t.Errorf("5 s: %s", n)
+	}
+}
+
+// TestSelectSets holds Options.Rows to keeping the rows it matches, in
+// order, and every row without it.
+func TestSelectSets(t *testing.T) {
+	sets, err := mixPicks(DefaultSpec(), 10, "127.0.0.1:8443")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(sets)
+	if got := (Options{}).selectSets(slices.Clone(sets)); len(got) != n {
+		t.Errorf("without Rows: %d of %d rows", len(got), n)
+	}
+	o := Options{Rows: regexp.MustCompile(`^mirror |^mirrored module versions`)}
+	var names []string
+	for _, s := range o.selectSets(slices.Clone(sets)) {
+		names = append(names, s.name)
+	}
+	want := []string{"mirror index.json, mix of 10 providers", "mirror version.json, mix of 10 versions (every platform)", "mirrored module versions, mix of 10 modules"}
+	if !slices.Equal(names, want) {
+		t.Errorf("selected %q, want %q", names, want)
+	}
+	if o.selected("archive 50.0 MiB, HTTPS") || !(Options{}).selected("archive 50.0 MiB, HTTPS") {
+		t.Error("the archive rows are not selected by name")
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -80,6 +81,11 @@ type Options struct {
 	// after the rows, to fill Trove's document cache before its memory is
 	// read (0: no sweep).
 	FillDocs int
+	// Rows, when set, selects the rows measured: a realistic-mix, web UI
+	// or archive row is measured only if its name matches (nil: every
+	// row). The seeding, the cache sweep (FillDocs) and the memory
+	// reading happen as without it.
+	Rows *regexp.Regexp
 	// Backend selects the storage Trove runs on: BackendEmbedded (empty
 	// means it) or BackendPostgresS3, on the servers of ScaleOut.
 	Backend  string
@@ -110,6 +116,16 @@ func DefaultOptions() Options {
 		UIDocs:        1000,
 		FillDocs:      16_000,
 	}
+}
+
+// selected reports whether the row named name is measured (Rows).
+func (o Options) selected(name string) bool {
+	return o.Rows == nil || o.Rows.MatchString(name)
+}
+
+// selectSets returns the sets of sets that Rows selects.
+func (o Options) selectSets(sets []mixSet) []mixSet {
+	return slices.DeleteFunc(sets, func(s mixSet) bool { return !o.selected(s.name) })
 }
 
 // runner holds the state of one Run.
@@ -493,6 +509,7 @@ func (r *runner) measureAll(ctx context.Context, troveBin string) (*RSS, string,
 	if err != nil {
 		return nil, "", err
 	}
+	sets = r.opt.selectSets(sets)
 	n := 0
 	for _, set := range sets {
 		n += len(set.docs)
@@ -549,8 +566,10 @@ func (r *runner) measureAll(ctx context.Context, troveBin string) (*RSS, string,
 	archiveName := "archive " + formatMiB(r.seeded.Archive.Size)
 	archive := endpoint{name: archiveName + ", HTTPS", conns: r.opt.StreamConns, stream: true, tls: tlsCfg,
 		trove: archiveURL.String(), baseline: "https://" + bl.tlsAddr + archiveURL.RequestURI()}
-	if err := r.measure(ctx, r.pair(archive, trove, bl.child)); err != nil {
-		return nil, "", err
+	if r.opt.selected(archive.name) {
+		if err := r.measure(ctx, r.pair(archive, trove, bl.child)); err != nil {
+			return nil, "", err
+		}
 	}
 
 	memory := "after all its rows"
@@ -570,6 +589,9 @@ func (r *runner) measureAll(ctx context.Context, troveBin string) (*RSS, string,
 	trove.stop(30 * time.Second)
 
 	plain := endpoint{name: archiveName + ", plain HTTP", conns: r.opt.StreamConns, stream: true}
+	if !r.opt.selected(plain.name) {
+		return &rss, memory, nil
+	}
 	if err := r.measurePlain(ctx, troveBin, plain, bl); err != nil {
 		return &rss, memory, err
 	}
@@ -582,8 +604,11 @@ func (r *runner) measureAll(ctx context.Context, troveBin string) (*RSS, string,
 // protocols alone; each row's notes say what the pages added.
 func (r *runner) measureUI(ctx context.Context, origin string, tlsCfg *tls.Config, trove *child, rss RSS, tlsDir string) error {
 	sets, err := r.uiPicks()
-	if err != nil || len(sets) == 0 {
+	if err != nil {
 		return err
+	}
+	if sets = r.opt.selectSets(sets); len(sets) == 0 {
+		return nil
 	}
 	n := 0
 	for _, set := range sets {
@@ -603,12 +628,8 @@ func (r *runner) measureUI(ctx context.Context, origin string, tlsCfg *tls.Confi
 		return err
 	}
 	defer bl.stop(10 * time.Second)
-	for i, set := range sets {
-		goal := UIPageP99Goal
-		if i > 0 {
-			goal = UISearchP99Goal
-		}
-		if err := r.measureMix(ctx, set, origin, tlsCfg, trove, bl, goal); err != nil {
+	for _, set := range sets {
+		if err := r.measureMix(ctx, set, origin, tlsCfg, trove, bl, set.p99Goal); err != nil {
 			return err
 		}
 		after, err := ReadRSS(trove.pid())
@@ -635,6 +656,7 @@ func (r *runner) uiPicks() ([]mixSet, error) {
 	if err != nil {
 		return nil, err
 	}
+	pages.p99Goal, search.p99Goal = UIPageP99Goal, UISearchP99Goal
 	return []mixSet{pages, search}, nil
 }
 

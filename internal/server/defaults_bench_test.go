@@ -22,7 +22,10 @@ import (
 )
 
 // BenchmarkServeDefaults serves cache hits of the two providers.v1
-// documents a `terraform init` asks for most, through the handler chain
+// documents a `terraform init` asks for most (and MirrorIndex,
+// MirrorVersion: the network mirror's index.json and <version>.json of
+// the same providers, which a mirror-configured init asks for instead),
+// through the handler chain
 // as `trove serve` builds it by default: access guard (anonymous reader
 // of a public namespace; DownloadToken: a service token's, whose
 // consumer is recorded), download counting with consumer records, the
@@ -49,10 +52,11 @@ func BenchmarkServeDefaults(b *testing.B) {
 		b.Fatal(err)
 	}
 	key := registry.SigningKey{Namespace: "open", KeyID: "0123456789ABCDEF", Fingerprint: "F", ASCIIArmor: "A", CreatedAt: time.Now()}
-	var versionPaths, downloadPaths []string
+	var versionPaths, downloadPaths, mirrorIndexPaths, mirrorVersionPaths []string
 	for p := range providersN {
 		typ := fmt.Sprintf("widget%d", p)
 		versionPaths = append(versionPaths, "/v1/providers/open/"+typ+"/versions")
+		mirrorIndexPaths = append(mirrorIndexPaths, "/v1/mirror/localhost/open/"+typ+"/index.json")
 		for i := range versionsN {
 			v := fmt.Sprintf("1.%d.%d", i/10, i%10)
 			err := x.CreateProviderVersion(ctx, registry.ProviderVersion{
@@ -64,6 +68,7 @@ func BenchmarkServeDefaults(b *testing.B) {
 				b.Fatal(err)
 			}
 			downloadPaths = append(downloadPaths, "/v1/providers/open/"+typ+"/"+v+"/download/linux/amd64")
+			mirrorVersionPaths = append(mirrorVersionPaths, "/v1/mirror/localhost/open/"+typ+"/"+v+".json")
 		}
 	}
 	secret, hash, err := auth.NewToken()
@@ -99,6 +104,8 @@ func BenchmarkServeDefaults(b *testing.B) {
 		{"Versions", versionPaths, nil},
 		{"Download", downloadPaths, nil},
 		{"DownloadToken", downloadPaths, http.Header{"Authorization": {"Bearer " + secret}}},
+		{"MirrorIndex", mirrorIndexPaths, nil},
+		{"MirrorVersion", mirrorVersionPaths, nil},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			reqs := make([]*http.Request, len(c.paths))

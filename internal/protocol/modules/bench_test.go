@@ -140,3 +140,33 @@ func BenchmarkDownloadParallel(b *testing.B) {
 func BenchmarkSearch(b *testing.B) {
 	benchServe(b, benchService(b, 30), "/v1/modules/search?q=module-1&limit=15", http.StatusOK, nil)
 }
+
+// BenchmarkDownloadMix is the download answer of 200 modules in turn,
+// like the load harness's mix of distinct documents: the per-version memo
+// of signed URLs is looked up cold, as under load.
+func BenchmarkDownloadMix(b *testing.B) {
+	s := benchService(b, 30)
+	mux := http.NewServeMux()
+	s.Register(mux)
+	var reqs []*http.Request
+	w := &discardWriter{h: http.Header{}}
+	for i := range 200 {
+		r := httptest.NewRequest(http.MethodGet, fmt.Sprintf("/v1/modules/acme/module-%03d/aws/1.0.0/download", i), nil)
+		w.reset()
+		mux.ServeHTTP(w, r) // warm the cache
+		if w.status != http.StatusNoContent {
+			b.Fatalf("status %d", w.status)
+		}
+		reqs = append(reqs, r)
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		w.reset()
+		mux.ServeHTTP(w, reqs[i%len(reqs)])
+		i++
+	}
+	if w.status != http.StatusNoContent {
+		b.Fatalf("status %d", w.status)
+	}
+}

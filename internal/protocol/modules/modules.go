@@ -43,6 +43,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -271,7 +272,14 @@ type entry = respcache.Entry[*module]
 type module struct {
 	versions []registry.ModuleVersion // newest first, without metadata
 	upstream []string                 // a mirrored module's versions listed upstream and not stored yet
-	urls     sync.Map                 // version -> signedLocation
+	// signed[i] is the memo of versions[i]'s signed location: a load by
+	// position, where a map keyed by the version string hashed it on
+	// every download (1 µs of a cached download under the load harness).
+	signed []atomic.Pointer[signedLocation]
+	// urls memoises the locations of versions fetched from the upstream
+	// after the entry was made (version -> *signedLocation), until the
+	// change that stored them drops the entry.
+	urls sync.Map
 }
 
 // signedLocation is an X-Terraform-Get value, the expiry it carries and
@@ -284,12 +292,29 @@ type signedLocation struct {
 
 // version returns the stored version v, if any.
 func (m *module) version(v string) (registry.ModuleVersion, bool) {
-	for _, mv := range m.versions {
-		if mv.Version == v {
-			return mv, true
-		}
+	if i := m.index(v); i >= 0 {
+		return m.versions[i], true
 	}
 	return registry.ModuleVersion{}, false
+}
+
+// index returns the position of the stored version v in m.versions, or -1.
+func (m *module) index(v string) int {
+	for i := range m.versions {
+		if m.versions[i].Version == v {
+			return i
+		}
+	}
+	return -1
+}
+
+// memo returns where the signed location of version v is memoised: its
+// slot when it is stored, else nil (see module.urls).
+func (m *module) memo(v string) *atomic.Pointer[signedLocation] {
+	if i := m.index(v); i >= 0 && i < len(m.signed) {
+		return &m.signed[i]
+	}
+	return nil
 }
 
 // lookup returns the cached entry of the module a request names, reading
@@ -414,7 +439,9 @@ func (s *Service) renderer(key modKey) respcache.RenderFunc[*module] {
 		if err != nil {
 			return respcache.Rendered[*module]{}, registry.Wrap(registry.Internal, err, "encoding the versions document")
 		}
-		return respcache.Rendered[*module]{Body: body, Value: &module{versions: vs, upstream: upstream}, Size: size}, nil
+		size += int64(len(vs)) * int64(unsafe.Sizeof(atomic.Pointer[signedLocation]{}))
+		m := &module{versions: vs, upstream: upstream, signed: make([]atomic.Pointer[signedLocation], len(vs))}
+		return respcache.Rendered[*module]{Body: body, Value: m, Size: size}, nil
 	}
 }
 
@@ -489,13 +516,23 @@ func (s *Service) serveDownload(w http.ResponseWriter, r *http.Request) {
 		signer = s.private
 	}
 	exp := signer.Expiry().Unix()
-	loc, ok := e.Value.urls.Load(ver)
-	if l, _ := loc.(signedLocation); !ok || l.expiry != exp || l.private != private {
-		loc = signedLocation{expiry: exp, private: private, header: []string{s.base + signer.Path(v.ArchiveDigest, modarchive.Filename(v))}}
-		e.Value.urls.Store(ver, loc)
+	var loc *signedLocation
+	slot := e.Value.memo(ver)
+	if slot != nil {
+		loc = slot.Load()
+	} else if l, ok := e.Value.urls.Load(ver); ok {
+		loc = l.(*signedLocation)
+	}
+	if loc == nil || loc.expiry != exp || loc.private != private {
+		loc = &signedLocation{expiry: exp, private: private, header: []string{s.base + signer.Path(v.ArchiveDigest, modarchive.Filename(v))}}
+		if slot != nil {
+			slot.Store(loc)
+		} else {
+			e.Value.urls.Store(ver, loc)
+		}
 	}
 	h := w.Header()
-	h["X-Terraform-Get"] = loc.(signedLocation).header
+	h["X-Terraform-Get"] = loc.header
 	h["Cache-Control"] = noStore
 	w.WriteHeader(http.StatusNoContent) // net/http sends no Content-Length with a 204, as RFC 9110 asks
 	if s.downloads != nil && r.Method == http.MethodGet {

@@ -446,6 +446,19 @@ func BenchmarkListProviderVersions(b *testing.B) {
 	}
 }
 
+// BenchmarkListProviderVersionSummaries is what a network mirror
+// index.json render reads.
+func BenchmarkListProviderVersionSummaries(b *testing.B) {
+	x := benchIndex(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		vs, err := x.ListProviderVersionSummaries(b.Context(), "acme", "cloud")
+		if err != nil || len(vs) != 2000 {
+			b.Fatalf("ListProviderVersionSummaries = %d versions, %v", len(vs), err)
+		}
+	}
+}
+
 func BenchmarkGetProviderVersion(b *testing.B) {
 	x := benchIndex(b)
 	for b.Loop() {
