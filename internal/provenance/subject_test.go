@@ -3,7 +3,6 @@ package provenance
 import (
 	"strings"
 	"testing"
-
 )
 
 // TestCheckSubject: a statement is accepted only for the release its
@@ -29,10 +28,10 @@ func TestCheckSubject(t *testing.T) {
 		return s
 	}
 	for _, tc := range []struct {
-		name                  string
-		s                     Statement
-		kind, address, versio string
-		want                  string // "" accepted, else a part of the error
+		name                   string
+		s                      Statement
+		kind, address, version string
+		want                   string // "" accepted, else a part of the error
 	}{
 		{"provider", provider, KindProvider, "acme/widget", "1.2.3", ""},
 		{"provider, other case", provider, KindProvider, "ACME/Widget", "1.2.3", ""},
@@ -54,7 +53,7 @@ func TestCheckSubject(t *testing.T) {
 		{"an unknown kind", provider, "policy", "acme/widget", "1.2.3", "unknown release kind"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := tc.s.CheckSubject(tc.kind, tc.address, tc.versio)
+			err := tc.s.CheckSubject(tc.kind, tc.address, tc.version)
 			if tc.want == "" {
 				if err != nil {
 					t.Fatalf("CheckSubject = %v, want nil", err)
