@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -129,16 +130,25 @@ func TestKeylessModulePublishWritesProvenance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stranger := write("stranger.asc", []byte(signingtest.NewKey(t, "stranger").ArmoredPublic))
+	strangerKey := signingtest.NewKey(t, "stranger")
+	stranger := write("stranger.asc", []byte(strangerKey.ArmoredPublic))
 	for name, c := range map[string]struct {
 		args []string
 		want string
 	}{
 		"tampered provenance": {[]string{tgz, "--provenance", write("tampered.json", tampered), "--key", managedFile}, "does not verify"},
 		"changed archive":     {[]string{write("x/labels-null-1.0.0.tar.gz", append(append([]byte(nil), archive...), 0)), "--provenance", good, "--key", managedFile}, "but the provenance records"},
-		"renamed archive":     {[]string{write("labels-null-9.9.9.tar.gz", archive), "--provenance", good, "--key", managedFile}, "names no archive"},
-		"another version's":   {[]string{tgz, "--provenance", write("other.json", other), "--key", managedFile}, "names no archive"},
-		"another key":         {[]string{tgz, "--provenance", good, "--key", stranger}, "does not verify"},
+		"renamed archive":     {[]string{write("labels-null-9.9.9.tar.gz", archive), "--provenance", good, "--key", managedFile}, "is no archive of module acme/labels/null 1.0.0"},
+		"another version's":   {[]string{tgz, "--provenance", write("other.json", other), "--key", managedFile}, "is no archive of module acme/labels/null 1.1.0"},
+		// A statement naming this archive by name and digest but about
+		// another version (or module) is not this archive's provenance.
+		"a statement of another version": {[]string{tgz, "--provenance", write("forged.json", signedPublishStatement(t, strangerKey, provenance.Release{Namespace: "acme", Name: "labels", System: "null", Version: "2.0.0",
+			Archives: map[string]string{"labels-null-1.0.0.tar.gz": sha256Hex(archive)}})), "--key", stranger}, "is no archive of module acme/labels/null 2.0.0"},
+		"a statement of another module": {[]string{tgz, "--provenance", write("forged2.json", signedPublishStatement(t, strangerKey, provenance.Release{Namespace: "acme", Name: "other", System: "null", Version: "1.0.0",
+			Archives: map[string]string{"labels-null-1.0.0.tar.gz": sha256Hex(archive)}})), "--key", stranger}, "is no archive of module acme/other/null 1.0.0"},
+		"a provider's statement": {[]string{tgz, "--provenance", write("forged3.json", signedPublishStatement(t, strangerKey, provenance.Release{Namespace: "acme", Type: "labels", Version: "1.0.0",
+			Archives: map[string]string{"labels-null-1.0.0.tar.gz": sha256Hex(archive)}})), "--key", stranger}, "is no archive of provider acme/labels"},
+		"another key": {[]string{tgz, "--provenance", good, "--key", stranger}, "does not verify"},
 	} {
 		r := runTrove(t, nil, "", append([]string{"verify"}, c.args...)...)
 		if r.code != exitError || !strings.Contains(r.stdout, "FAIL") || !strings.Contains(r.stdout+r.stderr, c.want) {
@@ -259,4 +269,20 @@ func downloadModule(t *testing.T, s *trovetest.Server, ns, name, system, version
 		t.Fatalf("GET %s: %d", loc, resp.StatusCode)
 	}
 	return data
+}
+
+// signedPublishStatement signs a publish statement of rel with key.
+func signedPublishStatement(t *testing.T, key *signingtest.Key, rel provenance.Release) []byte {
+	t.Helper()
+	pub, err := signing.ParsePublicKey(key.ArmoredPublic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, _, err := provenance.Sign(t.Context(), provenance.NewPublish(rel, provenance.Identity{TokenID: "t"}), func(_ context.Context, data []byte) (registry.SigningKey, []byte, error) {
+		return pub, key.Sign(data), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -56,12 +58,36 @@ func TestProvenancePolicy(t *testing.T) {
 		t.Errorf("refused publishes stored a version:\n%s", r.stdout)
 	}
 
+	// Import keys: each --import-key file is parsed before anything is
+	// sent; show lists their key IDs; set without them leaves none.
+	keyFile := filepath.Join(t.TempDir(), "exporting-trove.asc")
+	if err := os.WriteFile(keyFile, []byte(key.ArmoredPublic), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out := ok(admin, "provenance", "policy", "set", "acme", "--repository", "acme/infra", "--import-key", keyFile); !strings.Contains(out, "bundle modules signed by import keys "+key.KeyID) {
+		t.Errorf("policy set with an import key printed %q", out)
+	}
+	if out := ok(admin, "provenance", "policy", "show", "acme"); !strings.Contains(out, "import keys "+key.KeyID) {
+		t.Errorf("policy show printed %q", out)
+	}
+	if out := ok(admin, "provenance", "policy", "show", "acme", "--json"); !strings.Contains(out, `"key_id": "`+key.KeyID+`"`) {
+		t.Errorf("policy show --json printed %q", out)
+	}
+	if out := ok(admin, "provenance", "policy", "set", "acme", "--repository", "acme/infra"); !strings.Contains(out, "no import keys") {
+		t.Errorf("policy set without import keys printed %q", out)
+	}
+	badKey := filepath.Join(t.TempDir(), "bad.asc")
+	if err := os.WriteFile(badKey, []byte(key.ArmoredPrivate), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
 	// Bad policies are usage errors, before anything is sent.
 	for _, args := range [][]string{
 		{"provenance", "policy", "set", "acme"},
 		{"provenance", "policy", "set", "acme", "--repository", "acme/infra", "--refs", "refs/["},
 		{"provenance", "policy", "set", "acme", "--repository", "acme/infra", "--issuer", "http://ci.example"},
 		{"provenance", "policy", "set", "acme", "--repository", "acme/\x1binfra"},
+		{"provenance", "policy", "set", "acme", "--repository", "acme/infra", "--import-key", badKey},
 	} {
 		if r := runTrove(t, admin, "", args...); r.code != exitUsage {
 			t.Errorf("trove %q: exit %d, want a usage error\n%s", args, r.code, r.stderr)

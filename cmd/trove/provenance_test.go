@@ -141,7 +141,7 @@ func TestKeylessPublishWritesProvenance(t *testing.T) {
 		"huge provenance":     {zip, write("huge.json", bytes.Repeat([]byte(" "), provenance.MaxEnvelopeBytes+10)), "larger than"},
 		"changed archive":     {write("terraform-provider-foo_1.0.0_linux_amd64.zip", changed), good, "but the provenance records"},
 		"unlisted archive":    {write("terraform-provider-foo_1.0.0_windows_amd64.zip", zipData), good, "not listed in a SHA256SUMS"},
-		"another version's":   {zip, write("other.json", getProvenance(t, s, "acme", "foo", "1.1.0")), "names no archive"},
+		"another version's":   {zip, write("other.json", getProvenance(t, s, "acme", "foo", "1.1.0")), "is no archive of provider acme/foo 1.1.0"},
 	}
 	for name, c := range hostile {
 		r := runTrove(t, nil, "", args(c.archive, c.prov)...)

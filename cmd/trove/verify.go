@@ -152,7 +152,12 @@ func runVerify(ctx context.Context, out io.Writer, archives []string, sumsPath, 
 			report(true, "%s: matches SHA256SUMS", name)
 		}
 		if stmt != nil {
-			if err := stmt.CheckArchive(name, digest); err != nil {
+			// The statement must be about the release the archive is
+			// of (its type or name and system, and version), not only
+			// name the same bytes.
+			if err := stmt.CheckArchiveName(name); err != nil {
+				report(false, "%s: %s", name, verifyMessage(err))
+			} else if err := stmt.CheckArchive(name, digest); err != nil {
 				report(false, "%s: %s", name, verifyMessage(err))
 			} else {
 				report(true, "%s: matches the provenance", name)

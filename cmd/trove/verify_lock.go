@@ -161,6 +161,10 @@ func verifyLockEntry(ctx context.Context, c *client.Client, e lockfile.Entry, pi
 		report(false, "%s: provenance: %s", addr, verifyMessage(err))
 		return
 	}
+	if err := v.Statement.CheckSubject(provenance.KindProvider, ns+"/"+typ, e.Version); err != nil {
+		report(false, "%s: provenance: %s", addr, verifyMessage(err))
+		return
+	}
 	ext := v.Statement.Predicate.BuildDefinition.ExternalParameters
 	report(true, "%s: provenance signed by key %s; built by %s %s", addr, v.Key.KeyID, v.Statement.Predicate.RunDetails.Builder.ID, ext["repository"])
 	for _, d := range zh {
@@ -179,8 +183,9 @@ func verifyLockEntry(ctx context.Context, c *client.Client, e lockfile.Entry, pi
 // verifyMirroredEntry checks one locked version of another registry's
 // provider that this Trove mirrors with provenance (an air-gap bundle
 // brought it): the statement must verify with the keys the bundle
-// carried (or with pinned ones, when given) and name an archive with
-// each zh: hash the lock file records.
+// carried (or with pinned ones, when given), be about the locked
+// namespace/type and version, and name an archive with each zh: hash
+// the lock file records.
 func verifyMirroredEntry(ctx context.Context, e lockfile.Entry, prov apispec.MirroredProvenance, pinned []registry.SigningKey, now time.Time,
 	report func(ok bool, format string, args ...any)) {
 	addr := e.Source.String() + " " + e.Version
@@ -194,6 +199,12 @@ func verifyMirroredEntry(ctx context.Context, e lockfile.Entry, prov apispec.Mir
 	}
 	v, err := provenance.Verify(ctx, prov.Envelope, keys, now)
 	if err != nil {
+		report(false, "%s: provenance (mirrored): %s", addr, verifyMessage(err))
+		return
+	}
+	// The exporting Trove signed it for its namespace/type: the lock
+	// file's host is this mirror's upstream, the rest must match.
+	if err := v.Statement.CheckSubject(provenance.KindProvider, e.Source.Namespace+"/"+e.Source.Type, e.Version); err != nil {
 		report(false, "%s: provenance (mirrored): %s", addr, verifyMessage(err))
 		return
 	}

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"trove.dev/trove/apispec"
@@ -62,11 +61,8 @@ func (h *handler) importBundle(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	for _, d := range append(slices.Clone(b.Files), b.Envelopes...) {
-		if _, ok := sizes[d]; !ok && d != "" {
-			return registry.Errorf(registry.Invalid, "the bundle lacks the file %s%s (%s)", apispec.BundleBlobPrefix, d, needed[d])
-		}
-	}
+	// ImportBundle refuses a bundle that lacks a file its manifest names
+	// (a blob or a provenance envelope): one rule, in operations.
 	b.Dir, b.Sizes = dir, sizes
 	done, err := h.Ops.ImportBundle(ctx, actor(r), b)
 	if err != nil {

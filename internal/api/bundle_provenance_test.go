@@ -245,6 +245,14 @@ func TestBundleProvenanceRefused(t *testing.T) {
 		{"subject with a wrong digest", "the provenance records", func(m *apispec.BundleManifest, e []bundleEntry) []bundleEntry {
 			return withEnvelope(signedBy(t, other, statement(wrong)), otherKeys)(m, e)
 		}},
+		{"statement of another version", `version "1.0.1", not version 1.0.0`, func(m *apispec.BundleManifest, e []bundleEntry) []bundleEntry {
+			st := provenance.NewPublish(provenance.Release{Namespace: "acme", Type: "widget", Version: "1.0.1", Archives: zips}, provenance.Identity{TokenID: "tok"})
+			return withEnvelope(signedBy(t, other, st), otherKeys)(m, e)
+		}},
+		{"statement of another provider", "not acme/widget", func(m *apispec.BundleManifest, e []bundleEntry) []bundleEntry {
+			st := provenance.NewPublish(provenance.Release{Namespace: "acme", Type: "gadget", Version: "1.0.0", Archives: zips}, provenance.Identity{TokenID: "tok"})
+			return withEnvelope(signedBy(t, other, st), otherKeys)(m, e)
+		}},
 		{"key listed under another ID", "is the key", func(m *apispec.BundleManifest, e []bundleEntry) []bundleEntry {
 			m.Providers[0].Provenance.Keys[0].KeyID = other.KeyID
 			return e
@@ -326,7 +334,7 @@ func moduleProvenanceSource(t *testing.T, ci provenance.CI) (*trovetest.Server, 
 	}
 	archive := moduleArchive(t, networkModule)
 	digest := s.Blob(t, string(archive))
-	st := provenance.NewKeyless(provenance.Release{Namespace: "acme", Type: "network", Version: "1.0.0",
+	st := provenance.NewKeyless(provenance.Release{Namespace: "acme", Name: "network", System: "aws", Version: "1.0.0",
 		Archives: map[string]string{"network-aws-1.0.0.tar.gz": digest}}, ci)
 	managed := signing.NewManaged(signing.ManagedOptions{Keys: s.Index, Secret: s.SigningSecret})
 	envelope, _, err := provenance.Sign(ctx, st, func(ctx context.Context, data []byte) (registry.SigningKey, []byte, error) {
@@ -348,15 +356,17 @@ func moduleProvenanceSource(t *testing.T, ci provenance.CI) (*trovetest.Server, 
 
 // TestBundleModuleProvenance: a module version's provenance travels in
 // the bundle with its namespace's managed key, and the importer stores it
-// with that key; a namespace with a provenance policy admits a bundle's
-// module only with provenance of a build the policy admits, else the
-// whole import is refused (403, with the reason) and nothing is stored;
-// a tampered module envelope is refused.
+// with that key. A namespace with a provenance policy does not trust the
+// keys a bundle carries: it admits a bundle's module only with provenance
+// that verifies with one of the policy's import keys, of a build the
+// policy admits; else the whole import is refused (403, with the reason
+// and what to do) and nothing is stored. A tampered module envelope, or
+// one about another version or module, is refused (400).
 func TestBundleModuleProvenance(t *testing.T) {
 	ctx := context.Background()
 	ci := provenance.CI{Issuer: "https://ci.example", Repository: "acme/infra", Ref: "refs/tags/v1.0.0"}
 	src, envelope, bundle := moduleProvenanceSource(t, ci)
-	m, entries := readBundle(t, bundle)
+	m, _ := readBundle(t, bundle)
 	if m.Format != apispec.BundleFormatProvenance || len(m.Modules) != 1 || m.Modules[0].Provenance == nil || len(m.Modules[0].Provenance.Keys) != 1 {
 		t.Fatalf("manifest = %+v", m)
 	}
@@ -364,12 +374,16 @@ func TestBundleModuleProvenance(t *testing.T) {
 	if err != nil || m.Modules[0].Provenance.Keys[0].KeyID != managed.KeyID {
 		t.Fatalf("the bundle's module keys %+v are not the managed key (%v)", m.Modules[0].Provenance.Keys, err)
 	}
+	exporter, err := signing.ParsePublicKey(managed.ASCIIArmor)
+	if err != nil {
+		t.Fatal(err)
+	}
 	stored := func(s *trovetest.Server) bool {
 		_, err := s.Index.GetModuleVersion(ctx, "acme", "network", "aws", "1.0.0")
 		return err == nil
 	}
-	setPolicy := func(s *trovetest.Server, repo string) {
-		if err := s.Index.PutProvenancePolicy(ctx, registry.ProvenancePolicy{Namespace: "acme", Repository: repo, Refs: "refs/tags/v*"}); err != nil {
+	setPolicy := func(s *trovetest.Server, repo string, keys ...registry.SigningKey) {
+		if err := s.Index.PutProvenancePolicy(ctx, registry.ProvenancePolicy{Namespace: "acme", Repository: repo, Refs: "refs/tags/v*", ImportKeys: keys}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -396,56 +410,147 @@ func TestBundleModuleProvenance(t *testing.T) {
 		t.Errorf("re-export of the imported module: %+v", m2.Modules[0].Provenance)
 	}
 
-	// A policy the build satisfies admits it.
+	// A policy the build satisfies, with the exporting Trove's key as
+	// import key, admits it and keeps that key with it.
 	ok, okc := newImporter(t)
-	setPolicy(ok, "acme/infra")
+	setPolicy(ok, "acme/infra", exporter)
 	if _, err := okc.ImportBundle(ctx, bytes.NewReader(bundle), -1); err != nil || !stored(ok) {
-		t.Errorf("import under a policy the build satisfies: %v", err)
+		t.Fatalf("import under a policy the build satisfies, with the exporter's import key: %v", err)
+	}
+	if keys, err := ok.Index.ModuleProvenanceKeys(ctx, "acme", "network", "aws", "1.0.0"); err != nil || len(keys) != 1 || keys[0].KeyID != exporter.KeyID {
+		t.Errorf("keys kept under a policy = %+v, %v", keys, err)
 	}
 
-	// A policy of another repository refuses the whole bundle.
-	no, noc := newImporter(t)
-	setPolicy(no, "acme/other")
-	_, err = noc.ImportBundle(ctx, bytes.NewReader(bundle), -1)
-	if client.StatusCode(err) != http.StatusForbidden || !strings.Contains(err.Error(), "acme/infra") || !strings.Contains(err.Error(), "provenance policy") {
-		t.Errorf("import under a policy of another repository = %v, want 403 with the reason", err)
+	// A forger makes a key of their own and signs a statement of the
+	// same archive naming the policy's repository and ref: the bundle
+	// carries the forger's key, which a policy does not trust.
+	forger := signingtest.NewKey(t, "forger")
+	forgerKeys := []apispec.BundleKey{{KeyID: forger.KeyID, ASCIIArmor: forger.ArmoredPublic}}
+	archive := map[string]string{"network-aws-1.0.0.tar.gz": m.Modules[0].Archive}
+	moduleStatement := func(version string, c provenance.CI) provenance.Statement {
+		return provenance.NewKeyless(provenance.Release{Namespace: "acme", Name: "network", System: "aws", Version: version, Archives: archive}, c)
 	}
-	if stored(no) {
-		t.Errorf("a refused import stored the module")
+	// withModuleEnvelope makes a bundle whose module carries env and keys.
+	withModuleEnvelope := func(env []byte, keys []apispec.BundleKey) []byte {
+		m4, e4 := readBundle(t, bundle)
+		pv := m4.Modules[0].Provenance
+		e4 = slices.DeleteFunc(e4, func(x bundleEntry) bool { return x.name == apispec.BundleBlobPrefix+pv.Envelope })
+		pv.Envelope, pv.Keys = releasetest.Digest(env), keys
+		return writeBundle(t, m4, append(e4, bundleEntry{apispec.BundleBlobPrefix + pv.Envelope, env}))
 	}
-	// A module without provenance is refused under a policy.
+	forged := withModuleEnvelope(signedBy(t, forger, moduleStatement("1.0.0", ci)), forgerKeys)
+	other := signingtest.NewKey(t, "other")
+	otherKey, err := signing.ParsePublicKey(other.ArmoredPublic)
+	if err != nil {
+		t.Fatal(err)
+	}
 	m3, e3 := readBundle(t, bundle)
 	e3 = slices.DeleteFunc(e3, func(x bundleEntry) bool { return x.name == apispec.BundleBlobPrefix+m3.Modules[0].Provenance.Envelope })
 	m3.Modules[0].Provenance, m3.Format = nil, apispec.BundleFormat
 	plain := writeBundle(t, m3, e3)
-	setPolicy(ok, "acme/infra")
-	none, nonec := newImporter(t)
-	setPolicy(none, "acme/infra")
-	_, err = nonec.ImportBundle(ctx, bytes.NewReader(plain), -1)
-	if client.StatusCode(err) != http.StatusForbidden || !strings.Contains(err.Error(), "without provenance") || stored(none) {
-		t.Errorf("import of a module without provenance under a policy = %v, want 403", err)
-	}
 
-	// A tampered module envelope, or one naming another archive digest.
-	for _, c2 := range []struct{ name, want, payload string }{
-		{"tampered", "does not verify", "eyJfdHlwZSI6IngifQ=="},
+	for _, c2 := range []struct {
+		name       string
+		repo       string // the policy's repository; "" for no policy
+		importKeys []registry.SigningKey
+		bundle     []byte
+		status     int
+		want       []string
+	}{
+		{"forged key under a policy", "acme/infra", []registry.SigningKey{exporter}, forged, http.StatusForbidden,
+			[]string{"does not verify with the import keys", "not trusted"}},
+		{"the exporter's key not in the policy", "acme/infra", []registry.SigningKey{otherKey}, bundle, http.StatusForbidden,
+			[]string{"does not verify with the import keys"}},
+		{"a policy without import keys", "acme/infra", nil, bundle, http.StatusForbidden,
+			[]string{"without import keys", "--import-key"}},
+		{"a policy without import keys, forged", "acme/infra", nil, forged, http.StatusForbidden,
+			[]string{"without import keys"}},
+		{"a policy of another repository", "acme/other", []registry.SigningKey{exporter}, bundle, http.StatusForbidden,
+			[]string{"acme/infra", "provenance policy"}},
+		{"no provenance under a policy", "acme/infra", []registry.SigningKey{exporter}, plain, http.StatusForbidden,
+			[]string{"without provenance"}},
+		{"a statement of another version", "", nil,
+			withModuleEnvelope(signedBy(t, forger, moduleStatement("2.0.0", ci)), forgerKeys), http.StatusBadRequest,
+			[]string{`version "2.0.0", not version 1.0.0`}},
+		{"a statement of another module", "", nil,
+			withModuleEnvelope(signedBy(t, forger, provenance.NewKeyless(provenance.Release{Namespace: "acme", Name: "other", System: "aws", Version: "1.0.0", Archives: archive}, ci)), forgerKeys),
+			http.StatusBadRequest, []string{"not acme/network/aws"}},
+		{"a provider's statement", "", nil,
+			withModuleEnvelope(signedBy(t, forger, provenance.NewKeyless(provenance.Release{Namespace: "acme", Type: "network", Version: "1.0.0", Archives: archive}, ci)), forgerKeys),
+			http.StatusBadRequest, []string{"is about provider acme/network"}},
+		{"a statement of another version, under a policy", "acme/infra", []registry.SigningKey{forgerKeyOf(t, forger)},
+			withModuleEnvelope(signedBy(t, forger, moduleStatement("2.0.0", ci)), forgerKeys), http.StatusBadRequest,
+			[]string{"not version 1.0.0"}},
 	} {
 		t.Run(c2.name, func(t *testing.T) {
-			bad, badc := newImporter(t)
-			m4, e4 := readBundle(t, bundle)
-			pv := m4.Modules[0].Provenance
-			i := slices.IndexFunc(e4, func(x bundleEntry) bool { return x.name == apispec.BundleBlobPrefix+pv.Envelope })
-			var env map[string]any
-			json.Unmarshal(e4[i].data, &env)
-			env["payload"] = c2.payload
-			data, _ := json.Marshal(env)
-			pv.Envelope = releasetest.Digest(data)
-			e4[i] = bundleEntry{apispec.BundleBlobPrefix + pv.Envelope, data}
-			b := writeBundle(t, m4, e4)
-			if _, err := badc.ImportBundle(ctx, bytes.NewReader(b), -1); client.StatusCode(err) != http.StatusBadRequest || !strings.Contains(err.Error(), c2.want) || stored(bad) {
-				t.Errorf("import = %v, want 400 saying %q and nothing stored", err, c2.want)
+			s, sc := newImporter(t)
+			if c2.repo != "" {
+				setPolicy(s, c2.repo, c2.importKeys...)
+			}
+			_, err := sc.ImportBundle(ctx, bytes.NewReader(c2.bundle), -1)
+			if client.StatusCode(err) != c2.status {
+				t.Fatalf("import = %v (status %d), want %d", err, client.StatusCode(err), c2.status)
+			}
+			for _, w := range c2.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("import = %v, want it to say %q", err, w)
+				}
+			}
+			if stored(s) {
+				t.Errorf("a refused import stored the module")
+			}
+			if _, err := s.Index.ModuleProvenance(ctx, "acme", "network", "aws", "1.0.0"); !registry.IsKind(err, registry.NotFound) {
+				t.Errorf("a refused import stored provenance: %v", err)
 			}
 		})
 	}
-	_ = entries
+
+	// Without a policy, the forged bundle is what it was before policies
+	// knew import keys: its own keys verify it (the importer vouches for
+	// nothing more than the bundle says).
+	free, freec := newImporter(t)
+	if _, err := freec.ImportBundle(ctx, bytes.NewReader(forged), -1); err != nil || !stored(free) {
+		t.Errorf("the forged bundle without a policy: %v", err)
+	}
+
+	// A tampered module envelope.
+	t.Run("tampered", func(t *testing.T) {
+		bad, badc := newImporter(t)
+		m4, e4 := readBundle(t, bundle)
+		pv := m4.Modules[0].Provenance
+		i := slices.IndexFunc(e4, func(x bundleEntry) bool { return x.name == apispec.BundleBlobPrefix+pv.Envelope })
+		var env map[string]any
+		json.Unmarshal(e4[i].data, &env)
+		env["payload"] = "eyJfdHlwZSI6IngifQ=="
+		data, _ := json.Marshal(env)
+		pv.Envelope = releasetest.Digest(data)
+		e4[i] = bundleEntry{apispec.BundleBlobPrefix + pv.Envelope, data}
+		b := writeBundle(t, m4, e4)
+		if _, err := badc.ImportBundle(ctx, bytes.NewReader(b), -1); client.StatusCode(err) != http.StatusBadRequest || !strings.Contains(err.Error(), "does not verify") || stored(bad) {
+			t.Errorf("import = %v, want 400 saying it does not verify, and nothing stored", err)
+		}
+	})
+
+	// The manifest names a module envelope the tar lacks: 400 naming it.
+	t.Run("envelope file missing", func(t *testing.T) {
+		bad, badc := newImporter(t)
+		m5, e5 := readBundle(t, bundle)
+		e5 = slices.DeleteFunc(e5, func(x bundleEntry) bool { return x.name == apispec.BundleBlobPrefix+m5.Modules[0].Provenance.Envelope })
+		b := writeBundle(t, m5, e5)
+		_, err := badc.ImportBundle(ctx, bytes.NewReader(b), -1)
+		if client.StatusCode(err) != http.StatusBadRequest || !strings.Contains(err.Error(), "lacks the file") ||
+			!strings.Contains(err.Error(), "the provenance of module acme/network/aws 1.0.0") || stored(bad) {
+			t.Errorf("import without the module's envelope = %v, want 400 naming it, nothing stored", err)
+		}
+	})
+}
+
+// forgerKeyOf parses a test key's public half.
+func forgerKeyOf(t *testing.T, k *signingtest.Key) registry.SigningKey {
+	t.Helper()
+	pub, err := signing.ParsePublicKey(k.ArmoredPublic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pub
 }

@@ -20,8 +20,12 @@ func (h *handler) registerProvenancePolicy(route func(string, httpjson.HandlerFu
 
 // provenancePolicyDoc renders a policy as the API shows it.
 func provenancePolicyDoc(p registry.ProvenancePolicy) apispec.ProvenancePolicy {
+	keys := make([]apispec.BundleKey, 0, len(p.ImportKeys))
+	for _, k := range p.ImportKeys {
+		keys = append(keys, apispec.BundleKey{KeyID: k.KeyID, ASCIIArmor: k.ASCIIArmor})
+	}
 	return apispec.ProvenancePolicy{Namespace: p.Namespace, Repository: p.Repository, Refs: p.Refs, Issuer: p.Issuer,
-		UpdatedAt: p.UpdatedAt, UpdatedBy: p.UpdatedBy}
+		ImportKeys: keys, UpdatedAt: p.UpdatedAt, UpdatedBy: p.UpdatedBy}
 }
 
 func (h *handler) getProvenancePolicy(w http.ResponseWriter, r *http.Request) error {
@@ -42,8 +46,15 @@ func (h *handler) putProvenancePolicy(w http.ResponseWriter, r *http.Request) er
 	if err := httpjson.Decode(w, r, maxJSONBody, &req); err != nil {
 		return err
 	}
+	if len(req.ImportKeys) > registry.MaxPolicyImportKeys {
+		return registry.Errorf(registry.Invalid, "a provenance policy has at most %d import keys; this one has %d", registry.MaxPolicyImportKeys, len(req.ImportKeys))
+	}
+	var keys []registry.SigningKey
+	for _, k := range req.ImportKeys {
+		keys = append(keys, registry.SigningKey{KeyID: k.KeyID, ASCIIArmor: k.ASCIIArmor})
+	}
 	p, err := h.Ops.SetProvenancePolicy(r.Context(), actor(r), ns,
-		registry.ProvenancePolicy{Repository: req.Repository, Refs: req.Refs, Issuer: req.Issuer})
+		registry.ProvenancePolicy{Repository: req.Repository, Refs: req.Refs, Issuer: req.Issuer, ImportKeys: keys})
 	if err != nil {
 		return err
 	}

@@ -45,6 +45,9 @@ type Bundle struct {
 	// staged provenance envelope or "" (as Envelopes).
 	Modules         []registry.ModuleVersion
 	ModuleEnvelopes []string
+	// Needed says what each digest the manifest names is, for messages
+	// (CheckBundleManifest sets it).
+	Needed map[string]string
 }
 
 // BundleResult is what ImportBundle stored.
@@ -74,10 +77,8 @@ func (o *Operations) ImportBundle(ctx context.Context, a Actor, b Bundle) (Bundl
 	if (len(b.Providers) > 0 && o.opt.Publisher == nil) || (len(b.Modules) > 0 && o.opt.Modules == nil) || o.opt.Blobs == nil {
 		return BundleResult{}, registry.Errorf(registry.Internal, "bundle import is not configured on this server")
 	}
-	for _, d := range slices.Concat(b.Files, b.Envelopes, b.ModuleEnvelopes) {
-		if _, ok := b.Sizes[d]; !ok && d != "" {
-			return BundleResult{}, registry.Errorf(registry.Invalid, "the bundle lacks the file %s%s", apispec.BundleBlobPrefix, d)
-		}
+	if err := b.checkStaged(); err != nil {
+		return BundleResult{}, err
 	}
 	if (len(b.Envelopes) != 0 && len(b.Envelopes) != len(b.Providers)) || (len(b.ModuleEnvelopes) != 0 && len(b.ModuleEnvelopes) != len(b.Modules)) {
 		return BundleResult{}, registry.Errorf(registry.Internal, "a bundle's envelopes do not match its providers")
@@ -115,6 +116,22 @@ func (o *Operations) ImportBundle(ctx context.Context, a Actor, b Bundle) (Bundl
 	o.opt.Logger.InfoContext(ctx, "imported a bundle", "providers", len(b.Providers), "modules", len(mods), "files", len(b.Files))
 	o.done(ctx, fx)
 	return BundleResult{BundleImport: done, ModuleVersions: mods}, nil
+}
+
+// checkStaged refuses a bundle that lacks a file its manifest names:
+// a blob (Files) or the provenance envelope of a provider or a module.
+// This is the one rule for it; the entrances leave it to ImportBundle.
+func (b Bundle) checkStaged() error {
+	for _, d := range slices.Concat(b.Files, b.Envelopes, b.ModuleEnvelopes) {
+		if _, ok := b.Sizes[d]; !ok && d != "" {
+			what := ""
+			if b.Needed[d] != "" {
+				what = " (" + b.Needed[d] + ")"
+			}
+			return registry.Errorf(registry.Invalid, "the bundle lacks the file %s%s%s; nothing was imported", apispec.BundleBlobPrefix, d, what)
+		}
+	}
+	return nil
 }
 
 // verifyBundle checks the staged files of b against its manifest, as
@@ -194,42 +211,67 @@ func (o *Operations) verifyBundle(ctx context.Context, b Bundle, mods []registry
 }
 
 // checkBundleModuleProvenance checks the provenance a bundle carries with
-// the module version v (the digest of its staged envelope, or ""): it
-// must verify with the keys the bundle gives (judged now) and name v's
-// archive, <name>-<system>-<version>.<format>, with its digest; it then
-// sets v.Provenance. When v's namespace has a provenance policy, v is
-// admitted only with provenance whose statement's CI claims (the
-// repository and ref of its externalParameters, its builder as issuer)
-// the policy admits (registry.ProvenancePolicy.Admits, the rule of
-// publishes): else Forbidden with the reason.
+// the module version v (the digest of its staged envelope, or ""). When
+// v's namespace has no provenance policy, the envelope must verify with
+// the keys the bundle gives (judged now). When it has one, the bundle's
+// keys are not trusted: the envelope must verify with one of the
+// policy's import keys (a policy without any refuses every bundle
+// module), and v is admitted only with provenance whose statement's CI
+// claims (the repository and ref of its externalParameters, its builder
+// as issuer) the policy admits (registry.ProvenancePolicy.Admits, the
+// rule of publishes); else Forbidden with the reason. Either way the
+// statement must be about v (provenance.Statement.CheckSubject) and name
+// its archive, <name>-<system>-<version>.<format>, with its digest; v's
+// Provenance is then set, and under a policy its ProvenanceKeys become
+// the import key that verified it.
 func (o *Operations) checkBundleModuleProvenance(ctx context.Context, v *registry.ModuleVersion, dir, digest string) error {
 	what := fmt.Sprintf("module %s/%s/%s %s", v.Namespace, v.Name, v.System, v.Version)
+	p, err := o.opt.Index.GetProvenancePolicy(ctx, v.Namespace)
+	policy := err == nil
+	if err != nil && !registry.IsKind(err, registry.NotFound) {
+		return err
+	}
+	if policy && len(p.ImportKeys) == 0 {
+		return registry.Errorf(registry.Forbidden, "%s: namespace %s has a provenance policy without import keys, so it accepts no module from a bundle: "+
+			"add the public key of the exporting Trove's namespace (trove provenance policy set %s --repository %s --import-key exporting-trove.asc); nothing was imported",
+			what, v.Namespace, v.Namespace, p.Repository)
+	}
 	var ci *registry.CIClaims
 	if digest != "" {
 		envelope, err := readStaged(dir, digest, provenance.MaxEnvelopeBytes)
 		if err != nil {
 			return err
 		}
-		checked, err := provenance.Verify(ctx, envelope, v.ProvenanceKeys, o.opt.Now())
+		keys, kind, whose := v.ProvenanceKeys, registry.Invalid, "the keys the bundle gives"
+		if policy {
+			keys, kind, whose = p.ImportKeys, registry.Forbidden, "the import keys of namespace "+v.Namespace+"'s provenance policy (the bundle's own keys are not trusted under a policy)"
+		}
+		checked, err := provenance.Verify(ctx, envelope, keys, o.opt.Now())
 		if err != nil {
-			return registry.Errorf(registry.Invalid, "%s: its provenance does not verify with the keys the bundle gives: %s; nothing was imported", what, registry.Message(err))
+			return registry.Errorf(kind, "%s: its provenance does not verify with %s: %s; nothing was imported", what, whose, registry.Message(err))
+		}
+		st := checked.Statement
+		if err := st.CheckSubject(provenance.KindModule, v.Namespace+"/"+v.Name+"/"+v.System, v.Version); err != nil {
+			return registry.Errorf(registry.Invalid, "%s: %s; nothing was imported", what, registry.Message(err))
 		}
 		archive := fmt.Sprintf("%s-%s-%s.%s", v.Name, v.System, v.Version, v.ArchiveFormat)
-		if err := checked.Statement.CheckArchive(archive, v.ArchiveDigest); err != nil {
+		if err := st.CheckArchive(archive, v.ArchiveDigest); err != nil {
 			return registry.Errorf(registry.Invalid, "%s: %s; nothing was imported", what, registry.Message(err))
 		}
 		v.Provenance = envelope
-		if st := checked.Statement; st.Predicate.BuildDefinition.BuildType == provenance.BuildTypeKeyless {
+		if policy {
+			v.ProvenanceKeys = p.ImportKeys
+			if checked.Key.KeyID != "" {
+				v.ProvenanceKeys = []registry.SigningKey{checked.Key}
+			}
+		}
+		if st.Predicate.BuildDefinition.BuildType == provenance.BuildTypeKeyless {
 			ext := st.Predicate.BuildDefinition.ExternalParameters
 			ci = &registry.CIClaims{Issuer: st.Predicate.RunDetails.Builder.ID, Repository: ext["repository"], Ref: ext["ref"]}
 		}
 	}
-	p, err := o.opt.Index.GetProvenancePolicy(ctx, v.Namespace)
-	if registry.IsKind(err, registry.NotFound) {
+	if !policy {
 		return nil
-	}
-	if err != nil {
-		return err
 	}
 	if err := p.Admits(ci); err != nil {
 		if ci == nil {
@@ -243,8 +285,9 @@ func (o *Operations) checkBundleModuleProvenance(ctx context.Context, v *registr
 
 // verifyBundleProvenance reads the staged envelope of a provider version
 // of a bundle, checks that it verifies with the keys the bundle gives
-// (judged now) and names every package of v with its digest, and sets
-// v.Provenance.
+// (judged now), is about v (provenance.Statement.CheckSubject: its
+// namespace/type and version) and names every package of v with its
+// digest, and sets v.Provenance.
 func (o *Operations) verifyBundleProvenance(ctx context.Context, v *registry.MirroredVersion, dir, digest, what string) error {
 	envelope, err := readStaged(dir, digest, provenance.MaxEnvelopeBytes)
 	if err != nil {
@@ -253,6 +296,9 @@ func (o *Operations) verifyBundleProvenance(ctx context.Context, v *registry.Mir
 	checked, err := provenance.Verify(ctx, envelope, v.ProvenanceKeys, o.opt.Now())
 	if err != nil {
 		return registry.Errorf(registry.Invalid, "%s: its provenance does not verify with the keys the bundle gives: %s; nothing was imported", what, registry.Message(err))
+	}
+	if err := checked.Statement.CheckSubject(provenance.KindProvider, v.Namespace+"/"+v.Type, v.Version); err != nil {
+		return registry.Errorf(registry.Invalid, "%s: %s; nothing was imported", what, registry.Message(err))
 	}
 	for _, pl := range v.Platforms {
 		if err := checked.Statement.CheckArchive(pl.Filename, pl.SHA256); err != nil {

@@ -147,6 +147,7 @@ func (o *Operations) CheckBundleManifest(ctx context.Context, a Actor, m apispec
 	if m.Format == apispec.BundleFormatProvenance && !b.carries {
 		return Bundle{}, nil, registry.Errorf(registry.Invalid, "the bundle's format is %q but no entry carries provenance; a bundle without provenance is %q", m.Format, apispec.BundleFormat)
 	}
+	b.out.Needed = b.needed
 	return b.out, b.needed, nil
 }
 

@@ -442,3 +442,91 @@ func Payload(envelope []byte) ([]byte, error) {
 	}
 	return base64.StdEncoding.DecodeString(env.Payload)
 }
+
+// Kinds of release a statement names in its externalParameters
+// (Statement.CheckSubject).
+const (
+	KindProvider = "provider" // address namespace/type
+	KindModule   = "module"   // address namespace/name/system
+)
+
+// CheckSubject says whether the statement is about the release kind
+// (KindProvider or KindModule) address at version: its externalParameters
+// must name that address (namespace, type, name and system compare
+// case-insensitively, as the registry protocols do), that version exactly,
+// and no release of the other kind. The subjects' digests say which
+// bytes the statement covers; this says which release they were
+// published as, so that an envelope of acme/widget 1.0.0 is not accepted
+// for the same bytes republished as another version or under another
+// name. nil, or an Invalid error saying what differs.
+func (s Statement) CheckSubject(kind, address, version string) error {
+	other := KindModule
+	switch kind {
+	case KindProvider:
+	case KindModule:
+		other = KindProvider
+	default:
+		return registry.Errorf(registry.Internal, "unknown release kind %q", kind)
+	}
+	ext := s.Predicate.BuildDefinition.ExternalParameters
+	got, ok := ext[kind]
+	switch {
+	case !ok || got == "":
+		if o := ext[other]; o != "" {
+			return registry.Errorf(registry.Invalid, "the provenance is about %s %s, not %s %s", other, registry.Elide(o), kind, address)
+		}
+		return registry.Errorf(registry.Invalid, "the provenance names no %s (externalParameters.%s), so it cannot be checked against %s %s", kind, kind, address, version)
+	case !strings.EqualFold(got, address):
+		return registry.Errorf(registry.Invalid, "the provenance is about %s %s, not %s", kind, registry.Elide(got), address)
+	case ext[other] != "":
+		return registry.Errorf(registry.Invalid, "the provenance names both %s %s and %s %s", kind, registry.Elide(got), other, registry.Elide(ext[other]))
+	case ext["version"] != version:
+		return registry.Errorf(registry.Invalid, "the provenance is about %s %s version %q, not version %s", kind, address, registry.Elide(ext["version"]), version)
+	}
+	return nil
+}
+
+// CheckArchiveName says whether name is the file name of an archive of
+// the release the statement names, for a check that knows only the
+// archive (trove verify, offline): a provider's
+// terraform-provider-TYPE_VERSION_OS_ARCH.zip, or a module's
+// NAME-SYSTEM-VERSION.tar.gz (or .zip), with the type, name, system and
+// version of the statement's externalParameters. The namespace is not in
+// the name: the key that signed the statement vouches for it.
+func (s Statement) CheckArchiveName(name string) error {
+	ext := s.Predicate.BuildDefinition.ExternalParameters
+	version := ext["version"]
+	if version == "" {
+		return registry.Errorf(registry.Invalid, "the provenance names no version (externalParameters.version)")
+	}
+	if p := ext[KindProvider]; p != "" && ext[KindModule] == "" {
+		parts := strings.Split(p, "/")
+		if len(parts) != 2 || parts[1] == "" {
+			return registry.Errorf(registry.Invalid, "the provenance names provider %q, not namespace/type", registry.Elide(p))
+		}
+		rest, ok := cutPrefixFold(name, "terraform-provider-"+parts[1]+"_"+version+"_")
+		if !ok || !strings.HasSuffix(rest, ".zip") || strings.Count(rest, "_") != 1 {
+			return registry.Errorf(registry.Invalid, "%s is no archive of provider %s %s, which the provenance is about (terraform-provider-%s_%s_OS_ARCH.zip)", name, registry.Elide(p), registry.Elide(version), registry.Elide(parts[1]), registry.Elide(version))
+		}
+		return nil
+	}
+	if m := ext[KindModule]; m != "" && ext[KindProvider] == "" {
+		parts := strings.Split(m, "/")
+		if len(parts) != 3 || parts[1] == "" || parts[2] == "" {
+			return registry.Errorf(registry.Invalid, "the provenance names module %q, not namespace/name/system", registry.Elide(m))
+		}
+		base := parts[1] + "-" + parts[2] + "-" + version
+		if !strings.EqualFold(name, base+".tar.gz") && !strings.EqualFold(name, base+".zip") {
+			return registry.Errorf(registry.Invalid, "%s is no archive of module %s %s, which the provenance is about (%s.tar.gz)", name, registry.Elide(m), registry.Elide(version), registry.Elide(base))
+		}
+		return nil
+	}
+	return registry.Errorf(registry.Invalid, "the provenance names neither one provider nor one module (externalParameters.provider, .module)")
+}
+
+func cutPrefixFold(s, prefix string) (string, bool) {
+	if len(s) < len(prefix) || !strings.EqualFold(s[:len(prefix)], prefix) {
+		return s, false
+	}
+	return s[len(prefix):], true
+}

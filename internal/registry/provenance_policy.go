@@ -22,10 +22,21 @@ type ProvenancePolicy struct {
 	Repository string
 	// Refs is a pattern (path.Match: *, ?, [...]) the build's ref must
 	// match ("refs/tags/v*"); "" for any ref.
-	Refs      string
-	UpdatedAt time.Time
-	UpdatedBy string
+	Refs string
+	// ImportKeys are the public keys of the exporting Troves whose
+	// provenance the namespace accepts in air-gap bundles (KeyID and
+	// ASCIIArmor; Fingerprint when parsed): a bundle's module version is
+	// admitted into the namespace only with provenance that verifies with
+	// one of them, never with the keys the bundle itself carries. None:
+	// every bundle module into the namespace is refused.
+	ImportKeys []SigningKey
+	UpdatedAt  time.Time
+	UpdatedBy  string
 }
+
+// MaxPolicyImportKeys bounds a policy's ImportKeys (a few exporting
+// Troves, each with a key and its successor).
+const MaxPolicyImportKeys = 16
 
 // Limits of a ProvenancePolicy's fields.
 var (
@@ -68,6 +79,19 @@ func (p ProvenancePolicy) Validate() error {
 		if err != nil || u.Scheme != "https" || u.Host == "" || u.User != nil {
 			return Errorf(Invalid, "issuer %s is not an https URL", quote(p.Issuer))
 		}
+	}
+	if len(p.ImportKeys) > MaxPolicyImportKeys {
+		return Errorf(Invalid, "a provenance policy has at most %d import keys; this one has %d", MaxPolicyImportKeys, len(p.ImportKeys))
+	}
+	seen := map[string]bool{}
+	for _, k := range p.ImportKeys {
+		if _, err := ParseKeyID(k.KeyID); err != nil || k.ASCIIArmor == "" {
+			return Errorf(Invalid, "an import key of a provenance policy needs its key ID and ASCII armor (%q)", Elide(k.KeyID))
+		}
+		if seen[strings.ToUpper(k.KeyID)] {
+			return Errorf(Invalid, "the provenance policy lists import key %s twice", k.KeyID)
+		}
+		seen[strings.ToUpper(k.KeyID)] = true
 	}
 	return nil
 }

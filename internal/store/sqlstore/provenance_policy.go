@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 
 	"trove.dev/trove/internal/registry"
@@ -17,12 +18,20 @@ func (x *Index) PutProvenancePolicy(ctx context.Context, p registry.ProvenancePo
 	if err != nil {
 		return err
 	}
+	keys := make([]policyKey, 0, len(p.ImportKeys))
+	for _, k := range p.ImportKeys {
+		keys = append(keys, policyKey{KeyID: k.KeyID, Fingerprint: k.Fingerprint, ASCIIArmor: k.ASCIIArmor})
+	}
+	importKeys, err := json.Marshal(keys)
+	if err != nil {
+		return err
+	}
 	return x.write(ctx, "storing the provenance policy of namespace "+p.Namespace, func(ctx context.Context, t tx) error {
-		_, err := t.exec(ctx, `INSERT INTO provenance_policies (namespace, issuer, repository, refs, updated_at, updated_by)
-			VALUES ($1, $2, $3, $4, $5, $6)
+		_, err := t.exec(ctx, `INSERT INTO provenance_policies (namespace, issuer, repository, refs, import_keys, updated_at, updated_by)
+			VALUES ($1, $2, $3, $4, $5, $6, $7)
 			ON CONFLICT (namespace) DO UPDATE SET issuer = excluded.issuer, repository = excluded.repository, refs = excluded.refs,
-				updated_at = excluded.updated_at, updated_by = excluded.updated_by`,
-			p.Namespace, p.Issuer, p.Repository, p.Refs, updated, p.UpdatedBy)
+				import_keys = excluded.import_keys, updated_at = excluded.updated_at, updated_by = excluded.updated_by`,
+			p.Namespace, p.Issuer, p.Repository, p.Refs, string(importKeys), updated, p.UpdatedBy)
 		if x.is(err, FailForeignKey) {
 			return notFoundNamespace(p.Namespace)
 		}
@@ -35,12 +44,30 @@ func (x *Index) GetProvenancePolicy(ctx context.Context, namespace string) (regi
 	ctx, cancel := x.op(ctx)
 	defer cancel()
 	var p registry.ProvenancePolicy
-	err := x.row(ctx, `SELECT namespace, issuer, repository, refs, updated_at, updated_by FROM provenance_policies WHERE namespace = $1`, namespace).
-		Scan(&p.Namespace, &p.Issuer, &p.Repository, &p.Refs, at(&p.UpdatedAt), &p.UpdatedBy)
+	var importKeys string
+	err := x.row(ctx, `SELECT namespace, issuer, repository, refs, import_keys, updated_at, updated_by FROM provenance_policies WHERE namespace = $1`, namespace).
+		Scan(&p.Namespace, &p.Issuer, &p.Repository, &p.Refs, &importKeys, at(&p.UpdatedAt), &p.UpdatedBy)
 	if errors.Is(err, sql.ErrNoRows) {
 		return p, registry.Errorf(registry.NotFound, "namespace %q has no provenance policy", namespace)
 	}
-	return p, x.fail(err, "reading the provenance policy of namespace "+namespace)
+	if err != nil {
+		return p, x.fail(err, "reading the provenance policy of namespace "+namespace)
+	}
+	var keys []policyKey
+	if err := json.Unmarshal([]byte(importKeys), &keys); err != nil {
+		return p, x.fail(err, "decoding the import keys of the provenance policy of namespace "+namespace)
+	}
+	for _, k := range keys {
+		p.ImportKeys = append(p.ImportKeys, registry.SigningKey{Namespace: p.Namespace, KeyID: k.KeyID, Fingerprint: k.Fingerprint, ASCIIArmor: k.ASCIIArmor})
+	}
+	return p, nil
+}
+
+// policyKey is an import key as provenance_policies.import_keys holds it.
+type policyKey struct {
+	KeyID       string `json:"key_id"`
+	Fingerprint string `json:"fingerprint,omitempty"`
+	ASCIIArmor  string `json:"ascii_armor"`
 }
 
 // DeleteProvenancePolicy deletes the policy row of the namespace.

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"fmt"
 	"testing"
 
 	"trove.dev/trove/internal/registry"
@@ -25,11 +26,34 @@ func testProvenancePolicies(t *testing.T, newIndex func(*testing.T) store.Index)
 	if got, _ := x.GetProvenancePolicy(ctx, "acme"); got.Issuer != p.Issuer || got.Refs != "" {
 		t.Errorf("the replaced policy reads %+v", got)
 	}
+	key := registry.SigningKey{KeyID: "0123456789ABCDEF", Fingerprint: "AAAA0123456789ABCDEF0123456789ABCDEF0123", ASCIIArmor: "-----BEGIN PGP PUBLIC KEY BLOCK-----\n..."}
+	key2 := registry.SigningKey{KeyID: "FEDCBA9876543210", ASCIIArmor: "armor 2"}
+	p.ImportKeys = []registry.SigningKey{key, key2}
+	mustOK(t, x.PutProvenancePolicy(ctx, p), "PutProvenancePolicy with import keys")
+	got, err = x.GetProvenancePolicy(ctx, "acme")
+	mustOK(t, err, "GetProvenancePolicy with import keys")
+	if len(got.ImportKeys) != 2 || got.ImportKeys[0].KeyID != key.KeyID || got.ImportKeys[0].Fingerprint != key.Fingerprint ||
+		got.ImportKeys[0].ASCIIArmor != key.ASCIIArmor || got.ImportKeys[1].KeyID != key2.KeyID || got.ImportKeys[1].ASCIIArmor != key2.ASCIIArmor {
+		t.Errorf("import keys read back as %+v", got.ImportKeys)
+	}
+	p.ImportKeys = nil
+	mustOK(t, x.PutProvenancePolicy(ctx, p), "PutProvenancePolicy without import keys (replace)")
+	if got, _ := x.GetProvenancePolicy(ctx, "acme"); len(got.ImportKeys) != 0 {
+		t.Errorf("import keys after a replace without them: %+v", got.ImportKeys)
+	}
+	tooMany := make([]registry.SigningKey, registry.MaxPolicyImportKeys+1)
+	for i := range tooMany {
+		tooMany[i] = registry.SigningKey{KeyID: fmt.Sprintf("%016X", i), ASCIIArmor: "a"}
+	}
 	for name, bad := range map[string]registry.ProvenancePolicy{
-		"no repository":     {Namespace: "other", UpdatedAt: t0},
-		"bad pattern":       {Namespace: "other", Repository: "acme/infra", Refs: "refs/[", UpdatedAt: t0},
-		"http issuer":       {Namespace: "other", Repository: "acme/infra", Issuer: "http://ci.example.test", UpdatedAt: t0},
-		"control character": {Namespace: "other", Repository: "acme/\x1binfra", UpdatedAt: t0},
+		"too many import keys":        {Namespace: "other", Repository: "acme/infra", ImportKeys: tooMany, UpdatedAt: t0},
+		"an import key twice":         {Namespace: "other", Repository: "acme/infra", ImportKeys: []registry.SigningKey{key, key}, UpdatedAt: t0},
+		"an import key without armor": {Namespace: "other", Repository: "acme/infra", ImportKeys: []registry.SigningKey{{KeyID: key.KeyID}}, UpdatedAt: t0},
+		"an import key with a bad ID": {Namespace: "other", Repository: "acme/infra", ImportKeys: []registry.SigningKey{{KeyID: "'; DROP", ASCIIArmor: "a"}}, UpdatedAt: t0},
+		"no repository":               {Namespace: "other", UpdatedAt: t0},
+		"bad pattern":                 {Namespace: "other", Repository: "acme/infra", Refs: "refs/[", UpdatedAt: t0},
+		"http issuer":                 {Namespace: "other", Repository: "acme/infra", Issuer: "http://ci.example.test", UpdatedAt: t0},
+		"control character":           {Namespace: "other", Repository: "acme/\x1binfra", UpdatedAt: t0},
 	} {
 		wantKind(t, x.PutProvenancePolicy(ctx, bad), registry.Invalid, "PutProvenancePolicy with "+name)
 	}
