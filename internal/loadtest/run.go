@@ -76,6 +76,10 @@ type Options struct {
 	// Single adds the one-document rows (one document per endpoint in a
 	// hot loop, Duration and Rounds), labelled as such.
 	Single bool
+	// UIOnly measures the web UI rows alone: no realistic-mix, archive or
+	// one-document rows, no sweep, and the memory read just before the
+	// UI rows (with UIDocs above 0).
+	UIOnly bool
 	// FillDocs is how many download documents a mirror-like sweep asks for
 	// after the rows, to fill Trove's document cache before its memory is
 	// read (0: no sweep).
@@ -196,6 +200,9 @@ func Run(ctx context.Context, opt Options) (Report, error) {
 	}
 	if opt.FillDocs < 0 || opt.FillDocs > 1_000_000 {
 		return Report{}, registry.Errorf(registry.Invalid, "fill documents must be between 0 and 1,000,000, got %d", opt.FillDocs)
+	}
+	if opt.UIOnly && (opt.UIDocs == 0 || opt.Single || opt.Backend == BackendPostgresS3) {
+		return Report{}, registry.Errorf(registry.Invalid, "UI rows only needs UI documents above 0, without the one-document rows or the postgres-s3 backend")
 	}
 	switch opt.Backend {
 	case "", BackendEmbedded:
@@ -485,6 +492,14 @@ func (r *runner) measureAll(ctx context.Context, troveBin string) (*RSS, string,
 		return nil, "", err
 	}
 
+	if r.opt.UIOnly {
+		rss, err := ReadRSS(trove.pid())
+		if err != nil {
+			return nil, "", err
+		}
+		r.progress("trove VmRSS %s, VmHWM %s", formatMiB(rss.Current), formatMiB(rss.Peak))
+		return &rss, "before the web UI rows (UI rows only)", r.measureUI(ctx, origin, tlsCfg, trove, rss, tlsDir)
+	}
 	docs, archiveURL, err := r.fetchDocuments(ctx, client, origin)
 	if err != nil {
 		return nil, "", err

@@ -153,6 +153,7 @@ func (s *Service) search(w http.ResponseWriter, r *http.Request, v *visit) error
 		return err
 	}
 	mirror := s.mirrorVisible(v)
+	fragment := qv.Get("fragment") == "1"
 	qv.Del("fragment")
 	results := func(ctx context.Context) (searchData, error) {
 		cat, err := s.catalog.get(ctx)
@@ -180,7 +181,7 @@ func (s *Service) search(w http.ResponseWriter, r *http.Request, v *visit) error
 		}
 		return d, nil
 	}
-	if r.URL.Query().Get("fragment") == "1" {
+	if fragment {
 		d, err := results(r.Context())
 		if err != nil {
 			return err
@@ -197,15 +198,21 @@ func (s *Service) search(w http.ResponseWriter, r *http.Request, v *visit) error
 		return nil
 	}
 	// The results depend on who asks only through what they may read:
-	// that is in the key, with the whole query the page's links repeat.
+	// that is in the key, with the whole query the page's links repeat,
+	// as it was sent (the same bytes always make the same page; writing
+	// them the same way, as the page's own links do, shares an entry).
 	var key strings.Builder
-	key.WriteString("search\x00" + strconv.FormatBool(mirror))
+	key.Grow(64 + len(r.URL.RawQuery))
+	key.WriteString("search\x00")
+	key.WriteString(strconv.FormatBool(mirror))
 	for _, name := range cat.names {
 		if can[name] {
-			key.WriteString("\x00" + name)
+			key.WriteString("\x00")
+			key.WriteString(name)
 		}
 	}
-	key.WriteString("\x00\x00" + qv.Encode())
+	key.WriteString("\x00\x00")
+	key.WriteString(r.URL.RawQuery)
 	title := "Search"
 	if q.Text != "" {
 		title = "Search: " + q.Text
@@ -419,21 +426,11 @@ func (s *Service) moduleData(ctx context.Context, ns, name, system, want string)
 		d.Versions = append(d.Versions, versionLink{Version: n, URL: base + n, Current: n == cur,
 			Prerelease: mustVersion(n).Prerelease() != "", Published: published[n], Deprecated: deprecated[n], Revoked: revoked[n]})
 	}
-	var md modules.Metadata
-	if len(mv.Metadata) > 0 {
-		if err := json.Unmarshal(mv.Metadata, &md); err != nil {
-			return nil, registry.Wrap(registry.Internal, err, "reading the module's metadata")
-		}
-		d.HasMetadata = true
+	secs, err := s.moduleSectionsOf(ctx, mv.Metadata)
+	if err != nil {
+		return nil, err
 	}
-	d.Root = section(md.Root, "root", "")
-	for i, m := range md.Submodules {
-		d.Submodules = append(d.Submodules, section(m, "submodule-"+m.Name, "sub"+strconv.Itoa(i+1)))
-	}
-	for i, m := range md.Examples {
-		d.Examples = append(d.Examples, section(m, "example-"+m.Name, "ex"+strconv.Itoa(i+1)))
-	}
-	d.Diagnostics = md.Diagnostics
+	d.HasMetadata, d.Root, d.Submodules, d.Examples, d.Diagnostics = secs.hasMetadata, secs.root, secs.submodules, secs.examples, secs.diagnostics
 	d.VersionCount = len(names)
 	if s.opt.Downloads != nil {
 		counts, err := s.opt.Downloads.ModuleDownloads(ctx, ns, name, system)
