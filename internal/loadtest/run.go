@@ -238,14 +238,19 @@ func Run(ctx context.Context, opt Options) (Report, error) {
 	if opt.Single {
 		single = fmt.Sprintf(", the one-document rows %d round(s) of %s", opt.Rounds, opt.Duration)
 	}
+	setup := fmt.Sprintf("the realistic-mix rows %d round(s) of %s per server%s, the archive rows %d round(s) of %s, each after %s warm-up, Trove and the baseline alternating which goes first",
+		opt.MixRounds, opt.MixDuration, single, opt.Rounds, opt.Duration, opt.Warmup)
+	if opt.UIOnly {
+		setup = fmt.Sprintf("the web UI rows only, %d round(s) of %s per server after %s warm-up", opt.MixRounds, opt.MixDuration, opt.Warmup)
+	}
 	rep := Report{
 		Rows:   r.rows,
 		RSS:    rss,
 		Memory: memory,
 		Index: fmt.Sprintf("%s versions of %s providers, %s packages, %s module versions of %s modules%s",
 			thousands(s.Versions), thousands(s.Providers), thousands(s.Packages), thousands(s.ModuleVersions), thousands(len(opt.Spec.Modules)), mirroredIndex(s)),
-		Setup: fmt.Sprintf("the realistic-mix rows %d round(s) of %s per server%s, the archive rows %d round(s) of %s, each after %s warm-up, Trove and the baseline alternating which goes first; HTTP/1.1 keep-alive over HTTPS, identity encoding; trove serve --log-level %s (cache maximum age %s); %d CPUs shared by Trove, the baseline and the load generator",
-			opt.MixRounds, opt.MixDuration, single, opt.Rounds, opt.Duration, opt.Warmup, opt.TroveLogLevel, CacheMaxAge, runtime.NumCPU()),
+		Setup: fmt.Sprintf("%s; HTTP/1.1 keep-alive over HTTPS, identity encoding; trove serve --log-level %s (cache maximum age %s); %d CPUs shared by Trove, the baseline and the load generator",
+			setup, opt.TroveLogLevel, CacheMaxAge, runtime.NumCPU()),
 		Goals: DefaultGoals,
 	}
 	if err != nil {
