@@ -133,7 +133,7 @@ type Service struct {
 	catalog  *catalogCache
 	docs     *docsCache
 	sections *sectionsCache // rendered module READMEs by metadata digest
-	foot     []byte // the end of every page (layout-foot)
+	foot     []byte         // the end of every page (layout-foot)
 }
 
 // New returns the web UI. It reads (or creates) the CSRF key in the
