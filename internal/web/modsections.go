@@ -27,7 +27,7 @@ type moduleSections struct {
 // counted in the web UI's budget too.
 const sectionsCacheBytes = 16 << 20
 
-// sectionsCacheMaxAge is how long rendered sections are kept unused: they
+// sectionsCacheMaxAge is how long rendered sections are kept: they
 // are keyed by the metadata's digest, so they are never stale; the age
 // only lets memory go.
 const sectionsCacheMaxAge = time.Hour
