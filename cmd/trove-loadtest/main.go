@@ -2,7 +2,7 @@
 // on loopback and prints a Markdown table (see internal/loadtest and
 // docs/benchmarks.md). Run it from the module root:
 //
-//	go run ./cmd/trove-loadtest [-conns 32] [-mix-docs 300] [-mix-duration 65s] [-ui-docs 1000] [-single] [-stream-conns 4] [-duration 5s] [-warmup 1s]
+//	go run ./cmd/trove-loadtest [-conns 32] [-mix-docs 300] [-mix-duration 65s] [-ui-docs 1000] [-ui-only] [-single] [-stream-conns 4] [-duration 5s] [-warmup 1s]
 //	go run ./cmd/trove-loadtest -backend postgres-s3   # PostgreSQL and S3, see docs/benchmarks.md
 //
 // `trove-loadtest baseline -config FILE` is the baseline server the run
@@ -139,6 +139,7 @@ func loadFlags(fs *flag.FlagSet) (*loadtest.Options, *time.Duration) {
 	fs.DurationVar(&opt.MixDuration, "mix-duration", opt.MixDuration, "measured `duration` of each realistic-mix row per server (longer than twice the cache maximum age of "+loadtest.CacheMaxAge.String()+" to see documents rendered again)")
 	fs.IntVar(&opt.MixRounds, "mix-rounds", opt.MixRounds, "rounds of each realistic-mix row")
 	fs.IntVar(&opt.UIDocs, "ui-docs", opt.UIDocs, "distinct pages of the web UI pages row and distinct queries of the UI search row (0: no UI rows)")
+	fs.BoolVar(&opt.UIOnly, "ui-only", opt.UIOnly, "measure the web UI rows alone: no realistic-mix, archive or one-document rows and no sweep (the memory is read before the UI rows)")
 	fs.BoolVar(&opt.Single, "single", opt.Single, "also measure one document per endpoint in a hot loop (-duration, -rounds), as the harness did before the realistic mix")
 	fs.IntVar(&opt.FillDocs, "fill-docs", opt.FillDocs, "download documents a mirror-like sweep asks for to fill the cache before Trove's memory is read (0: none)")
 	fs.StringVar(&opt.StageDir, "stage-dir", opt.StageDir, "`directory` (best a memory file system) to build the index in before copying it; empty: build in place")

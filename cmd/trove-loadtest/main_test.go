@@ -39,6 +39,8 @@ func TestRunInvalidSettingsFail(t *testing.T) {
 		"zero connections": {"-conns", "0", "-trove", "/nonexistent"},
 		"zero rounds":      {"-rounds", "0", "-trove", "/nonexistent"},
 		"negative UI docs": {"-ui-docs", "-1", "-trove", "/nonexistent"},
+		"UI only, no UI":   {"-ui-only", "-ui-docs", "0", "-trove", "/nonexistent"},
+		"UI only, single":  {"-ui-only", "-single", "-trove", "/nonexistent"},
 		"missing config":   {"baseline", "-config", filepath.Join(t.TempDir(), "none.json")},
 	}
 	for name, args := range tests {

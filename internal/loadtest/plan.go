@@ -20,11 +20,14 @@ func (o Options) Planned() (time.Duration, error) {
 		pairs := len(o.Spec.Providers) + 1 + 2
 		return time.Duration(2*pairs+2*3) * short, nil
 	}
+	mix := window(o.MixRounds, o.MixDuration)
+	if o.UIOnly {
+		return 2 * 2 * mix, nil // the UI pages and UI search rows
+	}
 	sets, err := mixPicks(o.Spec, o.MixDocs, "127.0.0.1:1")
 	if err != nil {
 		return 0, err
 	}
-	mix := window(o.MixRounds, o.MixDuration)
 	total := time.Duration(2*len(o.selectSets(sets))) * mix
 	// The web UI and archive rows are counted even when Rows leaves
 	// them out: an allowance, not a schedule.

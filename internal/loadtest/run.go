@@ -77,6 +77,10 @@ type Options struct {
 	// Single adds the one-document rows (one document per endpoint in a
 	// hot loop, Duration and Rounds), labelled as such.
 	Single bool
+	// UIOnly measures the web UI rows alone: no realistic-mix, archive or
+	// one-document rows, no sweep, and the memory read just before the
+	// UI rows (with UIDocs above 0).
+	UIOnly bool
 	// FillDocs is how many download documents a mirror-like sweep asks for
 	// after the rows, to fill Trove's document cache before its memory is
 	// read (0: no sweep).
@@ -213,6 +217,9 @@ func Run(ctx context.Context, opt Options) (Report, error) {
 	if opt.FillDocs < 0 || opt.FillDocs > 1_000_000 {
 		return Report{}, registry.Errorf(registry.Invalid, "fill documents must be between 0 and 1,000,000, got %d", opt.FillDocs)
 	}
+	if opt.UIOnly && (opt.UIDocs == 0 || opt.Single || opt.Backend == BackendPostgresS3) {
+		return Report{}, registry.Errorf(registry.Invalid, "UI rows only needs UI documents above 0, without the one-document rows or the postgres-s3 backend")
+	}
 	switch opt.Backend {
 	case "", BackendEmbedded:
 	case BackendPostgresS3:
@@ -247,14 +254,19 @@ func Run(ctx context.Context, opt Options) (Report, error) {
 	if opt.Single {
 		single = fmt.Sprintf(", the one-document rows %d round(s) of %s", opt.Rounds, opt.Duration)
 	}
+	setup := fmt.Sprintf("the realistic-mix rows %d round(s) of %s per server%s, the archive rows %d round(s) of %s, each after %s warm-up, Trove and the baseline alternating which goes first",
+		opt.MixRounds, opt.MixDuration, single, opt.Rounds, opt.Duration, opt.Warmup)
+	if opt.UIOnly {
+		setup = fmt.Sprintf("the web UI rows only, %d round(s) of %s per server after %s warm-up", opt.MixRounds, opt.MixDuration, opt.Warmup)
+	}
 	rep := Report{
 		Rows:   r.rows,
 		RSS:    rss,
 		Memory: memory,
 		Index: fmt.Sprintf("%s versions of %s providers, %s packages, %s module versions of %s modules%s",
 			thousands(s.Versions), thousands(s.Providers), thousands(s.Packages), thousands(s.ModuleVersions), thousands(len(opt.Spec.Modules)), mirroredIndex(s)),
-		Setup: fmt.Sprintf("the realistic-mix rows %d round(s) of %s per server%s, the archive rows %d round(s) of %s, each after %s warm-up, Trove and the baseline alternating which goes first; HTTP/1.1 keep-alive over HTTPS, identity encoding; trove serve --log-level %s (cache maximum age %s); %d CPUs shared by Trove, the baseline and the load generator",
-			opt.MixRounds, opt.MixDuration, single, opt.Rounds, opt.Duration, opt.Warmup, opt.TroveLogLevel, CacheMaxAge, runtime.NumCPU()),
+		Setup: fmt.Sprintf("%s; HTTP/1.1 keep-alive over HTTPS, identity encoding; trove serve --log-level %s (cache maximum age %s); %d CPUs shared by Trove, the baseline and the load generator",
+			setup, opt.TroveLogLevel, CacheMaxAge, runtime.NumCPU()),
 		Goals: DefaultGoals,
 	}
 	if err != nil {
@@ -501,6 +513,14 @@ func (r *runner) measureAll(ctx context.Context, troveBin string) (*RSS, string,
 		return nil, "", err
 	}
 
+	if r.opt.UIOnly {
+		rss, err := ReadRSS(trove.pid())
+		if err != nil {
+			return nil, "", err
+		}
+		r.progress("trove VmRSS %s, VmHWM %s", formatMiB(rss.Current), formatMiB(rss.Peak))
+		return &rss, "before the web UI rows (UI rows only)", r.measureUI(ctx, origin, tlsCfg, trove, rss, tlsDir)
+	}
 	docs, archiveURL, err := r.fetchDocuments(ctx, client, origin)
 	if err != nil {
 		return nil, "", err

@@ -187,6 +187,37 @@ func TestRunAgainstRealTrove(t *testing.T) {
 	}
 }
 
+// TestRunUIOnly runs the web UI rows alone (-ui-only): exactly the two
+// UI rows, every window planned measured, the memory read before them.
+func TestRunUIOnly(t *testing.T) {
+	opt := smallRun(troveBin(t))
+	opt.UIOnly = true
+	var progress strings.Builder
+	opt.Progress = &progress
+	report, err := Run(context.Background(), opt)
+	if err != nil {
+		t.Fatalf("Run: %v\nprogress:\n%s", err, progress.String())
+	}
+	var names []string
+	var measured time.Duration
+	for _, row := range report.Rows {
+		names = append(names, row.Endpoint)
+		measured += time.Duration(row.Rounds) * 2 * (opt.Warmup + opt.MixDuration)
+		if row.Trove.Requests == 0 || row.Trove.Errors != 0 || row.Baseline.Requests == 0 || row.Baseline.Errors != 0 {
+			t.Errorf("%s: Trove %+v, baseline %+v", row.Endpoint, row.Trove, row.Baseline)
+		}
+	}
+	if want := []string{"UI pages, mix of 20 pages", "UI search, mix of 20 queries"}; !slices.Equal(names, want) {
+		t.Errorf("rows %q, want %q", names, want)
+	}
+	if planned, err := opt.Planned(); err != nil || planned != measured {
+		t.Errorf("Planned() = %v, %v; the rows measured %v", planned, err, measured)
+	}
+	if report.RSS == nil || !strings.Contains(report.Memory, "UI rows only") || !strings.Contains(report.Setup, "web UI rows only") {
+		t.Errorf("RSS %+v, Memory %q, Setup %q", report.RSS, report.Memory, report.Setup)
+	}
+}
+
 // TestRunReportsWhatItMeasuredBeforeAFailure stops a run while it
 // measures the UI search row, as an expiring -timeout did, and expects
 // the error with the rows measured until then and the failed row last.

@@ -116,6 +116,7 @@ func benchService(tb testing.TB) *Service {
 	s.searches = newPageCache("web searches", time.Now, searchCacheBytes, nil)
 	s.lists = newListCache(time.Now)
 	s.catalog = newCatalogCache(nil, time.Now)
+	s.sections = newSectionsCache(time.Now, nil)
 	return s
 }
 

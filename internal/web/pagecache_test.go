@@ -376,3 +376,44 @@ func TestCachedPageGzip(t *testing.T) {
 		t.Errorf("%d renderings, want 1", n)
 	}
 }
+
+// TestModuleSectionsCached checks that a module version's metadata is
+// rendered once per content: the same bytes give the same rendered
+// sections, other bytes (another README) their own, and metadata that
+// is not JSON fails without being kept.
+func TestModuleSectionsCached(t *testing.T) {
+	s := benchService(t)
+	ctx := t.Context()
+	a := []byte(`{"root":{"readme":"# A\n\nfirst"},"submodules":[{"path":"modules/x","name":"x","readme":"x"}]}`)
+	b := []byte(`{"root":{"readme":"# B\n\nsecond"}}`)
+	first, err := s.moduleSectionsOf(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := s.moduleSectionsOf(ctx, append([]byte(nil), a...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again != first {
+		t.Error("the same metadata was rendered again")
+	}
+	if !first.hasMetadata || !strings.Contains(string(first.root.Readme), "first") || len(first.submodules) != 1 {
+		t.Errorf("sections of a: %+v", first)
+	}
+	other, err := s.moduleSectionsOf(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other == first || !strings.Contains(string(other.root.Readme), "second") || len(other.submodules) != 0 {
+		t.Errorf("sections of b: %+v", other)
+	}
+	none, err := s.moduleSectionsOf(ctx, nil)
+	if err != nil || none.hasMetadata {
+		t.Errorf("no metadata: %+v, %v", none, err)
+	}
+	for range 2 {
+		if _, err := s.moduleSectionsOf(ctx, []byte(`{"root":`)); err == nil {
+			t.Error("broken metadata rendered")
+		}
+	}
+}

@@ -131,6 +131,39 @@ type searchData struct {
 }
 
 func (s *Service) search(w http.ResponseWriter, r *http.Request, v *visit) error {
+	cat, err := s.catalog.get(r.Context())
+	if err != nil {
+		return err
+	}
+	can, err := readable(r.Context(), s.opt.Access, v.p, cat)
+	if err != nil {
+		return err
+	}
+	mirror := s.mirrorVisible(v)
+	// The results depend on who asks only through what they may read:
+	// that is in the key, with the whole query the page's links repeat,
+	// as it was sent (the same bytes always make the same page; writing
+	// them the same way, as the page's own links do, shares an entry).
+	var key strings.Builder
+	key.Grow(64 + len(r.URL.RawQuery))
+	key.WriteString("search\x00")
+	key.WriteString(strconv.FormatBool(mirror))
+	for _, name := range cat.names {
+		if can[name] {
+			key.WriteString("\x00")
+			key.WriteString(name)
+		}
+	}
+	key.WriteString("\x00\x00")
+	key.WriteString(r.URL.RawQuery)
+	if e := s.searches.Lookup(key.String(), struct{}{}); s.searches.State(e) == respcache.Fresh {
+		// Kept for this very query string, so its search text is the
+		// one this request asks for: nothing to parse. (An address
+		// that fails, or asks for the results fragment, is never kept.)
+		v.query = e.Value.query
+		s.writePart(w, r, v, e)
+		return nil
+	}
 	qv := r.URL.Query()
 	q := query{Text: qv.Get("q"), Kind: qv.Get("kind"), Namespace: strings.ToLower(qv.Get("namespace")), System: qv.Get("system")}
 	if len(q.Text) > 256 {
@@ -144,15 +177,7 @@ func (s *Service) search(w http.ResponseWriter, r *http.Request, v *visit) error
 	page, _ := strconv.Atoi(qv.Get("page"))
 	page = min(max(page, 1), 10000)
 	v.query = q.Text
-	cat, err := s.catalog.get(r.Context())
-	if err != nil {
-		return err
-	}
-	can, err := readable(r.Context(), s.opt.Access, v.p, cat)
-	if err != nil {
-		return err
-	}
-	mirror := s.mirrorVisible(v)
+	fragment := qv.Get("fragment") == "1"
 	qv.Del("fragment")
 	results := func(ctx context.Context) (searchData, error) {
 		cat, err := s.catalog.get(ctx)
@@ -180,7 +205,7 @@ func (s *Service) search(w http.ResponseWriter, r *http.Request, v *visit) error
 		}
 		return d, nil
 	}
-	if r.URL.Query().Get("fragment") == "1" {
+	if fragment {
 		d, err := results(r.Context())
 		if err != nil {
 			return err
@@ -196,16 +221,6 @@ func (s *Service) search(w http.ResponseWriter, r *http.Request, v *visit) error
 		_, _ = w.Write([]byte(html))
 		return nil
 	}
-	// The results depend on who asks only through what they may read:
-	// that is in the key, with the whole query the page's links repeat.
-	var key strings.Builder
-	key.WriteString("search\x00" + strconv.FormatBool(mirror))
-	for _, name := range cat.names {
-		if can[name] {
-			key.WriteString("\x00" + name)
-		}
-	}
-	key.WriteString("\x00\x00" + qv.Encode())
 	title := "Search"
 	if q.Text != "" {
 		title = "Search: " + q.Text
@@ -419,21 +434,11 @@ func (s *Service) moduleData(ctx context.Context, ns, name, system, want string)
 		d.Versions = append(d.Versions, versionLink{Version: n, URL: base + n, Current: n == cur,
 			Prerelease: mustVersion(n).Prerelease() != "", Published: published[n], Deprecated: deprecated[n], Revoked: revoked[n]})
 	}
-	var md modules.Metadata
-	if len(mv.Metadata) > 0 {
-		if err := json.Unmarshal(mv.Metadata, &md); err != nil {
-			return nil, registry.Wrap(registry.Internal, err, "reading the module's metadata")
-		}
-		d.HasMetadata = true
+	secs, err := s.moduleSectionsOf(ctx, mv.Metadata)
+	if err != nil {
+		return nil, err
 	}
-	d.Root = section(md.Root, "root", "")
-	for i, m := range md.Submodules {
-		d.Submodules = append(d.Submodules, section(m, "submodule-"+m.Name, "sub"+strconv.Itoa(i+1)))
-	}
-	for i, m := range md.Examples {
-		d.Examples = append(d.Examples, section(m, "example-"+m.Name, "ex"+strconv.Itoa(i+1)))
-	}
-	d.Diagnostics = md.Diagnostics
+	d.HasMetadata, d.Root, d.Submodules, d.Examples, d.Diagnostics = secs.hasMetadata, secs.root, secs.submodules, secs.examples, secs.diagnostics
 	d.VersionCount = len(names)
 	if s.opt.Downloads != nil {
 		counts, err := s.opt.Downloads.ModuleDownloads(ctx, ns, name, system)

@@ -341,7 +341,7 @@ func (s *Service) write(w http.ResponseWriter, r *http.Request, v *visit, status
 // otherwise the part inside this visitor's layout, uncompressed.
 func (s *Service) writePart(w http.ResponseWriter, r *http.Request, v *visit, e *respcache.Entry[*pagePart]) {
 	p := e.Value
-	if v.signedIn() || v.query != p.query || r.URL.RequestURI() != p.next {
+	if v.signedIn() || v.query != p.query || !isRequestURI(r.URL, p.next) {
 		s.write(w, r, v, http.StatusOK, p.title, e.Body[p.start:p.end], p.sum)
 		return
 	}
@@ -366,6 +366,22 @@ func (s *Service) writePart(w http.ResponseWriter, r *http.Request, v *visit, e 
 	if r.Method != http.MethodHead {
 		_, _ = w.Write(body)
 	}
+}
+
+// isRequestURI reports whether uri is u.RequestURI(), without making
+// the latter (a string per request for an address with a query).
+func isRequestURI(u *url.URL, uri string) bool {
+	if u.Opaque != "" || u.ForceQuery {
+		return u.RequestURI() == uri
+	}
+	p := u.EscapedPath()
+	if p == "" {
+		p = "/"
+	}
+	if u.RawQuery == "" {
+		return uri == p
+	}
+	return len(uri) == len(p)+1+len(u.RawQuery) && uri[:len(p)] == p && uri[len(p)] == '?' && uri[len(p)+1:] == u.RawQuery
 }
 
 // cleanPath reports whether p is a clean absolute path of this site, for

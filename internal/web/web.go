@@ -132,7 +132,8 @@ type Service struct {
 	lists    *listCache
 	catalog  *catalogCache
 	docs     *docsCache
-	foot     []byte // the end of every page (layout-foot)
+	sections *sectionsCache // rendered module READMEs by metadata digest
+	foot     []byte         // the end of every page (layout-foot)
 }
 
 // New returns the web UI. It reads (or creates) the CSRF key in the
@@ -172,6 +173,7 @@ func New(ctx context.Context, opt Options) (*Service, error) {
 	s.lists = newListCache(opt.Now)
 	s.catalog = newCatalogCache(opt.Index, opt.Now)
 	s.docs = newDocsCache(opt.Blobs, opt.Now, budget)
+	s.sections = newSectionsCache(opt.Now, budget)
 	return s, nil
 }
 
