@@ -22,8 +22,8 @@ type provenanceData struct {
 	// Version is the version the statement is about, shown where a page
 	// lists several (the mirror's).
 	Version string
-	Error    string
-	KeyID    string
+	Error   string
+	KeyID   string
 	// Keyless reports a build from CI (a keyless publish); otherwise the
 	// statement names the publisher's token and user.
 	Keyless                                 bool
