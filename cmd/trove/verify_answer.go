@@ -21,6 +21,15 @@ const maxVerifyProvenanceFile = 2 * provenance.MaxEnvelopeBytes
 // apispec.MirroredProvenance), the keys it names; a bare envelope names
 // none (nil, false).
 func provenanceFile(data []byte) (envelope []byte, keys []registry.SigningKey, answer bool, err error) {
+	envelope, keys, answer, err = parseProvenanceFile(data)
+	if err == nil && len(envelope) > provenance.MaxEnvelopeBytes {
+		return nil, nil, answer, fmt.Errorf("the envelope is larger than %d KiB", provenance.MaxEnvelopeBytes>>10)
+	}
+	return envelope, keys, answer, err
+}
+
+// parseProvenanceFile splits data as provenanceFile describes.
+func parseProvenanceFile(data []byte) (envelope []byte, keys []registry.SigningKey, answer bool, err error) {
 	var a struct {
 		Envelope json.RawMessage     `json:"envelope"`
 		Keys     []apispec.BundleKey `json:"keys"`
