@@ -15,11 +15,25 @@ const (
 	// publishes (the archive as the body, see ModuleArchive*), DELETE
 	// (needs ModuleConfirmParam).
 	RouteModuleVersion = "/api/v1/namespaces/{namespace}/modules/{name}/{system}/versions/{version}"
-	// RouteModuleProvenance is the DSSE envelope (JSON) of a version's
-	// signed provenance statement (docs/provenance.md); 404 for a version
-	// without one.
+	// RouteModuleProvenance is a version's signed provenance statement
+	// with the keys that verify it (ModuleProvenance,
+	// docs/provenance.md); 404 for a version without one.
 	RouteModuleProvenance = RouteModuleVersion + "/provenance" // GET
 )
+
+// ModuleProvenance is the answer of GET RouteModuleProvenance.
+type ModuleProvenance struct {
+	// Envelope is the DSSE envelope of the version's in-toto statement,
+	// as it was signed.
+	Envelope json.RawMessage `json:"envelope"`
+	// Keys are the public keys that verify it: for a version published
+	// here, the namespace's Trove-managed keys; for one an air-gap bundle
+	// brought (Imported), the exporting Trove's keys the bundle carried.
+	Keys []BundleKey `json:"keys"`
+	// Imported reports a version an air-gap bundle brought: the exporting
+	// Trove signed its provenance, not this one.
+	Imported bool `json:"imported"`
+}
 
 // Module publishing. The body of a POST to RouteModuleVersion is either
 // the archive itself, with Content-Type ModuleArchiveTarGz,

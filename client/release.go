@@ -125,18 +125,28 @@ func (c *Client) MirroredProvenance(ctx context.Context, host, namespace, typ, v
 }
 
 // ModuleProvenance returns a module version's provenance envelope (DSSE
-// JSON); a version without one is not found (IsNotFound).
-func (c *Client) ModuleProvenance(ctx context.Context, namespace, name, system, version string) ([]byte, error) {
+// JSON) with the public keys that verify it (an imported version's are
+// the exporting Trove's, which an air-gap bundle carried); a version
+// without one is not found (IsNotFound).
+func (c *Client) ModuleProvenance(ctx context.Context, namespace, name, system, version string) (apispec.ModuleProvenance, error) {
 	target, err := c.apiURL(apispec.RouteModuleProvenance,
 		params("namespace", namespace, "name", name, "system", system, "version", version), nil)
 	if err != nil {
-		return nil, err
+		return apispec.ModuleProvenance{}, err
 	}
 	u, err := url.Parse(target)
 	if err != nil {
-		return nil, err
+		return apispec.ModuleProvenance{}, err
 	}
-	return c.getRaw(ctx, u, maxProvenance)
+	raw, err := c.getRaw(ctx, u, 2*maxProvenance)
+	if err != nil {
+		return apispec.ModuleProvenance{}, err
+	}
+	var out apispec.ModuleProvenance
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return apispec.ModuleProvenance{}, fmt.Errorf("the provenance of module %s/%s/%s %s does not parse: %w", namespace, name, system, version, err)
+	}
+	return out, nil
 }
 
 // getRaw GETs u with the client's token (which the HTTP client does not

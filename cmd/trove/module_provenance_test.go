@@ -15,6 +15,7 @@ import (
 
 	"github.com/secure-systems-lab/go-securesystemslib/dsse"
 
+	"trove.dev/trove/apispec"
 	"trove.dev/trove/client"
 	"trove.dev/trove/internal/provenance"
 	"trove.dev/trove/internal/registry"
@@ -71,9 +72,13 @@ func TestKeylessModulePublishWritesProvenance(t *testing.T) {
 	if len(managed) != 1 {
 		t.Fatalf("want one managed key, got %+v", keys)
 	}
-	envelope, err := api.ModuleProvenance(t.Context(), "acme", "labels", "null", "1.0.0")
+	answer, err := api.ModuleProvenance(t.Context(), "acme", "labels", "null", "1.0.0")
 	if err != nil {
 		t.Fatalf("client.ModuleProvenance: %v", err)
+	}
+	envelope := []byte(answer.Envelope)
+	if answer.Imported || len(answer.Keys) != 1 || answer.Keys[0].ASCIIArmor != managedArmor {
+		t.Errorf("client.ModuleProvenance keys %+v (imported %v), want the namespace's managed key", answer.Keys, answer.Imported)
 	}
 	// The standard DSSE verifier, with the managed key.
 	var e dsse.Envelope
@@ -125,8 +130,32 @@ func TestKeylessModulePublishWritesProvenance(t *testing.T) {
 		!strings.Contains(r.stdout, "labels-null-1.0.0.tar.gz: matches the provenance") {
 		t.Fatalf("trove verify of the downloaded module archive: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
+	// The API's answer as the file: its keys verify it without --key,
+	// and the report says whose they are; --key still pins.
+	answerJSON, err := json.Marshal(answer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answerFile := write("answer.json", answerJSON)
+	r = runTrove(t, nil, "", "verify", tgz, "--provenance", answerFile)
+	if r.code != exitOK || !strings.Contains(r.stdout, "a key the provenance file names") || !strings.Contains(r.stdout, "labels-null-1.0.0.tar.gz: matches the provenance") {
+		t.Fatalf("trove verify with the API's answer: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
 	tampered := bytes.Replace(envelope, []byte(`"payload":"`), []byte(`"payload":"eyJ`), 1)
-	other, err := api.ModuleProvenance(t.Context(), "acme", "labels", "null", "1.1.0")
+	otherAnswer, err := api.ModuleProvenance(t.Context(), "acme", "labels", "null", "1.1.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := []byte(otherAnswer.Envelope)
+	strangerAnswer := answer
+	strangerAnswer.Keys = []apispec.BundleKey{{KeyID: "0123456789ABCDEF", ASCIIArmor: signingtest.NewKey(t, "stranger").ArmoredPublic}}
+	strangerJSON, err := json.Marshal(strangerAnswer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	badKey := answer
+	badKey.Keys = []apispec.BundleKey{{KeyID: "0123456789ABCDEF", ASCIIArmor: "-----BEGIN PGP PUBLIC KEY BLOCK-----\nnot a key\n"}}
+	badKeyJSON, err := json.Marshal(badKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +177,10 @@ func TestKeylessModulePublishWritesProvenance(t *testing.T) {
 			Archives: map[string]string{"labels-null-1.0.0.tar.gz": sha256Hex(archive)}})), "--key", stranger}, "is no archive of module acme/other/null 1.0.0"},
 		"a provider's statement": {[]string{tgz, "--provenance", write("forged3.json", signedPublishStatement(t, strangerKey, provenance.Release{Namespace: "acme", Type: "labels", Version: "1.0.0",
 			Archives: map[string]string{"labels-null-1.0.0.tar.gz": sha256Hex(archive)}})), "--key", stranger}, "is no archive of provider acme/labels"},
-		"another key": {[]string{tgz, "--provenance", good, "--key", stranger}, "does not verify"},
+		"another key":          {[]string{tgz, "--provenance", good, "--key", stranger}, "does not verify"},
+		"answer, pinned other": {[]string{tgz, "--provenance", answerFile, "--key", stranger}, "does not verify"},
+		"answer, other keys":   {[]string{tgz, "--provenance", write("stranger.json", strangerJSON)}, "does not verify"},
+		"answer, broken key":   {[]string{tgz, "--provenance", write("badkey.json", badKeyJSON)}, "not an OpenPGP public key"},
 	} {
 		r := runTrove(t, nil, "", append([]string{"verify"}, c.args...)...)
 		if r.code != exitError || !strings.Contains(r.stdout, "FAIL") || !strings.Contains(r.stdout+r.stderr, c.want) {

@@ -24,7 +24,7 @@ const (
 
 func verifyCommand() *command {
 	return &command{
-		name: "verify", args: "ARCHIVE.zip ... --sums FILE --sig FILE --key FILE [--key FILE ...] [--provenance FILE] | MODULE.tar.gz ... --provenance FILE --key FILE ... | --lock FILE [--key FILE ...]",
+		name: "verify", args: "ARCHIVE.zip ... --sums FILE --sig FILE --key FILE [--key FILE ...] [--provenance FILE] | MODULE.tar.gz ... --provenance FILE [--key FILE ...] | --lock FILE [--key FILE ...]",
 		minArgs: 0, maxArgs: 1 << 10, client: true,
 		summary: "Check downloaded provider archives offline against their signed SHA256SUMS and their signed provenance, module archives against their signed provenance, or a whole lock file against this Trove; exits non-zero if any check fails.",
 		examples: []string{
@@ -40,7 +40,7 @@ func verifyCommand() *command {
 				keys = append(keys, v)
 				return nil
 			})
-			prov := fs.String("provenance", "", "the DSSE provenance envelope `file` (GET .../versions/{version}/provenance)")
+			prov := fs.String("provenance", "", "the provenance `file`: a DSSE envelope, or the answer of a module's GET .../versions/{version}/provenance, whose keys verify it when no --key is given")
 			lock := fs.String("lock", "", "a dependency lock `file` (.terraform.lock.hcl): check every provider of this Trove in it")
 			return func(ctx context.Context, args []string) error {
 				if *lock != "" {
@@ -56,7 +56,7 @@ func verifyCommand() *command {
 				if len(args) == 0 {
 					return usagef("trove verify needs archives to check, or --lock FILE")
 				}
-				if len(keys) == 0 {
+				if len(keys) == 0 && (*sums != "" || *prov == "") {
 					return usagef("trove verify needs at least one --key")
 				}
 				if (*sums == "") != (*sig == "") {
@@ -117,7 +117,21 @@ func runVerify(ctx context.Context, out io.Writer, archives []string, sumsPath, 
 	}
 	var stmt *provenance.Statement
 	if provPath != "" {
-		data, err := readLimited(provPath, provenance.MaxEnvelopeBytes)
+		data, err := readLimited(provPath, maxVerifyProvenanceFile)
+		var named []registry.SigningKey
+		var answer bool
+		if err == nil {
+			data, named, answer, err = provenanceFile(data)
+		}
+		byNamed := ""
+		if err == nil && len(keys) == 0 {
+			// The API answers a module's provenance with the keys that
+			// verify it: the registry's word, as verify --lock takes it.
+			if !answer {
+				return usagef("trove verify needs at least one --key: %s is a bare envelope, which names no keys", filepath.Base(provPath))
+			}
+			keys, byNamed = named, " (a key the provenance file names; pass --key to check against keys you hold)"
+		}
 		if err == nil {
 			var v provenance.Verified
 			if v, err = provenance.Verify(ctx, data, keys, now); err == nil {
@@ -128,7 +142,7 @@ func runVerify(ctx context.Context, out io.Writer, archives []string, sumsPath, 
 				if m := ext["module"]; m != "" {
 					what = "; module " + m + " " + ext["version"]
 				}
-				report(true, "%s: signed by key %s; built by %s %s%s", filepath.Base(provPath), v.Key.KeyID, b, ext["repository"], what)
+				report(true, "%s: signed by key %s%s; built by %s %s%s", filepath.Base(provPath), v.Key.KeyID, byNamed, b, ext["repository"], what)
 			}
 		}
 		if err != nil {

@@ -401,6 +401,15 @@ func TestBundleModuleProvenance(t *testing.T) {
 	if err != nil || len(keys) != 1 || keys[0].KeyID != managed.KeyID {
 		t.Fatalf("ModuleProvenanceKeys after the import = %+v, %v", keys, err)
 	}
+	// The API answers it with the keys the bundle carried (the
+	// exporting Trove's), which verify it; the client reads them.
+	answer, err := c.ModuleProvenance(ctx, "acme", "network", "aws", "1.0.0")
+	if err != nil || !answer.Imported || !bytes.Equal(answer.Envelope, envelope) || len(answer.Keys) != 1 || answer.Keys[0].KeyID != managed.KeyID {
+		t.Fatalf("client.ModuleProvenance of the imported version = %+v, %v", answer, err)
+	}
+	if _, err := provenance.Verify(ctx, answer.Envelope, []registry.SigningKey{{KeyID: answer.Keys[0].KeyID, ASCIIArmor: answer.Keys[0].ASCIIArmor}}, time.Time{}); err != nil {
+		t.Errorf("the imported version's provenance does not verify with the keys the API answers: %v", err)
+	}
 	// Exported again from the importer, it carries the stored keys.
 	var again bytes.Buffer
 	if _, err := c.ExportBundle(ctx, client.BundleRequest{Modules: []string{"acme/network/aws@1.0.0"}}, &again); err != nil {

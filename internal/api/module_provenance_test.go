@@ -51,9 +51,17 @@ func TestModuleProvenanceAPI(t *testing.T) {
 		}
 	}
 
-	status, envelope := apiDo(t, s, "GET", "/api/v1/namespaces/acme/modules/network/aws/versions/1.0.0/provenance", tokens[acmeRead], "", nil)
+	status, raw := apiDo(t, s, "GET", "/api/v1/namespaces/acme/modules/network/aws/versions/1.0.0/provenance", tokens[acmeRead], "", nil)
 	if status != http.StatusOK {
-		t.Fatalf("GET provenance = %d %s", status, envelope)
+		t.Fatalf("GET provenance = %d %s", status, raw)
+	}
+	var answer apispec.ModuleProvenance
+	if err := json.Unmarshal(raw, &answer); err != nil {
+		t.Fatalf("provenance answer %s: %v", raw, err)
+	}
+	envelope := []byte(answer.Envelope)
+	if answer.Imported || len(answer.Keys) != 1 || answer.Keys[0].KeyID != managed[0].KeyID || answer.Keys[0].ASCIIArmor == "" {
+		t.Errorf("the answer's keys %+v (imported %v), want acme's managed key %s", answer.Keys, answer.Imported, managed[0].KeyID)
 	}
 	got, err := provenance.Verify(t.Context(), envelope, managed[:1], time.Time{})
 	if err != nil {
@@ -100,7 +108,11 @@ func TestModuleProvenanceAPI(t *testing.T) {
 				t.Fatalf("GET %s = %d %s, want %d", c.path, status, raw, c.want)
 			}
 			if status == 200 {
-				if _, err := provenance.Verify(t.Context(), raw, managed[1:], time.Time{}); err != nil {
+				var a apispec.ModuleProvenance
+				if err := json.Unmarshal(raw, &a); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := provenance.Verify(t.Context(), a.Envelope, managed[1:], time.Time{}); err != nil {
 					t.Errorf("the public namespace's provenance: %v", err)
 				}
 				return

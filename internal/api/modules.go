@@ -6,6 +6,7 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -118,20 +119,36 @@ func (h *handler) moduleVersionParams(r *http.Request) (ns, name, system, ver st
 }
 
 // getModuleProvenance answers the DSSE envelope of a module version's
-// provenance, as it was stored when the version was published.
+// provenance, as it was stored when the version was published or
+// imported, with the keys that verify it: the ones an air-gap bundle
+// carried with an imported version (the exporting Trove's), else the
+// namespace's Trove-managed keys.
 func (h *handler) getModuleProvenance(w http.ResponseWriter, r *http.Request) error {
 	ns, name, system, ver, err := h.moduleVersionParams(r)
 	if err != nil {
 		return err
 	}
-	envelope, err := h.Index.ModuleProvenance(r.Context(), ns, name, system, ver)
+	ctx := r.Context()
+	envelope, err := h.Index.ModuleProvenance(ctx, ns, name, system, ver)
 	if err != nil {
 		return err
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	_, err = w.Write(envelope)
-	return err
+	out := apispec.ModuleProvenance{Envelope: envelope}
+	keys, err := h.Index.ModuleProvenanceKeys(ctx, ns, name, system, ver)
+	switch {
+	case err == nil:
+		out.Imported = true
+	case !registry.IsKind(err, registry.NotFound):
+		return err
+	default:
+		all, err := h.Index.ListSigningKeys(ctx, ns)
+		if err != nil {
+			return err
+		}
+		keys = slices.DeleteFunc(all, func(k registry.SigningKey) bool { return !k.Managed })
+	}
+	out.Keys = bundleKeys(keys)
+	return httpjson.Write(w, http.StatusOK, out)
 }
 
 func (h *handler) getModuleVersion(w http.ResponseWriter, r *http.Request) error {

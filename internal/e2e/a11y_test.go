@@ -202,6 +202,22 @@ func TestWebUIAccessibility(t *testing.T) {
 		}
 	}
 
+	// What an air-gap bundle brings with provenance: a module version and
+	// a provider (into the mirror), signed by the exporting Trove's
+	// managed key.
+	exporter := startTrove(t, filepath.Join(t.TempDir(), "exporter"))
+	exportKey, exportToken := setupNamespace(t, exporter)
+	exporter.mustCLI(t, exporter.AdminToken, "key", "generate", namespace)
+	publish(t, exporter, exportToken, packageRelease(t, exportKey, releaseSpec{Version: "2.0.0"}))
+	exporter.mustCLI(t, exportToken, "module", "publish", namespace+"/dns/aws", "1.0.0", writeModuleDir(t, "dns", "1.0.0", ""))
+	bundle := filepath.Join(t.TempDir(), "bundle.tar")
+	exported := exporter.Host + "/" + namespace + "/" + providerType
+	exporter.mustCLI(t, exporter.AdminToken, "bundle", "export", "--output", bundle,
+		"--provider", exported+"@2.0.0", "--module", namespace+"/dns/aws@1.0.0", "--platform", hostPlatform)
+	exporter.stop(t)
+	srv.mustCLI(t, srv.AdminToken, "mirror", "upstream", "set", exporter.Host, "--service-url", "https://127.0.0.1:1/v1/providers/", "--allow", "*/*")
+	srv.mustCLI(t, srv.AdminToken, "bundle", "import", bundle)
+
 	const (
 		modulePath = "/modules/acme/vpc/aws"
 		docPath    = "/providers/acme/example/1.0.0/docs/resources/thing_03"
@@ -225,6 +241,10 @@ func TestWebUIAccessibility(t *testing.T) {
 		{name: "provider with consumers", path: "/providers/acme/example?days=90", signedIn: true, check: checkConsumers},
 		{name: "module with consumers", path: modulePath + "?versions=%3E%3D1.0", signedIn: true, check: checkConsumers},
 		{name: "consumers refused", path: "/providers/acme/example?days=0&versions=%3Cnot%3E", signedIn: true},
+		// Provenance an air-gap bundle carried (the mirror's page needs a
+		// signed-in visitor).
+		{name: "imported module", path: "/modules/acme/dns/aws/1.0.0", check: checkImportedProvenance},
+		{name: "mirrored provider", path: "/mirror/" + exporter.Host + "/acme/example", signedIn: true, check: checkImportedProvenance},
 	}
 	signedIn := false
 	for _, width := range []int{1280, 390} {
@@ -418,5 +438,17 @@ func checkPanel(b *browserTab, width int) {
 	}
 	if len(out) > 0 {
 		b.t.Errorf("at %d px the provider panel spills: %q", width, out)
+	}
+}
+
+// checkImportedProvenance: the provenance section says the statement was
+// signed by the exporting Trove and carried by an air-gap bundle, and
+// that it verified.
+func checkImportedProvenance(b *browserTab, width int) {
+	t := b.t
+	t.Helper()
+	got := b.text("#provenance-h + p")
+	if !strings.Contains(got, "signed by the exporting Trove") || !strings.Contains(got, "carried here by an air-gap bundle") {
+		t.Errorf("at %d px the provenance section says %q", width, got)
 	}
 }

@@ -784,6 +784,10 @@ type mirroredData struct {
 	// Withheld are the versions the mirror holds back or denies, with why.
 	Withheld []withheldVersion
 	MinAge   string // of the rule that allows the provider; "" for none
+	// Provenance is that of the version chosen with ?version= (by
+	// default the newest with provenance), which an air-gap bundle
+	// carried; nil for none.
+	Provenance *provenanceData
 }
 
 type withheldVersion struct {
@@ -797,6 +801,8 @@ type mirroredVersion struct {
 	Held      int
 	Fetched   time.Time
 	KeyID     string
+	// Provenance reports provenance an air-gap bundle carried with it.
+	Provenance bool
 }
 
 func (s *Service) mirroredPage(w http.ResponseWriter, r *http.Request, v *visit) error {
@@ -818,6 +824,8 @@ func (s *Service) mirroredPage(w http.ResponseWriter, r *http.Request, v *visit)
 	d := mirroredData{Host: host, Namespace: ns, Type: typ, Source: host + "/" + ns + "/" + typ,
 		MirrorURL: strings.TrimSuffix(s.opt.PublicURL.String(), "/") + "/v1/mirror/"}
 	registry.SortNewestFirst(vs, func(mv registry.MirroredVersion) string { return mv.Version })
+	selected := r.URL.Query().Get("version")
+	found := selected == ""
 	for _, mv := range vs {
 		m := mirroredVersion{Version: mv.Version, Platforms: len(mv.Platforms), Fetched: mv.PublishedAt, KeyID: mv.SigningKey.KeyID}
 		for _, p := range mv.Platforms {
@@ -825,7 +833,26 @@ func (s *Service) mirroredPage(w http.ResponseWriter, r *http.Request, v *visit)
 				m.Held++
 			}
 		}
+		// Only versions an air-gap bundle brought have provenance.
+		switch _, _, err := s.opt.Index.MirroredProvenance(r.Context(), host, ns, typ, mv.Version); {
+		case err == nil:
+			m.Provenance = true
+			if selected == "" {
+				selected = mv.Version
+			}
+		case !registry.IsKind(err, registry.NotFound):
+			return err
+		}
+		found = found || mv.Version == selected
 		d.Versions = append(d.Versions, m)
+	}
+	if !found {
+		return errNotFound
+	}
+	if selected != "" {
+		if d.Provenance, err = s.mirroredProvenanceOf(r.Context(), host, ns, typ, selected); err != nil {
+			return err
+		}
 	}
 	if s.opt.Holds != nil {
 		// What the mirror holds back is shown when the mirror can say;

@@ -11,11 +11,19 @@ import (
 // (docs/provenance.md): who built it, checked against the namespace's
 // keys as `trove verify` checks it.
 type provenanceData struct {
-	// Verified reports a signature by one of the namespace's keys; Error
-	// says why not.
+	// Verified reports a signature by one of the namespace's keys (of an
+	// Imported version: one of the keys its bundle carried); Error says
+	// why not.
 	Verified bool
-	Error    string
-	KeyID    string
+	// Imported reports provenance an air-gap bundle carried (a module
+	// version it brought, a mirrored provider version): signed by the
+	// exporting Trove's key, verified with the keys the bundle carried.
+	Imported bool
+	// Version is the version the statement is about, shown where a page
+	// lists several (the mirror's).
+	Version string
+	Error   string
+	KeyID   string
 	// Keyless reports a build from CI (a keyless publish); otherwise the
 	// statement names the publisher's token and user.
 	Keyless                                 bool
@@ -41,12 +49,29 @@ func (s *Service) moduleProvenanceOf(ctx context.Context, ns, name, system, vers
 		imported, kerr := s.opt.Index.ModuleProvenanceKeys(ctx, ns, name, system, version)
 		switch {
 		case kerr == nil:
-			keys = imported
+			d, err := s.checkProvenance(ctx, envelope, nil, "/api/v1/namespaces/"+ns+"/modules/"+name+"/"+system+"/versions/"+version+"/provenance", imported)
+			if d != nil {
+				d.Imported = true
+			}
+			return d, err
 		case !registry.IsKind(kerr, registry.NotFound):
 			return nil, kerr
 		}
 	}
 	return s.checkProvenance(ctx, envelope, err, "/api/v1/namespaces/"+ns+"/modules/"+name+"/"+system+"/versions/"+version+"/provenance", keys)
+}
+
+// mirroredProvenanceOf reads and checks the provenance an air-gap bundle
+// carried with a mirrored provider version, against the keys it carried
+// with it; nil for a version without one (what the mirror fetched from
+// upstream).
+func (s *Service) mirroredProvenanceOf(ctx context.Context, host, ns, typ, version string) (*provenanceData, error) {
+	envelope, keys, err := s.opt.Index.MirroredProvenance(ctx, host, ns, typ, version)
+	d, err := s.checkProvenance(ctx, envelope, err, "/api/v1/mirror/providers/"+host+"/"+ns+"/"+typ+"/versions/"+version+"/provenance", keys)
+	if d != nil {
+		d.Imported, d.Version = true, version
+	}
+	return d, err
 }
 
 // checkProvenance checks envelope, read with error readErr, against keys;

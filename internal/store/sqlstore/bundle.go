@@ -297,32 +297,23 @@ func (x *Index) MirroredProvenance(ctx context.Context, host, namespace, typ, ve
 
 // importModule stores one module version in t and recounts its module's
 // summary, or leaves a stored version of the same archive as it is, and
-// reports whether it stored it. The summary row is created if missing
-// and locked first, as CreateModuleVersion does.
+// reports whether it stored it. It locks the module, checks precedence
+// and inserts the version with its provenance and keys through the pieces
+// CreateModuleVersion uses (lockModule, samePrecedenceModule,
+// insertModuleVersion).
 func (x *Index) importModule(ctx context.Context, t tx, v registry.ModuleVersion) (bool, error) {
 	what := fmt.Sprintf("module %s/%s/%s", v.Namespace, v.Name, v.System)
-	_, err := t.exec(ctx, `INSERT INTO modules (namespace, name, system, version_count, latest_version, description, updated_at)
-		VALUES ($1, $2, $3, 0, '', '', $4) ON CONFLICT (namespace, name, system) DO NOTHING`,
-		v.Namespace, v.Name, v.System, x.d.Time(v.PublishedAt))
-	if x.is(err, FailForeignKey) {
-		return false, registry.Errorf(registry.NotFound, "namespace %q not found: create it before importing %s version %s", v.Namespace, what, v.Version)
-	}
-	if err != nil {
+	published := x.d.Time(v.PublishedAt)
+	if err := x.lockModule(ctx, t, v, published); err != nil {
+		if registry.IsKind(err, registry.NotFound) {
+			return false, registry.Errorf(registry.NotFound, "namespace %q not found: create it before importing %s version %s", v.Namespace, what, v.Version)
+		}
 		return false, err
 	}
-	var one int
-	if err := t.row(ctx, `SELECT 1 FROM modules WHERE namespace = $1 AND name = $2 AND system = $3`+x.d.ForUpdate(),
-		v.Namespace, v.Name, v.System).Scan(&one); err != nil {
-		return false, err
-	}
-	core := registry.VersionPrecedence(v.Version)
-	var existing, archive string
-	err = t.row(ctx, `SELECT version, archive_digest FROM module_versions
-		WHERE namespace = $1 AND name = $2 AND system = $3 AND (version = $4 OR substr(version, 1, $5) = $6) LIMIT 1`,
-		v.Namespace, v.Name, v.System, core, len(core)+1, core+"+").Scan(&existing, &archive)
+	existing, archive, err := x.samePrecedenceModule(ctx, t, v)
 	switch {
 	case err == nil && existing == v.Version && archive == v.ArchiveDigest:
-		return false, x.importModuleProvenance(ctx, t, v, false)
+		return false, x.importedModuleProvenance(ctx, t, v)
 	case err == nil && existing == v.Version:
 		return false, registry.Errorf(registry.Conflict, "%s version %s is stored already with another archive (%s, the bundle's is %s); published versions are immutable",
 			what, v.Version, archive, v.ArchiveDigest)
@@ -331,58 +322,34 @@ func (x *Index) importModule(ctx context.Context, t tx, v registry.ModuleVersion
 	case !errors.Is(err, sql.ErrNoRows):
 		return false, err
 	}
-	var metadata any // NULL for nil
-	if v.Metadata != nil {
-		metadata = v.Metadata
-	}
-	if _, err := t.exec(ctx, `INSERT INTO module_versions
-		(namespace, name, system, version, archive_digest, archive_format, archive_size, metadata, description, origin, published_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-		v.Namespace, v.Name, v.System, v.Version, v.ArchiveDigest, v.ArchiveFormat, v.ArchiveSize,
-		metadata, v.Description, v.Origin, x.d.Time(v.PublishedAt)); err != nil {
-		return false, err
-	}
-	if err := x.importModuleProvenance(ctx, t, v, true); err != nil {
+	if err := x.insertModuleVersion(ctx, t, v, published); err != nil {
 		return false, err
 	}
 	return true, x.recountModule(ctx, t, v.Namespace, v.Name, v.System)
 }
 
-// importModuleProvenance stores the provenance a bundle carried with the
-// module version v (stored in t; created says whether just now) and its
-// keys, if any: a version stored with the same envelope keeps it, one
-// stored with another, or without one, is Conflict (its provenance, or
-// its lack of one, came with its publish).
-func (x *Index) importModuleProvenance(ctx context.Context, t tx, v registry.ModuleVersion, created bool) error {
+// importedModuleProvenance checks the provenance a bundle carried with
+// the module version v against the one stored with it already: a version
+// stored with the same envelope keeps it, one stored with another, or
+// without one, is Conflict (its provenance, or its lack of one, came with
+// its publish).
+func (x *Index) importedModuleProvenance(ctx context.Context, t tx, v registry.ModuleVersion) error {
 	if v.Provenance == nil {
 		return nil
 	}
 	what := fmt.Sprintf("module %s/%s/%s version %s", v.Namespace, v.Name, v.System, v.Version)
-	if !created {
-		var envelope string
-		err := t.row(ctx, `SELECT envelope FROM module_provenance WHERE namespace = $1 AND name = $2 AND system = $3 AND version = $4`,
-			v.Namespace, v.Name, v.System, v.Version).Scan(&envelope)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			return registry.Errorf(registry.Conflict, "%s is stored already without provenance; the bundle's carries one: a release's provenance never changes", what)
-		case err != nil:
-			return err
-		case envelope != string(v.Provenance):
-			return registry.Errorf(registry.Conflict, "%s is stored already with another provenance: a release's provenance never changes", what)
-		}
-		return nil
-	}
-	data, err := provenanceKeysJSON(v.ProvenanceKeys)
-	if err != nil {
+	var envelope string
+	err := t.row(ctx, `SELECT envelope FROM module_provenance WHERE namespace = $1 AND name = $2 AND system = $3 AND version = $4`,
+		v.Namespace, v.Name, v.System, v.Version).Scan(&envelope)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return registry.Errorf(registry.Conflict, "%s is stored already without provenance; the bundle's carries one: a release's provenance never changes", what)
+	case err != nil:
 		return err
+	case envelope != string(v.Provenance):
+		return registry.Errorf(registry.Conflict, "%s is stored already with another provenance: a release's provenance never changes", what)
 	}
-	if _, err := t.exec(ctx, `INSERT INTO module_provenance (namespace, name, system, version, envelope) VALUES ($1, $2, $3, $4, $5)`,
-		v.Namespace, v.Name, v.System, v.Version, string(v.Provenance)); err != nil {
-		return err
-	}
-	_, err = t.exec(ctx, `INSERT INTO module_provenance_keys (namespace, name, system, version, keys) VALUES ($1, $2, $3, $4, $5)`,
-		v.Namespace, v.Name, v.System, v.Version, data)
-	return err
+	return nil
 }
 
 // provenanceKeysJSON encodes keys as the keys columns hold them.

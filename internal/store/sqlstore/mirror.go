@@ -47,6 +47,12 @@ var errMirroredExists = registry.Errorf(registry.Conflict, "the mirrored version
 // is written; one stored concurrently (PostgreSQL) makes the insert do
 // nothing, and the transaction is rolled back. Either way, as on any
 // Conflict (a unique violation), the stored version is read back.
+//
+// v's Provenance, with its ProvenanceKeys, is stored with it (as
+// ImportBundle stores them; `trove store copy` copies them so): a version
+// stored already without provenance gains it, one stored with the same
+// envelope keeps it, and one stored with another is a Conflict that is
+// returned, not read back.
 func (x *Index) PutMirroredVersion(ctx context.Context, v registry.MirroredVersion) (registry.MirroredVersion, error) {
 	what := fmt.Sprintf("storing mirrored provider %s/%s/%s version %s", v.Host, v.Namespace, v.Type, v.Version)
 	if len(v.Platforms) == 0 {
@@ -58,24 +64,45 @@ func (x *Index) PutMirroredVersion(ctx context.Context, v registry.MirroredVersi
 	if err := registry.CheckPlatforms(v.ProviderVersion); err != nil {
 		return registry.MirroredVersion{}, err
 	}
+	if (len(v.Provenance) == 0) != (len(v.ProvenanceKeys) == 0) {
+		return registry.MirroredVersion{}, registry.Errorf(registry.Invalid, "%s: provenance comes with the keys that verify it", what)
+	}
+	var provErr error // a provenance Conflict, returned as it is
 	err := x.writeChange(ctx, what, &store.Change{Kind: store.ChangeMirrored, Host: v.Host, Namespace: v.Namespace, Name: v.Type}, func(ctx context.Context, t tx) error {
 		stored, err := t.exists(ctx, `SELECT EXISTS (SELECT 1 FROM mirrored_versions
 			WHERE host = $1 AND namespace = $2 AND type = $3 AND version = $4)`, v.Host, v.Namespace, v.Type, v.Version)
 		if err != nil {
 			return err
 		}
-		if stored {
+		if stored && len(v.Provenance) == 0 {
 			return errMirroredExists
 		}
-		// Its packages are named before they are held: only these two
-		// must be stored (a package is Put before SetMirroredPackage, while
-		// this row keeps it from the collector).
-		if err := x.guardBlobs(ctx, t, v.SHASumsDigest, v.SHASumsSignatureDigest); err != nil {
-			return err
+		if stored {
+			// Provenance names the archives of one release only.
+			var sums string
+			if err := t.row(ctx, `SELECT shasums_digest FROM mirrored_versions
+				WHERE host = $1 AND namespace = $2 AND type = $3 AND version = $4`, v.Host, v.Namespace, v.Type, v.Version).Scan(&sums); err != nil {
+				return err
+			}
+			if sums != v.SHASumsDigest {
+				provErr = registry.Errorf(registry.Conflict, "%s: it is stored already with another SHA256SUMS (%s, not %s); its provenance is not added to another release", what, sums, v.SHASumsDigest)
+				return provErr
+			}
+		} else {
+			// Its packages are named before they are held: only these two
+			// must be stored (a package is Put before SetMirroredPackage, while
+			// this row keeps it from the collector).
+			if err := x.guardBlobs(ctx, t, v.SHASumsDigest, v.SHASumsSignatureDigest); err != nil {
+				return err
+			}
+			if err := x.insertMirrored(ctx, t, notHeld(v)); err != nil { // Conflict when stored concurrently
+				return err
+			}
 		}
-		return x.insertMirrored(ctx, t, notHeld(v)) // Conflict when stored concurrently
+		provErr = x.importMirroredProvenance(ctx, t, v)
+		return provErr
 	})
-	if err != nil && !registry.IsKind(err, registry.Conflict) {
+	if provErr != nil || (err != nil && !registry.IsKind(err, registry.Conflict)) {
 		return registry.MirroredVersion{}, err
 	}
 	stored, gerr := x.GetMirroredVersion(ctx, v.Host, v.Namespace, v.Type, v.Version)

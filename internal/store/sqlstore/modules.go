@@ -28,64 +28,37 @@ func (x *Index) CreateModuleVersion(ctx context.Context, v registry.ModuleVersio
 	if err != nil {
 		return err
 	}
-	var metadata any // NULL for nil
-	if v.Metadata != nil {
-		metadata = v.Metadata
+	if err := checkModuleProvenance(v); err != nil {
+		return err
 	}
 	change := store.Change{Kind: store.ChangeModule, Namespace: v.Namespace, Name: v.Name, System: v.System}
 	return x.writeChange(ctx, what, &change, func(ctx context.Context, t tx) error {
 		if err := x.guardBlobs(ctx, t, v.ArchiveDigest); err != nil {
 			return err
 		}
-		_, err := t.exec(ctx, `INSERT INTO modules (namespace, name, system, version_count, latest_version, description, updated_at)
-			VALUES ($1, $2, $3, 0, '', '', $4) ON CONFLICT (namespace, name, system) DO NOTHING`, v.Namespace, v.Name, v.System, published)
-		if x.is(err, FailForeignKey) {
-			return notFoundNamespace(v.Namespace)
-		}
-		if err != nil {
+		if err := x.lockModule(ctx, t, v, published); err != nil {
 			return err
 		}
 		var count int
 		var latest, description string
 		var updated time.Time
 		if err := t.row(ctx, `SELECT version_count, latest_version, description, updated_at FROM modules
-			WHERE namespace = $1 AND name = $2 AND system = $3`+x.d.ForUpdate(), v.Namespace, v.Name, v.System).
+			WHERE namespace = $1 AND name = $2 AND system = $3`, v.Namespace, v.Name, v.System).
 			Scan(&count, &latest, &description, at(&updated)); err != nil {
 			return err
 		}
 		// A version with the same precedence (equal but for build
 		// metadata) is taken too: the clients could not tell the two apart.
 		// The lock above makes this check and the insert one step.
-		// A range of the primary key (see precedenceRange).
-		core, below := precedenceRange(v.Version)
-		var existing string
-		err = t.row(ctx, `SELECT version FROM module_versions
-			WHERE namespace = $1 AND name = $2 AND system = $3 AND version >= $4 AND version < $5
-			AND (version = $4 OR substr(version, 1, $6) = $7) LIMIT 1`,
-			v.Namespace, v.Name, v.System, core, below, len(core)+1, core+"+").Scan(&existing)
+		existing, _, err := x.samePrecedenceModule(ctx, t, v)
 		switch {
 		case err == nil:
 			return registry.PrecedenceConflict(fmt.Sprintf("module %s/%s/%s", v.Namespace, v.Name, v.System), v.Version, existing)
 		case !errors.Is(err, sql.ErrNoRows):
 			return err
 		}
-		_, err = t.exec(ctx, `INSERT INTO module_versions
-			(namespace, name, system, version, archive_digest, archive_format, archive_size, metadata, description, origin, published_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-			v.Namespace, v.Name, v.System, v.Version, v.ArchiveDigest, v.ArchiveFormat, v.ArchiveSize,
-			metadata, v.Description, v.Origin, published)
-		if x.is(err, FailUnique) {
-			return registry.Errorf(registry.Conflict, "module %s/%s/%s version %s exists already; published versions are immutable",
-				v.Namespace, v.Name, v.System, v.Version)
-		}
-		if err != nil {
+		if err := x.insertModuleVersion(ctx, t, v, published); err != nil {
 			return err
-		}
-		if len(v.Provenance) > 0 {
-			if _, err := t.exec(ctx, `INSERT INTO module_provenance (namespace, name, system, version, envelope) VALUES ($1, $2, $3, $4, $5)`,
-				v.Namespace, v.Name, v.System, v.Version, string(v.Provenance)); err != nil {
-				return err
-			}
 		}
 		if cur, err := version.NewSemver(latest); err != nil || registry.NewerLatestModule(semver, cur) {
 			latest, description = v.Version, v.Description
@@ -98,6 +71,89 @@ func (x *Index) CreateModuleVersion(ctx context.Context, v registry.ModuleVersio
 			count+1, latest, description, x.d.Time(updated), v.Namespace, v.Name, v.System)
 		return err
 	})
+}
+
+// checkModuleProvenance refuses provenance keys without the provenance
+// they verify (Invalid).
+func checkModuleProvenance(v registry.ModuleVersion) error {
+	if len(v.Provenance) == 0 && len(v.ProvenanceKeys) > 0 {
+		return registry.Errorf(registry.Invalid, "module %s/%s/%s version %s: provenance keys come with the provenance they verify", v.Namespace, v.Name, v.System, v.Version)
+	}
+	return nil
+}
+
+// lockModule creates v's module summary row if it is missing and locks
+// it (PostgreSQL; SQLite's write transactions run one at a time), so
+// that the writes of a module's versions run one after the other.
+// NotFound without the namespace. CreateModuleVersion and ImportBundle
+// share it.
+func (x *Index) lockModule(ctx context.Context, t tx, v registry.ModuleVersion, published any) error {
+	_, err := t.exec(ctx, `INSERT INTO modules (namespace, name, system, version_count, latest_version, description, updated_at)
+		VALUES ($1, $2, $3, 0, '', '', $4) ON CONFLICT (namespace, name, system) DO NOTHING`, v.Namespace, v.Name, v.System, published)
+	if x.is(err, FailForeignKey) {
+		return notFoundNamespace(v.Namespace)
+	}
+	if err != nil {
+		return err
+	}
+	var one int
+	return t.row(ctx, `SELECT 1 FROM modules WHERE namespace = $1 AND name = $2 AND system = $3`+x.d.ForUpdate(),
+		v.Namespace, v.Name, v.System).Scan(&one)
+}
+
+// samePrecedenceModule returns the stored version of v's module with
+// v's precedence (equal but for build metadata, or v itself) and its
+// archive digest; sql.ErrNoRows if there is none. It reads a range of
+// the primary key (see precedenceRange). CreateModuleVersion and
+// ImportBundle share it.
+func (x *Index) samePrecedenceModule(ctx context.Context, t tx, v registry.ModuleVersion) (existing, archive string, err error) {
+	core, below := precedenceRange(v.Version)
+	err = t.row(ctx, `SELECT version, archive_digest FROM module_versions
+		WHERE namespace = $1 AND name = $2 AND system = $3 AND version >= $4 AND version < $5
+		AND (version = $4 OR substr(version, 1, $6) = $7) LIMIT 1`,
+		v.Namespace, v.Name, v.System, core, below, len(core)+1, core+"+").Scan(&existing, &archive)
+	return existing, archive, err
+}
+
+// insertModuleVersion inserts v's row, its provenance and the keys that
+// verify that provenance (an imported version's), if any. Conflict if the
+// version exists. The caller holds the module's lock (lockModule) and
+// counts the version into the module's summary. CreateModuleVersion and
+// ImportBundle share it.
+func (x *Index) insertModuleVersion(ctx context.Context, t tx, v registry.ModuleVersion, published any) error {
+	var metadata any // NULL for nil
+	if v.Metadata != nil {
+		metadata = v.Metadata
+	}
+	_, err := t.exec(ctx, `INSERT INTO module_versions
+		(namespace, name, system, version, archive_digest, archive_format, archive_size, metadata, description, origin, published_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+		v.Namespace, v.Name, v.System, v.Version, v.ArchiveDigest, v.ArchiveFormat, v.ArchiveSize,
+		metadata, v.Description, v.Origin, published)
+	if x.is(err, FailUnique) {
+		return registry.Errorf(registry.Conflict, "module %s/%s/%s version %s exists already; published versions are immutable",
+			v.Namespace, v.Name, v.System, v.Version)
+	}
+	if err != nil {
+		return err
+	}
+	if len(v.Provenance) == 0 {
+		return nil
+	}
+	if _, err := t.exec(ctx, `INSERT INTO module_provenance (namespace, name, system, version, envelope) VALUES ($1, $2, $3, $4, $5)`,
+		v.Namespace, v.Name, v.System, v.Version, string(v.Provenance)); err != nil {
+		return err
+	}
+	if len(v.ProvenanceKeys) == 0 {
+		return nil
+	}
+	data, err := provenanceKeysJSON(v.ProvenanceKeys)
+	if err != nil {
+		return err
+	}
+	_, err = t.exec(ctx, `INSERT INTO module_provenance_keys (namespace, name, system, version, keys) VALUES ($1, $2, $3, $4, $5)`,
+		v.Namespace, v.Name, v.System, v.Version, data)
+	return err
 }
 
 // ModuleProvenance returns the provenance envelope stored with a module

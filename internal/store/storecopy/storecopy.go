@@ -30,10 +30,14 @@
 //
 // Tokens are copied as stored: by the hash of their secret, never the
 // secret, with the CI claims of a keyless token. A provider or module
-// version is copied with its signed provenance (docs/provenance.md); a version the
-// target holds already keeps its own (the index never adds provenance to
-// a stored version), and one whose provenance differs from the source's
-// is a Conflict. OAuth authorization codes are not copied: they live for minutes;
+// version is copied with its signed provenance (docs/provenance.md), and a
+// mirrored provider version or a module version that an air-gap bundle
+// brought with the keys that verify it (the exporting Trove's); a
+// provider or module version the target holds already keeps its own (the
+// index never adds provenance to a stored version), a mirrored version the
+// target holds without provenance gains the source's (as a later bundle
+// would add it), and one whose provenance or keys differ from the
+// source's is a Conflict. OAuth authorization codes are not copied: they live for minutes;
 // neither are the records of exchanged CI ID tokens (store.ReplayGuard),
 // which live until those tokens expire, minutes: a copy is made with the
 // source stopped, and the replicas on the target start later. Webhooks
@@ -265,6 +269,18 @@ func read(ctx context.Context, idx store.Index, secrets []string) (*snapshot, er
 	if s.mirrored, err = idx.ListAllMirroredVersions(ctx); err != nil {
 		return nil, err
 	}
+	for i, v := range s.mirrored {
+		// The provenance an air-gap bundle carried, with the exporting
+		// Trove's keys that verify it (ImportBundle stored both).
+		env, keys, err := idx.MirroredProvenance(ctx, v.Host, v.Namespace, v.Type, v.Version)
+		switch {
+		case registry.IsKind(err, registry.NotFound):
+		case err != nil:
+			return nil, err
+		default:
+			s.mirrored[i].Provenance, s.mirrored[i].ProvenanceKeys = env, keys
+		}
+	}
 	if s.upstreams, err = idx.ListMirrorUpstreams(ctx); err != nil {
 		return nil, err
 	}
@@ -348,6 +364,16 @@ func readModules(ctx context.Context, idx store.Index) ([]registry.ModuleVersion
 					return nil, err
 				default:
 					full.Provenance = env
+					// An imported version's provenance is verified by
+					// the exporting Trove's keys, stored with it.
+					keys, err := idx.ModuleProvenanceKeys(ctx, v.Namespace, v.Name, v.System, v.Version)
+					switch {
+					case registry.IsKind(err, registry.NotFound):
+					case err != nil:
+						return nil, err
+					default:
+						full.ProvenanceKeys = keys
+					}
 				}
 				out = append(out, full)
 			}
@@ -401,6 +427,7 @@ type plan struct {
 	modules                        []registry.ModuleVersion
 	mirrored                       []registry.MirroredVersion
 	mirroredHeld                   []registry.MirroredVersion // present, with only the packages the target does not hold
+	mirroredProvenance             []registry.MirroredVersion // present without the provenance the source has
 	upstreams                      []registry.MirrorUpstream  // to put: missing or changed
 	upstreamDeletes                []string                   // hosts only the target has
 	retention                      []registry.RetentionRule   // to put: missing or changed
@@ -515,6 +542,9 @@ func compare(src, dst *snapshot) *plan {
 			return v.Host + "/" + v.Namespace + "/" + v.Type + " " + v.Version
 		}, judgeMirrored)
 	for _, pr := range pairsMV {
+		if len(pr[0].Provenance) > 0 && len(pr[1].Provenance) == 0 {
+			p.mirroredProvenance = append(p.mirroredProvenance, pr[0])
+		}
 		v := pr[0]
 		v.Platforms = slices.DeleteFunc(slices.Clone(v.Platforms), func(sp registry.Platform) bool {
 			dp, _ := pr[1].Platform(sp.OS, sp.Arch)
@@ -734,7 +764,13 @@ func judgeMirrored(s, d registry.MirroredVersion) (verdict, string) {
 	if !slices.EqualFunc(ps, pd, func(a, b registry.Platform) bool { return unheld(a) == unheld(b) }) {
 		return differs, "other platforms"
 	}
+	if v, why := judgeProvenance(s.Provenance, d.Provenance, s.ProvenanceKeys, d.ProvenanceKeys); v == differs {
+		return v, why
+	}
 	v := same
+	if len(s.Provenance) > 0 && len(d.Provenance) == 0 {
+		v = outdated // a bundle brought it to the source after an earlier copy
+	}
 	for i := range ps {
 		switch {
 		case ps[i] == pd[i] || !ps[i].Held():
@@ -770,10 +806,48 @@ func judgeModule(s, d registry.ModuleVersion) (verdict, string) {
 		!bytes.Equal(s.Metadata, d.Metadata) || s.Description != d.Description || s.Origin != d.Origin || !sameTime(s.PublishedAt, d.PublishedAt) {
 		return differs, "another archive or metadata"
 	}
-	if len(s.Provenance) > 0 && len(d.Provenance) > 0 && !bytes.Equal(s.Provenance, d.Provenance) {
-		return differs, "another signed provenance"
+	if v, why := judgeProvenance(s.Provenance, d.Provenance, s.ProvenanceKeys, d.ProvenanceKeys); v == differs {
+		return v, why
+	}
+	if len(s.ProvenanceKeys) > 0 && len(d.Provenance) > 0 && len(d.ProvenanceKeys) == 0 {
+		// A copy by an earlier Trove dropped them: the target would
+		// verify the exporting Trove's signature with its own keys.
+		return differs, "the same provenance without the keys that verify it (an air-gap bundle brought them; delete the version from the target and copy again)"
 	}
 	return same, ""
+}
+
+// judgeProvenance compares the provenance two versions carry: when both
+// have one, another envelope, or the same verified by other keys (an
+// imported version's), differs. A version only one side has provenance
+// for is left to the caller's rule.
+func judgeProvenance(s, d []byte, sk, dk []registry.SigningKey) (verdict, string) {
+	if len(s) == 0 || len(d) == 0 {
+		return same, ""
+	}
+	if !bytes.Equal(s, d) {
+		return differs, "another signed provenance"
+	}
+	if len(sk) > 0 && len(dk) > 0 && !sameProvenanceKeys(sk, dk) {
+		return differs, "the same provenance with other keys that verify it"
+	}
+	return same, ""
+}
+
+// sameProvenanceKeys compares two sets of provenance keys by key ID and
+// public key.
+func sameProvenanceKeys(a, b []registry.SigningKey) bool {
+	key := func(k registry.SigningKey) string { return k.KeyID + "\x00" + k.ASCIIArmor }
+	as, bs := make([]string, len(a)), make([]string, len(b))
+	for i, k := range a {
+		as[i] = key(k)
+	}
+	for i, k := range b {
+		bs[i] = key(k)
+	}
+	slices.Sort(as)
+	slices.Sort(bs)
+	return slices.Equal(as, bs)
 }
 
 func sameEvent(a, b registry.AuditEvent) bool {
@@ -1152,6 +1226,14 @@ func (p *plan) apply(ctx context.Context, idx store.Index, r *Report) error {
 			return err
 		}
 		r.Updated += n
+	}
+	for _, v := range p.mirroredProvenance {
+		// PutMirroredVersion adds the provenance (and its keys) to the
+		// stored version, or refuses another.
+		if _, err := idx.PutMirroredVersion(ctx, v); err != nil {
+			return fmt.Errorf("storing the provenance of mirrored version %s/%s/%s %s: %w", v.Host, v.Namespace, v.Type, v.Version, err)
+		}
+		r.Updated++
 	}
 	r.MirrorUpstreams = Count{len(p.upstreams), len(p.src.upstreams) - len(p.upstreams)}
 	for _, u := range p.upstreams {

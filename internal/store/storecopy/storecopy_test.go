@@ -645,6 +645,21 @@ func TestJudgeProvenance(t *testing.T) {
 			t.Errorf("judgeModule(provenance %q, %q) = %v (%s), want %v", c.src, c.dst, got, why, c.want)
 		}
 	}
+	// A mirrored version the target holds without the provenance a
+	// bundle brought to the source gains it (outdated).
+	for _, c := range []struct {
+		src, dst string
+		want     verdict
+	}{
+		{"", "", same}, {"e", "e", same}, {"e", "", outdated}, {"", "e", same}, {"e", "f", differs},
+	} {
+		mv := func(env string) registry.MirroredVersion {
+			return registry.MirroredVersion{ProviderVersion: registry.ProviderVersion{SHASumsDigest: "s", Provenance: []byte(env)}}
+		}
+		if got, why := judgeMirrored(mv(c.src), mv(c.dst)); got != c.want {
+			t.Errorf("judgeMirrored(provenance %q, %q) = %v (%s), want %v", c.src, c.dst, got, why, c.want)
+		}
+	}
 	other := ciClaims
 	other.Repository = "evil/infra"
 	tok := func(c *registry.CIClaims) registry.Token { return registry.Token{ID: "t", Hash: "h", CI: c} }

@@ -168,6 +168,73 @@ func testBundles(t *testing.T, newIndex func(*testing.T) store.Index) {
 		_, err = x.ImportBundle(ctx, nil, []registry.ModuleVersion{plain})
 		wantKind(t, err, registry.Conflict, "ImportBundle adding provenance to a module stored without")
 	})
+	// trove store copy writes imported provenance through
+	// PutMirroredVersion and CreateModuleVersion, with its keys.
+	t.Run("CopiedProvenance", func(t *testing.T) {
+		x, ctx := newIndex(t), t.Context()
+		createNamespaces(t, x, "acme")
+		envelope := []byte(`{"payloadType":"application/vnd.in-toto+json","payload":"e30=","signatures":[{"keyid":"K","sig":"c2ln"}]}`)
+		keys := []registry.SigningKey{{Namespace: "acme", KeyID: "0123456789ABCDEF", ASCIIArmor: "-----BEGIN PGP PUBLIC KEY BLOCK-----\nA\n"}}
+
+		m := testModuleVersion("acme", "network", "aws", "1.2.0", t0)
+		m.Provenance, m.ProvenanceKeys = envelope, keys
+		mustOK(t, x.CreateModuleVersion(ctx, m), "CreateModuleVersion with provenance keys")
+		gotKeys, err := x.ModuleProvenanceKeys(ctx, "acme", "network", "aws", "1.2.0")
+		mustOK(t, err, "ModuleProvenanceKeys")
+		if len(gotKeys) != 1 || gotKeys[0].KeyID != keys[0].KeyID || gotKeys[0].ASCIIArmor != keys[0].ASCIIArmor {
+			t.Errorf("ModuleProvenanceKeys = %+v, want %+v", gotKeys, keys)
+		}
+		own := testModuleVersion("acme", "network", "aws", "1.3.0", t0)
+		own.Provenance = envelope
+		mustOK(t, x.CreateModuleVersion(ctx, own), "CreateModuleVersion with provenance, no keys")
+		_, err = x.ModuleProvenanceKeys(ctx, "acme", "network", "aws", "1.3.0")
+		wantKind(t, err, registry.NotFound, "ModuleProvenanceKeys of a version published here")
+		bad := testModuleVersion("acme", "network", "aws", "1.4.0", t0)
+		bad.ProvenanceKeys = keys
+		wantKind(t, x.CreateModuleVersion(ctx, bad), registry.Invalid, "CreateModuleVersion with keys and no provenance")
+		_, err = x.GetModuleVersion(ctx, "acme", "network", "aws", "1.4.0")
+		wantKind(t, err, registry.NotFound, "the refused module version")
+
+		a := mirroredVersion(terraformRegistry, "hashicorp", "aws", "5.1.0", 1, t0)
+		a.Provenance, a.ProvenanceKeys = envelope, keys
+		_, err = x.PutMirroredVersion(ctx, a)
+		mustOK(t, err, "PutMirroredVersion with provenance")
+		got, gotKeys, err := x.MirroredProvenance(ctx, a.Host, "hashicorp", "aws", "5.1.0")
+		mustOK(t, err, "MirroredProvenance")
+		if string(got) != string(envelope) || len(gotKeys) != 1 || gotKeys[0].ASCIIArmor != keys[0].ASCIIArmor {
+			t.Errorf("MirroredProvenance = %q %+v, want %q %+v", got, gotKeys, envelope, keys)
+		}
+		_, err = x.PutMirroredVersion(ctx, a)
+		mustOK(t, err, "PutMirroredVersion with the same provenance again")
+		other := a
+		other.Provenance = []byte(`{"other":true}`)
+		_, err = x.PutMirroredVersion(ctx, other)
+		wantKind(t, err, registry.Conflict, "PutMirroredVersion with another provenance")
+		got, _, err = x.MirroredProvenance(ctx, a.Host, "hashicorp", "aws", "5.1.0")
+		mustOK(t, err, "MirroredProvenance after the conflict")
+		if string(got) != string(envelope) {
+			t.Errorf("the provenance changed on a refused put: %q", got)
+		}
+		// A version stored without provenance gains it; another release
+		// of the same version does not.
+		plain := mirroredVersion(terraformRegistry, "hashicorp", "aws", "5.0.0", 1, t0)
+		_, err = x.PutMirroredVersion(ctx, plain)
+		mustOK(t, err, "PutMirroredVersion without provenance")
+		otherRelease := plain
+		otherRelease.SHASumsDigest = a.SHASumsDigest
+		otherRelease.Provenance, otherRelease.ProvenanceKeys = envelope, keys
+		_, err = x.PutMirroredVersion(ctx, otherRelease)
+		wantKind(t, err, registry.Conflict, "PutMirroredVersion adding provenance to another release")
+		plain.Provenance, plain.ProvenanceKeys = envelope, keys
+		_, err = x.PutMirroredVersion(ctx, plain)
+		mustOK(t, err, "PutMirroredVersion adding provenance")
+		_, _, err = x.MirroredProvenance(ctx, a.Host, "hashicorp", "aws", "5.0.0")
+		mustOK(t, err, "MirroredProvenance of a version that gained it")
+		nokeys := mirroredVersion(terraformRegistry, "hashicorp", "aws", "5.3.0", 1, t0)
+		nokeys.Provenance = envelope
+		_, err = x.PutMirroredVersion(ctx, nokeys)
+		wantKind(t, err, registry.Invalid, "PutMirroredVersion of provenance without keys")
+	})
 	t.Run("CompletesAStoredVersion", func(t *testing.T) {
 		x, ctx := newIndex(t), t.Context()
 		// The mirror fetched the version and one package of it; the bundle
