@@ -190,9 +190,40 @@ func precedenceRange(v string) (core, below string) {
 // platformsPerInsert is how many platforms one INSERT stores.
 const platformsPerInsert = 100
 
+// The columns of a provider version, by position: versionColumnNames
+// and versionRow.targets are keyed by these, so that the names and the
+// destinations cannot fall out of step.
+const (
+	vcID = iota
+	vcVersion
+	vcProtocols
+	vcSHASums
+	vcSHASumsSignature
+	vcPublishedAt
+	vcDocsDigest
+	vcDocsSize
+	vcDeprecatedAt
+	vcDeprecationReason
+	vcDeprecationLink
+	vcDeprecatedBy
+	vcRevokedAt
+	vcRevocationReason
+	vcRevokedBy
+	vcCount // the number of columns
+)
+
+// versionColumnNames are the columns of a provider version v.
+var versionColumnNames = [vcCount]string{
+	vcID: "v.id", vcVersion: "v.version", vcProtocols: "v.protocols", vcSHASums: "v.shasums_digest",
+	vcSHASumsSignature: "v.shasums_signature_digest", vcPublishedAt: "v.published_at",
+	vcDocsDigest: "v.docs_digest", vcDocsSize: "v.docs_size",
+	vcDeprecatedAt: "v.deprecated_at", vcDeprecationReason: "v.deprecation_reason", vcDeprecationLink: "v.deprecation_link",
+	vcDeprecatedBy: "v.deprecated_by", vcRevokedAt: "v.revoked_at", vcRevocationReason: "v.revocation_reason",
+	vcRevokedBy: "v.revoked_by",
+}
+
 // versionColumns are the columns versionRow receives, in its order.
-var versionColumns = `v.id, v.version, v.protocols, v.shasums_digest, v.shasums_signature_digest, v.published_at,
-	v.docs_digest, v.docs_size, ` + lifecycleColumns("v.")
+var versionColumns = strings.Join(versionColumnNames[:], ", ")
 
 // keyColumns are the columns keyRow receives, in its order.
 const keyColumns = `k.key_namespace, k.key_id, k.fingerprint, k.ascii_armor, k.created_at, k.expires_at`
@@ -204,9 +235,42 @@ type versionRow struct {
 	lc lifecycleRow
 }
 
+// targets returns the scan destinations of the versionColumns.
 func (r *versionRow) targets(d Dialect) []any {
-	return append([]any{&r.id, &r.v.Version, d.ScanStrings(&r.v.Protocols), &r.v.SHASumsDigest, &r.v.SHASumsSignatureDigest, at(&r.v.PublishedAt),
-		&r.v.DocsDigest, &r.v.DocsSize}, r.lc.targets()...)
+	t := [vcCount]any{
+		vcID: &r.id, vcVersion: &r.v.Version, vcProtocols: d.ScanStrings(&r.v.Protocols), vcSHASums: &r.v.SHASumsDigest,
+		vcSHASumsSignature: &r.v.SHASumsSignatureDigest, vcPublishedAt: at(&r.v.PublishedAt),
+		vcDocsDigest: &r.v.DocsDigest, vcDocsSize: &r.v.DocsSize,
+		vcDeprecatedAt: at(&r.lc.deprecatedAt), vcDeprecationReason: &r.lc.reason, vcDeprecationLink: &r.lc.link,
+		vcDeprecatedBy: &r.lc.deprecatedBy, vcRevokedAt: at(&r.lc.revokedAt), vcRevocationReason: &r.lc.revoked,
+		vcRevokedBy: &r.lc.revBy,
+	}
+	return t[:]
+}
+
+// read decodes the versionColumns of row (a RawRow from the first
+// vcCount columns), its texts through text (flushed by the caller) and
+// its protocols through protocols.
+func (r *versionRow) read(d Dialect, row RawRow, text *rowText, protocols *listInterner) error {
+	list, err := protocols.decode(d, row.Text(vcProtocols))
+	if err != nil {
+		return err
+	}
+	*r = versionRow{id: row.Int64(vcID)}
+	r.v.Protocols = list
+	r.v.PublishedAt = row.Time(vcPublishedAt)
+	r.v.DocsSize = row.Int64(vcDocsSize)
+	r.lc.deprecatedAt, r.lc.revokedAt = row.Time(vcDeprecatedAt), row.Time(vcRevokedAt)
+	text.add(&r.v.Version, row.Text(vcVersion))
+	text.add(&r.v.SHASumsDigest, row.Text(vcSHASums))
+	text.add(&r.v.SHASumsSignatureDigest, row.Text(vcSHASumsSignature))
+	text.add(&r.v.DocsDigest, row.Text(vcDocsDigest))
+	text.add(&r.lc.reason, row.Text(vcDeprecationReason))
+	text.add(&r.lc.link, row.Text(vcDeprecationLink))
+	text.add(&r.lc.deprecatedBy, row.Text(vcDeprecatedBy))
+	text.add(&r.lc.revoked, row.Text(vcRevocationReason))
+	text.add(&r.lc.revBy, row.Text(vcRevokedBy))
+	return nil
 }
 
 func (r *versionRow) decode(namespace, typ string) registry.ProviderVersion {
@@ -315,9 +379,16 @@ func (x *Index) ListProviderVersionSummaries(ctx context.Context, namespace, typ
 // platforms, or NotFound if it has none, in three statements: the
 // versions (one row each), their platforms (one row each, and one row of
 // NULLs for a version without platforms), then the signing keys, each
-// once. The rows are scanned into one set of destinations reused for
-// every row, and the platforms of all versions share one array, so that
-// the allocations are essentially the driver's, a few per column.
+// once.
+//
+// The versions and platforms, tens of thousands of rows for a large
+// provider, are read through the index's RowReader (on PostgreSQL pgx's
+// own rows, not database/sql's Go value per column), each row's texts
+// as parts of one string, into arrays sized once: the version count the
+// providers row holds sizes the versions, and the platforms are
+// collected in fixed-size chunks, then placed in one array that all
+// versions share. A provider's protocol lists are one slice per distinct
+// value, os and arch names one string each.
 //
 // The statements need not share a snapshot: a version is immutable but
 // for its lifecycle columns, a key snapshot row outlives every version
@@ -329,23 +400,30 @@ func (x *Index) ListProviderVersions(ctx context.Context, namespace, typ string)
 	defer cancel()
 	what := fmt.Sprintf("listing the versions of provider %s/%s", namespace, typ)
 
+	// After the versionColumns: the version's key snapshot, then the
+	// provider's version count (the same in every row), a capacity hint.
+	const snapshotColumn, countColumn = vcCount, vcCount + 1
 	var out []registry.ProviderVersion
-	var snapshots []int64      // out[i]'s signing key snapshot
-	index := map[int64]int32{} // version id -> position in out
-	rows, err := x.query(ctx, `SELECT `+versionColumns+`, v.signing_key_snapshot
-		FROM provider_versions v WHERE v.namespace = $1 AND v.type = $2`, namespace, typ)
-	if err != nil {
-		return nil, x.fail(err, what)
-	}
+	var snapshots []int64 // out[i]'s signing key snapshot
+	var index map[int64]int32
 	var vr versionRow
-	var snapshot int64
+	var text rowText
 	var protocols listInterner
-	targets := append(vr.targets(x.d), &snapshot)
-	targets[2] = protocols.dest(x.d, &vr.v.Protocols) // v.protocols, the third of versionColumns
-	err = each(rows, targets, func() {
+	err := x.rows.ReadRows(ctx, `SELECT `+versionColumns+`, v.signing_key_snapshot,
+			(SELECT version_count FROM providers WHERE namespace = $1 AND type = $2)
+		FROM provider_versions v WHERE v.namespace = $1 AND v.type = $2`, []any{namespace, typ}, func(row RawRow) error {
+		if out == nil {
+			n := int(min(max(row.Int64(countColumn), 1), maxListHint))
+			out, snapshots, index = make([]registry.ProviderVersion, 0, n), make([]int64, 0, n), make(map[int64]int32, n)
+		}
+		if err := vr.read(x.d, row, &text, &protocols); err != nil {
+			return err
+		}
+		text.flush()
 		index[vr.id] = int32(len(out))
 		out = append(out, vr.decode(namespace, typ))
-		snapshots = append(snapshots, snapshot)
+		snapshots = append(snapshots, row.Int64(snapshotColumn))
+		return nil
 	})
 	if err != nil {
 		return nil, x.fail(err, what)
@@ -354,37 +432,51 @@ func (x *Index) ListProviderVersions(ctx context.Context, namespace, typ string)
 		return nil, registry.Errorf(registry.NotFound, "provider %s/%s has no versions", namespace, typ)
 	}
 
-	// Each platform row, with the position of its version in out (-1 for
-	// a version the first statement did not see).
+	// Each platform, with the position of its version in out, in chunks
+	// that are never copied.
 	type placed struct {
 		i int32
 		p registry.Platform
 	}
+	var chunks [][]placed
 	seen := make([]bool, len(out))
-	var platforms []placed
-	rows, err = x.query(ctx, `SELECT v.id, `+platformColumns+`
-		FROM provider_versions v LEFT JOIN provider_platforms p ON p.version_id = v.id
-		WHERE v.namespace = $1 AND v.type = $2`, namespace, typ)
-	if err != nil {
-		return nil, x.fail(err, what)
-	}
-	var id int64
-	var pr platformRow
-	var names stringInterner // os and architecture names repeat in every version
 	counts := make([]int32, len(out))
-	err = each(rows, append([]any{&id}, pr.targets()...), func() {
-		i, ok := index[id]
+	total := 0
+	var names stringInterner // os and architecture names repeat in every version
+	const (
+		pcVersion = iota
+		pcOS
+		pcArch
+		pcFilename
+		pcSHA256
+		pcSize
+		pcH1
+	)
+	err = x.rows.ReadRows(ctx, `SELECT v.id, `+platformColumns+`
+		FROM provider_versions v LEFT JOIN provider_platforms p ON p.version_id = v.id
+		WHERE v.namespace = $1 AND v.type = $2`, []any{namespace, typ}, func(row RawRow) error {
+		i, ok := index[row.Int64(pcVersion)]
 		if !ok {
-			return
+			return nil // created after the first statement
 		}
 		seen[i] = true
-		if pr.os.Valid {
-			counts[i]++
-			platforms = append(platforms, placed{i, registry.Platform{
-				OS: names.intern(pr.os.String), Arch: names.intern(pr.arch.String), Filename: pr.filename.String,
-				SHA256: pr.sha256.String, Size: pr.size.Int64, H1: pr.h1.String,
-			}})
+		if row.Null(pcOS) {
+			return nil // a version without platforms
 		}
+		if len(chunks) == 0 || len(chunks[len(chunks)-1]) == cap(chunks[len(chunks)-1]) {
+			chunks = append(chunks, make([]placed, 0, platformChunk))
+		}
+		c := &chunks[len(chunks)-1]
+		*c = append(*c, placed{i: i})
+		p := &(*c)[len(*c)-1].p
+		p.OS, p.Arch, p.Size = names.internBytes(row.Text(pcOS)), names.internBytes(row.Text(pcArch)), row.Int64(pcSize)
+		text.add(&p.Filename, row.Text(pcFilename))
+		text.add(&p.SHA256, row.Text(pcSHA256))
+		text.add(&p.H1, row.Text(pcH1))
+		text.flush()
+		counts[i]++
+		total++
+		return nil
 	})
 	if err != nil {
 		return nil, x.fail(err, what)
@@ -392,16 +484,20 @@ func (x *Index) ListProviderVersions(ctx context.Context, namespace, typ string)
 	// One array holds every version's platforms, each version's part
 	// capped at its length (an append to it copies), in the order of
 	// GetProviderVersion.
-	all := make([]registry.Platform, len(platforms))
+	all := make([]registry.Platform, total)
 	start := make([]int32, len(out)+1)
 	for i, n := range counts {
 		start[i+1] = start[i] + n
 	}
-	next := slices.Clone(start[:len(out)])
-	for _, p := range platforms {
-		all[next[p.i]] = p.p
-		next[p.i]++
+	next := counts // reused: counts are in start now
+	copy(next, start[:len(out)])
+	for _, c := range chunks {
+		for _, p := range c {
+			all[next[p.i]] = p.p
+			next[p.i]++
+		}
 	}
+	chunks = nil
 	kept := 0
 	for i := range out {
 		if !seen[i] {
@@ -420,11 +516,12 @@ func (x *Index) ListProviderVersions(ctx context.Context, namespace, typ string)
 	}
 
 	keys := map[int64]registry.SigningKey{}
-	rows, err = x.query(ctx, `SELECT k.id, `+keyColumns+` FROM signing_key_snapshots k
+	rows, err := x.query(ctx, `SELECT k.id, `+keyColumns+` FROM signing_key_snapshots k
 		WHERE k.id IN (SELECT signing_key_snapshot FROM provider_versions WHERE namespace = $1 AND type = $2)`, namespace, typ)
 	if err != nil {
 		return nil, x.fail(err, what)
 	}
+	var id int64
 	var k registry.SigningKey
 	err = each(rows, append([]any{&id}, keyTargets(&k)...), func() { keys[id] = k })
 	if err != nil {
@@ -435,6 +532,14 @@ func (x *Index) ListProviderVersions(ctx context.Context, namespace, typ string)
 	}
 	return out, nil
 }
+
+// maxListHint bounds the capacity ListProviderVersions takes from the
+// version count of the providers row, a hint it does not trust further.
+const maxListHint = 1 << 20
+
+// platformChunk is how many platforms one chunk of ListProviderVersions
+// holds (about 100 KiB).
+const platformChunk = 1024
 
 // ListProviders returns the providers of a namespace ordered by type, in
 // one statement: a namespace without providers yields one row of NULLs.
