@@ -383,8 +383,9 @@ func (x *Index) ListProviderVersionSummaries(ctx context.Context, namespace, typ
 //
 // The versions and platforms, tens of thousands of rows for a large
 // provider, are read through the index's RowReader (on PostgreSQL pgx's
-// own rows, not database/sql's Go value per column), each row's texts
-// as parts of one string, into arrays sized once: the version count the
+// own rows, not database/sql's Go value per column), each version's texts
+// as parts of one string and the platforms' of one string per 32 KiB,
+// into arrays sized once: the version count the
 // providers row holds sizes the versions, and the platforms are
 // collected in fixed-size chunks, then placed in one array that all
 // versions share. A provider's protocol lists are one slice per distinct
@@ -443,6 +444,7 @@ func (x *Index) ListProviderVersions(ctx context.Context, namespace, typ string)
 	counts := make([]int32, len(out))
 	total := 0
 	var names stringInterner // os and architecture names repeat in every version
+	var ptext rowText
 	const (
 		pcVersion = iota
 		pcOS
@@ -470,10 +472,14 @@ func (x *Index) ListProviderVersions(ctx context.Context, namespace, typ string)
 		*c = append(*c, placed{i: i})
 		p := &(*c)[len(*c)-1].p
 		p.OS, p.Arch, p.Size = names.internBytes(row.Text(pcOS)), names.internBytes(row.Text(pcArch)), row.Int64(pcSize)
-		text.add(&p.Filename, row.Text(pcFilename))
-		text.add(&p.SHA256, row.Text(pcSHA256))
-		text.add(&p.H1, row.Text(pcH1))
-		text.flush()
+		// The chunks never move: their texts are made strings a batch
+		// of rows at a time.
+		ptext.add(&p.Filename, row.Text(pcFilename))
+		ptext.add(&p.SHA256, row.Text(pcSHA256))
+		ptext.add(&p.H1, row.Text(pcH1))
+		if len(ptext.buf) >= textBatch {
+			ptext.flush()
+		}
 		counts[i]++
 		total++
 		return nil
@@ -481,6 +487,7 @@ func (x *Index) ListProviderVersions(ctx context.Context, namespace, typ string)
 	if err != nil {
 		return nil, x.fail(err, what)
 	}
+	ptext.flush()
 	// One array holds every version's platforms, each version's part
 	// capped at its length (an append to it copies), in the order of
 	// GetProviderVersion.
@@ -536,6 +543,11 @@ func (x *Index) ListProviderVersions(ctx context.Context, namespace, typ string)
 // maxListHint bounds the capacity ListProviderVersions takes from the
 // version count of the providers row, a hint it does not trust further.
 const maxListHint = 1 << 20
+
+// textBatch is about how many bytes of the platforms' texts
+// ListProviderVersions makes one string of: a platform kept after the list
+// is dropped keeps its batch in memory.
+const textBatch = 32 << 10
 
 // platformChunk is how many platforms one chunk of ListProviderVersions
 // holds (about 100 KiB).

@@ -135,9 +135,10 @@ func (r *sqlRow) Text(i int) []byte {
 	return nil
 }
 
-// rowText gives the text columns of one row strings that share one
-// allocation: add records where each goes, flush makes the one string
-// and assigns each its part.
+// rowText gives the text columns of one or more rows strings that share
+// one allocation: add records where each goes, flush makes the one string
+// and assigns each its part. The destinations must not move before the
+// flush.
 type rowText struct {
 	buf   []byte
 	dsts  []*string
