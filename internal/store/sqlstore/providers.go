@@ -248,28 +248,33 @@ func (r *versionRow) targets(d Dialect) []any {
 	return t[:]
 }
 
-// read decodes the versionColumns of row (a RawRow from the first
-// vcCount columns), its texts through text (flushed by the caller) and
-// its protocols through protocols.
-func (r *versionRow) read(d Dialect, row RawRow, text *rowText, protocols *listInterner) error {
+// readVersion decodes the versionColumns of row (a RawRow whose first
+// vcCount columns they are) into *v, a version of namespace/typ, its texts
+// through text (which the caller flushes before *v moves) and its
+// protocols through protocols. As versionRow.decode, a deprecation or
+// revocation is nil where its time is NULL.
+func readVersion(d Dialect, row RawRow, v *registry.ProviderVersion, namespace, typ string, text *rowText, protocols *listInterner) error {
 	list, err := protocols.decode(d, row.Text(vcProtocols))
 	if err != nil {
 		return err
 	}
-	*r = versionRow{id: row.Int64(vcID)}
-	r.v.Protocols = list
-	r.v.PublishedAt = row.Time(vcPublishedAt)
-	r.v.DocsSize = row.Int64(vcDocsSize)
-	r.lc.deprecatedAt, r.lc.revokedAt = row.Time(vcDeprecatedAt), row.Time(vcRevokedAt)
-	text.add(&r.v.Version, row.Text(vcVersion))
-	text.add(&r.v.SHASumsDigest, row.Text(vcSHASums))
-	text.add(&r.v.SHASumsSignatureDigest, row.Text(vcSHASumsSignature))
-	text.add(&r.v.DocsDigest, row.Text(vcDocsDigest))
-	text.add(&r.lc.reason, row.Text(vcDeprecationReason))
-	text.add(&r.lc.link, row.Text(vcDeprecationLink))
-	text.add(&r.lc.deprecatedBy, row.Text(vcDeprecatedBy))
-	text.add(&r.lc.revoked, row.Text(vcRevocationReason))
-	text.add(&r.lc.revBy, row.Text(vcRevokedBy))
+	*v = registry.ProviderVersion{Namespace: namespace, Type: typ, Protocols: list, PublishedAt: row.Time(vcPublishedAt),
+		DocsSize: row.Int64(vcDocsSize)}
+	text.add(&v.Version, row.Text(vcVersion))
+	text.add(&v.SHASumsDigest, row.Text(vcSHASums))
+	text.add(&v.SHASumsSignatureDigest, row.Text(vcSHASumsSignature))
+	text.add(&v.DocsDigest, row.Text(vcDocsDigest))
+	if at := row.Time(vcDeprecatedAt); !at.IsZero() {
+		v.Deprecation = &registry.Deprecation{At: at}
+		text.add(&v.Deprecation.Reason, row.Text(vcDeprecationReason))
+		text.add(&v.Deprecation.Link, row.Text(vcDeprecationLink))
+		text.add(&v.Deprecation.By, row.Text(vcDeprecatedBy))
+	}
+	if at := row.Time(vcRevokedAt); !at.IsZero() {
+		v.Revocation = &registry.Revocation{At: at}
+		text.add(&v.Revocation.Reason, row.Text(vcRevocationReason))
+		text.add(&v.Revocation.By, row.Text(vcRevokedBy))
+	}
 	return nil
 }
 
@@ -383,13 +388,13 @@ func (x *Index) ListProviderVersionSummaries(ctx context.Context, namespace, typ
 //
 // The versions and platforms, tens of thousands of rows for a large
 // provider, are read through the index's RowReader (on PostgreSQL pgx's
-// own rows, not database/sql's Go value per column), each version's texts
-// as parts of one string and the platforms' of one string per 32 KiB,
-// into arrays sized once: the version count the
-// providers row holds sizes the versions, and the platforms are
-// collected in fixed-size chunks, then placed in one array that all
-// versions share. A provider's protocol lists are one slice per distinct
-// value, os and arch names one string each.
+// own rows, not database/sql's Go value per column) into arrays sized or
+// chunked once, their texts parts of one string per 32 KiB: the version
+// count of the providers row sizes the versions; the platforms are kept
+// in chunks that never move (see platformSet), each version's a part of
+// one. A provider's protocol lists are one slice per distinct value, os
+// and arch names one string each. So a list allocates a few times per
+// 32 KiB of text and per thousand platforms, not per row or column.
 //
 // The statements need not share a snapshot: a version is immutable but
 // for its lifecycle columns, a key snapshot row outlives every version
@@ -407,7 +412,6 @@ func (x *Index) ListProviderVersions(ctx context.Context, namespace, typ string)
 	var out []registry.ProviderVersion
 	var snapshots []int64 // out[i]'s signing key snapshot
 	var index map[int64]int32
-	var vr versionRow
 	var text rowText
 	var protocols listInterner
 	err := x.rows.ReadRows(ctx, `SELECT `+versionColumns+`, v.signing_key_snapshot,
@@ -417,15 +421,18 @@ func (x *Index) ListProviderVersions(ctx context.Context, namespace, typ string)
 			n := int(min(max(row.Int64(countColumn), 1), maxListHint))
 			out, snapshots, index = make([]registry.ProviderVersion, 0, n), make([]int64, 0, n), make(map[int64]int32, n)
 		}
-		if err := vr.read(x.d, row, &text, &protocols); err != nil {
+		if len(out) == cap(out) {
+			text.flush() // the append moves the versions
+		}
+		index[row.Int64(vcID)] = int32(len(out))
+		out = append(out, registry.ProviderVersion{})
+		if err := readVersion(x.d, row, &out[len(out)-1], namespace, typ, &text, &protocols); err != nil {
 			return err
 		}
-		text.flush()
-		index[vr.id] = int32(len(out))
-		out = append(out, vr.decode(namespace, typ))
 		snapshots = append(snapshots, row.Int64(snapshotColumn))
 		return nil
 	})
+	text.flush()
 	if err != nil {
 		return nil, x.fail(err, what)
 	}
@@ -433,18 +440,9 @@ func (x *Index) ListProviderVersions(ctx context.Context, namespace, typ string)
 		return nil, registry.Errorf(registry.NotFound, "provider %s/%s has no versions", namespace, typ)
 	}
 
-	// Each platform, with the position of its version in out, in chunks
-	// that are never copied.
-	type placed struct {
-		i int32
-		p registry.Platform
-	}
-	var chunks [][]placed
 	seen := make([]bool, len(out))
-	counts := make([]int32, len(out))
-	total := 0
+	platforms := newPlatformSet(len(out), platformChunk)
 	var names stringInterner // os and architecture names repeat in every version
-	var ptext rowText
 	const (
 		pcVersion = iota
 		pcOS
@@ -462,57 +460,24 @@ func (x *Index) ListProviderVersions(ctx context.Context, namespace, typ string)
 			return nil // created after the first statement
 		}
 		seen[i] = true
-		if row.Null(pcOS) {
-			return nil // a version without platforms
+		if !row.Null(pcOS) { // else a version without platforms
+			platforms.add(i, names.internBytes(row.Text(pcOS)), names.internBytes(row.Text(pcArch)), row.Int64(pcSize),
+				row.Text(pcFilename), row.Text(pcSHA256), row.Text(pcH1))
 		}
-		if len(chunks) == 0 || len(chunks[len(chunks)-1]) == cap(chunks[len(chunks)-1]) {
-			chunks = append(chunks, make([]placed, 0, platformChunk))
-		}
-		c := &chunks[len(chunks)-1]
-		*c = append(*c, placed{i: i})
-		p := &(*c)[len(*c)-1].p
-		p.OS, p.Arch, p.Size = names.internBytes(row.Text(pcOS)), names.internBytes(row.Text(pcArch)), row.Int64(pcSize)
-		// The chunks never move: their texts are made strings a batch
-		// of rows at a time.
-		ptext.add(&p.Filename, row.Text(pcFilename))
-		ptext.add(&p.SHA256, row.Text(pcSHA256))
-		ptext.add(&p.H1, row.Text(pcH1))
-		if len(ptext.buf) >= textBatch {
-			ptext.flush()
-		}
-		counts[i]++
-		total++
 		return nil
 	})
 	if err != nil {
 		return nil, x.fail(err, what)
 	}
-	ptext.flush()
-	// One array holds every version's platforms, each version's part
-	// capped at its length (an append to it copies), in the order of
-	// GetProviderVersion.
-	all := make([]registry.Platform, total)
-	start := make([]int32, len(out)+1)
-	for i, n := range counts {
-		start[i+1] = start[i] + n
-	}
-	next := counts // reused: counts are in start now
-	copy(next, start[:len(out)])
-	for _, c := range chunks {
-		for _, p := range c {
-			all[next[p.i]] = p.p
-			next[p.i]++
-		}
-	}
-	chunks = nil
+	platforms.finish()
 	kept := 0
 	for i := range out {
 		if !seen[i] {
 			continue // deleted after the first statement
 		}
-		if a, b := start[i], start[i+1]; b > a {
-			out[i].Platforms = all[a:b:b]
-			sortPlatforms(out[i].Platforms)
+		if ps := platforms.of(i); len(ps) > 0 {
+			out[i].Platforms = ps
+			sortPlatforms(ps) // in the order of GetProviderVersion
 		}
 		out[kept], snapshots[kept] = out[i], snapshots[i]
 		kept++
@@ -540,13 +505,115 @@ func (x *Index) ListProviderVersions(ctx context.Context, namespace, typ string)
 	return out, nil
 }
 
+// platformSet collects the platforms of a list of versions (add), then
+// hands each version its own (finish, of). The platforms are kept in
+// chunks that never move, each with the position of its version in the
+// list (owners, in chunks alike). While each version's platforms come one
+// after the other (as the plans read them: a version, then its
+// platforms), they are one run of a chunk, and the version's platforms
+// are that run; otherwise (contiguous false) finish places them in one
+// array. Either way each version's slice is capped at its length (an
+// append to it copies).
+type platformSet struct {
+	chunk      int // platforms per chunk
+	chunks     [][]registry.Platform
+	owners     [][]int32 // the version of each platform, -1 for a moved one
+	counts     []int32   // the number of platforms of each version
+	first      []int     // where each version's platforms start: chunk*chunkSize+offset, or an offset in all
+	all        []registry.Platform
+	last       int32 // the version of the last platform added
+	contiguous bool
+	text       rowText
+}
+
+func newPlatformSet(versions, chunk int) *platformSet {
+	return &platformSet{chunk: chunk, counts: make([]int32, versions), first: make([]int, versions), last: -1, contiguous: true}
+}
+
+// add adds a platform of version i; its texts are copied.
+func (s *platformSet) add(i int32, os, arch string, size int64, filename, sha256, h1 []byte) {
+	run := s.counts[i] > 0 && s.last == i // the platform continues i's run
+	if s.counts[i] > 0 && !run {
+		s.contiguous = false
+	}
+	if len(s.chunks) == 0 || len(s.chunks[len(s.chunks)-1]) == s.chunk {
+		s.chunks = append(s.chunks, make([]registry.Platform, 0, s.chunk))
+		s.owners = append(s.owners, make([]int32, 0, s.chunk))
+		c := len(s.chunks) - 1
+		if n := int(s.counts[i]); run && s.contiguous && n < s.chunk/2 {
+			// Move the run to the new chunk, its texts assigned first.
+			s.text.flush()
+			from := len(s.chunks[c-1]) - n
+			s.chunks[c] = append(s.chunks[c], s.chunks[c-1][from:]...)
+			s.owners[c] = append(s.owners[c], s.owners[c-1][from:]...)
+			for j := range s.owners[c-1][from:] {
+				s.owners[c-1][from+j] = -1
+			}
+			s.first[i] = c * s.chunk
+		} else if run {
+			s.contiguous = false
+		}
+	}
+	c := len(s.chunks) - 1
+	if s.counts[i] == 0 {
+		s.first[i] = c*s.chunk + len(s.chunks[c])
+	}
+	s.chunks[c] = append(s.chunks[c], registry.Platform{OS: os, Arch: arch, Size: size})
+	s.owners[c] = append(s.owners[c], i)
+	// The chunks never move: their texts are made strings a batch of
+	// platforms at a time.
+	p := &s.chunks[c][len(s.chunks[c])-1]
+	s.text.add(&p.Filename, filename)
+	s.text.add(&p.SHA256, sha256)
+	s.text.add(&p.H1, h1)
+	s.counts[i]++
+	s.last = i
+}
+
+// finish ends the adding.
+func (s *platformSet) finish() {
+	s.text.flush()
+	if s.contiguous {
+		return
+	}
+	next := 0
+	for i, n := range s.counts {
+		s.first[i], next = next, next+int(n)
+	}
+	s.all = make([]registry.Platform, next)
+	pos := slices.Clone(s.first)
+	for c, chunk := range s.chunks {
+		for j, p := range chunk {
+			if i := s.owners[c][j]; i >= 0 {
+				s.all[pos[i]] = p
+				pos[i]++
+			}
+		}
+	}
+	s.chunks, s.owners = nil, nil
+}
+
+// of returns the platforms of version i, after finish.
+func (s *platformSet) of(i int) []registry.Platform {
+	n := int(s.counts[i])
+	if n == 0 {
+		return nil
+	}
+	if !s.contiguous {
+		a := s.first[i]
+		return s.all[a : a+n : a+n]
+	}
+	c, off := s.first[i]/s.chunk, s.first[i]%s.chunk
+	return s.chunks[c][off : off+n : off+n]
+}
+
 // maxListHint bounds the capacity ListProviderVersions takes from the
 // version count of the providers row, a hint it does not trust further.
 const maxListHint = 1 << 20
 
-// textBatch is about how many bytes of the platforms' texts
-// ListProviderVersions makes one string of: a platform kept after the list
-// is dropped keeps its batch in memory.
+// textBatch is how many bytes of texts ListProviderVersions makes one
+// string of at most (the largest size class of Go's allocator): a version
+// or platform kept after the list is dropped keeps its batch in memory.
 const textBatch = 32 << 10
 
 // platformChunk is how many platforms one chunk of ListProviderVersions

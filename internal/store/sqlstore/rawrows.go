@@ -151,6 +151,9 @@ func (t *rowText) add(dst *string, text []byte) {
 		*dst = ""
 		return
 	}
+	if len(t.buf)+len(text) > textBatch && len(t.buf) > 0 {
+		t.flush() // strings of at most textBatch bytes (a size class) where the texts allow
+	}
 	start := len(t.buf)
 	t.buf = append(t.buf, text...)
 	t.dsts = append(t.dsts, dst)
