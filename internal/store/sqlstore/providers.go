@@ -515,20 +515,33 @@ func (x *Index) ListProviderVersions(ctx context.Context, namespace, typ string)
 // array. Either way each version's slice is capped at its length (an
 // append to it copies).
 type platformSet struct {
-	chunk      int // platforms per chunk
+	chunk      int // platforms per chunk but the first
+	firstChunk int // platforms of the first chunk: a small list needs no more
 	chunks     [][]registry.Platform
 	owners     [][]int32 // the version of each platform, -1 for a moved one
 	counts     []int32   // the number of platforms of each version
-	first      []int     // where each version's platforms start: chunk*chunkSize+offset, or an offset in all
+	first      []place   // where each version's platforms start
 	all        []registry.Platform
 	last       int32 // the version of the last platform added
 	contiguous bool
 	text       rowText
 }
 
+// place is where a version's platforms start: chunk c at offset off, or
+// (after finish, when not contiguous) offset off of all.
+type place struct{ c, off int32 }
+
+// newPlatformSet returns the set for the platforms of versions versions,
+// kept in chunks of chunk platforms, the first one smaller for a few
+// versions (platformsPerVersionHint each).
 func newPlatformSet(versions, chunk int) *platformSet {
-	return &platformSet{chunk: chunk, counts: make([]int32, versions), first: make([]int, versions), last: -1, contiguous: true}
+	return &platformSet{chunk: chunk, firstChunk: min(chunk, max(versions*platformsPerVersionHint, 1)),
+		counts: make([]int32, versions), first: make([]place, versions), last: -1, contiguous: true}
 }
+
+// platformsPerVersionHint sizes the first chunk of a platformSet: most
+// providers build for a few platforms.
+const platformsPerVersionHint = 8
 
 // add adds a platform of version i; its texts are copied.
 func (s *platformSet) add(i int32, os, arch string, size int64, filename, sha256, h1 []byte) {
@@ -536,9 +549,13 @@ func (s *platformSet) add(i int32, os, arch string, size int64, filename, sha256
 	if s.counts[i] > 0 && !run {
 		s.contiguous = false
 	}
-	if len(s.chunks) == 0 || len(s.chunks[len(s.chunks)-1]) == s.chunk {
-		s.chunks = append(s.chunks, make([]registry.Platform, 0, s.chunk))
-		s.owners = append(s.owners, make([]int32, 0, s.chunk))
+	if len(s.chunks) == 0 || len(s.chunks[len(s.chunks)-1]) == cap(s.chunks[len(s.chunks)-1]) {
+		size := s.chunk
+		if len(s.chunks) == 0 {
+			size = s.firstChunk
+		}
+		s.chunks = append(s.chunks, make([]registry.Platform, 0, size))
+		s.owners = append(s.owners, make([]int32, 0, size))
 		c := len(s.chunks) - 1
 		if n := int(s.counts[i]); run && s.contiguous && n < s.chunk/2 {
 			// Move the run to the new chunk, its texts assigned first.
@@ -549,14 +566,14 @@ func (s *platformSet) add(i int32, os, arch string, size int64, filename, sha256
 			for j := range s.owners[c-1][from:] {
 				s.owners[c-1][from+j] = -1
 			}
-			s.first[i] = c * s.chunk
+			s.first[i] = place{int32(c), 0}
 		} else if run {
 			s.contiguous = false
 		}
 	}
 	c := len(s.chunks) - 1
 	if s.counts[i] == 0 {
-		s.first[i] = c*s.chunk + len(s.chunks[c])
+		s.first[i] = place{int32(c), int32(len(s.chunks[c]))}
 	}
 	s.chunks[c] = append(s.chunks[c], registry.Platform{OS: os, Arch: arch, Size: size})
 	s.owners[c] = append(s.owners[c], i)
@@ -576,12 +593,12 @@ func (s *platformSet) finish() {
 	if s.contiguous {
 		return
 	}
-	next := 0
+	next := int32(0)
+	pos := make([]int32, len(s.counts))
 	for i, n := range s.counts {
-		s.first[i], next = next, next+int(n)
+		s.first[i], pos[i], next = place{-1, next}, next, next+n
 	}
 	s.all = make([]registry.Platform, next)
-	pos := slices.Clone(s.first)
 	for c, chunk := range s.chunks {
 		for j, p := range chunk {
 			if i := s.owners[c][j]; i >= 0 {
@@ -599,12 +616,11 @@ func (s *platformSet) of(i int) []registry.Platform {
 	if n == 0 {
 		return nil
 	}
+	off := int(s.first[i].off)
 	if !s.contiguous {
-		a := s.first[i]
-		return s.all[a : a+n : a+n]
+		return s.all[off : off+n : off+n]
 	}
-	c, off := s.first[i]/s.chunk, s.first[i]%s.chunk
-	return s.chunks[c][off : off+n : off+n]
+	return s.chunks[s.first[i].c][off : off+n : off+n]
 }
 
 // maxListHint bounds the capacity ListProviderVersions takes from the
