@@ -441,8 +441,8 @@ func (x *Index) ListProviderVersions(ctx context.Context, namespace, typ string)
 	}
 
 	seen := make([]bool, len(out))
-	platforms := newPlatformSet(len(out), platformChunk)
-	var names stringInterner // os and architecture names repeat in every version
+	platforms := newPlatformSet(len(out), platformChunk, &text) // its buffers, empty again, serve the platforms
+	var names stringInterner                                    // os and architecture names repeat in every version
 	const (
 		pcVersion = iota
 		pcOS
@@ -524,7 +524,7 @@ type platformSet struct {
 	all        []registry.Platform
 	last       int32 // the version of the last platform added
 	contiguous bool
-	text       rowText
+	text       *rowText
 }
 
 // place is where a version's platforms start: chunk c at offset off, or
@@ -533,9 +533,10 @@ type place struct{ c, off int32 }
 
 // newPlatformSet returns the set for the platforms of versions versions,
 // kept in chunks of chunk platforms, the first one smaller for a few
-// versions (platformsPerVersionHint each).
-func newPlatformSet(versions, chunk int) *platformSet {
-	return &platformSet{chunk: chunk, firstChunk: min(chunk, max(versions*platformsPerVersionHint, 1)),
+// versions (platformsPerVersionHint each), their texts made strings
+// through text (flushed by finish).
+func newPlatformSet(versions, chunk int, text *rowText) *platformSet {
+	return &platformSet{chunk: chunk, text: text, firstChunk: min(chunk, max(versions*platformsPerVersionHint, 1)),
 		counts: make([]int32, versions), first: make([]place, versions), last: -1, contiguous: true}
 }
 

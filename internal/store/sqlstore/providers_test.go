@@ -62,7 +62,7 @@ func TestPlatformSet(t *testing.T) {
 					}
 				}
 			}
-			s := newPlatformSet(versions, tc.chunk)
+			s := newPlatformSet(versions, tc.chunk, &rowText{})
 			for _, r := range rows {
 				s.add(r.i, r.p.OS, r.p.Arch, r.p.Size, []byte(r.p.Filename), []byte(r.p.SHA256), []byte(r.p.H1))
 			}

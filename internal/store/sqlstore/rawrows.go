@@ -141,8 +141,13 @@ func (r *sqlRow) Text(i int) []byte {
 // flush.
 type rowText struct {
 	buf   []byte
-	dsts  []*string
-	spans [][2]int
+	parts []textPart
+}
+
+// textPart is where a text of a rowText goes: buf[start:end] to *dst.
+type textPart struct {
+	dst        *string
+	start, end int32
 }
 
 // add assigns text to *dst at the next flush.
@@ -156,20 +161,20 @@ func (t *rowText) add(dst *string, text []byte) {
 	}
 	start := len(t.buf)
 	t.buf = append(t.buf, text...)
-	t.dsts = append(t.dsts, dst)
-	t.spans = append(t.spans, [2]int{start, len(t.buf)})
+	t.parts = append(t.parts, textPart{dst, int32(start), int32(len(t.buf))})
 }
 
 // flush assigns the texts added since the last flush.
 func (t *rowText) flush() {
-	if len(t.dsts) == 0 {
+	if len(t.parts) == 0 {
 		return
 	}
 	s := string(t.buf)
-	for i, dst := range t.dsts {
-		*dst = s[t.spans[i][0]:t.spans[i][1]]
+	for _, p := range t.parts {
+		*p.dst = s[p.start:p.end]
 	}
-	t.buf, t.dsts, t.spans = t.buf[:0], t.dsts[:0], t.spans[:0]
+	clear(t.parts) // no pointers kept
+	t.buf, t.parts = t.buf[:0], t.parts[:0]
 }
 
 // internBytes is intern for the bytes of a string: no allocation when
