@@ -132,7 +132,8 @@ func BenchmarkGrowth(b *testing.B) {
 // A query with a rangeCond must show it as an index condition: a range
 // of the index, not a filter over every entry of the provider.
 var hotQueries = []struct{ name, sql, rangeCond string }{
-	{"versions list", `SELECT v.id, v.version, v.protocols, v.published_at, v.signing_key_snapshot
+	{"versions list", `SELECT v.id, v.version, v.protocols, v.published_at, v.signing_key_snapshot,
+			(SELECT version_count FROM providers WHERE namespace = $1 AND type = $2)
 		FROM provider_versions v WHERE v.namespace = $1 AND v.type = $2`, ""},
 	{"versions list: platforms", `SELECT v.id, p.os, p.arch, p.filename, p.sha256, p.size, p.h1
 		FROM provider_versions v LEFT JOIN provider_platforms p ON p.version_id = v.id

@@ -176,7 +176,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Index, error) {
 	gone.pool.Store(pool)
 	closing, cancel := context.WithCancel(context.Background())
 	x := &Index{
-		Index:   sqlstore.New(stdlib.OpenDBFromPool(pool), dialect{}, sqlstore.Options{Timeout: o.timeout}),
+		Index:   sqlstore.New(stdlib.OpenDBFromPool(pool), dialect{}, sqlstore.Options{Timeout: o.timeout, Rows: rowReader{pool}}),
 		pool:    pool,
 		listen:  cfg.ConnConfig.Copy(),
 		timeout: o.timeout,

@@ -190,9 +190,40 @@ func precedenceRange(v string) (core, below string) {
 // platformsPerInsert is how many platforms one INSERT stores.
 const platformsPerInsert = 100
 
+// The columns of a provider version, by position: versionColumnNames
+// and versionRow.targets are keyed by these, so that the names and the
+// destinations cannot fall out of step.
+const (
+	vcID = iota
+	vcVersion
+	vcProtocols
+	vcSHASums
+	vcSHASumsSignature
+	vcPublishedAt
+	vcDocsDigest
+	vcDocsSize
+	vcDeprecatedAt
+	vcDeprecationReason
+	vcDeprecationLink
+	vcDeprecatedBy
+	vcRevokedAt
+	vcRevocationReason
+	vcRevokedBy
+	vcCount // the number of columns
+)
+
+// versionColumnNames are the columns of a provider version v.
+var versionColumnNames = [vcCount]string{
+	vcID: "v.id", vcVersion: "v.version", vcProtocols: "v.protocols", vcSHASums: "v.shasums_digest",
+	vcSHASumsSignature: "v.shasums_signature_digest", vcPublishedAt: "v.published_at",
+	vcDocsDigest: "v.docs_digest", vcDocsSize: "v.docs_size",
+	vcDeprecatedAt: "v.deprecated_at", vcDeprecationReason: "v.deprecation_reason", vcDeprecationLink: "v.deprecation_link",
+	vcDeprecatedBy: "v.deprecated_by", vcRevokedAt: "v.revoked_at", vcRevocationReason: "v.revocation_reason",
+	vcRevokedBy: "v.revoked_by",
+}
+
 // versionColumns are the columns versionRow receives, in its order.
-var versionColumns = `v.id, v.version, v.protocols, v.shasums_digest, v.shasums_signature_digest, v.published_at,
-	v.docs_digest, v.docs_size, ` + lifecycleColumns("v.")
+var versionColumns = strings.Join(versionColumnNames[:], ", ")
 
 // keyColumns are the columns keyRow receives, in its order.
 const keyColumns = `k.key_namespace, k.key_id, k.fingerprint, k.ascii_armor, k.created_at, k.expires_at`
@@ -204,9 +235,47 @@ type versionRow struct {
 	lc lifecycleRow
 }
 
+// targets returns the scan destinations of the versionColumns.
 func (r *versionRow) targets(d Dialect) []any {
-	return append([]any{&r.id, &r.v.Version, d.ScanStrings(&r.v.Protocols), &r.v.SHASumsDigest, &r.v.SHASumsSignatureDigest, at(&r.v.PublishedAt),
-		&r.v.DocsDigest, &r.v.DocsSize}, r.lc.targets()...)
+	t := [vcCount]any{
+		vcID: &r.id, vcVersion: &r.v.Version, vcProtocols: d.ScanStrings(&r.v.Protocols), vcSHASums: &r.v.SHASumsDigest,
+		vcSHASumsSignature: &r.v.SHASumsSignatureDigest, vcPublishedAt: at(&r.v.PublishedAt),
+		vcDocsDigest: &r.v.DocsDigest, vcDocsSize: &r.v.DocsSize,
+		vcDeprecatedAt: at(&r.lc.deprecatedAt), vcDeprecationReason: &r.lc.reason, vcDeprecationLink: &r.lc.link,
+		vcDeprecatedBy: &r.lc.deprecatedBy, vcRevokedAt: at(&r.lc.revokedAt), vcRevocationReason: &r.lc.revoked,
+		vcRevokedBy: &r.lc.revBy,
+	}
+	return t[:]
+}
+
+// readVersion decodes the versionColumns of row (a RawRow whose first
+// vcCount columns they are) into *v, a version of namespace/typ, its texts
+// through text (which the caller flushes before *v moves) and its
+// protocols through protocols. As versionRow.decode, a deprecation or
+// revocation is nil where its time is NULL.
+func readVersion(d Dialect, row RawRow, v *registry.ProviderVersion, namespace, typ string, text *rowText, protocols *listInterner) error {
+	list, err := protocols.decode(d, row.Text(vcProtocols))
+	if err != nil {
+		return err
+	}
+	*v = registry.ProviderVersion{Namespace: namespace, Type: typ, Protocols: list, PublishedAt: row.Time(vcPublishedAt),
+		DocsSize: row.Int64(vcDocsSize)}
+	text.add(&v.Version, row.Text(vcVersion))
+	text.add(&v.SHASumsDigest, row.Text(vcSHASums))
+	text.add(&v.SHASumsSignatureDigest, row.Text(vcSHASumsSignature))
+	text.add(&v.DocsDigest, row.Text(vcDocsDigest))
+	if at := row.Time(vcDeprecatedAt); !at.IsZero() {
+		v.Deprecation = &registry.Deprecation{At: at}
+		text.add(&v.Deprecation.Reason, row.Text(vcDeprecationReason))
+		text.add(&v.Deprecation.Link, row.Text(vcDeprecationLink))
+		text.add(&v.Deprecation.By, row.Text(vcDeprecatedBy))
+	}
+	if at := row.Time(vcRevokedAt); !at.IsZero() {
+		v.Revocation = &registry.Revocation{At: at}
+		text.add(&v.Revocation.Reason, row.Text(vcRevocationReason))
+		text.add(&v.Revocation.By, row.Text(vcRevokedBy))
+	}
+	return nil
 }
 
 func (r *versionRow) decode(namespace, typ string) registry.ProviderVersion {
@@ -315,9 +384,17 @@ func (x *Index) ListProviderVersionSummaries(ctx context.Context, namespace, typ
 // platforms, or NotFound if it has none, in three statements: the
 // versions (one row each), their platforms (one row each, and one row of
 // NULLs for a version without platforms), then the signing keys, each
-// once. The rows are scanned into one set of destinations reused for
-// every row, and the platforms of all versions share one array, so that
-// the allocations are essentially the driver's, a few per column.
+// once.
+//
+// The versions and platforms, tens of thousands of rows for a large
+// provider, are read through the index's RowReader (on PostgreSQL pgx's
+// own rows, not database/sql's Go value per column) into arrays sized or
+// chunked once, their texts parts of one string per 32 KiB: the version
+// count of the providers row sizes the versions; the platforms are kept
+// in chunks that never move (see platformSet), each version's a part of
+// one. A provider's protocol lists are one slice per distinct value, os
+// and arch names one string each. So a list allocates a few times per
+// 32 KiB of text and per thousand platforms, not per row or column.
 //
 // The statements need not share a snapshot: a version is immutable but
 // for its lifecycle columns, a key snapshot row outlives every version
@@ -329,24 +406,33 @@ func (x *Index) ListProviderVersions(ctx context.Context, namespace, typ string)
 	defer cancel()
 	what := fmt.Sprintf("listing the versions of provider %s/%s", namespace, typ)
 
+	// After the versionColumns: the version's key snapshot, then the
+	// provider's version count (the same in every row), a capacity hint.
+	const snapshotColumn, countColumn = vcCount, vcCount + 1
 	var out []registry.ProviderVersion
-	var snapshots []int64      // out[i]'s signing key snapshot
-	index := map[int64]int32{} // version id -> position in out
-	rows, err := x.query(ctx, `SELECT `+versionColumns+`, v.signing_key_snapshot
-		FROM provider_versions v WHERE v.namespace = $1 AND v.type = $2`, namespace, typ)
-	if err != nil {
-		return nil, x.fail(err, what)
-	}
-	var vr versionRow
-	var snapshot int64
+	var snapshots []int64 // out[i]'s signing key snapshot
+	var index map[int64]int32
+	var text rowText
 	var protocols listInterner
-	targets := append(vr.targets(x.d), &snapshot)
-	targets[2] = protocols.dest(x.d, &vr.v.Protocols) // v.protocols, the third of versionColumns
-	err = each(rows, targets, func() {
-		index[vr.id] = int32(len(out))
-		out = append(out, vr.decode(namespace, typ))
-		snapshots = append(snapshots, snapshot)
+	err := x.rows.ReadRows(ctx, `SELECT `+versionColumns+`, v.signing_key_snapshot,
+			(SELECT version_count FROM providers WHERE namespace = $1 AND type = $2)
+		FROM provider_versions v WHERE v.namespace = $1 AND v.type = $2`, []any{namespace, typ}, func(row RawRow) error {
+		if out == nil {
+			n := int(min(max(row.Int64(countColumn), 1), maxListHint))
+			out, snapshots, index = make([]registry.ProviderVersion, 0, n), make([]int64, 0, n), make(map[int64]int32, n)
+		}
+		if len(out) == cap(out) {
+			text.flush() // the append moves the versions
+		}
+		index[row.Int64(vcID)] = int32(len(out))
+		out = append(out, registry.ProviderVersion{})
+		if err := readVersion(x.d, row, &out[len(out)-1], namespace, typ, &text, &protocols); err != nil {
+			return err
+		}
+		snapshots = append(snapshots, row.Int64(snapshotColumn))
+		return nil
 	})
+	text.flush()
 	if err != nil {
 		return nil, x.fail(err, what)
 	}
@@ -354,62 +440,44 @@ func (x *Index) ListProviderVersions(ctx context.Context, namespace, typ string)
 		return nil, registry.Errorf(registry.NotFound, "provider %s/%s has no versions", namespace, typ)
 	}
 
-	// Each platform row, with the position of its version in out (-1 for
-	// a version the first statement did not see).
-	type placed struct {
-		i int32
-		p registry.Platform
-	}
 	seen := make([]bool, len(out))
-	var platforms []placed
-	rows, err = x.query(ctx, `SELECT v.id, `+platformColumns+`
+	platforms := newPlatformSet(len(out), platformChunk, &text) // its buffers, empty again, serve the platforms
+	var names stringInterner                                    // os and architecture names repeat in every version
+	const (
+		pcVersion = iota
+		pcOS
+		pcArch
+		pcFilename
+		pcSHA256
+		pcSize
+		pcH1
+	)
+	err = x.rows.ReadRows(ctx, `SELECT v.id, `+platformColumns+`
 		FROM provider_versions v LEFT JOIN provider_platforms p ON p.version_id = v.id
-		WHERE v.namespace = $1 AND v.type = $2`, namespace, typ)
-	if err != nil {
-		return nil, x.fail(err, what)
-	}
-	var id int64
-	var pr platformRow
-	var names stringInterner // os and architecture names repeat in every version
-	counts := make([]int32, len(out))
-	err = each(rows, append([]any{&id}, pr.targets()...), func() {
-		i, ok := index[id]
+		WHERE v.namespace = $1 AND v.type = $2`, []any{namespace, typ}, func(row RawRow) error {
+		i, ok := index[row.Int64(pcVersion)]
 		if !ok {
-			return
+			return nil // created after the first statement
 		}
 		seen[i] = true
-		if pr.os.Valid {
-			counts[i]++
-			platforms = append(platforms, placed{i, registry.Platform{
-				OS: names.intern(pr.os.String), Arch: names.intern(pr.arch.String), Filename: pr.filename.String,
-				SHA256: pr.sha256.String, Size: pr.size.Int64, H1: pr.h1.String,
-			}})
+		if !row.Null(pcOS) { // else a version without platforms
+			platforms.add(i, names.internBytes(row.Text(pcOS)), names.internBytes(row.Text(pcArch)), row.Int64(pcSize),
+				row.Text(pcFilename), row.Text(pcSHA256), row.Text(pcH1))
 		}
+		return nil
 	})
 	if err != nil {
 		return nil, x.fail(err, what)
 	}
-	// One array holds every version's platforms, each version's part
-	// capped at its length (an append to it copies), in the order of
-	// GetProviderVersion.
-	all := make([]registry.Platform, len(platforms))
-	start := make([]int32, len(out)+1)
-	for i, n := range counts {
-		start[i+1] = start[i] + n
-	}
-	next := slices.Clone(start[:len(out)])
-	for _, p := range platforms {
-		all[next[p.i]] = p.p
-		next[p.i]++
-	}
+	platforms.finish()
 	kept := 0
 	for i := range out {
 		if !seen[i] {
 			continue // deleted after the first statement
 		}
-		if a, b := start[i], start[i+1]; b > a {
-			out[i].Platforms = all[a:b:b]
-			sortPlatforms(out[i].Platforms)
+		if ps := platforms.of(i); len(ps) > 0 {
+			out[i].Platforms = ps
+			sortPlatforms(ps) // in the order of GetProviderVersion
 		}
 		out[kept], snapshots[kept] = out[i], snapshots[i]
 		kept++
@@ -420,11 +488,12 @@ func (x *Index) ListProviderVersions(ctx context.Context, namespace, typ string)
 	}
 
 	keys := map[int64]registry.SigningKey{}
-	rows, err = x.query(ctx, `SELECT k.id, `+keyColumns+` FROM signing_key_snapshots k
+	rows, err := x.query(ctx, `SELECT k.id, `+keyColumns+` FROM signing_key_snapshots k
 		WHERE k.id IN (SELECT signing_key_snapshot FROM provider_versions WHERE namespace = $1 AND type = $2)`, namespace, typ)
 	if err != nil {
 		return nil, x.fail(err, what)
 	}
+	var id int64
 	var k registry.SigningKey
 	err = each(rows, append([]any{&id}, keyTargets(&k)...), func() { keys[id] = k })
 	if err != nil {
@@ -435,6 +504,138 @@ func (x *Index) ListProviderVersions(ctx context.Context, namespace, typ string)
 	}
 	return out, nil
 }
+
+// platformSet collects the platforms of a list of versions (add), then
+// hands each version its own (finish, of). The platforms are kept in
+// chunks that never move, each with the position of its version in the
+// list (owners, in chunks alike). While each version's platforms come one
+// after the other (as the plans read them: a version, then its
+// platforms), they are one run of a chunk, and the version's platforms
+// are that run; otherwise (contiguous false) finish places them in one
+// array. Either way each version's slice is capped at its length (an
+// append to it copies).
+type platformSet struct {
+	chunk      int // platforms per chunk but the first
+	firstChunk int // platforms of the first chunk: a small list needs no more
+	chunks     [][]registry.Platform
+	owners     [][]int32 // the version of each platform, -1 for a moved one
+	counts     []int32   // the number of platforms of each version
+	first      []place   // where each version's platforms start
+	all        []registry.Platform
+	last       int32 // the version of the last platform added
+	contiguous bool
+	text       *rowText
+}
+
+// place is where a version's platforms start: chunk c at offset off, or
+// (after finish, when not contiguous) offset off of all.
+type place struct{ c, off int32 }
+
+// newPlatformSet returns the set for the platforms of versions versions,
+// kept in chunks of chunk platforms, the first one smaller for a few
+// versions (platformsPerVersionHint each), their texts made strings
+// through text (flushed by finish).
+func newPlatformSet(versions, chunk int, text *rowText) *platformSet {
+	return &platformSet{chunk: chunk, text: text, firstChunk: min(chunk, max(versions*platformsPerVersionHint, 1)),
+		counts: make([]int32, versions), first: make([]place, versions), last: -1, contiguous: true}
+}
+
+// platformsPerVersionHint sizes the first chunk of a platformSet: most
+// providers build for a few platforms.
+const platformsPerVersionHint = 8
+
+// add adds a platform of version i; its texts are copied.
+func (s *platformSet) add(i int32, os, arch string, size int64, filename, sha256, h1 []byte) {
+	run := s.counts[i] > 0 && s.last == i // the platform continues i's run
+	if s.counts[i] > 0 && !run {
+		s.contiguous = false
+	}
+	if len(s.chunks) == 0 || len(s.chunks[len(s.chunks)-1]) == cap(s.chunks[len(s.chunks)-1]) {
+		size := s.chunk
+		if len(s.chunks) == 0 {
+			size = s.firstChunk
+		}
+		s.chunks = append(s.chunks, make([]registry.Platform, 0, size))
+		s.owners = append(s.owners, make([]int32, 0, size))
+		c := len(s.chunks) - 1
+		if n := int(s.counts[i]); run && s.contiguous && n < s.chunk/2 {
+			// Move the run to the new chunk, its texts assigned first.
+			s.text.flush()
+			from := len(s.chunks[c-1]) - n
+			s.chunks[c] = append(s.chunks[c], s.chunks[c-1][from:]...)
+			s.owners[c] = append(s.owners[c], s.owners[c-1][from:]...)
+			for j := range s.owners[c-1][from:] {
+				s.owners[c-1][from+j] = -1
+			}
+			s.first[i] = place{int32(c), 0}
+		} else if run {
+			s.contiguous = false
+		}
+	}
+	c := len(s.chunks) - 1
+	if s.counts[i] == 0 {
+		s.first[i] = place{int32(c), int32(len(s.chunks[c]))}
+	}
+	s.chunks[c] = append(s.chunks[c], registry.Platform{OS: os, Arch: arch, Size: size})
+	s.owners[c] = append(s.owners[c], i)
+	// The chunks never move: their texts are made strings a batch of
+	// platforms at a time.
+	p := &s.chunks[c][len(s.chunks[c])-1]
+	s.text.add(&p.Filename, filename)
+	s.text.add(&p.SHA256, sha256)
+	s.text.add(&p.H1, h1)
+	s.counts[i]++
+	s.last = i
+}
+
+// finish ends the adding.
+func (s *platformSet) finish() {
+	s.text.flush()
+	if s.contiguous {
+		return
+	}
+	next := int32(0)
+	pos := make([]int32, len(s.counts))
+	for i, n := range s.counts {
+		s.first[i], pos[i], next = place{-1, next}, next, next+n
+	}
+	s.all = make([]registry.Platform, next)
+	for c, chunk := range s.chunks {
+		for j, p := range chunk {
+			if i := s.owners[c][j]; i >= 0 {
+				s.all[pos[i]] = p
+				pos[i]++
+			}
+		}
+	}
+	s.chunks, s.owners = nil, nil
+}
+
+// of returns the platforms of version i, after finish.
+func (s *platformSet) of(i int) []registry.Platform {
+	n := int(s.counts[i])
+	if n == 0 {
+		return nil
+	}
+	off := int(s.first[i].off)
+	if !s.contiguous {
+		return s.all[off : off+n : off+n]
+	}
+	return s.chunks[s.first[i].c][off : off+n : off+n]
+}
+
+// maxListHint bounds the capacity ListProviderVersions takes from the
+// version count of the providers row, a hint it does not trust further.
+const maxListHint = 1 << 20
+
+// textBatch is how many bytes of texts ListProviderVersions makes one
+// string of at most (the largest size class of Go's allocator): a version
+// or platform kept after the list is dropped keeps its batch in memory.
+const textBatch = 32 << 10
+
+// platformChunk is how many platforms one chunk of ListProviderVersions
+// holds (about 100 KiB).
+const platformChunk = 1024
 
 // ListProviders returns the providers of a namespace ordered by type, in
 // one statement: a namespace without providers yields one row of NULLs.

@@ -17,7 +17,6 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
-	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -103,6 +102,9 @@ type Options struct {
 	// Feed makes the index its own change feed (store.ChangeFeed, see
 	// WatchChanges): for a database that no other process writes to.
 	Feed bool
+	// Rows reads the long lists when it is not nil (PostgreSQL's, on
+	// pgx's own connections); database/sql on the reader otherwise.
+	Rows RowReader
 }
 
 // writeRetries is how many times a write transaction is run again after
@@ -113,6 +115,7 @@ const writeRetries = 3
 type Index struct {
 	w, r    *sql.DB
 	d       Dialect
+	rows    RowReader
 	timeout time.Duration
 	feed    *feed // nil without Options.Feed
 	hooks   hooks // OnCommit's
@@ -133,6 +136,10 @@ func New(db *sql.DB, d Dialect, o Options) *Index {
 	x := &Index{w: db, r: db, d: d, timeout: o.Timeout}
 	if o.Reader != nil {
 		x.r = o.Reader
+	}
+	x.rows = o.Rows
+	if x.rows == nil {
+		x.rows = sqlRowReader{x.r, d}
 	}
 	if o.Feed {
 		x.feed = newFeed()
@@ -490,52 +497,12 @@ func each(rows *sql.Rows, targets []any, fn func()) error {
 }
 
 // listInterner decodes the list columns (Dialect.ScanStrings) of one
-// statement's rows, each distinct encoding once: rows holding the same
-// list (a provider's versions' protocols) share one slice, capped at its
-// length so that an append copies it. The lists must not be modified.
+// statement's rows, each distinct encoding once (see decode): rows
+// holding the same list (a provider's versions' protocols) share one
+// slice, capped at its length so that an append copies it. The lists must
+// not be modified.
 type listInterner struct {
-	d    Dialect
-	dst  *[]string
 	seen map[string][]string
-}
-
-// dest returns the scan destination that decodes into *dst.
-func (l *listInterner) dest(d Dialect, dst *[]string) any {
-	l.d, l.dst = d, dst
-	return l
-}
-
-// Scan implements sql.Scanner.
-func (l *listInterner) Scan(src any) error {
-	var key string
-	switch v := src.(type) {
-	case string:
-		key = v
-	case []byte:
-		if got, ok := l.seen[string(v)]; ok { // no allocation for the lookup
-			*l.dst = got
-			return nil
-		}
-		key = string(v)
-	default:
-		*l.dst = nil
-		return l.d.ScanStrings(l.dst).(sql.Scanner).Scan(src)
-	}
-	if got, ok := l.seen[key]; ok {
-		*l.dst = got
-		return nil
-	}
-	var list []string
-	if err := l.d.ScanStrings(&list).(sql.Scanner).Scan(src); err != nil {
-		return err
-	}
-	if l.seen == nil {
-		l.seen = map[string][]string{}
-	}
-	list = slices.Clip(list)
-	l.seen[key] = list
-	*l.dst = list
-	return nil
 }
 
 // stringInterner returns one copy of each distinct string it is given.
