@@ -68,27 +68,31 @@ func TestKeysShareStrings(t *testing.T) {
 	}
 }
 
-// TestKeyMemory reports the heap the keys of a sweep of 16,000 download
-// documents take (docs/benchmarks.md); it asserts nothing about size.
-func TestKeyMemory(t *testing.T) {
+// BenchmarkKeyMemory reports the heap the keys of a sweep of 16,000
+// download documents take (docs/benchmarks.md) as bytes/key.
+func BenchmarkKeyMemory(b *testing.B) {
 	keys := sweepKeys(4000)
-	c, err := New(Options{Store: newMemStore()})
-	if err != nil {
-		t.Fatal(err)
+	var perKey float64
+	for b.Loop() {
+		c, err := New(Options{Store: newMemStore()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		for _, k := range keys {
+			c.Add(k)
+		}
+		c.mu.Lock()
+		c.promote()
+		c.mu.Unlock()
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		n := len(*c.read.Load())
+		perKey = (float64(after.HeapAlloc) - float64(before.HeapAlloc)) / float64(n)
+		runtime.KeepAlive(c)
 	}
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	for _, k := range keys {
-		c.Add(k)
-	}
-	c.mu.Lock()
-	c.promote()
-	c.mu.Unlock()
-	runtime.GC()
-	runtime.ReadMemStats(&after)
 	runtime.KeepAlive(keys) // the requests' memory is not the Counter's
-	t.Logf("%d keys: %d bytes of heap, %d a key", len(*c.read.Load()),
-		after.HeapAlloc-before.HeapAlloc, (after.HeapAlloc-before.HeapAlloc)/uint64(len(*c.read.Load())))
-	runtime.KeepAlive(c)
+	b.ReportMetric(perKey, "bytes/key")
 }
