@@ -38,7 +38,8 @@ var build struct {
 	err  error
 }
 
-// binary builds trove-ci-issuer once into a temporary directory.
+// binary builds trove-ci-issuer once per test process into a directory
+// of the temporary directory shared by every test process of the user.
 func binary() (string, error) {
 	build.once.Do(func() {
 		out, err := exec.Command("go", "env", "GOMOD").Output()
@@ -47,16 +48,27 @@ func binary() (string, error) {
 			return
 		}
 		root := filepath.Dir(strings.TrimSpace(string(out)))
-		dir, err := os.MkdirTemp("", "trove-ci-issuer-")
-		if err != nil {
+		// One directory per user, not one per test process: the test
+		// binaries that use the issuer run at once and would each leave a
+		// directory behind. Each builds to a name of its own and renames
+		// it into place, so none sees another's half-written binary.
+		dir := filepath.Join(os.TempDir(), fmt.Sprintf("trove-ci-issuer-%d", os.Getuid()))
+		if err := os.MkdirAll(dir, 0o700); err != nil {
 			build.err = err
 			return
 		}
 		bin := filepath.Join(dir, "trove-ci-issuer")
-		cmd := exec.Command("go", "build", "-o", bin, "./internal/ciissuer/cmd/trove-ci-issuer")
+		tmp := fmt.Sprintf("%s.%d", bin, os.Getpid())
+		cmd := exec.Command("go", "build", "-o", tmp, "./internal/ciissuer/cmd/trove-ci-issuer")
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
+			os.Remove(tmp)
 			build.err = fmt.Errorf("building trove-ci-issuer: %v\n%s", err, out)
+			return
+		}
+		if err := os.Rename(tmp, bin); err != nil {
+			os.Remove(tmp)
+			build.err = err
 			return
 		}
 		build.bin = bin
