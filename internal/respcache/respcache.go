@@ -85,9 +85,9 @@
 //     it is larger than Options.MaxEntryBytes: then it is not stored. A
 //     store that takes a shared Budget over sheds it down to its low-water
 //     mark (see Budget).
-//   - Close drops every entry and leaves the Budget: a cache that is
-//     replaced or no longer used gives its bytes back. A cache dropped
-//     without Close leaves its Budget when the collector frees it.
+//   - A cache lives as long as the process (Trove builds its caches
+//     once, with its server): there is no Close, and a Budget keeps
+//     every cache that joined it.
 //   - Compression: with Options.GzipMinBytes, an entry of at least that
 //     many bytes is Compressible. Its gzip variant (Entry.Gzip) is made
 //     once, on the first request that accepts gzip, kept with the entry
@@ -114,7 +114,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"weak"
 
 	"trove.dev/trove/internal/httpjson"
 )
@@ -209,61 +208,38 @@ type Options struct {
 // time: a store that finds one running leaves it to that one, which
 // sheds again once it is done if the budget is still over.
 //
-// A cache leaves its budget (its entries no longer count) when it is
-// closed (Cache.Close) or, if it is dropped without, when the collector
-// frees it.
+// A cache joins its budget when it is made and stays in it for as long
+// as both live (Trove makes its caches once per process).
 type Budget struct {
 	max, low int64
 	used     atomic.Int64
 
 	mu      sync.Mutex
-	members []*budgetShare
+	members []budgetMember
 
 	shedMu  sync.Mutex  // one shed at a time
 	pending atomic.Bool // a store found the budget over while a shed ran
 }
 
-// budgetShare is one cache's part of a Budget. It does not point to its
-// cache (sweep holds it weakly), so that a dropped cache can be freed
-// and leave.
-type budgetShare struct {
-	bytes atomic.Int64 // accounted by the cache, given back when it leaves
-	// sweep makes up to passes CLOCK passes over the cache's entries,
-	// under its lock, while over reports true, sparing the entry it
-	// stored last if spareLast (nothing once the cache was freed).
-	sweep func(passes int, spareLast bool, over func() bool)
-	left  bool // guarded by Budget.mu
+// budgetMember is a cache of a Budget, as its shed sees it.
+type budgetMember interface {
+	// sweepForBudget makes up to passes CLOCK passes over the cache's
+	// entries, under its lock, while over reports true, sparing the
+	// entry it stored last if spareLast.
+	sweepForBudget(passes int, spareLast bool, over func() bool)
 }
 
-// join adds a cache's share to the budget.
-func (b *Budget) join(s *budgetShare) {
+// join adds a cache to the budget.
+func (b *Budget) join(m budgetMember) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.members = append(b.members, s)
-}
-
-// leave takes s out of the budget and gives back the bytes it still
-// accounts. Calling it again does nothing.
-func (b *Budget) leave(s *budgetShare) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if s.left {
-		return
-	}
-	s.left = true
-	for i, m := range b.members {
-		if m == s {
-			b.members = append(b.members[:i:i], b.members[i+1:]...)
-			break
-		}
-	}
-	b.used.Add(-s.bytes.Swap(0))
+	b.members = append(b.members, m)
 }
 
 // shed brings the budget down to its low-water mark, if it is over, on
 // behalf of a store in the cache of self (see Budget). The caller holds
 // no cache's lock.
-func (b *Budget) shed(self *budgetShare) {
+func (b *Budget) shed(self budgetMember) {
 	if !b.over() {
 		return
 	}
@@ -278,21 +254,21 @@ func (b *Budget) shed(self *budgetShare) {
 }
 
 // shedRound is one shed; the caller holds shedMu.
-func (b *Budget) shedRound(self *budgetShare) {
+func (b *Budget) shedRound(self budgetMember) {
 	b.mu.Lock()
 	members := slices.Clone(b.members)
 	b.mu.Unlock()
 	for _, m := range members {
 		if m != self && b.aboveLow() {
-			m.sweep(1, false, b.aboveLow)
+			m.sweepForBudget(1, false, b.aboveLow)
 		}
 	}
 	if b.aboveLow() && slices.Contains(members, self) {
-		self.sweep(2, true, b.aboveLow)
+		self.sweepForBudget(2, true, b.aboveLow)
 	}
 	for _, m := range members {
 		if m != self && b.over() {
-			m.sweep(2, false, b.over)
+			m.sweepForBudget(2, false, b.over)
 		}
 	}
 }
@@ -495,9 +471,7 @@ type Cache[O, D comparable, V any] struct {
 	nqueued atomic.Int64
 	// last is the entry stored last: the sweeps of a shed its store
 	// started spare it.
-	last   *Entry[V]
-	closed bool
-	share  *budgetShare // nil without a Budget
+	last *Entry[V]
 }
 
 // docRef is the key of a document.
@@ -546,16 +520,8 @@ func New[O, D comparable, V any](opt Options) *Cache[O, D, V] {
 		flights:   make(map[flightKey[O, D]]*flight[V]),
 		refreshes: make(chan struct{}, opt.MaxRefreshes),
 	}
-	if b := opt.Budget; b != nil {
-		wc := weak.Make(c)
-		c.share = &budgetShare{sweep: func(passes int, spareLast bool, over func() bool) {
-			if c := wc.Value(); c != nil {
-				c.sweepForBudget(passes, spareLast, over)
-			}
-		}}
-		b.join(c.share)
-		// A cache dropped without Close leaves once it is freed.
-		runtime.AddCleanup(c, b.leave, c.share)
+	if opt.Budget != nil {
+		opt.Budget.join(c)
 	}
 	return c
 }
@@ -571,29 +537,6 @@ func (c *Cache[O, D, V]) sweepForBudget(passes int, spareLast bool, over func() 
 		keep = c.last
 	}
 	c.sweep(keep, passes, over)
-}
-
-// Close drops every entry and takes the cache out of its Budget, whose
-// total no longer counts it; renders in progress are handed to their
-// waiters and not stored, and a cache used after Close stores nothing.
-// Calling it again does nothing.
-func (c *Cache[O, D, V]) Close() {
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		return
-	}
-	c.closed = true
-	c.dropAll()
-	for _, r := range c.queued {
-		r.e.refreshing.Store(false)
-	}
-	c.queue, c.queued = nil, nil
-	c.nqueued.Store(0)
-	c.mu.Unlock()
-	if c.share != nil {
-		c.opt.Budget.leave(c.share)
-	}
 }
 
 // MaxAge returns the longest an entry is served.
@@ -745,8 +688,8 @@ func (c *Cache[O, D, V]) start(r refresh[O, D, V]) bool {
 
 // enqueue queues the background render r and reports whether it did: a
 // render of r's key already queued is replaced by r, in its turn (its
-// entry was replaced by r's); a new key is not queued when MaxQueued are
-// or the cache is closed. c.mu must be held for writing.
+// entry was replaced by r's); a new key is not queued when MaxQueued
+// are. c.mu must be held for writing.
 func (c *Cache[O, D, V]) enqueue(r refresh[O, D, V]) bool {
 	k := docRef[O, D]{o: r.o, d: r.d}
 	if old, ok := c.queued[k]; ok {
@@ -756,7 +699,7 @@ func (c *Cache[O, D, V]) enqueue(r refresh[O, D, V]) bool {
 		c.queued[k] = r
 		return true
 	}
-	if c.closed || len(c.queued) >= c.opt.MaxQueued {
+	if len(c.queued) >= c.opt.MaxQueued {
 		return false
 	}
 	if c.queued == nil {
@@ -828,8 +771,8 @@ func (c *Cache[O, D, V]) run(ctx context.Context, key flightKey[O, D], f *flight
 	// The waiters have their result: what follows (a shed, a log line,
 	// handing the token on) does not delay them.
 	close(f.done)
-	if stored && c.share != nil {
-		c.opt.Budget.shed(c.share)
+	if stored && c.opt.Budget != nil {
+		c.opt.Budget.shed(c)
 	}
 	if err != nil && stale != nil && (c.opt.Drop == nil || !c.opt.Drop(err)) {
 		c.opt.Log.Warn("refreshing a cached document failed; serving the stale one until it expires",
@@ -892,20 +835,17 @@ func (c *Cache[O, D, V]) grow(e *Entry[V], n int64) {
 		c.account(n)
 	}
 	c.mu.Unlock()
-	if stored && c.share != nil {
-		c.opt.Budget.shed(c.share)
+	if stored && c.opt.Budget != nil {
+		c.opt.Budget.shed(c)
 	}
 }
 
 // insert stores e under (o, d), replacing any previous entry, evicts
 // until the cache is within its own bounds and reports whether it
-// stored e (not in a closed cache, nor one over MaxEntryBytes); the
+// stored e (not one over MaxEntryBytes); the
 // caller sheds the shared budget after releasing the lock. c.mu must be
 // held for writing.
 func (c *Cache[O, D, V]) insert(o O, d D, e *Entry[V]) bool {
-	if c.closed {
-		return false
-	}
 	if c.opt.MaxEntryBytes > 0 && e.size > c.opt.MaxEntryBytes {
 		c.remove(o, d) // the older entry is not served instead of this one
 		return false
@@ -941,8 +881,7 @@ func (c *Cache[O, D, V]) overOwn() bool {
 // and to the shared budget. c.mu must be held for writing.
 func (c *Cache[O, D, V]) account(n int64) {
 	c.bytes += n
-	if c.share != nil {
-		c.share.bytes.Add(n)
+	if c.opt.Budget != nil {
 		c.opt.Budget.used.Add(n)
 	}
 }
