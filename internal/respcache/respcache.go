@@ -60,6 +60,16 @@
 //     served until it expires; no new background render of it starts for
 //     RetryAfter. An error for which Options.Drop reports true (the
 //     document no longer exists) removes the entry instead.
+//   - A render that repeats the document of the entry it replaces (the
+//     stale entry of a background render, or the entry a Load's caller
+//     saw): the same bytes of Body and Tail, and the same ETag if the
+//     render brings its own, stores an entry that shares that entry's
+//     Body, Tail, ETag, Length and gzip variant (nothing hashed or
+//     compressed again, the render's bytes left to the collector, the
+//     same accounted size when Rendered.Size is the same), with the
+//     render's Value and new freshness times. Documents that change only
+//     through the index are thus rendered again at their maximum age,
+//     as before, but cost only their render when nothing changed.
 //   - The cache keeps the keys given to Load and Revalidate (a stored
 //     string key may be replaced by the one of a later store): pass keys
 //     that do not point into request memory. Lookup keeps nothing.
@@ -99,6 +109,7 @@
 package respcache
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -608,7 +619,7 @@ func (c *Cache[O, D, V]) Load(ctx context.Context, o O, d D, seen *Entry[V], ren
 	f := &flight[V]{done: make(chan struct{})}
 	c.flights[key] = f
 	c.mu.Unlock()
-	c.run(ctx, key, f, nil, render)
+	c.run(ctx, key, f, nil, seen, render)
 	return f.e, f.err
 }
 
@@ -682,7 +693,7 @@ func (c *Cache[O, D, V]) start(r refresh[O, D, V]) bool {
 	}
 	f := &flight[V]{done: make(chan struct{}), background: true}
 	c.flights[key] = f
-	go c.run(context.Background(), key, f, r.e, r.render)
+	go c.run(context.Background(), key, f, r.e, r.e, r.render)
 	return true
 }
 
@@ -735,12 +746,18 @@ func (c *Cache[O, D, V]) startQueued() {
 
 // run renders for the flight f registered under key and stores the
 // result unless an invalidation happened meanwhile. stale is the entry a
-// background render replaces (nil for a Load).
-func (c *Cache[O, D, V]) run(ctx context.Context, key flightKey[O, D], f *flight[V], stale *Entry[V], render RenderFunc[V]) {
+// background render replaces (nil for a Load); prev is the entry the
+// render may turn out to repeat (stale, or the one a Load's caller saw),
+// whose document, ETag and gzip variant the result then shares.
+func (c *Cache[O, D, V]) run(ctx context.Context, key flightKey[O, D], f *flight[V], stale, prev *Entry[V], render RenderFunc[V]) {
 	start := c.opt.Now().UnixNano()
 	r, err := c.render(ctx, render)
 	var e *Entry[V]
-	if err == nil {
+	switch {
+	case err != nil:
+	case prev != nil && prev.sameDocument(r):
+		e = c.renewEntry(prev, r, start)
+	default:
 		e = c.newEntry(r, start)
 	}
 	c.mu.Lock()
@@ -807,21 +824,52 @@ func (c *Cache[O, D, V]) newEntry(r Rendered[V], start int64) *Entry[V] {
 		sum := h.Sum(nil)
 		etag = `"` + base64.RawURLEncoding.EncodeToString(sum[:18]) + `"`
 	}
+	e := c.timedEntry(r, start)
+	e.Body, e.Tail = r.Body, r.Tail
+	e.ETag = []string{etag}
+	e.Length = []string{strconv.Itoa(len(r.Body) + len(r.Tail))}
+	e.size = int64(len(r.Body)) + max(r.Size, 0) + EntryOverhead
+	if c.opt.GzipMinBytes > 0 && len(r.Body)+len(r.Tail) >= c.opt.GzipMinBytes {
+		e.gz = &gzState{account: func(n int64) { c.grow(e, n) }}
+	}
+	return e
+}
+
+// timedEntry returns an entry of r's Value whose render started at
+// start, with its stale and expiry times; the caller sets the rest.
+func (c *Cache[O, D, V]) timedEntry(r Rendered[V], start int64) *Entry[V] {
 	maxAge, freshFor := int64(c.opt.MaxAge), int64(c.opt.FreshFor)
 	fresh := freshFor*3/4 + rand.Int64N(freshFor/8+1)
-	e := &Entry[V]{
-		Body:      r.Body,
-		Tail:      r.Tail,
-		ETag:      []string{etag},
-		Length:    []string{strconv.Itoa(len(r.Body) + len(r.Tail))},
+	return &Entry[V]{
 		Value:     r.Value,
-		size:      int64(len(r.Body)) + max(r.Size, 0) + EntryOverhead,
 		rendered:  start,
 		staleAt:   start + min(fresh, freshFor*7/8),
 		expiresAt: start + maxAge,
 	}
-	if c.opt.GzipMinBytes > 0 && len(r.Body)+len(r.Tail) >= c.opt.GzipMinBytes {
+}
+
+// sameDocument reports whether the render r repeats e's document: the
+// same bytes of Body and Tail, and, if r brings its own ETag, e's ETag.
+func (e *Entry[V]) sameDocument(r Rendered[V]) bool {
+	return (r.ETag == "" || r.ETag == e.ETag[0]) && bytes.Equal(r.Body, e.Body) && bytes.Equal(r.Tail, e.Tail)
+}
+
+// renewEntry returns the entry of the render r, started at start, that
+// repeats prev's document (sameDocument): it shares prev's Body, Tail,
+// ETag, Length and gzip variant if prev has one already (no hash, no
+// compression, r's copy of the bytes left to the collector), and has
+// r's Value and Size. Its accounted size is prev's but for Size, so its
+// store takes nothing more from the budget when Size is the same.
+func (c *Cache[O, D, V]) renewEntry(prev *Entry[V], r Rendered[V], start int64) *Entry[V] {
+	e := c.timedEntry(r, start)
+	e.Body, e.Tail, e.ETag, e.Length = prev.Body, prev.Tail, prev.ETag, prev.Length
+	e.size = int64(len(prev.Body)) + max(r.Size, 0) + EntryOverhead
+	if prev.gz != nil {
 		e.gz = &gzState{account: func(n int64) { c.grow(e, n) }}
+		if v := prev.gz.v.Load(); v != nil {
+			e.gz.v.Store(v) // Gzip returns it without compressing
+			e.size += int64(len(v.Body))
+		}
 	}
 	return e
 }
