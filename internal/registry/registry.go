@@ -165,6 +165,10 @@ type MirroredVersion struct {
 	// reads leave them nil (store.Provenance.MirroredProvenance reads
 	// them).
 	ProvenanceKeys []SigningKey
+	// HasProvenance reports, on reads, that an air-gap bundle brought the
+	// version's provenance, without reading the envelope (one query for a
+	// provider's list). Writes ignore it; Provenance is what they store.
+	HasProvenance bool
 }
 
 // MirrorUpstream is an upstream registry the mirror may fetch providers

@@ -232,8 +232,8 @@ type Mirror interface {
 	// or NotFound.
 	GetMirroredVersion(ctx context.Context, host, namespace, typ, version string) (registry.MirroredVersion, error)
 	// ListMirroredVersions returns every mirrored version of a provider
-	// with its platforms, in no particular order. NotFound if there is
-	// none.
+	// with its platforms and HasProvenance set, in no particular order,
+	// in one query. NotFound if there is none.
 	ListMirroredVersions(ctx context.Context, host, namespace, typ string) ([]registry.MirroredVersion, error)
 	// SetMirroredPackage records that the mirror holds the package of one
 	// platform of a mirrored version: its size and h1 hash. NotFound if

@@ -24,6 +24,9 @@ const (
 
 // downloadChart is what the chart template draws.
 type downloadChart struct {
+	// Error, when set, is what the section says instead of the chart: the
+	// consumer records could not be read (downloadsUnavailable).
+	Error        string
 	Since, Until string
 	Max          int64
 	Total        int64
@@ -53,13 +56,54 @@ type chartDay struct {
 	Counts []int64
 }
 
+// downloadsUnavailable is what a page shows in place of its download
+// counts or its chart when they could not be read; the cause is in the
+// log.
+const downloadsUnavailable = "Download figures are unavailable right now: try again in a moment, or ask an administrator to look at Trove's log if it stays so."
+
+// downloadFigures is what provider and module pages show of their
+// downloads (none without a download counter).
+type downloadFigures struct {
+	// Counts are the download counts of every version; CountsError, when
+	// set, says they could not be read (and Counts is empty).
+	Counts      []registry.DownloadCount
+	CountsError string
+	Chart       *downloadChart
+}
+
+// downloadFigures reads the download counts (with counts, the counter's
+// ProviderDownloads or ModuleDownloads) and the chart of q's page. A
+// failure to read either does not fail the page (it is served all the
+// same, as the consumers section is): the part that failed says it is
+// unavailable, and the cause is logged at warn.
+func (s *Service) downloadFigures(ctx context.Context, q registry.ConsumerQuery,
+	counts func(context.Context) ([]registry.DownloadCount, error)) downloadFigures {
+	var f downloadFigures
+	if s.opt.Downloads == nil {
+		return f
+	}
+	var err error
+	if f.Counts, err = counts(ctx); err != nil {
+		s.downloadsFailed(ctx, "download counts", q, err)
+		f.Counts, f.CountsError = nil, downloadsUnavailable
+	}
+	if f.Chart, err = s.chart(ctx, q); err != nil {
+		s.downloadsFailed(ctx, "downloads chart", q, err)
+		f.Chart = &downloadChart{Error: downloadsUnavailable}
+	}
+	return f
+}
+
+// downloadsFailed logs that what of q's page could not be read.
+func (s *Service) downloadsFailed(ctx context.Context, what string, q registry.ConsumerQuery, err error) {
+	s.log.WarnContext(ctx, "web: the page shows no "+what+": reading them failed",
+		"namespace", q.Namespace, "name", q.Name, "system", q.System, "err", err)
+}
+
 // chart reads the consumer records of q over the last chartDays days
 // and draws them; nil when nothing was downloaded (or nothing is
 // recorded).
 func (s *Service) chart(ctx context.Context, q registry.ConsumerQuery) (*downloadChart, error) {
-	if s.opt.Downloads == nil {
-		return nil, nil
-	}
 	since, until, err := downloads.ConsumerWindow(s.opt.Now(), chartDays)
 	if err != nil {
 		return nil, err

@@ -321,8 +321,9 @@ type moduleData struct {
 	ArchiveSize                              int64
 	ArchiveFormat                            string
 	Diagnostics                              []string
-	Downloads                                int64 // of this version
-	AllDownloads                             int64 // of every version
+	Downloads                                int64  // of this version
+	AllDownloads                             int64  // of every version
+	DownloadsError                           string // set when the counts could not be read
 	Chart                                    *downloadChart
 	// Consumers is set only on a page rendered for one visitor who may
 	// read them (consumers.go), never on a cached one.
@@ -440,20 +441,15 @@ func (s *Service) moduleData(ctx context.Context, ns, name, system, want string)
 	}
 	d.HasMetadata, d.Root, d.Submodules, d.Examples, d.Diagnostics = secs.hasMetadata, secs.root, secs.submodules, secs.examples, secs.diagnostics
 	d.VersionCount = len(names)
-	if s.opt.Downloads != nil {
-		counts, err := s.opt.Downloads.ModuleDownloads(ctx, ns, name, system)
-		if err != nil {
-			return nil, err
-		}
-		for _, c := range counts {
-			d.AllDownloads += c.Count
-			if c.Version == cur {
-				d.Downloads += c.Count
-			}
-		}
-		q := registry.ConsumerQuery{Kind: registry.DownloadModule, Namespace: ns, Name: name, System: system}
-		if d.Chart, err = s.chart(ctx, q); err != nil {
-			return nil, err
+	f := s.downloadFigures(ctx, registry.ConsumerQuery{Kind: registry.DownloadModule, Namespace: ns, Name: name, System: system},
+		func(ctx context.Context) ([]registry.DownloadCount, error) {
+			return s.opt.Downloads.ModuleDownloads(ctx, ns, name, system)
+		})
+	d.Chart, d.DownloadsError = f.Chart, f.CountsError
+	for _, c := range f.Counts {
+		d.AllDownloads += c.Count
+		if c.Version == cur {
+			d.Downloads += c.Count
 		}
 	}
 	d.Snippet = moduleSnippet(name, d.Source, versionConstraint(cur, cur == latest), d.Root.Required)
@@ -638,6 +634,7 @@ type providerData struct {
 	Downloads                        int64 // of this version
 	AllDownloads                     int64 // of every version
 	PlatformDownloads                map[string]int64
+	DownloadsError                   string // set when the counts could not be read
 	Chart                            *downloadChart
 	Provenance                       *provenanceData
 	// Consumers is set only on a page rendered for one visitor who may
@@ -736,21 +733,17 @@ func (s *Service) providerData(ctx context.Context, ns, typ, want string) (*prov
 	}
 	d.Snippet = providerSnippet(typ, d.Source, versionConstraint(cur, cur == latest))
 	d.VersionCount = len(l.names)
-	if s.opt.Downloads != nil {
-		counts, err := s.opt.Downloads.ProviderDownloads(ctx, ns, typ)
-		if err != nil {
-			return nil, err
-		}
-		d.PlatformDownloads = map[string]int64{}
-		for _, c := range counts {
-			d.AllDownloads += c.Count
-			if c.Version == cur {
-				d.Downloads += c.Count
-				d.PlatformDownloads[c.OS+"_"+c.Arch] += c.Count
-			}
-		}
-		if d.Chart, err = s.chart(ctx, registry.ConsumerQuery{Kind: registry.DownloadProvider, Namespace: ns, Name: typ}); err != nil {
-			return nil, err
+	f := s.downloadFigures(ctx, registry.ConsumerQuery{Kind: registry.DownloadProvider, Namespace: ns, Name: typ},
+		func(ctx context.Context) ([]registry.DownloadCount, error) {
+			return s.opt.Downloads.ProviderDownloads(ctx, ns, typ)
+		})
+	d.Chart, d.DownloadsError = f.Chart, f.CountsError
+	d.PlatformDownloads = map[string]int64{}
+	for _, c := range f.Counts {
+		d.AllDownloads += c.Count
+		if c.Version == cur {
+			d.Downloads += c.Count
+			d.PlatformDownloads[c.OS+"_"+c.Arch] += c.Count
 		}
 	}
 	if d.Docs, err = s.docsNav(ctx, pv); err != nil {
@@ -825,31 +818,30 @@ func (s *Service) mirroredPage(w http.ResponseWriter, r *http.Request, v *visit)
 		MirrorURL: strings.TrimSuffix(s.opt.PublicURL.String(), "/") + "/v1/mirror/"}
 	registry.SortNewestFirst(vs, func(mv registry.MirroredVersion) string { return mv.Version })
 	selected := r.URL.Query().Get("version")
-	found := selected == ""
+	found, withProvenance := selected == "", false
 	for _, mv := range vs {
-		m := mirroredVersion{Version: mv.Version, Platforms: len(mv.Platforms), Fetched: mv.PublishedAt, KeyID: mv.SigningKey.KeyID}
+		// Only versions an air-gap bundle brought have provenance; the
+		// list says which (HasProvenance), and the one envelope the page
+		// shows is read below.
+		m := mirroredVersion{Version: mv.Version, Platforms: len(mv.Platforms), Fetched: mv.PublishedAt, KeyID: mv.SigningKey.KeyID,
+			Provenance: mv.HasProvenance}
 		for _, p := range mv.Platforms {
 			if p.Held() {
 				m.Held++
 			}
 		}
-		// Only versions an air-gap bundle brought have provenance.
-		switch _, _, err := s.opt.Index.MirroredProvenance(r.Context(), host, ns, typ, mv.Version); {
-		case err == nil:
-			m.Provenance = true
-			if selected == "" {
-				selected = mv.Version
-			}
-		case !registry.IsKind(err, registry.NotFound):
-			return err
+		if m.Provenance && selected == "" {
+			selected = mv.Version
 		}
-		found = found || mv.Version == selected
+		if mv.Version == selected {
+			found, withProvenance = true, m.Provenance
+		}
 		d.Versions = append(d.Versions, m)
 	}
 	if !found {
 		return errNotFound
 	}
-	if selected != "" {
+	if withProvenance {
 		if d.Provenance, err = s.mirroredProvenanceOf(r.Context(), host, ns, typ, selected); err != nil {
 			return err
 		}

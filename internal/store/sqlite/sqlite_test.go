@@ -328,6 +328,14 @@ func TestQueryPlansUseIndexes(t *testing.T) {
 			AND (version = '1.0.0' OR substr(version, 1, 6) = '1.0.0+') LIMIT 1`,
 		"list keys": `SELECT k.id FROM signing_key_snapshots k
 			WHERE k.id IN (SELECT signing_key_snapshot FROM provider_versions WHERE namespace = 'a' AND type = 'b')`,
+		// as ListMirroredVersions reads a provider's versions with whether
+		// each has provenance (sqlstore's mirroredColumns)
+		"list mirrored": `SELECT v.id, k.key_id, p.os, p.arch, pv.version_id IS NOT NULL
+			FROM mirrored_versions v JOIN mirrored_signing_keys k ON k.id = v.signing_key
+			JOIN mirrored_platforms p ON p.version_id = v.id
+			LEFT JOIN mirrored_provenance pv ON pv.version_id = v.id
+			WHERE v.host = 'h' AND v.namespace = 'a' AND v.type = 'b'
+			ORDER BY v.host, v.namespace, v.type, v.version, p.os, p.arch`,
 		"providers":       `SELECT type FROM providers WHERE namespace = 'a' ORDER BY type`,
 		"token by hash":   `SELECT id FROM tokens WHERE hash = 'h'`,
 		"tokens of ns":    `SELECT id FROM tokens WHERE namespace = 'a' ORDER BY created_at, id`,

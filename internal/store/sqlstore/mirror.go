@@ -124,13 +124,16 @@ func notHeld(v registry.MirroredVersion) registry.MirroredVersion {
 }
 
 // mirroredColumns are the columns readMirrored receives, in its order:
-// a row per platform of a version.
+// a row per platform of a version. Whether a version has provenance is
+// a lookup of mirrored_provenance's primary key, not a read of the
+// envelope.
 const mirroredColumns = `v.id, v.host, v.namespace, v.type, v.version, v.protocols,
 	v.shasums_digest, v.shasums_signature_digest, v.fetched_at,
 	k.key_namespace, k.key_id, k.fingerprint, k.ascii_armor, k.created_at, k.expires_at,
-	p.os, p.arch, p.filename, p.sha256, p.size, p.h1
+	p.os, p.arch, p.filename, p.sha256, p.size, p.h1, pv.version_id IS NOT NULL
 	FROM mirrored_versions v JOIN mirrored_signing_keys k ON k.id = v.signing_key
-	JOIN mirrored_platforms p ON p.version_id = v.id`
+	JOIN mirrored_platforms p ON p.version_id = v.id
+	LEFT JOIN mirrored_provenance pv ON pv.version_id = v.id`
 
 // readMirrored returns the mirrored versions a query of mirroredColumns
 // (with its WHERE clause in rest) yields, with their platforms, ordered
@@ -147,7 +150,7 @@ func (x *Index) readMirrored(ctx context.Context, rest string, args ...any) ([]r
 		targets := []any{&id, &v.Host, &v.Namespace, &v.Type, &v.Version, x.d.ScanStrings(&v.Protocols),
 			&v.SHASumsDigest, &v.SHASumsSignatureDigest, at(&v.PublishedAt)}
 		targets = append(targets, keyTargets(&v.SigningKey)...)
-		targets = append(targets, &p.OS, &p.Arch, &p.Filename, &p.SHA256, &p.Size, &p.H1)
+		targets = append(targets, &p.OS, &p.Arch, &p.Filename, &p.SHA256, &p.Size, &p.H1, &v.HasProvenance)
 		if err := s.Scan(targets...); err != nil {
 			return struct{}{}, err
 		}

@@ -100,6 +100,18 @@ func testBundles(t *testing.T, newIndex func(*testing.T) store.Index) {
 		if stored.Provenance != nil || stored.ProvenanceKeys != nil {
 			t.Errorf("GetMirroredVersion returned the provenance; reads leave it to MirroredProvenance")
 		}
+		if !stored.HasProvenance {
+			t.Errorf("GetMirroredVersion of a version with provenance: HasProvenance false")
+		}
+		list, err := x.ListMirroredVersions(ctx, a.Host, "hashicorp", "aws")
+		mustOK(t, err, "ListMirroredVersions")
+		has := map[string]bool{}
+		for _, v := range list {
+			has[v.Version] = v.HasProvenance
+		}
+		if want := map[string]bool{"5.0.0": false, "5.1.0": true}; !reflect.DeepEqual(has, want) {
+			t.Errorf("ListMirroredVersions: HasProvenance by version = %v, want %v", has, want)
+		}
 		_, _, err = x.MirroredProvenance(ctx, a.Host, "hashicorp", "aws", "5.0.0")
 		wantKind(t, err, registry.NotFound, "MirroredProvenance of a version imported without one")
 		_, _, err = x.MirroredProvenance(ctx, a.Host, "hashicorp", "aws", "9.9.9")
