@@ -70,6 +70,29 @@ type homeData struct {
 	SignedIn   bool
 }
 
+// readerKey starts the page cache key of a page (named page) that
+// depends on who asks only through facts of the visit (whether signed
+// in, whether the mirror is visible: as many as the page needs) and the
+// namespaces of cat the visitor may read (can): page, each fact and each
+// such namespace, separated by NUL, which no name holds. extra is the
+// room to reserve for what the caller appends.
+func readerKey(page string, cat *catalog, can map[string]bool, extra int, facts ...bool) *strings.Builder {
+	key := &strings.Builder{}
+	key.Grow(64 + extra)
+	key.WriteString(page)
+	for _, f := range facts {
+		key.WriteByte(0)
+		key.WriteString(strconv.FormatBool(f))
+	}
+	for _, name := range cat.names {
+		if can[name] {
+			key.WriteByte(0)
+			key.WriteString(name)
+		}
+	}
+	return key
+}
+
 func (s *Service) home(w http.ResponseWriter, r *http.Request, v *visit) error {
 	cat, err := s.catalog.get(r.Context())
 	if err != nil {
@@ -82,15 +105,8 @@ func (s *Service) home(w http.ResponseWriter, r *http.Request, v *visit) error {
 	// The page depends on who asks only through what they may read and
 	// whether they are signed in: all of it is in the key.
 	mirror := s.mirrorVisible(v)
-	var key strings.Builder
-	key.WriteString("home\x00")
-	key.WriteString(strconv.FormatBool(v.signedIn()) + "\x00" + strconv.FormatBool(mirror))
-	for _, name := range cat.names {
-		if can[name] {
-			key.WriteString("\x00" + name)
-		}
-	}
 	signedIn := v.signedIn()
+	key := readerKey("home", cat, can, 0, signedIn, mirror)
 	return s.cached(w, r, v, key.String(), func(ctx context.Context) (string, string, any, error) {
 		cat, err := s.catalog.get(ctx)
 		if err != nil {
@@ -144,16 +160,7 @@ func (s *Service) search(w http.ResponseWriter, r *http.Request, v *visit) error
 	// that is in the key, with the whole query the page's links repeat,
 	// as it was sent (the same bytes always make the same page; writing
 	// them the same way, as the page's own links do, shares an entry).
-	var key strings.Builder
-	key.Grow(64 + len(r.URL.RawQuery))
-	key.WriteString("search\x00")
-	key.WriteString(strconv.FormatBool(mirror))
-	for _, name := range cat.names {
-		if can[name] {
-			key.WriteString("\x00")
-			key.WriteString(name)
-		}
-	}
+	key := readerKey("search", cat, can, 2+len(r.URL.RawQuery), mirror)
 	key.WriteString("\x00\x00")
 	key.WriteString(r.URL.RawQuery)
 	if e := s.searches.Lookup(key.String(), struct{}{}); s.searches.State(e) == respcache.Fresh {

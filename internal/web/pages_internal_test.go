@@ -212,3 +212,28 @@ func TestMirroredPageReadsOneProvenance(t *testing.T) {
 		}
 	}
 }
+
+// TestReaderKey: the home and search pages' cache keys name the page, the
+// facts of the visit and the namespaces the visitor may read, in the
+// catalog's order, each after a NUL; the search page appends its query
+// after two.
+func TestReaderKey(t *testing.T) {
+	cat := &catalog{names: []string{"acme", "hidden", "zeta"}}
+	can := map[string]bool{"acme": true, "zeta": true}
+	for _, c := range []struct {
+		got  func() string
+		want string
+	}{
+		{func() string { return readerKey("home", cat, can, 0, true, false).String() }, "home\x00true\x00false\x00acme\x00zeta"},
+		{func() string { return readerKey("home", cat, nil, 0, false, true).String() }, "home\x00false\x00true"},
+		{func() string {
+			k := readerKey("search", cat, can, 8, true)
+			k.WriteString("\x00\x00q=net")
+			return k.String()
+		}, "search\x00true\x00acme\x00zeta\x00\x00q=net"},
+	} {
+		if got := c.got(); got != c.want {
+			t.Errorf("key %q, want %q", got, c.want)
+		}
+	}
+}
