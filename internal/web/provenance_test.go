@@ -20,20 +20,11 @@ import (
 // stored envelope does not verify says so with the reason; a version
 // without provenance shows no such section.
 func TestModulePageShowsProvenance(t *testing.T) {
-	e := start(t)
+	e, keyID, v := provenanceEnv(t)
 	ctx := t.Context()
-	key, err := e.admin.GenerateSigningKey(ctx, "acme")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.publishModule(t, "acme", "network", "aws", "1.0.0", networkModule)
 	good, err := e.srv.Index.ModuleProvenance(ctx, "acme", "network", "aws", "1.0.0")
 	if err != nil {
 		t.Fatalf("the token publish stored no provenance: %v", err)
-	}
-	v, err := e.srv.Index.GetModuleVersion(ctx, "acme", "network", "aws", "1.0.0")
-	if err != nil {
-		t.Fatal(err)
 	}
 	for version, env := range map[string][]byte{
 		"1.1.0": bytes.Replace(good, []byte(`"payload":"`), []byte(`"payload":"eyJ`), 1), // tampered
@@ -44,13 +35,41 @@ func TestModulePageShowsProvenance(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	b := e.browser(t)
-	for path, c := range map[string]struct{ want, not []string }{
-		"/modules/acme/network/aws/1.0.0": {want: []string{`id="provenance-h"`, "Published through Trove", "with token <code>", "signed by key <code>" + key.KeyID,
+	checkPages(t, e.browser(t), map[string]pageWant{
+		"/modules/acme/network/aws/1.0.0": {want: []string{`id="provenance-h"`, "Published through Trove", "with token <code>", "signed by key <code>" + keyID,
 			"/api/v1/namespaces/acme/modules/network/aws/versions/1.0.0/provenance"}, not: []string{"does not verify"}},
 		"/modules/acme/network/aws/1.1.0": {want: []string{`id="provenance-h"`, "The provenance stored with this version does not verify"}, not: []string{"Published through Trove"}},
 		"/modules/acme/network/aws/1.2.0": {not: []string{`id="provenance-h"`}},
-	} {
+	})
+}
+
+// provenanceEnv starts Trove with a managed signing key for namespace
+// acme (its ID returned) and module acme/network/aws 1.0.0 published with
+// a token, so with provenance signed by that key (the stored version
+// returned).
+func provenanceEnv(t *testing.T) (*env, string, registry.ModuleVersion) {
+	t.Helper()
+	e := start(t)
+	key, err := e.admin.GenerateSigningKey(t.Context(), "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.publishModule(t, "acme", "network", "aws", "1.0.0", networkModule)
+	v, err := e.srv.Index.GetModuleVersion(t.Context(), "acme", "network", "aws", "1.0.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, key.KeyID, v
+}
+
+// pageWant is what a page must show (want) and must not (not).
+type pageWant struct{ want, not []string }
+
+// checkPages gets each page with b: it must be served (200) and show
+// what its pageWant says.
+func checkPages(t *testing.T, b *browser, pages map[string]pageWant) {
+	t.Helper()
+	for path, c := range pages {
 		p := b.get(path)
 		if p.status != 200 {
 			t.Fatalf("GET %s: %d", path, p.status)
@@ -76,16 +95,8 @@ func TestModulePageShowsProvenance(t *testing.T) {
 // versions with provenance and shows the one chosen with ?version=, and a
 // version it does not hold is not found.
 func TestPagesShowProvenanceCarriedByBundle(t *testing.T) {
-	e := start(t)
+	e, _, v := provenanceEnv(t)
 	ctx := t.Context()
-	if _, err := e.admin.GenerateSigningKey(ctx, "acme"); err != nil {
-		t.Fatal(err)
-	}
-	e.publishModule(t, "acme", "network", "aws", "1.0.0", networkModule)
-	v, err := e.srv.Index.GetModuleVersion(ctx, "acme", "network", "aws", "1.0.0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	exporter := signingtest.NewKey(t, "acme")
 	pub, err := signing.ParsePublicKey(exporter.ArmoredPublic)
 	if err != nil {
@@ -138,7 +149,7 @@ func TestPagesShowProvenanceCarriedByBundle(t *testing.T) {
 	b := e.browser(t)
 	b.signIn("bob", password)
 	mirror := "/mirror/" + host + "/acme/widget"
-	for path, c := range map[string]struct{ want, not []string }{
+	checkPages(t, b, map[string]pageWant{
 		"/modules/acme/network/aws/2.0.0": {want: []string{`id="provenance-h"`, "Published through the exporting Trove", "<code>exporter-alice</code>",
 			"signed by the exporting Trove, with key <code>" + pub.KeyID, "carried here by an air-gap bundle"}, not: []string{"of this namespace", "does not verify"}},
 		"/modules/acme/network/aws/1.0.0": {want: []string{"of this namespace"}, not: []string{"exporting Trove"}},
@@ -149,22 +160,7 @@ func TestPagesShowProvenanceCarriedByBundle(t *testing.T) {
 		mirror + "?version=1.1.0": {want: []string{"Provenance of 1.1.0", "Published through the exporting Trove with token <code>tok-up</code>",
 			"signed by the exporting Trove, with key <code>" + pub.KeyID}, not: []string{"does not verify"}},
 		mirror + "?version=1.0.0": {not: []string{`id="provenance-h"`}},
-	} {
-		p := b.get(path)
-		if p.status != 200 {
-			t.Fatalf("GET %s: %d", path, p.status)
-		}
-		for _, w := range c.want {
-			if !strings.Contains(p.body, w) {
-				t.Errorf("GET %s lacks %q", path, w)
-			}
-		}
-		for _, w := range c.not {
-			if strings.Contains(p.body, w) {
-				t.Errorf("GET %s has %q", path, w)
-			}
-		}
-	}
+	})
 	for _, q := range []string{"9.9.9", "1.0", "<script>", "1.1.0%00", strings.Repeat("1", 300)} {
 		if p := b.get(mirror + "?version=" + url.QueryEscape(q)); p.status != 404 {
 			t.Errorf("GET %s?version=%q: %d, want 404", mirror, q, p.status)

@@ -2,45 +2,22 @@ package postgres
 
 import (
 	"testing"
-	"time"
 
-	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/store"
 	"trove.dev/trove/internal/store/postgres/pgtest"
+	"trove.dev/trove/internal/store/storetest"
 )
 
-// TestMigratePolicyImportKeys takes an index with a provenance policy
-// back to the schema before 0028_policy_import_keys and migrates it
-// again: the policy is kept, without import keys, and can then be given
-// some.
+// TestMigratePolicyImportKeys is storetest's check of migration 0028 on
+// a PostgreSQL schema.
 func TestMigratePolicyImportKeys(t *testing.T) {
 	dsn := pgtest.NewSchema(t)
-	x := open(t, dsn)
-	ctx := t.Context()
-	if err := x.CreateNamespace(ctx, registry.Namespace{Name: "acme", CreatedAt: time.Now()}); err != nil {
-		t.Fatal(err)
-	}
-	p := registry.ProvenancePolicy{Namespace: "acme", Repository: "acme/infra", Refs: "refs/tags/v*", UpdatedAt: time.Now(), UpdatedBy: "user:ada"}
-	if err := x.PutProvenancePolicy(ctx, p); err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{
-		`ALTER TABLE provenance_policies DROP COLUMN import_keys`,
-		`DELETE FROM schema_migrations WHERE version = 28`,
-	} {
-		if _, err := x.pool.Exec(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	x = open(t, dsn) // migrates to the current version
-	got, err := x.GetProvenancePolicy(ctx, "acme")
-	if err != nil || got.Repository != "acme/infra" || got.Refs != "refs/tags/v*" || len(got.ImportKeys) != 0 {
-		t.Fatalf("the migrated policy = %+v, %v; want it unchanged, without import keys", got, err)
-	}
-	p.ImportKeys = []registry.SigningKey{{KeyID: "0123456789ABCDEF", ASCIIArmor: "armor"}}
-	if err := x.PutProvenancePolicy(ctx, p); err != nil {
-		t.Fatal(err)
-	}
-	if got, err := x.GetProvenancePolicy(ctx, "acme"); err != nil || len(got.ImportKeys) != 1 || got.ImportKeys[0].KeyID != "0123456789ABCDEF" {
-		t.Errorf("after the migration: %+v, %v", got, err)
-	}
+	storetest.TestPolicyImportKeysMigration(t, func(t *testing.T) store.Index { return open(t, dsn) },
+		func(t *testing.T, x store.Index, statements ...string) {
+			for _, q := range statements {
+				if _, err := x.(*Index).pool.Exec(t.Context(), q); err != nil {
+					t.Fatalf("%s: %v", q, err)
+				}
+			}
+		})
 }

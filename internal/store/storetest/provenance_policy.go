@@ -64,3 +64,28 @@ func testProvenancePolicies(t *testing.T, newIndex func(*testing.T) store.Index)
 	mustOK(t, x.DeleteProvenancePolicy(ctx, "acme"), "DeleteProvenancePolicy")
 	wantKind(t, x.DeleteProvenancePolicy(ctx, "acme"), registry.NotFound, "DeleteProvenancePolicy again")
 }
+
+// TestPolicyImportKeysMigration checks migration 0028 (the import keys of
+// provenance policies) on a backend: an index with a provenance policy,
+// taken back to the schema before 0028 and opened again, keeps the
+// policy without import keys, and can then give it some. open opens the
+// test's index (the same database on every call, migrated to the current
+// schema); rollBack runs statements on x's database as they are and is
+// done with x (a backend that must close it before opening again does).
+func TestPolicyImportKeysMigration(t *testing.T, open func(*testing.T) store.Index, rollBack func(t *testing.T, x store.Index, statements ...string)) {
+	x, ctx := open(t), t.Context()
+	createNamespaces(t, x, "acme")
+	p := registry.ProvenancePolicy{Namespace: "acme", Repository: "acme/infra", Refs: "refs/tags/v*", UpdatedAt: t0, UpdatedBy: "user:ada"}
+	mustOK(t, x.PutProvenancePolicy(ctx, p), "PutProvenancePolicy")
+	rollBack(t, x, `ALTER TABLE provenance_policies DROP COLUMN import_keys`, `DELETE FROM schema_migrations WHERE version = 28`)
+	x = open(t) // migrates to the current version
+	got, err := x.GetProvenancePolicy(ctx, "acme")
+	if err != nil || got.Repository != "acme/infra" || got.Refs != "refs/tags/v*" || len(got.ImportKeys) != 0 {
+		t.Fatalf("the migrated policy = %+v, %v; want it unchanged, without import keys", got, err)
+	}
+	p.ImportKeys = []registry.SigningKey{{KeyID: "0123456789ABCDEF", ASCIIArmor: "armor"}}
+	mustOK(t, x.PutProvenancePolicy(ctx, p), "PutProvenancePolicy with import keys after the migration")
+	if got, err := x.GetProvenancePolicy(ctx, "acme"); err != nil || len(got.ImportKeys) != 1 || got.ImportKeys[0].KeyID != "0123456789ABCDEF" {
+		t.Errorf("after the migration: %+v, %v", got, err)
+	}
+}
