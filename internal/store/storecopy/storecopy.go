@@ -271,7 +271,11 @@ func read(ctx context.Context, idx store.Index, secrets []string) (*snapshot, er
 	}
 	for i, v := range s.mirrored {
 		// The provenance an air-gap bundle carried, with the exporting
-		// Trove's keys that verify it (ImportBundle stored both).
+		// Trove's keys that verify it (ImportBundle stored both), read
+		// for the versions the list says have one.
+		if !v.HasProvenance {
+			continue
+		}
 		env, keys, err := idx.MirroredProvenance(ctx, v.Host, v.Namespace, v.Type, v.Version)
 		switch {
 		case registry.IsKind(err, registry.NotFound):
