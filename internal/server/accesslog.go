@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -37,7 +38,7 @@ func (a *AccessLog) write(t time.Time, level slog.Level, method, route, path str
 	b := (*bp)[:0]
 	if a.JSON {
 		b = append(b, `{"time":"`...)
-		b = t.AppendFormat(b, time.RFC3339Nano)
+		b = appendRFC3339Nano(b, t)
 		b = append(b, `","level":"`...)
 		b = append(b, level.String()...)
 		b = append(b, `","msg":"http request","method":`...)
@@ -78,8 +79,22 @@ func (a *AccessLog) write(t time.Time, level slog.Level, method, route, path str
 }
 
 // appendRFC3339Millis appends t as slog's text handler does: RFC 3339
-// with exactly three digits of fraction.
+// with exactly three digits of fraction (slog truncates to the
+// millisecond).
 func appendRFC3339Millis(b []byte, t time.Time) []byte {
+	s := stampOf(t)
+	if s == nil {
+		return appendRFC3339MillisSlow(b, t)
+	}
+	ms := t.Nanosecond() / 1e6
+	b = append(b, s.prefix...)
+	b = append(b, '.', byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10))
+	return append(b, s.zone...)
+}
+
+// appendRFC3339MillisSlow is appendRFC3339Millis through time's
+// formatting, for the years stampOf does not cache.
+func appendRFC3339MillisSlow(b []byte, t time.Time) []byte {
 	const prefixLen = len("2006-01-02T15:04:05.000")
 	n := len(b)
 	// RFC3339Nano trims trailing zeros: a tenth of a millisecond more
@@ -87,6 +102,62 @@ func appendRFC3339Millis(b []byte, t time.Time) []byte {
 	t = t.Truncate(time.Millisecond).Add(time.Millisecond / 10)
 	b = t.AppendFormat(b, time.RFC3339Nano)
 	return append(b[:n+prefixLen], b[n+prefixLen+1:]...)
+}
+
+// appendRFC3339Nano appends t as t.AppendFormat(b, time.RFC3339Nano)
+// does (slog's JSON handler): the fraction without its trailing zeros,
+// none at all on a whole second.
+func appendRFC3339Nano(b []byte, t time.Time) []byte {
+	s := stampOf(t)
+	if s == nil {
+		return t.AppendFormat(b, time.RFC3339Nano)
+	}
+	b = append(b, s.prefix...)
+	if ns := t.Nanosecond(); ns != 0 {
+		var frac [10]byte
+		frac[0] = '.'
+		for i := 9; i >= 1; i-- {
+			frac[i] = byte('0' + ns%10)
+			ns /= 10
+		}
+		n := len(frac)
+		for frac[n-1] == '0' {
+			n--
+		}
+		b = append(b, frac[:n]...)
+	}
+	return append(b, s.zone...)
+}
+
+// secondStamp is the formatted second of an access line's time: its date
+// and time of day ("2006-01-02T15:04:05") and zone ("Z" or "+01:00"),
+// which every line of the same second and location shares. Formatting
+// them with time's layouts costs more than the rest of the line.
+type secondStamp struct {
+	sec    int64 // Unix seconds
+	loc    *time.Location
+	prefix []byte
+	zone   []byte
+}
+
+// lastStamp is the second of the line written last.
+var lastStamp atomic.Pointer[secondStamp]
+
+// stampOf returns the formatted second of t, or nil for a year outside
+// 0000 to 9999 (whose text is not 19 bytes long). A location and a Unix
+// second determine the offset, hence the text.
+func stampOf(t time.Time) *secondStamp {
+	sec, loc := t.Unix(), t.Location()
+	if s := lastStamp.Load(); s != nil && s.sec == sec && s.loc == loc {
+		return s
+	}
+	if y := t.Year(); y < 0 || y > 9999 {
+		return nil
+	}
+	s := &secondStamp{sec: sec, loc: loc,
+		prefix: t.AppendFormat(nil, "2006-01-02T15:04:05"), zone: t.AppendFormat(nil, "Z07:00")}
+	lastStamp.Store(s)
+	return s
 }
 
 // appendTextString appends s as slog's text handler does: as it is, or
@@ -106,7 +177,7 @@ func textNeedsQuoting(s string) bool {
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if c != '\\' && (c == ' ' || c == '=' || c == '"' || c < 0x20) {
+			if textQuoteASCII[c] {
 				return true
 			}
 			i++
@@ -120,6 +191,16 @@ func textNeedsQuoting(s string) bool {
 	}
 	return false
 }
+
+// textQuoteASCII tells the ASCII bytes that make slog's text handler
+// quote a string: a space, '=', '"' and the control characters below
+// 0x20 (not DEL, not '\\').
+var textQuoteASCII = func() (t [utf8.RuneSelf]bool) {
+	for c := range utf8.RuneSelf {
+		t[c] = c == ' ' || c == '=' || c == '"' || c < 0x20
+	}
+	return t
+}()
 
 // appendJSONString appends s as a JSON string as slog's JSON handler
 // does: '"' and '\' escaped, control characters as \n, \r, \t or \u00XX,

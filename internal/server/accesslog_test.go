@@ -84,3 +84,51 @@ func TestMiddlewareWritesAccessLog(t *testing.T) {
 		t.Errorf("the access line also went to the logger: %q", logged.String())
 	}
 }
+
+// TestAccessLogTimes: the cached second of the access line's time gives
+// the text time package formats, in every location (offsets of both
+// signs and of half hours, a zone's change of offset), for times within
+// one second (the cache hit), across seconds and back again, and for
+// fractions with trailing zeros or none.
+func TestAccessLogTimes(t *testing.T) {
+	locs := []*time.Location{time.UTC, time.Local, time.FixedZone("", 0), time.FixedZone("IST", 5*3600+30*60),
+		time.FixedZone("NST", -(3*3600 + 30*60)), time.FixedZone("X", 14*3600)}
+	for _, name := range []string{"Europe/Berlin", "America/St_Johns", "Australia/Lord_Howe"} {
+		if l, err := time.LoadLocation(name); err == nil {
+			locs = append(locs, l)
+		}
+	}
+	// 2026-03-29 00:59:59 UTC: Berlin moves from +01:00 to +02:00 one
+	// second later.
+	dst := time.Date(2026, 3, 29, 0, 59, 59, 0, time.UTC)
+	rng := rand.New(rand.NewPCG(3, 4))
+	check := func(at time.Time) {
+		t.Helper()
+		want := at.Truncate(time.Millisecond).Add(time.Millisecond / 10).Format(time.RFC3339Nano)
+		want = want[:len("2006-01-02T15:04:05.000")] + want[len("2006-01-02T15:04:05.0000"):]
+		if got := string(appendRFC3339Millis([]byte("x"), at)); got != "x"+want {
+			t.Fatalf("millis of %v = %q, want %q", at, got, "x"+want)
+		}
+		if got, want := string(appendRFC3339Nano([]byte("x"), at)), "x"+at.Format(time.RFC3339Nano); got != want {
+			t.Fatalf("nanos of %v = %q, want %q", at, got, want)
+		}
+	}
+	for i := range 20000 {
+		loc := locs[i%len(locs)]
+		var at time.Time
+		switch i % 5 {
+		case 0:
+			at = dst.Add(time.Duration(rng.Int64N(int64(3 * time.Second))))
+		case 1:
+			at = time.Unix(rng.Int64N(1<<34)-1<<33, 0) // whole seconds, before 1970 too
+		case 2:
+			at = time.Unix(1_790_000_000, int64(rng.IntN(1000))*1e6) // the same second, whole milliseconds
+		default:
+			at = time.Unix(1_790_000_000+rng.Int64N(3), rng.Int64N(1e9))
+		}
+		check(at.In(loc))
+	}
+	for _, at := range []time.Time{time.Date(0, 1, 1, 0, 0, 0, 5, time.UTC), time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC)} {
+		check(at)
+	}
+}
