@@ -34,6 +34,37 @@ func (a *AccessLog) enabled(level slog.Level) bool { return level >= a.Level }
 
 // write writes one access line.
 func (a *AccessLog) write(t time.Time, level slog.Level, method, route, path string, status int, bytes int64, d time.Duration) {
+	a.writeLine(t, level, a.appendMethodRoute(nil, method, route), path, status, bytes, d)
+}
+
+// appendMethodRoute appends the method and route members of an access
+// line in a's format, as writeLine takes them: the same for every
+// request of a route, so the middleware formats them once per route
+// (with its metrics series) rather than per request.
+func (a *AccessLog) appendMethodRoute(b []byte, method, route string) []byte {
+	if a.JSON {
+		return appendMethodRouteJSON(b, method, route)
+	}
+	return appendMethodRouteText(b, method, route)
+}
+
+func appendMethodRouteText(b []byte, method, route string) []byte {
+	b = append(b, " method="...)
+	b = appendTextString(b, method)
+	b = append(b, " route="...)
+	return appendTextString(b, route)
+}
+
+func appendMethodRouteJSON(b []byte, method, route string) []byte {
+	b = append(b, `,"method":`...)
+	b = appendJSONString(b, method)
+	b = append(b, `,"route":`...)
+	return appendJSONString(b, route)
+}
+
+// writeLine writes one access line whose method and route members are
+// methodRoute (appendMethodRoute's).
+func (a *AccessLog) writeLine(t time.Time, level slog.Level, methodRoute []byte, path string, status int, bytes int64, d time.Duration) {
 	bp := accessBufs.Get().(*[]byte)
 	b := (*bp)[:0]
 	if a.JSON {
@@ -41,10 +72,8 @@ func (a *AccessLog) write(t time.Time, level slog.Level, method, route, path str
 		b = appendRFC3339Nano(b, t)
 		b = append(b, `","level":"`...)
 		b = append(b, level.String()...)
-		b = append(b, `","msg":"http request","method":`...)
-		b = appendJSONString(b, method)
-		b = append(b, `,"route":`...)
-		b = appendJSONString(b, route)
+		b = append(b, `","msg":"http request"`...)
+		b = append(b, methodRoute...)
 		b = append(b, `,"path":`...)
 		b = appendJSONString(b, path)
 		b = append(b, `,"status":`...)
@@ -59,10 +88,8 @@ func (a *AccessLog) write(t time.Time, level slog.Level, method, route, path str
 		b = appendRFC3339Millis(b, t)
 		b = append(b, " level="...)
 		b = append(b, level.String()...)
-		b = append(b, ` msg="http request" method=`...)
-		b = appendTextString(b, method)
-		b = append(b, " route="...)
-		b = appendTextString(b, route)
+		b = append(b, ` msg="http request"`...)
+		b = append(b, methodRoute...)
 		b = append(b, " path="...)
 		b = appendTextString(b, path)
 		b = append(b, " status="...)

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -130,5 +131,43 @@ func TestAccessLogTimes(t *testing.T) {
 	}
 	for _, at := range []time.Time{time.Date(0, 1, 1, 0, 0, 0, 5, time.UTC), time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC)} {
 		check(at)
+	}
+}
+
+// TestMiddlewareAccessLineAsSlog: the line the middleware writes to an
+// AccessLog (method and route formatted once per metrics series) is the
+// line it writes through slog without one, but for the time and the
+// duration, in both formats, for standard methods and others (whose
+// series is "OTHER" but whose line shows the method), on routes and
+// paths that need quoting or escaping, and for unmatched requests.
+func TestMiddlewareAccessLineAsSlog(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/v1/thing/{id}", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("{}")) })
+	mux.HandleFunc("/v1/odd=\"x\"/{id}", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	m, err := newMetrics(prometheus.NewRegistry(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	varying := regexp.MustCompile(`time=\S+|"time":"[^"]*"|duration=\S+|"duration":\d+`)
+	for _, json := range []bool{false, true} {
+		for _, method := range []string{"GET", "HEAD", "POST", "PROPFIND", "get", "GET"} {
+			for _, path := range []string{"/v1/thing/a", "/v1/thing/a%20b", "/v1/odd=%22x%22/%E2%80%A8", "/nowhere", "/v1/thing/%22%3C"} {
+				var fast, slow bytes.Buffer
+				var h slog.Handler = slog.NewTextHandler(&slow, nil)
+				if json {
+					h = slog.NewJSONHandler(&slow, nil)
+				}
+				for _, mw := range []*middleware{
+					{next: mux, log: slog.New(slog.DiscardHandler), access: &AccessLog{W: &fast, JSON: json}, metrics: m},
+					{next: mux, log: slog.New(h), metrics: m},
+				} {
+					mw.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(method, path, nil))
+				}
+				got, want := varying.ReplaceAllString(fast.String(), "T"), varying.ReplaceAllString(slow.String(), "T")
+				if got != want || strings.Count(got, "\n") != 1 {
+					t.Errorf("json %v, %s %s:\n got %s\nwant %s", json, method, path, got, want)
+				}
+			}
+		}
 	}
 }

@@ -116,7 +116,7 @@ func (m *middleware) finish(rec *recorder, r *http.Request, start time.Time) {
 		status = http.StatusOK // the handler wrote nothing: net/http answers 200
 	}
 	rt := route(r)
-	m.metrics.observe(rt, r.Method, status, elapsed)
+	s := m.metrics.observe(rt, r.Method, status, elapsed)
 
 	level := slog.LevelInfo
 	switch {
@@ -128,7 +128,7 @@ func (m *middleware) finish(rec *recorder, r *http.Request, start time.Time) {
 	ctx := r.Context()
 	if a := m.access; a != nil {
 		if a.enabled(level) {
-			a.write(end, level, r.Method, rt, r.URL.Path, status, rec.bytes, elapsed)
+			a.writeLine(end, level, s.methodRoute(a, r.Method, rt), r.URL.Path, status, rec.bytes, elapsed)
 		}
 	} else if h := m.log.Handler(); h.Enabled(ctx, level) {
 		// Straight to the handler: Logger.LogAttrs would also look up the
@@ -308,7 +308,7 @@ type metrics struct {
 
 	// series maps every label set seen to its collectors: read without a
 	// lock (a map is never changed once published), copied on a miss.
-	series atomic.Pointer[map[seriesKey]series]
+	series atomic.Pointer[map[seriesKey]*series]
 	mu     sync.Mutex // serializes the copies
 }
 
@@ -317,12 +317,30 @@ type seriesKey struct {
 	status        int
 }
 
+// series is what the requests of one label set share: their
+// collectors, and the method and route members of their access lines in
+// either format (AccessLog.appendMethodRoute), formatted once.
 type series struct {
-	count    prometheus.Counter
-	duration prometheus.Observer
+	count            prometheus.Counter
+	duration         prometheus.Observer
+	method           string // the method label: the request's, or "OTHER"
+	logText, logJSON []byte
 }
 
-func (m *metrics) observe(route, method string, status int, elapsed time.Duration) {
+// methodRoute returns the method and route members of the access line
+// (in a's format) of a request of s made with method on route.
+func (s *series) methodRoute(a *AccessLog, method, route string) []byte {
+	switch {
+	case s.method != method: // one the series counts as "OTHER": formatted per request
+		return a.appendMethodRoute(nil, method, route)
+	case a.JSON:
+		return s.logJSON
+	}
+	return s.logText
+}
+
+// observe counts a request and its duration, and returns its series.
+func (m *metrics) observe(route, method string, status int, elapsed time.Duration) *series {
 	key := seriesKey{route: route, method: methodLabel(method), status: status}
 	s, ok := (*m.series.Load())[key]
 	if !ok {
@@ -330,10 +348,11 @@ func (m *metrics) observe(route, method string, status int, elapsed time.Duratio
 	}
 	s.count.Inc()
 	s.duration.Observe(elapsed.Seconds())
+	return s
 }
 
 // addSeries publishes a copy of the series map with key's collectors.
-func (m *metrics) addSeries(key seriesKey) series {
+func (m *metrics) addSeries(key seriesKey) *series {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	old := *m.series.Load()
@@ -341,11 +360,14 @@ func (m *metrics) addSeries(key seriesKey) series {
 		return s
 	}
 	code := strconv.Itoa(key.status)
-	s := series{
+	s := &series{
 		count:    m.requests.WithLabelValues(key.route, key.method, code),
 		duration: m.duration.WithLabelValues(key.route, key.method, code),
+		method:   key.method,
+		logText:  appendMethodRouteText(nil, key.method, key.route),
+		logJSON:  appendMethodRouteJSON(nil, key.method, key.route),
 	}
-	next := make(map[seriesKey]series, len(old)+1)
+	next := make(map[seriesKey]*series, len(old)+1)
 	maps.Copy(next, old)
 	next[key] = s
 	m.series.Store(&next)

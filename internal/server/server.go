@@ -430,7 +430,7 @@ func newMetrics(reg prometheus.Registerer, p *providers.Service) (*metrics, erro
 			Help: "HTTP requests being served.",
 		}),
 	}
-	m.series.Store(&map[seriesKey]series{})
+	m.series.Store(&map[seriesKey]*series{})
 	cs := []prometheus.Collector{
 		m.requests, m.duration, m.inFlight,
 		collectors.NewGoCollector(),
