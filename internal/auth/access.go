@@ -216,7 +216,16 @@ type Reader struct {
 // On an error the Reader says only whether the namespace is private.
 // A request that is allowed costs map lookups and no allocation.
 func (a *Access) ProtocolRead(r *http.Request, namespace string) (Reader, error) {
-	now := a.authn.now()
+	return a.ProtocolReadAt(r, namespace, a.authn.now())
+}
+
+// ProtocolReadAt is ProtocolRead for a request that arrived at now
+// (reqtime.Of: the server reads the clock once per request), so that a
+// cached answer's access check does not read it again. Namespace
+// visibility and token expiry are judged at now, unless the
+// Authenticator's clock was set (SetClock).
+func (a *Access) ProtocolReadAt(r *http.Request, namespace string, now time.Time) (Reader, error) {
+	now = a.authn.at(now)
 	exists, public, err := a.visibility(r.Context(), namespace, now)
 	if err != nil {
 		return Reader{}, err
@@ -224,7 +233,7 @@ func (a *Access) ProtocolRead(r *http.Request, namespace string) (Reader, error)
 	var p Principal
 	consumer := registry.AnonymousConsumer
 	if len(r.Header["Authorization"]) > 0 {
-		if p, consumer, err = a.authn.authenticateCachedActor(r); err != nil {
+		if p, consumer, err = a.authn.authenticateCachedActor(r, now); err != nil {
 			return Reader{}, err
 		}
 	}

@@ -397,3 +397,33 @@ func TestVisibilityThroughIndexOutage(t *testing.T) {
 		t.Errorf("reading open after the outage: %v", err)
 	}
 }
+
+// TestProtocolReadAt: a request is judged at the time handed down (when
+// it arrived), token expiry included, unless the Authenticator's clock
+// was set, which then wins.
+func TestProtocolReadAt(t *testing.T) {
+	f := newAccessFixture(t)
+	secret, hash, err := NewToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	expires := f.now.Add(time.Hour)
+	err = f.idx.CreateToken(context.Background(), registry.Token{ID: "tok_soon", Hash: hash, User: "reader",
+		Scopes: []registry.Scope{registry.ScopeRead}, CreatedAt: f.now, ExpiresAt: expires})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := httptest.NewRequest("GET", "/v1/providers/secret/x/versions", nil)
+	r.Header.Set("Authorization", "Bearer "+secret)
+	if rd, err := f.access.ProtocolReadAt(r, "secret", f.now); err != nil || !rd.Private || rd.Consumer != "user:reader" {
+		t.Fatalf("before expiry: %+v, %v; want allowed", rd, err)
+	}
+	if _, err := f.access.ProtocolReadAt(r, "secret", expires.Add(time.Hour)); !registry.IsKind(err, registry.Unauthenticated) {
+		t.Errorf("a request arriving after expiry: %v, want Unauthenticated", err)
+	}
+	authn := NewAuthenticator(f.idx)
+	authn.SetClock(func() time.Time { return expires.Add(time.Hour) })
+	if _, err := NewAccess(authn, f.idx).ProtocolReadAt(r, "secret", f.now); !registry.IsKind(err, registry.Unauthenticated) {
+		t.Errorf("with a clock set after expiry: %v, want Unauthenticated (the set clock wins)", err)
+	}
+}

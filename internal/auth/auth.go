@@ -158,6 +158,7 @@ type Authenticator struct {
 	users   store.Users       // nil if the index does not store users
 	members store.Memberships // nil if the index does not store memberships
 	now     func() time.Time
+	ownNow  bool // now was set by SetClock: it takes precedence over a request's time
 	ttl     time.Duration
 
 	mu    sync.RWMutex
@@ -199,9 +200,19 @@ func (a *Authenticator) SetPasswordLimiter(l *PasswordLimiter) { a.passwords.Sto
 // disables the cache). Call it before serving.
 func (a *Authenticator) SetCacheTTL(ttl time.Duration) { a.ttl = max(ttl, 0) }
 
-// SetClock makes the Authenticator read the time from now (for tests).
-// Call it before serving.
-func (a *Authenticator) SetClock(now func() time.Time) { a.now = now }
+// SetClock makes the Authenticator read the time from now (for tests),
+// also where it is handed the time a request arrived
+// (Access.ProtocolReadAt). Call it before serving.
+func (a *Authenticator) SetClock(now func() time.Time) { a.now, a.ownNow = now, true }
+
+// at returns the time to judge a request arriving at t by: t, unless a
+// clock was set with SetClock.
+func (a *Authenticator) at(t time.Time) time.Time {
+	if a.ownNow {
+		return a.now()
+	}
+	return t
+}
 
 // Now returns the Authenticator's current time.
 func (a *Authenticator) Now() time.Time { return a.now() }
@@ -255,12 +266,12 @@ func (a *Authenticator) AuthenticateCached(r *http.Request) (Principal, error) {
 // authenticateCachedActor is AuthenticateCached that also returns the
 // principal's Actor, made once per cached lookup rather than per
 // request (registry.AnonymousConsumer when r presents no token).
-func (a *Authenticator) authenticateCachedActor(r *http.Request) (Principal, string, error) {
+func (a *Authenticator) authenticateCachedActor(r *http.Request, now time.Time) (Principal, string, error) {
 	secret, err := bearer(r)
 	if secret == "" || err != nil {
 		return Principal{}, registry.AnonymousConsumer, err
 	}
-	return a.cachedActor(r.Context(), secret)
+	return a.cachedActorAt(r.Context(), secret, now)
 }
 
 // AuthenticateSession returns the Principal of a web session's secret
@@ -311,6 +322,12 @@ func (a *Authenticator) cached(ctx context.Context, secret string) (Principal, e
 
 // cachedActor is cached that also returns the principal's Actor.
 func (a *Authenticator) cachedActor(ctx context.Context, secret string) (Principal, string, error) {
+	return a.cachedActorAt(ctx, secret, a.now())
+}
+
+// cachedActorAt is cachedActor at now (the current time, or the time
+// the request arrived).
+func (a *Authenticator) cachedActorAt(ctx context.Context, secret string, now time.Time) (Principal, string, error) {
 	if len(secret) > maxSecretLength {
 		return Principal{}, "", registry.Errorf(registry.Unauthenticated, "the token is not valid")
 	}
@@ -319,13 +336,12 @@ func (a *Authenticator) cachedActor(ctx context.Context, secret string) (Princip
 		if err != nil {
 			return Principal{}, "", err
 		}
-		return p, p.Actor(), active(p.Token, a.now())
+		return p, p.Actor(), active(p.Token, now)
 	}
 	// Hash from a stack buffer (bearer bounds the secret to 128 bytes):
 	// the cache hit path does not allocate.
 	var buf [128]byte
 	key := sha256.Sum256(buf[:copy(buf[:], secret)])
-	now := a.now()
 	a.mu.RLock()
 	c, ok := a.cache[key]
 	a.mu.RUnlock()

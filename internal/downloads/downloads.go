@@ -117,6 +117,7 @@ type Counter struct {
 	now       func() time.Time
 	prunedDay string // the day of the last pruning of consumer records
 	consumers bool   // AddRequest records consumers
+	ownNow    bool   // Options.Now was set: it takes precedence over a request's time
 	day       atomic.Pointer[cachedDay]
 }
 
@@ -138,6 +139,8 @@ func New(o Options) (*Counter, error) {
 	}
 	if c.now == nil {
 		c.now = time.Now
+	} else {
+		c.ownNow = true
 	}
 	c.consumers = o.Consumers
 	if c.interval <= 0 {
@@ -185,20 +188,30 @@ func (c *Counter) Add(k registry.DownloadKey) {
 // when the Counter records consumers (Options.Consumers), as Add alone
 // otherwise. It does not allocate for a key counted before.
 func (c *Counter) AddRequest(r *http.Request, consumer string, k registry.DownloadKey) {
+	c.AddRequestAt(r, consumer, k, c.now())
+}
+
+// AddRequestAt is AddRequest for a request that arrived at now
+// (reqtime.Of: the server reads the clock once per request): its
+// consumer record is that of now's UTC day, unless Options.Now was set
+// (then Options.Now tells the day).
+func (c *Counter) AddRequestAt(r *http.Request, consumer string, k registry.DownloadKey, now time.Time) {
 	if c.consumers {
 		if consumer == "" {
 			consumer = registry.AnonymousConsumer
 		}
 		k.Consumer = consumer
 		k.Client, k.ClientVersion = registry.ParseClient(r.UserAgent())
-		k.Day = c.today()
+		if c.ownNow {
+			now = c.now()
+		}
+		k.Day = c.dayOf(now)
 	}
 	c.Add(k)
 }
 
-// today returns the current UTC day, formatted once per day.
-func (c *Counter) today() string {
-	now := c.now()
+// dayOf returns the UTC day of now, formatted once per day.
+func (c *Counter) dayOf(now time.Time) string {
 	sec := now.Unix()
 	if d := c.day.Load(); d != nil && sec >= d.start && sec < d.end {
 		return d.day

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -533,5 +534,51 @@ func BenchmarkCounterAddRequest(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		c.AddRequest(r, registry.AnonymousConsumer, k)
+	}
+}
+
+// TestAddRequestAtRecordsTheRequestsDay checks that AddRequestAt records
+// a consumer on the UTC day of the time handed down (when the request
+// arrived), and on Options.Now's day when that is set.
+func TestAddRequestAtRecordsTheRequestsDay(t *testing.T) {
+	r, o := consumerRequest()
+	k := registry.ProviderDownload("hashicorp", "aws", "5.31.0", "linux", "amd64")
+	today := time.Now().UTC()
+	yesterday := today.AddDate(0, 0, -1)
+	q := registry.ConsumerQuery{Kind: registry.DownloadProvider, Namespace: "hashicorp", Name: "aws", Since: registry.DayOf(yesterday)}
+	days := func(st *memStore) map[string]int64 {
+		t.Helper()
+		got, err := st.ConsumerDownloads(t.Context(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]int64{}
+		for _, c := range got {
+			m[c.Day] += c.Count
+		}
+		return m
+	}
+
+	st := newMemStore()
+	c := newCounter(t, st, o)
+	c.AddRequestAt(r, "user:alice", k, yesterday)
+	c.AddRequestAt(r, "user:alice", k, today)
+	c.AddRequestAt(r, "user:alice", k, today)
+	if err := c.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := days(st), map[string]int64{registry.DayOf(yesterday): 1, registry.DayOf(today): 2}; !maps.Equal(got, want) {
+		t.Errorf("recorded by day %v, want %v", got, want)
+	}
+
+	st = newMemStore()
+	o.Now = func() time.Time { return yesterday }
+	c = newCounter(t, st, o)
+	c.AddRequestAt(r, "user:alice", k, today)
+	if err := c.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := days(st), map[string]int64{registry.DayOf(yesterday): 1}; !maps.Equal(got, want) {
+		t.Errorf("with Options.Now: recorded by day %v, want %v (its day)", got, want)
 	}
 }

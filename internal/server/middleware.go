@@ -61,7 +61,7 @@ var recorders = sync.Pool{New: func() any { return new(recorder) }}
 func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	rec := recorders.Get().(*recorder)
-	*rec = recorder{ResponseWriter: w}
+	*rec = recorder{ResponseWriter: w, start: start}
 	if r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody {
 		r.Body = newIdleReader(r.Body, w)
 	}
@@ -159,14 +159,20 @@ func route(r *http.Request) string {
 
 // recorder remembers the status and size of a response. It forwards
 // ReadFrom so that file downloads keep using sendfile, and Unwrap so that
-// http.ResponseController reaches the connection.
+// http.ResponseController reaches the connection. It carries the time
+// its request arrived (reqtime.Carrier) to the handlers.
 type recorder struct {
 	http.ResponseWriter
+	start       time.Time // when the request arrived
 	status      int
 	bytes       int64
 	wroteHeader bool
 	deadlineSet time.Time // when the write deadline was last extended
 }
+
+// RequestTime returns when the request arrived (reqtime.Carrier): the
+// clock reading its duration is measured from.
+func (w *recorder) RequestTime() time.Time { return w.start }
 
 func (w *recorder) WriteHeader(code int) {
 	if !w.wroteHeader && (code >= http.StatusOK || code == http.StatusSwitchingProtocols) {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"trove.dev/trove/internal/reqtime"
 )
 
 // deadlineWriter records what the middleware asks of the connection.
@@ -173,5 +176,33 @@ func TestSecurityHeaders(t *testing.T) {
 		if got := [2]string{rec.Header().Get("X-Content-Type-Options"), rec.Header().Get("Content-Security-Policy")}; got != want {
 			t.Errorf("%s (status %d): nosniff and CSP %q, want %q", path, rec.Code, got, want)
 		}
+	}
+}
+
+// TestMiddlewareHandsDownRequestTime: the handlers behind the middleware
+// get the time their request arrived (reqtime.Of) from the writer, the
+// reading the request's duration is measured from, not a clock reading
+// of their own.
+func TestMiddlewareHandsDownRequestTime(t *testing.T) {
+	var got []time.Time
+	mux := http.NewServeMux()
+	mux.HandleFunc("/t", func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := w.(reqtime.Carrier); !ok {
+			t.Errorf("the handler's writer %T carries no request time", w)
+		}
+		got = append(got, reqtime.Of(w))
+		time.Sleep(time.Millisecond) // a later reading would differ
+		got = append(got, reqtime.Of(w))
+	})
+	m, err := newMetrics(prometheus.NewRegistry(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &middleware{next: mux, log: slog.New(slog.DiscardHandler), metrics: m}
+	before := time.Now()
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/t", nil))
+	after := time.Now()
+	if len(got) != 2 || got[0].Before(before) || got[0].After(after) || !got[1].Equal(got[0]) {
+		t.Errorf("request times %v, want one time between %v and %v", got, before, after)
 	}
 }

@@ -54,6 +54,7 @@ import (
 	"trove.dev/trove/internal/httpjson"
 	modarchive "trove.dev/trove/internal/modules"
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/reqtime"
 	"trove.dev/trove/internal/respcache"
 	"trove.dev/trove/internal/signedurl"
 	"trove.dev/trove/internal/store"
@@ -99,13 +100,14 @@ var (
 // Guard decides who may read a namespace on the protocol routes (the
 // same contract as providers.Guard; *auth.Access implements it).
 type Guard interface {
-	// ProtocolRead returns nil if r may read the namespace (a normalized
-	// name), and who reads it: whether the namespace is private, and the
-	// consumer a download is recorded for. An error of kind NotFound
-	// means r may not read it: the Service then answers as for a module
-	// that does not exist. Any other error is answered as is
-	// (Unauthenticated: 401).
-	ProtocolRead(r *http.Request, namespace string) (auth.Reader, error)
+	// ProtocolReadAt returns nil if r, which arrived at now
+	// (reqtime.Of), may read the namespace (a normalized name), and who
+	// reads it: whether the namespace is private, and the consumer a
+	// download is recorded for. An error of kind NotFound means r may
+	// not read it: the Service then answers as for a module that does
+	// not exist. Any other error is answered as is (Unauthenticated:
+	// 401).
+	ProtocolReadAt(r *http.Request, namespace string, now time.Time) (auth.Reader, error)
 }
 
 // tokenGuard is the optional ability of a Guard to authenticate a request
@@ -320,8 +322,8 @@ func (m *module) memo(v string) *atomic.Pointer[signedLocation] {
 // lookup returns the cached entry of the module a request names, reading
 // the index on a miss, and who reads it (whether its namespace is
 // private, and the consumer). Invalid names, unknown modules and modules
-// the guard refuses are NotFound.
-func (s *Service) lookup(ctx context.Context, r *http.Request) (*entry, modKey, auth.Reader, error) {
+// the guard refuses are NotFound. now is when r arrived (reqtime.Of).
+func (s *Service) lookup(ctx context.Context, r *http.Request, now time.Time) (*entry, modKey, auth.Reader, error) {
 	raw := modKey{r.PathValue("namespace"), r.PathValue("name"), r.PathValue("system")}
 	e := s.cache.Lookup(raw, struct{}{}) // a hit on the raw names means they are valid and normalized
 	key := raw
@@ -334,7 +336,7 @@ func (s *Service) lookup(ctx context.Context, r *http.Request) (*entry, modKey, 
 			e = s.cache.Lookup(key, struct{}{})
 		}
 	}
-	rd, err := s.authorize(r, key.ns)
+	rd, err := s.authorize(r, now, key.ns)
 	if registry.IsKind(err, registry.NotFound) {
 		return nil, key, rd, moduleNotFound(key)
 	}
@@ -356,13 +358,14 @@ func (s *Service) lookup(ctx context.Context, r *http.Request) (*entry, modKey, 
 	return e, key, rd, err
 }
 
-// authorize asks the guard whether r may read the namespace, and who
-// reads it (the zero Reader, anonymous and public, without a guard).
-func (s *Service) authorize(r *http.Request, namespace string) (auth.Reader, error) {
+// authorize asks the guard whether r, which arrived at now, may read the
+// namespace, and who reads it (the zero Reader, anonymous and public,
+// without a guard).
+func (s *Service) authorize(r *http.Request, now time.Time, namespace string) (auth.Reader, error) {
 	if s.guard == nil {
 		return auth.Reader{}, nil
 	}
-	return s.guard.ProtocolRead(r, namespace)
+	return s.guard.ProtocolReadAt(r, namespace, now)
 }
 
 // moduleNotFound is the one answer for a module that does not exist or
@@ -476,7 +479,7 @@ func deprecationOf(v registry.ModuleVersion) *deprecationDoc {
 }
 
 func (s *Service) serveVersions(w http.ResponseWriter, r *http.Request) {
-	e, _, rd, err := s.lookup(r.Context(), r)
+	e, _, rd, err := s.lookup(r.Context(), r, reqtime.Of(w))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -490,7 +493,8 @@ func (s *Service) serveVersions(w http.ResponseWriter, r *http.Request) {
 
 // serveDownload answers 204 with the signed archive URL in X-Terraform-Get.
 func (s *Service) serveDownload(w http.ResponseWriter, r *http.Request) {
-	e, key, rd, err := s.lookup(r.Context(), r)
+	now := reqtime.Of(w)
+	e, key, rd, err := s.lookup(r.Context(), r, now)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -536,7 +540,7 @@ func (s *Service) serveDownload(w http.ResponseWriter, r *http.Request) {
 	h["Cache-Control"] = noStore
 	w.WriteHeader(http.StatusNoContent) // net/http sends no Content-Length with a 204, as RFC 9110 asks
 	if s.downloads != nil && r.Method == http.MethodGet {
-		s.downloads.AddRequest(r, rd.Consumer, registry.ModuleDownload(key.ns, key.name, key.system, v.Version))
+		s.downloads.AddRequestAt(r, rd.Consumer, registry.ModuleDownload(key.ns, key.name, key.system, v.Version), now)
 	}
 }
 
@@ -586,7 +590,7 @@ func latest(e *entry) registry.ModuleVersion {
 // public registry does, with an absolute URL under the public base (which
 // keeps the path prefix Trove may be reached under).
 func (s *Service) downloadLatest(w http.ResponseWriter, r *http.Request) error {
-	e, key, _, err := s.lookup(r.Context(), r)
+	e, key, _, err := s.lookup(r.Context(), r, reqtime.Of(w))
 	if err != nil {
 		return err
 	}
@@ -598,7 +602,7 @@ func (s *Service) downloadLatest(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Service) latestDetails(w http.ResponseWriter, r *http.Request) error {
-	e, _, rd, err := s.lookup(r.Context(), r)
+	e, _, rd, err := s.lookup(r.Context(), r, reqtime.Of(w))
 	if err != nil {
 		return err
 	}
@@ -606,7 +610,7 @@ func (s *Service) latestDetails(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Service) versionDetails(w http.ResponseWriter, r *http.Request) error {
-	e, key, rd, err := s.lookup(r.Context(), r)
+	e, key, rd, err := s.lookup(r.Context(), r, reqtime.Of(w))
 	if err != nil {
 		return err
 	}
@@ -825,7 +829,7 @@ func (s *Service) readablePage(r *http.Request, f registry.ModuleFilter) ([]regi
 		return s.idx.ListModules(ctx, f)
 	}
 	if f.Namespace != "" {
-		_, err := s.guard.ProtocolRead(r, f.Namespace)
+		_, err := s.guard.ProtocolReadAt(r, f.Namespace, time.Now())
 		if registry.IsKind(err, registry.NotFound) { // as for a namespace without modules
 			return nil, 0, nil
 		}
@@ -848,7 +852,7 @@ func (s *Service) readablePage(r *http.Request, f registry.ModuleFilter) ([]regi
 		for _, m := range mods {
 			ok, seen := readable[m.Namespace]
 			if !seen {
-				_, err := s.guard.ProtocolRead(r, m.Namespace)
+				_, err := s.guard.ProtocolReadAt(r, m.Namespace, time.Now())
 				switch {
 				case err == nil:
 					ok = true

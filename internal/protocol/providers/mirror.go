@@ -10,6 +10,7 @@ import (
 	svchost "github.com/hashicorp/terraform-svchost"
 
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/reqtime"
 	"trove.dev/trove/internal/respcache"
 	"trove.dev/trove/internal/signedurl"
 )
@@ -98,7 +99,7 @@ func (s *Service) serveMirror(w http.ResponseWriter, r *http.Request) {
 	}
 	private := false
 	if pk.host == "" { // one of Trove's own providers
-		rd, err := s.authorize(r, pk, dk, true, mirrorNotFound)
+		rd, err := s.authorize(r, reqtime.Of(w), pk, dk, true, mirrorNotFound)
 		if err != nil {
 			s.writeError(w, r, err)
 			return

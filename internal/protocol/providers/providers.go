@@ -48,6 +48,7 @@ import (
 	"trove.dev/trove/internal/httpjson"
 	"trove.dev/trove/internal/protocol/discovery"
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/reqtime"
 	"trove.dev/trove/internal/respcache"
 	"trove.dev/trove/internal/signedurl"
 	"trove.dev/trove/internal/store"
@@ -80,13 +81,14 @@ var (
 
 // Guard decides who may read a namespace on the protocol routes.
 type Guard interface {
-	// ProtocolRead returns nil if r may read the namespace (a normalized
-	// name), and who reads it: whether the namespace is private, and the
-	// consumer a download is recorded for. An error of kind NotFound
-	// means r may not read it: the Service then answers as for a
-	// provider that does not exist. Any other error is answered as is
-	// (Unauthenticated: 401).
-	ProtocolRead(r *http.Request, namespace string) (auth.Reader, error)
+	// ProtocolReadAt returns nil if r, which arrived at now
+	// (reqtime.Of), may read the namespace (a normalized name), and who
+	// reads it: whether the namespace is private, and the consumer a
+	// download is recorded for. An error of kind NotFound means r may
+	// not read it: the Service then answers as for a provider that does
+	// not exist. Any other error is answered as is (Unauthenticated:
+	// 401).
+	ProtocolReadAt(r *http.Request, namespace string, now time.Time) (auth.Reader, error)
 	// MirrorRead returns nil if r may read the providers the mirror
 	// fetches from other registries (WithMirror); any error is answered
 	// as is (Unauthenticated: 401).
@@ -235,13 +237,13 @@ func (s *Service) CacheStats() (entries int, bytes int64) {
 	return st.Entries, st.Bytes
 }
 
-// authorize asks the guard whether r may read the provider pk, and
-// returns who reads it (the zero Reader, anonymous and public, without a
+// authorize asks the guard whether r, which arrived at now, may read the
+// provider pk, and returns who reads it (the zero Reader, anonymous and public, without a
 // guard). known says that pk is known to be valid and normalized (a cache
 // entry exists under it); otherwise its names are parsed first. A
 // refusal of kind NotFound is returned as notFound(normalized pk) so that
 // it cannot be told apart from a provider that does not exist.
-func (s *Service) authorize(r *http.Request, pk provKey, dk docKey, known bool, notFound func(provKey, docKey) error) (rd auth.Reader, err error) {
+func (s *Service) authorize(r *http.Request, now time.Time, pk provKey, dk docKey, known bool, notFound func(provKey, docKey) error) (rd auth.Reader, err error) {
 	if s.guard == nil {
 		return auth.Reader{}, nil
 	}
@@ -250,7 +252,7 @@ func (s *Service) authorize(r *http.Request, pk provKey, dk docKey, known bool, 
 			return auth.Reader{}, err
 		}
 	}
-	rd, err = s.guard.ProtocolRead(r, pk.ns)
+	rd, err = s.guard.ProtocolReadAt(r, pk.ns, now)
 	if registry.IsKind(err, registry.NotFound) {
 		return rd, notFound(pk, dk)
 	}
@@ -260,7 +262,7 @@ func (s *Service) authorize(r *http.Request, pk provKey, dk docKey, known bool, 
 func (s *Service) serveVersions(w http.ResponseWriter, r *http.Request) {
 	pk := provKey{ns: r.PathValue("namespace"), typ: r.PathValue("type")}
 	e := s.cache.Lookup(pk, docKey{})
-	rd, err := s.authorize(r, pk, docKey{}, e != nil, func(pk provKey, _ docKey) error { return versionsNotFound(pk) })
+	rd, err := s.authorize(r, reqtime.Of(w), pk, docKey{}, e != nil, func(pk provKey, _ docKey) error { return versionsNotFound(pk) })
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -298,7 +300,8 @@ func (s *Service) serveDownload(w http.ResponseWriter, r *http.Request) {
 	pk := provKey{ns: r.PathValue("namespace"), typ: r.PathValue("type")}
 	dk := docKey{version: r.PathValue("version"), os: r.PathValue("os"), arch: r.PathValue("arch")}
 	e := s.cache.Lookup(pk, dk)
-	rd, err := s.authorize(r, pk, dk, e != nil, downloadNotFound)
+	now := reqtime.Of(w)
+	rd, err := s.authorize(r, now, pk, dk, e != nil, downloadNotFound)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -331,7 +334,7 @@ func (s *Service) serveDownload(w http.ResponseWriter, r *http.Request) {
 		}
 		fallthrough
 	case respcache.Fresh:
-		s.countDownload(r, rd, writeEntry(w, r, e, private), pk, dk)
+		s.countDownload(r, now, rd, writeEntry(w, r, e, private), pk, dk)
 		return
 	}
 	pk, dk = pk.clone(), dk.clone()
@@ -340,15 +343,16 @@ func (s *Service) serveDownload(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.countDownload(r, rd, writeEntry(w, r, e, private), pk, dk)
+	s.countDownload(r, now, rd, writeEntry(w, r, e, private), pk, dk)
 }
 
 // countDownload counts a download document answered with status to the
-// reader rd, if it is a download (see WithDownloadCounter). pk and dk are
-// valid and normalized: they name a cached document.
-func (s *Service) countDownload(r *http.Request, rd auth.Reader, status int, pk provKey, dk docKey) {
+// reader rd of r, which arrived at now, if it is a download (see
+// WithDownloadCounter). pk and dk are valid and normalized: they name a
+// cached document.
+func (s *Service) countDownload(r *http.Request, now time.Time, rd auth.Reader, status int, pk provKey, dk docKey) {
 	if s.downloads != nil && status == http.StatusOK && r.Method == http.MethodGet {
-		s.downloads.AddRequest(r, rd.Consumer, registry.ProviderDownload(pk.ns, pk.typ, dk.version, dk.os, dk.arch))
+		s.downloads.AddRequestAt(r, rd.Consumer, registry.ProviderDownload(pk.ns, pk.typ, dk.version, dk.os, dk.arch), now)
 	}
 }
 
