@@ -283,23 +283,29 @@ func pageETag(head []byte, contentSum [sha256.Size]byte, foot []byte) string {
 	return `"` + base64.RawURLEncoding.EncodeToString(h.Sum(sum[:0])[:16]) + `"`
 }
 
-// The headers of every page, shared (never modified) header values.
+// The headers of every page, shared header values: net/http never
+// modifies them, and their capacity equals their length, so an append
+// copies.
 var (
 	headerHTML       = []string{"text/html; charset=utf-8"}
 	headerCSP        = []string{contentSecurityPolicy}
-	headerDeny       = []string{"DENY"}
-	headerReferrer   = []string{"same-origin"}
 	headerNoCache    = []string{"private, no-cache"}
 	headerVaryCookie = []string{"Cookie, Accept-Encoding"}
 	headerGzip       = []string{"gzip"}
 )
 
-// pageHeaders sets the headers of every page.
+// pageHeaders sets the headers of every page. With the middleware's
+// X-Content-Type-Options, the ETag and Content-Length (and
+// Content-Encoding) a page sends at most 8 headers: past 8 the map
+// outgrows its first group and net/http's clone, sort and write of it
+// cost every page more (docs/benchmarks.md). Two headers pages once
+// sent are not needed: X-Frame-Options, which the policy's
+// frame-ancestors 'none' supersedes in every browser with CSP 2, and
+// Referrer-Policy, which the layout's <meta name="referrer"> states
+// for every request a page makes (docs/ui.md, "Security headers").
 func pageHeaders(h http.Header) {
 	h["Content-Type"] = headerHTML
 	h["Content-Security-Policy"] = headerCSP
-	h["X-Frame-Options"] = headerDeny
-	h["Referrer-Policy"] = headerReferrer
 	h["Cache-Control"] = headerNoCache
 	h["Vary"] = headerVaryCookie
 }

@@ -187,8 +187,27 @@ func TestPagesAndHeaders(t *testing.T) {
 	if strings.Contains(csp, "unsafe") {
 		t.Errorf("CSP %q allows unsafe sources", csp)
 	}
-	if home.header.Get("X-Frame-Options") != "DENY" || home.header.Get("X-Content-Type-Options") != "nosniff" {
+	if home.header.Get("X-Content-Type-Options") != "nosniff" || home.header.Get("Cache-Control") != "private, no-cache" ||
+		home.header.Get("Etag") == "" || home.header.Get("Vary") != "Cookie, Accept-Encoding" {
 		t.Errorf("headers: %v", home.header)
+	}
+	// The referrer policy is the page's own (its first element after the
+	// charset, before any request the page makes), not a header; framing
+	// is refused by the policy's frame-ancestors alone.
+	if !strings.Contains(home.body, "<meta charset=\"utf-8\">\n<meta name=\"referrer\" content=\"same-origin\">\n") {
+		t.Errorf("home page lacks the referrer policy at the top of its head")
+	}
+	// At most 8 headers besides the Date net/http adds (with gzip's
+	// Content-Encoding): past 8, net/http's handling of the header map
+	// costs every page more (docs/benchmarks.md).
+	n := 0
+	for k := range home.header {
+		if k != "Date" {
+			n++
+		}
+	}
+	if n > 7 { // Content-Encoding would be the 8th
+		t.Errorf("a page sends %d headers besides Date, want at most 7 before Content-Encoding: %v", n, home.header)
 	}
 
 	mod := b.get("/modules/acme/network/aws")
