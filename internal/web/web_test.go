@@ -647,3 +647,45 @@ func TestHomeNothingPublic(t *testing.T) {
 		t.Errorf("the home page of bob, who sees nothing:\n%s", home.body)
 	}
 }
+
+// TestSearchFollowsVisibility changes the namespaces' visibility after
+// anonymous pages and searches were cached: what an anonymous visitor
+// may read is asked again per request (the readable sets the catalog
+// shares are handed out only when they are the answer), so a namespace
+// made private leaves the results at once and one made public enters
+// them.
+func TestSearchFollowsVisibility(t *testing.T) {
+	e := start(t)
+	e.publishModule(t, "secret", "vault", "aws", "0.1.0", networkModule)
+	e.publishModule(t, "acme", "network", "aws", "1.0.0", networkModule)
+	anon := e.browser(t)
+	shows := func(path, want string) bool {
+		t.Helper()
+		p := anon.get(path)
+		if p.status != http.StatusOK {
+			t.Fatalf("%s: status %d\n%s", path, p.status, p.body)
+		}
+		return strings.Contains(p.body, want)
+	}
+	if !shows("/search?q=network", "acme/network/aws") || shows("/search?q=vault", "secret/vault/aws") || !shows("/", "acme/network/aws") {
+		t.Fatal("before: want acme's module found and secret's hidden")
+	}
+	visibility := func(ns, v string) {
+		t.Helper()
+		if _, err := e.admin.UpdateNamespace(context.Background(), ns, apispec.UpdateNamespaceRequest{Visibility: &v}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	visibility("acme", "private")
+	if shows("/search?q=network", "acme/network/aws") || shows("/", "acme/network/aws") {
+		t.Error("acme made private: an anonymous visitor still finds its module")
+	}
+	visibility("secret", "public")
+	if !shows("/search?q=vault", "secret/vault/aws") || shows("/search?q=network", "acme/network/aws") {
+		t.Error("secret made public, acme private: want only secret's module found")
+	}
+	visibility("acme", "public")
+	if !shows("/search?q=network", "acme/network/aws") || !shows("/search?q=vault", "secret/vault/aws") {
+		t.Error("both public: want both modules found")
+	}
+}
