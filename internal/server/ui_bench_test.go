@@ -19,7 +19,10 @@ import (
 )
 
 // uiWriter is a ResponseWriter that, like net/http, gives every request
-// an empty header map, and counts the body bytes.
+// an empty header map, and counts the body bytes. When the header is
+// sent it does what net/http's server does with it: clone the map the
+// handler filled and write it, sorted, to the connection (here
+// io.Discard), so the cost of each header a page sends shows.
 type uiWriter struct {
 	h      http.Header
 	status int
@@ -30,11 +33,12 @@ func (w *uiWriter) Header() http.Header { return w.h }
 func (w *uiWriter) WriteHeader(s int) {
 	if w.status == 0 {
 		w.status = s
+		_ = w.h.Clone().Write(io.Discard)
 	}
 }
 func (w *uiWriter) Write(b []byte) (int, error) {
 	if w.status == 0 {
-		w.status = http.StatusOK
+		w.WriteHeader(http.StatusOK)
 	}
 	w.n += len(b)
 	return len(b), nil

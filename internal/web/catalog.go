@@ -57,7 +57,17 @@ type catalog struct {
 	entries    []entry  // sorted by kind, namespace, name, system
 	systems    []string // module systems, sorted
 	built      time.Time
+	// Read-only sets of namespaces that readable hands out, instead of
+	// a map per request, when a visitor's readable namespaces are
+	// exactly one of them: every namespace (an administrator), those
+	// that were public when the catalog was built (an anonymous
+	// visitor, most of the UI's requests), or none.
+	all, public map[string]bool
+	isPublic    []bool // per names entry: in public
 }
+
+// noNamespaces is the readable set of a visitor who may read none.
+var noNamespaces = map[string]bool{}
 
 // catalogCache holds the current catalog in a respcache entry of its
 // own: rebuilt once however many requests ask, in the background while
@@ -188,18 +198,59 @@ func loadCatalog(ctx context.Context, idx Index, now time.Time) (*catalog, error
 		cat.systems = append(cat.systems, s)
 	}
 	slices.Sort(cat.systems)
+	cat.readSets()
 	return cat, nil
 }
 
-// readable returns the namespaces of cat that p may read.
+// readSets fills the catalog's shared readable sets from its namespaces.
+func (cat *catalog) readSets() {
+	cat.all = make(map[string]bool, len(cat.names))
+	cat.public = map[string]bool{}
+	cat.isPublic = make([]bool, len(cat.names))
+	for i, ns := range cat.names {
+		cat.all[ns] = true
+		if n, ok := cat.namespaces[ns]; ok && n.Public() {
+			cat.public[ns] = true
+			cat.isPublic[i] = true
+		}
+	}
+}
+
+// readable returns the namespaces of cat that p may read, asking a for
+// each namespace now. The map is read-only: when the answer is every
+// namespace, none, or those public when cat was built (what an
+// anonymous visitor may read unless a visibility changed since), it is
+// one the catalog or the package shares, so a cached page or search
+// costs no map per request.
 func readable(ctx context.Context, a *auth.Access, p auth.Principal, cat *catalog) (map[string]bool, error) {
-	out := make(map[string]bool, len(cat.names))
-	for _, ns := range cat.names {
+	var small [64]bool
+	can := small[:0]
+	if len(cat.names) > len(small) {
+		can = make([]bool, 0, len(cat.names))
+	}
+	n, public := 0, len(cat.isPublic) == len(cat.names)
+	for i, ns := range cat.names {
 		ok, err := a.CanRead(ctx, p, ns)
 		if err != nil {
 			return nil, err
 		}
+		can = append(can, ok)
 		if ok {
+			n++
+		}
+		public = public && ok == cat.isPublic[i]
+	}
+	switch {
+	case n == 0:
+		return noNamespaces, nil
+	case n == len(cat.names) && cat.all != nil:
+		return cat.all, nil
+	case public && cat.public != nil:
+		return cat.public, nil
+	}
+	out := make(map[string]bool, n)
+	for i, ns := range cat.names {
+		if can[i] {
 			out[ns] = true
 		}
 	}

@@ -40,7 +40,7 @@ func mustVersion(v string) *version.Version {
 // canRead reports whether the visitor may read the namespace; a name
 // that is not valid is not readable.
 func (s *Service) canRead(ctx context.Context, v *visit, namespace string) (string, error) {
-	ns, err := registry.ParseNamespace(namespace)
+	ns, err := namespaceNames.get(namespace)
 	if err != nil {
 		return "", errNotFound
 	}
@@ -356,13 +356,13 @@ func (s *Service) modulePage(w http.ResponseWriter, r *http.Request, v *visit) e
 	if err != nil {
 		return err
 	}
-	name, err1 := registry.ParseModuleName(r.PathValue("name"))
-	system, err2 := registry.ParseModuleSystem(r.PathValue("system"))
+	name, err1 := moduleNames.get(r.PathValue("name"))
+	system, err2 := moduleSystems.get(r.PathValue("system"))
 	if err1 != nil || err2 != nil {
 		return errNotFound
 	}
 	want := r.PathValue("version")
-	if want == "" && r.URL.Query().Get("version") != "" { // the version form without script
+	if want == "" && r.URL.RawQuery != "" && r.URL.Query().Get("version") != "" { // the version form without script
 		http.Redirect(w, r, "/modules/"+ns+"/"+name+"/"+system+"/"+url.PathEscape(r.URL.Query().Get("version")), http.StatusSeeOther)
 		return nil
 	}
@@ -655,12 +655,12 @@ func (s *Service) providerPage(w http.ResponseWriter, r *http.Request, v *visit)
 	if err != nil {
 		return err
 	}
-	typ, err := registry.ParseProviderType(r.PathValue("type"))
+	typ, err := providerTypes.get(r.PathValue("type"))
 	if err != nil {
 		return errNotFound
 	}
 	want := r.PathValue("version")
-	if want == "" && r.URL.Query().Get("version") != "" { // the version form without script
+	if want == "" && r.URL.RawQuery != "" && r.URL.Query().Get("version") != "" { // the version form without script
 		http.Redirect(w, r, "/providers/"+ns+"/"+typ+"/"+url.PathEscape(r.URL.Query().Get("version")), http.StatusSeeOther)
 		return nil
 	}

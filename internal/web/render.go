@@ -283,23 +283,32 @@ func pageETag(head []byte, contentSum [sha256.Size]byte, foot []byte) string {
 	return `"` + base64.RawURLEncoding.EncodeToString(h.Sum(sum[:0])[:16]) + `"`
 }
 
-// The headers of every page, shared (never modified) header values.
+// The headers of every page, shared header values: net/http never
+// modifies them, and their capacity equals their length, so an append
+// copies.
 var (
 	headerHTML       = []string{"text/html; charset=utf-8"}
 	headerCSP        = []string{contentSecurityPolicy}
 	headerDeny       = []string{"DENY"}
-	headerReferrer   = []string{"same-origin"}
 	headerNoCache    = []string{"private, no-cache"}
 	headerVaryCookie = []string{"Cookie, Accept-Encoding"}
 	headerGzip       = []string{"gzip"}
 )
 
-// pageHeaders sets the headers of every page.
+// pageHeaders sets the headers of every page. With the middleware's
+// X-Content-Type-Options, the ETag and Content-Length (and
+// Content-Encoding, or write's X-Frame-Options) a page sends at most 8
+// headers: past 8 the map outgrows its first group and net/http's
+// clone, sort and write of it cost every page more
+// (docs/benchmarks.md). The referrer policy is the layout's
+// <meta name="referrer">, which governs every request a page makes as
+// the header would; framing is refused by the policy's frame-ancestors
+// in every browser with CSP 2, and by X-Frame-Options, for older ones,
+// on every page but the cached pages an anonymous visitor reads, which
+// offer nothing to click that acts (docs/ui.md, "Security headers").
 func pageHeaders(h http.Header) {
 	h["Content-Type"] = headerHTML
 	h["Content-Security-Policy"] = headerCSP
-	h["X-Frame-Options"] = headerDeny
-	h["Referrer-Policy"] = headerReferrer
 	h["Cache-Control"] = headerNoCache
 	h["Vary"] = headerVaryCookie
 }
@@ -318,6 +327,7 @@ func (s *Service) write(w http.ResponseWriter, r *http.Request, v *visit, status
 	}
 	h := w.Header()
 	pageHeaders(h)
+	h["X-Frame-Options"] = headerDeny
 	if status == http.StatusOK {
 		etag := pageETag(buf.Bytes(), contentSum, s.foot)
 		h["Etag"] = []string{etag}

@@ -187,8 +187,40 @@ func TestPagesAndHeaders(t *testing.T) {
 	if strings.Contains(csp, "unsafe") {
 		t.Errorf("CSP %q allows unsafe sources", csp)
 	}
-	if home.header.Get("X-Frame-Options") != "DENY" || home.header.Get("X-Content-Type-Options") != "nosniff" {
+	if home.header.Get("X-Content-Type-Options") != "nosniff" || home.header.Get("Cache-Control") != "private, no-cache" ||
+		home.header.Get("Etag") == "" || home.header.Get("Vary") != "Cookie, Accept-Encoding" {
 		t.Errorf("headers: %v", home.header)
+	}
+	// The referrer policy is the page's own (its first element after the
+	// charset, before any request the page makes), not a header.
+	if !strings.Contains(home.body, "<meta charset=\"utf-8\">\n<meta name=\"referrer\" content=\"same-origin\">\n") {
+		t.Errorf("home page lacks the referrer policy at the top of its head")
+	}
+	// Framing is refused by the policy, and by X-Frame-Options too on
+	// every page but the anonymous visitor's cached ones (nothing there
+	// acts when clicked): the sign-in form keeps it.
+	if p := b.get("/sign-in"); p.header.Get("X-Frame-Options") != "DENY" || !strings.Contains(p.header.Get("Content-Security-Policy"), "frame-ancestors 'none'") {
+		t.Errorf("sign-in page headers: %v", p.header)
+	}
+	// At most 8 headers besides the Date net/http adds: past 8,
+	// net/http's handling of the header map costs every page more
+	// (docs/benchmarks.md). A cached page sends 7 and 8 with gzip's
+	// Content-Encoding (which the client's transport takes off with
+	// Content-Length when it decompresses), a rendered one 8 (here a
+	// page that is not found; the sign-in form adds its cookie).
+	for _, p := range []struct {
+		path string
+		max  int
+	}{{"/", 7}, {"/nosuch", 8}} {
+		n, h := 0, b.get(p.path).header
+		for k := range h {
+			if k != "Date" {
+				n++
+			}
+		}
+		if n > p.max {
+			t.Errorf("%s sends %d headers besides Date, want at most %d: %v", p.path, n, p.max, h)
+		}
 	}
 
 	mod := b.get("/modules/acme/network/aws")
@@ -626,5 +658,47 @@ func TestHomeNothingPublic(t *testing.T) {
 	b.signIn("bob", password)
 	if home := b.get("/"); !strings.Contains(home.body, "Nothing is published yet") || strings.Contains(home.body, "show once you sign in") {
 		t.Errorf("the home page of bob, who sees nothing:\n%s", home.body)
+	}
+}
+
+// TestSearchFollowsVisibility changes the namespaces' visibility after
+// anonymous pages and searches were cached: what an anonymous visitor
+// may read is asked again per request (the readable sets the catalog
+// shares are handed out only when they are the answer), so a namespace
+// made private leaves the results at once and one made public enters
+// them.
+func TestSearchFollowsVisibility(t *testing.T) {
+	e := start(t)
+	e.publishModule(t, "secret", "vault", "aws", "0.1.0", networkModule)
+	e.publishModule(t, "acme", "network", "aws", "1.0.0", networkModule)
+	anon := e.browser(t)
+	shows := func(path, want string) bool {
+		t.Helper()
+		p := anon.get(path)
+		if p.status != http.StatusOK {
+			t.Fatalf("%s: status %d\n%s", path, p.status, p.body)
+		}
+		return strings.Contains(p.body, want)
+	}
+	if !shows("/search?q=network", "acme/network/aws") || shows("/search?q=vault", "secret/vault/aws") || !shows("/", "acme/network/aws") {
+		t.Fatal("before: want acme's module found and secret's hidden")
+	}
+	visibility := func(ns, v string) {
+		t.Helper()
+		if _, err := e.admin.UpdateNamespace(context.Background(), ns, apispec.UpdateNamespaceRequest{Visibility: &v}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	visibility("acme", "private")
+	if shows("/search?q=network", "acme/network/aws") || shows("/", "acme/network/aws") {
+		t.Error("acme made private: an anonymous visitor still finds its module")
+	}
+	visibility("secret", "public")
+	if !shows("/search?q=vault", "secret/vault/aws") || shows("/search?q=network", "acme/network/aws") {
+		t.Error("secret made public, acme private: want only secret's module found")
+	}
+	visibility("acme", "public")
+	if !shows("/search?q=network", "acme/network/aws") || !shows("/search?q=vault", "secret/vault/aws") {
+		t.Error("both public: want both modules found")
 	}
 }
