@@ -27,7 +27,8 @@
 //     together); then it is Stale until MaxAge has passed; from then on it
 //     is Expired and is never served again. State tells which.
 //     Options.FreshFor shortens the fresh part (3/4 to 7/8 of it) without
-//     shortening MaxAge.
+//     shortening MaxAge. StateAt tells it at a given time (a request's
+//     arrival, read once per request) without reading the clock.
 //   - Load is for a request that has no usable entry (none, Expired, or
 //     one the caller judges unusable): it returns an entry stored under
 //     the key since the caller's Lookup if that one is not Expired, else
@@ -73,6 +74,12 @@
 //   - The cache keeps the keys given to Load and Revalidate (a stored
 //     string key may be replaced by the one of a later store): pass keys
 //     that do not point into request memory. Lookup keeps nothing.
+//   - A render whose result says Rendered.NoStore (a degraded document)
+//     is handed to the requests waiting for it and not stored: after a
+//     Load's render the key holds no entry, so the next request renders
+//     again; a background render's stale entry stays, as after a failed
+//     render (served until it expires, no new background render of it
+//     for RetryAfter), nothing logged.
 //   - Renders run detached from the requests that started them (a
 //     request's cancellation does not cancel them), bounded by
 //     RenderTimeout. A render that panics counts as a failed render.
@@ -169,7 +176,9 @@ type Options struct {
 	// Drop reports whether a render error means the document is gone, so
 	// that a stale entry is removed rather than kept (nil: never).
 	Drop func(error) bool
-	// Now is the clock (default time.Now).
+	// Now is the clock (default time.Now). When set, StateAt reads it
+	// instead of taking the time its caller hands in: leave it nil in
+	// production, where that time is the request's.
 	Now func() time.Time
 	// Log receives failed background renders (nil: discarded).
 	Log *slog.Logger
@@ -316,6 +325,14 @@ type Rendered[V any] struct {
 	// one of their bytes does (for documents whose tag the caller computes
 	// anyway, as the web UI's pages do).
 	ETag string
+	// NoStore says the document must be served but not kept: a degraded
+	// render (a part of it could not be read, and it says so), which a
+	// later request should render again rather than be served from the
+	// cache. The requests waiting for the render get it; a Load's render
+	// removes the entry it would have replaced, and a background render
+	// leaves the stale entry it was to replace, served until it expires
+	// and rendered again after RetryAfter, as after a failed render.
+	NoStore bool
 }
 
 // RenderFunc renders a document. ctx is detached from the request that
@@ -463,7 +480,8 @@ type flight[V any] struct {
 // Cache holds rendered documents; see the package documentation for its
 // contract.
 type Cache[O, D comparable, V any] struct {
-	opt Options
+	opt    Options
+	ownNow bool // Options.Now was set: StateAt reads it
 
 	mu      sync.RWMutex
 	owners  map[O]map[D]*Entry[V]
@@ -516,7 +534,8 @@ func New[O, D comparable, V any](opt Options) *Cache[O, D, V] {
 	if opt.RenderTimeout <= 0 {
 		opt.RenderTimeout = DefaultRenderTimeout
 	}
-	if opt.Now == nil {
+	ownNow := opt.Now != nil
+	if !ownNow {
 		opt.Now = time.Now
 	}
 	if opt.Log == nil {
@@ -527,6 +546,7 @@ func New[O, D comparable, V any](opt Options) *Cache[O, D, V] {
 	}
 	c := &Cache[O, D, V]{
 		opt:       opt,
+		ownNow:    ownNow,
 		owners:    make(map[O]map[D]*Entry[V]),
 		flights:   make(map[flightKey[O, D]]*flight[V]),
 		refreshes: make(chan struct{}, opt.MaxRefreshes),
@@ -578,6 +598,19 @@ func (c *Cache[O, D, V]) Has(o O, d D) bool {
 // State returns the state of e (which may be nil) now.
 func (c *Cache[O, D, V]) State(e *Entry[V]) State {
 	return e.state(c.opt.Now().UnixNano())
+}
+
+// StateAt returns the state of e (which may be nil) at now: for a
+// request, the time it arrived (reqtime.Of), which the server has read
+// anyway, so that a hit does not read the clock again. A request is thus
+// served what was servable when it arrived (an entry that expired since,
+// microseconds ago, included). When Options.Now was set, that clock
+// wins over now (tests set one to age entries).
+func (c *Cache[O, D, V]) StateAt(e *Entry[V], now time.Time) State {
+	if c.ownNow {
+		return e.state(c.opt.Now().UnixNano())
+	}
+	return e.state(now.UnixNano())
 }
 
 func (e *Entry[V]) state(now int64) State {
@@ -755,6 +788,8 @@ func (c *Cache[O, D, V]) run(ctx context.Context, key flightKey[O, D], f *flight
 	var e *Entry[V]
 	switch {
 	case err != nil:
+	case r.NoStore:
+		e = c.newEntry(r, start)
 	case prev != nil && prev.sameDocument(r):
 		e = c.renewEntry(prev, r, start)
 	default:
@@ -773,6 +808,12 @@ func (c *Cache[O, D, V]) run(ctx context.Context, key flightKey[O, D], f *flight
 		if stale != nil {
 			stale.refreshing.Store(false)
 		}
+	case err == nil && r.NoStore && stale != nil:
+		// Degraded: the stale entry is better; try again later.
+		stale.retryAt.Store(c.opt.Now().UnixNano() + int64(c.opt.RetryAfter))
+		stale.refreshing.Store(false)
+	case err == nil && r.NoStore:
+		c.remove(key.owner, key.doc) // the entry it replaces is not served instead
 	case err == nil:
 		stored = c.insert(key.owner, key.doc, e)
 	case stale != nil && c.opt.Drop != nil && c.opt.Drop(err):

@@ -971,3 +971,41 @@ func TestHasDoesNotMarkUsed(t *testing.T) {
 		t.Fatal("Lookup did not mark the entry as used")
 	}
 }
+
+// TestStateAt: without Options.Now an entry's state is judged at the
+// time handed in (a request's arrival), whatever the clock says; with
+// Options.Now set, that clock wins.
+func TestStateAt(t *testing.T) {
+	c := New[string, string, int](Options{MaxAge: maxAge})
+	before := time.Now()
+	e := mustLoad(t, c, "o", "d", nil, body("x", new(atomic.Int64)))
+	after := time.Now()
+	for _, tc := range []struct {
+		at   time.Time
+		want State
+	}{
+		{after, Fresh},
+		{before.Add(maxAge * 3 / 4), Fresh}, // fresh for at least 3/4 of MaxAge after the render started
+		{after.Add(maxAge*7/8 + time.Millisecond), Stale},
+		{after.Add(maxAge - time.Millisecond), Stale},
+		{after.Add(maxAge), Expired},
+		{after.Add(100 * 365 * 24 * time.Hour), Expired},
+	} {
+		if got := c.StateAt(e, tc.at); got != tc.want {
+			t.Errorf("StateAt(render + %v) = %v, want %v", tc.at.Sub(before), got, tc.want)
+		}
+	}
+	if got := c.StateAt(nil, after); got != Expired {
+		t.Errorf("StateAt(nil) = %v, want expired", got)
+	}
+
+	set, clk, _ := newTest(t, nil)
+	e = mustLoad(t, set, "o", "d", nil, body("x", new(atomic.Int64)))
+	if got := set.StateAt(e, clk.Now().Add(maxAge)); got != Fresh {
+		t.Errorf("with a set clock, a later time handed in: %v, want fresh (the set clock wins)", got)
+	}
+	clk.Add(maxAge)
+	if got := set.StateAt(e, time.Unix(0, 0)); got != Expired {
+		t.Errorf("with a set clock at MaxAge, an early time handed in: %v, want expired (the set clock wins)", got)
+	}
+}

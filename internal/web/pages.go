@@ -21,6 +21,7 @@ import (
 	"trove.dev/trove/internal/mirror"
 	"trove.dev/trove/internal/modules"
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/reqtime"
 	"trove.dev/trove/internal/respcache"
 )
 
@@ -163,7 +164,7 @@ func (s *Service) search(w http.ResponseWriter, r *http.Request, v *visit) error
 	key := readerKey("search", cat, can, 2+len(r.URL.RawQuery), mirror)
 	key.WriteString("\x00\x00")
 	key.WriteString(r.URL.RawQuery)
-	if e := s.searches.Lookup(key.String(), struct{}{}); s.searches.State(e) == respcache.Fresh {
+	if e := s.searches.Lookup(key.String(), struct{}{}); s.searches.StateAt(e, reqtime.Of(w)) == respcache.Fresh {
 		// Kept for this very query string, so its search text is the
 		// one this request asks for: nothing to parse. (An address
 		// that fails, or asks for the results fragment, is never kept.)

@@ -145,6 +145,7 @@ func New(ctx context.Context, opt Options) (*Service, error) {
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.DiscardHandler)
 	}
+	cacheNow := opt.Now // nil unless set: the page caches take each request's time
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
@@ -168,8 +169,8 @@ func New(ctx context.Context, opt Options) (*Service, error) {
 	}
 	s := &Service{opt: opt, log: opt.Logger, csrfKey: key, foot: foot}
 	budget := respcache.NewBudget(webCacheBytes)
-	s.pages = newPageCache("web pages", opt.Now, pageCacheBytes, budget)
-	s.searches = newPageCache("web searches", opt.Now, searchCacheBytes, budget)
+	s.pages = newPageCache("web pages", cacheNow, pageCacheBytes, budget)
+	s.searches = newPageCache("web searches", cacheNow, searchCacheBytes, budget)
 	s.lists = newListCache(opt.Now)
 	s.catalog = newCatalogCache(opt.Index, opt.Now)
 	s.docs = newDocsCache(opt.Blobs, opt.Now, budget)

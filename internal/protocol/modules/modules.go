@@ -129,7 +129,7 @@ type Service struct {
 	signer     *signedurl.Signer
 	base       string // public origin without a trailing slash
 	log        *slog.Logger
-	now        func() time.Time
+	now        func() time.Time // WithClock's, else nil: the cache takes each request's time
 	maxAge     time.Duration
 	maxEntries int
 	cacheBytes int64
@@ -214,7 +214,7 @@ func New(idx store.Modules, signer *signedurl.Signer, publicBase *url.URL, log *
 	base := &url.URL{Scheme: publicBase.Scheme, Host: publicBase.Host, Path: publicBase.Path}
 	s := &Service{
 		idx: idx, signer: signer, base: strings.TrimSuffix(base.String(), "/"), log: log,
-		now: time.Now, maxAge: DefaultMaxAge, maxEntries: DefaultMaxEntries, cacheBytes: DefaultCacheBytes,
+		maxAge: DefaultMaxAge, maxEntries: DefaultMaxEntries, cacheBytes: DefaultCacheBytes,
 	}
 	for _, o := range opts {
 		o(s)
@@ -343,7 +343,7 @@ func (s *Service) lookup(ctx context.Context, r *http.Request, now time.Time) (*
 	if err != nil {
 		return nil, key, rd, err
 	}
-	switch s.cache.State(e) {
+	switch s.cache.StateAt(e, now) {
 	case respcache.Stale:
 		if s.cache.ShouldRevalidate(e) {
 			ck := key.clone() // the cache keeps the key: never the request's memory

@@ -6,8 +6,10 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/reqtime"
 	"trove.dev/trove/internal/respcache"
 )
 
@@ -71,8 +73,13 @@ func cacheControl(h http.Header) []string {
 
 // get returns the entry of (key, dk), cached or generated.
 func (s *Service) get(ctx context.Context, key repoKey, dk docKey) (*entry, error) {
+	return s.getAt(ctx, key, dk, time.Now())
+}
+
+// getAt is get for a request that arrived at now (reqtime.Of).
+func (s *Service) getAt(ctx context.Context, key repoKey, dk docKey, now time.Time) (*entry, error) {
 	e := s.cache.Lookup(key, dk)
-	switch s.cache.State(e) {
+	switch s.cache.StateAt(e, now) {
 	case respcache.Stale:
 		if s.cache.ShouldRevalidate(e) {
 			s.cache.Revalidate(key, dk, e, s.renderer(key, dk))
@@ -296,7 +303,7 @@ func (s *Service) serveVersionDoc(w http.ResponseWriter, r *http.Request, key re
 		s.writeError(w, r, errf(http.StatusNotFound, "MANIFEST_UNKNOWN", "manifest %s not found", registry.Elide(ref)), "")
 		return
 	}
-	e, err := s.get(r.Context(), key, docKey{docVersion, tag})
+	e, err := s.getAt(r.Context(), key, docKey{docVersion, tag}, reqtime.Of(w))
 	if registry.IsKind(err, registry.NotFound) {
 		err = errf(http.StatusNotFound, "MANIFEST_UNKNOWN", "manifest %s not found", registry.Elide(ref))
 	}

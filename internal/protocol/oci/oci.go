@@ -49,6 +49,7 @@ import (
 	"trove.dev/trove/internal/auth"
 	"trove.dev/trove/internal/httpjson"
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/reqtime"
 	"trove.dev/trove/internal/respcache"
 	"trove.dev/trove/internal/signedurl"
 	"trove.dev/trove/internal/store"
@@ -415,7 +416,7 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	// Every request reads the tag list first (cached): a repository
 	// without tags is unknown.
-	tl, err := s.get(r.Context(), key, docKey{kind: docTags})
+	tl, err := s.getAt(r.Context(), key, docKey{kind: docTags}, reqtime.Of(w))
 	if err != nil {
 		s.writeError(w, r, err, key.String())
 		return

@@ -97,9 +97,9 @@ func (s *Service) serveMirror(w http.ResponseWriter, r *http.Request) {
 		}
 		e = s.cache.Lookup(pk, dk)
 	}
-	private := false
+	private, now := false, reqtime.Of(w)
 	if pk.host == "" { // one of Trove's own providers
-		rd, err := s.authorize(r, reqtime.Of(w), pk, dk, true, mirrorNotFound)
+		rd, err := s.authorize(r, now, pk, dk, true, mirrorNotFound)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
@@ -118,7 +118,7 @@ func (s *Service) serveMirror(w http.ResponseWriter, r *http.Request) {
 	if private {
 		signer = s.private
 	}
-	st := s.cache.State(e)
+	st := s.cache.StateAt(e, now)
 	expiry := signer.Expiry().Unix()
 	if dk.kind == docMirrorVersion && st != respcache.Expired && (e.Value.expiry != expiry || e.Value.private != private) {
 		st = downloadState(e, expiry, private, s.now().Unix())

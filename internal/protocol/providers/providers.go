@@ -102,6 +102,7 @@ type Service struct {
 	base       string // public origin without a trailing slash
 	log        *slog.Logger
 	now        func() time.Time
+	clock      func() time.Time // WithClock's, else nil: the cache takes each request's time
 	maxAge     time.Duration
 	cacheBytes int64
 	cache      *cache
@@ -169,7 +170,7 @@ func WithDownloadCounter(c *downloads.Counter) Option {
 // WithClock makes the cache read the time from now (for tests). The
 // signer keeps its own clock.
 func WithClock(now func() time.Time) Option {
-	return func(s *Service) { s.now = now }
+	return func(s *Service) { s.now, s.clock = now, now }
 }
 
 // New returns a Service that reads versions from idx, signs file URLs with
@@ -202,7 +203,7 @@ func New(idx store.Providers, signer *signedurl.Signer, publicBase *url.URL, log
 		o(s)
 	}
 	s.cache = respcache.New[provKey, docKey, urls](respcache.Options{
-		Name: "providers.v1", MaxAge: s.maxAge, MaxBytes: s.cacheBytes, Budget: s.budget, Now: s.now, Log: log,
+		Name: "providers.v1", MaxAge: s.maxAge, MaxBytes: s.cacheBytes, Budget: s.budget, Now: s.clock, Log: log,
 		Drop:         func(err error) bool { return registry.IsKind(err, registry.NotFound) },
 		GzipMinBytes: respcache.DefaultGzipMinBytes,
 	})
@@ -262,7 +263,8 @@ func (s *Service) authorize(r *http.Request, now time.Time, pk provKey, dk docKe
 func (s *Service) serveVersions(w http.ResponseWriter, r *http.Request) {
 	pk := provKey{ns: r.PathValue("namespace"), typ: r.PathValue("type")}
 	e := s.cache.Lookup(pk, docKey{})
-	rd, err := s.authorize(r, reqtime.Of(w), pk, docKey{}, e != nil, func(pk provKey, _ docKey) error { return versionsNotFound(pk) })
+	now := reqtime.Of(w)
+	rd, err := s.authorize(r, now, pk, docKey{}, e != nil, func(pk provKey, _ docKey) error { return versionsNotFound(pk) })
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -276,7 +278,7 @@ func (s *Service) serveVersions(w http.ResponseWriter, r *http.Request) {
 		}
 		e = s.cache.Lookup(pk, docKey{})
 	}
-	switch s.cache.State(e) {
+	switch s.cache.StateAt(e, now) {
 	case respcache.Stale:
 		if s.cache.ShouldRevalidate(e) {
 			ck := pk.clone() // the cache keeps the key: never the request's memory
@@ -322,7 +324,7 @@ func (s *Service) serveDownload(w http.ResponseWriter, r *http.Request) {
 		signer = s.private
 	}
 	expiry := signer.Expiry().Unix()
-	st := s.cache.State(e)
+	st := s.cache.StateAt(e, now)
 	if st != respcache.Expired && (e.Value.expiry != expiry || e.Value.private != private) {
 		st = downloadState(e, expiry, private, s.now().Unix())
 	}
