@@ -198,3 +198,17 @@ func drawChart(daily []apispec.DailyUse, since, until string) *downloadChart {
 
 // num writes a coordinate with one decimal.
 func num(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) }
+
+// partial reports whether the page's download figures could not be read
+// (partialPage: such a page is not kept in the page cache).
+func (d *providerData) partial() bool { return figuresPartial(d.DownloadsError, d.Chart) }
+
+// partial reports whether the page's download figures could not be read
+// (partialPage: such a page is not kept in the page cache).
+func (d *moduleData) partial() bool { return figuresPartial(d.DownloadsError, d.Chart) }
+
+// figuresPartial reports whether a page's download counts (countsError)
+// or chart could not be read.
+func figuresPartial(countsError string, chart *downloadChart) bool {
+	return countsError != "" || chart != nil && chart.Error != ""
+}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/reqtime"
 	"trove.dev/trove/internal/respcache"
 )
 
@@ -94,7 +95,7 @@ func (s *Service) cached(w http.ResponseWriter, r *http.Request, v *visit, key s
 // cachedIn is cached with the pages kept in c.
 func (s *Service) cachedIn(c *pageCache, w http.ResponseWriter, r *http.Request, v *visit, key string, build pageBuild) error {
 	e := c.Lookup(key, struct{}{})
-	switch c.State(e) {
+	switch c.StateAt(e, reqtime.Of(w)) {
 	case respcache.Fresh:
 	case respcache.Stale:
 		if c.ShouldRevalidate(e) {
@@ -123,8 +124,23 @@ func (s *Service) partRenderer(next, query string, build pageBuild) respcache.Re
 		if err != nil {
 			return respcache.Rendered[*pagePart]{}, registry.Wrap(registry.Internal, err, "rendering the page")
 		}
-		return s.newPart(title, next, query, html)
+		part, err := s.newPart(title, next, query, html)
+		if p, ok := data.(partialPage); ok && p.partial() {
+			part.NoStore = true // served, not kept: the next request renders it again
+		}
+		return part, err
 	}
+}
+
+// partialPage is the data of a page that may be served degraded: a part
+// of it could not be read, and the page says so in its place (a provider
+// or module page whose download figures are unavailable). Such a page is
+// served to the requests that asked for it but not kept in the page
+// cache (respcache.Rendered.NoStore), so that the first request after
+// the cause is gone gets the whole page.
+type partialPage interface {
+	// partial reports whether a part of the page could not be read.
+	partial() bool
 }
 
 // newPart makes the cached page of html: the whole page of an anonymous

@@ -91,7 +91,9 @@ func testDigest(c string) string { return strings.Repeat(c, 64)[:64] }
 // TestDownloadFiguresDegrade makes each read of download figures fail in
 // turn (on a real SQLite index): the provider and module pages are still
 // served (200), the part that failed says it is unavailable, the rest is
-// shown, and the cause is logged once at warn.
+// shown, and the cause is logged once at warn. Such a page is not kept in
+// the page cache: the first request after the store recovers gets the
+// whole page (which is kept).
 func TestDownloadFiguresDegrade(t *testing.T) {
 	pv := registry.ProviderVersion{Namespace: "acme", Type: "widget", Version: "1.0.0", Protocols: []string{"5.0"},
 		SHASumsDigest: testDigest("a"), SHASumsSignatureDigest: testDigest("b"), SigningKey: testKey("acme"), PublishedAt: time.Now(),
@@ -148,6 +150,23 @@ func TestDownloadFiguresDegrade(t *testing.T) {
 					}
 					if n := strings.Count(logged.String(), "level=WARN"); n != 1 || !strings.Contains(logged.String(), cause.Error()) {
 						t.Errorf("logged %q; want the cause once at warn", logged.String())
+					}
+
+					// The degraded page was not kept: once the store
+					// recovers, the next request gets the whole page...
+					x.fail = ""
+					w = httptest.NewRecorder()
+					mux.ServeHTTP(w, httptest.NewRequest("GET", p.path, nil))
+					if w.Code != 200 || strings.Contains(w.Body.String(), unavailable) || !strings.Contains(w.Body.String(), "of this version") {
+						t.Fatalf("GET %s after the store recovered: %d, the degraded page served again (from the cache)\n%s", p.path, w.Code, w.Body.String())
+					}
+					// ...which is kept: served from the cache while the
+					// store fails again.
+					x.fail = fail
+					w = httptest.NewRecorder()
+					mux.ServeHTTP(w, httptest.NewRequest("GET", p.path, nil))
+					if w.Code != 200 || strings.Contains(w.Body.String(), unavailable) {
+						t.Errorf("GET %s: the whole page was not kept in the cache: %d\n%s", p.path, w.Code, w.Body.String())
 					}
 				})
 			}
