@@ -119,6 +119,9 @@ type Counter struct {
 	consumers bool   // AddRequest records consumers
 	ownNow    bool   // Options.Now was set: it takes precedence over a request's time
 	day       atomic.Pointer[cachedDay]
+	// retirements counts the retirements of keys out of read, which
+	// make the slots a Memo holds stale.
+	retirements atomic.Uint64
 }
 
 // cachedDay is the day AddRequest records, until the second end.
@@ -196,6 +199,65 @@ func (c *Counter) AddRequest(r *http.Request, consumer string, k registry.Downlo
 // consumer record is that of now's UTC day, unless Options.Now was set
 // (then Options.Now tells the day).
 func (c *Counter) AddRequestAt(r *http.Request, consumer string, k registry.DownloadKey, now time.Time) {
+	c.Add(c.requestKey(r, consumer, k, now))
+}
+
+// AddRequestMemo is AddRequestAt for a download of a cached document
+// that keeps m (nil: none; see Memo).
+func (c *Counter) AddRequestMemo(r *http.Request, consumer string, k registry.DownloadKey, now time.Time, m *Memo) {
+	k = c.requestKey(r, consumer, k, now)
+	if m == nil {
+		c.Add(k)
+		return
+	}
+	gen := c.retirements.Load() // before read: a memo made of an older read is older
+	held := m.p.Load()
+	if held != nil && held.gen == gen && held.key == k {
+		held.s.n.Add(1) // what Add does, without hashing k
+		return
+	}
+	s := (*c.read.Load())[k]
+	if s == nil {
+		c.addSlow(k)
+		return
+	}
+	s.n.Add(1)
+	if held == nil || held.gen != gen {
+		// The first key counted since the last retirement: remembered
+		// with the counter's interned strings (never the request's
+		// memory). A memo that holds another key still valid is kept,
+		// so that downloads of one document by several consumers do
+		// not allocate one per request.
+		c.mu.Lock()
+		ik := c.internKey(k)
+		c.mu.Unlock()
+		m.p.CompareAndSwap(held, &memo{gen: gen, key: ik, s: s})
+	}
+}
+
+// Memo remembers, for one cached document (a providers.v1 download
+// document keeps one), the counter slot of a download key counted
+// through it, so that further downloads of the same key (the same
+// document, consumer, client and day) are counted with a comparison of
+// the key instead of a map lookup of it (which hashes its 11 strings).
+// It holds the first key counted through it since a flush last retired
+// keys (a past day's), and only until the next retirement: a slot is
+// never counted on after it left the counter's keys, any more than by
+// Add. It holds no map of the counter. The zero Memo is empty; it is
+// safe for concurrent use.
+type Memo struct{ p atomic.Pointer[memo] }
+
+// memo is a key a Memo holds, its slot, and the retirement generation
+// (Counter.retirements) in which the slot was found.
+type memo struct {
+	gen uint64
+	key registry.DownloadKey
+	s   *slot
+}
+
+// requestKey returns k completed for a request: with consumer records,
+// its consumer, client and day (now's, or Options.Now's if set).
+func (c *Counter) requestKey(r *http.Request, consumer string, k registry.DownloadKey, now time.Time) registry.DownloadKey {
 	if c.consumers {
 		if consumer == "" {
 			consumer = registry.AnonymousConsumer
@@ -207,7 +269,7 @@ func (c *Counter) AddRequestAt(r *http.Request, consumer string, k registry.Down
 		}
 		k.Day = c.dayOf(now)
 	}
-	c.Add(k)
+	return k
 }
 
 // dayOf returns the UTC day of now, formatted once per day.
@@ -316,6 +378,7 @@ func (c *Counter) retireLocked(today string, sum map[registry.DownloadKey]int64)
 		m[k] = s
 	}
 	c.read.Store(&m)
+	c.retirements.Add(1) // after the store: Memos of the keys taken out are stale
 }
 
 // Flush adds the downloads counted since the last successful flush to the

@@ -3,6 +3,7 @@ package providers
 import (
 	"strings"
 
+	"trove.dev/trove/internal/downloads"
 	"trove.dev/trove/internal/respcache"
 )
 
@@ -48,6 +49,11 @@ type urls struct {
 	expiry int64
 	// private says that the private signer signed them.
 	private bool
+	// counted remembers the download key last counted for the
+	// document (a download document's; nil for the others), so that the
+	// next download by the same consumer and client is counted without
+	// hashing the key (downloads.Memo).
+	counted *downloads.Memo
 }
 
 // cache holds the rendered documents of every provider, by provider.

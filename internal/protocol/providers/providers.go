@@ -336,7 +336,7 @@ func (s *Service) serveDownload(w http.ResponseWriter, r *http.Request) {
 		}
 		fallthrough
 	case respcache.Fresh:
-		s.countDownload(r, now, rd, writeEntry(w, r, e, private), pk, dk)
+		s.countDownload(r, now, rd, writeEntry(w, r, e, private), pk, dk, e.Value.counted)
 		return
 	}
 	pk, dk = pk.clone(), dk.clone()
@@ -345,16 +345,16 @@ func (s *Service) serveDownload(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.countDownload(r, now, rd, writeEntry(w, r, e, private), pk, dk)
+	s.countDownload(r, now, rd, writeEntry(w, r, e, private), pk, dk, e.Value.counted)
 }
 
 // countDownload counts a download document answered with status to the
 // reader rd of r, which arrived at now, if it is a download (see
 // WithDownloadCounter). pk and dk are valid and normalized: they name a
 // cached document.
-func (s *Service) countDownload(r *http.Request, now time.Time, rd auth.Reader, status int, pk provKey, dk docKey) {
+func (s *Service) countDownload(r *http.Request, now time.Time, rd auth.Reader, status int, pk provKey, dk docKey, m *downloads.Memo) {
 	if s.downloads != nil && status == http.StatusOK && r.Method == http.MethodGet {
-		s.downloads.AddRequestAt(r, rd.Consumer, registry.ProviderDownload(pk.ns, pk.typ, dk.version, dk.os, dk.arch), now)
+		s.downloads.AddRequestMemo(r, rd.Consumer, registry.ProviderDownload(pk.ns, pk.typ, dk.version, dk.os, dk.arch), now, m)
 	}
 }
 
@@ -461,7 +461,7 @@ func (s *Service) downloadRenderer(pk provKey, dk docKey, signer *signedurl.Sign
 		if err != nil {
 			return respcache.Rendered[urls]{}, registry.Wrap(registry.Internal, err, "encoding the download document")
 		}
-		return respcache.Rendered[urls]{Body: body, Tail: tail, Value: urls{expiry: exp, private: private}}, nil
+		return respcache.Rendered[urls]{Body: body, Tail: tail, Value: urls{expiry: exp, private: private, counted: new(downloads.Memo)}}, nil
 	}
 }
 
