@@ -157,6 +157,7 @@ type Server struct {
 	providers *providers.Service
 	modules   *modules.Service
 	oci       *oci.Service
+	mux       *http.ServeMux // every route; the pre-router (fastroute.go) is in front of it
 	handler   http.Handler
 }
 
@@ -267,13 +268,44 @@ func New(opt Options) (*Server, error) {
 	}
 	mux.Handle("/", fallback)
 
-	s.handler = &middleware{next: mux, log: opt.Logger, access: opt.AccessLog, metrics: m}
+	router, err := newFastRouter(mux, s.fastRoutes())
+	if err != nil {
+		return nil, err
+	}
+	s.mux = mux
+	s.handler = &middleware{next: router, log: opt.Logger, access: opt.AccessLog, metrics: m}
 	if h, ok := opt.Index.(store.ChangeHook); ok {
 		// This process's own changes, before each write returns
 		// (changes.go), for as long as the index is open.
 		h.OnCommit(s.applyChange)
 	}
 	return s, nil
+}
+
+// fastRoutes are the routes of the hot protocol answers, served by the
+// pre-router (fastroute.go) in front of the mux.
+func (s *Server) fastRoutes() []fastRoute {
+	p, md := s.providers, s.modules
+	return []fastRoute{
+		{pattern: providers.RouteVersions, serve: func(w http.ResponseWriter, r *http.Request, v pathValues) {
+			p.ServeVersions(w, r, v[0], v[1])
+		}},
+		{pattern: providers.RouteDownload, serve: func(w http.ResponseWriter, r *http.Request, v pathValues) {
+			p.ServeDownload(w, r, v[0], v[1], v[2], v[3], v[4])
+		}},
+		{pattern: providers.RouteMirror, serve: func(w http.ResponseWriter, r *http.Request, v pathValues) {
+			p.ServeMirror(w, r, providers.MirrorPath{Host: v[0], Namespace: v[1], Type: v[2], File: v[3]})
+		}},
+		{pattern: modules.RouteVersions, serve: func(w http.ResponseWriter, r *http.Request, v pathValues) {
+			md.ServeVersions(w, r, v[0], v[1], v[2])
+		}},
+		{pattern: modules.RouteDownload, serve: func(w http.ResponseWriter, r *http.Request, v pathValues) {
+			md.ServeDownload(w, r, v[0], v[1], v[2], v[3])
+		}},
+		{pattern: oci.Route, serve: func(w http.ResponseWriter, r *http.Request, _ pathValues) {
+			s.oci.ServeHTTP(w, r)
+		}},
+	}
 }
 
 // Services returns the services of the discovery document with absolute

@@ -319,12 +319,17 @@ func (m *module) memo(v string) *atomic.Pointer[signedLocation] {
 	return nil
 }
 
-// lookup returns the cached entry of the module a request names, reading
+// pathKey returns the module a request's path values name, as they are.
+func pathKey(r *http.Request) modKey {
+	return modKey{r.PathValue("namespace"), r.PathValue("name"), r.PathValue("system")}
+}
+
+// lookup returns the cached entry of the module raw (a request's path
+// values) names, reading
 // the index on a miss, and who reads it (whether its namespace is
 // private, and the consumer). Invalid names, unknown modules and modules
 // the guard refuses are NotFound. now is when r arrived (reqtime.Of).
-func (s *Service) lookup(ctx context.Context, r *http.Request, now time.Time) (*entry, modKey, auth.Reader, error) {
-	raw := modKey{r.PathValue("namespace"), r.PathValue("name"), r.PathValue("system")}
+func (s *Service) lookup(ctx context.Context, r *http.Request, raw modKey, now time.Time) (*entry, modKey, auth.Reader, error) {
 	e := s.cache.Lookup(raw, struct{}{}) // a hit on the raw names means they are valid and normalized
 	key := raw
 	if e == nil {
@@ -479,7 +484,14 @@ func deprecationOf(v registry.ModuleVersion) *deprecationDoc {
 }
 
 func (s *Service) serveVersions(w http.ResponseWriter, r *http.Request) {
-	e, _, rd, err := s.lookup(r.Context(), r, reqtime.Of(w))
+	s.ServeVersions(w, r, r.PathValue("namespace"), r.PathValue("name"), r.PathValue("system"))
+}
+
+// ServeVersions answers RouteVersions for its path values, for a router
+// that matched the path itself (the server's pre-router); the mux's
+// handler reads them from the request.
+func (s *Service) ServeVersions(w http.ResponseWriter, r *http.Request, namespace, name, system string) {
+	e, _, rd, err := s.lookup(r.Context(), r, modKey{namespace, name, system}, reqtime.Of(w))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -493,14 +505,19 @@ func (s *Service) serveVersions(w http.ResponseWriter, r *http.Request) {
 
 // serveDownload answers 204 with the signed archive URL in X-Terraform-Get.
 func (s *Service) serveDownload(w http.ResponseWriter, r *http.Request) {
+	s.ServeDownload(w, r, r.PathValue("namespace"), r.PathValue("name"), r.PathValue("system"), r.PathValue("version"))
+}
+
+// ServeDownload answers RouteDownload for its path values (see
+// ServeVersions).
+func (s *Service) ServeDownload(w http.ResponseWriter, r *http.Request, namespace, name, system, ver string) {
 	now := reqtime.Of(w)
-	e, key, rd, err := s.lookup(r.Context(), r, now)
+	e, key, rd, err := s.lookup(r.Context(), r, modKey{namespace, name, system}, now)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	private := rd.Private
-	ver := r.PathValue("version")
 	v, ok := e.Value.version(ver)
 	if !ok {
 		var err error
@@ -590,7 +607,7 @@ func latest(e *entry) registry.ModuleVersion {
 // public registry does, with an absolute URL under the public base (which
 // keeps the path prefix Trove may be reached under).
 func (s *Service) downloadLatest(w http.ResponseWriter, r *http.Request) error {
-	e, key, _, err := s.lookup(r.Context(), r, reqtime.Of(w))
+	e, key, _, err := s.lookup(r.Context(), r, pathKey(r), reqtime.Of(w))
 	if err != nil {
 		return err
 	}
@@ -602,7 +619,7 @@ func (s *Service) downloadLatest(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Service) latestDetails(w http.ResponseWriter, r *http.Request) error {
-	e, _, rd, err := s.lookup(r.Context(), r, reqtime.Of(w))
+	e, _, rd, err := s.lookup(r.Context(), r, pathKey(r), reqtime.Of(w))
 	if err != nil {
 		return err
 	}
@@ -610,7 +627,7 @@ func (s *Service) latestDetails(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Service) versionDetails(w http.ResponseWriter, r *http.Request) error {
-	e, key, rd, err := s.lookup(r.Context(), r, reqtime.Of(w))
+	e, key, rd, err := s.lookup(r.Context(), r, pathKey(r), reqtime.Of(w))
 	if err != nil {
 		return err
 	}

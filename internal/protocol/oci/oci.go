@@ -193,11 +193,21 @@ func New(opt Options) *Service {
 	return s
 }
 
+// Routes of the API: every path under /v2/, and /v2 itself.
+const (
+	Route     = "/v2/"
+	RouteBase = "/v2"
+)
+
 // Register mounts the API on mux.
 func (s *Service) Register(mux *http.ServeMux) {
-	mux.HandleFunc("/v2/", s.serve)
-	mux.HandleFunc("/v2", s.serve)
+	mux.HandleFunc(Route, s.serve)
+	mux.HandleFunc(RouteBase, s.serve)
 }
+
+// ServeHTTP serves the API (what Register mounts), for a router that
+// matched the path itself (the server's pre-router).
+func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.serve(w, r) }
 
 // InvalidateProvider drops the cached documents of a provider.
 func (s *Service) InvalidateProvider(namespace, typ string) {

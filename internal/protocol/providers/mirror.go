@@ -82,16 +82,24 @@ type (
 )
 
 func (s *Service) serveMirror(w http.ResponseWriter, r *http.Request) {
+	s.ServeMirror(w, r, MirrorPath{Host: r.PathValue("host"), Namespace: r.PathValue("namespace"), Type: r.PathValue("type"), File: r.PathValue("file")})
+}
+
+// MirrorPath holds the path values of RouteMirror.
+type MirrorPath struct{ Host, Namespace, Type, File string }
+
+// ServeMirror answers RouteMirror for its path values (see ServeVersions).
+func (s *Service) ServeMirror(w http.ResponseWriter, r *http.Request, mp MirrorPath) {
 	// A hit on the raw path values means they were valid and normalized:
 	// only a miss pays for parsing them (host names go through IDNA).
-	pk, dk, raw := rawMirrorKey(r, s.ownHost, s.ownAlias)
+	pk, dk, raw := rawMirrorKey(mp, s.ownHost, s.ownAlias)
 	var e *entry
 	if raw {
 		e = s.cache.Lookup(pk, dk)
 	}
 	if e == nil {
 		var err error
-		if pk, dk, err = s.parseMirrorRequest(r); err != nil {
+		if pk, dk, err = s.parseMirrorRequest(mp); err != nil {
 			s.writeError(w, r, err)
 			return
 		}
@@ -147,12 +155,12 @@ func (s *Service) serveMirror(w http.ResponseWriter, r *http.Request) {
 // they are (ownHost and ownAlias, already normalized, stand for Trove's own host, the
 // empty host), pointing into the request's memory; ok is false for a
 // file that is no document of the protocol.
-func rawMirrorKey(r *http.Request, ownHost, ownAlias string) (pk provKey, dk docKey, ok bool) {
-	pk = provKey{host: r.PathValue("host"), ns: r.PathValue("namespace"), typ: r.PathValue("type")}
+func rawMirrorKey(mp MirrorPath, ownHost, ownAlias string) (pk provKey, dk docKey, ok bool) {
+	pk = provKey{host: mp.Host, ns: mp.Namespace, typ: mp.Type}
 	if pk.host == ownHost || pk.host == ownAlias {
 		pk.host = ""
 	}
-	switch file := r.PathValue("file"); {
+	switch file := mp.File; {
 	case file == "index.json":
 		return pk, docKey{kind: docMirrorIndex}, true
 	case strings.HasSuffix(file, ".json"):
@@ -165,13 +173,13 @@ func rawMirrorKey(r *http.Request, ownHost, ownAlias string) (pk provKey, dk doc
 // request. The keys it returns own their strings. Trove's own host is
 // the empty host, so that an own provider's mirror documents share their
 // owner with its providers.v1 documents (and Invalidate).
-func (s *Service) parseMirrorRequest(r *http.Request) (provKey, docKey, error) {
-	rawHost, file := r.PathValue("host"), r.PathValue("file")
+func (s *Service) parseMirrorRequest(mp MirrorPath) (provKey, docKey, error) {
+	rawHost, file := mp.Host, mp.File
 	host, err := svchost.ForComparison(rawHost)
 	if err != nil {
 		return provKey{}, docKey{}, registry.Errorf(registry.NotFound, "%q is not a registry host name: %v", registry.Elide(rawHost), err)
 	}
-	pk, err := parseProvider(provKey{ns: r.PathValue("namespace"), typ: r.PathValue("type")})
+	pk, err := parseProvider(provKey{ns: mp.Namespace, typ: mp.Type})
 	if err != nil {
 		return provKey{}, docKey{}, err
 	}

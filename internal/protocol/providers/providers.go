@@ -261,7 +261,14 @@ func (s *Service) authorize(r *http.Request, now time.Time, pk provKey, dk docKe
 }
 
 func (s *Service) serveVersions(w http.ResponseWriter, r *http.Request) {
-	pk := provKey{ns: r.PathValue("namespace"), typ: r.PathValue("type")}
+	s.ServeVersions(w, r, r.PathValue("namespace"), r.PathValue("type"))
+}
+
+// ServeVersions answers RouteVersions for the path values namespace and
+// typ, for a router that matched the path itself (the server's
+// pre-router); the mux's handler reads them from the request.
+func (s *Service) ServeVersions(w http.ResponseWriter, r *http.Request, namespace, typ string) {
+	pk := provKey{ns: namespace, typ: typ}
 	e := s.cache.Lookup(pk, docKey{})
 	now := reqtime.Of(w)
 	rd, err := s.authorize(r, now, pk, docKey{}, e != nil, func(pk provKey, _ docKey) error { return versionsNotFound(pk) })
@@ -299,8 +306,14 @@ func (s *Service) serveVersions(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Service) serveDownload(w http.ResponseWriter, r *http.Request) {
-	pk := provKey{ns: r.PathValue("namespace"), typ: r.PathValue("type")}
-	dk := docKey{version: r.PathValue("version"), os: r.PathValue("os"), arch: r.PathValue("arch")}
+	s.ServeDownload(w, r, r.PathValue("namespace"), r.PathValue("type"), r.PathValue("version"), r.PathValue("os"), r.PathValue("arch"))
+}
+
+// ServeDownload answers RouteDownload for its path values (see
+// ServeVersions).
+func (s *Service) ServeDownload(w http.ResponseWriter, r *http.Request, namespace, typ, version, os, arch string) {
+	pk := provKey{ns: namespace, typ: typ}
+	dk := docKey{version: version, os: os, arch: arch}
 	e := s.cache.Lookup(pk, dk)
 	now := reqtime.Of(w)
 	rd, err := s.authorize(r, now, pk, dk, e != nil, downloadNotFound)
