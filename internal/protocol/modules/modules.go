@@ -310,15 +310,6 @@ func (m *module) index(v string) int {
 	return -1
 }
 
-// memo returns where the signed location of version v is memoised: its
-// slot when it is stored, else nil (see module.urls).
-func (m *module) memo(v string) *atomic.Pointer[signedLocation] {
-	if i := m.index(v); i >= 0 && i < len(m.signed) {
-		return &m.signed[i]
-	}
-	return nil
-}
-
 // lookup returns the cached entry of the module a request names, reading
 // the index on a miss, and who reads it (whether its namespace is
 // private, and the consumer). Invalid names, unknown modules and modules
@@ -501,8 +492,14 @@ func (s *Service) serveDownload(w http.ResponseWriter, r *http.Request) {
 	}
 	private := rd.Private
 	ver := r.PathValue("version")
-	v, ok := e.Value.version(ver)
-	if !ok {
+	// One scan of the versions finds both the version and the slot of
+	// its signed location (a held version's; others memoise in urls).
+	i := e.Value.index(ver)
+	var v registry.ModuleVersion
+	ok := i >= 0
+	if ok {
+		v = e.Value.versions[i]
+	} else {
 		var err error
 		if v, ok, err = s.fetchMirrored(r.Context(), e, key, ver); err != nil {
 			s.writeError(w, r, err)
@@ -521,7 +518,10 @@ func (s *Service) serveDownload(w http.ResponseWriter, r *http.Request) {
 	}
 	exp := signer.Expiry().Unix()
 	var loc *signedLocation
-	slot := e.Value.memo(ver)
+	var slot *atomic.Pointer[signedLocation]
+	if i >= 0 && i < len(e.Value.signed) {
+		slot = &e.Value.signed[i]
+	}
 	if slot != nil {
 		loc = slot.Load()
 	} else if l, ok := e.Value.urls.Load(ver); ok {
