@@ -273,6 +273,13 @@ type entry = respcache.Entry[*module]
 // changes after insertion, except for the memo of signed archive URLs.
 type module struct {
 	versions []registry.ModuleVersion // newest first, without metadata
+	// names[i] is versions[i].Version, the strings' bytes side by side
+	// in one allocation: a download's scan for its version reads a few
+	// adjacent cache lines instead of one line of each ~250-byte
+	// ModuleVersion and each version string's own allocation (under the
+	// load harness the scan of the structs was a third of the handler's
+	// own time, in cache misses).
+	names []string
 	upstream []string                 // a mirrored module's versions listed upstream and not stored yet
 	// signed[i] is the memo of versions[i]'s signed location: a load by
 	// position, where a map keyed by the version string hashed it on
@@ -302,12 +309,31 @@ func (m *module) version(v string) (registry.ModuleVersion, bool) {
 
 // index returns the position of the stored version v in m.versions, or -1.
 func (m *module) index(v string) int {
-	for i := range m.versions {
-		if m.versions[i].Version == v {
+	for i, n := range m.names {
+		if n == v {
 			return i
 		}
 	}
 	return -1
+}
+
+// packedNames returns the Version of each of vs, in order, as substrings
+// of one string (module.names).
+func packedNames(vs []registry.ModuleVersion) []string {
+	n := 0
+	for i := range vs {
+		n += len(vs[i].Version)
+	}
+	buf := make([]byte, 0, n)
+	for i := range vs {
+		buf = append(buf, vs[i].Version...)
+	}
+	all := string(buf)
+	names := make([]string, len(vs))
+	for i := range vs {
+		names[i], all = all[:len(vs[i].Version)], all[len(vs[i].Version):]
+	}
+	return names
 }
 
 // lookup returns the cached entry of the module a request names, reading
@@ -434,7 +460,10 @@ func (s *Service) renderer(key modKey) respcache.RenderFunc[*module] {
 			return respcache.Rendered[*module]{}, registry.Wrap(registry.Internal, err, "encoding the versions document")
 		}
 		size += int64(len(vs)) * int64(unsafe.Sizeof(atomic.Pointer[signedLocation]{}))
-		m := &module{versions: vs, upstream: upstream, signed: make([]atomic.Pointer[signedLocation], len(vs))}
+		m := &module{versions: vs, names: packedNames(vs), upstream: upstream, signed: make([]atomic.Pointer[signedLocation], len(vs))}
+		for _, n := range m.names {
+			size += int64(unsafe.Sizeof(n)) + int64(len(n))
+		}
 		return respcache.Rendered[*module]{Body: body, Value: m, Size: size}, nil
 	}
 }
@@ -494,17 +523,20 @@ func (s *Service) serveDownload(w http.ResponseWriter, r *http.Request) {
 	ver := r.PathValue("version")
 	// One scan of the versions finds both the version and the slot of
 	// its signed location (a held version's; others memoise in urls).
+	// v points into the entry (a held version): the ~250-byte struct is
+	// not copied per request.
 	i := e.Value.index(ver)
-	var v registry.ModuleVersion
+	var v *registry.ModuleVersion
 	ok := i >= 0
 	if ok {
-		v = e.Value.versions[i]
+		v = &e.Value.versions[i]
 	} else {
-		var err error
-		if v, ok, err = s.fetchMirrored(r.Context(), e, key, ver); err != nil {
+		fetched, found, err := s.fetchMirrored(r.Context(), e, key, ver)
+		if err != nil {
 			s.writeError(w, r, err)
 			return
 		}
+		v, ok = &fetched, found
 	}
 	if !ok {
 		s.writeError(w, r, registry.Errorf(registry.NotFound, "module %s/%s/%s has no version %q", key.ns, key.name, key.system, ver))
@@ -528,7 +560,7 @@ func (s *Service) serveDownload(w http.ResponseWriter, r *http.Request) {
 		loc = l.(*signedLocation)
 	}
 	if loc == nil || loc.expiry != exp || loc.private != private {
-		loc = &signedLocation{expiry: exp, private: private, header: []string{s.base + signer.Path(v.ArchiveDigest, modarchive.Filename(v))}}
+		loc = &signedLocation{expiry: exp, private: private, header: []string{s.base + signer.Path(v.ArchiveDigest, modarchive.Filename(*v))}}
 		if slot != nil {
 			slot.Store(loc)
 		} else {
