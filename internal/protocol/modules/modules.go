@@ -279,8 +279,8 @@ type module struct {
 	// ModuleVersion and each version string's own allocation (under the
 	// load harness the scan of the structs was a third of the handler's
 	// own time, in cache misses).
-	names []string
-	upstream []string                 // a mirrored module's versions listed upstream and not stored yet
+	names    []string
+	upstream []string // a mirrored module's versions listed upstream and not stored yet
 	// signed[i] is the memo of versions[i]'s signed location: a load by
 	// position, where a map keyed by the version string hashed it on
 	// every download (1 µs of a cached download under the load harness).
