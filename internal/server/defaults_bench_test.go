@@ -1,7 +1,13 @@
 package server
 
 import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,6 +20,9 @@ import (
 
 	"trove.dev/trove/internal/auth"
 	"trove.dev/trove/internal/downloads"
+	"trove.dev/trove/internal/mirror"
+	"trove.dev/trove/internal/protocol/modules"
+	"trove.dev/trove/internal/protocol/oci"
 	"trove.dev/trove/internal/protocol/providers"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/signedurl"
@@ -31,7 +40,12 @@ import (
 // consumer is recorded), download counting with consumer records, the
 // access log at info
 // (AccessLog to io.Discard), metrics and security headers, on a SQLite
-// index. Each sub-benchmark draws from 300 distinct documents, like the
+// index. ModuleVersions, ModuleDownload: modules.v1 (a 204 with
+// X-Terraform-Get, counted); MirroredModuleVersions and
+// MirroredModuleDownload: the same in a namespace mirroring an upstream
+// module registry (on loopback), every version held already (the load
+// harness's warm path); OCIModuleManifest: a module's OCI manifest by
+// tag. Each sub-benchmark draws from 300 distinct documents, like the
 // load harness's realistic mix, so a per-document cost (a map or lock per
 // provider) shows. Compare allocs/op with BenchmarkMiddlewareVersions30:
 // every allocation the defaults add is one the load harness pays per
@@ -71,6 +85,7 @@ func BenchmarkServeDefaults(b *testing.B) {
 			mirrorVersionPaths = append(mirrorVersionPaths, "/v1/mirror/localhost/open/"+typ+"/"+v+".json")
 		}
 	}
+	modVersions, modDownloads, mirVersions, mirDownloads, ociManifests := benchModules(b, x, blobs)
 	secret, hash, err := auth.NewToken()
 	if err != nil {
 		b.Fatal(err)
@@ -91,6 +106,7 @@ func BenchmarkServeDefaults(b *testing.B) {
 		PrivateSigner:   signedurl.New([]byte("bench key"), 5*time.Minute),
 		AccessLog:       &AccessLog{W: io.Discard, Level: slog.LevelInfo},
 		ProviderOptions: []providers.Option{providers.WithDownloadCounter(counter)},
+		ModuleOptions:   []modules.Option{modules.WithDownloadCounter(counter), modules.WithMirror(benchModuleMirror(b, x))},
 	})
 	if err != nil {
 		b.Fatal(err)
@@ -106,6 +122,11 @@ func BenchmarkServeDefaults(b *testing.B) {
 		{"DownloadToken", downloadPaths, http.Header{"Authorization": {"Bearer " + secret}}},
 		{"MirrorIndex", mirrorIndexPaths, nil},
 		{"MirrorVersion", mirrorVersionPaths, nil},
+		{"ModuleVersions", modVersions, nil},
+		{"ModuleDownload", modDownloads, nil},
+		{"MirroredModuleVersions", mirVersions, nil},
+		{"MirroredModuleDownload", mirDownloads, nil},
+		{"OCIModuleManifest", ociManifests, http.Header{"Accept": {oci.MediaTypeIndex + ", " + oci.MediaTypeManifest}}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			reqs := make([]*http.Request, len(c.paths))
@@ -118,7 +139,7 @@ func BenchmarkServeDefaults(b *testing.B) {
 				}
 				w.h, w.status = make(http.Header), 0
 				h.ServeHTTP(w, reqs[i]) // fill the cache: the loop measures hits
-				if w.status != http.StatusOK {
+				if w.status != http.StatusOK && w.status != http.StatusNoContent {
 					b.Fatalf("%s: status %d", p, w.status)
 				}
 			}
@@ -129,9 +150,97 @@ func BenchmarkServeDefaults(b *testing.B) {
 				h.ServeHTTP(w, reqs[i%len(reqs)])
 				i++
 			}
-			if w.status != http.StatusOK {
+			if w.status != http.StatusOK && w.status != http.StatusNoContent {
 				b.Fatalf("status %d", w.status)
 			}
 		})
 	}
+}
+
+// benchModules seeds 30 modules of 10 versions each in the public
+// namespace open and again in tfmods (the module mirror's namespace), all
+// of one real tar.gz archive, and returns the request paths of their
+// versions documents, downloads, mirrored versions documents, mirrored
+// downloads and OCI manifests by tag.
+func benchModules(b *testing.B, x *sqlite.Index, blobs *fsblob.Store) (versions, downloads, mirVersions, mirDownloads, manifests []string) {
+	ctx := b.Context()
+	if err := x.CreateNamespace(ctx, registry.Namespace{Name: "tfmods", Visibility: registry.VisibilityPublic, CreatedAt: time.Now()}); err != nil {
+		b.Fatal(err)
+	}
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	body := "variable \"cidr\" {}\n"
+	_ = tw.WriteHeader(&tar.Header{Name: "main.tf", Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg})
+	_, _ = tw.Write([]byte(body))
+	_ = tw.Close()
+	_ = gz.Close()
+	sum := sha256.Sum256(buf.Bytes())
+	arch := hex.EncodeToString(sum[:])
+	if err := blobs.Put(ctx, arch, int64(buf.Len()), bytes.NewReader(buf.Bytes())); err != nil {
+		b.Fatal(err)
+	}
+	for m := range 30 {
+		name := fmt.Sprintf("m%03d", m)
+		for _, ns := range []string{"open", "tfmods"} {
+			base := "/v1/modules/" + ns + "/" + name + "/aws/"
+			if ns == "open" {
+				versions = append(versions, base+"versions")
+			} else {
+				mirVersions = append(mirVersions, base+"versions")
+			}
+			for i := range 10 {
+				v := fmt.Sprintf("1.0.%d", i)
+				mv := registry.ModuleVersion{Namespace: ns, Name: name, System: "aws", Version: v,
+					ArchiveDigest: arch, ArchiveFormat: "tar.gz", ArchiveSize: int64(buf.Len()), PublishedAt: time.Now()}
+				if ns == "tfmods" {
+					mv.Origin = "mirrored from upstream.test/acme/" + name + "/aws " + v
+				}
+				if err := x.CreateModuleVersion(ctx, mv); err != nil {
+					b.Fatal(err)
+				}
+				if ns == "open" {
+					downloads = append(downloads, base+v+"/download")
+					manifests = append(manifests, "/v2/open/modules/"+name+"/aws/manifests/"+oci.TagOf(v))
+				} else {
+					mirDownloads = append(mirDownloads, base+v+"/download")
+				}
+			}
+		}
+	}
+	return versions, downloads, mirVersions, mirDownloads, manifests
+}
+
+// benchModuleMirror returns the module mirror of namespace tfmods onto
+// acme of a modules.v1 registry on loopback that lists versions 1.0.0 to
+// 1.0.9 of every module (those benchModules seeds as held).
+func benchModuleMirror(b *testing.B, x *sqlite.Index) *mirror.Modules {
+	listed := []map[string]string{}
+	for i := range 10 {
+		listed = append(listed, map[string]string{"version": fmt.Sprintf("1.0.%d", i)})
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /.well-known/terraform.json", func(w http.ResponseWriter, r *http.Request) {
+		_ = json.NewEncoder(w).Encode(map[string]string{"modules.v1": "/v1/modules/"})
+	})
+	mux.HandleFunc("GET /v1/modules/acme/{name}/aws/versions", func(w http.ResponseWriter, r *http.Request) {
+		_ = json.NewEncoder(w).Encode(map[string]any{"modules": []any{map[string]any{"versions": listed}}})
+	})
+	up := httptest.NewServer(mux)
+	b.Cleanup(up.Close)
+	ctx := b.Context()
+	if err := x.PutMirrorUpstream(ctx, registry.MirrorUpstream{Host: "upstream.test", ServiceURL: up.URL + "/v1/providers/",
+		Allow: []registry.MirrorRule{{Provider: "acme/*"}}, CreatedAt: time.Now(), UpdatedAt: time.Now()}); err != nil {
+		b.Fatal(err)
+	}
+	m, err := mirror.New(mirror.Options{Index: x, TempDir: filepath.Join(b.TempDir(), "tmp")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(m.Close)
+	mp, err := mirror.ParseModuleMapping("tfmods=upstream.test/acme")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return m.Modules(mirror.ModuleOptions{Mappings: []mirror.ModuleMapping{mp}, Index: x})
 }

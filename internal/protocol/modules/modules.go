@@ -273,7 +273,14 @@ type entry = respcache.Entry[*module]
 // changes after insertion, except for the memo of signed archive URLs.
 type module struct {
 	versions []registry.ModuleVersion // newest first, without metadata
-	upstream []string                 // a mirrored module's versions listed upstream and not stored yet
+	// names[i] is versions[i].Version, the strings' bytes side by side
+	// in one allocation: a download's scan for its version reads a few
+	// adjacent cache lines instead of one line of each ~250-byte
+	// ModuleVersion and each version string's own allocation (under the
+	// load harness the scan of the structs was a third of the handler's
+	// own time, in cache misses).
+	names    []string
+	upstream []string // a mirrored module's versions listed upstream and not stored yet
 	// signed[i] is the memo of versions[i]'s signed location: a load by
 	// position, where a map keyed by the version string hashed it on
 	// every download (1 µs of a cached download under the load harness).
@@ -302,21 +309,31 @@ func (m *module) version(v string) (registry.ModuleVersion, bool) {
 
 // index returns the position of the stored version v in m.versions, or -1.
 func (m *module) index(v string) int {
-	for i := range m.versions {
-		if m.versions[i].Version == v {
+	for i, n := range m.names {
+		if n == v {
 			return i
 		}
 	}
 	return -1
 }
 
-// memo returns where the signed location of version v is memoised: its
-// slot when it is stored, else nil (see module.urls).
-func (m *module) memo(v string) *atomic.Pointer[signedLocation] {
-	if i := m.index(v); i >= 0 && i < len(m.signed) {
-		return &m.signed[i]
+// packedNames returns the Version of each of vs, in order, as substrings
+// of one string (module.names).
+func packedNames(vs []registry.ModuleVersion) []string {
+	n := 0
+	for i := range vs {
+		n += len(vs[i].Version)
 	}
-	return nil
+	buf := make([]byte, 0, n)
+	for i := range vs {
+		buf = append(buf, vs[i].Version...)
+	}
+	all := string(buf)
+	names := make([]string, len(vs))
+	for i := range vs {
+		names[i], all = all[:len(vs[i].Version)], all[len(vs[i].Version):]
+	}
+	return names
 }
 
 // pathKey returns the module a request's path values name, as they are.
@@ -448,7 +465,10 @@ func (s *Service) renderer(key modKey) respcache.RenderFunc[*module] {
 			return respcache.Rendered[*module]{}, registry.Wrap(registry.Internal, err, "encoding the versions document")
 		}
 		size += int64(len(vs)) * int64(unsafe.Sizeof(atomic.Pointer[signedLocation]{}))
-		m := &module{versions: vs, upstream: upstream, signed: make([]atomic.Pointer[signedLocation], len(vs))}
+		m := &module{versions: vs, names: packedNames(vs), upstream: upstream, signed: make([]atomic.Pointer[signedLocation], len(vs))}
+		for _, n := range m.names {
+			size += int64(unsafe.Sizeof(n)) + int64(len(n))
+		}
 		return respcache.Rendered[*module]{Body: body, Value: m, Size: size}, nil
 	}
 }
@@ -518,13 +538,22 @@ func (s *Service) ServeDownload(w http.ResponseWriter, r *http.Request, namespac
 		return
 	}
 	private := rd.Private
-	v, ok := e.Value.version(ver)
-	if !ok {
-		var err error
-		if v, ok, err = s.fetchMirrored(r.Context(), e, key, ver); err != nil {
+	// One scan of the versions finds both the version and the slot of
+	// its signed location (a held version's; others memoise in urls).
+	// v points into the entry (a held version): the ~250-byte struct is
+	// not copied per request.
+	i := e.Value.index(ver)
+	var v *registry.ModuleVersion
+	ok := i >= 0
+	if ok {
+		v = &e.Value.versions[i]
+	} else {
+		fetched, found, err := s.fetchMirrored(r.Context(), e, key, ver)
+		if err != nil {
 			s.writeError(w, r, err)
 			return
 		}
+		v, ok = &fetched, found
 	}
 	if !ok {
 		s.writeError(w, r, registry.Errorf(registry.NotFound, "module %s/%s/%s has no version %q", key.ns, key.name, key.system, ver))
@@ -538,14 +567,17 @@ func (s *Service) ServeDownload(w http.ResponseWriter, r *http.Request, namespac
 	}
 	exp := signer.Expiry().Unix()
 	var loc *signedLocation
-	slot := e.Value.memo(ver)
+	var slot *atomic.Pointer[signedLocation]
+	if i >= 0 && i < len(e.Value.signed) {
+		slot = &e.Value.signed[i]
+	}
 	if slot != nil {
 		loc = slot.Load()
 	} else if l, ok := e.Value.urls.Load(ver); ok {
 		loc = l.(*signedLocation)
 	}
 	if loc == nil || loc.expiry != exp || loc.private != private {
-		loc = &signedLocation{expiry: exp, private: private, header: []string{s.base + signer.Path(v.ArchiveDigest, modarchive.Filename(v))}}
+		loc = &signedLocation{expiry: exp, private: private, header: []string{s.base + signer.Path(v.ArchiveDigest, modarchive.Filename(*v))}}
 		if slot != nil {
 			slot.Store(loc)
 		} else {

@@ -108,6 +108,10 @@ func (s *Service) moduleProvenance(ctx context.Context, v registry.ModuleVersion
 // Guard decides who may read a namespace (*auth.Access).
 type Guard interface {
 	ProtocolRead(r *http.Request, namespace string) (auth.Reader, error)
+	// ProtocolReadAt is ProtocolRead for a request that arrived at now
+	// (reqtime.Of), so that a cached answer's check does not read the
+	// clock again.
+	ProtocolReadAt(r *http.Request, namespace string, now time.Time) (auth.Reader, error)
 	// MirrorRead and MirrorPublic decide the providers of upstream
 	// registries (auth.Access.MirrorRead).
 	MirrorRead(r *http.Request) error
@@ -396,7 +400,7 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	private, err := s.authorize(r, key)
+	private, err := s.authorize(r, key, reqtime.Of(w))
 	if err != nil {
 		s.writeError(w, r, err, key.String())
 		return
@@ -562,10 +566,11 @@ func (s *Service) authenticate(r *http.Request) error {
 	return err
 }
 
-// authorize asks the guard whether r may read the repository. A refusal
+// authorize asks the guard whether r, which arrived at now (reqtime.Of),
+// may read the repository. A refusal
 // to a Trove token is NAME_UNKNOWN, as a repository that does not exist;
 // an OCI token must grant the repository (checkToken).
-func (s *Service) authorize(r *http.Request, key repoKey) (private bool, err error) {
+func (s *Service) authorize(r *http.Request, key repoKey, now time.Time) (private bool, err error) {
 	if s.opt.Guard == nil {
 		return false, nil
 	}
@@ -583,7 +588,7 @@ func (s *Service) authorize(r *http.Request, key repoKey) (private bool, err err
 		// visibility to anonymous requests.
 		anon := r.Clone(r.Context())
 		anon.Header.Del("Authorization")
-		_, err := s.opt.Guard.ProtocolRead(anon, key.ns)
+		_, err := s.opt.Guard.ProtocolReadAt(anon, key.ns, now)
 		if registry.IsKind(err, registry.Unauthenticated) {
 			return true, nil
 		}
@@ -596,7 +601,7 @@ func (s *Service) authorize(r *http.Request, key repoKey) (private bool, err err
 	if key.kind == 'x' {
 		return !s.opt.Guard.MirrorPublic(), s.opt.Guard.MirrorRead(r)
 	}
-	rd, err := s.opt.Guard.ProtocolRead(r, key.ns)
+	rd, err := s.opt.Guard.ProtocolReadAt(r, key.ns, now)
 	return rd.Private, err
 }
 
@@ -762,7 +767,11 @@ func accepts(r *http.Request, mediaType string) bool {
 		return true
 	}
 	for _, v := range vals {
-		for _, t := range strings.Split(v, ",") {
+		// Each comma-separated item in turn, as strings.Split would give
+		// them, without allocating the slice of them.
+		for more := true; more; {
+			var t string
+			t, v, more = strings.Cut(v, ",")
 			t, _, _ = strings.Cut(t, ";")
 			t = strings.TrimSpace(t)
 			if t == "" || t == "*/*" || t == mediaType {

@@ -1,0 +1,58 @@
+package oci
+
+import (
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+// TestAccepts holds accepts to the strings.Split form it replaced, on
+// hostile and ordinary Accept headers.
+func TestAccepts(t *testing.T) {
+	split := func(vals []string, mediaType string) bool {
+		if len(vals) == 0 {
+			return true
+		}
+		for _, v := range vals {
+			for _, t := range strings.Split(v, ",") {
+				t, _, _ = strings.Cut(t, ";")
+				t = strings.TrimSpace(t)
+				if t == "" || t == "*/*" || t == mediaType {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	mt := MediaTypeManifest
+	for _, c := range []struct {
+		vals []string
+		want bool
+	}{
+		{nil, true},
+		{[]string{MediaTypeIndex + ", " + MediaTypeManifest}, true},
+		{[]string{MediaTypeIndex}, false},
+		{[]string{MediaTypeIndex, MediaTypeManifest}, true},
+		{[]string{MediaTypeIndex + ";q=0.5," + MediaTypeManifest + ";q=0.9"}, true},
+		{[]string{"*/*"}, true},
+		{[]string{"application/json, */*;q=0.1"}, true},
+		{[]string{""}, true},                        // an empty item admits anything, as before
+		{[]string{MediaTypeIndex + ","}, true},      // a trailing comma is an empty item
+		{[]string{",,,"}, true},                     // only empty items
+		{[]string{"application/json;" + mt}, false}, // a parameter is no type
+		{[]string{"application/json," + mt + "x"}, false},
+		{[]string{strings.Repeat("a/b,", 1000) + mt}, true},
+		{[]string{strings.Repeat("a/b,", 1000) + "c/d"}, false},
+		{[]string{"  " + mt + "  ; q=1 "}, true},
+		{[]string{"\t" + mt}, true},
+		{[]string{strings.ToUpper(mt)}, false}, // as before: compared exactly
+	} {
+		r := httptest.NewRequest("GET", "/v2/", nil)
+		for _, v := range c.vals {
+			r.Header.Add("Accept", v)
+		}
+		if got := accepts(r, mt); got != c.want || got != split(c.vals, mt) {
+			t.Errorf("accepts(%q) = %v, want %v (strings.Split form: %v)", c.vals, got, c.want, split(c.vals, mt))
+		}
+	}
+}
