@@ -52,6 +52,16 @@ import (
 // process before failing with Unavailable.
 const busyTimeout = 10 * time.Second
 
+// readerCacheSize is the page cache of each read connection: 512 KiB
+// (SQLite's default is 2,000 KiB). The page caches live outside the Go
+// heap, and the SQLite allocator gives each cached 4 KiB page an 8 KiB
+// slot, so the default cost about 4 MiB of resident memory per
+// connection, five connections on two CPUs; the hot reads are answered
+// from the response caches, and a page missing here comes from the
+// kernel's page cache (docs/benchmarks.md, "Where the resident memory
+// goes"). The writer keeps SQLite's default.
+const readerCacheSize = "cache_size(-512)"
+
 // Index is a store.Index on a SQLite file, implemented by sqlstore with
 // the SQLite dialect. It is its own store.ChangeFeed: this process is the
 // only writer of the file, and reports the changes it commits. It is safe
@@ -103,7 +113,7 @@ func Open(ctx context.Context, path string) (*Index, error) {
 		return nil, err
 	}
 
-	r, err := sql.Open("sqlite", dsn(abs, "", append(pragmas, "query_only(1)")...))
+	r, err := sql.Open("sqlite", dsn(abs, "", append(pragmas, "query_only(1)", readerCacheSize)...))
 	if err != nil {
 		w.Close()
 		return nil, registry.Wrap(registry.Internal, err, "opening index "+abs)

@@ -2,9 +2,11 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -482,4 +484,41 @@ func TestChangeFeed(t *testing.T) {
 		x := open(t, filepath.Join(t.TempDir(), "index.db"))
 		return x, x
 	})
+}
+
+// TestReaderCacheSize checks the page cache of every read connection is
+// the small one (readerCacheSize) and the writer keeps SQLite's default:
+// the page caches are resident memory outside the Go heap.
+func TestReaderCacheSize(t *testing.T) {
+	x := open(t, filepath.Join(t.TempDir(), "index.db"))
+	ctx := t.Context()
+	cacheSize := func(db *sql.DB, n int) []int {
+		var sizes []int
+		var conns []*sql.Conn
+		for range n {
+			c, err := db.Conn(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			conns = append(conns, c)
+			var size int
+			if err := c.QueryRowContext(ctx, "PRAGMA cache_size").Scan(&size); err != nil {
+				t.Fatal(err)
+			}
+			sizes = append(sizes, size)
+		}
+		for _, c := range conns {
+			c.Close()
+		}
+		return sizes
+	}
+	readers := max(4, runtime.GOMAXPROCS(0))
+	for i, size := range cacheSize(x.r, readers) {
+		if size != -512 {
+			t.Errorf("reader connection %d of %d: cache_size %d, want -512 (512 KiB)", i+1, readers, size)
+		}
+	}
+	if got := cacheSize(x.w, 1); got[0] != -2000 {
+		t.Errorf("writer: cache_size %d, want SQLite's default -2000", got[0])
+	}
 }
