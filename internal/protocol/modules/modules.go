@@ -536,7 +536,7 @@ func (s *Service) ServeDownload(w http.ResponseWriter, r *http.Request, namespac
 	if private {
 		signer = s.private
 	}
-	exp := signer.Expiry().Unix()
+	exp := signer.ExpiryAt(now).Unix()
 	var loc *signedLocation
 	slot := e.Value.memo(ver)
 	if slot != nil {
