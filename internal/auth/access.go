@@ -128,7 +128,7 @@ func (a *Access) Invalidate() {
 // CanRead reports whether p may read the namespace (normalized): p holds
 // read on it, or it is public.
 func (a *Access) CanRead(ctx context.Context, p Principal, namespace string) (bool, error) {
-	now := a.authn.now()
+	now := a.authn.clock.Now()
 	if p.Allows(registry.ScopeRead, namespace, now) {
 		return true, nil
 	}
@@ -216,7 +216,7 @@ type Reader struct {
 // On an error the Reader says only whether the namespace is private.
 // A request that is allowed costs map lookups and no allocation.
 func (a *Access) ProtocolRead(r *http.Request, namespace string) (Reader, error) {
-	return a.ProtocolReadAt(r, namespace, a.authn.now())
+	return a.ProtocolReadAt(r, namespace, a.authn.clock.Now())
 }
 
 // ProtocolReadAt is ProtocolRead for a request that arrived at now
@@ -225,7 +225,7 @@ func (a *Access) ProtocolRead(r *http.Request, namespace string) (Reader, error)
 // visibility and token expiry are judged at now, unless the
 // Authenticator's clock was set (SetClock).
 func (a *Access) ProtocolReadAt(r *http.Request, namespace string, now time.Time) (Reader, error) {
-	now = a.authn.at(now)
+	now = a.authn.clock.At(now)
 	exists, public, err := a.visibility(r.Context(), namespace, now)
 	if err != nil {
 		return Reader{}, err

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/reqtime"
 	"trove.dev/trove/internal/store"
 )
 
@@ -157,8 +158,7 @@ type Authenticator struct {
 	tokens  store.Tokens
 	users   store.Users       // nil if the index does not store users
 	members store.Memberships // nil if the index does not store memberships
-	now     func() time.Time
-	ownNow  bool // now was set by SetClock: it takes precedence over a request's time
+	clock   reqtime.Clock     // set by SetClock: it takes precedence over a request's time
 	ttl     time.Duration
 
 	mu    sync.RWMutex
@@ -179,7 +179,7 @@ type cachedPrincipal struct {
 // does), personal tokens are resolved to their user's rights; otherwise
 // they are refused.
 func NewAuthenticator(tokens store.Tokens) *Authenticator {
-	a := &Authenticator{tokens: tokens, now: time.Now, ttl: DefaultCacheTTL, cache: map[[sha256.Size]byte]cachedPrincipal{}}
+	a := &Authenticator{tokens: tokens, ttl: DefaultCacheTTL, cache: map[[sha256.Size]byte]cachedPrincipal{}}
 	a.users, _ = tokens.(store.Users)
 	a.members, _ = tokens.(store.Memberships)
 	a.passwords.Store(NewPasswordLimiter(PasswordLimits{}))
@@ -203,19 +203,10 @@ func (a *Authenticator) SetCacheTTL(ttl time.Duration) { a.ttl = max(ttl, 0) }
 // SetClock makes the Authenticator read the time from now (for tests),
 // also where it is handed the time a request arrived
 // (Access.ProtocolReadAt). Call it before serving.
-func (a *Authenticator) SetClock(now func() time.Time) { a.now, a.ownNow = now, true }
-
-// at returns the time to judge a request arriving at t by: t, unless a
-// clock was set with SetClock.
-func (a *Authenticator) at(t time.Time) time.Time {
-	if a.ownNow {
-		return a.now()
-	}
-	return t
-}
+func (a *Authenticator) SetClock(now func() time.Time) { a.clock = reqtime.ClockFrom(now) }
 
 // Now returns the Authenticator's current time.
-func (a *Authenticator) Now() time.Time { return a.now() }
+func (a *Authenticator) Now() time.Time { return a.clock.Now() }
 
 // bearer extracts the secret of r's bearer token: "" without an
 // Authorization header, an Unauthenticated error for a malformed one.
@@ -247,7 +238,7 @@ func (a *Authenticator) Authenticate(r *http.Request) (Principal, error) {
 	if err != nil {
 		return Principal{}, err
 	}
-	return p, active(p.Token, a.now())
+	return p, active(p.Token, a.clock.Now())
 }
 
 // AuthenticateCached is Authenticate reusing lookups of the same token for
@@ -300,7 +291,7 @@ func (a *Authenticator) session(ctx context.Context, secret string, useCache boo
 	if useCache {
 		p, err = a.cached(ctx, secret)
 	} else if p, err = a.load(ctx, HashToken(secret)); err == nil {
-		err = active(p.Token, a.now())
+		err = active(p.Token, a.clock.Now())
 	}
 	if err != nil {
 		return Principal{}, err
@@ -322,7 +313,7 @@ func (a *Authenticator) cached(ctx context.Context, secret string) (Principal, e
 
 // cachedActor is cached that also returns the principal's Actor.
 func (a *Authenticator) cachedActor(ctx context.Context, secret string) (Principal, string, error) {
-	return a.cachedActorAt(ctx, secret, a.now())
+	return a.cachedActorAt(ctx, secret, a.clock.Now())
 }
 
 // cachedActorAt is cachedActor at now (the current time, or the time

@@ -39,6 +39,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/reqtime"
 	"trove.dev/trove/internal/store"
 )
 
@@ -114,14 +115,15 @@ type Counter struct {
 
 	flushMu   sync.Mutex // one flush at a time
 	retention int        // days of consumer records kept
-	now       func() time.Time
-	prunedDay string // the day of the last pruning of consumer records
-	consumers bool   // AddRequest records consumers
-	ownNow    bool   // Options.Now was set: it takes precedence over a request's time
+	prunedDay string     // the day of the last pruning of consumer records
+	consumers bool       // AddRequest records consumers
 	day       atomic.Pointer[cachedDay]
 	// retirements counts the retirements of keys out of read, which
 	// make the slots a Memo holds stale.
 	retirements atomic.Uint64
+
+	// clock is Options.Now's: set, it takes precedence over a request's time.
+	clock reqtime.Clock
 }
 
 // cachedDay is the day AddRequest records, until the second end.
@@ -136,14 +138,9 @@ func New(o Options) (*Counter, error) {
 		return nil, registry.Errorf(registry.Internal, "downloads: no store")
 	}
 	c := &Counter{store: o.Store, interval: o.Interval, maxKeys: o.MaxKeys, log: o.Logger,
-		dirty: map[registry.DownloadKey]*slot{}, retention: o.ConsumerRetention, now: o.Now}
+		dirty: map[registry.DownloadKey]*slot{}, retention: o.ConsumerRetention, clock: reqtime.ClockFrom(o.Now)}
 	if c.retention <= 0 {
 		c.retention = registry.DefaultConsumerRetentionDays
-	}
-	if c.now == nil {
-		c.now = time.Now
-	} else {
-		c.ownNow = true
 	}
 	c.consumers = o.Consumers
 	if c.interval <= 0 {
@@ -191,7 +188,7 @@ func (c *Counter) Add(k registry.DownloadKey) {
 // when the Counter records consumers (Options.Consumers), as Add alone
 // otherwise. It does not allocate for a key counted before.
 func (c *Counter) AddRequest(r *http.Request, consumer string, k registry.DownloadKey) {
-	c.AddRequestAt(r, consumer, k, c.now())
+	c.AddRequestAt(r, consumer, k, c.clock.Now())
 }
 
 // AddRequestAt is AddRequest for a request that arrived at now
@@ -264,10 +261,7 @@ func (c *Counter) requestKey(r *http.Request, consumer string, k registry.Downlo
 		}
 		k.Consumer = consumer
 		k.Client, k.ClientVersion = registry.ParseClient(r.UserAgent())
-		if c.ownNow {
-			now = c.now()
-		}
-		k.Day = c.dayOf(now)
+		k.Day = c.dayOf(c.clock.At(now))
 	}
 	return k
 }
@@ -388,7 +382,7 @@ func (c *Counter) retireLocked(today string, sum map[registry.DownloadKey]int64)
 func (c *Counter) Flush(ctx context.Context) error {
 	c.flushMu.Lock()
 	defer c.flushMu.Unlock()
-	now := c.now()
+	now := c.clock.Now()
 	today := registry.DayOf(now)
 	c.mu.Lock()
 	c.promote()

@@ -104,6 +104,13 @@ type ProviderVersion struct {
 	// leave it nil (store.Provenance reads it), as it is needed only when
 	// asked for.
 	Provenance []byte
+	// HasProvenance reports, on reads, that the version has a stored
+	// provenance envelope (store.Provenance reads it), without reading
+	// the envelope: one query for a provider's whole list, and envelopes
+	// read only for the versions that have one. Writes ignore it;
+	// Provenance is what they store. For a MirroredVersion it is the
+	// envelope an air-gap bundle brought.
+	HasProvenance bool
 }
 
 // SHASumsFilename is the name of the SHA256SUMS document as goreleaser writes it.
@@ -164,11 +171,9 @@ type MirroredVersion struct {
 	// Trove. Both are nil for what the mirror fetched from upstream, and
 	// reads leave them nil (store.Provenance.MirroredProvenance reads
 	// them).
+	// (ProviderVersion.HasProvenance reports, on reads, that an air-gap
+	// bundle brought the version's provenance.)
 	ProvenanceKeys []SigningKey
-	// HasProvenance reports, on reads, that an air-gap bundle brought the
-	// version's provenance, without reading the envelope (one query for a
-	// provider's list). Writes ignore it; Provenance is what they store.
-	HasProvenance bool
 }
 
 // MirrorUpstream is an upstream registry the mirror may fetch providers

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/reqtime"
 )
 
 // PathPrefix is where signed files are served: PathPrefix + digest + "/" + filename.
@@ -24,9 +25,9 @@ const PathPrefix = "/v1/files/"
 
 // Signer signs and verifies file URLs with one secret key.
 type Signer struct {
-	key []byte
-	ttl time.Duration
-	now func() time.Time
+	key   []byte
+	ttl   time.Duration
+	clock reqtime.Clock // set by WithClock: it takes precedence over a request's time
 }
 
 // New returns a Signer. ttl is how long an issued URL stays valid at least;
@@ -36,13 +37,14 @@ func New(key []byte, ttl time.Duration) *Signer {
 	if ttl < 2*time.Second {
 		ttl = 2 * time.Second
 	}
-	return &Signer{key: key, ttl: ttl, now: time.Now}
+	return &Signer{key: key, ttl: ttl}
 }
 
-// WithClock returns a copy of s that reads the time from now (for tests).
+// WithClock returns a copy of s that reads the time from now (for tests),
+// also where it is handed a request's time (ExpiryAt).
 func (s *Signer) WithClock(now func() time.Time) *Signer {
 	c := *s
-	c.now = now
+	c.clock = reqtime.ClockFrom(now)
 	return &c
 }
 
@@ -50,8 +52,21 @@ func (s *Signer) WithClock(now func() time.Time) *Signer {
 // current half-ttl window plus half a ttl, so at least ttl/2 remains and at
 // most ttl.
 func (s *Signer) Expiry() time.Time {
+	return s.expiry(s.clock.Now())
+}
+
+// ExpiryAt is Expiry for a request that arrived at now (reqtime.Of: the
+// server reads the clock once per request), so that a cached download
+// document's check of its URLs' expiry does not read the clock again;
+// judged at now unless the Signer's clock was set (WithClock).
+func (s *Signer) ExpiryAt(now time.Time) time.Time {
+	return s.expiry(s.clock.At(now))
+}
+
+// expiry returns the expiry of URLs issued at now.
+func (s *Signer) expiry(now time.Time) time.Time {
 	half := s.ttl / 2
-	return s.now().Truncate(half).Add(s.ttl)
+	return now.Truncate(half).Add(s.ttl)
 }
 
 // Path returns the signed path and query for a blob, relative to the
@@ -100,7 +115,7 @@ func (s *Signer) VerifyOrigin(path string, query url.Values) (digest, filename, 
 	if !hmac.Equal([]byte(want), []byte(query.Get("signature"))) {
 		return "", "", "", registry.Errorf(registry.Forbidden, "download URL signature is invalid")
 	}
-	if s.now().Unix() >= exp {
+	if s.clock.Now().Unix() >= exp {
 		return "", "", "", registry.Errorf(registry.Forbidden, "download URL has expired; run the command again to get a fresh one")
 	}
 	return digest, filename, origin, nil
@@ -137,4 +152,4 @@ func (s *Signer) Sum(purpose string, msg []byte) string {
 }
 
 // Now returns the Signer's current time.
-func (s *Signer) Now() time.Time { return s.now() }
+func (s *Signer) Now() time.Time { return s.clock.Now() }

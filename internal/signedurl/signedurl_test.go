@@ -148,3 +148,33 @@ func TestSum(t *testing.T) {
 		}()
 	}
 }
+
+// TestExpiryAt: the expiry of URLs issued for a request is judged at the
+// request's time, in the same half-ttl windows as Expiry's; a clock set
+// with WithClock wins over the request's time.
+func TestExpiryAt(t *testing.T) {
+	at := time.Date(2026, 11, 28, 12, 4, 59, 0, time.UTC) // window [12:00, 12:05) of a 10-minute ttl
+	s := New([]byte("k"), 10*time.Minute)
+	for _, c := range []struct {
+		at   time.Time
+		want time.Time
+	}{
+		{at, time.Date(2026, 11, 28, 12, 10, 0, 0, time.UTC)},
+		{at.Add(time.Second), time.Date(2026, 11, 28, 12, 15, 0, 0, time.UTC)}, // the next window
+		{at.Add(-5 * time.Minute), time.Date(2026, 11, 28, 12, 5, 0, 0, time.UTC)},
+	} {
+		if got := s.ExpiryAt(c.at); !got.Equal(c.want) {
+			t.Errorf("ExpiryAt(%v) = %v, want %v", c.at, got, c.want)
+		}
+		if got, want := s.WithClock(func() time.Time { return c.at }).Expiry(), c.want; !got.Equal(want) {
+			t.Errorf("Expiry() with the clock at %v = %v, want %v (as ExpiryAt)", c.at, got, want)
+		}
+	}
+	set := s.WithClock(func() time.Time { return at })
+	if got, want := set.ExpiryAt(at.Add(time.Hour)), set.Expiry(); !got.Equal(want) {
+		t.Errorf("ExpiryAt with a set clock = %v, want the set clock's %v", got, want)
+	}
+	if d := time.Until(s.Expiry()); d < 5*time.Minute || d > 10*time.Minute {
+		t.Errorf("Expiry() without a set clock is %v away, want between ttl/2 and ttl", d)
+	}
+}

@@ -138,10 +138,13 @@ type Providers interface {
 	// of two concurrent creates exactly one succeeds, or a version equal to
 	// it but for build metadata does (registry.VersionPrecedence).
 	CreateProviderVersion(ctx context.Context, v registry.ProviderVersion) error
-	// GetProviderVersion returns one version with its platforms, or NotFound.
+	// GetProviderVersion returns one version with its platforms and
+	// HasProvenance, or NotFound.
 	GetProviderVersion(ctx context.Context, namespace, typ, version string) (registry.ProviderVersion, error)
 	// ListProviderVersions returns every version of a provider with its
-	// platforms, in no particular order. NotFound if it has no versions.
+	// platforms and HasProvenance (whether Provenance.ProviderProvenance
+	// has an envelope for it), in no particular order. NotFound if it has
+	// no versions.
 	ListProviderVersions(ctx context.Context, namespace, typ string) ([]registry.ProviderVersion, error)
 	// ListProviderVersionSummaries returns a summary of every version of
 	// a provider, in no particular order: for the readers of version

@@ -565,7 +565,7 @@ func (s *Service) ServeDownload(w http.ResponseWriter, r *http.Request, namespac
 	if private {
 		signer = s.private
 	}
-	exp := signer.Expiry().Unix()
+	exp := signer.ExpiryAt(now).Unix()
 	var loc *signedLocation
 	var slot *atomic.Pointer[signedLocation]
 	if i >= 0 && i < len(e.Value.signed) {

@@ -48,20 +48,18 @@ func (s *Service) mirrorRepo(ctx context.Context, key repoKey) (*repo, error) {
 	}
 	var whole []registry.ProviderVersion
 	origins := map[string]string{}
-	withProvenance := map[string]bool{}
 	for _, mv := range held {
 		if !slices.Contains(versions, mv.Version) || len(mv.Platforms) == 0 ||
 			slices.ContainsFunc(mv.Platforms, func(p registry.Platform) bool { return p.Size <= 0 }) {
 			continue
 		}
 		whole = append(whole, mv.ProviderVersion)
-		withProvenance[mv.Version] = mv.HasProvenance
 		for _, p := range mv.Platforms {
 			origins["sha256:"+p.SHA256] = registry.PackageOrigin{Host: key.host, Namespace: key.ns, Type: key.name,
 				Version: mv.Version, OS: p.OS, Arch: p.Arch}.String()
 		}
 	}
-	rp, err := providerRepo(whole, func(d string) (int64, error) { return s.opt.Blobs.Stat(ctx, d) }, s.mirroredProvenance(ctx, key.host, withProvenance))
+	rp, err := providerRepo(whole, func(d string) (int64, error) { return s.opt.Blobs.Stat(ctx, d) }, s.mirroredProvenance(ctx, key.host))
 	if err != nil {
 		return nil, err
 	}
@@ -88,15 +86,15 @@ func (s *Service) mirrorRepo(ctx context.Context, key repoKey) (*repo, error) {
 // mirroredProvenance returns the reader of the provenance an air-gap
 // bundle carried with a mirrored version of host, for providerRepo: nil
 // when the index keeps none (store.Provenance). It asks the index only
-// for the versions withProvenance marks (the list's HasProvenance), not
-// once per version.
-func (s *Service) mirroredProvenance(ctx context.Context, host string, withProvenance map[string]bool) func(registry.ProviderVersion) ([]byte, error) {
+// for the versions the list marked (HasProvenance), not once per
+// version.
+func (s *Service) mirroredProvenance(ctx context.Context, host string) func(registry.ProviderVersion) ([]byte, error) {
 	p, ok := s.opt.Index.(store.Provenance)
 	if !ok {
 		return nil
 	}
 	return func(v registry.ProviderVersion) ([]byte, error) {
-		if !withProvenance[v.Version] {
+		if !v.HasProvenance {
 			return nil, nil
 		}
 		envelope, _, err := p.MirroredProvenance(ctx, host, v.Namespace, v.Type, v.Version)

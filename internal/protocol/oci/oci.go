@@ -75,13 +75,18 @@ type Index interface {
 }
 
 // provenance returns the reader of a version's provenance envelope for
-// providerRepo: nil when the index keeps none (store.Provenance).
+// providerRepo: nil when the index keeps none (store.Provenance). It asks
+// the index only for the versions the list or read marked
+// (registry.ProviderVersion.HasProvenance), not once per version.
 func (s *Service) provenance(ctx context.Context) func(registry.ProviderVersion) ([]byte, error) {
 	p, ok := s.opt.Index.(store.Provenance)
 	if !ok {
 		return nil
 	}
 	return func(v registry.ProviderVersion) ([]byte, error) {
+		if !v.HasProvenance {
+			return nil, nil
+		}
 		envelope, err := p.ProviderProvenance(ctx, v.Namespace, v.Type, v.Version)
 		if registry.IsKind(err, registry.NotFound) {
 			return nil, nil

@@ -127,7 +127,7 @@ func (s *Service) ServeMirror(w http.ResponseWriter, r *http.Request, mp MirrorP
 		signer = s.private
 	}
 	st := s.cache.StateAt(e, now)
-	expiry := signer.Expiry().Unix()
+	expiry := signer.ExpiryAt(now).Unix()
 	if dk.kind == docMirrorVersion && st != respcache.Expired && (e.Value.expiry != expiry || e.Value.private != private) {
 		st = downloadState(e, expiry, private, s.now().Unix())
 	}

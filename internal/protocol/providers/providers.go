@@ -336,7 +336,7 @@ func (s *Service) ServeDownload(w http.ResponseWriter, r *http.Request, namespac
 	if private {
 		signer = s.private
 	}
-	expiry := signer.Expiry().Unix()
+	expiry := signer.ExpiryAt(now).Unix()
 	st := s.cache.StateAt(e, now)
 	if st != respcache.Expired && (e.Value.expiry != expiry || e.Value.private != private) {
 		st = downloadState(e, expiry, private, s.now().Unix())

@@ -314,11 +314,18 @@ func TestQueryPlansUseIndexes(t *testing.T) {
 	x := open(t, filepath.Join(t.TempDir(), "index.db"))
 	queries := map[string]string{
 		"version exists": `SELECT EXISTS (SELECT 1 FROM provider_versions WHERE namespace = 'a' AND type = 'b' AND version = 'c')`,
-		"get version": `SELECT ` + versionColumns + `, k.key_namespace, k.key_id, k.fingerprint, k.ascii_armor, k.created_at, k.expires_at
+		// with whether the version has provenance (a primary key lookup)
+		"get version": `SELECT ` + versionColumns + `, k.key_namespace, k.key_id, k.fingerprint, k.ascii_armor, k.created_at, k.expires_at,
+			p.os, p.arch, pp.version_id IS NOT NULL
 			FROM provider_versions v JOIN signing_key_snapshots k ON k.id = v.signing_key_snapshot
+			LEFT JOIN provider_platforms p ON p.version_id = v.id
+			LEFT JOIN provider_provenance pp ON pp.version_id = v.id
 			WHERE v.namespace = 'a' AND v.type = 'b' AND v.version = 'c'`,
 		"version platforms": `SELECT os, arch, filename, sha256, size FROM provider_platforms WHERE version_id = 1 ORDER BY os, arch`,
-		"list versions":     `SELECT ` + versionColumns + `, v.signing_key_snapshot FROM provider_versions v WHERE v.namespace = 'a' AND v.type = 'b'`,
+		"list versions": `SELECT ` + versionColumns + `, v.signing_key_snapshot,
+			(SELECT version_count FROM providers WHERE namespace = 'a' AND type = 'b'), pp.version_id
+			FROM provider_versions v LEFT JOIN provider_provenance pp ON pp.version_id = v.id
+			WHERE v.namespace = 'a' AND v.type = 'b'`,
 		"list platforms": `SELECT v.id, p.os, p.arch, p.filename, p.sha256, p.size, p.h1
 			FROM provider_versions v LEFT JOIN provider_platforms p ON p.version_id = v.id
 			WHERE v.namespace = 'a' AND v.type = 'b'`,

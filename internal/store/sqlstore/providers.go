@@ -321,28 +321,30 @@ func sortPlatforms(ps []registry.Platform) {
 	})
 }
 
-// GetProviderVersion returns one version with its platforms, or NotFound,
-// in one statement: a row per platform.
+// GetProviderVersion returns one version with its platforms and
+// HasProvenance, or NotFound, in one statement: a row per platform.
 func (x *Index) GetProviderVersion(ctx context.Context, namespace, typ, ver string) (registry.ProviderVersion, error) {
 	ctx, cancel := x.op(ctx)
 	defer cancel()
-	rows, err := x.query(ctx, `SELECT `+versionColumns+`, `+keyColumns+`, `+platformColumns+`
+	rows, err := x.query(ctx, `SELECT `+versionColumns+`, `+keyColumns+`, `+platformColumns+`, pp.version_id IS NOT NULL
 		FROM provider_versions v JOIN signing_key_snapshots k ON k.id = v.signing_key_snapshot
 		LEFT JOIN provider_platforms p ON p.version_id = v.id
+		LEFT JOIN provider_provenance pp ON pp.version_id = v.id
 		WHERE v.namespace = $1 AND v.type = $2 AND v.version = $3`, namespace, typ, ver)
 	var v registry.ProviderVersion
 	found := false
 	_, err = collect(rows, err, func(s scanner) (struct{}, error) {
 		var vr versionRow
 		var pr platformRow
-		if err := s.Scan(append(append(vr.targets(x.d), keyTargets(&v.SigningKey)...), pr.targets()...)...); err != nil {
+		var hasProvenance bool
+		if err := s.Scan(append(append(append(vr.targets(x.d), keyTargets(&v.SigningKey)...), pr.targets()...), &hasProvenance)...); err != nil {
 			return struct{}{}, err
 		}
 		if !found {
 			found, v.Platforms = true, nil
 			key := v.SigningKey
 			v = vr.decode(namespace, typ)
-			v.SigningKey = key
+			v.SigningKey, v.HasProvenance = key, hasProvenance
 		}
 		pr.addTo(&v)
 		return struct{}{}, nil
@@ -381,8 +383,9 @@ func (x *Index) ListProviderVersionSummaries(ctx context.Context, namespace, typ
 }
 
 // ListProviderVersions returns every version of a provider with its
-// platforms, or NotFound if it has none, in three statements: the
-// versions (one row each), their platforms (one row each, and one row of
+// platforms and HasProvenance, or NotFound if it has none, in three
+// statements: the versions (one row each, with whether each has
+// provenance), their platforms (one row each, and one row of
 // NULLs for a version without platforms), then the signing keys, each
 // once.
 //
@@ -407,16 +410,19 @@ func (x *Index) ListProviderVersions(ctx context.Context, namespace, typ string)
 	what := fmt.Sprintf("listing the versions of provider %s/%s", namespace, typ)
 
 	// After the versionColumns: the version's key snapshot, then the
-	// provider's version count (the same in every row), a capacity hint.
-	const snapshotColumn, countColumn = vcCount, vcCount + 1
+	// provider's version count (the same in every row), a capacity hint,
+	// then its provenance row's key, NULL if it has none (a lookup of
+	// provider_provenance's primary key, not a read of the envelope).
+	const snapshotColumn, countColumn, provenanceColumn = vcCount, vcCount + 1, vcCount + 2
 	var out []registry.ProviderVersion
 	var snapshots []int64 // out[i]'s signing key snapshot
 	var index map[int64]int32
 	var text rowText
 	var protocols listInterner
 	err := x.rows.ReadRows(ctx, `SELECT `+versionColumns+`, v.signing_key_snapshot,
-			(SELECT version_count FROM providers WHERE namespace = $1 AND type = $2)
-		FROM provider_versions v WHERE v.namespace = $1 AND v.type = $2`, []any{namespace, typ}, func(row RawRow) error {
+			(SELECT version_count FROM providers WHERE namespace = $1 AND type = $2), pp.version_id
+		FROM provider_versions v LEFT JOIN provider_provenance pp ON pp.version_id = v.id
+		WHERE v.namespace = $1 AND v.type = $2`, []any{namespace, typ}, func(row RawRow) error {
 		if out == nil {
 			n := int(min(max(row.Int64(countColumn), 1), maxListHint))
 			out, snapshots, index = make([]registry.ProviderVersion, 0, n), make([]int64, 0, n), make(map[int64]int32, n)
@@ -429,6 +435,7 @@ func (x *Index) ListProviderVersions(ctx context.Context, namespace, typ string)
 		if err := readVersion(x.d, row, &out[len(out)-1], namespace, typ, &text, &protocols); err != nil {
 			return err
 		}
+		out[len(out)-1].HasProvenance = !row.Null(provenanceColumn)
 		snapshots = append(snapshots, row.Int64(snapshotColumn))
 		return nil
 	})

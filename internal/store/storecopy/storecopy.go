@@ -250,7 +250,11 @@ func read(ctx context.Context, idx store.Index, secrets []string) (*snapshot, er
 			}
 			for i, v := range versions {
 				// The signed provenance comes with its version
-				// (CreateProviderVersion stores it in the same write).
+				// (CreateProviderVersion stores it in the same write),
+				// read for the versions the list says have one.
+				if !v.HasProvenance {
+					continue
+				}
 				env, err := idx.ProviderProvenance(ctx, v.Namespace, v.Type, v.Version)
 				switch {
 				case registry.IsKind(err, registry.NotFound):

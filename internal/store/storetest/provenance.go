@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"bytes"
+	"reflect"
 	"testing"
 
 	"trove.dev/trove/internal/registry"
@@ -48,6 +49,39 @@ func testProvenance(t *testing.T, newIndex func(*testing.T) store.Index) {
 		mustOK(t, err, "ProviderProvenance after the refused create")
 		if !bytes.Equal(got, envelope) {
 			t.Errorf("a refused create changed the provenance to %q", got)
+		}
+	})
+	t.Run("ReadsMarkIt", func(t *testing.T) {
+		// GetProviderVersion and ListProviderVersions say which versions
+		// have an envelope (HasProvenance) without reading it.
+		x, ctx := newIndex(t), t.Context()
+		createNamespaces(t, x, "acme")
+		want := map[string]bool{"1.0.0": true, "1.1.0": false, "2.0.0": true}
+		for ver, has := range want {
+			v := testVersion("acme", "cloud", ver, testKey("acme", 1), t0)
+			if has {
+				v.Provenance = envelope
+			}
+			mustOK(t, x.CreateProviderVersion(ctx, v), "CreateProviderVersion "+ver)
+		}
+		list, err := x.ListProviderVersions(ctx, "acme", "cloud")
+		mustOK(t, err, "ListProviderVersions")
+		got := map[string]bool{}
+		for _, v := range list {
+			got[v.Version] = v.HasProvenance
+			if v.Provenance != nil {
+				t.Errorf("ListProviderVersions returned the provenance of %s; reads leave it to ProviderProvenance", v.Version)
+			}
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("ListProviderVersions: HasProvenance by version = %v, want %v", got, want)
+		}
+		for ver, has := range want {
+			v, err := x.GetProviderVersion(ctx, "acme", "cloud", ver)
+			mustOK(t, err, "GetProviderVersion "+ver)
+			if v.HasProvenance != has {
+				t.Errorf("GetProviderVersion %s: HasProvenance %v, want %v", ver, v.HasProvenance, has)
+			}
 		}
 	})
 	t.Run("GoesWithItsVersion", func(t *testing.T) {
