@@ -30,6 +30,7 @@ import (
 
 	"trove.dev/trove/internal/httpjson"
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/route"
 	"trove.dev/trove/internal/signedurl"
 	"trove.dev/trove/internal/store"
 )
@@ -107,7 +108,7 @@ func New(opt Options) *Handler {
 }
 
 // Register mounts the handler on mux at Route.
-func (h *Handler) Register(mux *http.ServeMux) { mux.Handle(Route, h) }
+func (h *Handler) Register(mux route.Registrar) { mux.Handle(Route, h) }
 
 // ServeHTTP serves one signed file request.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.serve.ServeHTTP(w, r) }

@@ -76,12 +76,15 @@ var unreserved = func() (t [256]bool) {
 	return t
 }()
 
-// newFastRouter returns a router of routes in front of mux. It refuses a
-// pattern it cannot pre-route (a host, a method other than GET, a
-// wildcard that is not a whole segment, "{...}" or "{$}") and one the mux
-// does not route a sample path of to that very pattern: a pattern not
-// registered, or shadowed by a more specific one.
-func newFastRouter(mux *http.ServeMux, routes []fastRoute) (*fastRouter, error) {
+// newFastRouter returns a router of routes in front of mux, whose
+// registered patterns are all of registered. It refuses a pattern it
+// cannot pre-route (a host, a method other than GET, a wildcard that is
+// not a whole segment, "{...}" or "{$}"), one the mux does not route a
+// sample path of to that very pattern (a pattern not registered), and one
+// another registered pattern shadows for some of the paths it would
+// claim: for every other pattern that can match a path the route claims,
+// a witness path of both (witness) must reach the route in the mux.
+func newFastRouter(mux *http.ServeMux, registered []string, routes []fastRoute) (*fastRouter, error) {
 	fr := &fastRouter{mux: mux}
 	for _, rt := range routes {
 		path, ok := strings.CutPrefix(rt.pattern, "GET ")
@@ -126,9 +129,150 @@ func newFastRouter(mux *http.ServeMux, routes []fastRoute) (*fastRouter, error) 
 		if _, got := mux.Handler(req); got != rt.pattern {
 			return nil, registry.Errorf(registry.Internal, "pre-router: the mux routes %s to %q, not %q", sample, got, rt.pattern)
 		}
+		if err := checkShadows(mux, registered, rt); err != nil {
+			return nil, err
+		}
 		fr.routes = append(fr.routes, rt)
 	}
 	return fr, nil
+}
+
+// checkShadows asks the mux, for every registered pattern that can match
+// a path rt claims, where a witness path of both goes: it must go to rt.
+func checkShadows(mux *http.ServeMux, registered []string, rt fastRoute) error {
+	only := &fastRouter{routes: []fastRoute{rt}}
+	for _, other := range registered {
+		if other == rt.pattern {
+			continue
+		}
+		method, path, ok := witness(rt, other)
+		if !ok {
+			continue
+		}
+		if path == "" {
+			return registry.Errorf(registry.Internal, "pre-router: pattern %q: a host pattern is registered (%q)", rt.pattern, other)
+		}
+		req, err := http.NewRequest(method, "http://trove.invalid"+path, nil)
+		if err != nil {
+			continue // not a path a client can send
+		}
+		if got, _ := only.match(req); got == nil {
+			continue // not a path the pre-router claims
+		}
+		if _, got := mux.Handler(req); got != rt.pattern {
+			return registry.Errorf(registry.Internal, "pre-router: the mux routes %s %s to %q, not %q", method, path, got, rt.pattern)
+		}
+	}
+	return nil
+}
+
+// witness returns a request line (method and path) that both rt claims
+// and the pattern other can match, with ok false when there is none or
+// other cannot match a GET or HEAD. A host pattern gives ok true and an
+// empty path: the pre-router's proof does not cover host routing.
+func witness(rt fastRoute, other string) (method, path string, ok bool) {
+	method = http.MethodGet
+	p := other
+	if m, rest, found := strings.Cut(other, " "); found {
+		switch m = strings.TrimSpace(m); m {
+		case http.MethodGet:
+		case http.MethodHead:
+			method = http.MethodHead
+		default:
+			return "", "", false // a GET or HEAD never reaches it
+		}
+		p = strings.TrimLeft(rest, " \t")
+	}
+	if !strings.HasPrefix(p, "/") {
+		return "", "", true
+	}
+	p = p[1:]
+	prefix := p == "" || strings.HasSuffix(p, "/") // other matches every path under it
+	var osegs []string
+	if p = strings.TrimSuffix(p, "/"); p != "" {
+		osegs = strings.Split(p, "/")
+	}
+	kind := func(s string) byte { // 'l'iteral, 'w'ildcard, 'm'ulti-segment, 'e'nd anchor
+		switch {
+		case s == "{$}":
+			return 'e'
+		case strings.HasPrefix(s, "{") && strings.HasSuffix(s, "...}"):
+			return 'm'
+		case strings.HasPrefix(s, "{"):
+			return 'w'
+		}
+		return 'l'
+	}
+	fill := func(i int) string { // rt's segment i as a witness
+		if rt.segs[i] == "" {
+			return "x"
+		}
+		return rt.segs[i]
+	}
+	var out []string
+	// rt's own segments first: other must agree with each.
+	for i := range rt.segs {
+		if i >= len(osegs) {
+			if !prefix {
+				return "", "", false // other is shorter and exact
+			}
+			for j := i; j < len(rt.segs); j++ {
+				out = append(out, fill(j))
+			}
+			if rt.prefix {
+				out = append(out, "x")
+			}
+			return method, "/" + strings.Join(out, "/"), true
+		}
+		switch s := osegs[i]; kind(s) {
+		case 'e':
+			return "", "", false // other ends in "/" inside rt's segments
+		case 'm':
+			for j := i; j < len(rt.segs); j++ {
+				out = append(out, fill(j))
+			}
+			if rt.prefix {
+				out = append(out, "x")
+			}
+			return method, "/" + strings.Join(out, "/"), true
+		case 'w':
+			out = append(out, fill(i))
+		default:
+			if rt.segs[i] != "" && rt.segs[i] != s {
+				return "", "", false
+			}
+			out = append(out, s)
+		}
+	}
+	rest := osegs[len(rt.segs):]
+	if !rt.prefix {
+		// rt claims exactly its segments, without a trailing "/".
+		if len(rest) > 0 || prefix {
+			return "", "", false
+		}
+		return method, "/" + strings.Join(out, "/"), true
+	}
+	// rt claims every path under it: follow other's remaining segments.
+	for _, s := range rest {
+		switch kind(s) {
+		case 'e':
+			return method, "/" + strings.Join(out, "/") + "/", true
+		case 'm', 'w':
+			out = append(out, "x")
+			if kind(s) == 'm' {
+				return method, "/" + strings.Join(out, "/"), true
+			}
+		default:
+			out = append(out, s)
+		}
+	}
+	if len(rest) == 0 && !prefix {
+		return "", "", false // other is exactly rt's prefix without its "/"
+	}
+	if prefix {
+		out = append(out, "x")
+	}
+	return method, "/" + strings.Join(out, "/"), true
 }
 
 // plainSegment reports whether s is a segment a pre-routed path may have.

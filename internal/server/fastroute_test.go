@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	routereg "trove.dev/trove/internal/route"
 )
 
 // muxValues routes r on a mux holding only pattern and returns the path
@@ -242,26 +244,49 @@ func TestFastRouterMatchAllocatesNothing(t *testing.T) {
 	}
 }
 
-// A pattern the mux does not route to itself is refused at start-up.
+// A pattern the pre-router cannot serve, or one another registered
+// pattern shadows for some of the paths it would claim, is refused at
+// start-up; one only less specific patterns overlap is accepted.
 func TestFastRouterRefusesShadowedPatterns(t *testing.T) {
 	serve := func(http.ResponseWriter, *http.Request, pathValues) {}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /v1/a/{x}", func(http.ResponseWriter, *http.Request) {})
-	mux.HandleFunc("GET /v1/a/b", func(http.ResponseWriter, *http.Request) {})
-	for _, pattern := range []string{
-		"GET /v1/c/{x}",    // not registered
-		"POST /v1/a/{x}",   // a method it cannot pre-route
-		"GET /v1/a/{x...}", // a multi-segment wildcard
-		"GET /v1/a/{$}",    // an end anchor
-		"GET trove.test/v1/a/{x}",
-		"GET /v1/a/{x}/",
-	} {
-		if _, err := newFastRouter(mux, []fastRoute{{pattern: pattern, serve: serve}}); err == nil {
-			t.Errorf("%q accepted", pattern)
+	newMux := func(patterns ...string) (*http.ServeMux, []string) {
+		rec := &routereg.Recorder{Mux: http.NewServeMux()}
+		for _, p := range patterns {
+			rec.HandleFunc(p, func(http.ResponseWriter, *http.Request) {})
 		}
+		return rec.Mux, rec.Patterns()
 	}
-	if _, err := newFastRouter(mux, []fastRoute{{pattern: "GET /v1/a/{x}", serve: serve}}); err != nil {
-		t.Errorf("GET /v1/a/{x}: %v", err)
+	for _, c := range []struct {
+		route      string
+		registered []string
+		accepted   bool
+	}{
+		{"GET /v1/c/{x}", []string{"GET /v1/a/{x}"}, false}, // not registered
+		{"POST /v1/a/{x}", []string{"POST /v1/a/{x}"}, false},
+		{"GET /v1/a/{x...}", []string{"GET /v1/a/{x...}"}, false},
+		{"GET /v1/a/{$}", []string{"GET /v1/a/{$}"}, false},
+		{"GET trove.test/v1/a/{x}", []string{"GET trove.test/v1/a/{x}"}, false},
+		{"GET /v1/a/{x}/", []string{"GET /v1/a/{x}/"}, false},
+		// A literal where the route has a wildcard takes some of its paths.
+		{"GET /v1/a/{x}", []string{"GET /v1/a/{x}", "GET /v1/a/b"}, false},
+		{"GET /v1/p/{ns}/{type}/versions", []string{"GET /v1/p/{ns}/{type}/versions", "GET /v1/p/acme/aws/versions"}, false},
+		{"GET /v1/p/{ns}/{type}/versions", []string{"GET /v1/p/{ns}/{type}/versions", "HEAD /v1/p/{ns}/{type}/versions"}, false},
+		{"GET /v2/", []string{"GET /v2/", "GET /v2/{$}"}, false},
+		{"GET /v2/", []string{"GET /v2/", "GET /v2/_catalog"}, false},
+		{"GET /v2/", []string{"GET /v2/", "GET /v2/{name}/blobs/{digest}"}, false},
+		{"GET /v1/a/{x}", []string{"GET /v1/a/{x}", "GET trove.test/"}, false}, // host patterns are not covered
+		// Less specific, other methods, or no overlap at all.
+		{"GET /v1/a/{x}", []string{"GET /v1/a/{x}", "/", "GET /v1/", "/v1/{rest...}", "POST /v1/a/b", "GET /v1/a/b/c", "GET /v1/a/{x}/c", "GET /v1/b/{x}", "GET /v1/a"}, true},
+		{"GET /v2/", []string{"GET /v2/", "/", "GET /v2", "GET /v1/"}, true},
+	} {
+		mux, registered := newMux(c.registered...)
+		_, err := newFastRouter(mux, registered, []fastRoute{{pattern: c.route, serve: serve}})
+		if c.accepted && err != nil {
+			t.Errorf("%q beside %q refused: %v", c.route, c.registered, err)
+		}
+		if !c.accepted && err == nil {
+			t.Errorf("%q beside %q accepted", c.route, c.registered)
+		}
 	}
 }
 

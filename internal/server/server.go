@@ -34,6 +34,7 @@ import (
 	"trove.dev/trove/internal/protocol/providers"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/respcache"
+	routereg "trove.dev/trove/internal/route"
 	"trove.dev/trove/internal/signedurl"
 	"trove.dev/trove/internal/store"
 )
@@ -121,7 +122,7 @@ type Options struct {
 	UI UI
 	// SSO serves the sign-in through identity providers under
 	// /oauth/sso/ (*sso.Service; none if nil).
-	SSO interface{ Register(mux *http.ServeMux) }
+	SSO interface{ Register(mux routereg.Registrar) }
 	// OCICacheBytes bounds the memory of the OCI pull API's cached
 	// documents (oci.Options.CacheBytes: its default if <= 0).
 	OCICacheBytes int64
@@ -136,7 +137,7 @@ type Options struct {
 // cached pages and search catalog are dropped with the protocol documents
 // (Invalidate, called for every change to what the pages show).
 type UI interface {
-	Register(mux *http.ServeMux)
+	Register(mux routereg.Registrar)
 	NotFound(w http.ResponseWriter, r *http.Request)
 	Invalidate()
 }
@@ -228,7 +229,7 @@ func New(opt Options) (*Server, error) {
 		return nil, err
 	}
 
-	mux := http.NewServeMux()
+	mux := &routereg.Recorder{Mux: http.NewServeMux()}
 	mux.Handle("GET "+discovery.Path, disco)
 	s.providers.Register(mux)
 	s.modules.Register(mux)
@@ -268,11 +269,11 @@ func New(opt Options) (*Server, error) {
 	}
 	mux.Handle("/", fallback)
 
-	router, err := newFastRouter(mux, s.fastRoutes())
+	router, err := newFastRouter(mux.Mux, mux.Patterns(), s.fastRoutes())
 	if err != nil {
 		return nil, err
 	}
-	s.mux = mux
+	s.mux = mux.Mux
 	s.handler = &middleware{next: router, log: opt.Logger, access: opt.AccessLog, metrics: m}
 	if h, ok := opt.Index.(store.ChangeHook); ok {
 		// This process's own changes, before each write returns

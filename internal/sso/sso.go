@@ -64,6 +64,7 @@ import (
 	"trove.dev/trove/internal/auth"
 	"trove.dev/trove/internal/protocol/login"
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/route"
 	"trove.dev/trove/internal/store"
 )
 
@@ -174,7 +175,7 @@ func New(ctx context.Context, opt Options) (*Service, error) {
 }
 
 // Register mounts the endpoints on mux.
-func (s *Service) Register(mux *http.ServeMux) {
+func (s *Service) Register(mux route.Registrar) {
 	mux.HandleFunc("GET "+StartPath, s.start)
 	mux.HandleFunc("POST "+StartPath, s.start)
 	mux.HandleFunc("GET "+CallbackPath, s.callback)

@@ -63,6 +63,7 @@ import (
 	"trove.dev/trove/internal/protocol/login"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/respcache"
+	"trove.dev/trove/internal/route"
 	"trove.dev/trove/internal/store"
 )
 
@@ -190,7 +191,7 @@ const (
 
 // Register mounts the UI's routes on mux. Unknown paths are not handled
 // here: NotFound renders the UI's 404 page for browsers.
-func (s *Service) Register(mux *http.ServeMux) {
+func (s *Service) Register(mux route.Registrar) {
 	mux.Handle("GET "+StaticPath, staticHandler())
 	mux.Handle("GET /{$}", s.page(s.home))
 	mux.Handle("GET "+SearchPath, s.page(s.search))

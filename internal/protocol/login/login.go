@@ -48,6 +48,7 @@ import (
 	"trove.dev/trove/internal/auth"
 	"trove.dev/trove/internal/operations"
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/route"
 	"trove.dev/trove/internal/store"
 )
 
@@ -260,7 +261,7 @@ func (s *Service) Discovery() map[string]any {
 }
 
 // Register mounts the OAuth endpoints on mux.
-func (s *Service) Register(mux *http.ServeMux) {
+func (s *Service) Register(mux route.Registrar) {
 	mux.HandleFunc("GET "+AuthorizePath, s.showForm)
 	mux.HandleFunc("POST "+AuthorizePath, s.submitForm)
 	mux.HandleFunc("POST "+TokenPath, s.token)

@@ -56,6 +56,7 @@ import (
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/reqtime"
 	"trove.dev/trove/internal/respcache"
+	"trove.dev/trove/internal/route"
 	"trove.dev/trove/internal/signedurl"
 	"trove.dev/trove/internal/store"
 )
@@ -231,7 +232,7 @@ func New(idx store.Modules, signer *signedurl.Signer, publicBase *url.URL, log *
 }
 
 // Register mounts the protocol's routes on mux.
-func (s *Service) Register(mux *http.ServeMux) {
+func (s *Service) Register(mux route.Registrar) {
 	mux.HandleFunc(RouteVersions, s.serveVersions)
 	mux.HandleFunc(RouteDownload, s.serveDownload)
 	mux.Handle(RouteDownloadLatest, s.handler(s.downloadLatest))

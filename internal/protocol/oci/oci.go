@@ -51,6 +51,7 @@ import (
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/reqtime"
 	"trove.dev/trove/internal/respcache"
+	"trove.dev/trove/internal/route"
 	"trove.dev/trove/internal/signedurl"
 	"trove.dev/trove/internal/store"
 )
@@ -209,7 +210,7 @@ const (
 )
 
 // Register mounts the API on mux.
-func (s *Service) Register(mux *http.ServeMux) {
+func (s *Service) Register(mux route.Registrar) {
 	mux.HandleFunc(Route, s.serve)
 	mux.HandleFunc(RouteBase, s.serve)
 }

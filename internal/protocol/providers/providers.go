@@ -50,6 +50,7 @@ import (
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/reqtime"
 	"trove.dev/trove/internal/respcache"
+	"trove.dev/trove/internal/route"
 	"trove.dev/trove/internal/signedurl"
 	"trove.dev/trove/internal/store"
 )
@@ -214,7 +215,7 @@ func New(idx store.Providers, signer *signedurl.Signer, publicBase *url.URL, log
 }
 
 // Register mounts the protocol's routes on mux.
-func (s *Service) Register(mux *http.ServeMux) {
+func (s *Service) Register(mux route.Registrar) {
 	mux.HandleFunc(RouteVersions, s.serveVersions)
 	mux.HandleFunc(RouteDownload, s.serveDownload)
 	mux.HandleFunc(RouteMirror, s.serveMirror)
