@@ -286,6 +286,11 @@ type module struct {
 	// position, where a map keyed by the version string hashed it on
 	// every download (1 µs of a cached download under the load harness).
 	signed []atomic.Pointer[signedLocation]
+	// counted[i] remembers the download key last counted for
+	// versions[i] and its counter slot, so that the next download of it
+	// by the same consumer and client is counted without hashing the
+	// key (downloads.Memo, as a providers.v1 download document keeps).
+	counted []downloads.Memo
 	// urls memoises the locations of versions fetched from the upstream
 	// after the entry was made (version -> *signedLocation), until the
 	// change that stored them drops the entry.
@@ -465,8 +470,9 @@ func (s *Service) renderer(key modKey) respcache.RenderFunc[*module] {
 		if err != nil {
 			return respcache.Rendered[*module]{}, registry.Wrap(registry.Internal, err, "encoding the versions document")
 		}
-		size += int64(len(vs)) * int64(unsafe.Sizeof(atomic.Pointer[signedLocation]{}))
-		m := &module{versions: vs, names: packedNames(vs), upstream: upstream, signed: make([]atomic.Pointer[signedLocation], len(vs))}
+		size += int64(len(vs)) * int64(unsafe.Sizeof(atomic.Pointer[signedLocation]{})+unsafe.Sizeof(downloads.Memo{}))
+		m := &module{versions: vs, names: packedNames(vs), upstream: upstream,
+			signed: make([]atomic.Pointer[signedLocation], len(vs)), counted: make([]downloads.Memo, len(vs))}
 		for _, n := range m.names {
 			size += int64(unsafe.Sizeof(n)) + int64(len(n))
 		}
@@ -590,7 +596,11 @@ func (s *Service) ServeDownload(w http.ResponseWriter, r *http.Request, namespac
 	h["Cache-Control"] = noStore
 	w.WriteHeader(http.StatusNoContent) // net/http sends no Content-Length with a 204, as RFC 9110 asks
 	if s.downloads != nil && r.Method == http.MethodGet {
-		s.downloads.AddRequestAt(r, rd.Consumer, registry.ModuleDownload(key.ns, key.name, key.system, v.Version), now)
+		var m *downloads.Memo // a version fetched from the upstream after the entry was made: none
+		if i >= 0 && i < len(e.Value.counted) {
+			m = &e.Value.counted[i]
+		}
+		s.downloads.AddRequestMemo(r, rd.Consumer, registry.ModuleDownload(key.ns, key.name, key.system, v.Version), now, m)
 	}
 }
 
