@@ -202,13 +202,25 @@ func (c *Counter) AddRequestAt(r *http.Request, consumer string, k registry.Down
 // AddRequestMemo is AddRequestAt for a download of a cached document
 // that keeps m (nil: none; see Memo).
 func (c *Counter) AddRequestMemo(r *http.Request, consumer string, k registry.DownloadKey, now time.Time, m *Memo) {
-	k = c.requestKey(r, consumer, k, now)
 	if m == nil {
-		c.Add(k)
+		c.Add(c.requestKey(r, consumer, k, now))
 		return
 	}
 	gen := c.retirements.Load() // before read: a memo made of an older read is older
 	held := m.p.Load()
+	var ua string
+	if c.consumers {
+		ua = userAgent(r)
+		var client, clientVersion string
+		if held != nil && held.uaKnown && held.ua == ua {
+			// The User-Agent the memo's key was made from: the same
+			// string parses to the same client.
+			client, clientVersion = held.key.Client, held.key.ClientVersion
+		} else {
+			client, clientVersion = registry.ParseClient(ua)
+		}
+		k = c.completeKey(consumer, client, clientVersion, k, now)
+	}
 	if held != nil && held.gen == gen && held.key == k {
 		held.s.n.Add(1) // what Add does, without hashing k
 		return
@@ -228,15 +240,27 @@ func (c *Counter) AddRequestMemo(r *http.Request, consumer string, k registry.Do
 		c.mu.Lock()
 		ik := c.internKey(k)
 		c.mu.Unlock()
-		m.p.CompareAndSwap(held, &memo{gen: gen, key: ik, s: s})
+		nm := &memo{gen: gen, key: ik, s: s}
+		if c.consumers && len(ua) <= maxMemoUserAgent {
+			nm.ua, nm.uaKnown = strings.Clone(ua), true
+		}
+		m.p.CompareAndSwap(held, nm)
 	}
 }
 
+// maxMemoUserAgent bounds the User-Agent a Memo keeps (a copy, next to
+// its key): the clients' are a few dozen bytes; a longer one is parsed
+// on every download, as without a Memo, rather than kept.
+const maxMemoUserAgent = 256
+
 // Memo remembers, for one cached document (a providers.v1 download
-// document keeps one), the counter slot of a download key counted
-// through it, so that further downloads of the same key (the same
-// document, consumer, client and day) are counted with a comparison of
-// the key instead of a map lookup of it (which hashes its 11 strings).
+// document keeps one, and so does each version of a cached modules.v1
+// module), the counter slot of a download key counted through it, so
+// that further downloads of the same key (the same document, consumer,
+// client and day) are counted with a comparison of the key instead of a
+// map lookup of it (which hashes its 11 strings), and with a comparison
+// of the User-Agent the key's client was parsed from instead of parsing
+// it again (registry.ParseClient).
 // It holds the first key counted through it since a flush last retired
 // keys (a past day's), and only until the next retirement: a slot is
 // never counted on after it left the counter's keys, any more than by
@@ -245,25 +269,47 @@ func (c *Counter) AddRequestMemo(r *http.Request, consumer string, k registry.Do
 type Memo struct{ p atomic.Pointer[memo] }
 
 // memo is a key a Memo holds, its slot, and the retirement generation
-// (Counter.retirements) in which the slot was found.
+// (Counter.retirements) in which the slot was found; with consumer
+// records, also the User-Agent its key's client was parsed from
+// (uaKnown: not one over maxMemoUserAgent), so that a download with the
+// same User-Agent takes the client from key instead of parsing it again.
 type memo struct {
-	gen uint64
-	key registry.DownloadKey
-	s   *slot
+	gen     uint64
+	key     registry.DownloadKey
+	s       *slot
+	ua      string
+	uaKnown bool
 }
 
 // requestKey returns k completed for a request: with consumer records,
 // its consumer, client and day (now's, or Options.Now's if set).
 func (c *Counter) requestKey(r *http.Request, consumer string, k registry.DownloadKey, now time.Time) registry.DownloadKey {
 	if c.consumers {
-		if consumer == "" {
-			consumer = registry.AnonymousConsumer
-		}
-		k.Consumer = consumer
-		k.Client, k.ClientVersion = registry.ParseClient(r.UserAgent())
-		k.Day = c.dayOf(c.clock.At(now))
+		client, clientVersion := registry.ParseClient(userAgent(r))
+		return c.completeKey(consumer, client, clientVersion, k, now)
 	}
 	return k
+}
+
+// completeKey returns k with the consumer, the client (as
+// registry.ParseClient names it) and the day of now (Options.Now's if
+// set). Callers record consumers.
+func (c *Counter) completeKey(consumer, client, clientVersion string, k registry.DownloadKey, now time.Time) registry.DownloadKey {
+	if consumer == "" {
+		consumer = registry.AnonymousConsumer
+	}
+	k.Consumer, k.Client, k.ClientVersion = consumer, client, clientVersion
+	k.Day = c.dayOf(c.clock.At(now))
+	return k
+}
+
+// userAgent is r.UserAgent() read from the header map as net/http's
+// server stores it (canonical keys), without canonicalizing the name.
+func userAgent(r *http.Request) string {
+	if v := r.Header["User-Agent"]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
 }
 
 // dayOf returns the UTC day of now, formatted once per day.

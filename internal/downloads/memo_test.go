@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,15 +14,21 @@ import (
 	"trove.dev/trove/internal/registry"
 )
 
-// memoRequests are requests of two clients.
+// memoRequests are requests of two clients, then of hostile or odd
+// User-Agents: the same client spelt otherwise, one longer than a Memo
+// keeps, one whose version ParseClient refuses, an empty one, none.
 func memoRequests() []*http.Request {
 	var rs []*http.Request
-	for _, ua := range []string{"Terraform/1.9.5 (+https://www.terraform.io)", "OpenTofu/1.12.6"} {
+	for _, ua := range []string{"Terraform/1.9.5 (+https://www.terraform.io)", "OpenTofu/1.12.6",
+		"terraform/1.9.5", "Terraform/1.9.5 " + strings.Repeat("x", 2*maxMemoUserAgent), "OpenTofu/1.12.6<script>",
+		"", "\x00Terraform/1.0"} {
 		r := httptest.NewRequest(http.MethodGet, "/v1/providers/acme/widget/1.0.0/download/linux/amd64", nil)
 		r.Header.Set("User-Agent", ua)
 		rs = append(rs, r)
 	}
-	return rs
+	r := httptest.NewRequest(http.MethodGet, "/v1/providers/acme/widget/1.0.0/download/linux/amd64", nil)
+	delete(r.Header, "User-Agent")
+	return append(rs, r)
 }
 
 // TestAddRequestMemoCountsLikeAdd replays one random sequence of
