@@ -78,7 +78,12 @@ func (s *Service) get(ctx context.Context, key repoKey, dk docKey) (*entry, erro
 
 // getAt is get for a request that arrived at now (reqtime.Of).
 func (s *Service) getAt(ctx context.Context, key repoKey, dk docKey, now time.Time) (*entry, error) {
-	e := s.cache.Lookup(key, dk)
+	return s.getFound(ctx, key, dk, s.cache.Lookup(key, dk), now)
+}
+
+// getFound is getAt for a caller whose Lookup of (key, dk) found e (nil:
+// nothing), so that a request looks it up once.
+func (s *Service) getFound(ctx context.Context, key repoKey, dk docKey, e *entry, now time.Time) (*entry, error) {
 	switch s.cache.StateAt(e, now) {
 	case respcache.Stale:
 		if s.cache.ShouldRevalidate(e) {

@@ -398,7 +398,7 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, errf(http.StatusMethodNotAllowed, "UNSUPPORTED", "this registry is read-only: publish through Trove's API"), "")
 		return
 	}
-	key, ok := s.cachedRepo(name)
+	key, tl, ok := s.cachedRepo(name)
 	if !ok {
 		var err error
 		if key, err = parseRepo(name); err != nil {
@@ -435,8 +435,13 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// Every request reads the tag list first (cached): a repository
-	// without tags is unknown.
-	tl, err := s.getAt(r.Context(), key, docKey{kind: docTags}, reqtime.Of(w))
+	// without tags is unknown. A tag list cachedRepo found is not looked
+	// up again.
+	if tl != nil {
+		tl, err = s.getFound(r.Context(), key, docKey{kind: docTags}, tl, reqtime.Of(w))
+	} else {
+		tl, err = s.getAt(r.Context(), key, docKey{kind: docTags}, reqtime.Of(w))
+	}
 	if err != nil {
 		s.writeError(w, r, err, key.String())
 		return
@@ -454,12 +459,14 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request) {
 }
 
 // cachedRepo returns the key of a provider or module repository named
-// as it is cached: a tag list stored under the name's parts taken as
-// they are means they are valid and normalized (parseRepo made the key
-// it was stored under), so a cache hit skips parsing them again (the
-// IDNA normalization of each part costs more than the rest of a cached
-// answer). Other names, and names not cached, are not found here.
-func (s *Service) cachedRepo(name string) (repoKey, bool) {
+// as it is cached, and its tag list's entry (in any state): a tag list
+// stored under the name's parts taken as they are means they are valid
+// and normalized (parseRepo made the key it was stored under), so a
+// cache hit skips parsing them again (the IDNA normalization of each
+// part costs more than the rest of a cached answer), and serve reads
+// the tag list from the entry found rather than looking it up again.
+// Other names, and names not cached, are not found here (nil, false).
+func (s *Service) cachedRepo(name string) (repoKey, *entry, bool) {
 	var k repoKey
 	first, rest, _ := strings.Cut(name, "/")
 	second, rest, more := strings.Cut(rest, "/")
@@ -470,15 +477,19 @@ func (s *Service) cachedRepo(name string) (repoKey, bool) {
 		var third string
 		third, rest, more = strings.Cut(rest, "/")
 		if !more || strings.IndexByte(rest, '/') >= 0 {
-			return repoKey{}, false
+			return repoKey{}, nil, false
 		}
 		k = repoKey{kind: 'm', ns: first, name: third, system: rest}
 	default:
-		return repoKey{}, false
+		return repoKey{}, nil, false
 	}
-	// Has, not Lookup: finding the key is no read of the tag list, which
-	// stays in the cache only if a request reads it (s.get).
-	return k, s.cache.Has(k, docKey{kind: docTags})
+	// One Lookup serves both the name's check and the tag list's read
+	// that follows it. It marks the tag list used (kept by the cache's
+	// eviction sweeps) also for a request that the access check then
+	// refuses: that request names a repository that is cached, and a
+	// refused request may as well keep it cached as an accepted one.
+	e := s.cache.Lookup(k, docKey{kind: docTags})
+	return k, e, e != nil
 }
 
 // parseRepo maps a repository name onto a provider or module; anything
