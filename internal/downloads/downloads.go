@@ -268,6 +268,9 @@ const maxMemoUserAgent = 256
 // safe for concurrent use.
 type Memo struct{ p atomic.Pointer[memo] }
 
+// Empty reports whether m holds no key (nothing was counted through it).
+func (m *Memo) Empty() bool { return m.p.Load() == nil }
+
 // memo is a key a Memo holds, its slot, and the retirement generation
 // (Counter.retirements) in which the slot was found; with consumer
 // records, also the User-Agent its key's client was parsed from

@@ -156,4 +156,15 @@ func TestCachedDownloadDoesNotAllocate(t *testing.T) {
 	if n := testing.AllocsPerRun(200, serve); n != 0 {
 		t.Errorf("a cached download allocates %v times, want 0", n)
 	}
+	// The download was counted through its version's memo, and only
+	// that version's.
+	e := f.svc.cache.Lookup(modKey{"acme", "network", "aws"}, struct{}{})
+	if e == nil || len(e.Value.counted) != len(e.Value.versions) {
+		t.Fatal("the module's entry has no memo per version")
+	}
+	for i, v := range e.Value.versions {
+		if used := !e.Value.counted[i].Empty(); used != (v.Version == "1.1.0") {
+			t.Errorf("version %s: memo used %v", v.Version, used)
+		}
+	}
 }
