@@ -210,16 +210,19 @@ func (c *Counter) AddRequestMemo(r *http.Request, consumer string, k registry.Do
 	held := m.p.Load()
 	var ua string
 	if c.consumers {
+		if consumer == "" {
+			consumer = registry.AnonymousConsumer
+		}
+		k.Consumer = consumer
 		ua = userAgent(r)
-		var client, clientVersion string
 		if held != nil && held.uaKnown && held.ua == ua {
 			// The User-Agent the memo's key was made from: the same
 			// string parses to the same client.
-			client, clientVersion = held.key.Client, held.key.ClientVersion
+			k.Client, k.ClientVersion = held.key.Client, held.key.ClientVersion
 		} else {
-			client, clientVersion = registry.ParseClient(ua)
+			k.Client, k.ClientVersion = registry.ParseClient(ua)
 		}
-		k = c.completeKey(consumer, client, clientVersion, k, now)
+		k.Day = c.dayOf(c.clock.At(now))
 	}
 	if held != nil && held.gen == gen && held.key == k {
 		held.s.n.Add(1) // what Add does, without hashing k
@@ -288,21 +291,13 @@ type memo struct {
 // its consumer, client and day (now's, or Options.Now's if set).
 func (c *Counter) requestKey(r *http.Request, consumer string, k registry.DownloadKey, now time.Time) registry.DownloadKey {
 	if c.consumers {
-		client, clientVersion := registry.ParseClient(userAgent(r))
-		return c.completeKey(consumer, client, clientVersion, k, now)
+		if consumer == "" {
+			consumer = registry.AnonymousConsumer
+		}
+		k.Consumer = consumer
+		k.Client, k.ClientVersion = registry.ParseClient(userAgent(r))
+		k.Day = c.dayOf(c.clock.At(now))
 	}
-	return k
-}
-
-// completeKey returns k with the consumer, the client (as
-// registry.ParseClient names it) and the day of now (Options.Now's if
-// set). Callers record consumers.
-func (c *Counter) completeKey(consumer, client, clientVersion string, k registry.DownloadKey, now time.Time) registry.DownloadKey {
-	if consumer == "" {
-		consumer = registry.AnonymousConsumer
-	}
-	k.Consumer, k.Client, k.ClientVersion = consumer, client, clientVersion
-	k.Day = c.dayOf(c.clock.At(now))
 	return k
 }
 
