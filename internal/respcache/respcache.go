@@ -29,6 +29,13 @@
 //     Options.FreshFor shortens the fresh part (3/4 to 7/8 of it) without
 //     shortening MaxAge. StateAt tells it at a given time (a request's
 //     arrival, read once per request) without reading the clock.
+//   - A document rendered as Rendered.Lasting changes only through the
+//     cache's invalidations. While Options.Settled reports that every
+//     such change arrives as an invalidation the moment it commits, its
+//     entry is Fresh for 3/4 to 7/8 of Options.SettledAge and Stale until
+//     SettledAge (10 minutes by default) instead: rendering it again on
+//     age would only repeat its bytes. Once Settled stops holding, the
+//     entry is back on MaxAge, measured from its render.
 //   - Load is for a request that has no usable entry (none, Expired, or
 //     one the caller judges unusable): it returns an entry stored under
 //     the key since the caller's Lookup if that one is not Expired, else
@@ -149,6 +156,8 @@ const (
 	// queued renders are minutes of work for the slots, past the
 	// stale part of any entry.
 	DefaultMaxQueued = 1024
+	// DefaultSettledAge is the default of Options.SettledAge.
+	DefaultSettledAge = 10 * time.Minute
 )
 
 // ErrRenderPanicked is the error of a render that panicked.
@@ -207,6 +216,18 @@ type Options struct {
 	// finds the queue full queues nothing (see the package
 	// documentation).
 	MaxQueued int
+	// Settled, if set, reports whether every change of a Lasting
+	// document reaches this cache as an invalidation the moment it is
+	// committed (Trove's embedded index: one process, the only writer,
+	// drops what each write changes before the write returns). While it
+	// does, a Lasting entry is fresh and served for SettledAge rather
+	// than FreshFor and MaxAge: its render on age then only guards
+	// against a missed invalidation. It is called only for a Lasting
+	// entry past its FreshFor, so it may read a clock or an atomic.
+	Settled func() bool
+	// SettledAge is how long a Lasting entry is served while Settled
+	// holds (default DefaultSettledAge; never less than MaxAge).
+	SettledAge time.Duration
 }
 
 // Budget is a byte budget shared by several caches (Options.Budget): the
@@ -333,6 +354,11 @@ type Rendered[V any] struct {
 	// leaves the stale entry it was to replace, served until it expires
 	// and rendered again after RetryAfter, as after a failed render.
 	NoStore bool
+	// Lasting says the document changes only when the cache is told
+	// (Invalidate, InvalidateOwner, InvalidateAll), never with time or
+	// elsewhere: while Options.Settled holds, its entry is served for
+	// Options.SettledAge (see the package documentation).
+	Lasting bool
 }
 
 // RenderFunc renders a document. ctx is detached from the request that
@@ -371,15 +397,19 @@ type Entry[V any] struct {
 	Length []string // {Content-Length of Body and Tail}
 	Value  V
 
-	size       int64
-	rendered   int64 // Unix nanoseconds when its render started
-	staleAt    int64
-	expiresAt  int64
-	gz         *gzState     // nil: not compressible
-	stored     bool         // in the cache's maps; guarded by Cache.mu
-	used       atomic.Bool  // set on lookups, cleared by eviction sweeps (CLOCK)
-	refreshing atomic.Bool  // a background render of it was started
-	retryAt    atomic.Int64 // no background render before this (after a failure)
+	size      int64
+	rendered  int64 // Unix nanoseconds when its render started
+	staleAt   int64
+	expiresAt int64
+	// The stale and expiry times of a Lasting entry while the cache is
+	// Settled; 0 otherwise.
+	settledStaleAt   int64
+	settledExpiresAt int64
+	gz               *gzState     // nil: not compressible
+	stored           bool         // in the cache's maps; guarded by Cache.mu
+	used             atomic.Bool  // set on lookups, cleared by eviction sweeps (CLOCK)
+	refreshing       atomic.Bool  // a background render of it was started
+	retryAt          atomic.Int64 // no background render before this (after a failure)
 }
 
 // gzState is the gzip variant of a compressible entry, made once.
@@ -544,6 +574,10 @@ func New[O, D comparable, V any](opt Options) *Cache[O, D, V] {
 	if opt.MaxQueued <= 0 {
 		opt.MaxQueued = DefaultMaxQueued
 	}
+	if opt.SettledAge <= 0 {
+		opt.SettledAge = DefaultSettledAge
+	}
+	opt.SettledAge = max(opt.SettledAge, opt.MaxAge)
 	c := &Cache[O, D, V]{
 		opt:       opt,
 		ownNow:    ownNow,
@@ -597,7 +631,7 @@ func (c *Cache[O, D, V]) Has(o O, d D) bool {
 
 // State returns the state of e (which may be nil) now.
 func (c *Cache[O, D, V]) State(e *Entry[V]) State {
-	return e.state(c.opt.Now().UnixNano())
+	return c.stateAt(e, c.opt.Now().UnixNano())
 }
 
 // StateAt returns the state of e (which may be nil) at now: for a
@@ -608,19 +642,29 @@ func (c *Cache[O, D, V]) State(e *Entry[V]) State {
 // wins over now (tests set one to age entries).
 func (c *Cache[O, D, V]) StateAt(e *Entry[V], now time.Time) State {
 	if c.ownNow {
-		return e.state(c.opt.Now().UnixNano())
+		return c.stateAt(e, c.opt.Now().UnixNano())
 	}
-	return e.state(now.UnixNano())
+	return c.stateAt(e, now.UnixNano())
 }
 
-func (e *Entry[V]) state(now int64) State {
+// stateAt is the state of e at now (Unix nanoseconds): by its stale and
+// expiry times, or, for a Lasting entry past them while the cache is
+// Settled, by its settled ones.
+func (c *Cache[O, D, V]) stateAt(e *Entry[V], now int64) State {
 	switch {
-	case e == nil || now >= e.expiresAt:
+	case e == nil:
 		return Expired
-	case now >= e.staleAt:
+	case now < e.staleAt:
+		return Fresh
+	case e.settledExpiresAt != 0 && c.opt.Settled() && now < e.settledExpiresAt:
+		if now < e.settledStaleAt {
+			return Fresh
+		}
+		return Stale
+	case now < e.expiresAt:
 		return Stale
 	default:
-		return Fresh
+		return Expired
 	}
 }
 
@@ -631,7 +675,7 @@ func (e *Entry[V]) state(now int64) State {
 // while it waits.
 func (c *Cache[O, D, V]) Load(ctx context.Context, o O, d D, seen *Entry[V], render RenderFunc[V]) (*Entry[V], error) {
 	c.mu.Lock()
-	if e := c.owners[o][d]; e != nil && e != seen && e.state(c.opt.Now().UnixNano()) != Expired {
+	if e := c.owners[o][d]; e != nil && e != seen && c.stateAt(e, c.opt.Now().UnixNano()) != Expired {
 		c.mu.Unlock()
 		return e, nil
 	}
@@ -720,7 +764,7 @@ func (c *Cache[O, D, V]) Revalidate(o O, d D, e *Entry[V], render RenderFunc[V])
 // hit may try). c.mu must be held for writing.
 func (c *Cache[O, D, V]) start(r refresh[O, D, V]) bool {
 	key := flightKey[O, D]{owner: r.o, doc: r.d, gen: c.gen}
-	if _, ok := c.flights[key]; ok || c.owners[r.o][r.d] != r.e || r.e.state(c.opt.Now().UnixNano()) == Expired {
+	if _, ok := c.flights[key]; ok || c.owners[r.o][r.d] != r.e || c.stateAt(r.e, c.opt.Now().UnixNano()) == Expired {
 		r.e.refreshing.Store(false)
 		return false
 	}
@@ -880,13 +924,24 @@ func (c *Cache[O, D, V]) newEntry(r Rendered[V], start int64) *Entry[V] {
 // start, with its stale and expiry times; the caller sets the rest.
 func (c *Cache[O, D, V]) timedEntry(r Rendered[V], start int64) *Entry[V] {
 	maxAge, freshFor := int64(c.opt.MaxAge), int64(c.opt.FreshFor)
-	fresh := freshFor*3/4 + rand.Int64N(freshFor/8+1)
-	return &Entry[V]{
+	e := &Entry[V]{
 		Value:     r.Value,
 		rendered:  start,
-		staleAt:   start + min(fresh, freshFor*7/8),
+		staleAt:   start + freshPart(freshFor),
 		expiresAt: start + maxAge,
 	}
+	if r.Lasting && c.opt.Settled != nil {
+		settled := int64(c.opt.SettledAge)
+		e.settledStaleAt, e.settledExpiresAt = start+freshPart(settled), start+settled
+	}
+	return e
+}
+
+// freshPart is how long an entry of freshFor is fresh: a random point
+// between 3/4 and 7/8 of it, so that entries stored together do not all
+// go stale together.
+func freshPart(freshFor int64) int64 {
+	return min(freshFor*3/4+rand.Int64N(freshFor/8+1), freshFor*7/8)
 }
 
 // sameDocument reports whether the render r repeats e's document: the

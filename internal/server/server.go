@@ -195,6 +195,12 @@ func New(opt Options) (*Server, error) {
 	}
 	s.services = services
 	providerOpts := opt.ProviderOptions
+	moduleOpts := opt.ModuleOptions
+	settled := settledIndex(opt.Index)
+	if settled != nil {
+		providerOpts = append(slices.Clip(providerOpts), providers.WithSettled(settled))
+		moduleOpts = append(slices.Clip(moduleOpts), modules.WithSettled(settled))
+	}
 	if opt.CacheBudget != nil {
 		providerOpts = append(slices.Clip(providerOpts), providers.WithCacheBudget(opt.CacheBudget))
 	}
@@ -207,7 +213,6 @@ func New(opt Options) (*Server, error) {
 		fetcher = opt.Mirror
 	}
 	s.providers = providers.New(opt.Index, opt.Signer, opt.PublicURL, opt.Logger, providerOpts...)
-	moduleOpts := opt.ModuleOptions
 	if opt.CacheBudget != nil {
 		moduleOpts = append(slices.Clip(moduleOpts), modules.WithCacheBudget(opt.CacheBudget))
 	}
@@ -215,7 +220,7 @@ func New(opt Options) (*Server, error) {
 		moduleOpts = append(slices.Clip(moduleOpts), modules.WithGuard(opt.Access, opt.PrivateSigner))
 	}
 	s.modules = modules.New(opt.Index, opt.Signer, opt.PublicURL, opt.Logger, moduleOpts...)
-	ociOpt := oci.Options{Index: opt.Index, Blobs: opt.Blobs, PublicURL: opt.PublicURL, Logger: opt.Logger, Signer: opt.Signer, CacheBytes: opt.OCICacheBytes, CacheBudget: opt.CacheBudget}
+	ociOpt := oci.Options{Index: opt.Index, Blobs: opt.Blobs, PublicURL: opt.PublicURL, Logger: opt.Logger, Signer: opt.Signer, CacheBytes: opt.OCICacheBytes, CacheBudget: opt.CacheBudget, Settled: settled}
 	if opt.Access != nil {
 		ociOpt.Guard = opt.Access
 	}
@@ -281,6 +286,22 @@ func New(opt Options) (*Server, error) {
 		h.OnCommit(s.applyChange)
 	}
 	return s, nil
+}
+
+// settledIndex returns the respcache.Options.Settled of the protocol
+// caches: for an index that is its database's sole writer and reports
+// its commits (the embedded SQLite index; New registers applyChange as
+// its hook), every change reaches the caches as it commits, so the
+// documents that change only through the index need no render on age
+// (docs/configuration.md, "Caches"). Other indexes (PostgreSQL, whose
+// other replicas' changes arrive through a feed that can miss some
+// while it reconnects) get nil: their caches keep the maximum age.
+func settledIndex(idx any) func() bool {
+	w, sole := idx.(store.SoleWriter)
+	if _, hook := idx.(store.ChangeHook); !hook || !sole || !w.SoleWriter() {
+		return nil
+	}
+	return func() bool { return true }
 }
 
 // fastRoutes are the routes of the hot protocol answers, served by the

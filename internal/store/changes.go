@@ -71,3 +71,15 @@ type ChangeHook interface {
 	// write to the index; calls from concurrent writes may overlap.
 	OnCommit(fn func(Change)) (stop func())
 }
+
+// SoleWriter is an optional ability of an Index that is also a
+// ChangeHook: reporting that no other process writes to its database, so
+// that its OnCommit functions see every change the database ever holds,
+// as it commits (Trove's SQLite index: one process, holding the data
+// directory's lock). Caches fed by such a hook need no maximum age to
+// see other writers' changes. Find it with a type assertion.
+type SoleWriter interface {
+	// SoleWriter reports whether this index is its database's only
+	// writer.
+	SoleWriter() bool
+}

@@ -135,6 +135,7 @@ type Service struct {
 	maxEntries int
 	cacheBytes int64
 	budget     *respcache.Budget // shared with other caches (nil: none)
+	settled    func() bool       // WithSettled's, else nil
 	cache      *respcache.Cache[modKey, struct{}, *module]
 
 	guard   Guard             // nil: every namespace is readable by anyone
@@ -205,6 +206,14 @@ func WithDownloadCounter(c *downloads.Counter) Option {
 // WithClock makes the cache read the time from now (for tests).
 func WithClock(now func() time.Time) Option { return func(s *Service) { s.now = now } }
 
+// WithSettled tells the cache when every change of the index reaches
+// Invalidate as it commits (respcache.Options.Settled): the versions of a
+// module of a namespace that mirrors no upstream, which change only
+// through the index, are then read again on respcache.DefaultSettledAge
+// rather than on the maximum age. A mirrored namespace's, which list the
+// upstream's versions too, keep the maximum age.
+func WithSettled(settled func() bool) Option { return func(s *Service) { s.settled = settled } }
+
 // New returns a Service that reads modules from idx, signs archive URLs
 // with signer and makes them absolute with publicBase (scheme and host,
 // and a path prefix if Trove is reached under one).
@@ -223,7 +232,7 @@ func New(idx store.Modules, signer *signedurl.Signer, publicBase *url.URL, log *
 	s.cache = respcache.New[modKey, struct{}, *module](respcache.Options{
 		Name: "modules.v1", MaxAge: s.maxAge, MaxBytes: s.cacheBytes, MaxEntries: s.maxEntries, Budget: s.budget, Now: s.now, Log: log,
 		Drop:         func(err error) bool { return registry.IsKind(err, registry.NotFound) },
-		GzipMinBytes: respcache.DefaultGzipMinBytes,
+		GzipMinBytes: respcache.DefaultGzipMinBytes, Settled: s.settled,
 	})
 	if s.private == nil {
 		s.private = s.signer
@@ -438,7 +447,8 @@ func (s *Service) renderer(key modKey) respcache.RenderFunc[*module] {
 			return respcache.Rendered[*module]{}, err
 		}
 		var upstream []string
-		if s.mirror != nil && s.mirror.Mirrored(key.ns) {
+		mirrored := s.mirror != nil && s.mirror.Mirrored(key.ns)
+		if mirrored {
 			if upstream, err = s.mirroredVersions(ctx, key, vs); err != nil {
 				return respcache.Rendered[*module]{}, err
 			}
@@ -476,7 +486,7 @@ func (s *Service) renderer(key modKey) respcache.RenderFunc[*module] {
 		for _, n := range m.names {
 			size += int64(unsafe.Sizeof(n)) + int64(len(n))
 		}
-		return respcache.Rendered[*module]{Body: body, Value: m, Size: size}, nil
+		return respcache.Rendered[*module]{Body: body, Value: m, Size: size, Lasting: !mirrored}, nil
 	}
 }
 

@@ -108,21 +108,27 @@ func (s *Service) lookupDigest(key repoKey, digest string) *entry {
 }
 
 func (s *Service) renderer(key repoKey, dk docKey) respcache.RenderFunc[*item] {
-	return func(ctx context.Context) (respcache.Rendered[*item], error) {
+	return func(ctx context.Context) (r respcache.Rendered[*item], err error) {
 		switch dk.kind {
 		case docTags:
-			return s.renderTags(ctx, key)
+			r, err = s.renderTags(ctx, key)
 		case docVersion:
-			return s.renderVersion(ctx, key, dk.ref)
+			r, err = s.renderVersion(ctx, key, dk.ref)
 		default:
-			rp, err := s.generate(ctx, key)
-			if err != nil {
-				return respcache.Rendered[*item]{}, err
+			var rp *repo
+			if rp, err = s.generate(ctx, key); err == nil {
+				r = respcache.Rendered[*item]{Value: &item{rp: rp}, Size: rp.size()}
 			}
-			return respcache.Rendered[*item]{Value: &item{rp: rp}, Size: rp.size()}, nil
 		}
+		r.Lasting = lasting(key)
+		return r, err
 	}
 }
+
+// lasting reports whether the documents of key change only through the
+// index (Trove's own providers and modules), not with an upstream (a
+// mirrored provider's): see Options.Settled.
+func lasting(key repoKey) bool { return key.kind == 'p' || key.kind == 'm' }
 
 // invalidate drops every cached document of a repository. Every
 // invalidation goes through it or InvalidateAll.
@@ -251,7 +257,7 @@ func (s *Service) storeDigests(ctx context.Context, key repoKey, rp *repo, epoch
 		body := d.body
 		dk := docKey{docDigest, dg}
 		_, _ = s.cache.Load(ctx, key, dk, s.cache.Lookup(key, dk), func(context.Context) (respcache.Rendered[*item], error) {
-			return respcache.Rendered[*item]{Body: body, ETag: `"` + dg + `"`, Value: it, Size: 64 + int64(len(it.referrers))*256}, nil
+			return respcache.Rendered[*item]{Body: body, ETag: `"` + dg + `"`, Value: it, Size: 64 + int64(len(it.referrers))*256, Lasting: lasting(key)}, nil
 		})
 	}
 	for dg, b := range rp.blobs {
@@ -261,7 +267,7 @@ func (s *Service) storeDigests(ctx context.Context, key repoKey, rp *repo, epoch
 		it := &item{blob: &b}
 		dk := docKey{docDigest, dg}
 		_, _ = s.cache.Load(ctx, key, dk, s.cache.Lookup(key, dk), func(context.Context) (respcache.Rendered[*item], error) {
-			return respcache.Rendered[*item]{Value: it, Size: 64}, nil
+			return respcache.Rendered[*item]{Value: it, Size: 64, Lasting: lasting(key)}, nil
 		})
 	}
 }

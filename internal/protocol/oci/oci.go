@@ -151,6 +151,13 @@ type Options struct {
 	// MaxAge is how long a generated document is served before it is
 	// generated again (default 30s).
 	MaxAge time.Duration
+	// Settled, if set, reports when every change of the index reaches
+	// the invalidations as it commits (respcache.Options.Settled): the
+	// documents of Trove's own providers and modules, generated from the
+	// index alone, are then generated again on
+	// respcache.DefaultSettledAge rather than on MaxAge; a mirrored
+	// provider's keep MaxAge.
+	Settled func() bool
 }
 
 // repoKey names a repository: a provider (system "" and kind 'p'), a
@@ -198,7 +205,8 @@ func New(opt Options) *Service {
 	s := &Service{opt: opt, host: opt.PublicURL.Host, log: opt.Logger, zips: newZipper(opt.Blobs)}
 	s.cache = respcache.New[repoKey, docKey, *item](respcache.Options{
 		Name: "oci", MaxAge: opt.MaxAge, MaxBytes: opt.CacheBytes, Budget: opt.CacheBudget, Log: opt.Logger,
-		Drop: func(err error) bool { return registry.IsKind(err, registry.NotFound) },
+		Drop:    func(err error) bool { return registry.IsKind(err, registry.NotFound) },
+		Settled: opt.Settled,
 	})
 	return s
 }

@@ -222,7 +222,9 @@ func (s *Service) mirrorRenderer(pk provKey, dk docKey, signer *signedurl.Signer
 			if err != nil {
 				return respcache.Rendered[urls]{}, registry.Wrap(registry.Internal, err, "encoding the mirror index")
 			}
-			return respcache.Rendered[urls]{Body: body}, nil
+			// Trove's own providers' index changes only through the
+			// index; another registry's lists the upstream's versions.
+			return respcache.Rendered[urls]{Body: body, Lasting: pk.host == ""}, nil
 		}
 		exp := signer.Expiry().Unix() // before signing, as in downloadRenderer
 		v, err := s.mirrorVersion(ctx, pk, dk)

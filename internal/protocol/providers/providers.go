@@ -117,6 +117,7 @@ type Service struct {
 
 	downloads *downloads.Counter // nil: downloads are not counted
 	budget    *respcache.Budget  // shared with other caches (nil: none)
+	settled   func() bool        // WithSettled's, else nil
 }
 
 // Option adjusts a Service.
@@ -127,6 +128,17 @@ type Option func(*Service)
 // against the cache's own bound (WithCacheBytes).
 func WithCacheBudget(b *respcache.Budget) Option {
 	return func(s *Service) { s.budget = b }
+}
+
+// WithSettled tells the cache when every change of the index reaches
+// Invalidate as it commits (respcache.Options.Settled): the versions
+// documents and the network mirror's index.json of Trove's own providers,
+// which change only through the index, are then rendered again on
+// respcache.DefaultSettledAge rather than on the maximum age. The download
+// and mirror version documents, whose signed URLs age, and the mirror's
+// documents of other registries keep the maximum age.
+func WithSettled(settled func() bool) Option {
+	return func(s *Service) { s.settled = settled }
 }
 
 // WithCacheBytes bounds the memory the rendered documents may take
@@ -206,7 +218,7 @@ func New(idx store.Providers, signer *signedurl.Signer, publicBase *url.URL, log
 	s.cache = respcache.New[provKey, docKey, urls](respcache.Options{
 		Name: "providers.v1", MaxAge: s.maxAge, MaxBytes: s.cacheBytes, Budget: s.budget, Now: s.clock, Log: log,
 		Drop:         func(err error) bool { return registry.IsKind(err, registry.NotFound) },
-		GzipMinBytes: respcache.DefaultGzipMinBytes,
+		GzipMinBytes: respcache.DefaultGzipMinBytes, Settled: s.settled,
 	})
 	if s.private == nil {
 		s.private = s.signer
@@ -415,7 +427,7 @@ func (s *Service) versionsRenderer(pk provKey) respcache.RenderFunc[urls] {
 		if err != nil {
 			return respcache.Rendered[urls]{}, registry.Wrap(registry.Internal, err, "encoding the versions document")
 		}
-		return respcache.Rendered[urls]{Body: body}, nil
+		return respcache.Rendered[urls]{Body: body, Lasting: true}, nil
 	}
 }
 

@@ -532,6 +532,53 @@ func TestMaxAge(t *testing.T) {
 	}
 }
 
+// While the index is settled (every change reaches Invalidate as it
+// commits), the versions document and the mirror index.json of a
+// provider are not rendered again on the maximum age, only on the
+// settled age or an invalidation; the download and mirror version
+// documents, whose signed URLs age, still are.
+func TestSettledDocumentsLast(t *testing.T) {
+	f := newFixture(t, newIndex(t, version("1.2.0", "linux_amd64")), WithMaxAge(time.Minute), WithSettled(func() bool { return true }))
+	lasting := []string{"/v1/providers/acme/widget/versions", "/v1/mirror/trove.example:8443/acme/widget/index.json"}
+	aging := []string{"/v1/providers/acme/widget/1.2.0/download/linux/amd64", "/v1/mirror/trove.example:8443/acme/widget/1.2.0.json"}
+	for _, p := range append(lasting, aging...) {
+		if r := f.do(t, http.MethodGet, p); r.status != http.StatusOK {
+			t.Fatalf("%s: %d %s", p, r.status, r.body)
+		}
+	}
+	f.clock.Add(2 * time.Minute)
+	before := f.idx.reads.Load()
+	for _, p := range lasting {
+		f.do(t, http.MethodGet, p)
+	}
+	if n := f.idx.reads.Load() - before; n != 0 {
+		t.Errorf("the lasting documents past the maximum age: %d index reads, want 0", n)
+	}
+	for _, p := range aging {
+		f.do(t, http.MethodGet, p)
+	}
+	if n := f.idx.reads.Load() - before; n != int64(len(aging)) {
+		t.Errorf("the documents with signed URLs past the maximum age: %d index reads, want %d", n, len(aging))
+	}
+
+	// A publish through this index is seen at once.
+	f.idx.put(t, version("1.3.0", "linux_amd64"))
+	f.svc.Invalidate("acme", "widget") // what the server's change hook does
+	for _, p := range lasting {
+		if r := f.do(t, http.MethodGet, p); !strings.Contains(string(r.body), "1.3.0") {
+			t.Errorf("%s after a publish: %s, want 1.3.0 listed", p, r.body)
+		}
+	}
+	// Past the settled age, rendered again even without an invalidation.
+	f.idx.put(t, version("1.4.0", "linux_amd64"))
+	f.clock.Add(respcache.DefaultSettledAge)
+	for _, p := range lasting {
+		if r := f.do(t, http.MethodGet, p); !strings.Contains(string(r.body), "1.4.0") {
+			t.Errorf("%s past the settled age: %s, want 1.4.0 listed", p, r.body)
+		}
+	}
+}
+
 func TestCacheIsBounded(t *testing.T) {
 	var vs []registry.ProviderVersion
 	for i := range 50 {

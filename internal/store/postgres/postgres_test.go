@@ -233,6 +233,15 @@ func TestChangeFeed(t *testing.T) {
 	})
 }
 
+// An index on a database other replicas write to is not its sole
+// writer: the caches of its hook keep their maximum age.
+func TestNotSoleWriter(t *testing.T) {
+	x := open(t, pgtest.NewDatabase(t))
+	if x.SoleWriter() {
+		t.Error("a PostgreSQL index reports being its database's sole writer")
+	}
+}
+
 // TestRestart stops the database under an open index and a change feed,
 // checks that operations fail fast with Unavailable, and that both
 // recover by themselves once it is back.

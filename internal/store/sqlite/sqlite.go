@@ -75,6 +75,7 @@ type Index struct {
 var (
 	_ store.Index      = (*Index)(nil)
 	_ store.ChangeFeed = (*Index)(nil)
+	_ store.SoleWriter = (*Index)(nil)
 )
 
 // Open opens the index in the file at path, creating the file (mode 0600:

@@ -529,3 +529,11 @@ func TestReaderCacheSize(t *testing.T) {
 		t.Errorf("writer: cache_size %d, want SQLite's default -2000", got[0])
 	}
 }
+
+// The SQLite index is its file's only writer (the data directory's lock
+// keeps other processes out): its hook sees every change.
+func TestSoleWriter(t *testing.T) {
+	if x := open(t, filepath.Join(t.TempDir(), "index.db")); !x.SoleWriter() {
+		t.Error("the SQLite index does not report being its file's sole writer")
+	}
+}

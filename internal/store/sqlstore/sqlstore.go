@@ -181,6 +181,10 @@ func (x *Index) WatchChanges(ctx context.Context, fn func(store.Change)) error {
 	return x.feed.watch(ctx, fn)
 }
 
+// SoleWriter implements store.SoleWriter: an index opened with
+// Options.Feed is its database's only writer.
+func (x *Index) SoleWriter() bool { return x.feed != nil }
+
 // OnCommit implements store.ChangeHook: fn is called with every change
 // this index commits, after the commit and before the write returns.
 func (x *Index) OnCommit(fn func(store.Change)) (stop func()) { return x.hooks.add(fn) }
