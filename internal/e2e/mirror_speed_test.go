@@ -1,7 +1,10 @@
 package e2e
 
 import (
+	"crypto/sha256"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -32,8 +35,19 @@ const (
 // behind a proxy that gives it 200 Mbit/s and 10 ms per connection, as a
 // public registry is reached (the mirror stays on loopback, as it is on
 // the company's network). It logs the median and maximum of each and the
-// cold/direct ratio (goal: at most 1.2); docs/benchmarks.md records the
-// results.
+// cold/direct ratio; docs/benchmarks.md records the results.
+//
+// Issue 23's goal (a cold pull-through install costs at most 1.1x a
+// direct download of the same archive) is also measured as it is worded:
+// in each round one GET of the package straight from the upstream (its
+// providers.v1 download URL) and one through a fresh mirror (its signed
+// URL from <version>.json, which the mirror answers before it fetches the
+// package), by the same HTTP/2 client that reads and hashes every byte.
+// The init timings add what the clients do around the download, which
+// differs between the protocols: a network mirror's warm answer lists the
+// package's h1: hash, which the clients check by unpacking the zip, where
+// the cold answer (the h1: not yet known) and a direct install let them
+// check its SHA-256.
 func TestMirrorInstallSpeed(t *testing.T) {
 	if os.Getenv("TROVE_BENCH") != "1" {
 		t.Skip("a benchmark: run it with TROVE_BENCH=1 (make bench-mirror)")
@@ -72,7 +86,7 @@ func timeMirrorInstalls(t *testing.T, scenario string, front func(int) int) {
 		tf.mustRun(t, dir, "init", "-input=false", "-backend=false")
 		return time.Since(start)
 	}
-	var direct, cold, warm []time.Duration
+	var direct, cold, warm, getDirect, getCold []time.Duration
 	for range rounds {
 		tf := newTerraform(t, up, "")
 		direct = append(direct, timeInit(tf, writeProject(t, up, "1.0.0", "direct")))
@@ -80,7 +94,16 @@ func timeMirrorInstalls(t *testing.T, scenario string, front func(int) int) {
 		m := startMirror(t, up)
 		mtf := newMirrorClient(t, clientTerraform, m)
 		cold = append(cold, timeInit(mtf, writeMirrorProject(t, "1.0.0", "cold")))
+		// The cold init ends once the package matched SHA256SUMS; the
+		// mirror then hashes and stores it. Wait for that (untimed), so
+		// that the warm init finds it held, h1: listed.
+		m.mustCLI(t, m.AdminToken, "mirror", "sync", "--provider", upstreamHost+"/"+namespace+"/"+providerType+"=1.0.0", "--platform", hostPlatform)
 		warm = append(warm, timeInit(mtf, writeMirrorProject(t, "1.0.0", "warm")))
+		m.stop(t)
+
+		getDirect = append(getDirect, timeArchiveGet(t, up, upstreamArchiveURL(t, up)))
+		m = startMirror(t, up)
+		getCold = append(getCold, timeArchiveGet(t, m, mirrorArchiveURL(t, m)))
 		m.stop(t)
 	}
 	report := func(name string, ds []time.Duration) time.Duration {
@@ -96,6 +119,63 @@ func timeMirrorInstalls(t *testing.T, scenario string, front func(int) int) {
 	d := report("straight from the upstream", direct)
 	c := report("through a cold mirror", cold)
 	w := report("through the warm mirror", warm)
-	fmt.Fprintf(os.Stderr, "mirror install, %s (%d MiB package, %d rounds, medians): direct %s, cold mirror %s (%.2fx), warm mirror %s (%.2fx)\n",
-		scenario, mirrorSpeedPayload>>20, rounds, d.Round(time.Millisecond), c.Round(time.Millisecond), float64(c)/float64(d), w.Round(time.Millisecond), float64(w)/float64(d))
+	gd := report("archive GET, upstream", getDirect)
+	gc := report("archive GET, cold mirror", getCold)
+	fmt.Fprintf(os.Stderr, "mirror install, %s (%d MiB package, %d rounds, medians): direct %s, cold mirror %s (%.2fx), warm mirror %s (%.2fx); archive GET direct %s, cold mirror %s (%.2fx)\n",
+		scenario, mirrorSpeedPayload>>20, rounds, d.Round(time.Millisecond), c.Round(time.Millisecond), float64(c)/float64(d), w.Round(time.Millisecond), float64(w)/float64(d),
+		gd.Round(time.Millisecond), gc.Round(time.Millisecond), float64(gc)/float64(gd))
+}
+
+// upstreamArchiveURL returns the URL of the host platform's package of
+// acme/example 1.0.0 on up, from its providers.v1 download document.
+func upstreamArchiveURL(t *testing.T, up *troveServer) string {
+	t.Helper()
+	var doc downloadDoc
+	base := up.providersBase(t).String()
+	r := up.getJSON(t, fmt.Sprintf("%s%s/%s/1.0.0/download/%s", base, namespace, providerType, strings.Replace(hostPlatform, "_", "/", 1)), "", &doc)
+	return r.resolve(t, doc.DownloadURL)
+}
+
+// mirrorArchiveURL returns the URL of the host platform's package of
+// upstreamHost's acme/example 1.0.0 on the mirror m, from its
+// <version>.json (which fetches and verifies the version, as a client's
+// request of it does, but not the package).
+func mirrorArchiveURL(t *testing.T, m *troveServer) string {
+	t.Helper()
+	var doc struct {
+		Archives map[string]struct {
+			URL string `json:"url"`
+		} `json:"archives"`
+	}
+	r := m.getJSON(t, fmt.Sprintf("/v1/mirror/%s/%s/%s/1.0.0.json", upstreamHost, namespace, providerType), m.AdminToken, &doc)
+	a, ok := doc.Archives[hostPlatform]
+	if !ok {
+		t.Fatalf("the mirror's 1.0.0.json lists no %s archive: %s", hostPlatform, r.Body)
+	}
+	return r.resolve(t, a.URL)
+}
+
+// timeArchiveGet times one GET of a package, as a client downloads it
+// (HTTP/2 over TLS, a new connection, every byte read and hashed), and
+// checks it was answered whole.
+func timeArchiveGet(t *testing.T, s *troveServer, rawURL string) time.Duration {
+	t.Helper()
+	client := s.httpClient(t)
+	tr := client.Transport.(*http.Transport)
+	tr.ForceAttemptHTTP2 = true
+	tr.DisableKeepAlives = false
+	defer tr.CloseIdleConnections()
+	start := time.Now()
+	resp, err := client.Get(rawURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := sha256.New()
+	n, err := io.Copy(h, resp.Body)
+	resp.Body.Close()
+	elapsed := time.Since(start)
+	if resp.StatusCode != http.StatusOK || err != nil || (resp.ContentLength >= 0 && n != resp.ContentLength) {
+		t.Fatalf("GET %s: status %d, %d bytes of %d, %v", rawURL, resp.StatusCode, n, resp.ContentLength, err)
+	}
+	return elapsed
 }

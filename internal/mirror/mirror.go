@@ -33,6 +33,7 @@
 package mirror
 
 import (
+	"archive/zip"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -742,18 +743,30 @@ func (m *Mirror) fetchPackage(ctx context.Context, d *download) error {
 		m.metrics.refused.WithLabelValues(p.host).Inc()
 		return registry.Errorf(registry.UpstreamInvalid, "upstream %s sent %s with checksum %s, but its signed SHA256SUMS lists %s: refused, nothing was mirrored", p.host, pl.Filename, got, pl.SHA256)
 	}
-	if err := f.Sync(); err != nil {
-		return registry.Wrap(registry.Internal, err, "writing a mirrored package")
-	}
-	h1, err := release.PackageHash(f.Name())
-	if err != nil {
+	notZip := func(err error) error {
 		m.metrics.refused.WithLabelValues(p.host).Inc()
 		return registry.Errorf(registry.UpstreamInvalid, "upstream %s sent %s, which is not a zip archive (%s)", p.host, pl.Filename, registry.Message(err))
 	}
-	// Every byte matched SHA256SUMS and the package is a zip: the
-	// readers may end their answers while it is stored. (A package the
-	// mirror refuses never ends cleanly for anyone.)
+	if err := zipDirectory(f, n); err != nil {
+		return notZip(err) // its readers' answers are broken off
+	}
+	// Every byte matched the signed SHA256SUMS and the package has a zip
+	// directory: the readers may end their answers now, while the mirror
+	// hashes and stores the package. They get exactly the bytes the
+	// publisher signed, as a direct install would; nothing else ends
+	// cleanly (a package whose bytes differ is refused above, and its
+	// readers' answers are broken off). Neither the h1 hash, which
+	// unpacks the whole zip, nor storing the package (the blob store
+	// syncs it to disk) holds up the clients' last bytes.
 	d.update(func() { d.verified = true })
+	h1, err := release.PackageHash(f.Name())
+	if err != nil {
+		// Signed, but a zip the mirror cannot unpack within its limits:
+		// the clients that streamed it got the signed bytes (and check
+		// them as they would from the upstream); the mirror neither
+		// stores nor lists it.
+		return notZip(err)
+	}
 	if err := staging.Store(ctx, m.opt.Blobs, got, n, f.Name()); err != nil {
 		return err
 	}
@@ -794,6 +807,16 @@ func (m *Mirror) hashStored(ctx context.Context, digest string) (string, error) 
 		return "", registry.Wrap(registry.Internal, err, "copying a stored package")
 	}
 	return release.PackageHash(f.Name())
+}
+
+// zipDirectory checks that f, of size bytes, ends with a zip archive's
+// directory, reading the directory alone (not the entries): the cheap
+// part of the zip check, made before the clients get a package's end.
+func zipDirectory(f *os.File, size int64) error {
+	if _, err := zip.NewReader(f, size); err != nil {
+		return registry.Wrap(registry.Invalid, err, fmt.Sprintf("its zip directory is unreadable: %v", err))
+	}
+	return nil
 }
 
 func digestOf(b []byte) string {

@@ -82,14 +82,28 @@ type testRegistry struct {
 // signed by key (a new one if nil).
 func newTestRegistry(t testing.TB, host string, execSize int64, key *signingtest.Key) *testRegistry {
 	t.Helper()
+	return newRawRegistry(t, host, execSize, key, nil)
+}
+
+// newRawRegistry is newTestRegistry serving raw as the package (signed
+// as any other), if raw is not nil.
+func newRawRegistry(t testing.TB, host string, execSize int64, key *signingtest.Key, raw []byte) *testRegistry {
+	t.Helper()
 	if key == nil {
 		key = newKey(t)
 	}
 	u := &testRegistry{host: host, key: key, execSize: execSize}
 	u.signedBy = u.key
+	write := func(w io.Writer) error {
+		if raw != nil {
+			_, err := w.Write(raw)
+			return err
+		}
+		return writePackage(w, execSize)
+	}
 	h := sha256.New()
 	cw := &countWriter{w: h}
-	if err := writePackage(cw, execSize); err != nil {
+	if err := write(cw); err != nil {
 		t.Fatal(err)
 	}
 	u.digest, u.zipSize = hex.EncodeToString(h.Sum(nil)), cw.n
@@ -117,7 +131,7 @@ func newTestRegistry(t testing.TB, host string, execSize int64, key *signingtest
 		if u.tamper.Load() {
 			pw.tamperAt = 100
 		}
-		writePackage(pw, u.execSize)
+		write(pw)
 	})
 	u.srv = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if u.down.Load() {
@@ -208,13 +222,19 @@ type env struct {
 
 func newEnv(t testing.TB, redirect bool, idle time.Duration, ups ...*testRegistry) *env {
 	t.Helper()
+	return openEnv(t, t.TempDir(), t.Cleanup, redirect, idle, ups...)
+}
+
+// openEnv is newEnv in dir, with its closing steps handed to cleanup
+// (t.Cleanup, or a benchmark's own list to run after each iteration).
+func openEnv(t testing.TB, dir string, cleanup func(func()), redirect bool, idle time.Duration, ups ...*testRegistry) *env {
+	t.Helper()
 	ctx := context.Background()
-	dir := t.TempDir()
 	idx, err := sqlite.Open(ctx, filepath.Join(dir, "index.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { idx.Close() })
+	cleanup(func() { idx.Close() })
 	blobs, err := fsblob.Open(filepath.Join(dir, "blobs"))
 	if err != nil {
 		t.Fatal(err)
@@ -233,7 +253,7 @@ func newEnv(t testing.TB, redirect bool, idle time.Duration, ups ...*testRegistr
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(e.m.Close) // before the index closes: no download outlives it
+	cleanup(e.m.Close) // before the index closes: no download outlives it
 	var served store.Blobs = blobs
 	if redirect {
 		served = presigner{blobs}
@@ -243,7 +263,7 @@ func newEnv(t testing.TB, redirect bool, idle time.Duration, ups ...*testRegistr
 	e.srv = httptest.NewUnstartedServer(mux)
 	e.srv.EnableHTTP2 = true
 	e.srv.StartTLS()
-	t.Cleanup(e.srv.Close)
+	cleanup(e.srv.Close)
 	return e
 }
 
@@ -342,6 +362,38 @@ func TestTamperedArchiveNeverEndsCleanly(t *testing.T) {
 		if left, _ := os.ReadDir(e.tmp); len(left) != 0 {
 			t.Errorf("redirect=%v: staged files left: %v", redirect, left)
 		}
+	}
+}
+
+// TestSignedNonZipNeverEndsCleanly: a package that matches the signed
+// SHA256SUMS but is not a zip archive (no zip directory at its end) is
+// refused like a tampered one: no client's answer ends cleanly, nothing is
+// stored.
+func TestSignedNonZipNeverEndsCleanly(t *testing.T) {
+	raw := bytes.Repeat([]byte("not a zip archive, though signed. "), 8<<10) // 272 KiB: more than HoldBack
+	u := newRawRegistry(t, "upstream.example", 0, nil, raw)
+	e := newEnv(t, false, 0, u)
+	e.version(t, u.host)
+	for proto, client := range e.clients(t) {
+		resp, err := client.Get(e.url(u))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		switch {
+		case resp.StatusCode == http.StatusOK && err == nil:
+			t.Errorf("%s: a signed package that is not a zip ended cleanly after %d of %d bytes", proto, n, len(raw))
+		case resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusBadGateway:
+			t.Errorf("%s: status %d, want 200 broken off, or 502", proto, resp.StatusCode)
+		}
+	}
+	err := e.m.FetchPackage(context.Background(), origin(u.host))
+	if !registry.IsKind(err, registry.UpstreamInvalid) || !strings.Contains(registry.Message(err), "not a zip archive") {
+		t.Errorf("FetchPackage of a signed package that is not a zip: %v, want UpstreamInvalid saying it is not a zip archive", err)
+	}
+	if e.stored(t, u) {
+		t.Error("a package that is not a zip was stored")
 	}
 }
 
