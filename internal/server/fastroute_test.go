@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	routereg "trove.dev/trove/internal/route"
+	"trove.dev/trove/internal/route"
 )
 
 // muxValues routes r on a mux holding only pattern and returns the path
@@ -250,7 +250,7 @@ func TestFastRouterMatchAllocatesNothing(t *testing.T) {
 func TestFastRouterRefusesShadowedPatterns(t *testing.T) {
 	serve := func(http.ResponseWriter, *http.Request, pathValues) {}
 	newMux := func(patterns ...string) (*http.ServeMux, []string) {
-		rec := &routereg.Recorder{Mux: http.NewServeMux()}
+		rec := &route.Recorder{Mux: http.NewServeMux()}
 		for _, p := range patterns {
 			rec.HandleFunc(p, func(http.ResponseWriter, *http.Request) {})
 		}

@@ -96,7 +96,7 @@ func (m *middleware) recover(rec *recorder, r *http.Request) {
 	if v == http.ErrAbortHandler { // the handler chose to abort: net/http handles it quietly
 		panic(v)
 	}
-	m.log.ErrorContext(r.Context(), "panic serving request", "method", r.Method, "route", route(r),
+	m.log.ErrorContext(r.Context(), "panic serving request", "method", r.Method, "route", routeLabel(r),
 		"path", r.URL.Path, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 	if rec.wroteHeader {
 		panic(http.ErrAbortHandler) // the client sees a truncated response, not a false success
@@ -115,7 +115,7 @@ func (m *middleware) finish(rec *recorder, r *http.Request, start time.Time) {
 	if status == 0 {
 		status = http.StatusOK // the handler wrote nothing: net/http answers 200
 	}
-	rt := route(r)
+	rt := routeLabel(r)
 	s := m.metrics.observe(rt, r.Method, status, elapsed)
 
 	level := slog.LevelInfo
@@ -144,9 +144,9 @@ func (m *middleware) finish(rec *recorder, r *http.Request, start time.Time) {
 	recorders.Put(rec)
 }
 
-// route returns the pattern that served r without its method (bounded
+// routeLabel returns the pattern that served r without its method (bounded
 // cardinality, unlike the path), or "unmatched".
-func route(r *http.Request) string {
+func routeLabel(r *http.Request) string {
 	p := r.Pattern
 	if p == "" {
 		return unmatchedRoute

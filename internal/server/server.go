@@ -34,7 +34,7 @@ import (
 	"trove.dev/trove/internal/protocol/providers"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/respcache"
-	routereg "trove.dev/trove/internal/route"
+	"trove.dev/trove/internal/route"
 	"trove.dev/trove/internal/signedurl"
 	"trove.dev/trove/internal/store"
 )
@@ -122,7 +122,7 @@ type Options struct {
 	UI UI
 	// SSO serves the sign-in through identity providers under
 	// /oauth/sso/ (*sso.Service; none if nil).
-	SSO interface{ Register(mux routereg.Registrar) }
+	SSO interface{ Register(mux route.Registrar) }
 	// OCICacheBytes bounds the memory of the OCI pull API's cached
 	// documents (oci.Options.CacheBytes: its default if <= 0).
 	OCICacheBytes int64
@@ -137,7 +137,7 @@ type Options struct {
 // cached pages and search catalog are dropped with the protocol documents
 // (Invalidate, called for every change to what the pages show).
 type UI interface {
-	Register(mux routereg.Registrar)
+	Register(mux route.Registrar)
 	NotFound(w http.ResponseWriter, r *http.Request)
 	Invalidate()
 }
@@ -234,7 +234,7 @@ func New(opt Options) (*Server, error) {
 		return nil, err
 	}
 
-	mux := &routereg.Recorder{Mux: http.NewServeMux()}
+	mux := &route.Recorder{Mux: http.NewServeMux()}
 	mux.Handle("GET "+discovery.Path, disco)
 	s.providers.Register(mux)
 	s.modules.Register(mux)
