@@ -71,12 +71,8 @@ func cacheControl(h http.Header) []string {
 	return noCache
 }
 
-// get returns the entry of (key, dk), cached or generated.
-func (s *Service) get(ctx context.Context, key repoKey, dk docKey) (*entry, error) {
-	return s.getAt(ctx, key, dk, time.Now())
-}
-
-// getAt is get for a request that arrived at now (reqtime.Of).
+// getAt returns the entry of (key, dk), cached or generated, for a
+// request that arrived at now (reqtime.Of).
 func (s *Service) getAt(ctx context.Context, key repoKey, dk docKey, now time.Time) (*entry, error) {
 	return s.getFound(ctx, key, dk, s.cache.Lookup(key, dk), now)
 }
@@ -97,11 +93,12 @@ func (s *Service) getFound(ctx context.Context, key repoKey, dk docKey, e *entry
 }
 
 // lookupDigest returns the docDigest entry of digest, if one is cached
-// and not expired (they are never revalidated: a version's documents do
-// not change, and every change of the repository drops them).
-func (s *Service) lookupDigest(key repoKey, digest string) *entry {
+// and not expired at now, the request's time (they are never
+// revalidated: a version's documents do not change, and every change of
+// the repository drops them).
+func (s *Service) lookupDigest(key repoKey, digest string, now time.Time) *entry {
 	e := s.cache.Lookup(key, docKey{docDigest, digest})
-	if s.cache.State(e) == respcache.Expired {
+	if s.cache.StateAt(e, now) == respcache.Expired {
 		return nil
 	}
 	return e
@@ -285,16 +282,17 @@ func (s *Service) serveTagList(w http.ResponseWriter, r *http.Request, key repoK
 // serveVersionDoc answers a manifest or index by tag (its docVersion
 // entry) or by digest (its docDigest entry, else the whole repository).
 func (s *Service) serveVersionDoc(w http.ResponseWriter, r *http.Request, key repoKey, tl *entry, ref string) {
+	now := reqtime.Of(w)
 	if strings.Contains(ref, ":") {
 		if !digestRE.MatchString(ref) {
 			s.writeError(w, r, errf(http.StatusBadRequest, "DIGEST_INVALID", "invalid digest: want sha256: and 64 lower-case hex digits"), "")
 			return
 		}
-		if e := s.lookupDigest(key, ref); e != nil && e.Value.contentType != nil {
+		if e := s.lookupDigest(key, ref, now); e != nil && e.Value.contentType != nil {
 			s.serveEntry(w, r, ref, e)
 			return
 		}
-		rp, err := s.load(r.Context(), key)
+		rp, err := s.load(r.Context(), key, now)
 		if err != nil {
 			s.writeError(w, r, err, key.String())
 			return
@@ -314,7 +312,7 @@ func (s *Service) serveVersionDoc(w http.ResponseWriter, r *http.Request, key re
 		s.writeError(w, r, errf(http.StatusNotFound, "MANIFEST_UNKNOWN", "manifest %s not found", registry.Elide(ref)), "")
 		return
 	}
-	e, err := s.getAt(r.Context(), key, docKey{docVersion, tag}, reqtime.Of(w))
+	e, err := s.getAt(r.Context(), key, docKey{docVersion, tag}, now)
 	if registry.IsKind(err, registry.NotFound) {
 		err = errf(http.StatusNotFound, "MANIFEST_UNKNOWN", "manifest %s not found", registry.Elide(ref))
 	}
@@ -337,15 +335,16 @@ func (s *Service) serveEntry(w http.ResponseWriter, r *http.Request, ref string,
 	e.Serve(w, r, e.Value.contentType, cacheControl(h))
 }
 
-// findBlob returns the blob digest names in the repository.
-func (s *Service) findBlob(ctx context.Context, key repoKey, digest string) (blobRef, bool, error) {
+// findBlob returns the blob digest names in the repository, for a
+// request that arrived at now.
+func (s *Service) findBlob(ctx context.Context, key repoKey, digest string, now time.Time) (blobRef, bool, error) {
 	if digest == emptyDigest {
 		return blobRef{size: int64(len(emptyConfig)), mem: emptyConfig}, true, nil
 	}
-	if e := s.lookupDigest(key, digest); e != nil && e.Value.blob != nil {
+	if e := s.lookupDigest(key, digest, now); e != nil && e.Value.blob != nil {
 		return *e.Value.blob, true, nil
 	}
-	rp, err := s.load(ctx, key)
+	rp, err := s.load(ctx, key, now)
 	if err != nil {
 		return blobRef{}, false, err
 	}
@@ -353,12 +352,13 @@ func (s *Service) findBlob(ctx context.Context, key repoKey, digest string) (blo
 	return b, ok, nil
 }
 
-// findReferrers returns the referrers of the subject digest.
-func (s *Service) findReferrers(ctx context.Context, key repoKey, digest string) ([]Descriptor, error) {
-	if e := s.lookupDigest(key, digest); e != nil && e.Value.contentType != nil {
+// findReferrers returns the referrers of the subject digest, for a
+// request that arrived at now.
+func (s *Service) findReferrers(ctx context.Context, key repoKey, digest string, now time.Time) ([]Descriptor, error) {
+	if e := s.lookupDigest(key, digest, now); e != nil && e.Value.contentType != nil {
 		return e.Value.referrers, nil
 	}
-	rp, err := s.load(ctx, key)
+	rp, err := s.load(ctx, key, now)
 	if err != nil {
 		return nil, err
 	}

@@ -414,7 +414,8 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	private, err := s.authorize(r, key, reqtime.Of(w))
+	now := reqtime.Of(w)
+	private, err := s.authorize(r, key, now)
 	if err != nil {
 		s.writeError(w, r, err, key.String())
 		return
@@ -425,7 +426,7 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	if key.kind != 'p' && key.kind != 'm' {
 		// An upstream's provider: served from its whole repository.
-		rp, err := s.load(r.Context(), key)
+		rp, err := s.load(r.Context(), key, now)
 		if err != nil {
 			s.writeError(w, r, err, key.String())
 			return
@@ -446,9 +447,9 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request) {
 	// without tags is unknown. A tag list cachedRepo found is not looked
 	// up again.
 	if tl != nil {
-		tl, err = s.getFound(r.Context(), key, docKey{kind: docTags}, tl, reqtime.Of(w))
+		tl, err = s.getFound(r.Context(), key, docKey{kind: docTags}, tl, now)
 	} else {
-		tl, err = s.getAt(r.Context(), key, docKey{kind: docTags}, reqtime.Of(w))
+		tl, err = s.getAt(r.Context(), key, docKey{kind: docTags}, now)
 	}
 	if err != nil {
 		s.writeError(w, r, err, key.String())
@@ -643,9 +644,9 @@ func setCacheControl(h http.Header, v string) {
 }
 
 // load returns the whole repository, generated or cached (the docRepo
-// entry).
-func (s *Service) load(ctx context.Context, key repoKey) (*repo, error) {
-	e, err := s.get(ctx, key, docKey{kind: docRepo})
+// entry), for a request that arrived at now (reqtime.Of).
+func (s *Service) load(ctx context.Context, key repoKey, now time.Time) (*repo, error) {
+	e, err := s.getAt(ctx, key, docKey{kind: docRepo}, now)
 	if err != nil {
 		return nil, err
 	}
@@ -754,7 +755,7 @@ func (s *Service) serveManifest(w http.ResponseWriter, r *http.Request, key repo
 	d, ok := rp.docs[digest]
 	if !ok && key.kind == 'x' {
 		var err error
-		if rp, err = s.mirrorManifest(r.Context(), key, rp, ref); err != nil {
+		if rp, err = s.mirrorManifest(r.Context(), key, rp, ref, reqtime.Of(w)); err != nil {
 			s.writeError(w, r, err, key.String())
 			return
 		}
@@ -820,7 +821,7 @@ func (s *Service) serveBlob(w http.ResponseWriter, r *http.Request, key repoKey,
 		b, ok = rp.blobs[ref]
 	} else {
 		var err error
-		if b, ok, err = s.findBlob(r.Context(), key, ref); err != nil {
+		if b, ok, err = s.findBlob(r.Context(), key, ref, reqtime.Of(w)); err != nil {
 			s.writeError(w, r, err, key.String())
 			return
 		}
@@ -892,7 +893,7 @@ func (s *Service) serveReferrers(w http.ResponseWriter, r *http.Request, key rep
 		refs = rp.referrers[ref]
 	} else {
 		var err error
-		if refs, err = s.findReferrers(r.Context(), key, ref); err != nil {
+		if refs, err = s.findReferrers(r.Context(), key, ref, reqtime.Of(w)); err != nil {
 			s.writeError(w, r, err, key.String())
 			return
 		}

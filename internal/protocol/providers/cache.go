@@ -66,12 +66,13 @@ type entry = respcache.Entry[urls]
 // does not consider expired may be used by a request for which the
 // signer (the private one if private) issues URLs expiring at expiry,
 // when e was signed by another signer or for another expiry, at now
-// (Unix seconds). One signed by the other signer, or for a later expiry,
-// is not used. One signed in an earlier URL window by the same signer is
-// served stale (while one background render replaces it) only in the
-// first eighth of the window that followed, so that the URLs of a served
-// document always keep at least 7/16 of their lifetime; later it is not
-// used.
+// (Unix seconds: the time the request arrived, reqtime.Of, or the clock
+// of WithClock; a hit reads no clock of its own). One signed by the
+// other signer, or for a later expiry, is not used. One signed in an
+// earlier URL window by the same signer is served stale (while one
+// background render replaces it) only in the first eighth of the window
+// that followed, so that the URLs of a served document always keep at
+// least 7/16 of their lifetime; later it is not used.
 func downloadState(e *entry, expiry int64, private bool, now int64) respcache.State {
 	if e.Value.private != private || e.Value.expiry > expiry {
 		return respcache.Expired

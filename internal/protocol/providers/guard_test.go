@@ -57,7 +57,7 @@ func newGuarded(t testing.TB) *guarded {
 	// The private signer shares the key and the clock of the fixture's.
 	var clockNow func() time.Time
 	g.fixture = newFixture(t, idx, func(s *Service) {
-		clockNow = s.now
+		clockNow = s.clock
 		g.private = signedurl.New([]byte("test key"), privateTTL).WithClock(func() time.Time { return clockNow() })
 		WithGuard(access, g.private)(s)
 	})

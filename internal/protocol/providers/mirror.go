@@ -129,7 +129,7 @@ func (s *Service) ServeMirror(w http.ResponseWriter, r *http.Request, mp MirrorP
 	st := s.cache.StateAt(e, now)
 	expiry := signer.ExpiryAt(now).Unix()
 	if dk.kind == docMirrorVersion && st != respcache.Expired && (e.Value.expiry != expiry || e.Value.private != private) {
-		st = downloadState(e, expiry, private, s.now().Unix())
+		st = downloadState(e, expiry, private, s.now.At(now).Unix())
 	}
 	switch st {
 	case respcache.Stale:

@@ -102,7 +102,7 @@ type Service struct {
 	signer     *signedurl.Signer
 	base       string // public origin without a trailing slash
 	log        *slog.Logger
-	now        func() time.Time
+	now        reqtime.Clock    // WithClock's, else the request's time (reqtime.Of)
 	clock      func() time.Time // WithClock's, else nil: the cache takes each request's time
 	maxAge     time.Duration
 	cacheBytes int64
@@ -180,10 +180,11 @@ func WithDownloadCounter(c *downloads.Counter) Option {
 	return func(s *Service) { s.downloads = c }
 }
 
-// WithClock makes the cache read the time from now (for tests). The
-// signer keeps its own clock.
+// WithClock makes the cache, and the judgement of a download document
+// signed in an earlier URL window, read the time from now instead of
+// taking each request's (for tests). The signer keeps its own clock.
 func WithClock(now func() time.Time) Option {
-	return func(s *Service) { s.now, s.clock = now, now }
+	return func(s *Service) { s.now, s.clock = reqtime.ClockFrom(now), now }
 }
 
 // New returns a Service that reads versions from idx, signs file URLs with
@@ -199,7 +200,6 @@ func New(idx store.Providers, signer *signedurl.Signer, publicBase *url.URL, log
 		signer:     signer,
 		base:       strings.TrimSuffix(base.String(), "/"),
 		log:        log,
-		now:        time.Now,
 		maxAge:     DefaultMaxAge,
 		cacheBytes: DefaultCacheBytes,
 	}
@@ -352,7 +352,7 @@ func (s *Service) ServeDownload(w http.ResponseWriter, r *http.Request, namespac
 	expiry := signer.ExpiryAt(now).Unix()
 	st := s.cache.StateAt(e, now)
 	if st != respcache.Expired && (e.Value.expiry != expiry || e.Value.private != private) {
-		st = downloadState(e, expiry, private, s.now().Unix())
+		st = downloadState(e, expiry, private, s.now.At(now).Unix())
 	}
 	switch st {
 	case respcache.Stale:

@@ -2,12 +2,15 @@ package providers
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"runtime"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"trove.dev/trove/internal/signedurl"
 )
 
 // settle yields until no render runs in the service's cache (the cache
@@ -130,5 +133,47 @@ func TestDownloadStaleAtURLWindowTurn(t *testing.T) {
 	late := f.do(t, http.MethodGet, path)
 	if late.header.Get("ETag") == renewed.header.Get("ETag") || f.idx.reads.Load() != reads+1 {
 		t.Fatalf("a document of the previous window was served past its first eighth")
+	}
+}
+
+// arrivedAt is a ResponseWriter that carries the time its request
+// arrived (reqtime.Carrier), as the server's middleware writer does.
+type arrivedAt struct {
+	*httptest.ResponseRecorder
+	at time.Time
+}
+
+func (w arrivedAt) RequestTime() time.Time { return w.at }
+
+// TestDownloadWindowJudgedAtRequestTime: without WithClock, whether a
+// download document signed in an earlier URL window may still be served
+// is judged at the time the request arrived (reqtime.Of), not by reading
+// the clock again: a request that arrived past the first eighth of the
+// next window (by the signer's clock) gets a new document, where the
+// clock read at once, still in the first window, would serve the old one.
+func TestDownloadWindowJudgedAtRequestTime(t *testing.T) {
+	const ttl = 10 * time.Minute
+	clock := &fakeClock{t: time.Now()}
+	base, _ := url.Parse("https://trove.example")
+	svc := New(newIndex(t, version("1.2.0", "linux_amd64")), signedurl.New([]byte("test key"), ttl).WithClock(clock.Now), base, nil, WithMaxAge(time.Hour))
+	get := func() string {
+		t.Helper()
+		w := arrivedAt{httptest.NewRecorder(), clock.Now()}
+		svc.ServeDownload(w, httptest.NewRequest(http.MethodGet, "/v1/providers/acme/widget/1.2.0/download/linux/amd64", nil),
+			"acme", "widget", "1.2.0", "linux", "amd64")
+		if w.Code != http.StatusOK {
+			t.Fatalf("download document: %d %s", w.Code, w.Body)
+		}
+		return w.Header().Get("ETag")
+	}
+	first := get()
+	if again := get(); again != first {
+		t.Fatal("setup: the document was not cached")
+	}
+	// A quarter of a window into the next one: past its first eighth.
+	now := clock.Now()
+	clock.Add(now.Truncate(ttl / 2).Add(ttl/2 + ttl/8).Sub(now))
+	if late := get(); late == first {
+		t.Fatal("a request that arrived past the first eighth of the next URL window was served the previous window's document")
 	}
 }
