@@ -112,3 +112,72 @@ func TestNoStoreRevalidate(t *testing.T) {
 		t.Fatalf("%d renders, want 3", calls.Load())
 	}
 }
+
+// TestNoStoreAge: with Options.NoStoreAge a Load's NoStore render is
+// kept for that age: fresh (never stale, so never rendered in the
+// background) until then, expired from then on, when the next request
+// renders again and a complete render replaces it; an invalidation
+// drops it at once; a background NoStore render still leaves the stale
+// entry it was to replace.
+func TestNoStoreAge(t *testing.T) {
+	const age = 5 * time.Second
+	c, clk, _ := newTest(t, func(o *Options) { o.NoStoreAge = age })
+	var calls atomic.Int64
+	e := mustLoad(t, c, "acme/widget", "page", nil, degraded("partial", &calls))
+	if got := c.Lookup("acme/widget", "page"); got != e || c.State(got) != Fresh {
+		t.Fatalf("the degraded render is not kept fresh: %p (%v), want %p", got, c.State(got), e)
+	}
+	if s := c.Stats(); s.Entries != 1 || s.Bytes == 0 {
+		t.Fatalf("the kept degraded entry is not accounted: %+v", s)
+	}
+	for _, d := range []time.Duration{age / 2, age/2 - time.Nanosecond} {
+		clk.Add(d)
+		if got := c.Lookup("acme/widget", "page"); got != e || c.State(got) != Fresh {
+			t.Fatalf("within the age the degraded entry is %v; want it served fresh", c.State(got))
+		}
+	}
+	clk.Add(time.Nanosecond)
+	if c.State(e) != Expired {
+		t.Fatalf("at the age the degraded entry is %v; want expired", c.State(e))
+	}
+	if calls.Load() != 1 {
+		t.Fatalf("%d renders within the age, want 1", calls.Load())
+	}
+	// The request after the age renders again: still degraded, kept
+	// again for the age; then complete, kept as usual.
+	again := mustLoad(t, c, "acme/widget", "page", e, degraded("partial", &calls))
+	if again == e || calls.Load() != 2 || c.Lookup("acme/widget", "page") != again {
+		t.Fatalf("after the age: %d renders, entry %p (was %p); want a new render kept", calls.Load(), again, e)
+	}
+	clk.Add(age)
+	whole := mustLoad(t, c, "acme/widget", "page", again, body("complete", &calls))
+	if string(whole.Body) != "complete" || c.Lookup("acme/widget", "page") != whole {
+		t.Fatal("a complete render after the age did not replace the degraded entry")
+	}
+	clk.Add(age)
+	if c.State(whole) != Fresh {
+		t.Fatalf("a complete entry lives by NoStoreAge: %v after %v", c.State(whole), age)
+	}
+
+	// Invalidate drops a kept degraded entry.
+	mustLoad(t, c, "acme/widget", "other", nil, degraded("partial", &calls))
+	if c.Lookup("acme/widget", "other") == nil {
+		t.Fatal("setup: the degraded entry was not kept")
+	}
+	c.Invalidate("acme/widget", "other")
+	if c.Lookup("acme/widget", "other") != nil {
+		t.Fatal("a kept degraded entry survived its invalidation")
+	}
+
+	// A background render that comes back NoStore leaves the stale
+	// entry, as without the age.
+	clk.Add(maxAge*7/8 - age)
+	if c.State(whole) != Stale {
+		t.Fatalf("setup: %v, want stale", c.State(whole))
+	}
+	c.Revalidate("acme/widget", "page", whole, degraded("partial", &calls))
+	settle(c)
+	if got := c.Lookup("acme/widget", "page"); got != whole || c.State(got) != Stale {
+		t.Fatalf("a background NoStore render replaced the stale entry: %p, want %p", got, whole)
+	}
+}

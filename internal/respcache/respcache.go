@@ -82,11 +82,15 @@
 //     string key may be replaced by the one of a later store): pass keys
 //     that do not point into request memory. Lookup keeps nothing.
 //   - A render whose result says Rendered.NoStore (a degraded document)
-//     is handed to the requests waiting for it and not stored: after a
-//     Load's render the key holds no entry, so the next request renders
-//     again; a background render's stale entry stays, as after a failed
-//     render (served until it expires, no new background render of it
-//     for RetryAfter), nothing logged.
+//     is handed to the requests waiting for it and not stored as a
+//     document is: after a Load's render the key holds no entry, so the
+//     next request renders again, or, with Options.NoStoreAge, the
+//     degraded entry, Fresh for that age from its render's start and
+//     then Expired (never Stale, never rendered in the background), so
+//     that the requests of that age are served it and the first after
+//     it renders again; a background render's stale entry stays, as
+//     after a failed render (served until it expires, no new background
+//     render of it for RetryAfter), nothing logged.
 //   - Renders run detached from the requests that started them (a
 //     request's cancellation does not cancel them), bounded by
 //     RenderTimeout. A render that panics counts as a failed render.
@@ -211,6 +215,14 @@ type Options struct {
 	// served by Entry.Serve to requests that accept it (0: never
 	// compress). DefaultGzipMinBytes is a good value.
 	GzipMinBytes int
+	// NoStoreAge, if positive, is how long a Load's Rendered.NoStore
+	// render is kept (a negative-cache age, at most MaxAge): Fresh from
+	// its render's start until then, Expired after, never Stale. The
+	// requests within it are served the degraded document without a
+	// render; the first after it renders again, so a recovered cause is
+	// seen within the age. A background render's NoStore result still
+	// leaves the stale entry it was to replace. 0: not kept at all.
+	NoStoreAge time.Duration
 	// MaxQueued bounds the background renders waiting for one of
 	// MaxRefreshes to end (default DefaultMaxQueued): a stale hit that
 	// finds the queue full queues nothing (see the package
@@ -350,9 +362,11 @@ type Rendered[V any] struct {
 	// render (a part of it could not be read, and it says so), which a
 	// later request should render again rather than be served from the
 	// cache. The requests waiting for the render get it; a Load's render
-	// removes the entry it would have replaced, and a background render
-	// leaves the stale entry it was to replace, served until it expires
-	// and rendered again after RetryAfter, as after a failed render.
+	// removes the entry it would have replaced (or, with
+	// Options.NoStoreAge, replaces it with the degraded entry for that
+	// age only), and a background render leaves the stale entry it was
+	// to replace, served until it expires and rendered again after
+	// RetryAfter, as after a failed render.
 	NoStore bool
 	// Lasting says the document changes only when the cache is told
 	// (Invalidate, InvalidateOwner, InvalidateAll), never with time or
@@ -834,6 +848,12 @@ func (c *Cache[O, D, V]) run(ctx context.Context, key flightKey[O, D], f *flight
 	case err != nil:
 	case r.NoStore:
 		e = c.newEntry(r, start)
+		if stale == nil && c.opt.NoStoreAge > 0 {
+			// Kept for NoStoreAge only, and never stale: once it is
+			// over, a request renders again and waits for it.
+			e.staleAt = start + int64(min(c.opt.NoStoreAge, c.opt.MaxAge))
+			e.expiresAt = e.staleAt
+		}
 	case prev != nil && prev.sameDocument(r):
 		e = c.renewEntry(prev, r, start)
 	default:
@@ -856,6 +876,8 @@ func (c *Cache[O, D, V]) run(ctx context.Context, key flightKey[O, D], f *flight
 		// Degraded: the stale entry is better; try again later.
 		stale.retryAt.Store(c.opt.Now().UnixNano() + int64(c.opt.RetryAfter))
 		stale.refreshing.Store(false)
+	case err == nil && r.NoStore && c.opt.NoStoreAge > 0:
+		stored = c.insert(key.owner, key.doc, e) // for NoStoreAge (set above)
 	case err == nil && r.NoStore:
 		c.remove(key.owner, key.doc) // the entry it replaces is not served instead
 	case err == nil:

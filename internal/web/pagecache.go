@@ -24,6 +24,12 @@ const pageCacheMaxAge = 30 * time.Second
 // rendering began: past it a request waits for a new rendering.
 const pageCacheMaxStale = 10 * time.Minute
 
+// pageDegradedAge is how long a degraded page (partialPage) is kept: a
+// negative-cache age, so that during a store outage a page is rendered,
+// and the store asked, at most once per this age rather than on every
+// view, while a recovered store is seen within it.
+const pageDegradedAge = 5 * time.Second
+
 // pageCacheBytes bounds the memory of cached pages (with their gzip
 // variants). The pages of the load test's UI row (1,000 distinct module,
 // provider, home and namespace pages) take 19 MB.
@@ -71,7 +77,7 @@ const webCacheBytes = 96 << 20
 // not kept.
 func newPageCache(name string, now func() time.Time, limit int, budget *respcache.Budget) *pageCache {
 	return respcache.New[string, struct{}, *pagePart](respcache.Options{
-		Name: name, MaxAge: pageCacheMaxStale, FreshFor: pageCacheMaxAge, Now: now,
+		Name: name, MaxAge: pageCacheMaxStale, FreshFor: pageCacheMaxAge, NoStoreAge: pageDegradedAge, Now: now,
 		MaxBytes: int64(limit), MaxEntryBytes: int64(limit) / 8, Budget: budget,
 		GzipMinBytes: respcache.DefaultGzipMinBytes,
 		// A page whose rendering again finds it gone is dropped: the next
@@ -126,7 +132,7 @@ func (s *Service) partRenderer(next, query string, build pageBuild) respcache.Re
 		}
 		part, err := s.newPart(title, next, query, html)
 		if p, ok := data.(partialPage); ok && p.partial() {
-			part.NoStore = true // served, not kept: the next request renders it again
+			part.NoStore = true // kept for pageDegradedAge only, never in place of a whole page
 		}
 		return part, err
 	}
@@ -135,9 +141,11 @@ func (s *Service) partRenderer(next, query string, build pageBuild) respcache.Re
 // partialPage is the data of a page that may be served degraded: a part
 // of it could not be read, and the page says so in its place (a provider
 // or module page whose download figures are unavailable). Such a page is
-// served to the requests that asked for it but not kept in the page
-// cache (respcache.Rendered.NoStore), so that the first request after
-// the cause is gone gets the whole page.
+// served to the requests that asked for it and kept in the page cache
+// only for pageDegradedAge (respcache.Rendered.NoStore with
+// Options.NoStoreAge), never in place of a whole page being rendered
+// again, so that the first request after the cause is gone and that age
+// has passed gets the whole page.
 type partialPage interface {
 	// partial reports whether a part of the page could not be read.
 	partial() bool

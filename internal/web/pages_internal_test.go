@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,10 +25,12 @@ type storeIndex struct {
 	*sqlite.Index
 	fail       string // the method that fails: "ProviderDownloads", "ModuleDownloads" or "ConsumerDownloads"
 	err        error
-	provenance int64 // calls of MirroredProvenance (the pages read them on the test's goroutine)
+	provenance int64        // calls of MirroredProvenance (the pages read them on the test's goroutine)
+	figures    atomic.Int64 // calls of the three download reads
 }
 
 func (x *storeIndex) ProviderDownloads(ctx context.Context, namespace, typ string) ([]registry.DownloadCount, error) {
+	x.figures.Add(1)
 	if x.fail == "ProviderDownloads" {
 		return nil, x.err
 	}
@@ -35,6 +38,7 @@ func (x *storeIndex) ProviderDownloads(ctx context.Context, namespace, typ strin
 }
 
 func (x *storeIndex) ModuleDownloads(ctx context.Context, namespace, name, system string) ([]registry.DownloadCount, error) {
+	x.figures.Add(1)
 	if x.fail == "ModuleDownloads" {
 		return nil, x.err
 	}
@@ -42,6 +46,7 @@ func (x *storeIndex) ModuleDownloads(ctx context.Context, namespace, name, syste
 }
 
 func (x *storeIndex) ConsumerDownloads(ctx context.Context, q registry.ConsumerQuery) ([]registry.ConsumerCount, error) {
+	x.figures.Add(1)
 	if x.fail == "ConsumerDownloads" {
 		return nil, x.err
 	}
@@ -91,9 +96,10 @@ func testDigest(c string) string { return strings.Repeat(c, 64)[:64] }
 // TestDownloadFiguresDegrade makes each read of download figures fail in
 // turn (on a real SQLite index): the provider and module pages are still
 // served (200), the part that failed says it is unavailable, the rest is
-// shown, and the cause is logged once at warn. Such a page is not kept in
-// the page cache: the first request after the store recovers gets the
-// whole page (which is kept).
+// shown, and the cause is logged once at warn. Such a page is kept in
+// the page cache only for pageDegradedAge (on the cache's clock): within
+// it the degraded page is served without asking the store, after it the
+// next request gets the whole page (which is kept).
 func TestDownloadFiguresDegrade(t *testing.T) {
 	pv := registry.ProviderVersion{Namespace: "acme", Type: "widget", Version: "1.0.0", Protocols: []string{"5.0"},
 		SHASumsDigest: testDigest("a"), SHASumsSignatureDigest: testDigest("b"), SigningKey: testKey("acme"), PublishedAt: time.Now(),
@@ -118,6 +124,9 @@ func TestDownloadFiguresDegrade(t *testing.T) {
 					x := &storeIndex{}
 					var logged strings.Builder
 					s := storeService(t, x, &logged)
+					var clock atomic.Int64 // the page cache's, in Unix nanoseconds
+					clock.Store(time.Now().UnixNano())
+					s.pages = newPageCache("web pages", func() time.Time { return time.Unix(0, clock.Load()) }, pageCacheBytes, nil)
 					if err := x.CreateProviderVersion(t.Context(), pv); err != nil {
 						t.Fatal(err)
 					}
@@ -152,13 +161,26 @@ func TestDownloadFiguresDegrade(t *testing.T) {
 						t.Errorf("logged %q; want the cause once at warn", logged.String())
 					}
 
-					// The degraded page was not kept: once the store
-					// recovers, the next request gets the whole page...
+					// The degraded page is kept for pageDegradedAge:
+					// within it, requests are served that copy without
+					// asking the store, even once it has recovered...
 					x.fail = ""
+					reads := x.figures.Load()
+					clock.Add(int64(pageDegradedAge - time.Nanosecond))
+					w = httptest.NewRecorder()
+					mux.ServeHTTP(w, httptest.NewRequest("GET", p.path, nil))
+					if w.Code != 200 || w.Body.String() != body {
+						t.Fatalf("GET %s within the degraded page's age: %d, not the degraded copy\n%s", p.path, w.Code, w.Body.String())
+					}
+					if n := x.figures.Load() - reads; n != 0 {
+						t.Errorf("GET %s within the degraded page's age read the download figures %d times; want it served from the cache", p.path, n)
+					}
+					// ...after it, the next request gets the whole page...
+					clock.Add(int64(time.Nanosecond))
 					w = httptest.NewRecorder()
 					mux.ServeHTTP(w, httptest.NewRequest("GET", p.path, nil))
 					if w.Code != 200 || strings.Contains(w.Body.String(), unavailable) || !strings.Contains(w.Body.String(), "of this version") {
-						t.Fatalf("GET %s after the store recovered: %d, the degraded page served again (from the cache)\n%s", p.path, w.Code, w.Body.String())
+						t.Fatalf("GET %s after the degraded page's age: %d, the degraded page served again (from the cache)\n%s", p.path, w.Code, w.Body.String())
 					}
 					// ...which is kept: served from the cache while the
 					// store fails again.
