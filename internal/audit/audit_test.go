@@ -5,23 +5,18 @@ import (
 	"context"
 	"log/slog"
 	"net/http/httptest"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"trove.dev/trove/internal/auth"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/store"
-	"trove.dev/trove/internal/store/sqlite"
+	"trove.dev/trove/internal/store/sqlite/sqlitetest"
 )
 
 func TestRecordFillsAndStores(t *testing.T) {
 	ctx := context.Background()
-	idx, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "index.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer idx.Close()
+	idx := sqlitetest.NewIndex(t)
 	var logged bytes.Buffer
 	rec := New(idx, slog.New(slog.NewTextHandler(&logged, nil)))
 
@@ -60,11 +55,7 @@ func TestRecordFillsAndStores(t *testing.T) {
 
 func TestAddCommitsWithTheWriteAndDoneLogs(t *testing.T) {
 	ctx := context.Background()
-	idx, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "index.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer idx.Close()
+	idx := sqlitetest.NewIndex(t)
 	var logged bytes.Buffer
 	rec := New(idx, slog.New(slog.NewTextHandler(&logged, nil)))
 	r := httptest.NewRequest("POST", "/", nil)

@@ -3,7 +3,6 @@ package auth
 import (
 	"context"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/store"
 	"trove.dev/trove/internal/store/sqlite"
+	"trove.dev/trove/internal/store/sqlite/sqlitetest"
 )
 
 func TestPrincipalAllows(t *testing.T) {
@@ -123,11 +123,7 @@ type accessFixture struct {
 func newAccessFixture(t *testing.T) *accessFixture {
 	t.Helper()
 	ctx := context.Background()
-	idx, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "index.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { idx.Close() })
+	idx := sqlitetest.NewIndex(t)
 	f := &accessFixture{idx: idx, now: time.Now().UTC(), tokens: map[string]string{}}
 	must := func(err error) {
 		t.Helper()

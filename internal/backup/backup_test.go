@@ -14,8 +14,8 @@ import (
 	"trove.dev/trove/internal/gc"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/store"
-	"trove.dev/trove/internal/store/fsblob"
 	"trove.dev/trove/internal/store/sqlite"
+	"trove.dev/trove/internal/store/sqlite/sqlitetest"
 )
 
 func sha(b []byte) string {
@@ -30,29 +30,15 @@ func sha(b []byte) string {
 func embedded(t *testing.T) (string, Options, []byte) {
 	t.Helper()
 	ctx := t.Context()
-	dir := t.TempDir()
-	idx, err := sqlite.Open(ctx, filepath.Join(dir, "trove.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { idx.Close() })
-	blobs, err := fsblob.Open(filepath.Join(dir, "blobs"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { blobs.Close() })
+	st := sqlitetest.New(t)
+	dir, idx, blobs := st.Dir, st.Index, st.Blobs
 	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 	if err := idx.CreateNamespace(ctx, registry.Namespace{Name: "acme", CreatedAt: now}); err != nil {
 		t.Fatal(err)
 	}
 	archive := []byte("module archive bytes")
-	if err := blobs.Put(ctx, sha(archive), int64(len(archive)), bytes.NewReader(archive)); err != nil {
-		t.Fatal(err)
-	}
-	stray := []byte("a blob no version names")
-	if err := blobs.Put(ctx, sha(stray), int64(len(stray)), bytes.NewReader(stray)); err != nil {
-		t.Fatal(err)
-	}
+	st.Put(t, archive)
+	st.Put(t, []byte("a blob no version names"))
 	if err := idx.CreateModuleVersion(ctx, registry.ModuleVersion{
 		Namespace: "acme", Name: "network", System: "aws", Version: "0.1.0",
 		ArchiveDigest: sha(archive), ArchiveFormat: "tar.gz", ArchiveSize: int64(len(archive)),
@@ -64,7 +50,7 @@ func embedded(t *testing.T) (string, Options, []byte) {
 	if err := os.WriteFile(secret, []byte("0123456789abcdef0123456789abcdef"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return dir, Options{IndexPath: filepath.Join(dir, "trove.db"), Blobs: blobs, TroveVersion: "test", SigningSecretFile: secret}, archive
+	return dir, Options{IndexPath: st.IndexPath(), Blobs: blobs, TroveVersion: "test", SigningSecretFile: secret}, archive
 }
 
 func TestRoundTrip(t *testing.T) {
@@ -105,11 +91,7 @@ func TestRoundTrip(t *testing.T) {
 			if fi, err := os.Stat(filepath.Join(target, "signing-secret")); err != nil || fi.Mode().Perm() != 0o600 {
 				t.Errorf("restored signing secret: %v, %v; want mode 0600", err, fi)
 			}
-			idx, err := sqlite.Open(ctx, filepath.Join(target, "trove.db"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer idx.Close()
+			idx := sqlitetest.Open(t, target).Index
 			if v, err := idx.GetModuleVersion(ctx, "acme", "network", "aws", "0.1.0"); err != nil || v.ArchiveDigest != sha(archive) {
 				t.Errorf("restored module version: %+v, %v", v, err)
 			}
@@ -179,17 +161,8 @@ func (a *afterSnapshot) Stat(ctx context.Context, d string) (int64, error) {
 // and the collector).
 func TestCreateWhileCollecting(t *testing.T) {
 	ctx := t.Context()
-	dir := t.TempDir()
-	idx, err := sqlite.Open(ctx, filepath.Join(dir, "trove.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { idx.Close() })
-	blobs, err := fsblob.Open(filepath.Join(dir, "blobs"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { blobs.Close() })
+	st := sqlitetest.New(t)
+	idx, blobs := st.Index, st.Blobs
 	now := time.Now().Add(2 * gc.DefaultGrace) // past the grace period of every write below
 	idx.SetClock(func() time.Time { return now })
 	if err := idx.CreateNamespace(ctx, registry.Namespace{Name: "acme", CreatedAt: now}); err != nil {
@@ -199,9 +172,7 @@ func TestCreateWhileCollecting(t *testing.T) {
 	for _, v := range []string{"0.1.0", "0.2.0"} {
 		archive := []byte("module archive of " + v)
 		archives[v] = archive
-		if err := blobs.Put(ctx, sha(archive), int64(len(archive)), bytes.NewReader(archive)); err != nil {
-			t.Fatal(err)
-		}
+		st.Put(t, archive)
 		if err := idx.CreateModuleVersion(ctx, registry.ModuleVersion{Namespace: "acme", Name: "network", System: "aws", Version: v,
 			ArchiveDigest: sha(archive), ArchiveFormat: "tar.gz", ArchiveSize: int64(len(archive)), PublishedAt: now}); err != nil {
 			t.Fatal(err)
@@ -221,7 +192,7 @@ func TestCreateWhileCollecting(t *testing.T) {
 		}
 	}}
 	out := filepath.Join(t.TempDir(), "backup.tar")
-	m, err := Create(ctx, out, Options{IndexPath: filepath.Join(dir, "trove.db"), Blobs: hooked, TroveVersion: "test"})
+	m, err := Create(ctx, out, Options{IndexPath: st.IndexPath(), Blobs: hooked, TroveVersion: "test"})
 	if err != nil {
 		t.Fatalf("Create while a version is deleted and collected: %v", err)
 	}
@@ -232,11 +203,7 @@ func TestCreateWhileCollecting(t *testing.T) {
 	if _, _, err := Restore(ctx, out, Target{DataDir: target, LockFile: filepath.Join(target, "serve.lock")}, nil); err != nil {
 		t.Fatalf("Restore: %v", err)
 	}
-	restored, err := sqlite.Open(ctx, filepath.Join(target, "trove.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer restored.Close()
+	restored := sqlitetest.Open(t, target).Index
 	for v, archive := range archives {
 		mv, err := restored.GetModuleVersion(ctx, "acme", "network", "aws", v)
 		if err != nil {

@@ -18,6 +18,7 @@ import (
 	"trove.dev/trove/internal/store"
 	"trove.dev/trove/internal/store/fsblob"
 	"trove.dev/trove/internal/store/sqlite"
+	"trove.dev/trove/internal/store/sqlite/sqlitetest"
 )
 
 // env is an index and a blob store with one module version whose archive
@@ -43,18 +44,9 @@ func put(t *testing.T, b store.Blobs, content string) string {
 }
 
 func newEnv(t *testing.T) *env {
-	dir := t.TempDir()
-	idx, err := sqlite.Open(t.Context(), filepath.Join(dir, "trove.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { idx.Close() })
-	blobs, err := fsblob.Open(filepath.Join(dir, "blobs"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { blobs.Close() })
-	e := &env{idx: idx, blobs: blobs, blobDir: filepath.Join(dir, "blobs")}
+	st := sqlitetest.New(t)
+	idx, blobs := st.Index, st.Blobs
+	e := &env{idx: idx, blobs: blobs, blobDir: st.BlobDir()}
 	ctx := t.Context()
 	if err := idx.CreateNamespace(ctx, registry.Namespace{Name: "acme", CreatedAt: time.Now()}); err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package gc_test
 
 import (
 	"context"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -10,10 +9,9 @@ import (
 	"trove.dev/trove/internal/gc"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/store"
-	"trove.dev/trove/internal/store/fsblob"
 	"trove.dev/trove/internal/store/postgres/pgtest"
 	"trove.dev/trove/internal/store/s3blob/s3test"
-	"trove.dev/trove/internal/store/sqlite"
+	"trove.dev/trove/internal/store/sqlite/sqlitetest"
 )
 
 // hookedBlobs is the collector's blob store, which calls afterWalk when
@@ -53,17 +51,8 @@ type side struct {
 func backends() map[string]func(t *testing.T) (collector, publisher side) {
 	return map[string]func(t *testing.T) (side, side){
 		"sqlite+fs": func(t *testing.T) (side, side) {
-			dir := t.TempDir()
-			idx, err := sqlite.Open(t.Context(), filepath.Join(dir, "trove.db"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { idx.Close() })
-			blobs, err := fsblob.Open(filepath.Join(dir, "blobs"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { blobs.Close() })
+			st := sqlitetest.New(t)
+			idx, blobs := st.Index, st.Blobs
 			idx.GuardBlobs(store.BlobsPresent(blobs))
 			return side{idx, blobs}, side{idx, blobs}
 		},

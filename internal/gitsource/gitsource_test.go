@@ -22,6 +22,7 @@ import (
 	"trove.dev/trove/internal/signing"
 	"trove.dev/trove/internal/store/fsblob"
 	"trove.dev/trove/internal/store/sqlite"
+	"trove.dev/trove/internal/store/sqlite/sqlitetest"
 )
 
 // env is a Service on a real SQLite index and blob store.
@@ -42,16 +43,8 @@ func newEnv(t *testing.T, maxRepo int64) *env {
 
 func newGuardedEnv(t *testing.T, maxRepo int64, guard netguard.Guard) *env {
 	t.Helper()
-	dir := t.TempDir()
-	idx, err := sqlite.Open(t.Context(), filepath.Join(dir, "trove.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { idx.Close() })
-	blobs, err := fsblob.Open(filepath.Join(dir, "blobs"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := sqlitetest.New(t)
+	dir, idx, blobs := st.Dir, st.Index, st.Blobs
 	if err := idx.CreateNamespace(t.Context(), registry.Namespace{Name: "acme", CreatedAt: time.Now().UTC()}); err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package keyless_test
 import (
 	"encoding/base64"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -16,6 +15,7 @@ import (
 	"trove.dev/trove/internal/keyless"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/store/sqlite"
+	"trove.dev/trove/internal/store/sqlite/sqlitetest"
 )
 
 const audience = "https://registry.example"
@@ -40,11 +40,7 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	iss := ciissuertest.Start(t)
-	idx, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "index.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { idx.Close() })
+	idx := sqlitetest.NewIndex(t)
 	for _, ns := range []string{"acme", "labs"} {
 		if err := idx.CreateNamespace(t.Context(), registry.Namespace{Name: ns, CreatedAt: time.Now()}); err != nil {
 			t.Fatal(err)
