@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +12,7 @@ import (
 	"trove.dev/trove/internal/auth"
 	"trove.dev/trove/internal/operations"
 	"trove.dev/trove/internal/registry"
-	"trove.dev/trove/internal/store/sqlite"
+	"trove.dev/trove/internal/store/sqlite/sqlitetest"
 )
 
 // failingConsumers is a consumer-records reader that fails with err, as
@@ -29,11 +28,7 @@ func (f failingConsumers) ConsumerDownloads(context.Context, registry.ConsumerQu
 // section saying the report is unavailable, and the failure is logged
 // once at warn; a reader gets no section and nothing is logged.
 func TestConsumersReportFailure(t *testing.T) {
-	idx, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "trove.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { idx.Close() })
+	idx := sqlitetest.NewIndex(t)
 	if err := idx.CreateNamespace(t.Context(), registry.Namespace{Name: "acme", Visibility: registry.VisibilityPublic, CreatedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}

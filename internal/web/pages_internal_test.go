@@ -17,6 +17,7 @@ import (
 	"trove.dev/trove/internal/downloads"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/store/sqlite"
+	"trove.dev/trove/internal/store/sqlite/sqlitetest"
 )
 
 // storeIndex is a real SQLite index whose download reads can be made to
@@ -63,11 +64,7 @@ func (x *storeIndex) MirroredProvenance(ctx context.Context, host, namespace, ty
 // counter on x.
 func storeService(t *testing.T, x *storeIndex, logged *strings.Builder) *Service {
 	t.Helper()
-	idx, err := sqlite.Open(t.Context(), t.TempDir()+"/trove.db")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { idx.Close() })
+	idx := sqlitetest.NewIndex(t)
 	x.Index = idx
 	if err := idx.CreateNamespace(t.Context(), registry.Namespace{Name: "acme", Visibility: registry.VisibilityPublic, CreatedAt: time.Now()}); err != nil {
 		t.Fatal(err)

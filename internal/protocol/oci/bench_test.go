@@ -11,14 +11,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"trove.dev/trove/internal/registry"
-	"trove.dev/trove/internal/store/fsblob"
-	"trove.dev/trove/internal/store/sqlite"
+	"trove.dev/trove/internal/store/sqlite/sqlitetest"
 )
 
 // discardWriter is a ResponseWriter that keeps nothing but, like
@@ -50,24 +48,9 @@ func (w *discardWriter) reset() {
 // and the module acme/net/aws in 10 versions of one real archive.
 func benchService(b *testing.B, n int) *Service {
 	ctx := b.Context()
-	dir := b.TempDir()
-	idx, err := sqlite.Open(ctx, filepath.Join(dir, "trove.db"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { idx.Close() })
-	blobs, err := fsblob.Open(filepath.Join(dir, "blobs"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	put := func(body []byte) (string, int64) {
-		s := sha256.Sum256(body)
-		d := hex.EncodeToString(s[:])
-		if err := blobs.Put(ctx, d, int64(len(body)), bytes.NewReader(body)); err != nil {
-			b.Fatal(err)
-		}
-		return d, int64(len(body))
-	}
+	st := sqlitetest.New(b)
+	idx, blobs := st.Index, st.Blobs
+	put := func(body []byte) (string, int64) { return st.Put(b, body), int64(len(body)) }
 	if err := idx.CreateNamespace(ctx, registry.Namespace{Name: "acme", Visibility: registry.VisibilityPublic, CreatedAt: time.Now()}); err != nil {
 		b.Fatal(err)
 	}

@@ -1,13 +1,11 @@
 package oci
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -15,8 +13,8 @@ import (
 
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/store"
-	"trove.dev/trove/internal/store/fsblob"
 	"trove.dev/trove/internal/store/sqlite"
+	"trove.dev/trove/internal/store/sqlite/sqlitetest"
 )
 
 // countingIndex is a real SQLite index that counts its reads of
@@ -50,30 +48,15 @@ func (b *countingBlobs) Stat(ctx context.Context, digest string) (int64, error) 
 // their digests), never per platform (a package's size is in the index).
 func TestProviderRepoReadsMarkedProvenanceOnly(t *testing.T) {
 	ctx := t.Context()
-	dir := t.TempDir()
-	idx, err := sqlite.Open(ctx, filepath.Join(dir, "trove.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { idx.Close() })
-	fs, err := fsblob.Open(filepath.Join(dir, "blobs"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := sqlitetest.New(t)
+	idx := st.Index
 	if err := idx.CreateNamespace(ctx, registry.Namespace{Name: "acme", Visibility: registry.VisibilityPublic, CreatedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	key := registry.SigningKey{Namespace: "acme", KeyID: "0123456789ABCDEF", Fingerprint: strings.Repeat("AB", 20), ASCIIArmor: "x", CreatedAt: time.Now()}
 	const versions, every = 300, 100 // versions 0, 100 and 200 have provenance
 	platforms := []string{"linux_amd64", "linux_arm64", "darwin_amd64", "darwin_arm64"}
-	put := func(body string) string {
-		s := sha256.Sum256([]byte(body))
-		d := hex.EncodeToString(s[:])
-		if err := fs.Put(ctx, d, int64(len(body)), bytes.NewReader([]byte(body))); err != nil {
-			t.Fatal(err)
-		}
-		return d
-	}
+	put := func(body string) string { return st.Put(t, []byte(body)) }
 	for i := range versions {
 		ver := fmt.Sprintf("%d.%d.%d", i/100, i/10%10, i%10)
 		v := registry.ProviderVersion{Namespace: "acme", Type: "widget", Version: ver, Protocols: []string{"6.0"}, PublishedAt: time.Now(),
@@ -91,7 +74,7 @@ func TestProviderRepoReadsMarkedProvenanceOnly(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	x, blobs := &countingIndex{Index: idx}, &countingBlobs{Blobs: fs}
+	x, blobs := &countingIndex{Index: idx}, &countingBlobs{Blobs: st.Blobs}
 	s := New(Options{Index: x, Blobs: blobs, PublicURL: &url.URL{Scheme: "https", Host: "trove.test"}})
 
 	rp, err := s.generate(ctx, repoKey{kind: 'p', ns: "acme", name: "widget"})

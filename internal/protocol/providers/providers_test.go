@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -27,6 +26,7 @@ import (
 	"trove.dev/trove/internal/signedurl"
 	"trove.dev/trove/internal/store"
 	"trove.dev/trove/internal/store/sqlite"
+	"trove.dev/trove/internal/store/sqlite/sqlitetest"
 )
 
 // countingIndex wraps the real SQLite index: it counts reads so tests can
@@ -43,11 +43,7 @@ var _ store.Providers = (*countingIndex)(nil)
 func newIndex(t testing.TB, vs ...registry.ProviderVersion) *countingIndex {
 	t.Helper()
 	ctx := context.Background()
-	x, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "index.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { x.Close() })
+	x := sqlitetest.NewIndex(t)
 	if err := x.CreateNamespace(ctx, registry.Namespace{Name: "acme", CreatedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
