@@ -17,6 +17,7 @@ import (
 	"trove.dev/trove/internal/store"
 	"trove.dev/trove/internal/store/fsblob"
 	"trove.dev/trove/internal/store/sqlite"
+	"trove.dev/trove/internal/store/sqlite/sqlitetest"
 )
 
 type publishEnv struct {
@@ -30,16 +31,8 @@ type publishEnv struct {
 
 func newPublishEnv(t *testing.T) *publishEnv {
 	t.Helper()
-	dir := t.TempDir()
-	idx, err := sqlite.Open(t.Context(), filepath.Join(dir, "trove.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { idx.Close() })
-	blobs, err := fsblob.Open(filepath.Join(dir, "blobs"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := sqlitetest.New(t)
+	dir, idx, blobs := st.Dir, st.Index, st.Blobs
 	// "café" is a valid namespace (provider rules) that no module address
 	// can name.
 	for _, ns := range []string{"acme", "café"} {
