@@ -2,7 +2,6 @@ package operations_test
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -10,7 +9,6 @@ import (
 	"trove.dev/trove/internal/gc"
 	"trove.dev/trove/internal/operations"
 	"trove.dev/trove/internal/registry"
-	"trove.dev/trove/internal/store/fsblob"
 )
 
 // withCollector gives e's operations a garbage collector on e's index and
@@ -21,11 +19,7 @@ import (
 func (e *env) withCollector(t *testing.T) {
 	t.Helper()
 	ctx := t.Context()
-	blobs, err := fsblob.Open(filepath.Join(t.TempDir(), "blobs"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { blobs.Close() })
+	blobs := e.st.Blobs
 	c, err := gc.New(gc.Options{Index: e.idx, Blobs: blobs, Versions: e.idx})
 	if err != nil {
 		t.Fatal(err)

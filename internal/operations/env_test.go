@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -17,6 +16,7 @@ import (
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/store"
 	"trove.dev/trove/internal/store/sqlite"
+	"trove.dev/trove/internal/store/sqlite/sqlitetest"
 	"trove.dev/trove/internal/webhook"
 )
 
@@ -25,6 +25,7 @@ import (
 // other (private); users alice (admin of acme), pat (publisher of acme),
 // bob (reader of acme), eve (no membership) and root (global admin).
 type env struct {
+	st    *sqlitetest.Store // the embedded store idx is the index of
 	idx   *sqlite.Index
 	ops   *operations.Operations
 	authn *auth.Authenticator
@@ -36,12 +37,9 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	ctx := t.Context()
-	idx, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "trove.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { idx.Close() })
-	e := &env{idx: idx, now: time.Now().UTC().Truncate(time.Second)}
+	st := sqlitetest.New(t)
+	idx := st.Index
+	e := &env{st: st, idx: idx, now: time.Now().UTC().Truncate(time.Second)}
 	e.authn = auth.NewAuthenticator(idx)
 	access := auth.NewAccess(e.authn, idx)
 	e.ops = operations.New(operations.Options{

@@ -12,7 +12,6 @@ import (
 	"trove.dev/trove/internal/operations"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/signing"
-	"trove.dev/trove/internal/store/fsblob"
 	"trove.dev/trove/internal/webhook"
 )
 
@@ -21,11 +20,7 @@ import (
 // host: the SSRF guard) are refused; nothing is stored.
 func TestGitSourcesRefused(t *testing.T) {
 	e := newEnv(t)
-	dir := t.TempDir()
-	blobs, err := fsblob.Open(filepath.Join(dir, "blobs"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, blobs := e.st.Dir, e.st.Blobs
 	svc := gitsource.New(gitsource.Options{Index: e.idx, TempDir: filepath.Join(dir, "tmp"),
 		Modules: modules.NewPublisher(modules.Options{Index: e.idx, Blobs: blobs, TempDir: filepath.Join(dir, "tmp")}),
 		Secret:  signing.SecretFile{Path: filepath.Join(dir, "signing-secret"), Create: true}})

@@ -21,7 +21,6 @@ import (
 	"trove.dev/trove/internal/signing"
 	"trove.dev/trove/internal/signing/signingtest"
 	"trove.dev/trove/internal/store"
-	"trove.dev/trove/internal/store/fsblob"
 	"trove.dev/trove/internal/webhook"
 )
 
@@ -36,11 +35,7 @@ type publishEnv struct {
 func newPublishEnv(t *testing.T) *publishEnv {
 	t.Helper()
 	e := newEnv(t)
-	dir := t.TempDir()
-	blobs, err := fsblob.Open(filepath.Join(dir, "blobs"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, blobs := e.st.Dir, e.st.Blobs
 	key := signingtest.NewKey(t, "acme")
 	k, err := signing.ParsePublicKey(key.ArmoredPublic)
 	if err != nil {

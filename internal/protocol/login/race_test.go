@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -16,7 +15,7 @@ import (
 	"trove.dev/trove/internal/protocol/login"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/store"
-	"trove.dev/trove/internal/store/sqlite"
+	"trove.dev/trove/internal/store/sqlite/sqlitetest"
 )
 
 // hookIndex lets a test run code inside the token calls of the login
@@ -53,17 +52,13 @@ func TestReplayDuringExchange(t *testing.T) {
 	for _, tc := range []string{"replay before the token is stored", "token stored during the replay"} {
 		t.Run(tc, func(t *testing.T) {
 			ctx := context.Background()
-			idx, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "trove.db"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { idx.Close() })
+			idx := sqlitetest.NewIndex(t)
 			if err := idx.CreateUser(ctx, registry.User{Name: "alice", CreatedAt: time.Now()}); err != nil {
 				t.Fatal(err)
 			}
 			const code = "a-code-of-alice"
 			const tokenID = "tok_0123456789abcdef"
-			err = idx.CreateAuthCode(ctx, registry.AuthCode{
+			err := idx.CreateAuthCode(ctx, registry.AuthCode{
 				Hash: hex.EncodeToString(sha256Of(code)), ClientID: login.DefaultClientID, RedirectURI: redirectURI, Challenge: challenge(verifier),
 				User: "alice", Scopes: []registry.Scope{registry.ScopeRead}, TokenID: tokenID,
 				CreatedAt: time.Now(), ExpiresAt: time.Now().Add(time.Minute),

@@ -5,14 +5,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"trove.dev/trove/internal/downloads"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/signedurl"
-	"trove.dev/trove/internal/store/sqlite"
+	"trove.dev/trove/internal/store/sqlite/sqlitetest"
 )
 
 // discardWriter is a ResponseWriter that keeps nothing but, like
@@ -38,11 +37,7 @@ func (w *discardWriter) reset() {
 // benchService returns a Service on a real SQLite index holding
 // acme/network/aws in n versions, and 200 other modules.
 func benchService(b *testing.B, n int) *Service {
-	idx, err := sqlite.Open(b.Context(), filepath.Join(b.TempDir(), "trove.db"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { idx.Close() })
+	idx := sqlitetest.NewIndex(b)
 	if err := idx.CreateNamespace(b.Context(), registry.Namespace{Name: "acme", CreatedAt: time.Now()}); err != nil {
 		b.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 	"trove.dev/trove/internal/mirror"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/signedurl"
-	"trove.dev/trove/internal/store/sqlite"
+	"trove.dev/trove/internal/store/sqlite/sqlitetest"
 )
 
 // benchMirrorService returns a Service whose namespace tfmods mirrors
@@ -23,11 +23,7 @@ import (
 func benchMirrorService(b *testing.B) *Service {
 	ctx := b.Context()
 	dir := b.TempDir()
-	idx, err := sqlite.Open(ctx, filepath.Join(dir, "trove.db"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { idx.Close() })
+	idx := sqlitetest.NewIndex(b)
 	if err := idx.CreateNamespace(ctx, registry.Namespace{Name: "tfmods", Visibility: registry.VisibilityPublic, CreatedAt: time.Now()}); err != nil {
 		b.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -16,6 +15,7 @@ import (
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/signedurl"
 	"trove.dev/trove/internal/store/sqlite"
+	"trove.dev/trove/internal/store/sqlite/sqlitetest"
 )
 
 // heldIndex counts ListModuleVersions and, when hold is set, hands each
@@ -62,11 +62,7 @@ type staleFixture struct {
 }
 
 func newStaleFixture(t *testing.T) *staleFixture {
-	x, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "trove.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { x.Close() })
+	x := sqlitetest.NewIndex(t)
 	if err := x.CreateNamespace(t.Context(), registry.Namespace{Name: "acme", CreatedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
