@@ -20,8 +20,7 @@ import (
 	"trove.dev/trove/internal/signing"
 	"trove.dev/trove/internal/signing/signingtest"
 	"trove.dev/trove/internal/store"
-	"trove.dev/trove/internal/store/fsblob"
-	"trove.dev/trove/internal/store/sqlite"
+	"trove.dev/trove/internal/store/sqlite/sqlitetest"
 )
 
 func sha(b []byte) string { return releasetest.Digest(b) }
@@ -60,16 +59,8 @@ func newEnvWithKey(t *testing.T, key *signingtest.Key) *env {
 func newEnvWith(t *testing.T, key *signingtest.Key, wrap func(store.Index) store.Index) *env {
 	t.Helper()
 	ctx := context.Background()
-	dir := t.TempDir()
-	idx, err := sqlite.Open(ctx, filepath.Join(dir, "trove.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { idx.Close() })
-	blobs, err := fsblob.Open(filepath.Join(dir, "blobs"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := sqlitetest.New(t)
+	dir, idx, blobs := st.Dir, st.Index, st.Blobs
 	e := &env{idx: idx, blobs: blobs, tmp: filepath.Join(dir, "tmp"), key: key}
 	if err := idx.CreateNamespace(ctx, registry.Namespace{Name: "acme", CreatedAt: time.Now()}); err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/signing"
 	"trove.dev/trove/internal/store/sqlite"
+	"trove.dev/trove/internal/store/sqlite/sqlitetest"
 )
 
 // testBits keeps generated keys small where their size does not matter.
@@ -32,11 +33,7 @@ type managedEnv struct {
 func newManagedEnv(t *testing.T) *managedEnv {
 	t.Helper()
 	dir := t.TempDir()
-	idx, err := sqlite.Open(t.Context(), filepath.Join(dir, "trove.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { idx.Close() })
+	idx := sqlitetest.NewIndex(t)
 	for _, ns := range []string{"acme", "other"} {
 		if err := idx.CreateNamespace(t.Context(), registry.Namespace{Name: ns, CreatedAt: time.Now()}); err != nil {
 			t.Fatal(err)

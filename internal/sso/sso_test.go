@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -21,6 +20,7 @@ import (
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/sso"
 	"trove.dev/trove/internal/store/sqlite"
+	"trove.dev/trove/internal/store/sqlite/sqlitetest"
 )
 
 // issuer is a small OpenID provider for the refusal tests: discovery,
@@ -129,11 +129,7 @@ type env struct {
 func setup(t *testing.T) *env {
 	t.Helper()
 	ctx := t.Context()
-	idx, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "index.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { idx.Close() })
+	idx := sqlitetest.NewIndex(t)
 	is := newIssuer(t)
 	lg, err := login.New(ctx, login.Options{Index: idx})
 	if err != nil {
