@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -20,7 +19,7 @@ import (
 	"trove.dev/trove/internal/store"
 	"trove.dev/trove/internal/store/postgres"
 	"trove.dev/trove/internal/store/postgres/pgtest"
-	"trove.dev/trove/internal/store/sqlite"
+	"trove.dev/trove/internal/store/sqlite/sqlitetest"
 )
 
 const testSecret = "s3cret-0123456789abcdef"
@@ -85,11 +84,7 @@ func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func newIndex(t *testing.T) store.Index {
 	t.Helper()
-	x, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "index.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { x.Close() })
+	x := sqlitetest.NewIndex(t)
 	if err := x.CreateNamespace(t.Context(), registry.Namespace{Name: "acme", CreatedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}

@@ -19,12 +19,11 @@ import (
 	"trove.dev/trove/internal/signing"
 	"trove.dev/trove/internal/signing/signingtest"
 	"trove.dev/trove/internal/store"
-	"trove.dev/trove/internal/store/fsblob"
 	"trove.dev/trove/internal/store/postgres"
 	"trove.dev/trove/internal/store/postgres/pgtest"
 	"trove.dev/trove/internal/store/s3blob"
 	"trove.dev/trove/internal/store/s3blob/s3test"
-	"trove.dev/trove/internal/store/sqlite"
+	"trove.dev/trove/internal/store/sqlite/sqlitetest"
 )
 
 const signingKeyName = "url-signing-key"
@@ -35,17 +34,8 @@ var opts = Options{Secrets: []string{signingKeyName}}
 // holds the blob directory at dir/blobs.
 func embedded(t *testing.T) (Store, string) {
 	t.Helper()
-	dir := t.TempDir()
-	idx, err := sqlite.Open(t.Context(), filepath.Join(dir, "trove.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { idx.Close() })
-	blobs, err := fsblob.Open(filepath.Join(dir, "blobs"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return Store{Index: idx, Blobs: blobs}, dir
+	st := sqlitetest.New(t)
+	return Store{Index: st.Index, Blobs: st.Blobs}, st.Dir
 }
 
 // scaleOut opens an empty PostgreSQL index and S3 bucket, skipping the
