@@ -3,10 +3,8 @@ package main
 import (
 	"bufio"
 	"context"
-	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net"
@@ -20,40 +18,21 @@ import (
 
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/signing/signingtest"
-	"trove.dev/trove/internal/store/fsblob"
 	"trove.dev/trove/internal/store/postgres/pgtest"
 	"trove.dev/trove/internal/store/s3blob/s3test"
-	"trove.dev/trove/internal/store/sqlite"
+	"trove.dev/trove/internal/store/sqlite/sqlitetest"
 )
 
 // seedEmbedded writes a small registry (a namespace and a blob) into the
 // embedded store of a data directory.
 func seedEmbedded(t *testing.T, dataDir string) string {
 	t.Helper()
-	ctx := t.Context()
-	idx, err := sqlite.Open(ctx, filepath.Join(dataDir, "trove.db"))
-	if err != nil {
+	st := sqlitetest.Open(t, dataDir)
+	defer st.Close() // the commands under test open the data directory
+	if err := st.Index.CreateNamespace(t.Context(), registry.Namespace{Name: "acme", Description: "copied", CreatedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
-	defer idx.Close()
-	if err := idx.CreateNamespace(ctx, registry.Namespace{Name: "acme", Description: "copied", CreatedAt: time.Now()}); err != nil {
-		t.Fatal(err)
-	}
-	blobs, err := fsblob.Open(filepath.Join(dataDir, "blobs"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	data := []byte("a provider archive")
-	d := copyTestDigest(data)
-	if err := blobs.Put(ctx, d, int64(len(data)), strings.NewReader(string(data))); err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
-func copyTestDigest(b []byte) string {
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
+	return st.Put(t, []byte("a provider archive"))
 }
 
 // lockedWriter is an io.Writer safe for concurrent use.

@@ -12,8 +12,7 @@ import (
 	version "github.com/hashicorp/go-version"
 
 	"trove.dev/trove/internal/registry"
-	"trove.dev/trove/internal/store/fsblob"
-	"trove.dev/trove/internal/store/sqlite"
+	"trove.dev/trove/internal/store/sqlite/sqlitetest"
 )
 
 func TestVersionAtIsIncreasingSemver(t *testing.T) {
@@ -82,16 +81,8 @@ func TestSpecPlan(t *testing.T) {
 
 func TestSeedSmallIndex(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	idx, err := sqlite.Open(ctx, filepath.Join(dir, "trove.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer idx.Close()
-	blobs, err := fsblob.Open(filepath.Join(dir, "blobs"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := sqlitetest.New(t)
+	dir, idx, blobs := st.Dir, st.Index, st.Blobs
 	spec := DefaultSpec()
 	spec.Providers = []ProviderSpec{{Type: "small", Versions: 3}, {Type: "large", Versions: 7}}
 	spec.TotalVersions = 20

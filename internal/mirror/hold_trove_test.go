@@ -16,8 +16,7 @@ import (
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/release/releasetest"
 	"trove.dev/trove/internal/signing/signingtest"
-	"trove.dev/trove/internal/store/fsblob"
-	"trove.dev/trove/internal/store/sqlite"
+	"trove.dev/trove/internal/store/sqlite/sqlitetest"
 	"trove.dev/trove/internal/trovetest"
 )
 
@@ -63,16 +62,8 @@ func TestQuarantineWithTroveUpstream(t *testing.T) {
 	}
 	publish("1.0.0")
 
-	dir := t.TempDir()
-	idx, err := sqlite.Open(ctx, filepath.Join(dir, "index.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { idx.Close() })
-	blobs, err := fsblob.Open(filepath.Join(dir, "blobs"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := sqlitetest.New(t)
+	dir, idx, blobs := st.Dir, st.Index, st.Blobs
 	ca, err := os.ReadFile(up.CAFile)
 	if err != nil {
 		t.Fatal(err)

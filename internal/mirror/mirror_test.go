@@ -25,6 +25,7 @@ import (
 	"trove.dev/trove/internal/store"
 	"trove.dev/trove/internal/store/fsblob"
 	"trove.dev/trove/internal/store/sqlite"
+	"trove.dev/trove/internal/store/sqlite/sqlitetest"
 )
 
 const upstreamHost = "registry.example.com"
@@ -135,16 +136,8 @@ type fixture struct {
 func newFixture(t *testing.T, rules ...registry.MirrorRule) *fixture {
 	t.Helper()
 	ctx := context.Background()
-	dir := t.TempDir()
-	idx, err := sqlite.Open(ctx, filepath.Join(dir, "index.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { idx.Close() })
-	blobs, err := fsblob.Open(filepath.Join(dir, "blobs"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := sqlitetest.New(t)
+	dir, idx, blobs := st.Dir, st.Index, st.Blobs
 	up := newFakeUpstream(t)
 	if len(rules) == 0 {
 		rules = []registry.MirrorRule{{Provider: "hashicorp/*"}}
@@ -163,6 +156,7 @@ func newFixture(t *testing.T, rules ...registry.MirrorRule) *fixture {
 			f.invalidated.Add(1)
 		}
 	})
+	var err error
 	f.m, err = New(Options{
 		Index: idx, Blobs: blobs, TempDir: filepath.Join(dir, "tmp"), VersionsTTL: time.Nanosecond,
 	})

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"trove.dev/trove/internal/registry"
-	"trove.dev/trove/internal/store/sqlite"
+	"trove.dev/trove/internal/store/sqlite/sqlitetest"
 )
 
 // benchModules returns the module mirror of namespace tfmods, mapped to
@@ -19,11 +19,7 @@ import (
 func benchModules(b *testing.B, ttl time.Duration) *Modules {
 	ctx := b.Context()
 	dir := b.TempDir()
-	idx, err := sqlite.Open(ctx, filepath.Join(dir, "index.db"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { idx.Close() })
+	idx := sqlitetest.NewIndex(b)
 	var versions []map[string]string
 	for i := range 100 {
 		versions = append(versions, map[string]string{"version": fmt.Sprintf("%d.%d.%d", i/100, i/10%10, i%10)})

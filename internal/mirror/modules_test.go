@@ -23,8 +23,8 @@ import (
 
 	"trove.dev/trove/internal/modules"
 	"trove.dev/trove/internal/registry"
-	"trove.dev/trove/internal/store/fsblob"
 	"trove.dev/trove/internal/store/sqlite"
+	"trove.dev/trove/internal/store/sqlite/sqlitetest"
 )
 
 // moduleUpstream is a modules.v1 registry on loopback (plain http) whose
@@ -168,16 +168,8 @@ type moduleFixture struct {
 func newModuleFixture(t *testing.T, rules ...registry.MirrorRule) *moduleFixture {
 	t.Helper()
 	ctx := context.Background()
-	dir := t.TempDir()
-	idx, err := sqlite.Open(ctx, filepath.Join(dir, "index.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { idx.Close() })
-	blobs, err := fsblob.Open(filepath.Join(dir, "blobs"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := sqlitetest.New(t)
+	dir, idx, blobs := st.Dir, st.Index, st.Blobs
 	if err := idx.CreateNamespace(ctx, registry.Namespace{Name: "tfmods", Visibility: registry.VisibilityPublic, CreatedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}

@@ -8,15 +8,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"trove.dev/trove/internal/auth"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/signedurl"
-	"trove.dev/trove/internal/store/fsblob"
-	"trove.dev/trove/internal/store/sqlite"
+	"trove.dev/trove/internal/store/sqlite/sqlitetest"
 )
 
 // BenchmarkMiddlewareGuarded serves cached versions documents of 30
@@ -25,15 +23,8 @@ import (
 // Compare with BenchmarkMiddlewareVersions30 (no access control).
 func BenchmarkMiddlewareGuarded(b *testing.B) {
 	ctx := context.Background()
-	x, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "index.db"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer x.Close()
-	blobs, err := fsblob.Open(b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
+	st := sqlitetest.New(b)
+	x, blobs := st.Index, st.Blobs
 	for ns, vis := range map[string]registry.Visibility{"open": registry.VisibilityPublic, "acme": registry.VisibilityPrivate} {
 		if err := x.CreateNamespace(ctx, registry.Namespace{Name: ns, Visibility: vis, CreatedAt: time.Now()}); err != nil {
 			b.Fatal(err)

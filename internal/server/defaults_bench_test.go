@@ -28,6 +28,7 @@ import (
 	"trove.dev/trove/internal/signedurl"
 	"trove.dev/trove/internal/store/fsblob"
 	"trove.dev/trove/internal/store/sqlite"
+	"trove.dev/trove/internal/store/sqlite/sqlitetest"
 )
 
 // BenchmarkServeDefaults serves cache hits of the two providers.v1
@@ -52,15 +53,8 @@ import (
 // request.
 func BenchmarkServeDefaults(b *testing.B) {
 	ctx := context.Background()
-	x, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "index.db"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer x.Close()
-	blobs, err := fsblob.Open(b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
+	st := sqlitetest.New(b)
+	x, blobs := st.Index, st.Blobs
 	const providersN, versionsN = 10, 30
 	if err := x.CreateNamespace(ctx, registry.Namespace{Name: "open", Visibility: registry.VisibilityPublic, CreatedAt: time.Now()}); err != nil {
 		b.Fatal(err)

@@ -14,7 +14,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -23,7 +22,7 @@ import (
 	"trove.dev/trove/internal/signedurl"
 	"trove.dev/trove/internal/store/s3blob"
 	"trove.dev/trove/internal/store/s3blob/s3test"
-	"trove.dev/trove/internal/store/sqlite"
+	"trove.dev/trove/internal/store/sqlite/sqlitetest"
 )
 
 // TestS3OutageAndRecovery serves downloads through Trove (proxy mode, not
@@ -40,11 +39,7 @@ func TestS3OutageAndRecovery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	idx, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "trove.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { idx.Close() })
+	idx := sqlitetest.NewIndex(t)
 	content := bytes.Repeat([]byte("provider zip "), 10_000)
 	sum := sha256.Sum256(content)
 	blob := hex.EncodeToString(sum[:])

@@ -16,7 +16,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -30,6 +29,7 @@ import (
 	"trove.dev/trove/internal/signedurl"
 	"trove.dev/trove/internal/store/fsblob"
 	"trove.dev/trove/internal/store/sqlite"
+	"trove.dev/trove/internal/store/sqlite/sqlitetest"
 )
 
 // faultyIndex is the real SQLite index with an injectable Ping failure.
@@ -106,16 +106,9 @@ func (s *syncBuffer) String() string {
 func newTestServer(t testing.TB, api http.Handler, publicURL string) *testServer {
 	t.Helper()
 	ctx := context.Background()
-	x, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "index.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { x.Close() })
+	st := sqlitetest.New(t)
+	x, blobs := st.Index, st.Blobs
 	if err := x.CreateNamespace(ctx, registry.Namespace{Name: "acme", CreatedAt: time.Now()}); err != nil {
-		t.Fatal(err)
-	}
-	blobs, err := fsblob.Open(t.TempDir())
-	if err != nil {
 		t.Fatal(err)
 	}
 	ts := &testServer{

@@ -14,8 +14,7 @@ import (
 	"trove.dev/trove/internal/config"
 	"trove.dev/trove/internal/loadtest"
 	"trove.dev/trove/internal/server"
-	"trove.dev/trove/internal/store/fsblob"
-	"trove.dev/trove/internal/store/sqlite"
+	"trove.dev/trove/internal/store/sqlite/sqlitetest"
 )
 
 // uiWriter is a ResponseWriter that, like net/http, gives every request
@@ -71,18 +70,11 @@ func BenchmarkServeUI(b *testing.B) {
 	for _, n := range []string{"network", "m001", "m002", "m003", "m004", "m005", "m006", "m007"} {
 		spec.Modules = append(spec.Modules, loadtest.ModuleSpec{Name: n, System: "aws", Versions: 10})
 	}
-	idx, err := sqlite.Open(ctx, filepath.Join(dir, "trove.db"))
-	if err != nil {
+	st := sqlitetest.Open(b, dir)
+	if _, err := loadtest.Seed(ctx, st.Index, st.Blobs, spec, filepath.Join(b.TempDir(), "archive")); err != nil {
 		b.Fatal(err)
 	}
-	blobs, err := fsblob.Open(filepath.Join(dir, "blobs"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := loadtest.Seed(ctx, idx, blobs, spec, filepath.Join(b.TempDir(), "archive")); err != nil {
-		b.Fatal(err)
-	}
-	if err := idx.Close(); err != nil {
+	if err := st.Close(); err != nil { // the server below opens the data directory
 		b.Fatal(err)
 	}
 	cfg, err := config.Load([]string{"--data-dir", dir, "--listen", "127.0.0.1:1", "--public-url", "https://registry.example.com"},

@@ -22,7 +22,7 @@ import (
 	"trove.dev/trove/internal/signing"
 	"trove.dev/trove/internal/signing/signingtest"
 	"trove.dev/trove/internal/store/s3blob/s3test"
-	"trove.dev/trove/internal/store/sqlite"
+	"trove.dev/trove/internal/store/sqlite/sqlitetest"
 )
 
 // TestDownloads serves a blob through Trove's signed-URL handler in both
@@ -128,11 +128,7 @@ func TestPublishWhenS3BecomesUnreachable(t *testing.T) {
 	opt.Endpoint = proxy.Endpoint
 	blobs := open(t, opt)
 	dir := t.TempDir()
-	idx, err := sqlite.Open(ctx, filepath.Join(dir, "trove.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer idx.Close()
+	idx := sqlitetest.NewIndex(t)
 	key := signingtest.NewKey(t, "acme")
 	if err := idx.CreateNamespace(ctx, registry.Namespace{Name: "acme", CreatedAt: time.Now()}); err != nil {
 		t.Fatal(err)
