@@ -43,6 +43,9 @@ func TestParseNames(t *testing.T) {
 		{"a--b", "", "", false, false},
 		{"../x", "", "", false, false},
 		{"", "", "", false, false},
+		{"\u0430cme", "", "", false, false},                      // a Cyrillic "а": reads as acme
+		{"\u00e9t\u00e9", "", "", false, false},                  // letters beyond ASCII
+		{"\uff41\uff43\uff4d\uff45", "acme", "acme", true, true}, // fullwidth: normalized to ASCII, the same name
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {

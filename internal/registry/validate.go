@@ -11,8 +11,8 @@ import (
 )
 
 // ParseNamespace validates a namespace name with the provider address rules
-// the clients apply, at most MaxNamespaceLength bytes, and returns its
-// normalized (lowercase) form.
+// the clients apply, at most MaxNamespaceLength bytes and ASCII once
+// normalized, and returns its normalized (lowercase) form.
 func ParseNamespace(name string) (string, error) {
 	if name == "" {
 		return "", Errorf(Invalid, "namespace name is empty")
@@ -24,7 +24,25 @@ func ParseNamespace(name string) (string, error) {
 	if err != nil {
 		return "", Errorf(Invalid, "invalid namespace %q: %s", name, err)
 	}
+	if !isASCII(norm) {
+		return "", Errorf(Invalid, "invalid namespace %q: %s", name, notASCII)
+	}
 	return norm, nil
+}
+
+// notASCII says why a name the provider address grammar allows is
+// refused: it allows letters of every script, and "аcme" with a Cyrillic
+// "а" would be a second namespace that reads as "acme".
+const notASCII = "use the ASCII letters a-z, digits and dashes (letters of other scripts can pass for them)"
+
+// isASCII reports whether s holds only ASCII bytes.
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 // ParseNamespaces validates the namespace names of a token binding with
@@ -56,6 +74,9 @@ func ParseProviderType(name string) (string, error) {
 	norm, err := tfaddr.ParseProviderPart(name)
 	if err != nil {
 		return "", Errorf(Invalid, "invalid provider type %q: %s", name, err)
+	}
+	if !isASCII(norm) {
+		return "", Errorf(Invalid, "invalid provider type %q: %s", name, notASCII)
 	}
 	if strings.HasPrefix(norm, "terraform-") {
 		return "", Errorf(Invalid, "invalid provider type %q: a type may not start with \"terraform-\"", name)
