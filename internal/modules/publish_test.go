@@ -151,8 +151,8 @@ func TestPublishRefuses(t *testing.T) {
 			if !registry.IsKind(err, tt.kind) {
 				t.Fatalf("Publish error = %v (kind %v), want kind %v", err, registry.KindOf(err), tt.kind)
 			}
-			if strings.HasPrefix(name, "non-ASCII") && !strings.Contains(err.Error(), "ASCII") {
-				t.Errorf("Publish error = %v, want it to say names are ASCII", err)
+			if strings.HasPrefix(name, "non-ASCII") && !strings.Contains(err.Error(), "Terraform and OpenTofu") {
+				t.Errorf("Publish error = %v, want it to say the clients refuse the address", err)
 			}
 		})
 	}

@@ -43,9 +43,6 @@ func TestParseNames(t *testing.T) {
 		{"a--b", "", "", false, false},
 		{"../x", "", "", false, false},
 		{"", "", "", false, false},
-		{"\u0430cme", "", "", false, false},                      // a Cyrillic "а": reads as acme
-		{"\u00e9t\u00e9", "", "", false, false},                  // letters beyond ASCII
-		{"\uff41\uff43\uff4d\uff45", "acme", "acme", true, true}, // fullwidth: normalized to ASCII, the same name
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
@@ -58,6 +55,16 @@ func TestParseNames(t *testing.T) {
 				t.Errorf("ParseProviderType(%q) = %q, %v", tt.in, typ, err)
 			}
 		})
+	}
+}
+
+// TestParseNewNamespace: a namespace to create is ASCII once normalized.
+func TestParseNewNamespace(t *testing.T) {
+	for in, want := range map[string]string{"acme": "acme", "ACME": "acme", "\uff41\uff43\uff4d\uff45": "acme", "\u0430cme": "", "caf\u00e9": "", "../x": ""} {
+		got, err := ParseNewNamespace(in)
+		if got != want || (err == nil) != (want != "") {
+			t.Errorf("ParseNewNamespace(%q) = %q, %v; want %q", in, got, err, want)
+		}
 	}
 }
 

@@ -11,8 +11,8 @@ import (
 )
 
 // ParseNamespace validates a namespace name with the provider address rules
-// the clients apply, at most MaxNamespaceLength bytes and ASCII once
-// normalized, and returns its normalized (lowercase) form.
+// the clients apply, at most MaxNamespaceLength bytes, and returns its
+// normalized (lowercase) form.
 func ParseNamespace(name string) (string, error) {
 	if name == "" {
 		return "", Errorf(Invalid, "namespace name is empty")
@@ -23,6 +23,17 @@ func ParseNamespace(name string) (string, error) {
 	norm, err := tfaddr.ParseProviderPart(name)
 	if err != nil {
 		return "", Errorf(Invalid, "invalid namespace %q: %s", name, err)
+	}
+	return norm, nil
+}
+
+// ParseNewNamespace is ParseNamespace for a namespace to create: its
+// normalized name must also be ASCII. Names already stored keep being
+// found (and deleted) through ParseNamespace.
+func ParseNewNamespace(name string) (string, error) {
+	norm, err := ParseNamespace(name)
+	if err != nil {
+		return "", err
 	}
 	if !isASCII(norm) {
 		return "", Errorf(Invalid, "invalid namespace %q: %s", name, notASCII)
@@ -74,9 +85,6 @@ func ParseProviderType(name string) (string, error) {
 	norm, err := tfaddr.ParseProviderPart(name)
 	if err != nil {
 		return "", Errorf(Invalid, "invalid provider type %q: %s", name, err)
-	}
-	if !isASCII(norm) {
-		return "", Errorf(Invalid, "invalid provider type %q: %s", name, notASCII)
 	}
 	if strings.HasPrefix(norm, "terraform-") {
 		return "", Errorf(Invalid, "invalid provider type %q: a type may not start with \"terraform-\"", name)

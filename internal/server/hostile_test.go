@@ -422,7 +422,6 @@ func hostileProbes(t *testing.T, expiredToken, fileURL string) map[string][]prob
 			probe{method: "DELETE", target: "/api/v1/namespaces/" + n, header: []string{admin}},
 			probe{method: "GET", target: "/api/v1/namespaces/acme/providers/" + n, header: []string{admin}},
 			probe{method: "GET", target: "/api/v1/tokens/" + n, header: []string{admin}},
-			probe{method: "GET", target: "/api/v1/tokens?namespace=" + n, header: []string{admin}},
 		)
 	}
 	for _, b := range []string{`{"scopes":["read"],"namespaces":["acme"],"expires_at":"yesterday"}`, `{"scopes":["root"],"namespaces":["acme"]}`,
