@@ -106,6 +106,32 @@ func CheckQuery(q url.Values) error {
 	return nil
 }
 
+// repeatable are the query parameters a route (its path, as RouteBundle)
+// takes more than once. Any other parameter given more than once is
+// refused (CheckRepeats): which of two limits, confirmations or
+// namespaces counts would be ambiguous, and a proxy or a log could read
+// another one than the server.
+var repeatable = map[string]map[string]bool{
+	RouteBundle: {BundleProviderParam: true, BundleModuleParam: true, BundlePlatformParam: true},
+}
+
+// CheckRepeats refuses a query parameter q gives more than once, unless
+// route (the path of a route pattern, as RouteBundle) takes it more than
+// once.
+func CheckRepeats(route string, q url.Values) error {
+	names := make([]string, 0, len(q))
+	for name, vs := range q {
+		if len(vs) > 1 && !repeatable[route][name] {
+			names = append(names, name)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	sort.Strings(names)
+	return registry.Errorf(registry.Invalid, "query parameter %q is given %d times: give it once", registry.Elide(names[0]), len(q[names[0]]))
+}
+
 // firstError returns the first non-nil error of errs.
 func firstError(errs ...error) error {
 	for _, err := range errs {

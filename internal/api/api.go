@@ -34,6 +34,7 @@ import (
 	"trove.dev/trove/internal/operations"
 	"trove.dev/trove/internal/publish"
 	"trove.dev/trove/internal/registry"
+	routereg "trove.dev/trove/internal/route"
 	"trove.dev/trove/internal/signing"
 	"trove.dev/trove/internal/store"
 	"trove.dev/trove/internal/webhook"
@@ -256,6 +257,10 @@ func New(opt Options) http.Handler {
 	route("GET "+apispec.RouteBundle, h.exportBundle)
 	route("POST "+apispec.RouteBundle, h.importBundle)
 	mux.Handle(apispec.Prefix+"/", httpjson.Handler(opt.Logger, func(w http.ResponseWriter, r *http.Request) error {
+		if allow := routereg.Allowed(mux, r, apispec.Prefix+"/"); len(allow) > 0 {
+			httpjson.MethodNotAllowed(w, r, allow)
+			return nil
+		}
 		return registry.Errorf(registry.NotFound, "no API route %s %s", r.Method, r.URL.Path)
 	}))
 	return mux
@@ -654,7 +659,10 @@ func (h *handler) publishProviderVersion(w http.ResponseWriter, r *http.Request)
 	if err != nil || mediaType != "multipart/form-data" || params["boundary"] == "" {
 		return registry.Errorf(registry.Invalid, "a publish request must be multipart/form-data with one %q part per release file", apispec.PublishFileField)
 	}
-	body := http.MaxBytesReader(w, r.Body, h.MaxUploadBytes)
+	body, err := httpjson.Body(w, r, h.MaxUploadBytes)
+	if err != nil {
+		return err
+	}
 	// Read what the client sends even when the publish is refused early,
 	// so that it sees the answer instead of a reset connection.
 	defer func() { _, _ = io.Copy(io.Discard, body) }()
@@ -697,7 +705,9 @@ func (m *multipartSource) Next() (string, io.Reader, error) {
 	if part.FormName() != apispec.PublishFileField || part.FileName() == "" {
 		return "", nil, registry.Errorf(registry.Invalid, "unexpected multipart part %q: every part must be a %q field with a file name", part.FormName(), apispec.PublishFileField)
 	}
-	return part.FileName(), part, nil
+	// A part cut short (the body ends before its boundary) is the
+	// client's failure, as for a module archive: 400, not 500.
+	return part.FileName(), clientReader{part}, nil
 }
 
 // Documents.

@@ -37,7 +37,10 @@ func (h *handler) importBundle(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	ctx := r.Context()
-	body := http.MaxBytesReader(w, r.Body, h.MaxUploadBytes)
+	body, err := httpjson.Body(w, r, h.MaxUploadBytes)
+	if err != nil {
+		return err
+	}
 	dir, err := staging.Dir{Path: h.TempDir, Prefix: bundleStagePrefix}.MkdirTemp("*")
 	if err != nil {
 		return registry.Wrap(registry.Internal, err, "creating the staging directory of a bundle")

@@ -10,10 +10,16 @@ import (
 
 // checkLimits returns fn behind a check of the request's path values (the
 // {placeholders} of pattern) and query values against their limits (see
-// apispec.CheckPathValue and apispec.CheckQuery), so that no handler sees
-// a value longer than its limit. JSON bodies are checked when decoded.
+// apispec.CheckPathValue and apispec.CheckQuery), and of query parameters
+// given more than once (apispec.CheckRepeats), so that no handler sees a
+// value longer than its limit or has to choose between two. JSON bodies
+// are checked when decoded.
 func checkLimits(pattern string, fn httpjson.HandlerFunc) httpjson.HandlerFunc {
 	names := placeholders(pattern)
+	path := pattern
+	if _, p, ok := strings.Cut(pattern, " "); ok {
+		path = p
+	}
 	return func(w http.ResponseWriter, r *http.Request) error {
 		for _, name := range names {
 			if err := apispec.CheckPathValue(name, r.PathValue(name)); err != nil {
@@ -21,7 +27,11 @@ func checkLimits(pattern string, fn httpjson.HandlerFunc) httpjson.HandlerFunc {
 			}
 		}
 		if r.URL.RawQuery != "" {
-			if err := apispec.CheckQuery(r.URL.Query()); err != nil {
+			q := r.URL.Query()
+			if err := apispec.CheckQuery(q); err != nil {
+				return err
+			}
+			if err := apispec.CheckRepeats(path, q); err != nil {
 				return err
 			}
 		}

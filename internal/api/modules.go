@@ -1,6 +1,8 @@
 package api
 
 import (
+	"bufio"
+	"bytes"
 	"errors"
 	"io"
 	"mime"
@@ -178,7 +180,10 @@ func (h *handler) publishModuleVersion(w http.ResponseWriter, r *http.Request) e
 	if h.Modules == nil {
 		return registry.Errorf(registry.Internal, "module publishing is not configured on this server")
 	}
-	body := http.MaxBytesReader(w, r.Body, h.MaxUploadBytes)
+	body, err := httpjson.Body(w, r, h.MaxUploadBytes)
+	if err != nil {
+		return err
+	}
 	// Read what the client sends even when the publish is refused early,
 	// so that it sees the answer instead of a reset connection.
 	defer func() { _, _ = io.Copy(io.Discard, body) }()
@@ -213,7 +218,11 @@ func moduleArchive(r *http.Request, body io.Reader) (io.Reader, error) {
 		return nil, registry.Errorf(registry.Invalid, "a module publish needs a Content-Type: %s, %s, application/octet-stream or multipart/form-data", apispec.ModuleArchiveTarGz, apispec.ModuleArchiveZip)
 	}
 	switch mediaType {
-	case apispec.ModuleArchiveTarGz, "application/x-gzip", "application/x-tar+gzip", apispec.ModuleArchiveZip, "application/octet-stream":
+	case apispec.ModuleArchiveTarGz, "application/x-gzip", "application/x-tar+gzip":
+		return declared(body, gzipMagic, "a .tar.gz archive ("+mediaType+")")
+	case apispec.ModuleArchiveZip:
+		return declared(body, zipMagic, "a .zip archive ("+mediaType+")")
+	case "application/octet-stream":
 		return body, nil
 	case "multipart/form-data":
 		if params["boundary"] == "" {
@@ -230,6 +239,25 @@ func moduleArchive(r *http.Request, body io.Reader) (io.Reader, error) {
 		return &singlePart{part: part, mr: mr}, nil
 	}
 	return nil, registry.Errorf(registry.Invalid, "unsupported Content-Type %q for a module archive: use %s, %s or multipart/form-data", mediaType, apispec.ModuleArchiveTarGz, apispec.ModuleArchiveZip)
+}
+
+// The first bytes of the archive formats.
+var (
+	gzipMagic = []byte{0x1f, 0x8b}
+	zipMagic  = []byte("PK")
+)
+
+// declared returns body after checking that it starts as the format its
+// Content-Type declares (what stands for either is application/octet-stream,
+// which is sniffed): a body of the other format is a client's mistake,
+// answered 400, not quietly published under another format.
+func declared(body io.Reader, magic []byte, what string) (io.Reader, error) {
+	br := bufio.NewReader(body)
+	head, _ := br.Peek(len(magic))
+	if len(head) == len(magic) && !bytes.Equal(head, magic) {
+		return nil, registry.Errorf(registry.Invalid, "the Content-Type says %s but the body is not one: send the archive's own type, or application/octet-stream", what)
+	}
+	return br, nil
 }
 
 // clientReader reads a request body on which a failure is the client's:

@@ -4,10 +4,14 @@
 package httpjson
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
+	"strings"
+	"unicode"
 
 	"trove.dev/trove/internal/registry"
 )
@@ -90,6 +94,14 @@ func WriteError(log *slog.Logger, w http.ResponseWriter, r *http.Request, err er
 	Write(w, status, ErrorBody{Errors: []string{msg}})
 }
 
+// MethodNotAllowed answers 405 with the methods the path takes in the
+// Allow header (RFC 9110) and a JSON error body naming them.
+func MethodNotAllowed(w http.ResponseWriter, r *http.Request, allow []string) {
+	w.Header().Set("Allow", strings.Join(allow, ", "))
+	msg := "method " + registry.Elide(r.Method) + " is not allowed here: use " + strings.Join(allow, ", ")
+	_ = Write(w, http.StatusMethodNotAllowed, ErrorBody{Errors: []string{msg}})
+}
+
 // Write writes v as a JSON body with the given status.
 func Write(w http.ResponseWriter, status int, v any) error {
 	body, err := json.Marshal(v)
@@ -109,6 +121,18 @@ func WriteRaw(w http.ResponseWriter, status int, body []byte) {
 	_, _ = w.Write(body)
 }
 
+// Body returns the body of r limited to limit bytes (a read beyond it
+// fails with *http.MaxBytesError, which WriteError answers with 413), or
+// a TooLarge error before anything is read when the request declares a
+// longer body in its Content-Length: a client is told at once, not after
+// it sent the limit's worth.
+func Body(w http.ResponseWriter, r *http.Request, limit int64) (io.ReadCloser, error) {
+	if r.ContentLength > limit {
+		return nil, registry.Errorf(registry.TooLarge, "request body of %d bytes exceeds the limit of %d bytes", r.ContentLength, limit)
+	}
+	return http.MaxBytesReader(w, r.Body, limit), nil
+}
+
 // Validator is a request document that checks its own fields (the
 // requests of apispec check their limits).
 type Validator interface {
@@ -116,24 +140,95 @@ type Validator interface {
 }
 
 // Decode reads a JSON request body of at most limit bytes into v,
-// rejecting unknown fields and trailing data. A v that is a Validator is
+// rejecting unknown fields, trailing data, and an object that names a
+// member twice (encoding/json would keep the last, matching names without
+// regard to case: {"name":"a","NAME":"b"} would be "b", where another
+// reader of the same body may take "a"). A v that is a Validator is
 // validated before Decode returns, so that no handler acts on a document
 // whose fields break their limits.
 func Decode(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	body, err := Body(w, r, limit)
+	if err != nil {
+		return err
+	}
+	data, err := io.ReadAll(body)
+	if err != nil {
 		var maxErr *http.MaxBytesError
 		if errors.As(err, &maxErr) {
 			return registry.Errorf(registry.TooLarge, "request body exceeds the limit of %d bytes", maxErr.Limit)
 		}
 		return registry.Errorf(registry.Invalid, "invalid JSON request body: %s", err)
 	}
-	if dec.More() {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return registry.Errorf(registry.Invalid, "invalid JSON request body: %s", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
 		return registry.Errorf(registry.Invalid, "invalid JSON request body: unexpected data after the object")
+	}
+	if name, ok := repeatedMember(data); ok {
+		return registry.Errorf(registry.Invalid, "invalid JSON request body: an object names the member %q more than once", registry.Elide(name))
 	}
 	if val, ok := v.(Validator); ok {
 		return val.Validate()
 	}
 	return nil
+}
+
+// repeatedMember returns a member name that an object of the valid JSON
+// document data gives twice, compared as encoding/json matches names to
+// fields (Unicode case folding).
+func repeatedMember(data []byte) (string, bool) {
+	type frame struct {
+		names     map[string]bool // nil: an array
+		expectKey bool
+	}
+	var stack []frame
+	dec := json.NewDecoder(bytes.NewReader(data))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		top := len(stack) - 1
+		switch t := tok.(type) {
+		case json.Delim:
+			switch t {
+			case '{':
+				stack = append(stack, frame{names: map[string]bool{}, expectKey: true})
+				continue
+			case '[':
+				stack = append(stack, frame{})
+				continue
+			}
+			stack = stack[:top] // '}' or ']': a value ended
+		case string:
+			if top >= 0 && stack[top].names != nil && stack[top].expectKey {
+				folded := foldName(t)
+				if stack[top].names[folded] {
+					return t, true
+				}
+				stack[top].names[folded] = true
+				stack[top].expectKey = false
+				continue
+			}
+		}
+		if top = len(stack) - 1; top >= 0 && stack[top].names != nil {
+			stack[top].expectKey = true
+		}
+	}
+}
+
+// foldName maps every rune of s to the smallest rune of its Unicode
+// case-folding orbit, so that two names are equal under
+// strings.EqualFold exactly when their foldName are equal.
+func foldName(s string) string {
+	return strings.Map(func(r rune) rune {
+		least := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			least = min(least, f)
+		}
+		return least
+	}, s)
 }

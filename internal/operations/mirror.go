@@ -47,8 +47,19 @@ func NormalizeHost(given string) (string, error) {
 	if err := registry.HostLimit.Check(h.String()); err != nil {
 		return "", err
 	}
+	// svchost does not bound labels: a label DNS cannot carry names a
+	// host that never resolves.
+	name, _, _ := strings.Cut(h.String(), ":")
+	for label := range strings.SplitSeq(name, ".") {
+		if len(label) > maxDNSLabel {
+			return "", registry.Errorf(registry.Invalid, "host %.300q is not a registry host name: a DNS label is at most %d characters", given, maxDNSLabel)
+		}
+	}
 	return h.String(), nil
 }
+
+// maxDNSLabel bounds each dot-separated label of a host name (RFC 1035).
+const maxDNSLabel = 63
 
 // PutMirrorUpstream creates the upstream of host (created true) or
 // replaces its whole configuration with req, keeping its creation time,

@@ -334,3 +334,24 @@ func sameElements(a, b []string) bool {
 	}
 	return true
 }
+
+// TestNormalizeHostRefusesHostileHosts: hosts no registry can have are
+// refused, and the forms of one host normalize alike.
+func TestNormalizeHostRefusesHostileHosts(t *testing.T) {
+	for given, want := range map[string]string{
+		"Registry.Example.COM":         "registry.example.com",
+		"registry.example.com:443":     "registry.example.com",
+		"registry.example.com:8443":    "registry.example.com:8443",
+		strings.Repeat("a", 63) + ".x": strings.Repeat("a", 63) + ".x",
+	} {
+		if got, err := operations.NormalizeHost(given); err != nil || got != want {
+			t.Errorf("NormalizeHost(%q) = %q, %v; want %q", given, got, err, want)
+		}
+	}
+	for _, given := range []string{"", "a..b", "-a.example", "a\x00b.example", "a b.example", strings.Repeat("a", 64) + ".example",
+		"x." + strings.Repeat("b", 64), "registry.example.com:99999", "registry.example.com/path", "user@registry.example.com"} {
+		if got, err := operations.NormalizeHost(given); !registry.IsKind(err, registry.Invalid) {
+			t.Errorf("NormalizeHost(%q) = %q, %v; want Invalid", given, got, err)
+		}
+	}
+}

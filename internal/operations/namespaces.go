@@ -14,7 +14,7 @@ func (o *Operations) CreateNamespace(ctx context.Context, a Actor, name, descrip
 	if err := o.require(a, registry.ScopeAdmin, ""); err != nil {
 		return registry.Namespace{}, err
 	}
-	name, err := registry.ParseNamespace(name)
+	name, err := registry.ParseNewNamespace(name)
 	if err != nil {
 		return registry.Namespace{}, err
 	}

@@ -58,6 +58,16 @@ func TestParseNames(t *testing.T) {
 	}
 }
 
+// TestParseNewNamespace: a namespace to create is ASCII once normalized.
+func TestParseNewNamespace(t *testing.T) {
+	for in, want := range map[string]string{"acme": "acme", "ACME": "acme", "\uff41\uff43\uff4d\uff45": "acme", "\u0430cme": "", "caf\u00e9": "", "../x": ""} {
+		got, err := ParseNewNamespace(in)
+		if got != want || (err == nil) != (want != "") {
+			t.Errorf("ParseNewNamespace(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+}
+
 func TestSortNewestFirst(t *testing.T) {
 	vs := []ProviderVersion{{Version: "1.2.0"}, {Version: "1.10.0"}, {Version: "1.10.0-beta"}, {Version: "0.9.9"}, {Version: "2.0.0"}}
 	SortNewestFirst(vs, func(v ProviderVersion) string { return v.Version })

@@ -27,6 +27,35 @@ func ParseNamespace(name string) (string, error) {
 	return norm, nil
 }
 
+// ParseNewNamespace is ParseNamespace for a namespace to create: its
+// normalized name must also be ASCII. Names already stored keep being
+// found (and deleted) through ParseNamespace.
+func ParseNewNamespace(name string) (string, error) {
+	norm, err := ParseNamespace(name)
+	if err != nil {
+		return "", err
+	}
+	if !isASCII(norm) {
+		return "", Errorf(Invalid, "invalid namespace %q: %s", name, notASCII)
+	}
+	return norm, nil
+}
+
+// notASCII says why a name the provider address grammar allows is
+// refused: it allows letters of every script, and "аcme" with a Cyrillic
+// "а" would be a second namespace that reads as "acme".
+const notASCII = "use the ASCII letters a-z, digits and dashes (letters of other scripts can pass for them)"
+
+// isASCII reports whether s holds only ASCII bytes.
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
 // ParseNamespaces validates the namespace names of a token binding with
 // ParseNamespace and returns them normalized, sorted and without
 // duplicates; nil for none (a global binding).

@@ -1,7 +1,9 @@
 // Package route owns what the services register their HTTP routes on:
 // Registrar, which *http.ServeMux satisfies, and Recorder, which
 // registers on a mux and keeps every pattern so that the server's
-// pre-router can prove no other route shadows one of its own.
+// pre-router can prove no other route shadows one of its own; and
+// Allowed, the methods a path has a route for, with which a catch-all
+// answers 405 instead of 404.
 package route
 
 import (
@@ -35,3 +37,27 @@ func (r *Recorder) HandleFunc(pattern string, handler func(http.ResponseWriter, 
 
 // Patterns returns every pattern registered so far, in order.
 func (r *Recorder) Patterns() []string { return slices.Clone(r.patterns) }
+
+// methods are the methods Allowed tries: every one a Trove route takes.
+var methods = []string{http.MethodDelete, http.MethodGet, http.MethodHead, http.MethodPatch, http.MethodPost, http.MethodPut}
+
+// Allowed returns the methods, sorted as an Allow header lists them, for
+// which mux routes the path of r to a pattern other than the catch-alls
+// named in fallbacks. A catch-all (a pattern that takes every method,
+// such as "/") hides the 405 ServeMux would answer a path registered only
+// for other methods: it calls Allowed, and answers 405 with these methods
+// in Allow when there are any, 404 when there are none.
+func Allowed(mux *http.ServeMux, r *http.Request, fallbacks ...string) []string {
+	var allow []string
+	try := *r // shallow: Handler reads only the method, host and path
+	for _, m := range methods {
+		if m == r.Method {
+			continue
+		}
+		try.Method = m
+		if _, pattern := mux.Handler(&try); pattern != "" && !slices.Contains(fallbacks, pattern) {
+			allow = append(allow, m)
+		}
+	}
+	return allow
+}

@@ -27,3 +27,33 @@ func TestRecorderRegistersAndRecords(t *testing.T) {
 		t.Error("Patterns shares its slice with the recorder")
 	}
 }
+
+// TestAllowed lists the methods a path is routed for beside the
+// catch-alls, sorted as an Allow header, and none for a path only a
+// catch-all takes.
+func TestAllowed(t *testing.T) {
+	mux := http.NewServeMux()
+	ok := func(http.ResponseWriter, *http.Request) {}
+	mux.HandleFunc("GET /a/{x}", ok)
+	mux.HandleFunc("POST /a/{x}", ok)
+	mux.HandleFunc("DELETE /a/b", ok)
+	mux.HandleFunc("POST /only-post", ok)
+	mux.HandleFunc("/", ok)
+	mux.HandleFunc("/api/", ok)
+	for _, c := range []struct {
+		method, path string
+		want         []string
+	}{
+		{http.MethodPut, "/a/1", []string{"GET", "HEAD", "POST"}},
+		{http.MethodPut, "/a/b", []string{"DELETE", "GET", "HEAD", "POST"}},
+		{http.MethodGet, "/only-post", []string{"POST"}},
+		{http.MethodHead, "/only-post", []string{"POST"}},
+		{http.MethodGet, "/nothing", nil},
+		{http.MethodPost, "/api/x", nil},
+		{"BREW", "/a/1", []string{"GET", "HEAD", "POST"}},
+	} {
+		if got := Allowed(mux, httptest.NewRequest(c.method, c.path, nil), "/", "/api/"); !slices.Equal(got, c.want) {
+			t.Errorf("%s %s: %q, want %q", c.method, c.path, got, c.want)
+		}
+	}
+}

@@ -161,9 +161,10 @@ func TestFastRouterLeavesTheMuxItsAnswers(t *testing.T) {
 		status         int
 		header, value  string
 	}{
-		// Other methods reach the "/" fallback (every method), not a 405.
-		{http.MethodPost, "/v1/providers/acme/widget/versions", http.StatusNotFound, "Allow", ""},
-		{http.MethodDelete, "/v1/modules/acme/net/aws/1.0.0/download", http.StatusNotFound, "Allow", ""},
+		// Other methods reach the "/" fallback (every method), which
+		// answers 405 with the methods the path takes.
+		{http.MethodPost, "/v1/providers/acme/widget/versions", http.StatusMethodNotAllowed, "Allow", "GET, HEAD"},
+		{http.MethodDelete, "/v1/modules/acme/net/aws/1.0.0/download", http.StatusMethodNotAllowed, "Allow", "GET, HEAD"},
 		{http.MethodPut, "/v2/x", http.StatusMethodNotAllowed, "Docker-Distribution-Api-Version", "registry/2.0"}, // the OCI API's own
 		{http.MethodGet, "/v2", http.StatusOK, "Docker-Distribution-Api-Version", "registry/2.0"},
 		// The mux redirects to the cleaned path (the middleware answers

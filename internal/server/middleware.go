@@ -48,7 +48,8 @@ const (
 
 // middleware wraps every route: panic recovery, metrics by route pattern,
 // access log, security headers (on every answer with content),
-// progress deadlines, and the refusal of non-canonical paths (paths.go).
+// progress deadlines, and the refusal of non-canonical paths (paths.go)
+// and of requests with more than one Authorization header.
 type middleware struct {
 	next    http.Handler
 	log     *slog.Logger
@@ -72,8 +73,19 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		httpjson.WriteError(m.log, rec, r, err) // see paths.go
 		return
 	}
+	if len(r.Header["Authorization"]) > 1 {
+		// Which credentials count would be each reader's guess (every
+		// reader of the header takes the first; a proxy may take
+		// another): no route sees such a request.
+		httpjson.WriteError(m.log, rec, r, errTwoAuthorizations)
+		return
+	}
 	m.next.ServeHTTP(rec, r)
 }
+
+// errTwoAuthorizations answers a request with more than one
+// Authorization header.
+var errTwoAuthorizations = registry.Errorf(registry.Invalid, "the request has more than one Authorization header: send one")
 
 // setSecurityHeaders adds the security headers to an answer that has
 // content: a 204 or 304 has none to sniff, render or frame, and a tiny

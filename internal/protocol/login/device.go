@@ -135,6 +135,10 @@ func (s *Service) deviceAuthorize(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, &oauthError{Code: "invalid_request", Description: "the request body is not a form"})
 		return
 	}
+	if err := singleValued(r.PostForm); err != nil {
+		writeJSON(w, http.StatusBadRequest, err)
+		return
+	}
 	if r.PostForm.Get("client_id") != s.opt.ClientID {
 		writeJSON(w, http.StatusUnauthorized, &oauthError{Code: "invalid_client", Description: "unknown client_id: this server only logs in the client " + strconv.Quote(s.opt.ClientID)})
 		return

@@ -683,6 +683,18 @@ type oauthError struct {
 
 func (e *oauthError) Error() string { return e.Code + ": " + e.Description }
 
+// singleValued refuses a form that repeats a parameter: RFC 6749 (3.1,
+// 3.2) forbids it, and a repeated one is ambiguous (which grant_type,
+// which code?).
+func singleValued(f url.Values) error {
+	for name, vs := range f {
+		if len(vs) > 1 {
+			return &oauthError{status: http.StatusBadRequest, Code: "invalid_request", Description: "the parameter " + strconv.Quote(registry.Elide(name)) + " is repeated"}
+		}
+	}
+	return nil
+}
+
 func grantError(desc string) error {
 	return &oauthError{status: http.StatusBadRequest, Code: "invalid_grant", Description: desc}
 }
@@ -711,6 +723,9 @@ func (s *Service) exchange(w http.ResponseWriter, r *http.Request) (tokenRespons
 		return tokenResponse{}, &oauthError{status: http.StatusBadRequest, Code: "invalid_request", Description: "the request body is not a form"}
 	}
 	f := r.PostForm
+	if err := singleValued(f); err != nil {
+		return tokenResponse{}, err
+	}
 	switch f.Get("grant_type") {
 	case "authorization_code":
 	case DeviceGrantType:

@@ -821,6 +821,9 @@ func (s *Service) search(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Service) listing(w http.ResponseWriter, r *http.Request, namespace, query string) error {
 	params := r.URL.Query()
+	if err := singleValued(params); err != nil {
+		return err
+	}
 	f := registry.ModuleFilter{Query: query, Limit: DefaultPageSize}
 	var err error
 	if f.Offset, err = intParam(params, "offset", 0, 0, 1<<30); err != nil {
@@ -948,6 +951,18 @@ func (s *Service) readablePage(r *http.Request, f registry.ModuleFilter) ([]regi
 }
 
 // intParam reads an optional integer query parameter within [lo, hi].
+// singleValued refuses a query that gives a parameter more than once
+// (which offset or limit would count is ambiguous), as the management
+// API does.
+func singleValued(q url.Values) error {
+	for name, vs := range q {
+		if len(vs) > 1 {
+			return registry.Errorf(registry.Invalid, "query parameter %q is given %d times: give it once", registry.Elide(name), len(vs))
+		}
+	}
+	return nil
+}
+
 func intParam(q url.Values, name string, def, lo, hi int) (int, error) {
 	s := q.Get(name)
 	if s == "" {

@@ -262,6 +262,18 @@ func errf(status int, code, format string, args ...any) *ociError {
 	return &ociError{status: status, code: code, message: msg}
 }
 
+// readMethods are the methods of every route of the API but the token
+// endpoint's: the Allow header of their 405 answers.
+const readMethods = "GET, HEAD"
+
+// notAllowed answers a method the route does not take: 405 with the
+// methods it takes in the Allow header (RFC 9110), the error document
+// saying why.
+func (s *Service) notAllowed(w http.ResponseWriter, r *http.Request, allow, why string) {
+	w.Header().Set("Allow", allow)
+	s.writeError(w, r, errf(http.StatusMethodNotAllowed, "UNSUPPORTED", "%s", why), "")
+}
+
 func (s *Service) writeError(w http.ResponseWriter, r *http.Request, err error, repoName string) {
 	var oe *ociError
 	if !errors.As(err, &oe) {
@@ -362,7 +374,7 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request) {
 	path := r.URL.Path
 	if path == "/v2" || path == "/v2/" {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			s.writeError(w, r, errf(http.StatusMethodNotAllowed, "UNSUPPORTED", "this registry is read-only"), "")
+			s.notAllowed(w, r, readMethods, "this registry is read-only")
 			return
 		}
 		if err := s.authenticate(r); err != nil {
@@ -396,14 +408,14 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	if op == "" || name == "" {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			s.writeError(w, r, errf(http.StatusMethodNotAllowed, "UNSUPPORTED", "this registry is read-only: publish through Trove's API"), "")
+			s.notAllowed(w, r, readMethods, "this registry is read-only: publish through Trove's API")
 			return
 		}
 		s.writeError(w, r, errf(http.StatusNotFound, "NAME_UNKNOWN", "no such route"), "")
 		return
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		s.writeError(w, r, errf(http.StatusMethodNotAllowed, "UNSUPPORTED", "this registry is read-only: publish through Trove's API"), "")
+		s.notAllowed(w, r, readMethods, "this registry is read-only: publish through Trove's API")
 		return
 	}
 	key, tl, ok := s.cachedRepo(name)
@@ -702,6 +714,10 @@ func (s *Service) generate(ctx context.Context, key repoKey) (*repo, error) {
 // serveTags answers a page of the sorted tags.
 func (s *Service) serveTags(w http.ResponseWriter, r *http.Request, key repoKey, all []string) {
 	q := r.URL.Query()
+	if len(q["n"]) > 1 || len(q["last"]) > 1 {
+		s.writeError(w, r, errf(http.StatusBadRequest, "PAGINATION_NUMBER_INVALID", "give n and last once each"), key.String())
+		return
+	}
 	n := len(all)
 	if v := q.Get("n"); v != "" {
 		i, err := strconv.Atoi(v)

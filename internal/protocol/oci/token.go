@@ -154,7 +154,7 @@ func parseScopes(vals []string) ([]scope, error) {
 // repositories need no token.
 func (s *Service) serveToken(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodPost {
-		s.writeError(w, r, errf(http.StatusMethodNotAllowed, "UNSUPPORTED", "use GET"), "")
+		s.notAllowed(w, r, "GET, POST", "use GET or POST")
 		return
 	}
 	if r.Header.Get("Authorization") == "" || s.opt.Guard == nil || s.opt.Signer == nil {
