@@ -263,7 +263,7 @@ func New(opt Options) (*Server, error) {
 	// The catch-all: 405 with Allow for a path routed for other methods
 	// only, 404 otherwise (and the UI's page to a browser's GET).
 	fallback := httpjson.Handler(opt.Logger, func(w http.ResponseWriter, r *http.Request) error {
-		if allow := routereg.Allowed(mux.Mux, r, "/"); len(allow) > 0 {
+		if allow := route.Allowed(mux.Mux, r, "/"); len(allow) > 0 {
 			httpjson.MethodNotAllowed(w, r, allow)
 			return nil
 		}
