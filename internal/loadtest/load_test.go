@@ -100,7 +100,9 @@ func TestLoadCountsRefusedConnections(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close() // nothing listens there any more
-	res, err := Load(context.Background(), "http://"+addr+"/", LoadOptions{Conns: 1, Duration: 100 * time.Millisecond})
+	// A window long enough for a connection attempt to fail even on a
+	// machine busy with other tests.
+	res, err := Load(context.Background(), "http://"+addr+"/", LoadOptions{Conns: 1, Duration: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -69,16 +69,19 @@ func troveBin(t *testing.T) string {
 }
 
 // smallRun returns the options of a short run of every row against bin.
+// Its windows are a second long: long enough that every row completes
+// requests even on a machine busy with other tests (a request counts
+// only when it starts and ends within the window).
 func smallRun(bin string) Options {
 	opt := DefaultOptions()
 	opt.TroveBinary = bin
 	opt.Conns, opt.StreamConns = 4, 2
-	opt.Warmup, opt.Duration, opt.Rounds = 100*time.Millisecond, 300*time.Millisecond, 2
+	opt.Warmup, opt.Duration, opt.Rounds = 100*time.Millisecond, time.Second, 2
 	opt.Spec.Providers = []ProviderSpec{{Type: "small", Versions: 30}, {Type: "large", Versions: 120}}
 	opt.Spec.TotalVersions = 400
 	opt.Spec.ArchiveBytes = 2 << 20
 	opt.Spec.Modules = opt.Spec.Modules[:6]
-	opt.MixDocs, opt.MixDuration, opt.MixRounds = 5, 300*time.Millisecond, 1
+	opt.MixDocs, opt.MixDuration, opt.MixRounds = 5, time.Second, 1
 	opt.UIDocs = 20
 	opt.FillDocs = 200
 	return opt
