@@ -47,15 +47,21 @@ func NormalizeHost(given string) (string, error) {
 	if err := registry.HostLimit.Check(h.String()); err != nil {
 		return "", err
 	}
-	// svchost does not bound labels: a label DNS cannot carry names a
-	// host that never resolves.
-	name, _, _ := strings.Cut(h.String(), ":")
+	return h.String(), nil
+}
+
+// checkNewHost refuses an upstream host (normalized) that could never
+// resolve: svchost does not bound labels, and DNS carries none over
+// maxDNSLabel. Only a new or replaced upstream is checked, so that one
+// stored before the rule can still be read and removed.
+func checkNewHost(host string) error {
+	name, _, _ := strings.Cut(host, ":")
 	for label := range strings.SplitSeq(name, ".") {
 		if len(label) > maxDNSLabel {
-			return "", registry.Errorf(registry.Invalid, "host %.300q is not a registry host name: a DNS label is at most %d characters", given, maxDNSLabel)
+			return registry.Errorf(registry.Invalid, "host %.300q is not a registry host name: a DNS label is at most %d characters", host, maxDNSLabel)
 		}
 	}
-	return h.String(), nil
+	return nil
 }
 
 // maxDNSLabel bounds each dot-separated label of a host name (RFC 1035).
@@ -67,6 +73,9 @@ const maxDNSLabel = 63
 // running mirror to read its upstreams again (Options.OnMirrorChange).
 func (o *Operations) PutMirrorUpstream(ctx context.Context, a Actor, host string, req apispec.PutMirrorUpstreamRequest) (u registry.MirrorUpstream, created bool, err error) {
 	if host, err = o.MirrorHost(a, host); err != nil {
+		return u, false, err
+	}
+	if err := checkNewHost(host); err != nil {
 		return u, false, err
 	}
 	if err := req.Validate(); err != nil {

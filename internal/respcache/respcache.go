@@ -853,6 +853,7 @@ func (c *Cache[O, D, V]) run(ctx context.Context, key flightKey[O, D], f *flight
 			// over, a request renders again and waits for it.
 			e.staleAt = start + int64(min(c.opt.NoStoreAge, c.opt.MaxAge))
 			e.expiresAt = e.staleAt
+			e.settledStaleAt, e.settledExpiresAt = 0, 0 // a degraded document never lasts
 		}
 	case prev != nil && prev.sameDocument(r):
 		e = c.renewEntry(prev, r, start)

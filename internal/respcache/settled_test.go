@@ -92,3 +92,23 @@ func TestLastingWithoutSettled(t *testing.T) {
 		t.Errorf("a Lasting entry at MaxAge without Settled: %v, want expired", got)
 	}
 }
+
+// A degraded render kept for NoStoreAge is never Lasting: once its age
+// is over it is expired, even in a Settled cache.
+func TestDegradedNeverLasts(t *testing.T) {
+	const age = 5 * time.Second
+	c, clk, _ := newTest(t, func(o *Options) { o.NoStoreAge = age; o.Settled = func() bool { return true } })
+	var calls atomic.Int64
+	render := func(context.Context) (Rendered[int], error) {
+		calls.Add(1)
+		return Rendered[int]{Body: []byte("partial"), NoStore: true, Lasting: true}, nil
+	}
+	e, err := c.Load(context.Background(), "o", "d", nil, render)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.Add(age)
+	if got := c.State(e); got != Expired {
+		t.Errorf("a degraded Lasting entry past NoStoreAge in a Settled cache: %v, want expired", got)
+	}
+}
