@@ -301,7 +301,7 @@ func New(opt Options) (*Server, error) {
 // its commits (the embedded SQLite index; New registers applyChange as
 // its hook), every change reaches the caches as it commits, so the
 // documents that change only through the index need no render on age
-// (docs/configuration.md, "Caches"). Other indexes (PostgreSQL, whose
+// (docs/architecture.md, "Request paths"). Other indexes (PostgreSQL, whose
 // other replicas' changes arrive through a feed that can miss some
 // while it reconnects) get nil: their caches keep the maximum age.
 func settledIndex(idx any) func() bool {
