@@ -91,7 +91,10 @@ func (d *download) release() {
 }
 
 // join returns the running download of a package, or starts one, with a
-// reference for the caller (release it).
+// reference for the caller (release it). A download that failed but is
+// not yet removed is not joined: its failure is the previous request's,
+// which this one would get without a try. One that succeeded is (its
+// package is stored; a new download would hash it again).
 func (m *Mirror) join(mv registry.MirroredVersion, pl registry.Platform) *download {
 	o := registry.PackageOrigin{Host: mv.Host, Namespace: mv.Namespace, Type: mv.Type, Version: mv.Version, OS: pl.OS, Arch: pl.Arch}
 	key := o.String()
@@ -99,9 +102,14 @@ func (m *Mirror) join(mv registry.MirroredVersion, pl registry.Platform) *downlo
 	defer m.dlMu.Unlock()
 	if d := m.downloads[key]; d != nil {
 		d.mu.Lock()
-		d.refs++
+		joinable := !d.done || d.err == nil
+		if joinable {
+			d.refs++
+		}
 		d.mu.Unlock()
-		return d
+		if joinable {
+			return d
+		}
 	}
 	d := &download{m: m, origin: o, mv: mv, pl: pl, progress: make(chan struct{}), refs: 2, size: -1}
 	m.downloads[key] = d
@@ -124,7 +132,9 @@ func (d *download) run(key string) {
 		}
 	})
 	d.m.dlMu.Lock()
-	delete(d.m.downloads, key)
+	if d.m.downloads[key] == d { // else a later download took its place
+		delete(d.m.downloads, key)
+	}
 	d.m.dlMu.Unlock()
 	d.release()
 }
