@@ -14,6 +14,9 @@ type metrics struct {
 	versions *prometheus.CounterVec // mirror versions answered, by source
 	refused  *prometheus.CounterVec // upstream files refused (bad signature or checksum), by host
 	bytes    *prometheus.CounterVec // package bytes fetched, by host
+	// remembered counts package fetches answered with a remembered
+	// refusal (refusals.go), without asking the upstream, by host.
+	remembered *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -34,11 +37,15 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "trove_mirror_fetched_bytes_total",
 			Help: "Bytes of provider packages the mirror fetched from upstream registries.",
 		}, []string{"host"}),
+		remembered: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "trove_mirror_refusals_remembered_total",
+			Help: "Provider package fetches the mirror answered with a refusal it remembered (the package was refused for its bytes a short while before), without asking the upstream again, by host.",
+		}, []string{"host"}),
 	}
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []**prometheus.CounterVec{&m.requests, &m.versions, &m.refused, &m.bytes} {
+	for _, c := range []**prometheus.CounterVec{&m.requests, &m.versions, &m.refused, &m.bytes, &m.remembered} {
 		if err := reg.Register(*c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if !errors.As(err, &are) {

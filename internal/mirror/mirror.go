@@ -96,10 +96,16 @@ type Options struct {
 	// upstream's next bytes (or its answer) before it gives up
 	// (DefaultIdleTimeout). A download takes DefaultFetchTimeout at most.
 	IdleTimeout time.Duration
-	Logger      *slog.Logger
+	// RefusalTTL is how long a package refused for its bytes is answered
+	// with the same refusal without asking the upstream again
+	// (DefaultRefusalTTL; negative: never, every request asks the
+	// upstream). See refusals.go.
+	RefusalTTL time.Duration
+	Logger     *slog.Logger
 	// Metrics receives the mirror's collectors (nil: none).
 	Metrics prometheus.Registerer
-	Now     func() time.Time
+	// Now is the mirror's clock (time.Now).
+	Now func() time.Time
 }
 
 // Mirror fetches providers from upstream registries and keeps them. It is
@@ -116,8 +122,9 @@ type Mirror struct {
 	verMu    sync.Mutex
 	versions map[provider]cachedVersions
 
-	flights singleflight.Group
-	metrics *metrics
+	flights  singleflight.Group
+	metrics  *metrics
+	refusals *refusals // packages refused for their bytes, not asked for again for a while
 
 	fetchTimeout time.Duration
 	dlMu         sync.Mutex
@@ -151,6 +158,9 @@ func New(opt Options) (*Mirror, error) {
 	if opt.IdleTimeout <= 0 {
 		opt.IdleTimeout = DefaultIdleTimeout
 	}
+	if opt.RefusalTTL == 0 {
+		opt.RefusalTTL = DefaultRefusalTTL
+	}
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
@@ -164,7 +174,7 @@ func New(opt Options) (*Mirror, error) {
 	m := &Mirror{
 		opt: opt, log: log, stage: staging.Dir{Path: opt.TempDir, Prefix: "mirror-"},
 		versions: make(map[provider]cachedVersions), fetchTimeout: DefaultFetchTimeout,
-		downloads: make(map[string]*download),
+		downloads: make(map[string]*download), refusals: newRefusals(opt.RefusalTTL, maxRefusals),
 	}
 	m.stop, m.cancel = context.WithCancel(context.Background())
 	var err error
@@ -691,14 +701,29 @@ func (m *Mirror) fetchPackage(ctx context.Context, d *download) error {
 	if u == nil {
 		return registry.Errorf(registry.Unavailable, "%s is not held by this mirror, and %s is not one of its upstream registries to fetch it from", pl.Filename, p.host)
 	}
+	// A package refused for its bytes a short while ago is refused
+	// again without asking the upstream (refusals.go).
+	key := refusalKey{origin: d.origin, digest: pl.SHA256}
+	if r, ok := m.refusals.get(key, m.opt.Now()); ok {
+		m.metrics.remembered.WithLabelValues(p.host).Inc()
+		return r.err()
+	}
+	// refuse counts and remembers a refusal of the package's bytes (or
+	// of their checksum). Nothing else is remembered: a failure of the
+	// network, the upstream or this Trove is tried again next time.
+	refuse := func(format string, args ...any) error {
+		m.metrics.refused.WithLabelValues(p.host).Inc()
+		err := registry.Errorf(registry.UpstreamInvalid, format, args...)
+		m.refusals.add(key, registry.Message(err), m.opt.Now())
+		return err
+	}
 	dl, dlURL, err := u.download(ctx, p.namespace, p.typ, mv.Version, pl.OS, pl.Arch)
 	m.metrics.upstream(p.host, "download", err)
 	if err != nil {
 		return m.fetchErr(p, mv.Version, "the download document of "+pl.Filename, err)
 	}
 	if dl.SHASum != "" && !strings.EqualFold(dl.SHASum, pl.SHA256) {
-		m.metrics.refused.WithLabelValues(p.host).Inc()
-		return registry.Errorf(registry.UpstreamInvalid, "upstream %s: the download document of %s gives checksum %s, but its signed SHA256SUMS lists %s; refused, nothing was mirrored", p.host, pl.Filename, dl.SHASum, pl.SHA256)
+		return refuse("upstream %s: the download document of %s gives checksum %s, but its signed SHA256SUMS lists %s; refused, nothing was mirrored", p.host, pl.Filename, dl.SHASum, pl.SHA256)
 	}
 	target, err := u.resolve(dlURL, dl.DownloadURL)
 	if err != nil {
@@ -740,12 +765,10 @@ func (m *Mirror) fetchPackage(ctx context.Context, d *download) error {
 	}
 	m.metrics.bytes.WithLabelValues(p.host).Add(float64(n))
 	if got != pl.SHA256 {
-		m.metrics.refused.WithLabelValues(p.host).Inc()
-		return registry.Errorf(registry.UpstreamInvalid, "upstream %s sent %s with checksum %s, but its signed SHA256SUMS lists %s: refused, nothing was mirrored", p.host, pl.Filename, got, pl.SHA256)
+		return refuse("upstream %s sent %s with checksum %s, but its signed SHA256SUMS lists %s: refused, nothing was mirrored", p.host, pl.Filename, got, pl.SHA256)
 	}
 	notZip := func(err error) error {
-		m.metrics.refused.WithLabelValues(p.host).Inc()
-		return registry.Errorf(registry.UpstreamInvalid, "upstream %s sent %s, which is not a zip archive (%s)", p.host, pl.Filename, registry.Message(err))
+		return refuse("upstream %s sent %s, which is not a zip archive (%s)", p.host, pl.Filename, registry.Message(err))
 	}
 	if err := zipDirectory(f, n); err != nil {
 		return notZip(err) // its readers' answers are broken off

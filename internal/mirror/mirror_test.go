@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -37,9 +38,13 @@ type fakeUpstream struct {
 	key         *signingtest.Key
 	rel         releasetest.Release
 	archiveGets atomic.Int64
+	requests    atomic.Int64 // every request it was sent
 	down        atomic.Bool
 	tamperSig   atomic.Bool
 	tamperZip   atomic.Bool
+	badShasum   atomic.Bool   // download documents give another checksum than SHA256SUMS
+	zipStatus   atomic.Int64  // if set, archive downloads are answered with this status
+	cutZip      atomic.Bool   // archive downloads break off at half
 	plainHTTP   atomic.Bool   // download URLs in plain http
 	badPlatform atomic.Bool   // 3.1.0 also lists a platform with a slash in its OS
 	slowZip     chan struct{} // closed to let archive downloads finish
@@ -80,7 +85,12 @@ func newFakeUpstream(t *testing.T) *fakeUpstream {
 			}(),
 			"shasums_url":           "/files/" + u.rel.Prefix() + "_SHA256SUMS",
 			"shasums_signature_url": "/files/" + u.rel.Prefix() + "_SHA256SUMS.sig",
-			"shasum":                u.rel.SHA256(name),
+			"shasum": func() string {
+				if u.badShasum.Load() {
+					return strings.Repeat("0", 64)
+				}
+				return u.rel.SHA256(name)
+			}(),
 			"signing_keys": map[string]any{"gpg_public_keys": []any{
 				map[string]string{"key_id": u.key.KeyID, "ascii_armor": u.key.ArmoredPublic},
 			}},
@@ -104,10 +114,20 @@ func newFakeUpstream(t *testing.T) *fakeUpstream {
 			if u.tamperZip.Load() {
 				data[len(data)/2] ^= 0xff
 			}
+			if code := u.zipStatus.Load(); code != 0 {
+				http.Error(w, "upstream trouble", int(code))
+				return
+			}
+			if u.cutZip.Load() {
+				w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+				w.Write(data[:len(data)/2])
+				panic(http.ErrAbortHandler) // the connection breaks before Content-Length
+			}
 		}
 		w.Write(data)
 	})
 	u.srv = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u.requests.Add(1)
 		if u.down.Load() {
 			http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
 			return

@@ -326,6 +326,7 @@ func TestTamperedArchiveNeverEndsCleanly(t *testing.T) {
 	for _, redirect := range []bool{false, true} {
 		u := newTestRegistry(t, "upstream.example", 1<<20, nil)
 		e := newEnv(t, redirect, 0, u)
+		e.m.refusals = newRefusals(-1, 0) // each client below streams a download of its own, none is refused from memory
 		e.version(t, u.host)
 		u.tamper.Store(true)
 		for proto, client := range e.clients(t) {
@@ -373,6 +374,7 @@ func TestSignedNonZipNeverEndsCleanly(t *testing.T) {
 	raw := bytes.Repeat([]byte("not a zip archive, though signed. "), 8<<10) // 272 KiB: more than HoldBack
 	u := newRawRegistry(t, "upstream.example", 0, nil, raw)
 	e := newEnv(t, false, 0, u)
+	e.m.refusals = newRefusals(-1, 0) // each client below streams a download of its own, none is refused from memory
 	e.version(t, u.host)
 	for proto, client := range e.clients(t) {
 		resp, err := client.Get(e.url(u))
@@ -507,8 +509,11 @@ func TestStalledUpstreamTimesOut(t *testing.T) {
 	if n >= u.zipSize/2 {
 		t.Errorf("read %d bytes of %d: more than the upstream sent before it stalled, less the held-back end", n, u.zipSize)
 	}
-	if err := e.m.FetchPackage(context.Background(), origin(u.host)); err == nil {
-		t.Errorf("FetchPackage from the stalled upstream succeeded")
+	if err := e.m.FetchPackage(context.Background(), origin(u.host)); !registry.IsKind(err, registry.Unavailable) {
+		t.Errorf("FetchPackage from the stalled upstream: %v, want Unavailable (a stall is no refusal to remember)", err)
+	}
+	if n := e.m.refusals.count(); n != 0 {
+		t.Errorf("%d refusals remembered after stalls", n)
 	}
 	if e.stored(t, u) {
 		t.Errorf("a stalled download was stored")
