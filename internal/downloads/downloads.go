@@ -210,19 +210,16 @@ func (c *Counter) AddRequestMemo(r *http.Request, consumer string, k registry.Do
 	held := m.p.Load()
 	var ua string
 	if c.consumers {
-		if consumer == "" {
-			consumer = registry.AnonymousConsumer
-		}
-		k.Consumer = consumer
 		ua = userAgent(r)
+		var client, clientVersion string
 		if held != nil && held.uaKnown && held.ua == ua {
 			// The User-Agent the memo's key was made from: the same
 			// string parses to the same client.
-			k.Client, k.ClientVersion = held.key.Client, held.key.ClientVersion
+			client, clientVersion = held.key.Client, held.key.ClientVersion
 		} else {
-			k.Client, k.ClientVersion = registry.ParseClient(ua)
+			client, clientVersion = registry.ParseClient(ua)
 		}
-		k.Day = c.dayOf(c.clock.At(now))
+		k = c.consumerKey(k, consumer, client, clientVersion, now)
 	}
 	if held != nil && held.gen == gen && held.key == k {
 		held.s.n.Add(1) // what Add does, without hashing k
@@ -288,16 +285,27 @@ type memo struct {
 }
 
 // requestKey returns k completed for a request: with consumer records,
-// its consumer, client and day (now's, or Options.Now's if set).
+// its consumer, client and day (see consumerKey).
 func (c *Counter) requestKey(r *http.Request, consumer string, k registry.DownloadKey, now time.Time) registry.DownloadKey {
 	if c.consumers {
-		if consumer == "" {
-			consumer = registry.AnonymousConsumer
-		}
-		k.Consumer = consumer
-		k.Client, k.ClientVersion = registry.ParseClient(userAgent(r))
-		k.Day = c.dayOf(c.clock.At(now))
+		client, clientVersion := registry.ParseClient(userAgent(r))
+		k = c.consumerKey(k, consumer, client, clientVersion, now)
 	}
+	return k
+}
+
+// consumerKey returns k with a consumer record's fields: consumer
+// (registry.AnonymousConsumer if ""), the client parsed from the
+// request's User-Agent, and the UTC day of now (or of Options.Now if
+// set). Both ways of counting a request (requestKey, AddRequestMemo)
+// make their keys here.
+func (c *Counter) consumerKey(k registry.DownloadKey, consumer, client, clientVersion string, now time.Time) registry.DownloadKey {
+	if consumer == "" {
+		consumer = registry.AnonymousConsumer
+	}
+	k.Consumer = consumer
+	k.Client, k.ClientVersion = client, clientVersion
+	k.Day = c.dayOf(c.clock.At(now))
 	return k
 }
 

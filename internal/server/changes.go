@@ -22,15 +22,31 @@ import (
 //     second time (at most one more render each).
 
 // followChanges keeps the caches in step with the changes committed to
-// the index by any process, until ctx ends. It does nothing for an index
-// without a change feed; responses are then rendered again after their
-// maximum age.
+// the index by any process, until ctx ends, and keeps s.following (see
+// settledIndex) true while the feed listens. It does nothing for an
+// index without a change feed; responses are then rendered again after
+// their maximum age.
 func (s *Server) followChanges(ctx context.Context) {
 	feed, ok := s.opt.Index.(store.ChangeFeed)
 	if !ok {
 		return
 	}
-	err := feed.WatchChanges(ctx, s.applyChange)
+	defer s.following.Store(false)
+	err := feed.WatchChanges(ctx, func(c store.Change) {
+		switch c.Kind {
+		case store.ChangeLost:
+			// Changes may go unreported from now on: documents are
+			// rendered on age again until the feed is back.
+			s.following.Store(false)
+		case store.ChangeAll:
+			// Listening (again): every document cached before is
+			// dropped first, then the feed reports every change.
+			s.applyChange(c)
+			s.following.Store(true)
+		default:
+			s.applyChange(c)
+		}
+	})
 	if ctx.Err() == nil {
 		s.log.Error("the index change feed stopped: other replicas' changes show up only after the caches' maximum age", "err", err)
 	}

@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -160,6 +161,9 @@ type Server struct {
 	oci       *oci.Service
 	mux       *http.ServeMux // every route; the pre-router (fastroute.go) is in front of it
 	handler   http.Handler
+	// following is set while followChanges is told of every change as
+	// it commits: from the feed's ChangeAll to its ChangeLost.
+	following atomic.Bool
 }
 
 // New checks opt and mounts every route.
@@ -196,7 +200,7 @@ func New(opt Options) (*Server, error) {
 	s.services = services
 	providerOpts := opt.ProviderOptions
 	moduleOpts := opt.ModuleOptions
-	settled := settledIndex(opt.Index)
+	settled := settledIndex(opt.Index, &s.following)
 	if settled != nil {
 		providerOpts = append(slices.Clip(providerOpts), providers.WithSettled(settled))
 		moduleOpts = append(slices.Clip(moduleOpts), modules.WithSettled(settled))
@@ -297,19 +301,27 @@ func New(opt Options) (*Server, error) {
 }
 
 // settledIndex returns the respcache.Options.Settled of the protocol
-// caches: for an index that is its database's sole writer and reports
-// its commits (the embedded SQLite index; New registers applyChange as
-// its hook), every change reaches the caches as it commits, so the
-// documents that change only through the index need no render on age
-// (docs/architecture.md, "Request paths"). Other indexes (PostgreSQL, whose
-// other replicas' changes arrive through a feed that can miss some
-// while it reconnects) get nil: their caches keep the maximum age.
-func settledIndex(idx any) func() bool {
-	w, sole := idx.(store.SoleWriter)
-	if _, hook := idx.(store.ChangeHook); !hook || !sole || !w.SoleWriter() {
+// caches (docs/architecture.md, "Request paths"): whether every change
+// reaches the caches as it commits, so that the documents that change
+// only through the index need no render on age. For an index that is
+// its database's sole writer and reports its commits (the embedded
+// SQLite index; New registers applyChange as its hook) that is always
+// so. For an index that other processes write too, with a hook for this
+// process's changes and a feed for the others' (PostgreSQL), it is so
+// while the feed listens: following, which followChanges sets from the
+// feed's ChangeAll to its ChangeLost. Other indexes get nil: their
+// caches keep the maximum age.
+func settledIndex(idx any, following *atomic.Bool) func() bool {
+	if _, hook := idx.(store.ChangeHook); !hook {
 		return nil
 	}
-	return func() bool { return true }
+	if w, ok := idx.(store.SoleWriter); ok && w.SoleWriter() {
+		return func() bool { return true }
+	}
+	if _, feed := idx.(store.ChangeFeed); feed {
+		return following.Load
+	}
+	return nil
 }
 
 // fastRoutes are the routes of the hot protocol answers, served by the

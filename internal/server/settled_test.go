@@ -1,7 +1,9 @@
 package server
 
 import (
+	"context"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 
 	"trove.dev/trove/internal/store"
@@ -42,9 +44,91 @@ func TestSettledIndex(t *testing.T) {
 		{"a sole writer without a hook", soleWithoutHook{}, false},
 		{"a sole writer with a hook", hookAndWriter{sole: true}, true},
 	} {
-		f := settledIndex(tc.idx)
+		f := settledIndex(tc.idx, new(atomic.Bool))
 		if got := f != nil && f(); got != tc.settled {
 			t.Errorf("%s: settled %v, want %v", tc.name, got, tc.settled)
 		}
+	}
+}
+
+// replicaIndex is the SQLite index dressed as a replica's index on a
+// database other processes write too (PostgreSQL's abilities): a hook
+// for this process's writes, not the sole writer, and a change feed
+// that the test drives through changes (unbuffered: a send returns once
+// the feed took the change, and the next send once the server applied
+// it).
+type replicaIndex struct {
+	store.Index
+	hook    store.ChangeHook
+	changes chan store.Change
+}
+
+func (x *replicaIndex) OnCommit(fn func(store.Change)) func() { return x.hook.OnCommit(fn) }
+
+func (x *replicaIndex) WatchChanges(ctx context.Context, fn func(store.Change)) error {
+	for {
+		select {
+		case c := <-x.changes:
+			fn(c)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// On an index that other processes write too, the protocol caches are
+// settled only while the change feed listens: from its ChangeAll to its
+// ChangeLost, and not once the server stopped following it.
+func TestSettledWhileFeedListens(t *testing.T) {
+	x, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "index.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	idx := &replicaIndex{Index: x, hook: x, changes: make(chan store.Change)}
+	ts := newTestServer(t, nil, "https://registry.example")
+	ts.srv.opt.Index = idx
+	following := new(atomic.Bool)
+	settled := settledIndex(idx, following)
+	if settled == nil {
+		t.Fatal("no Settled function for an index with a hook and a change feed")
+	}
+	following.Store(true)
+	if !settled() {
+		t.Fatal("Settled does not follow the flag it was given")
+	}
+
+	s := ts.srv
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); s.followChanges(ctx) }()
+	send := func(k store.ChangeKind) {
+		t.Helper()
+		idx.changes <- store.Change{Kind: k}
+		// The feed applies a change before it takes the next one.
+		idx.changes <- store.Change{Kind: store.ChangeNamespace, Namespace: "sync"}
+	}
+	if s.following.Load() {
+		t.Error("following before the feed said it listens")
+	}
+	for _, step := range []struct {
+		kind store.ChangeKind
+		want bool
+	}{
+		{store.ChangeAll, true},
+		{store.ChangeProvider, true},
+		{store.ChangeLost, false},
+		{store.ChangeProvider, false},
+		{store.ChangeAll, true},
+	} {
+		send(step.kind)
+		if got := s.following.Load(); got != step.want {
+			t.Errorf("after a change of kind %d: following %v, want %v", step.kind, got, step.want)
+		}
+	}
+	cancel()
+	<-done
+	if s.following.Load() {
+		t.Error("still following after followChanges returned")
 	}
 }

@@ -27,6 +27,12 @@ const (
 	// revoked or expired, a membership or a user changed. Cached token
 	// lookups and rights are all dropped.
 	ChangeAccess
+	// ChangeLost is sent by a ChangeFeed that stopped listening (its
+	// connection failed): the changes committed from then on reach the
+	// watcher only as the ChangeAll that follows its reconnection. It
+	// makes nothing stale by itself; it says that, until that ChangeAll,
+	// the feed cannot be relied on to report changes as they commit.
+	ChangeLost
 )
 
 // Change is a committed change to an Index that caches of its data must
@@ -53,7 +59,12 @@ type ChangeFeed interface {
 	// Whenever changes may have been missed it calls fn with a Change of
 	// kind ChangeAll: once when it has started listening (changes before
 	// that moment were not watched) and again after every reconnection
-	// to the backend. It reconnects by itself after failures.
+	// to the backend. It reconnects by itself after failures, and calls
+	// fn with a Change of kind ChangeLost as soon as it finds that it
+	// stopped listening (once per failure, before the reconnection's
+	// ChangeAll), so that fn can tell whether it is being told of
+	// changes as they commit: from a ChangeAll until a ChangeLost (or
+	// until WatchChanges returns).
 	WatchChanges(ctx context.Context, fn func(Change)) error
 }
 

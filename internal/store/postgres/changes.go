@@ -99,9 +99,11 @@ func parseChange(payload string) store.Change {
 }
 
 // WatchChanges implements store.ChangeFeed with LISTEN on a connection of
-// its own (outside the pool). When that connection fails it reconnects
-// with a growing delay (up to two seconds) and reports a ChangeAll once
-// listening again, since notifications sent meanwhile are lost.
+// its own (outside the pool). When that connection fails it reports a
+// ChangeLost, reconnects with a growing delay (up to two seconds) and
+// reports a ChangeAll once listening again, since notifications sent
+// meanwhile are lost. A connection that fails silently (a network
+// partition) is found out within listenIdleCheck plus listenPing.
 func (x *Index) WatchChanges(ctx context.Context, fn func(store.Change)) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -119,6 +121,9 @@ func (x *Index) WatchChanges(ctx context.Context, fn func(store.Change)) error {
 			failing, delay = false, minReconnectDelay
 			fn(store.Change{Kind: store.ChangeAll})
 			err = x.receive(ctx, conn, fn)
+			if ctx.Err() == nil && x.closing.Err() == nil {
+				fn(store.Change{Kind: store.ChangeLost}) // before the reconnection's ChangeAll
+			}
 			closeCtx, done := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 			conn.Close(closeCtx)
 			done()

@@ -243,8 +243,8 @@ func TestNotSoleWriter(t *testing.T) {
 }
 
 // TestRestart stops the database under an open index and a change feed,
-// checks that operations fail fast with Unavailable, and that both
-// recover by themselves once it is back.
+// checks that operations fail fast with Unavailable and that the feed
+// reports its loss, and that both recover by themselves once it is back.
 func TestRestart(t *testing.T) {
 	srv := pgtest.StartServer(t)
 	x := open(t, srv.DSN)
@@ -279,6 +279,11 @@ func TestRestart(t *testing.T) {
 		if d := time.Since(start); d > DefaultConnectTimeout {
 			t.Errorf("%s took %s to fail with the database stopped", name, d)
 		}
+	}
+	// The feed found its connection gone and said so: its watchers no
+	// longer hear of changes as they commit.
+	if c := next(t, ch, 30*time.Second); c.Kind != store.ChangeLost {
+		t.Fatalf("change after the stop = %+v, want ChangeLost", c)
 	}
 
 	srv.Start(t)
