@@ -98,6 +98,20 @@ func (s *Service) cached(w http.ResponseWriter, r *http.Request, v *visit, key s
 	return s.cachedIn(s.pages, w, r, v, key, build)
 }
 
+// servedFresh serves the page under key from c if it is fresh there,
+// and reports whether it did. A page handler calls it before it makes
+// the closure that would render the page (cached), so that a fresh hit,
+// nearly every request to a read page, allocates no closure; the same
+// rules as cached's apply to the key.
+func (s *Service) servedFresh(c *pageCache, w http.ResponseWriter, r *http.Request, v *visit, key string) bool {
+	e := c.Lookup(key, struct{}{})
+	if c.StateAt(e, reqtime.Of(w)) != respcache.Fresh {
+		return false
+	}
+	s.writePart(w, r, v, e)
+	return true
+}
+
 // cachedIn is cached with the pages kept in c.
 func (s *Service) cachedIn(c *pageCache, w http.ResponseWriter, r *http.Request, v *visit, key string, build pageBuild) error {
 	e := c.Lookup(key, struct{}{})

@@ -107,8 +107,11 @@ func (s *Service) home(w http.ResponseWriter, r *http.Request, v *visit) error {
 	// whether they are signed in: all of it is in the key.
 	mirror := s.mirrorVisible(v)
 	signedIn := v.signedIn()
-	key := readerKey("home", cat, can, 0, signedIn, mirror)
-	return s.cached(w, r, v, key.String(), func(ctx context.Context) (string, string, any, error) {
+	key := readerKey("home", cat, can, 0, signedIn, mirror).String()
+	if s.servedFresh(s.pages, w, r, v, key) {
+		return nil
+	}
+	return s.cached(w, r, v, key, func(ctx context.Context) (string, string, any, error) {
 		cat, err := s.catalog.get(ctx)
 		if err != nil {
 			return "", "", nil, err
@@ -256,6 +259,9 @@ func (s *Service) namespacePage(w http.ResponseWriter, r *http.Request, v *visit
 	page, _ := strconv.Atoi(r.URL.Query().Get("page"))
 	page = min(max(page, 1), 10000)
 	key := "namespace\x00" + ns + "\x00" + strconv.FormatBool(admin) + "\x00" + strconv.Itoa(page)
+	if s.servedFresh(s.pages, w, r, v, key) {
+		return nil
+	}
 	return s.cached(w, r, v, key, func(ctx context.Context) (string, string, any, error) {
 		cat, err := s.catalog.get(ctx)
 		if err != nil {
@@ -382,6 +388,9 @@ func (s *Service) modulePage(w http.ResponseWriter, r *http.Request, v *visit) e
 		}
 		d.Consumers = consumers
 		s.render(w, r, v, http.StatusOK, ns+"/"+name+"/"+system+" "+d.Version, "module", d)
+		return nil
+	}
+	if s.servedFresh(s.pages, w, r, v, key) {
 		return nil
 	}
 	return s.cached(w, r, v, key, func(ctx context.Context) (string, string, any, error) {
@@ -679,6 +688,9 @@ func (s *Service) providerPage(w http.ResponseWriter, r *http.Request, v *visit)
 		}
 		d.Consumers = consumers
 		s.render(w, r, v, http.StatusOK, ns+"/"+typ+" "+d.Version, "provider", d)
+		return nil
+	}
+	if s.servedFresh(s.pages, w, r, v, key) {
 		return nil
 	}
 	return s.cached(w, r, v, key, func(ctx context.Context) (string, string, any, error) {
