@@ -3,7 +3,8 @@
 // registers on a mux and keeps every pattern so that the server's
 // pre-router can prove no other route shadows one of its own; and
 // Allowed, the methods a path has a route for, with which a catch-all
-// answers 405 instead of 404.
+// answers 405 instead of 404; and Direct, a route a service offers to
+// that pre-router, served without the mux.
 package route
 
 import (
@@ -60,4 +61,22 @@ func Allowed(mux *http.ServeMux, r *http.Request, fallbacks ...string) []string 
 		}
 	}
 	return allow
+}
+
+// Values are the wildcard values of a request's path in the order of its
+// pattern's wildcards, as a pre-router hands them to a Direct route
+// ("" for those the pattern does not have). Passed by value: an array
+// behind a pointer would escape to the heap through the indirect call.
+type Values [8]string
+
+// Direct is a GET route that a pre-router in front of the mux may serve
+// itself, for the requests it proves the mux routes to Pattern with the
+// same values (the server's pre-router, internal/server/fastroute.go).
+// The service registers Pattern on the mux too, with a handler that
+// reads the request's PathValues and does what Serve does.
+type Direct struct {
+	// Pattern is the pattern exactly as registered on the mux.
+	Pattern string
+	// Serve answers a request of Pattern whose wildcards hold v.
+	Serve func(w http.ResponseWriter, r *http.Request, v Values)
 }

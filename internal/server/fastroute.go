@@ -5,14 +5,16 @@ import (
 	"strings"
 
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/route"
 )
 
 // The pre-router. ServeMux's routing (cleaning the path, walking its
 // pattern tree, unescaping segments and allocating the path values) was a
 // fifth of a cached protocol answer's CPU (docs/benchmarks.md). The hot
-// protocol routes are few and their paths simple, so a request to one of
-// them is matched here first, with no allocation, and everything else
-// goes to the mux unchanged.
+// protocol routes, and the web UI's most read pages (DirectUI), are few
+// and their paths simple, so a request to one of them is matched here
+// first, with no allocation, and everything else goes to the mux
+// unchanged.
 //
 // The pre-router claims a request only when it can prove the mux would
 // route it to the same pattern with the same path values: a GET or HEAD
@@ -34,12 +36,12 @@ import (
 // HandlerFunc registered on the mux reads its PathValues and calls it.
 
 // maxRouteSegments bounds the segments of a pre-routed pattern.
-const maxRouteSegments = 8
+const maxRouteSegments = len(pathValues{})
 
 // pathValues are the wildcard values of a pre-routed path, in the order
 // of the pattern's wildcards. It is passed by value: an array behind a
 // pointer would escape to the heap through the indirect call.
-type pathValues [maxRouteSegments]string
+type pathValues = route.Values
 
 // fastRoute is one pattern the pre-router serves.
 type fastRoute struct {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"trove.dev/trove/internal/route"
+	"trove.dev/trove/internal/web"
 )
 
 // muxValues routes r on a mux holding only pattern and returns the path
@@ -65,9 +67,58 @@ func checkClaim(t testing.TB, s *Server, r *http.Request) bool {
 }
 
 // fastTestServer is a server for the pre-router's tests (routing reads
-// nothing of the index).
+// nothing of the index), with echoUI as its web UI.
 func fastTestServer(t testing.TB) *Server {
-	return newTestServer(t, http.NotFoundHandler(), "https://trove.test").srv
+	return newTestServerUI(t, http.NotFoundHandler(), "https://trove.test", echoUI{}).srv
+}
+
+// echoUI is a web UI with the patterns of the web UI's pre-routed pages
+// (web.Service.DirectRoutes) and of its other pages that share their
+// first segment, each of which answers its pattern and path values,
+// read from the request through the mux, or given by the pre-router.
+type echoUI struct{}
+
+// echoUIPatterns are echoUI's patterns: the web UI's pre-routed ones
+// first.
+var echoUIPatterns = []string{
+	web.RouteNamespace, web.RouteProvider, web.RouteProviderVersion, web.RouteModule, web.RouteModuleVersion,
+	"GET /providers/{namespace}/{type}/{version}/docs/{category}/{slug}",
+	"GET /namespaces/{namespace}/settings", "GET /namespaces/{namespace}/git-sources",
+	"POST /namespaces/{namespace}/settings/members",
+}
+
+func (echoUI) Register(mux route.Registrar) {
+	for _, p := range echoUIPatterns {
+		mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
+			var v route.Values
+			i := 0
+			for seg := range strings.SplitSeq(p, "/") {
+				if strings.HasPrefix(seg, "{") {
+					v[i] = r.PathValue(strings.Trim(seg, "{}"))
+					i++
+				}
+			}
+			echo(w, r, v)
+		})
+	}
+}
+
+func (echoUI) NotFound(w http.ResponseWriter, r *http.Request) {
+	http.Error(w, "ui: no page", http.StatusNotFound)
+}
+func (echoUI) Invalidate() {}
+
+func (echoUI) DirectRoutes() []route.Direct {
+	var ds []route.Direct
+	for _, p := range echoUIPatterns[:5] {
+		ds = append(ds, route.Direct{Pattern: p, Serve: echo})
+	}
+	return ds
+}
+
+// echo answers the pattern of r and the path values v.
+func echo(w http.ResponseWriter, r *http.Request, v route.Values) {
+	_, _ = fmt.Fprintf(w, "%s %q", r.Pattern, v)
 }
 
 // fastRouteCases are paths the pre-router must claim (true) or leave to
@@ -125,6 +176,25 @@ var fastRouteCases = []struct {
 	{"/api/v1/namespaces", false},
 	{"*", false},
 	{"http://trove.test/v1/providers/acme/widget/versions", true}, // absolute form: same path
+	// The web UI's pages (echoUI).
+	{"/namespaces/acme", true},
+	{"/providers/acme/widget", true},
+	{"/providers/acme/widget/1.2.3", true},
+	{"/modules/acme/net/aws", true},
+	{"/modules/acme/net/aws/1.0.0-rc.1", true},
+	{"/namespaces/acme/", false}, // trailing slash: the mux's answer
+	{"/namespaces/acme/settings", false},
+	{"/namespaces/acme/git-sources", false},
+	{"/providers/acme/widget/1.2.3/docs/resources/thing", false},
+	{"/providers/acme/widget/1.2.3/docs", false},
+	{"/providers/acme", false},
+	{"/providers/acme/wid%67et", false},
+	{"/providers/acme/widget/..", false},
+	{"/modules/acme/net", false},
+	{"/modules/acme/net/aws/1.0.0/extra", false},
+	{"/modules/acme//aws", false},
+	{"/Modules/acme/net/aws", false},
+	{"/namespaces", false},
 }
 
 func TestFastRouterClaimsOnlyWhatTheMuxRoutesTheSame(t *testing.T) {
@@ -210,6 +280,11 @@ func TestFastRouterAnswersAsTheMux(t *testing.T) {
 		"/v1/modules/-bad-/nothing/aws/versions",
 		"/v2/providers/acme/nothing/manifests/1.0.0",
 		"/v2/",
+		"/namespaces/acme",
+		"/providers/acme/widget",
+		"/providers/acme/widget/1.2.3",
+		"/modules/acme/net/aws",
+		"/modules/acme/net/aws/1.0.0",
 	} {
 		r, err := readRequest(http.MethodGet, target)
 		if err != nil {

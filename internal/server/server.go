@@ -324,9 +324,30 @@ func settledIndex(idx any, following *atomic.Bool) func() bool {
 	return nil
 }
 
-// fastRoutes are the routes of the hot protocol answers, served by the
-// pre-router (fastroute.go) in front of the mux.
+// DirectUI is the optional ability of a UI whose most read pages (a
+// module's, a provider's, a namespace's) the pre-router serves without
+// the mux, found by type assertion; *web.Service has it.
+type DirectUI interface {
+	// DirectRoutes returns the pages' routes, each also registered on
+	// the mux by Register.
+	DirectRoutes() []route.Direct
+}
+
+// fastRoutes are the routes of the hot protocol answers and of the UI's
+// most read pages (DirectUI), served by the pre-router (fastroute.go) in
+// front of the mux.
 func (s *Server) fastRoutes() []fastRoute {
+	routes := s.protocolRoutes()
+	if ui, ok := s.opt.UI.(DirectUI); ok {
+		for _, d := range ui.DirectRoutes() {
+			routes = append(routes, fastRoute{pattern: d.Pattern, serve: d.Serve})
+		}
+	}
+	return routes
+}
+
+// protocolRoutes are the pre-routed routes of the hot protocol answers.
+func (s *Server) protocolRoutes() []fastRoute {
 	p, md := s.providers, s.modules
 	return []fastRoute{
 		{pattern: providers.RouteVersions, serve: func(w http.ResponseWriter, r *http.Request, v pathValues) {

@@ -105,6 +105,12 @@ func (s *syncBuffer) String() string {
 
 func newTestServer(t testing.TB, api http.Handler, publicURL string) *testServer {
 	t.Helper()
+	return newTestServerUI(t, api, publicURL, nil)
+}
+
+// newTestServerUI is newTestServer with ui as its web UI (none if nil).
+func newTestServerUI(t testing.TB, api http.Handler, publicURL string, ui UI) *testServer {
+	t.Helper()
 	ctx := context.Background()
 	st := sqlitetest.New(t)
 	x, blobs := st.Index, st.Blobs
@@ -122,7 +128,7 @@ func newTestServer(t testing.TB, api http.Handler, publicURL string) *testServer
 		t.Fatal(err)
 	}
 	srv, err := New(Options{
-		Index: ts.idx, Blobs: ts.blobs, Signer: ts.signer, PublicURL: u, API: api,
+		Index: ts.idx, Blobs: ts.blobs, Signer: ts.signer, PublicURL: u, API: api, UI: ui,
 		Logger: slog.New(slog.NewJSONHandler(ts.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
 	if err != nil {

@@ -104,6 +104,38 @@ func BenchmarkModulePageRender(b *testing.B) {
 	}
 }
 
+// BenchmarkModulePageAgain is what a module page rendered again on age
+// costs besides reading its data: the template and the page's hashes
+// (a page whose data changed), or the data's digest alone (one whose
+// data did not: partRenderer keeps the page).
+func BenchmarkModulePageAgain(b *testing.B) {
+	d := benchModule(b)
+	s := benchService(b)
+	b.Run("changed", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, ok := dataDigest("module", "acme/network/aws 1.0.29", d); !ok {
+				b.Fatal("no digest")
+			}
+			html, err := execute("module", d)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := s.newPart("acme/network/aws 1.0.29", "/modules/acme/network/aws", "", html); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("unchanged", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, ok := dataDigest("module", "acme/network/aws 1.0.29", d); !ok {
+				b.Fatal("no digest")
+			}
+		}
+	})
+}
+
 // benchService is a Service with what serving cached pages needs.
 func benchService(tb testing.TB) *Service {
 	foot, err := layoutFoot("registry.example.com")

@@ -64,6 +64,11 @@ type pagePart struct {
 	next, query string
 	start, end  int
 	sum         [sha256.Size]byte // of the part
+	// digest is dataDigest's of the page's template, title and data,
+	// when digested: a rendering again whose data has the same keeps
+	// the page.
+	digest   [sha256.Size]byte
+	digested bool
 }
 
 // webCacheBytes is the byte budget the web UI's page, search and
@@ -98,6 +103,20 @@ func (s *Service) cached(w http.ResponseWriter, r *http.Request, v *visit, key s
 	return s.cachedIn(s.pages, w, r, v, key, build)
 }
 
+// servedFresh serves the page under key from c if it is fresh there,
+// and reports whether it did. A page handler calls it before it makes
+// the closure that would render the page (cached), so that a fresh hit,
+// nearly every request to a read page, allocates no closure; the same
+// rules as cached's apply to the key.
+func (s *Service) servedFresh(c *pageCache, w http.ResponseWriter, r *http.Request, v *visit, key string) bool {
+	e := c.Lookup(key, struct{}{})
+	if c.StateAt(e, reqtime.Of(w)) != respcache.Fresh {
+		return false
+	}
+	s.writePart(w, r, v, e)
+	return true
+}
+
 // cachedIn is cached with the pages kept in c.
 func (s *Service) cachedIn(c *pageCache, w http.ResponseWriter, r *http.Request, v *visit, key string, build pageBuild) error {
 	e := c.Lookup(key, struct{}{})
@@ -105,11 +124,11 @@ func (s *Service) cachedIn(c *pageCache, w http.ResponseWriter, r *http.Request,
 	case respcache.Fresh:
 	case respcache.Stale:
 		if c.ShouldRevalidate(e) {
-			c.Revalidate(key, struct{}{}, e, s.partRenderer(e.Value.next, e.Value.query, build))
+			c.Revalidate(key, struct{}{}, e, s.partRenderer(e.Value.next, e.Value.query, build, e))
 		}
 	default:
 		var err error
-		if e, err = c.Load(r.Context(), key, struct{}{}, e, s.partRenderer(r.URL.RequestURI(), v.query, build)); err != nil {
+		if e, err = c.Load(r.Context(), key, struct{}{}, e, s.partRenderer(r.URL.RequestURI(), v.query, build, nil)); err != nil {
 			return err
 		}
 	}
@@ -119,24 +138,43 @@ func (s *Service) cachedIn(c *pageCache, w http.ResponseWriter, r *http.Request,
 
 // partRenderer renders a page part with build, kept as the whole page of
 // an anonymous visitor of next with query in the search box. The cache
-// runs it once however many requests ask, detached from them.
-func (s *Service) partRenderer(next, query string, build pageBuild) respcache.RenderFunc[*pagePart] {
+// runs it once however many requests ask, detached from them. When it
+// renders again the stale page prev (nil for none) and build's data has
+// prev's digest (dataDigest), prev's page is kept as it is, without
+// running the template: the respcache renews it (Rendered with the same
+// Body).
+func (s *Service) partRenderer(next, query string, build pageBuild, prev *respcache.Entry[*pagePart]) respcache.RenderFunc[*pagePart] {
 	return func(ctx context.Context) (respcache.Rendered[*pagePart], error) {
 		title, name, data, err := build(ctx)
 		if err != nil {
 			return respcache.Rendered[*pagePart]{}, err
+		}
+		partial := false
+		if p, ok := data.(partialPage); ok && p.partial() {
+			partial = true
+		}
+		digest, digestOK := dataDigest(name, title, data)
+		if pp := prev; pp != nil && digestOK && !partial && pp.Value.digested && pp.Value.digest == digest &&
+			pp.Value.next == next && pp.Value.query == query {
+			kept := *pp.Value
+			return respcache.Rendered[*pagePart]{Body: pp.Body, Value: &kept, Size: partSize(&kept), ETag: pp.ETag[0]}, nil
 		}
 		html, err := execute(name, data)
 		if err != nil {
 			return respcache.Rendered[*pagePart]{}, registry.Wrap(registry.Internal, err, "rendering the page")
 		}
 		part, err := s.newPart(title, next, query, html)
-		if p, ok := data.(partialPage); ok && p.partial() {
-			part.NoStore = true // kept for pageDegradedAge only, never in place of a whole page
+		if err != nil {
+			return part, err
 		}
-		return part, err
+		part.Value.digest, part.Value.digested = digest, digestOK
+		part.NoStore = partial // a degraded page is kept for pageDegradedAge only, never in place of a whole page
+		return part, nil
 	}
 }
+
+// partSize is what a cached page part accounts besides its bytes.
+func partSize(p *pagePart) int64 { return int64(len(p.title) + len(p.next) + len(p.query)) }
 
 // partialPage is the data of a page that may be served degraded: a part
 // of it could not be read, and the page says so in its place (a provider
@@ -166,7 +204,7 @@ func (s *Service) newPart(title, next, query string, html template.HTML) (respca
 	return respcache.Rendered[*pagePart]{
 		Body:  page,
 		Value: p,
-		Size:  int64(len(title) + len(next) + len(query)),
+		Size:  partSize(p),
 		ETag:  pageETag(head.Bytes(), p.sum, s.foot),
 	}, nil
 }

@@ -107,8 +107,11 @@ func (s *Service) home(w http.ResponseWriter, r *http.Request, v *visit) error {
 	// whether they are signed in: all of it is in the key.
 	mirror := s.mirrorVisible(v)
 	signedIn := v.signedIn()
-	key := readerKey("home", cat, can, 0, signedIn, mirror)
-	return s.cached(w, r, v, key.String(), func(ctx context.Context) (string, string, any, error) {
+	key := readerKey("home", cat, can, 0, signedIn, mirror).String()
+	if s.servedFresh(s.pages, w, r, v, key) {
+		return nil
+	}
+	return s.cached(w, r, v, key, func(ctx context.Context) (string, string, any, error) {
 		cat, err := s.catalog.get(ctx)
 		if err != nil {
 			return "", "", nil, err
@@ -248,7 +251,12 @@ type namespaceData struct {
 }
 
 func (s *Service) namespacePage(w http.ResponseWriter, r *http.Request, v *visit) error {
-	ns, err := s.canRead(r.Context(), v, r.PathValue("namespace"))
+	return s.namespacePageOf(w, r, v, r.PathValue("namespace"))
+}
+
+// namespacePageOf serves the page of namespace (the path's value).
+func (s *Service) namespacePageOf(w http.ResponseWriter, r *http.Request, v *visit, namespace string) error {
+	ns, err := s.canRead(r.Context(), v, namespace)
 	if err != nil {
 		return err
 	}
@@ -256,6 +264,9 @@ func (s *Service) namespacePage(w http.ResponseWriter, r *http.Request, v *visit
 	page, _ := strconv.Atoi(r.URL.Query().Get("page"))
 	page = min(max(page, 1), 10000)
 	key := "namespace\x00" + ns + "\x00" + strconv.FormatBool(admin) + "\x00" + strconv.Itoa(page)
+	if s.servedFresh(s.pages, w, r, v, key) {
+		return nil
+	}
 	return s.cached(w, r, v, key, func(ctx context.Context) (string, string, any, error) {
 		cat, err := s.catalog.get(ctx)
 		if err != nil {
@@ -353,16 +364,21 @@ type moduleSection struct {
 }
 
 func (s *Service) modulePage(w http.ResponseWriter, r *http.Request, v *visit) error {
-	ns, err := s.canRead(r.Context(), v, r.PathValue("namespace"))
+	return s.modulePageOf(w, r, v, r.PathValue("namespace"), r.PathValue("name"), r.PathValue("system"), r.PathValue("version"))
+}
+
+// modulePageOf serves the page of a module's version (want, "" for the
+// latest), from the path's values.
+func (s *Service) modulePageOf(w http.ResponseWriter, r *http.Request, v *visit, namespace, moduleName, moduleSystem, want string) error {
+	ns, err := s.canRead(r.Context(), v, namespace)
 	if err != nil {
 		return err
 	}
-	name, err1 := moduleNames.get(r.PathValue("name"))
-	system, err2 := moduleSystems.get(r.PathValue("system"))
+	name, err1 := moduleNames.get(moduleName)
+	system, err2 := moduleSystems.get(moduleSystem)
 	if err1 != nil || err2 != nil {
 		return errNotFound
 	}
-	want := r.PathValue("version")
 	if want == "" && r.URL.RawQuery != "" && r.URL.Query().Get("version") != "" { // the version form without script
 		http.Redirect(w, r, "/modules/"+ns+"/"+name+"/"+system+"/"+url.PathEscape(r.URL.Query().Get("version")), http.StatusSeeOther)
 		return nil
@@ -382,6 +398,9 @@ func (s *Service) modulePage(w http.ResponseWriter, r *http.Request, v *visit) e
 		}
 		d.Consumers = consumers
 		s.render(w, r, v, http.StatusOK, ns+"/"+name+"/"+system+" "+d.Version, "module", d)
+		return nil
+	}
+	if s.servedFresh(s.pages, w, r, v, key) {
 		return nil
 	}
 	return s.cached(w, r, v, key, func(ctx context.Context) (string, string, any, error) {
@@ -652,15 +671,20 @@ type providerData struct {
 }
 
 func (s *Service) providerPage(w http.ResponseWriter, r *http.Request, v *visit) error {
-	ns, err := s.canRead(r.Context(), v, r.PathValue("namespace"))
+	return s.providerPageOf(w, r, v, r.PathValue("namespace"), r.PathValue("type"), r.PathValue("version"))
+}
+
+// providerPageOf serves the page of a provider's version (want, "" for
+// the latest), from the path's values.
+func (s *Service) providerPageOf(w http.ResponseWriter, r *http.Request, v *visit, namespace, providerType, want string) error {
+	ns, err := s.canRead(r.Context(), v, namespace)
 	if err != nil {
 		return err
 	}
-	typ, err := providerTypes.get(r.PathValue("type"))
+	typ, err := providerTypes.get(providerType)
 	if err != nil {
 		return errNotFound
 	}
-	want := r.PathValue("version")
 	if want == "" && r.URL.RawQuery != "" && r.URL.Query().Get("version") != "" { // the version form without script
 		http.Redirect(w, r, "/providers/"+ns+"/"+typ+"/"+url.PathEscape(r.URL.Query().Get("version")), http.StatusSeeOther)
 		return nil
@@ -679,6 +703,9 @@ func (s *Service) providerPage(w http.ResponseWriter, r *http.Request, v *visit)
 		}
 		d.Consumers = consumers
 		s.render(w, r, v, http.StatusOK, ns+"/"+typ+" "+d.Version, "provider", d)
+		return nil
+	}
+	if s.servedFresh(s.pages, w, r, v, key) {
 		return nil
 	}
 	return s.cached(w, r, v, key, func(ctx context.Context) (string, string, any, error) {

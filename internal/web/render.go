@@ -169,23 +169,27 @@ type pageHandler func(w http.ResponseWriter, r *http.Request, v *visit) error
 
 // page wraps h: it reads the session, runs h and renders its error.
 func (s *Service) page(h pageHandler) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		v := &visit{now: s.opt.Now()}
-		if c, err := r.Cookie(sessionCookie); err == nil && c.Value != "" {
-			p, err := s.opt.Access.Authenticator().AuthenticateSession(r.Context(), c.Value)
-			switch {
-			case err == nil && p.Session && p.Token.User != "":
-				v.p, v.sessionID = p, p.Token.ID
-			case err == nil || registry.IsKind(err, registry.Unauthenticated):
-				clearSession(w) // expired, revoked, or not a session
-			default:
-				s.errorPage(w, r, v, err)
-				return
-			}
-		}
-		if err := h(w, r, v); err != nil {
+	return func(w http.ResponseWriter, r *http.Request) { s.serve(w, r, h) }
+}
+
+// serve reads the session, runs h and renders its error. h does not
+// outlive the call, so a closure passed as h stays on the stack.
+func (s *Service) serve(w http.ResponseWriter, r *http.Request, h pageHandler) {
+	v := &visit{now: s.opt.Now()}
+	if c, err := r.Cookie(sessionCookie); err == nil && c.Value != "" {
+		p, err := s.opt.Access.Authenticator().AuthenticateSession(r.Context(), c.Value)
+		switch {
+		case err == nil && p.Session && p.Token.User != "":
+			v.p, v.sessionID = p, p.Token.ID
+		case err == nil || registry.IsKind(err, registry.Unauthenticated):
+			clearSession(w) // expired, revoked, or not a session
+		default:
 			s.errorPage(w, r, v, err)
+			return
 		}
+	}
+	if err := h(w, r, v); err != nil {
+		s.errorPage(w, r, v, err)
 	}
 }
 

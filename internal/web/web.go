@@ -195,12 +195,12 @@ func (s *Service) Register(mux route.Registrar) {
 	mux.Handle("GET "+StaticPath, staticHandler())
 	mux.Handle("GET /{$}", s.page(s.home))
 	mux.Handle("GET "+SearchPath, s.page(s.search))
-	mux.Handle("GET /namespaces/{namespace}", s.page(s.namespacePage))
-	mux.Handle("GET /providers/{namespace}/{type}", s.page(s.providerPage))
-	mux.Handle("GET /providers/{namespace}/{type}/{version}", s.page(s.providerPage))
+	mux.Handle(RouteNamespace, s.page(s.namespacePage))
+	mux.Handle(RouteProvider, s.page(s.providerPage))
+	mux.Handle(RouteProviderVersion, s.page(s.providerPage))
 	mux.Handle("GET /providers/{namespace}/{type}/{version}/docs/{category}/{slug}", s.page(s.providerDocPage))
-	mux.Handle("GET /modules/{namespace}/{name}/{system}", s.page(s.modulePage))
-	mux.Handle("GET /modules/{namespace}/{name}/{system}/{version}", s.page(s.modulePage))
+	mux.Handle(RouteModule, s.page(s.modulePage))
+	mux.Handle(RouteModuleVersion, s.page(s.modulePage))
 	mux.Handle("GET /mirror/{host}/{namespace}/{type}", s.page(s.mirroredPage))
 	mux.Handle("GET "+SignInPath, s.page(s.signInForm))
 	mux.Handle("POST "+SignInPath, s.page(s.signIn))
@@ -218,6 +218,51 @@ func (s *Service) Register(mux route.Registrar) {
 	mux.Handle("POST /namespaces/{namespace}/git-sources", s.page(s.addGitSource))
 	mux.Handle("POST /namespaces/{namespace}/git-sources/{name}/{system}/remove", s.page(s.removeGitSource))
 	mux.Handle("POST /namespaces/{namespace}/git-sources/{name}/{system}/sync", s.page(s.syncGitSource))
+}
+
+// The patterns of the most read pages, which Register mounts and
+// DirectRoutes offers to a pre-router.
+const (
+	RouteNamespace       = "GET /namespaces/{namespace}"
+	RouteProvider        = "GET /providers/{namespace}/{type}"
+	RouteProviderVersion = "GET /providers/{namespace}/{type}/{version}"
+	RouteModule          = "GET /modules/{namespace}/{name}/{system}"
+	RouteModuleVersion   = "GET /modules/{namespace}/{name}/{system}/{version}"
+)
+
+// DirectRoutes returns the routes of the most read pages (a namespace's,
+// a provider's, a module's) for a pre-router that serves them without the
+// mux (route.Direct): the handlers Register mounts at the same patterns,
+// given the path's values as arguments rather than as the request's
+// PathValues, which the mux allocates for every request.
+func (s *Service) DirectRoutes() []route.Direct {
+	return []route.Direct{
+		{Pattern: RouteNamespace, Serve: func(w http.ResponseWriter, r *http.Request, p route.Values) {
+			s.serve(w, r, func(w http.ResponseWriter, r *http.Request, v *visit) error {
+				return s.namespacePageOf(w, r, v, p[0])
+			})
+		}},
+		{Pattern: RouteProvider, Serve: func(w http.ResponseWriter, r *http.Request, p route.Values) {
+			s.serve(w, r, func(w http.ResponseWriter, r *http.Request, v *visit) error {
+				return s.providerPageOf(w, r, v, p[0], p[1], "")
+			})
+		}},
+		{Pattern: RouteProviderVersion, Serve: func(w http.ResponseWriter, r *http.Request, p route.Values) {
+			s.serve(w, r, func(w http.ResponseWriter, r *http.Request, v *visit) error {
+				return s.providerPageOf(w, r, v, p[0], p[1], p[2])
+			})
+		}},
+		{Pattern: RouteModule, Serve: func(w http.ResponseWriter, r *http.Request, p route.Values) {
+			s.serve(w, r, func(w http.ResponseWriter, r *http.Request, v *visit) error {
+				return s.modulePageOf(w, r, v, p[0], p[1], p[2], "")
+			})
+		}},
+		{Pattern: RouteModuleVersion, Serve: func(w http.ResponseWriter, r *http.Request, p route.Values) {
+			s.serve(w, r, func(w http.ResponseWriter, r *http.Request, v *visit) error {
+				return s.modulePageOf(w, r, v, p[0], p[1], p[2], p[3])
+			})
+		}},
+	}
 }
 
 // NotFound renders the UI's "not found" page; the server calls it for GET
