@@ -19,17 +19,7 @@ func TestDirectRoutesAnswerAsTheMux(t *testing.T) {
 	x := &storeIndex{}
 	var logged strings.Builder
 	s := storeService(t, x, &logged)
-	pv := registry.ProviderVersion{Namespace: "acme", Type: "widget", Version: "1.0.0", Protocols: []string{"5.0"},
-		SHASumsDigest: testDigest("a"), SHASumsSignatureDigest: testDigest("b"), SigningKey: testKey("acme"), PublishedAt: s.opt.Now(),
-		Platforms: []registry.Platform{{OS: "linux", Arch: "amd64", Filename: "terraform-provider-widget_1.0.0_linux_amd64.zip", SHA256: testDigest("c"), Size: 1234}}}
-	mv := registry.ModuleVersion{Namespace: "acme", Name: "network", System: "aws", Version: "1.0.0", ArchiveDigest: testDigest("d"),
-		ArchiveFormat: "tar.gz", ArchiveSize: 4096, Metadata: []byte(`{"readme":"# network"}`), PublishedAt: s.opt.Now()}
-	if err := x.CreateProviderVersion(t.Context(), pv); err != nil {
-		t.Fatal(err)
-	}
-	if err := x.CreateModuleVersion(t.Context(), mv); err != nil {
-		t.Fatal(err)
-	}
+	publishWidgetAndNetwork(t, s, x, `{"readme":"# network"}`)
 	mux := http.NewServeMux()
 	s.Register(mux)
 	direct := map[string]route.Direct{}
@@ -97,5 +87,23 @@ func TestDirectRoutesAnswerAsTheMux(t *testing.T) {
 	}
 	if codes[http.StatusOK] == 0 || codes[http.StatusNotFound] == 0 || codes[http.StatusSeeOther] == 0 {
 		t.Errorf("answers %v: want pages, refusals and redirects", codes)
+	}
+}
+
+// publishWidgetAndNetwork publishes the provider acme/widget 1.0.0 and
+// the module acme/network/aws 1.0.0 (with metadata) into x, the index of
+// s.
+func publishWidgetAndNetwork(t *testing.T, s *Service, x *storeIndex, metadata string) {
+	t.Helper()
+	pv := registry.ProviderVersion{Namespace: "acme", Type: "widget", Version: "1.0.0", Protocols: []string{"5.0"},
+		SHASumsDigest: testDigest("a"), SHASumsSignatureDigest: testDigest("b"), SigningKey: testKey("acme"), PublishedAt: s.opt.Now(),
+		Platforms: []registry.Platform{{OS: "linux", Arch: "amd64", Filename: "terraform-provider-widget_1.0.0_linux_amd64.zip", SHA256: testDigest("c"), Size: 1234}}}
+	mv := registry.ModuleVersion{Namespace: "acme", Name: "network", System: "aws", Version: "1.0.0", ArchiveDigest: testDigest("d"),
+		ArchiveFormat: "tar.gz", ArchiveSize: 4096, Metadata: []byte(metadata), PublishedAt: s.opt.Now()}
+	if err := x.CreateProviderVersion(t.Context(), pv); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.CreateModuleVersion(t.Context(), mv); err != nil {
+		t.Fatal(err)
 	}
 }

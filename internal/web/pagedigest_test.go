@@ -7,8 +7,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"trove.dev/trove/internal/registry"
 )
 
 type digestInner struct {
@@ -170,17 +168,7 @@ func TestPageDataDigests(t *testing.T) {
 	x := &storeIndex{}
 	var logged strings.Builder
 	s := storeService(t, x, &logged)
-	pv := registry.ProviderVersion{Namespace: "acme", Type: "widget", Version: "1.0.0", Protocols: []string{"5.0"},
-		SHASumsDigest: testDigest("a"), SHASumsSignatureDigest: testDigest("b"), SigningKey: testKey("acme"), PublishedAt: s.opt.Now(),
-		Platforms: []registry.Platform{{OS: "linux", Arch: "amd64", Filename: "terraform-provider-widget_1.0.0_linux_amd64.zip", SHA256: testDigest("c"), Size: 1234}}}
-	mv := registry.ModuleVersion{Namespace: "acme", Name: "network", System: "aws", Version: "1.0.0", ArchiveDigest: testDigest("d"),
-		ArchiveFormat: "tar.gz", ArchiveSize: 4096, Metadata: []byte(`{"readme":"# network","inputs":[{"name":"cidr","type":"string"}]}`), PublishedAt: s.opt.Now()}
-	if err := x.CreateProviderVersion(t.Context(), pv); err != nil {
-		t.Fatal(err)
-	}
-	if err := x.CreateModuleVersion(t.Context(), mv); err != nil {
-		t.Fatal(err)
-	}
+	publishWidgetAndNetwork(t, s, x, `{"readme":"# network","inputs":[{"name":"cidr","type":"string"}]}`)
 	md, err := s.moduleData(t.Context(), "acme", "network", "aws", "")
 	if err != nil {
 		t.Fatal(err)
