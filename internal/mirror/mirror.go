@@ -752,15 +752,28 @@ func (m *Mirror) fetchPackage(ctx context.Context, d *download) error {
 	if size < 0 {
 		size = -1
 	}
-	d.update(func() { d.started, d.size = true, size })
 	limit := m.opt.MaxPackageBytes
 	if limit <= 0 {
 		limit = 1 << 30
 	}
+	// A package over the limit is refused like one whose bytes differ:
+	// the signed digest names these bytes, so it stays over the limit
+	// (until the limit is raised, which takes a restart).
+	tooLarge := func() error {
+		return refuse("upstream %s: %s is larger than this Trove's limit of %d bytes (--max-zip-bytes): refused, nothing was mirrored", p.host, pl.Filename, limit)
+	}
+	if size > limit {
+		m.metrics.upstream(p.host, "package", nil)
+		return tooLarge()
+	}
+	d.update(func() { d.started, d.size = true, size })
 	idle.r = resp.Body
 	n, got, err := staging.Copy(d, idle, limit, pl.Filename)
 	m.metrics.upstream(p.host, "package", err)
-	if err != nil { // a package over the limit too: the client asked for nothing too large
+	if registry.IsKind(err, registry.TooLarge) {
+		return tooLarge() // its readers' answers are broken off
+	}
+	if err != nil {
 		return withCause(registry.Unavailable, err, fmt.Sprintf("upstream %s: downloading %s failed: %s", p.host, pl.Filename, registry.Message(err)))
 	}
 	m.metrics.bytes.WithLabelValues(p.host).Add(float64(n))

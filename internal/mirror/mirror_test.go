@@ -536,16 +536,16 @@ func TestNarrowedRuleStopsFetches(t *testing.T) {
 }
 
 // TestPackageOverTheLimit: an upstream package over MaxPackageBytes is
-// not stored, and the waiting client is told the upstream failed (503),
-// not that it sent something too large itself (413).
+// not stored, and the waiting client is told the upstream's package was
+// refused (502), not that it sent something too large itself (413).
 func TestPackageOverTheLimit(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	f.m.opt.MaxPackageBytes = 100
 	pl := f.platform(t, f.version(t), "linux_amd64")
 	err := f.m.FetchPackage(ctx, f.origin(pl))
-	if !registry.IsKind(err, registry.Unavailable) || !strings.Contains(registry.Message(err), upstreamHost) {
-		t.Errorf("FetchPackage of a package over the limit: %v, want Unavailable naming the upstream", err)
+	if !registry.IsKind(err, registry.UpstreamInvalid) || !strings.Contains(registry.Message(err), upstreamHost) {
+		t.Errorf("FetchPackage of a package over the limit: %v, want UpstreamInvalid naming the upstream", err)
 	}
 	if _, err := f.blobs.Stat(ctx, pl.SHA256); !registry.IsKind(err, registry.NotFound) {
 		t.Errorf("a package over the limit was stored: %v", err)

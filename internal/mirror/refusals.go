@@ -10,13 +10,13 @@ import (
 
 // A package the mirror refused for its bytes (a checksum that differs
 // from the signed SHA256SUMS, no zip directory, a zip it cannot unpack
-// within its limits) is remembered for a while, so that a hostile or
-// broken upstream does not make it download the package again on every
-// client request: while remembered, the package is answered with the
+// within its limits, more bytes than its size limit) is remembered for
+// a while, so that a hostile or broken upstream does not make it
+// download the package again on every client request: while remembered, the package is answered with the
 // same refusal without asking the upstream. Only refusals are kept, never
 // failures that a retry may mend (the network, timeouts, stalls, the
-// upstream's 5xx answers, a package over the size limit): those are
-// fetched again on the next request, as before.
+// upstream's 5xx answers): those are fetched again on the next request,
+// as before.
 //
 // A refusal is known by the package's origin (host, namespace, type,
 // version, platform) and its signed SHA-256: a version the upstream

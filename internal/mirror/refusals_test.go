@@ -185,7 +185,7 @@ func TestUnpackableSignedZipRemembered(t *testing.T) {
 
 // TestFailedFetchNotRemembered: a failure that is no refusal of the
 // package (the upstream down, a 5xx answer for the package, a broken
-// connection, a package over the size limit) is not remembered: the next
+// connection) is not remembered: the next
 // request asks the upstream again, and gets the package.
 func TestFailedFetchNotRemembered(t *testing.T) {
 	for name, c := range map[string]struct {
@@ -197,8 +197,6 @@ func TestFailedFetchNotRemembered(t *testing.T) {
 			func(f *fixture) { f.up.zipStatus.Store(http.StatusBadGateway) }, func(f *fixture) { f.up.zipStatus.Store(0) }},
 		"connection broken off": {
 			func(f *fixture) { f.up.cutZip.Store(true) }, func(f *fixture) { f.up.cutZip.Store(false) }},
-		"package over the size limit": {
-			func(f *fixture) { f.m.opt.MaxPackageBytes = 100 }, func(f *fixture) { f.m.opt.MaxPackageBytes = 0 }},
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t)
@@ -281,5 +279,34 @@ func TestRefusalsSet(t *testing.T) {
 			t.Errorf("Options.RefusalTTL %v: remembered for %v, want %v", ttl, m.refusals.ttl, want)
 		}
 		m.Close()
+	}
+}
+
+// TestOversizedPackageRemembered: a package larger than the mirror's
+// limit is refused (502, not 503: the upstream's package, not a passing
+// failure) and remembered, so that the upstream is not asked to send it
+// again on every request.
+func TestOversizedPackageRemembered(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	clk := &testClock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	f.m.opt.Now = clk.Now
+	f.m.opt.MaxPackageBytes = 100
+	o := f.origin(f.platform(t, f.version(t), "linux_amd64"))
+	err := f.m.FetchPackage(ctx, o)
+	if !registry.IsKind(err, registry.UpstreamInvalid) || !strings.Contains(registry.Message(err), "limit of 100 bytes") {
+		t.Fatalf("FetchPackage of a package over the limit: %v, want a refusal naming the limit", err)
+	}
+	asked := f.up.requests.Load()
+	clk.Add(DefaultRefusalTTL / 2)
+	err = f.m.FetchPackage(ctx, o)
+	if !registry.IsKind(err, registry.UpstreamInvalid) || !strings.Contains(registry.Message(err), "retried after") {
+		t.Fatalf("FetchPackage again within the TTL: %v, want the remembered refusal", err)
+	}
+	if got := f.up.requests.Load(); got != asked {
+		t.Errorf("the upstream was asked %d more times within the TTL, want none", got-asked)
+	}
+	if _, err := f.blobs.Stat(ctx, f.platform(t, f.version(t), "linux_amd64").SHA256); err == nil {
+		t.Error("the package over the limit was stored")
 	}
 }
