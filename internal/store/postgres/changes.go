@@ -2,6 +2,8 @@ package postgres
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"time"
@@ -20,14 +22,19 @@ const changeChannel = "trove_changes"
 // Timing of the LISTEN connection.
 const (
 	// listenIdleCheck is how long the connection may stay silent before it
-	// is pinged: a dead peer (a network partition rather than a server
-	// that closed the connection) is noticed within this plus the ping
-	// timeout.
+	// is probed (a notification sent to itself through the pool): a dead
+	// peer (a network partition rather than a server that closed the
+	// connection), or one that stopped delivering notifications, is
+	// noticed within this plus listenPing, the probe's timeout.
 	listenIdleCheck = 15 * time.Second
 	listenPing      = 5 * time.Second
 	// Backoff between reconnection attempts.
 	minReconnectDelay = 100 * time.Millisecond
 	maxReconnectDelay = 2 * time.Second
+	// probeRetryDelay is the wait before listening again after a probe
+	// that did not arrive: notifications that a pooler in transaction
+	// mode keeps from the connection stay kept from the next one too.
+	probeRetryDelay = 30 * time.Second
 )
 
 // changeMessage is the JSON payload of a notification.
@@ -99,30 +106,43 @@ func parseChange(payload string) store.Change {
 }
 
 // WatchChanges implements store.ChangeFeed with LISTEN on a connection of
-// its own (outside the pool). When that connection fails it reports a
-// ChangeLost, reconnects with a growing delay (up to two seconds) and
-// reports a ChangeAll once listening again, since notifications sent
-// meanwhile are lost. A connection that fails silently (a network
-// partition) is found out within listenIdleCheck plus listenPing.
+// its own (outside the pool). It reports a ChangeAll only once it has
+// proved that notifications reach that connection (probe: one sent
+// through the pool arrived), and proves it again whenever the connection
+// has been silent for listenIdleCheck. When the connection fails, or a
+// probe does not arrive, it reports a ChangeLost, reconnects with a
+// growing delay (up to two seconds; probeRetryDelay when notifications
+// did not arrive, as behind a pooler in transaction mode) and reports a
+// ChangeAll once listening again, since notifications sent meanwhile are
+// lost. A connection that fails silently (a network partition) is found
+// out within listenIdleCheck plus listenPing.
 func (x *Index) WatchChanges(ctx context.Context, fn func(store.Change)) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stop := context.AfterFunc(x.closing, cancel)
 	defer stop()
 
+	probe, err := probeChannel()
+	if err != nil {
+		return err
+	}
 	delay := minReconnectDelay
 	failing := false
 	for {
-		conn, err := x.listenConn(ctx)
+		conn, err := x.listenConn(ctx, probe)
 		if err == nil {
-			if failing {
-				x.log.Info("index change feed: listening again")
-			}
-			failing, delay = false, minReconnectDelay
-			fn(store.Change{Kind: store.ChangeAll})
-			err = x.receive(ctx, conn, fn)
-			if ctx.Err() == nil && x.closing.Err() == nil {
-				fn(store.Change{Kind: store.ChangeLost}) // before the reconnection's ChangeAll
+			// Changes that arrive before the probe are covered by the
+			// ChangeAll that follows it: dropped.
+			if err = x.probe(ctx, conn, probe, nil); err == nil {
+				if failing {
+					x.log.Info("index change feed: listening again")
+				}
+				failing, delay = false, minReconnectDelay
+				fn(store.Change{Kind: store.ChangeAll})
+				err = x.receive(ctx, conn, probe, fn)
+				if ctx.Err() == nil && x.closing.Err() == nil {
+					fn(store.Change{Kind: store.ChangeLost}) // before the reconnection's ChangeAll
+				}
 			}
 			closeCtx, done := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 			conn.Close(closeCtx)
@@ -134,7 +154,15 @@ func (x *Index) WatchChanges(ctx context.Context, fn func(store.Change)) error {
 		case ctx.Err() != nil:
 			return ctx.Err()
 		}
-		if !failing {
+		if errors.Is(err, errNotDelivered) {
+			if !failing {
+				x.log.Warn("index change feed: notifications do not reach the listening connection (a connection pooler in transaction mode?); "+
+					"other replicas' changes show up after the caches' 30-second age. Connect in session mode or directly; retrying",
+					"retry", probeRetryDelay)
+				failing = true
+			}
+			delay = probeRetryDelay
+		} else if !failing {
 			x.log.Warn("index change feed: connection lost; reconnecting (caches are dropped once it is back)",
 				"err", scrub(err.Error(), x.listen.Password))
 			failing = true
@@ -143,12 +171,28 @@ func (x *Index) WatchChanges(ctx context.Context, fn func(store.Change)) error {
 		case <-ctx.Done():
 		case <-time.After(delay):
 		}
-		delay = min(2*delay, maxReconnectDelay)
+		delay = min(2*delay, max(delay, maxReconnectDelay))
 	}
 }
 
-// listenConn opens a connection and starts listening on changeChannel.
-func (x *Index) listenConn(ctx context.Context) (*pgx.Conn, error) {
+// errNotDelivered is a probe's failure: the notification it sent through
+// the pool did not reach the listening connection within listenPing.
+var errNotDelivered = errors.New("a notification sent through the pool did not reach the listening connection")
+
+// probeChannel returns a channel name of this feed's own, for its probes:
+// not changeChannel, whose unknown payloads every replica would take as
+// ChangeAll.
+func probeChannel() (string, error) {
+	b := make([]byte, 8)
+	if _, err := rand.Read(b); err != nil {
+		return "", registry.Wrap(registry.Internal, err, "naming the change feed's probe channel")
+	}
+	return "trove_probe_" + hex.EncodeToString(b), nil
+}
+
+// listenConn opens a connection and starts listening on changeChannel and
+// on probe.
+func (x *Index) listenConn(ctx context.Context, probe string) (*pgx.Conn, error) {
 	cfg := x.listen.Copy()
 	// A deadline, not a cancel request, ends a wait for notifications; the
 	// connection stays usable after it.
@@ -161,22 +205,55 @@ func (x *Index) listenConn(ctx context.Context) (*pgx.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := conn.Exec(connectCtx, `LISTEN `+changeChannel); err != nil {
-		conn.Close(context.WithoutCancel(ctx))
-		return nil, err
+	for _, channel := range []string{changeChannel, probe} {
+		if _, err := conn.Exec(connectCtx, `LISTEN `+channel); err != nil {
+			conn.Close(context.WithoutCancel(ctx))
+			return nil, err
+		}
 	}
 	return conn, nil
 }
 
-// receive passes notifications to fn until the connection fails or ctx
-// ends. A connection silent for listenIdleCheck is pinged.
-func (x *Index) receive(ctx context.Context, conn *pgx.Conn, fn func(store.Change)) error {
+// probe proves that notifications reach conn: it sends one on probe (the
+// feed's own channel) through the pool, another session as other
+// replicas' notifications come from, and waits listenPing for it, passing
+// the changes that arrive meanwhile to fn (nil: dropped). A probe that
+// does not arrive is errNotDelivered.
+func (x *Index) probe(ctx context.Context, conn *pgx.Conn, probe string, fn func(store.Change)) error {
+	pctx, cancel := context.WithTimeout(ctx, listenPing)
+	defer cancel()
+	if _, err := x.pool.Exec(pctx, `SELECT pg_notify($1, '')`, probe); err != nil {
+		return err
+	}
+	for {
+		n, err := conn.WaitForNotification(pctx)
+		if err != nil {
+			if ctx.Err() == nil && pctx.Err() != nil && !conn.IsClosed() {
+				return errNotDelivered
+			}
+			return err
+		}
+		if n.Channel == probe {
+			return nil
+		}
+		if fn != nil {
+			fn(parseChange(n.Payload))
+		}
+	}
+}
+
+// receive passes notifications to fn until the connection fails, a probe
+// does not arrive, or ctx ends. A connection silent for listenIdleCheck
+// is probed.
+func (x *Index) receive(ctx context.Context, conn *pgx.Conn, probe string, fn func(store.Change)) error {
 	for {
 		waitCtx, cancel := context.WithTimeout(ctx, listenIdleCheck)
 		n, err := conn.WaitForNotification(waitCtx)
 		cancel()
 		if err == nil {
-			fn(parseChange(n.Payload))
+			if n.Channel != probe { // a probe that arrived late
+				fn(parseChange(n.Payload))
+			}
 			continue
 		}
 		if ctx.Err() != nil {
@@ -185,10 +262,7 @@ func (x *Index) receive(ctx context.Context, conn *pgx.Conn, fn func(store.Chang
 		if !errors.Is(err, context.DeadlineExceeded) && !pgconn.Timeout(err) || conn.IsClosed() {
 			return err
 		}
-		pingCtx, cancel := context.WithTimeout(ctx, listenPing)
-		err = conn.Ping(pingCtx)
-		cancel()
-		if err != nil {
+		if err := x.probe(ctx, conn, probe, fn); err != nil {
 			return err
 		}
 	}

@@ -1,14 +1,18 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/url"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/store"
@@ -305,4 +309,51 @@ func TestRestart(t *testing.T) {
 	if err := x.CreateNamespace(ctx, registry.Namespace{Name: "other", CreatedAt: time.Now()}); err != nil {
 		t.Errorf("CreateNamespace after the restart: %v", err)
 	}
+}
+
+// TestFeedWithoutDelivery: a listening connection that notifications do
+// not reach (as behind a pooler in transaction mode; here, it listens in
+// another database than the one the index writes) is found out by the
+// feed's probe: it never reports a ChangeAll, so that no watcher takes
+// it for a feed that tells it of every change, and it says why.
+func TestFeedWithoutDelivery(t *testing.T) {
+	var logs syncBuffer
+	x := open(t, pgtest.NewDatabase(t), WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	other, err := pgx.ParseConfig(pgtest.NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	x.listen.Database = other.Database
+	ch := watch(t, x)
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(logs.String(), "notifications do not reach the listening connection") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no warning that notifications do not arrive; log: %s", logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	select {
+	case c := <-ch:
+		t.Errorf("the feed reported %+v although its notifications do not arrive", c)
+	default:
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the feed's goroutine and the
+// test's.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
