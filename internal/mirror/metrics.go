@@ -12,7 +12,7 @@ import (
 type metrics struct {
 	requests *prometheus.CounterVec // upstream requests by host, kind and result
 	versions *prometheus.CounterVec // mirror versions answered, by source
-	refused  *prometheus.CounterVec // upstream files refused (bad signature or checksum), by host
+	refused  *prometheus.CounterVec // upstream files refused (bad signature or checksum, not a zip, too large), by host
 	bytes    *prometheus.CounterVec // package bytes fetched, by host
 	// remembered counts package fetches answered with a remembered
 	// refusal (refusals.go), without asking the upstream, by host.
@@ -31,7 +31,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"source"}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "trove_mirror_refused_total",
-			Help: "Upstream files the mirror refused to store: signatures that do not verify, packages whose checksum differs from the signed SHA256SUMS.",
+			Help: "Upstream files the mirror refused to store: signatures that do not verify, packages whose checksum differs from the signed SHA256SUMS, that are no zip archive or that are over the size limit.",
 		}, []string{"host"}),
 		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "trove_mirror_fetched_bytes_total",

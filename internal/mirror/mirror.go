@@ -41,6 +41,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/url"
 	"os"
 	"slices"
@@ -723,7 +724,7 @@ func (m *Mirror) fetchPackage(ctx context.Context, d *download) error {
 		return m.fetchErr(p, mv.Version, "the download document of "+pl.Filename, err)
 	}
 	if dl.SHASum != "" && !strings.EqualFold(dl.SHASum, pl.SHA256) {
-		return refuse("upstream %s: the download document of %s gives checksum %s, but its signed SHA256SUMS lists %s; refused, nothing was mirrored", p.host, pl.Filename, dl.SHASum, pl.SHA256)
+		return refuse("upstream %s: the download document of %s gives checksum %s, but its signed SHA256SUMS lists %s; refused, nothing was mirrored", p.host, pl.Filename, registry.Elide(dl.SHASum), pl.SHA256)
 	}
 	target, err := u.resolve(dlURL, dl.DownloadURL)
 	if err != nil {
@@ -763,8 +764,9 @@ func (m *Mirror) fetchPackage(ctx context.Context, d *download) error {
 		return refuse("upstream %s: %s is larger than this Trove's limit of %d bytes (--max-zip-bytes): refused, nothing was mirrored", p.host, pl.Filename, limit)
 	}
 	if size > limit {
-		m.metrics.upstream(p.host, "package", nil)
-		return tooLarge()
+		err := tooLarge()
+		m.metrics.upstream(p.host, "package", err)
+		return err
 	}
 	d.update(func() { d.started, d.size = true, size })
 	idle.r = resp.Body
@@ -778,6 +780,14 @@ func (m *Mirror) fetchPackage(ctx context.Context, d *download) error {
 	}
 	m.metrics.bytes.WithLabelValues(p.host).Add(float64(n))
 	if got != pl.SHA256 {
+		if unframed(resp) {
+			// A body that ends with the connection (no Content-Length,
+			// not chunked, HTTP/1) reads as whole when the connection
+			// is cut short: not remembered, since a retry may get the
+			// whole package.
+			m.metrics.refused.WithLabelValues(p.host).Inc()
+			return registry.Errorf(registry.Unavailable, "upstream %s sent %s with checksum %s (%d bytes, ended by closing the connection: perhaps cut short), but its signed SHA256SUMS lists %s: nothing was mirrored; tried again on the next request", p.host, pl.Filename, got, n, pl.SHA256)
+		}
 		return refuse("upstream %s sent %s with checksum %s, but its signed SHA256SUMS lists %s: refused, nothing was mirrored", p.host, pl.Filename, got, pl.SHA256)
 	}
 	notZip := func(err error) error {
@@ -807,6 +817,13 @@ func (m *Mirror) fetchPackage(ctx context.Context, d *download) error {
 		return err
 	}
 	return m.held(ctx, mv, pl, n, h1)
+}
+
+// unframed reports whether resp's body ends only with its connection
+// (HTTP/1 without Content-Length or chunking), so that a connection cut
+// short cannot be told from the body's end.
+func unframed(resp *http.Response) bool {
+	return resp.ContentLength < 0 && resp.ProtoMajor < 2 && !slices.Contains(resp.TransferEncoding, "chunked")
 }
 
 // held records that the mirror holds a package (computing its h1 from

@@ -45,6 +45,7 @@ type fakeUpstream struct {
 	badShasum   atomic.Bool   // download documents give another checksum than SHA256SUMS
 	zipStatus   atomic.Int64  // if set, archive downloads are answered with this status
 	cutZip      atomic.Bool   // archive downloads break off at half
+	cutUnframed atomic.Bool   // archive downloads end at half, by closing a connection without Content-Length
 	plainHTTP   atomic.Bool   // download URLs in plain http
 	badPlatform atomic.Bool   // 3.1.0 also lists a platform with a slash in its OS
 	slowZip     chan struct{} // closed to let archive downloads finish
@@ -116,6 +117,17 @@ func newFakeUpstream(t *testing.T) *fakeUpstream {
 			}
 			if code := u.zipStatus.Load(); code != 0 {
 				http.Error(w, "upstream trouble", int(code))
+				return
+			}
+			if u.cutUnframed.Load() {
+				conn, buf, err := http.NewResponseController(w).Hijack()
+				if err != nil {
+					panic(err)
+				}
+				buf.WriteString("HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Type: application/zip\r\n\r\n")
+				buf.Write(data[:len(data)/2])
+				buf.Flush()
+				conn.Close()
 				return
 			}
 			if u.cutZip.Load() {

@@ -185,7 +185,8 @@ func TestUnpackableSignedZipRemembered(t *testing.T) {
 
 // TestFailedFetchNotRemembered: a failure that is no refusal of the
 // package (the upstream down, a 5xx answer for the package, a broken
-// connection) is not remembered: the next
+// connection, a body without Content-Length ended early) is not
+// remembered: the next
 // request asks the upstream again, and gets the package.
 func TestFailedFetchNotRemembered(t *testing.T) {
 	for name, c := range map[string]struct {
@@ -197,6 +198,8 @@ func TestFailedFetchNotRemembered(t *testing.T) {
 			func(f *fixture) { f.up.zipStatus.Store(http.StatusBadGateway) }, func(f *fixture) { f.up.zipStatus.Store(0) }},
 		"connection broken off": {
 			func(f *fixture) { f.up.cutZip.Store(true) }, func(f *fixture) { f.up.cutZip.Store(false) }},
+		"connection closed early without Content-Length": {
+			func(f *fixture) { f.up.cutUnframed.Store(true) }, func(f *fixture) { f.up.cutUnframed.Store(false) }},
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t)

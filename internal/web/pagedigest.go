@@ -136,6 +136,9 @@ func (e *digestEncoder) value(v reflect.Value, depth int) bool {
 			e.uint(uint64(t.Unix()))
 			e.uint(uint64(t.Nanosecond()))
 			e.string(t.Location().String())
+			zone, offset := t.Zone() // two locations may share a name
+			e.string(zone)
+			e.uint(uint64(int64(offset)))
 			return true
 		}
 		for i := range v.NumField() {
