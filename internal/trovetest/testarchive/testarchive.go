@@ -16,7 +16,6 @@ import (
 	"archive/zip"
 	"bytes"
 	"compress/gzip"
-	"io"
 	"io/fs"
 	"maps"
 	"slices"
@@ -123,12 +122,11 @@ func ZipOf(t testing.TB, entries ...Entry) []byte {
 // TarGzOf returns a .tar.gz archive of entries, in their order.
 func TarGzOf(t testing.TB, entries ...Entry) []byte {
 	t.Helper()
+	tarball := TarOf(t, entries...)
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf) // no name, no time
-	writeTar(t, zw, entries)
-	if err := zw.Close(); err != nil {
-		t.Fatalf("testarchive: gzip: %v", err)
-	}
+	zw.Write(tarball)          // to memory: no error
+	zw.Close()
 	return buf.Bytes()
 }
 
@@ -136,14 +134,7 @@ func TarGzOf(t testing.TB, entries ...Entry) []byte {
 func TarOf(t testing.TB, entries ...Entry) []byte {
 	t.Helper()
 	var buf bytes.Buffer
-	writeTar(t, &buf, entries)
-	return buf.Bytes()
-}
-
-// writeTar writes entries as a tar archive to w.
-func writeTar(t testing.TB, w io.Writer, entries []Entry) {
-	t.Helper()
-	tw := tar.NewWriter(w)
+	tw := tar.NewWriter(&buf)
 	for _, e := range entries {
 		h := &tar.Header{Name: e.Name, Typeflag: e.Typeflag, Linkname: e.Linkname, Mode: int64(e.perm()), ModTime: e.modTime()}
 		if h.Typeflag == 0 {
@@ -164,6 +155,7 @@ func writeTar(t testing.TB, w io.Writer, entries []Entry) {
 	if err := tw.Close(); err != nil {
 		t.Fatalf("testarchive: tar: %v", err)
 	}
+	return buf.Bytes()
 }
 
 // perm returns the entry's permission bits, its default when Mode is 0.

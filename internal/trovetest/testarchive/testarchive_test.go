@@ -46,17 +46,14 @@ func readTar(t *testing.T, r io.Reader) []got {
 	t.Helper()
 	tr := tar.NewReader(r)
 	var out []got
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return out
-		}
+	for h, err := tr.Next(); err != io.EOF; h, err = tr.Next() {
 		if err != nil {
 			t.Fatal(err)
 		}
 		b, _ := io.ReadAll(tr)
 		out = append(out, got{name: h.Name, body: string(b), link: h.Linkname, mode: h.FileInfo().Mode(), mtime: h.ModTime})
 	}
+	return out
 }
 
 func readTarGz(t *testing.T, data []byte) []got {
