@@ -3,7 +3,6 @@ package main
 import (
 	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -17,6 +16,7 @@ import (
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/signing/signingtest"
 	"trove.dev/trove/internal/trovetest"
+	"trove.dev/trove/internal/trovetest/testarchive"
 )
 
 // TestBundleCommands exports a provider and a module from one Trove with
@@ -57,7 +57,10 @@ func TestBundleCommands(t *testing.T) {
 	// A bundle whose module archive holds a link to /etc/passwd: refused
 	// as trove module publish refuses it, and nothing of it is imported.
 	hostile := filepath.Join(t.TempDir(), "hostile.tar")
-	withModuleArchive(t, out, hostile, hostileModuleArchive(t))
+	withModuleArchive(t, out, hostile, testarchive.TarGzOf(t,
+		testarchive.Entry{Name: "main.tf", Body: "# x"},
+		testarchive.Entry{Name: "passwd", Typeflag: tar.TypeSymlink, Linkname: "/etc/passwd"},
+	))
 	if r := run(dst, exitError, "bundle", "import", hostile); !strings.Contains(r.stderr, `symbolic link to "/etc/passwd"`) {
 		t.Errorf("import of a bundle with a hostile module archive: %q", r.stderr)
 	}
@@ -106,25 +109,6 @@ func TestBundleCommands(t *testing.T) {
 	if _, err := os.Stat(out); err != nil {
 		t.Errorf("a refused export removed the earlier bundle: %v", err)
 	}
-}
-
-// hostileModuleArchive returns a .tar.gz module archive with a
-// configuration file and a symbolic link to /etc/passwd.
-func hostileModuleArchive(t *testing.T) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(zw)
-	tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: "main.tf", Mode: 0o644, Size: 3})
-	tw.Write([]byte("# x"))
-	tw.WriteHeader(&tar.Header{Typeflag: tar.TypeSymlink, Name: "passwd", Linkname: "/etc/passwd", Mode: 0o777})
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
 }
 
 // withModuleArchive copies the bundle in to out with archive as the

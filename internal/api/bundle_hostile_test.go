@@ -2,9 +2,7 @@ package api_test
 
 import (
 	"archive/tar"
-	"archive/zip"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -21,6 +19,7 @@ import (
 	"trove.dev/trove/internal/release/releasetest"
 	"trove.dev/trove/internal/signing/signingtest"
 	"trove.dev/trove/internal/trovetest"
+	"trove.dev/trove/internal/trovetest/testarchive"
 )
 
 // Limits of the importing Trove of TestBundleImportRefusesWhatPublishesRefuse,
@@ -30,75 +29,9 @@ const (
 	hostileMaxUnpackedBytes = 1 << 20
 )
 
-// tarItem is one entry of a test .tar.gz.
-type tarItem struct {
-	hdr  tar.Header
-	data string
-}
-
-// tarGz packs items, each a regular file unless its header says otherwise,
-// into a .tar.gz, without any of the checks a packer makes.
-func tarGz(t *testing.T, items ...tarItem) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(zw)
-	for _, it := range items {
-		h := it.hdr
-		if h.Typeflag == 0 {
-			h.Typeflag = tar.TypeReg
-		}
-		if h.Typeflag == tar.TypeReg {
-			h.Size = int64(len(it.data))
-		}
-		h.Mode = 0o644
-		if err := tw.WriteHeader(&h); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tw.Write([]byte(it.data)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
-
-// file is a regular file of a test .tar.gz.
-func file(name, data string) tarItem { return tarItem{tar.Header{Name: name}, data} }
-
 // mainTF is the root configuration file every hostile module archive has,
 // so that nothing but its hostile entry is wrong.
-var mainTF = file("main.tf", networkModule["main.tf"])
-
-// rawZip packs entries (name -> content, names taken as they are, and
-// symbolic links where the name ends in "@") into a zip.
-func rawZip(t *testing.T, entries [][2]string) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	zw := zip.NewWriter(&buf)
-	for _, e := range entries {
-		h := &zip.FileHeader{Name: e[0], Method: zip.Deflate}
-		h.SetMode(0o755)
-		if name, ok := strings.CutSuffix(e[0], "@"); ok {
-			h.Name = name
-			h.SetMode(os.ModeSymlink | 0o777)
-		}
-		w, err := zw.CreateHeader(h)
-		if err != nil {
-			t.Fatal(err)
-		}
-		w.Write([]byte(e[1]))
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
+var mainTF = testarchive.Entry{Name: "main.tf", Body: networkModule["main.tf"]}
 
 // bundleTamper changes a bundle's manifest and files.
 type bundleTamper func(m *apispec.BundleManifest, entries []bundleEntry) []bundleEntry
@@ -220,29 +153,29 @@ func TestBundleImportRefusesWhatPublishesRefuse(t *testing.T) {
 	}{
 		// Module archives, judged by modules.CheckArchive.
 		{"module entry with ..", 400, `escapes the archive with ".."`,
-			withModuleArchive("tar.gz", tarGz(t, mainTF, file("../evil.tf", "x")))},
+			withModuleArchive("tar.gz", testarchive.TarGzOf(t, mainTF, testarchive.Entry{Name: "../evil.tf", Body: "x"}))},
 		{"module entry with an absolute path", 400, "is an absolute path",
-			withModuleArchive("tar.gz", tarGz(t, mainTF, file("/etc/evil.tf", "x")))},
+			withModuleArchive("tar.gz", testarchive.TarGzOf(t, mainTF, testarchive.Entry{Name: "/etc/evil.tf", Body: "x"}))},
 		{"module symlink to /etc/passwd", 400, `symbolic link to "/etc/passwd"`,
-			withModuleArchive("tar.gz", tarGz(t, mainTF, tarItem{tar.Header{Name: "passwd", Typeflag: tar.TypeSymlink, Linkname: "/etc/passwd"}, ""}))},
+			withModuleArchive("tar.gz", testarchive.TarGzOf(t, mainTF, testarchive.Entry{Name: "passwd", Typeflag: tar.TypeSymlink, Linkname: "/etc/passwd"}))},
 		{"module symlink out of the archive", 400, "points outside the module",
-			withModuleArchive("tar.gz", tarGz(t, mainTF, tarItem{tar.Header{Name: "up", Typeflag: tar.TypeSymlink, Linkname: "../../etc/passwd"}, ""}))},
+			withModuleArchive("tar.gz", testarchive.TarGzOf(t, mainTF, testarchive.Entry{Name: "up", Typeflag: tar.TypeSymlink, Linkname: "../../etc/passwd"}))},
 		{"module hard link", 400, "is a hard link",
-			withModuleArchive("tar.gz", tarGz(t, mainTF, tarItem{tar.Header{Name: "copy.tf", Typeflag: tar.TypeLink, Linkname: "main.tf"}, ""}))},
+			withModuleArchive("tar.gz", testarchive.TarGzOf(t, mainTF, testarchive.Entry{Name: "copy.tf", Typeflag: tar.TypeLink, Linkname: "main.tf"}))},
 		{"module zip entry with ..", 400, `escapes the archive with ".."`,
-			withModuleArchive("zip", rawZip(t, [][2]string{{"main.tf", "# x\n"}, {"../evil.tf", "x"}}))},
+			withModuleArchive("zip", testarchive.ZipOf(t, testarchive.Entry{Name: "main.tf", Body: "# x\n", Mode: 0o755}, testarchive.Entry{Name: "../evil.tf", Body: "x", Mode: 0o755}))},
 		{"module zip symlink to /etc/passwd", 400, `symbolic link to "/etc/passwd"`,
-			withModuleArchive("zip", rawZip(t, [][2]string{{"main.tf", "# x\n"}, {"passwd@", "/etc/passwd"}}))},
+			withModuleArchive("zip", testarchive.ZipOf(t, testarchive.Entry{Name: "main.tf", Body: "# x\n", Mode: 0o755}, testarchive.Entry{Name: "passwd", Typeflag: tar.TypeSymlink, Linkname: "/etc/passwd"}))},
 		{"module archive is not an archive", 400, "neither a .tar.gz nor a .zip",
 			withModuleArchive("tar.gz", []byte("#!/bin/sh\necho this is no archive\n"))},
 		{"module archive without configuration", 400, "no Terraform configuration file",
-			withModuleArchive("tar.gz", tarGz(t, file("README.md", "# nothing\n")))},
+			withModuleArchive("tar.gz", testarchive.TarGzOf(t, testarchive.Entry{Name: "README.md", Body: "# nothing\n"}))},
 		{"module archive of another format than the manifest's", 400, "not zip as the manifest says",
 			withModuleArchive("zip", moduleArchive(t, networkModule))},
 		{"module archive unpacking beyond the limit", 413, "unpacks to more than",
-			withModuleArchive("tar.gz", tarGz(t, mainTF, file("zeros.bin", strings.Repeat("\x00", 2*hostileMaxUnpackedBytes))))},
+			withModuleArchive("tar.gz", testarchive.TarGzOf(t, mainTF, testarchive.Entry{Name: "zeros.bin", Body: strings.Repeat("\x00", 2*hostileMaxUnpackedBytes)}))},
 		{"module archive larger than the limit", 413, "larger than",
-			withModuleArchive("tar.gz", tarGz(t, mainTF, file("noise.bin", string(incompressible))))},
+			withModuleArchive("tar.gz", testarchive.TarGzOf(t, mainTF, testarchive.Entry{Name: "noise.bin", Body: string(incompressible)}))},
 
 		// Metadata, judged by modules.ParseMetadata.
 		{"metadata of another type", 400, "metadata is not module metadata", withModule(func(bm *apispec.BundleModule) {
@@ -289,9 +222,9 @@ func TestBundleImportRefusesWhatPublishesRefuse(t *testing.T) {
 		{"provider package without its executable", 400, "no provider executable",
 			withProvider(t, gadgetKey, host, releasetest.Zip(t, map[string]string{"README.md": "x"}), nil)},
 		{"provider package with ..", 400, `escapes the archive with ".."`,
-			withProvider(t, gadgetKey, host, rawZip(t, [][2]string{{"terraform-provider-gadget_v1.0.0", "x"}, {"../evil", "x"}}), nil)},
+			withProvider(t, gadgetKey, host, testarchive.ZipOf(t, testarchive.Entry{Name: "terraform-provider-gadget_v1.0.0", Body: "x", Mode: 0o755}, testarchive.Entry{Name: "../evil", Body: "x", Mode: 0o755}), nil)},
 		{"provider package with a symlink", 400, "is a symbolic link",
-			withProvider(t, gadgetKey, host, rawZip(t, [][2]string{{"terraform-provider-gadget_v1.0.0", "x"}, {"passwd@", "/etc/passwd"}}), nil)},
+			withProvider(t, gadgetKey, host, testarchive.ZipOf(t, testarchive.Entry{Name: "terraform-provider-gadget_v1.0.0", Body: "x", Mode: 0o755}, testarchive.Entry{Name: "passwd", Typeflag: tar.TypeSymlink, Linkname: "/etc/passwd"}), nil)},
 		{"provider package that is not a zip", 400, "not a valid zip file",
 			withProvider(t, gadgetKey, host, []byte("MZ not a zip at all"), nil)},
 		{"provider package of another provider", 400, "is not a package of gadget 1.0.0",

@@ -20,6 +20,7 @@ import (
 	"trove.dev/trove/internal/release/releasetest"
 	"trove.dev/trove/internal/signing/signingtest"
 	"trove.dev/trove/internal/trovetest"
+	"trove.dev/trove/internal/trovetest/testarchive"
 )
 
 // bundleEntry is one file of a bundle.
@@ -62,19 +63,12 @@ func readBundle(t *testing.T, b []byte) (apispec.BundleManifest, []bundleEntry) 
 // writeBundle builds a bundle from a manifest and entries.
 func writeBundle(t *testing.T, m apispec.BundleManifest, entries []bundleEntry) []byte {
 	t.Helper()
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
 	manifest, _ := json.Marshal(m)
-	for _, e := range append([]bundleEntry{{apispec.BundleManifestName, manifest}}, entries...) {
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: e.name, Mode: 0o644, Size: int64(len(e.data))}); err != nil {
-			t.Fatal(err)
-		}
-		tw.Write(e.data)
+	files := []testarchive.Entry{{Name: apispec.BundleManifestName, Body: string(manifest)}}
+	for _, e := range entries {
+		files = append(files, testarchive.Entry{Name: e.name, Body: string(e.data)})
 	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+	return testarchive.TarOf(t, files...)
 }
 
 func adminClient(t *testing.T, s *trovetest.Server) *client.Client {

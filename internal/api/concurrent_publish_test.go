@@ -19,6 +19,7 @@ import (
 	"trove.dev/trove/internal/store/postgres/pgtest"
 	"trove.dev/trove/internal/store/s3blob/s3test"
 	"trove.dev/trove/internal/trovetest"
+	"trove.dev/trove/internal/trovetest/testarchive"
 )
 
 // concurrentPublishes is how many publishes of one version run at once.
@@ -96,8 +97,10 @@ var publishKinds = []publishKind{
 					archives[i] = archives[0]
 					continue
 				}
-				archives[i] = docsArchive(t, "docs/index.md", fmt.Sprintf("# Docs\n\nEdition %d.\n", i),
-					"docs/resources/widget.md", "# widget\n")
+				archives[i] = testarchive.TarGz(t, map[string]string{
+					"docs/index.md":            fmt.Sprintf("# Docs\n\nEdition %d.\n", i),
+					"docs/resources/widget.md": "# widget\n",
+				})
 			}
 			path := strings.NewReplacer("{namespace}", "acme", "{type}", "docs", "{version}", version).Replace(apispec.RouteProviderDocs)
 			return func(i int) (*http.Request, error) {

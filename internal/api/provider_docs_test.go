@@ -1,9 +1,7 @@
 package api_test
 
 import (
-	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -17,24 +15,8 @@ import (
 	"trove.dev/trove/apispec"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/trovetest"
+	"trove.dev/trove/internal/trovetest/testarchive"
 )
-
-// docsArchive returns a .tar.gz of files (name, content pairs).
-func docsArchive(t *testing.T, files ...string) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(zw)
-	for i := 0; i+1 < len(files); i += 2 {
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: files[i], Mode: 0o644, Size: int64(len(files[i+1]))}); err != nil {
-			t.Fatal(err)
-		}
-		tw.Write([]byte(files[i+1]))
-	}
-	tw.Close()
-	zw.Close()
-	return buf.Bytes()
-}
 
 // createVersion stores a provider version without documentation.
 func createVersion(t *testing.T, s *trovetest.Server, ns, typ, version string) {
@@ -82,10 +64,11 @@ func TestProviderDocsUpload(t *testing.T) {
 	ctx := context.Background()
 	createVersion(t, s, "acme", "widget", "1.0.0")
 	createVersion(t, s, "open", "widget", "1.0.0")
-	archive := docsArchive(t,
-		"docs/index.md", "---\npage_title: Acme\n---\n# Acme\n",
-		"docs/resources/widget.md", "---\nsubcategory: Compute\n---\n# widget\n",
-		"docs/images/logo.png", "png")
+	archive := testarchive.TarGz(t, map[string]string{
+		"docs/index.md":            "---\npage_title: Acme\n---\n# Acme\n",
+		"docs/resources/widget.md": "---\nsubcategory: Compute\n---\n# widget\n",
+		"docs/images/logo.png":     "png",
+	})
 
 	// noDocs checks that nothing was stored for acme/widget 1.0.0.
 	noDocs := func(t *testing.T, what string) {
@@ -129,7 +112,7 @@ func TestProviderDocsUpload(t *testing.T) {
 		for i := 0; page.Len() < 2<<20; i++ {
 			page.WriteString(digest([]byte{byte(i), byte(i >> 8), byte(i >> 16)}))
 		}
-		big := docsArchive(t, "docs/index.md", page.String())
+		big := testarchive.TarGz(t, map[string]string{"docs/index.md": page.String()})
 		for name, c := range map[string]struct {
 			body []byte
 			want int
@@ -137,9 +120,9 @@ func TestProviderDocsUpload(t *testing.T) {
 		}{
 			"empty":        {[]byte{}, 400, "is empty"},
 			"random bytes": {[]byte("not an archive at all"), 400, "neither a .tar.gz nor a .zip"},
-			"no pages":     {docsArchive(t, "README.md", "x"), 400, "holds no documentation pages"},
-			"bad slug":     {docsArchive(t, "docs/resources/Widget.md", "x"), 400, `docs/resources/Widget.md`},
-			"traversal":    {docsArchive(t, "../docs/index.md", "x"), 400, `escapes the archive`},
+			"no pages":     {testarchive.TarGz(t, map[string]string{"README.md": "x"}), 400, "holds no documentation pages"},
+			"bad slug":     {testarchive.TarGz(t, map[string]string{"docs/resources/Widget.md": "x"}), 400, `docs/resources/Widget.md`},
+			"traversal":    {testarchive.TarGz(t, map[string]string{"../docs/index.md": "x"}), 400, `escapes the archive`},
 			"huge page":    {big, 413, "larger than the limit of 1 MiB"},
 			"truncated":    {archive[:len(archive)/2], 400, "not a valid .tar.gz"},
 		} {
@@ -177,7 +160,7 @@ func TestProviderDocsUpload(t *testing.T) {
 		if status != 200 || json.Unmarshal(body, &res) != nil || res.Created || res.PageCount != 2 || res.Digest != digest(archive) {
 			t.Errorf("PUT of the same docs again = %d %s, want 200 created false", status, body)
 		}
-		other := docsArchive(t, "docs/index.md", "# other\n")
+		other := testarchive.TarGz(t, map[string]string{"docs/index.md": "# other\n"})
 		status, body, _ = docsCall(t, s, "PUT", "acme", "widget", "1.0.0", tokens[acmePublish], other)
 		if status != 409 || !strings.Contains(string(body), "immutable") {
 			t.Errorf("PUT of other docs = %d %s, want 409", status, body)

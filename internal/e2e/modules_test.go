@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"archive/zip"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"trove.dev/trove/internal/trovetest/testarchive"
 )
 
 // moduleHost is the dotted host name of module sources in these tests.
@@ -148,17 +149,10 @@ func TestModulesFromTrove(t *testing.T) {
 	// Published before the clients run: a zipped module, and a module in a
 	// private namespace with a read token for it.
 	zipPath := filepath.Join(t.TempDir(), "zipped.zip")
-	f, err := os.Create(zipPath)
-	if err != nil {
+	zipped := testarchive.Zip(t, map[string]string{"main.tf": "output \"text\" {\n  value = \"zipped\"\n}\n"})
+	if err := os.WriteFile(zipPath, zipped, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	zw := zip.NewWriter(f)
-	w, _ := zw.Create("main.tf")
-	fmt.Fprintf(w, "output \"text\" {\n  value = \"zipped\"\n}\n")
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
 	srv.mustCLI(t, token, "module", "publish", namespace+"/zipped/aws", "0.1.0", zipPath)
 	srv.mustCLI(t, srv.AdminToken, "namespace", "create", "vault")
 	srv.mustCLI(t, srv.AdminToken, "module", "publish", "vault/secrets/aws", "1.0.0", writeModuleDir(t, "secrets", "1.0.0", ""))

@@ -3,7 +3,6 @@ package mirror
 import (
 	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"crypto/rand"
 	"net/http"
@@ -25,6 +24,7 @@ import (
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/store/sqlite"
 	"trove.dev/trove/internal/store/sqlite/sqlitetest"
+	"trove.dev/trove/internal/trovetest/testarchive"
 )
 
 // moduleUpstream is a modules.v1 registry on loopback (plain http) whose
@@ -212,29 +212,6 @@ func (f *moduleFixture) refused() float64 {
 	return 0
 }
 
-// tarGz builds a .tar.gz of entries (a name ending in "->target" is a link).
-func tarGz(t *testing.T, files map[string]string) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(zw)
-	for name, content := range files {
-		h := &tar.Header{Name: name, Mode: 0o644, Size: int64(len(content)), Typeflag: tar.TypeReg}
-		if n, target, ok := strings.Cut(name, "->"); ok {
-			h = &tar.Header{Name: n, Mode: 0o777, Typeflag: tar.TypeSymlink, Linkname: target}
-		}
-		if err := tw.WriteHeader(h); err != nil {
-			t.Fatal(err)
-		}
-		if h.Typeflag == tar.TypeReg {
-			tw.Write([]byte(content))
-		}
-	}
-	tw.Close()
-	zw.Close()
-	return buf.Bytes()
-}
-
 func TestModuleMirrorGit(t *testing.T) {
 	f := newModuleFixture(t)
 	ctx := context.Background()
@@ -310,7 +287,7 @@ func TestModuleMirrorGit(t *testing.T) {
 func TestModuleMirrorArchive(t *testing.T) {
 	f := newModuleFixture(t)
 	ctx := context.Background()
-	good := tarGz(t, map[string]string{"main.tf": "variable \"a\" {}\n"})
+	good := testarchive.TarGz(t, map[string]string{"main.tf": "variable \"a\" {}\n"})
 	f.up.set("1.1.0", f.up.archive("net-1.1.0.tar.gz", good))
 	var wg sync.WaitGroup
 	digests := make([]string, 8)
@@ -337,7 +314,7 @@ func TestModuleMirrorArchive(t *testing.T) {
 func TestModuleMirrorRefuses(t *testing.T) {
 	f := newModuleFixture(t)
 	ctx := context.Background()
-	good := tarGz(t, map[string]string{"main.tf": "variable \"a\" {}\n"})
+	good := testarchive.TarGz(t, map[string]string{"main.tf": "variable \"a\" {}\n"})
 	huge := make([]byte, 1<<20)
 	rand.Read(huge)
 	base := f.up.srv.URL
@@ -354,11 +331,11 @@ func TestModuleMirrorRefuses(t *testing.T) {
 		"credentials":                  {"2.0.7", "https://user:pw@" + strings.TrimPrefix(base, "http://") + "/archives/t.tar.gz"},
 		"huge archive":                 {"2.0.8", f.up.archive("huge.tar.gz", huge)},
 		"not an archive":               {"2.0.9", f.up.archive("junk.tar.gz", []byte("not a tarball"))},
-		"dot-dot entry":                {"2.1.0", f.up.archive("dd.tar.gz", tarGz(t, map[string]string{"main.tf": "", "../evil.tf": "x"}))},
-		"symlink out of archive":       {"2.1.1", f.up.archive("ln.tar.gz", tarGz(t, map[string]string{"main.tf": "", "passwd->/etc/passwd": ""}))},
+		"dot-dot entry":                {"2.1.0", f.up.archive("dd.tar.gz", testarchive.TarGzOf(t, testarchive.Entry{Name: "main.tf"}, testarchive.Entry{Name: "../evil.tf", Body: "x"}))},
+		"symlink out of archive":       {"2.1.1", f.up.archive("ln.tar.gz", testarchive.TarGzOf(t, testarchive.Entry{Name: "main.tf"}, testarchive.Entry{Name: "passwd", Typeflag: tar.TypeSymlink, Linkname: "/etc/passwd"}))},
 		"symlink out of git tree":      {"2.1.2", "git::" + base + "/git/net.git?ref=v9.0.0-link"},
 		"unknown ref":                  {"2.1.3", "git::" + base + "/git/net.git?ref=v7.7.7"},
-		"no configuration":             {"2.1.4", f.up.archive("empty.tar.gz", tarGz(t, map[string]string{"README.md": "hi"}))},
+		"no configuration":             {"2.1.4", f.up.archive("empty.tar.gz", testarchive.TarGz(t, map[string]string{"README.md": "hi"}))},
 		"plain path":                   {"2.1.5", "/etc/passwd"},
 	}
 	for name, c := range cases {
@@ -415,7 +392,7 @@ func TestModuleSourceGuard(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "non-public") {
 		t.Fatalf("git from loopback with a public upstream: %v", err)
 	}
-	src, err = parseModuleSource(&url.URL{Scheme: "http", Host: "x"}, f.up.archive("g.tar.gz", tarGz(t, map[string]string{"main.tf": ""})), true)
+	src, err = parseModuleSource(&url.URL{Scheme: "http", Host: "x"}, f.up.archive("g.tar.gz", testarchive.TarGz(t, map[string]string{"main.tf": ""})), true)
 	if err != nil {
 		t.Fatal(err)
 	}

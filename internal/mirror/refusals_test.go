@@ -1,8 +1,6 @@
 package mirror
 
 import (
-	"archive/zip"
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -15,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/trovetest/testarchive"
 )
 
 // testClock is a clock the test sets, read by the mirror (Options.Now).
@@ -132,17 +131,11 @@ func TestRefusedPackageRemembered(t *testing.T) {
 // is remembered like a tampered one: the next request is refused (502,
 // before any byte) without asking the upstream, until the TTL passed.
 func TestUnpackableSignedZipRemembered(t *testing.T) {
-	var raw bytes.Buffer
-	zw := zip.NewWriter(&raw)
+	files := map[string]string{}
 	for i := range 1001 {
-		if _, err := zw.Create(fmt.Sprintf("f%04d", i)); err != nil {
-			t.Fatal(err)
-		}
+		files[fmt.Sprintf("f%04d", i)] = ""
 	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	u := newRawRegistry(t, "upstream.example", 0, nil, raw.Bytes())
+	u := newRawRegistry(t, "upstream.example", 0, nil, testarchive.Zip(t, files))
 	e := newEnv(t, false, 0, u)
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	clk := &testClock{t: t0}

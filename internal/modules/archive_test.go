@@ -13,76 +13,14 @@ import (
 	"testing"
 
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/trovetest/testarchive"
 )
 
-// tent is an archive entry for the tests: a file unless typ says otherwise.
-type tent struct {
-	name string
-	body string
-	typ  byte   // tar type flag; 0 means a regular file
-	link string // symlink or hard link target
-	size int64  // declared size when it should differ from len(body)
-}
+// tent is an archive entry for the tests: a regular file unless Typeflag
+// says otherwise.
+type tent = testarchive.Entry
 
 const mainTF = "variable \"cidr\" {\n  type = string\n}\n"
-
-func tarGzOf(t *testing.T, entries ...tent) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(zw)
-	for _, e := range entries {
-		hdr := &tar.Header{Name: e.name, Mode: 0o644, Size: int64(len(e.body)), Typeflag: tar.TypeReg, Linkname: e.link, Format: tar.FormatPAX}
-		if e.typ != 0 {
-			hdr.Typeflag = e.typ
-		}
-		if hdr.Typeflag != tar.TypeReg {
-			hdr.Size = 0
-		}
-		if err := tw.WriteHeader(hdr); err != nil {
-			t.Fatalf("writing tar header %q: %v", e.name, err)
-		}
-		if _, err := tw.Write([]byte(e.body)); err != nil && hdr.Typeflag == tar.TypeReg {
-			t.Fatal(err)
-		}
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
-
-func zipOf(t *testing.T, entries ...tent) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	zw := zip.NewWriter(&buf)
-	for _, e := range entries {
-		fh := &zip.FileHeader{Name: e.name, Method: zip.Deflate}
-		switch e.typ {
-		case tar.TypeSymlink:
-			fh.SetMode(fs.ModeSymlink | 0o777)
-			e.body = e.link
-		case tar.TypeDir:
-			fh.SetMode(fs.ModeDir | 0o755)
-		default:
-			fh.SetMode(0o644)
-		}
-		w, err := zw.CreateHeader(fh)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := w.Write([]byte(e.body)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
 
 func check(t *testing.T, archive []byte, lim Limits) (string, string, error) {
 	t.Helper()
@@ -93,19 +31,19 @@ func check(t *testing.T, archive []byte, lim Limits) (string, string, error) {
 
 func TestCheckAccepts(t *testing.T) {
 	entries := []tent{
-		{name: "./", typ: tar.TypeDir},
-		{name: "./main.tf", body: mainTF},
-		{name: "./README.md", body: "# Net\n\nBuilds a network.\n"},
-		{name: "./modules/", typ: tar.TypeDir},
-		{name: "./modules/subnet/", typ: tar.TypeDir},
-		{name: "./modules/subnet/main.tf", body: "output \"id\" {\n  value = 1\n}\n"},
-		{name: "./modules/subnet/versions.tf", typ: tar.TypeSymlink, link: "../../versions.tf"},
-		{name: "./versions.tf", body: "terraform {\n  required_version = \">= 1.0\"\n}\n"},
-		{name: "./files/script.sh", body: "#!/bin/sh\n"},
-		{name: "./examples/basic/main.tf", body: "module \"net\" {\n  source = \"../..\"\n}\n"},
-		{name: "./docs/img.png", body: "\x89PNG"},
+		{Name: "./", Typeflag: tar.TypeDir},
+		{Name: "./main.tf", Body: mainTF},
+		{Name: "./README.md", Body: "# Net\n\nBuilds a network.\n"},
+		{Name: "./modules/", Typeflag: tar.TypeDir},
+		{Name: "./modules/subnet/", Typeflag: tar.TypeDir},
+		{Name: "./modules/subnet/main.tf", Body: "output \"id\" {\n  value = 1\n}\n"},
+		{Name: "./modules/subnet/versions.tf", Typeflag: tar.TypeSymlink, Linkname: "../../versions.tf"},
+		{Name: "./versions.tf", Body: "terraform {\n  required_version = \">= 1.0\"\n}\n"},
+		{Name: "./files/script.sh", Body: "#!/bin/sh\n"},
+		{Name: "./examples/basic/main.tf", Body: "module \"net\" {\n  source = \"../..\"\n}\n"},
+		{Name: "./docs/img.png", Body: "\x89PNG"},
 	}
-	for format, archive := range map[string][]byte{FormatTarGz: tarGzOf(t, entries...), FormatZip: zipOf(t, entries...)} {
+	for format, archive := range map[string][]byte{FormatTarGz: testarchive.TarGzOf(t, entries...), FormatZip: testarchive.ZipOf(t, entries...)} {
 		t.Run(format, func(t *testing.T) {
 			got, dir, err := check(t, archive, Limits{})
 			if err != nil {
@@ -136,7 +74,7 @@ func TestCheckAccepts(t *testing.T) {
 }
 
 func TestCheckRefuses(t *testing.T) {
-	root := tent{name: "main.tf", body: mainTF}
+	root := tent{Name: "main.tf", Body: mainTF}
 	big := strings.Repeat("x", 2048)
 	tests := map[string]struct {
 		entries []tent
@@ -144,36 +82,36 @@ func TestCheckRefuses(t *testing.T) {
 		kind    registry.Kind
 		msg     string
 	}{
-		"traversal":               {[]tent{root, {name: "../evil.tf", body: "x"}}, Limits{}, registry.Invalid, `escapes the archive with ".."`},
-		"traversal inside":        {[]tent{root, {name: "a/../../evil", body: "x"}}, Limits{}, registry.Invalid, `".."`},
-		"absolute":                {[]tent{root, {name: "/etc/cron.d/x", body: "x"}}, Limits{}, registry.Invalid, "absolute path"},
-		"windows drive":           {[]tent{root, {name: "C:/x", body: "x"}}, Limits{}, registry.Invalid, "absolute path"},
-		"backslash":               {[]tent{root, {name: `..\evil`, body: "x"}}, Limits{}, registry.Invalid, "backslash"},
-		"control character":       {[]tent{root, {name: "a\x1b[2Jb", body: "x"}}, Limits{}, registry.Invalid, "control character"},
-		"duplicate":               {[]tent{root, {name: "main.tf", body: "other"}}, Limits{}, registry.Invalid, "twice"},
-		"case clash":              {[]tent{root, {name: "MAIN.tf", body: "other"}}, Limits{}, registry.Invalid, "case-insensitive"},
-		"link absolute":           {[]tent{root, {name: "l", typ: tar.TypeSymlink, link: "/etc/passwd"}}, Limits{}, registry.Invalid, "absolute"},
-		"link out":                {[]tent{root, {name: "a/l", typ: tar.TypeSymlink, link: "../../x"}}, Limits{}, registry.Invalid, "outside the module"},
-		"link down then up":       {[]tent{root, {name: "sub/x", body: "x"}, {name: "d", typ: tar.TypeSymlink, link: "sub"}, {name: "l", typ: tar.TypeSymlink, link: "d/../x"}}, Limits{}, registry.Invalid, "goes up after going down"},
-		"link to own parent":      {[]tent{root, {name: "a/b/l", typ: tar.TypeSymlink, link: ".."}}, Limits{}, registry.Invalid, "directory containing it"},
-		"link dangling":           {[]tent{root, {name: "l", typ: tar.TypeSymlink, link: "nope.tf"}}, Limits{}, registry.Invalid, "not in the archive"},
-		"entry below link":        {[]tent{root, {name: "sub", body: "", typ: tar.TypeSymlink, link: "main.tf"}, {name: "sub/x", body: "x"}}, Limits{}, registry.Invalid, "which is a symbolic link"},
-		"entry below file":        {[]tent{root, {name: "f", body: "x"}, {name: "f/x", body: "x"}}, Limits{}, registry.Invalid, "which is a file"},
-		"link loop":               {[]tent{root, {name: "a", typ: tar.TypeSymlink, link: "b"}, {name: "b", typ: tar.TypeSymlink, link: "a"}}, Limits{}, registry.Invalid, "chain"},
-		"no tf at root":           {[]tent{{name: "modules/x/main.tf", body: mainTF}, {name: "README.md", body: "hi"}}, Limits{}, registry.Invalid, "no Terraform configuration file"},
-		"only hidden tf":          {[]tent{{name: ".main.tf", body: mainTF}}, Limits{}, registry.Invalid, "no Terraform configuration file"},
-		"root tf is a dir":        {[]tent{{name: "main.tf/", typ: tar.TypeDir}, {name: "x", body: "x"}}, Limits{}, registry.Invalid, "no Terraform configuration file"},
+		"traversal":               {[]tent{root, {Name: "../evil.tf", Body: "x"}}, Limits{}, registry.Invalid, `escapes the archive with ".."`},
+		"traversal inside":        {[]tent{root, {Name: "a/../../evil", Body: "x"}}, Limits{}, registry.Invalid, `".."`},
+		"absolute":                {[]tent{root, {Name: "/etc/cron.d/x", Body: "x"}}, Limits{}, registry.Invalid, "absolute path"},
+		"windows drive":           {[]tent{root, {Name: "C:/x", Body: "x"}}, Limits{}, registry.Invalid, "absolute path"},
+		"backslash":               {[]tent{root, {Name: `..\evil`, Body: "x"}}, Limits{}, registry.Invalid, "backslash"},
+		"control character":       {[]tent{root, {Name: "a\x1b[2Jb", Body: "x"}}, Limits{}, registry.Invalid, "control character"},
+		"duplicate":               {[]tent{root, {Name: "main.tf", Body: "other"}}, Limits{}, registry.Invalid, "twice"},
+		"case clash":              {[]tent{root, {Name: "MAIN.tf", Body: "other"}}, Limits{}, registry.Invalid, "case-insensitive"},
+		"link absolute":           {[]tent{root, {Name: "l", Typeflag: tar.TypeSymlink, Linkname: "/etc/passwd"}}, Limits{}, registry.Invalid, "absolute"},
+		"link out":                {[]tent{root, {Name: "a/l", Typeflag: tar.TypeSymlink, Linkname: "../../x"}}, Limits{}, registry.Invalid, "outside the module"},
+		"link down then up":       {[]tent{root, {Name: "sub/x", Body: "x"}, {Name: "d", Typeflag: tar.TypeSymlink, Linkname: "sub"}, {Name: "l", Typeflag: tar.TypeSymlink, Linkname: "d/../x"}}, Limits{}, registry.Invalid, "goes up after going down"},
+		"link to own parent":      {[]tent{root, {Name: "a/b/l", Typeflag: tar.TypeSymlink, Linkname: ".."}}, Limits{}, registry.Invalid, "directory containing it"},
+		"link dangling":           {[]tent{root, {Name: "l", Typeflag: tar.TypeSymlink, Linkname: "nope.tf"}}, Limits{}, registry.Invalid, "not in the archive"},
+		"entry below link":        {[]tent{root, {Name: "sub", Body: "", Typeflag: tar.TypeSymlink, Linkname: "main.tf"}, {Name: "sub/x", Body: "x"}}, Limits{}, registry.Invalid, "which is a symbolic link"},
+		"entry below file":        {[]tent{root, {Name: "f", Body: "x"}, {Name: "f/x", Body: "x"}}, Limits{}, registry.Invalid, "which is a file"},
+		"link loop":               {[]tent{root, {Name: "a", Typeflag: tar.TypeSymlink, Linkname: "b"}, {Name: "b", Typeflag: tar.TypeSymlink, Linkname: "a"}}, Limits{}, registry.Invalid, "chain"},
+		"no tf at root":           {[]tent{{Name: "modules/x/main.tf", Body: mainTF}, {Name: "README.md", Body: "hi"}}, Limits{}, registry.Invalid, "no Terraform configuration file"},
+		"only hidden tf":          {[]tent{{Name: ".main.tf", Body: mainTF}}, Limits{}, registry.Invalid, "no Terraform configuration file"},
+		"root tf is a dir":        {[]tent{{Name: "main.tf/", Typeflag: tar.TypeDir}, {Name: "x", Body: "x"}}, Limits{}, registry.Invalid, "no Terraform configuration file"},
 		"empty":                   {nil, Limits{}, registry.Invalid, "no Terraform configuration file"},
-		"too many entries":        {[]tent{root, {name: "a", body: "1"}, {name: "b", body: "2"}, {name: "c", body: "3"}}, Limits{MaxEntries: 3}, registry.TooLarge, "more than 3 entries"},
-		"too large":               {[]tent{root, {name: "big", body: big}}, Limits{MaxUnpackedBytes: 1024}, registry.TooLarge, "more than 1024 bytes"},
-		"too large in many files": {[]tent{root, {name: "a", body: big[:600]}, {name: "b", body: big[:600]}}, Limits{MaxUnpackedBytes: 1024}, registry.TooLarge, "more than 1024 bytes"},
+		"too many entries":        {[]tent{root, {Name: "a", Body: "1"}, {Name: "b", Body: "2"}, {Name: "c", Body: "3"}}, Limits{MaxEntries: 3}, registry.TooLarge, "more than 3 entries"},
+		"too large":               {[]tent{root, {Name: "big", Body: big}}, Limits{MaxUnpackedBytes: 1024}, registry.TooLarge, "more than 1024 bytes"},
+		"too large in many files": {[]tent{root, {Name: "a", Body: big[:600]}, {Name: "b", Body: big[:600]}}, Limits{MaxUnpackedBytes: 1024}, registry.TooLarge, "more than 1024 bytes"},
 	}
 	for name, tt := range tests {
 		for _, format := range []string{FormatTarGz, FormatZip} {
 			t.Run(name+"/"+format, func(t *testing.T) {
-				archive := tarGzOf(t, tt.entries...)
+				archive := testarchive.TarGzOf(t, tt.entries...)
 				if format == FormatZip {
-					archive = zipOf(t, tt.entries...)
+					archive = testarchive.ZipOf(t, tt.entries...)
 				}
 				_, dir, err := check(t, archive, tt.lim)
 				if !registry.IsKind(err, tt.kind) {
@@ -192,19 +130,19 @@ func TestCheckRefuses(t *testing.T) {
 }
 
 func TestCheckRefusesTarOnly(t *testing.T) {
-	root := tent{name: "main.tf", body: mainTF}
+	root := tent{Name: "main.tf", Body: mainTF}
 	tests := map[string]struct {
 		entries []tent
 		msg     string
 	}{
-		"hard link":      {[]tent{root, {name: "h", typ: tar.TypeLink, link: "main.tf"}}, "hard link"},
-		"fifo":           {[]tent{root, {name: "p", typ: tar.TypeFifo}}, "not a regular file"},
-		"char device":    {[]tent{root, {name: "dev", typ: tar.TypeChar}}, "not a regular file"},
+		"hard link":      {[]tent{root, {Name: "h", Typeflag: tar.TypeLink, Linkname: "main.tf"}}, "hard link"},
+		"fifo":           {[]tent{root, {Name: "p", Typeflag: tar.TypeFifo}}, "not a regular file"},
+		"char device":    {[]tent{root, {Name: "dev", Typeflag: tar.TypeChar}}, "not a regular file"},
 		"dir with bytes": {nil, "directory with content"},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
-			archive := tarGzOf(t, tt.entries...)
+			archive := testarchive.TarGzOf(t, tt.entries...)
 			if name == "dir with bytes" {
 				archive = rawTarGz(t, &tar.Header{Name: "main.tf", Size: 3, Typeflag: tar.TypeReg, Mode: 0o644}, "a=1",
 					&tar.Header{Name: "d", Size: 4, Typeflag: tar.TypeDir, Mode: 0o755}, "abcd")
@@ -268,7 +206,7 @@ func itoa8(n int) string {
 func TestCheckRefusesBombs(t *testing.T) {
 	// A gzip stream of 8 MiB of zeros after a valid tar: hidden past the
 	// tar's end-of-archive marker, it still counts as unpacked data.
-	tarData := tarGzOf(t, tent{name: "main.tf", body: mainTF})
+	tarData := testarchive.TarGzOf(t, tent{Name: "main.tf", Body: mainTF})
 	zr, _ := gzip.NewReader(bytes.NewReader(tarData))
 	var plain bytes.Buffer
 	plain.ReadFrom(zr)
@@ -282,26 +220,22 @@ func TestCheckRefusesBombs(t *testing.T) {
 	}
 
 	// A zip whose header understates an entry's size.
-	var zbuf bytes.Buffer
-	w := zip.NewWriter(&zbuf)
-	f, _ := w.CreateRaw(&zip.FileHeader{Name: "main.tf", Method: zip.Store, UncompressedSize64: 3, CompressedSize64: uint64(len(mainTF)), CRC32: 0})
-	f.Write([]byte(mainTF))
-	w.Close()
-	if _, _, err := check(t, zbuf.Bytes(), Limits{}); !registry.IsKind(err, registry.Invalid) && !registry.IsKind(err, registry.TooLarge) {
+	lying := testarchive.ZipOf(t, tent{Body: mainTF, Raw: &zip.FileHeader{Name: "main.tf", Method: zip.Store, UncompressedSize64: 3, CompressedSize64: uint64(len(mainTF)), CRC32: 0}})
+	if _, _, err := check(t, lying, Limits{}); !registry.IsKind(err, registry.Invalid) && !registry.IsKind(err, registry.TooLarge) {
 		t.Errorf("zip with a lying header: CheckArchive error = %v, want it refused", err)
 	}
 }
 
 func TestCheckRefusesHugeZipDirectory(t *testing.T) {
-	entries := []tent{{name: "main.tf", body: mainTF}}
+	entries := []tent{{Name: "main.tf", Body: mainTF}}
 	for i := range 50 {
-		entries = append(entries, tent{name: "f" + strings.Repeat("x", i), body: ""})
+		entries = append(entries, tent{Name: "f" + strings.Repeat("x", i), Body: ""})
 	}
-	_, _, err := check(t, zipOf(t, entries...), Limits{MaxEntries: 10})
+	_, _, err := check(t, testarchive.ZipOf(t, entries...), Limits{MaxEntries: 10})
 	if !registry.IsKind(err, registry.TooLarge) || !strings.Contains(err.Error(), "more than 10 entries") {
 		t.Errorf("CheckArchive error = %v, want TooLarge before the entries are read", err)
 	}
-	if n, ok := zipEntryCount(bytes.NewReader(zipOf(t, entries...)), int64(len(zipOf(t, entries...)))); !ok || n != 51 {
+	if n, ok := zipEntryCount(bytes.NewReader(testarchive.ZipOf(t, entries...)), int64(len(testarchive.ZipOf(t, entries...)))); !ok || n != 51 {
 		t.Errorf("zipEntryCount = %d, %v; want 51", n, ok)
 	}
 }
@@ -310,7 +244,7 @@ func TestCheckRefusesGarbage(t *testing.T) {
 	for name, data := range map[string][]byte{
 		"empty":          nil,
 		"text":           []byte("hello world"),
-		"truncated gzip": tarGzOf(t, tent{name: "main.tf", body: mainTF})[:20],
+		"truncated gzip": testarchive.TarGzOf(t, tent{Name: "main.tf", Body: mainTF})[:20],
 		"gzip not tar":   gzipOf([]byte(strings.Repeat("not a tar archive ", 100))),
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -331,7 +265,7 @@ func gzipOf(b []byte) []byte {
 
 func TestCheckStagesOnlyReadmeHead(t *testing.T) {
 	readme := "# Big\n\n" + strings.Repeat("é", maxReadmeBytes) // 2 bytes per character
-	_, dir, err := check(t, tarGzOf(t, tent{name: "main.tf", body: mainTF}, tent{name: "README.md", body: readme}), Limits{})
+	_, dir, err := check(t, testarchive.TarGzOf(t, tent{Name: "main.tf", Body: mainTF}, tent{Name: "README.md", Body: readme}), Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}

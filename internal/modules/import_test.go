@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/trovetest/testarchive"
 )
 
 // stagedImport writes archive to a file and returns the module version a
@@ -52,9 +53,9 @@ func TestCheckImport(t *testing.T) {
 		kind    registry.Kind
 		want    string
 	}{
-		"link to /etc/passwd": {archive: tarGzOf(t, tent{name: "main.tf", body: mainTF}, tent{name: "passwd", typ: tar.TypeSymlink, link: "/etc/passwd"}),
+		"link to /etc/passwd": {archive: testarchive.TarGzOf(t, tent{Name: "main.tf", Body: mainTF}, tent{Name: "passwd", Typeflag: tar.TypeSymlink, Linkname: "/etc/passwd"}),
 			kind: registry.Invalid, want: "is absolute"},
-		"hard link": {archive: tarGzOf(t, tent{name: "main.tf", body: mainTF}, tent{name: "b.tf", typ: tar.TypeLink, link: "main.tf"}),
+		"hard link": {archive: testarchive.TarGzOf(t, tent{Name: "main.tf", Body: mainTF}, tent{Name: "b.tf", Typeflag: tar.TypeLink, Linkname: "main.tf"}),
 			kind: registry.Invalid, want: "hard link"},
 		"not an archive":    {archive: []byte("plain text"), kind: registry.Invalid, want: "neither a .tar.gz nor a .zip"},
 		"over MaxArchive":   {archive: archive, change: func(v *registry.ModuleVersion) { v.ArchiveSize = 2 << 20 }, kind: registry.TooLarge, want: "larger than"},

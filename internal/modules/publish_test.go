@@ -18,6 +18,7 @@ import (
 	"trove.dev/trove/internal/store/fsblob"
 	"trove.dev/trove/internal/store/sqlite"
 	"trove.dev/trove/internal/store/sqlite/sqlitetest"
+	"trove.dev/trove/internal/trovetest/testarchive"
 )
 
 type publishEnv struct {
@@ -135,8 +136,8 @@ func TestPublishRefuses(t *testing.T) {
 		"origin with break":               {Upload{Namespace: "acme", Name: "net", System: "aws", Version: "1.0.0", Origin: "a\nb", Archive: bytes.NewReader(good)}, registry.Invalid},
 		"empty archive":                   {Upload{Namespace: "acme", Name: "net", System: "aws", Version: "1.0.0", Archive: bytes.NewReader(nil)}, registry.Invalid},
 		"too large":                       {Upload{Namespace: "acme", Name: "net", System: "aws", Version: "1.0.0", Archive: bytes.NewReader(make([]byte, 1<<20+1))}, registry.TooLarge},
-		"no tf at root":                   {Upload{Namespace: "acme", Name: "net", System: "aws", Version: "1.0.0", Archive: bytes.NewReader(tarGzOf(t, tent{name: "x/main.tf", body: mainTF}))}, registry.Invalid},
-		"traversal":                       {Upload{Namespace: "acme", Name: "net", System: "aws", Version: "1.0.0", Archive: bytes.NewReader(tarGzOf(t, tent{name: "main.tf", body: mainTF}, tent{name: "../../x", body: "x"}))}, registry.Invalid},
+		"no tf at root":                   {Upload{Namespace: "acme", Name: "net", System: "aws", Version: "1.0.0", Archive: bytes.NewReader(testarchive.TarGzOf(t, tent{Name: "x/main.tf", Body: mainTF}))}, registry.Invalid},
+		"traversal":                       {Upload{Namespace: "acme", Name: "net", System: "aws", Version: "1.0.0", Archive: bytes.NewReader(testarchive.TarGzOf(t, tent{Name: "main.tf", Body: mainTF}, tent{Name: "../../x", Body: "x"}))}, registry.Invalid},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {

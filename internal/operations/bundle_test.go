@@ -1,6 +1,7 @@
 package operations_test
 
 import (
+	"archive/tar"
 	"context"
 	"encoding/json"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"trove.dev/trove/internal/release"
 	"trove.dev/trove/internal/release/releasetest"
 	"trove.dev/trove/internal/signing/signingtest"
+	"trove.dev/trove/internal/trovetest/testarchive"
 )
 
 // stage writes files into a new staging directory under their digests
@@ -72,7 +74,7 @@ func (e *publishEnv) providerBundle(t *testing.T, key *signingtest.Key, bundleKe
 func TestImportBundleRefused(t *testing.T) {
 	e := newPublishEnv(t)
 	root := e.user(t, "root")
-	good := tarGz(t, "main.tf", "variable \"x\" {}\n")
+	good := testarchive.TarGz(t, map[string]string{"main.tf": "variable \"x\" {}\n"})
 	vendor := signingtest.NewKey(t, "vendor")
 	tamperedZip := e.providerBundle(t, vendor, vendor)
 	tamperedZip.Providers[0].Platforms[0].H1 = "h1:" + strings.Repeat("A", 43) + "="
@@ -86,8 +88,8 @@ func TestImportBundleRefused(t *testing.T) {
 	}{
 		{"namespace admin", e.user(t, "alice"), e.moduleBundle(t, good, nil), registry.Forbidden},
 		{"publish token", e.service(t, registry.ScopePublish, "acme"), e.moduleBundle(t, good, nil), registry.Forbidden},
-		{"dot-dot entry", root, e.moduleBundle(t, tarGz(t, "main.tf", "x", "../../evil.tf", "x"), nil), registry.Invalid},
-		{"symlink to /etc/passwd", root, e.moduleBundle(t, tarGz(t, "main.tf", "x", "passwd", "->/etc/passwd"), nil), registry.Invalid},
+		{"dot-dot entry", root, e.moduleBundle(t, testarchive.TarGzOf(t, testarchive.Entry{Name: "main.tf", Body: "x"}, testarchive.Entry{Name: "../../evil.tf", Body: "x"}), nil), registry.Invalid},
+		{"symlink to /etc/passwd", root, e.moduleBundle(t, testarchive.TarGzOf(t, testarchive.Entry{Name: "main.tf", Body: "x"}, testarchive.Entry{Name: "passwd", Typeflag: tar.TypeSymlink, Linkname: "/etc/passwd"}), nil), registry.Invalid},
 		{"not an archive", root, e.moduleBundle(t, []byte("not an archive at all"), nil), registry.Invalid},
 		{"metadata of the wrong shape", root, e.moduleBundle(t, good, func(v *registry.ModuleVersion) {
 			v.Metadata = json.RawMessage(`{"inputs":"everything"}`)
@@ -119,7 +121,7 @@ func TestImportBundle(t *testing.T) {
 	e := newPublishEnv(t)
 	vendor := signingtest.NewKey(t, "vendor")
 	pb := e.providerBundle(t, vendor, vendor)
-	mb := e.moduleBundle(t, tarGz(t, "main.tf", "variable \"region\" {}\n", "README.md", "# VPC\n"), nil)
+	mb := e.moduleBundle(t, testarchive.TarGz(t, map[string]string{"main.tf": "variable \"region\" {}\n", "README.md": "# VPC\n"}), nil)
 	b := pb
 	for _, d := range mb.Files {
 		b.Files = append(b.Files, d)

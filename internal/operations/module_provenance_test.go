@@ -15,6 +15,7 @@ import (
 	"trove.dev/trove/internal/provenance"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/signing"
+	"trove.dev/trove/internal/trovetest/testarchive"
 	"trove.dev/trove/internal/webhook"
 )
 
@@ -45,7 +46,7 @@ func TestPublishModuleProvenance(t *testing.T) {
 		}
 		keys = append(keys, k)
 	}
-	archive := tarGz(t, "main.tf", "variable \"x\" {}\n")
+	archive := testarchive.TarGz(t, map[string]string{"main.tf": "variable \"x\" {}\n"})
 	up := func(ns, version string) modules.Upload {
 		return modules.Upload{Namespace: ns, Name: "net", System: "aws", Version: version, Archive: bytes.NewReader(archive)}
 	}

@@ -3,7 +3,6 @@ package operations_test
 import (
 	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"path/filepath"
 	"strings"
@@ -21,6 +20,7 @@ import (
 	"trove.dev/trove/internal/signing"
 	"trove.dev/trove/internal/signing/signingtest"
 	"trove.dev/trove/internal/store"
+	"trove.dev/trove/internal/trovetest/testarchive"
 	"trove.dev/trove/internal/webhook"
 )
 
@@ -83,36 +83,6 @@ func (e *publishEnv) refusedNoBlobs(t *testing.T, want registry.Kind, op func(ct
 func (e *publishEnv) release(t *testing.T, version, payload string) releasetest.Release {
 	return releasetest.Build(t, e.key, releasetest.Spec{Type: "example", Version: version,
 		Platforms: []string{"linux_amd64"}, Protocols: []string{"5.0"}, Payload: payload})
-}
-
-// tarGz returns a tar.gz of files (name, content pairs); a name ending in
-// "->" followed by a target is a symbolic link.
-func tarGz(t *testing.T, files ...string) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	gz := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(gz)
-	for i := 0; i+1 < len(files); i += 2 {
-		name, body := files[i], files[i+1]
-		h := &tar.Header{Name: name, Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg, ModTime: time.Unix(1_600_000_000, 0)}
-		if target, ok := strings.CutPrefix(body, "->"); ok {
-			h.Typeflag, h.Linkname, h.Size = tar.TypeSymlink, target, 0
-			body = ""
-		}
-		if err := tw.WriteHeader(h); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tw.Write([]byte(body)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := gz.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
 }
 
 // TestPublishProviderRefused: a publish refused for rights or input
@@ -245,7 +215,7 @@ func TestPublishProviderDocs(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.deliveries(t)
-	docs := tarGz(t, "docs/index.md", "# Example\n", "docs/resources/thing.md", "# thing\n")
+	docs := testarchive.TarGz(t, map[string]string{"docs/index.md": "# Example\n", "docs/resources/thing.md": "# thing\n"})
 	for _, c := range []struct {
 		name    string
 		actor   operations.Actor
@@ -260,8 +230,8 @@ func TestPublishProviderDocs(t *testing.T) {
 		{"invalid version", pat, "acme", "2.0.0/../1", docs, registry.Invalid},
 		{"not an archive", pat, "acme", "2.0.0", []byte("<html>not docs</html>"), registry.Invalid},
 		{"empty", pat, "acme", "2.0.0", nil, registry.Invalid},
-		{"path traversal", pat, "acme", "2.0.0", tarGz(t, "docs/index.md", "# x\n", "../../etc/passwd.md", "# x\n"), registry.Invalid},
-		{"symlink", pat, "acme", "2.0.0", tarGz(t, "docs/index.md", "->/etc/passwd"), registry.Invalid},
+		{"path traversal", pat, "acme", "2.0.0", testarchive.TarGzOf(t, testarchive.Entry{Name: "docs/index.md", Body: "# x\n"}, testarchive.Entry{Name: "../../etc/passwd.md", Body: "# x\n"}), registry.Invalid},
+		{"symlink", pat, "acme", "2.0.0", testarchive.TarGzOf(t, testarchive.Entry{Name: "docs/index.md", Typeflag: tar.TypeSymlink, Linkname: "/etc/passwd"}), registry.Invalid},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e.refusedNoBlobs(t, c.want, func(ctx context.Context) error {
@@ -286,7 +256,7 @@ func TestPublishProviderDocs(t *testing.T) {
 		t.Error("the same docs again were audited")
 	}
 	e.refusedNoBlobs(t, registry.Conflict, func(ctx context.Context) error {
-		_, err := e.ops.PublishProviderDocs(ctx, pat, "acme", "example", "2.0.0", bytes.NewReader(tarGz(t, "docs/index.md", "# Other\n")))
+		_, err := e.ops.PublishProviderDocs(ctx, pat, "acme", "example", "2.0.0", bytes.NewReader(testarchive.TarGz(t, map[string]string{"docs/index.md": "# Other\n"})))
 		return err
 	})
 }
@@ -297,7 +267,7 @@ func TestPublishProviderDocs(t *testing.T) {
 func TestPublishModule(t *testing.T) {
 	e := newPublishEnv(t)
 	pat := e.user(t, "pat")
-	good := tarGz(t, "main.tf", "variable \"x\" {}\n", "README.md", "# net\n")
+	good := testarchive.TarGz(t, map[string]string{"main.tf": "variable \"x\" {}\n", "README.md": "# net\n"})
 	up := func(version, origin string, archive []byte) modules.Upload {
 		return modules.Upload{Namespace: "acme", Name: "net", System: "aws", Version: version, Origin: origin, Archive: bytes.NewReader(archive)}
 	}
@@ -309,8 +279,8 @@ func TestPublishModule(t *testing.T) {
 	}{
 		{"reader", e.user(t, "bob"), up("2.0.0", "", good), registry.Forbidden},
 		{"stranger", e.user(t, "eve"), up("2.0.0", "", good), registry.NotFound},
-		{"dot-dot entry", pat, up("2.0.0", "", tarGz(t, "main.tf", "x", "../evil.tf", "x")), registry.Invalid},
-		{"symlink to /etc/passwd", pat, up("2.0.0", "", tarGz(t, "main.tf", "x", "passwd", "->/etc/passwd")), registry.Invalid},
+		{"dot-dot entry", pat, up("2.0.0", "", testarchive.TarGzOf(t, testarchive.Entry{Name: "main.tf", Body: "x"}, testarchive.Entry{Name: "../evil.tf", Body: "x"})), registry.Invalid},
+		{"symlink to /etc/passwd", pat, up("2.0.0", "", testarchive.TarGzOf(t, testarchive.Entry{Name: "main.tf", Body: "x"}, testarchive.Entry{Name: "passwd", Typeflag: tar.TypeSymlink, Linkname: "/etc/passwd"})), registry.Invalid},
 		{"not an archive", pat, up("2.0.0", "", []byte("just some text, not an archive")), registry.Invalid},
 		{"origin with control characters", pat, up("2.0.0", "https://example.com/\x1b[31m", good), registry.Invalid},
 		{"origin with a newline", pat, up("2.0.0", "a\nb", good), registry.Invalid},
@@ -355,8 +325,8 @@ func TestPublishMirroredModule(t *testing.T) {
 			Origin: "mirrored from upstream.example/vpc/aws 1.0.0", Archive: bytes.NewReader(archive)}
 	}
 	for name, archive := range map[string][]byte{
-		"dot-dot entry":          tarGz(t, "main.tf", "x", "../evil.tf", "x"),
-		"symlink to /etc/passwd": tarGz(t, "main.tf", "x", "passwd", "->/etc/passwd"),
+		"dot-dot entry":          testarchive.TarGzOf(t, testarchive.Entry{Name: "main.tf", Body: "x"}, testarchive.Entry{Name: "../evil.tf", Body: "x"}),
+		"symlink to /etc/passwd": testarchive.TarGzOf(t, testarchive.Entry{Name: "main.tf", Body: "x"}, testarchive.Entry{Name: "passwd", Typeflag: tar.TypeSymlink, Linkname: "/etc/passwd"}),
 		"not an archive":         []byte("<html>an upstream's error page</html>"),
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -366,7 +336,7 @@ func TestPublishMirroredModule(t *testing.T) {
 			})
 		})
 	}
-	res, err := e.ops.PublishMirroredModule(t.Context(), up(tarGz(t, "main.tf", "variable \"x\" {}\n")))
+	res, err := e.ops.PublishMirroredModule(t.Context(), up(testarchive.TarGz(t, map[string]string{"main.tf": "variable \"x\" {}\n"})))
 	if err != nil || !res.Created {
 		t.Fatalf("mirrored publish = %+v, %v", res, err)
 	}

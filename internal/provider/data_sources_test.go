@@ -1,11 +1,9 @@
 package provider_test
 
 import (
-	"archive/zip"
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"io"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -14,6 +12,7 @@ import (
 	"trove.dev/trove/client"
 	"trove.dev/trove/internal/release/releasetest"
 	"trove.dev/trove/internal/signing/signingtest"
+	"trove.dev/trove/internal/trovetest/testarchive"
 )
 
 func TestAccDataSourceNamespace(t *testing.T) {
@@ -132,7 +131,7 @@ func TestAccDataSourceModule(t *testing.T) {
 	}
 	digests := map[string]string{}
 	for _, v := range []string{"0.9.0", "1.0.0-rc.1", "1.0.0"} {
-		archive := moduleZip(t, map[string]string{
+		archive := testarchive.Zip(t, map[string]string{
 			"main.tf":   `variable "cidr" {}` + "\n",
 			"README.md": "# Network\n\nA network of version " + v + ".\n",
 		})
@@ -192,24 +191,4 @@ func TestAccDataSourceModule(t *testing.T) {
 			},
 		},
 	})
-}
-
-// moduleZip returns a zip archive of the files (name -> content).
-func moduleZip(t *testing.T, files map[string]string) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	zw := zip.NewWriter(&buf)
-	for name, content := range files {
-		w, err := zw.Create(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := io.WriteString(w, content); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
 }

@@ -14,77 +14,12 @@ import (
 	"time"
 
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/trovetest/testarchive"
 )
 
-// ent is an archive entry for the tests: a regular file unless typ says
-// otherwise.
-type ent struct {
-	name string
-	body string
-	typ  byte // tar type flag; 0 means a regular file
-	link string
-}
-
-func tarGzOf(t testing.TB, entries ...ent) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(zw)
-	for _, e := range entries {
-		hdr := &tar.Header{Name: e.name, Mode: 0o644, Size: int64(len(e.body)), Typeflag: tar.TypeReg, Linkname: e.link, Format: tar.FormatPAX}
-		if e.typ != 0 {
-			hdr.Typeflag = e.typ
-			hdr.Size = 0
-		}
-		if err := tw.WriteHeader(hdr); err != nil {
-			t.Fatalf("writing tar header %q: %v", e.name, err)
-		}
-		if hdr.Typeflag == tar.TypeReg {
-			if _, err := tw.Write([]byte(e.body)); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
-
-func zipOf(t testing.TB, entries ...ent) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	zw := zip.NewWriter(&buf)
-	for _, e := range entries {
-		h := &zip.FileHeader{Name: e.name, Method: zip.Deflate}
-		switch e.typ {
-		case tar.TypeSymlink:
-			h.SetMode(os.ModeSymlink | 0o777)
-		case tar.TypeDir:
-			h.SetMode(os.ModeDir | 0o755)
-		case tar.TypeFifo:
-			h.SetMode(os.ModeNamedPipe | 0o644)
-		}
-		w, err := zw.CreateHeader(h)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body := e.body
-		if e.typ == tar.TypeSymlink {
-			body = e.link
-		}
-		if _, err := w.Write([]byte(body)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
+// ent is an archive entry for the tests: a regular file unless Typeflag
+// says otherwise.
+type ent = testarchive.Entry
 
 func parse(data []byte) (*Docs, error) { return Parse(bytes.NewReader(data), int64(len(data))) }
 
@@ -93,28 +28,28 @@ const widget = "---\npage_title: \"acme_widget Resource - terraform-provider-acm
 // tfplugindocs is a docs tree as tfplugindocs generates it, with an
 // image and a README that are no pages.
 var tfplugindocs = []ent{
-	{name: "docs/", typ: tar.TypeDir},
-	{name: "docs/index.md", body: "---\npage_title: \"Provider: Acme\"\n---\n# Acme\n"},
-	{name: "docs/resources/widget.md", body: widget},
-	{name: "docs/data-sources/widget.md", body: "# data\n"},
-	{name: "docs/ephemeral-resources/token.md", body: "# token\n"},
-	{name: "docs/functions/parse_id.md", body: "# fn\n"},
-	{name: "docs/guides/getting-started.md", body: "# guide\n"},
-	{name: "docs/images/logo.png", body: "\x89PNG\x00\xff"},
-	{name: "README.md", body: "# repo readme\n"},
-	{name: "main.go", body: "package main\n"},
+	{Name: "docs/", Typeflag: tar.TypeDir},
+	{Name: "docs/index.md", Body: "---\npage_title: \"Provider: Acme\"\n---\n# Acme\n"},
+	{Name: "docs/resources/widget.md", Body: widget},
+	{Name: "docs/data-sources/widget.md", Body: "# data\n"},
+	{Name: "docs/ephemeral-resources/token.md", Body: "# token\n"},
+	{Name: "docs/functions/parse_id.md", Body: "# fn\n"},
+	{Name: "docs/guides/getting-started.md", Body: "# guide\n"},
+	{Name: "docs/images/logo.png", Body: "\x89PNG\x00\xff"},
+	{Name: "README.md", Body: "# repo readme\n"},
+	{Name: "main.go", Body: "package main\n"},
 }
 
 func TestParseLayouts(t *testing.T) {
 	legacy := []ent{
-		{name: "website/docs/index.html.markdown", body: "---\nlayout: \"acme\"\npage_title: \"Provider: Acme\"\nsidebar_current: \"docs-acme-index\"\n---\n# Acme\n"},
-		{name: "website/docs/r/widget.html.markdown", body: widget},
-		{name: "website/docs/d/widget.html.markdown", body: "# data\n"},
-		{name: "website/docs/guides/v2-upgrade.html.md", body: "# upgrade\n"},
+		{Name: "website/docs/index.html.markdown", Body: "---\nlayout: \"acme\"\npage_title: \"Provider: Acme\"\nsidebar_current: \"docs-acme-index\"\n---\n# Acme\n"},
+		{Name: "website/docs/r/widget.html.markdown", Body: widget},
+		{Name: "website/docs/d/widget.html.markdown", Body: "# data\n"},
+		{Name: "website/docs/guides/v2-upgrade.html.md", Body: "# upgrade\n"},
 	}
 	docsDirItself := []ent{
-		{name: "./index.md", body: "# Acme\n"},
-		{name: "./resources/widget.md", body: widget},
+		{Name: "./index.md", Body: "# Acme\n"},
+		{Name: "./resources/widget.md", Body: widget},
 	}
 	for _, c := range []struct {
 		name    string
@@ -122,12 +57,12 @@ func TestParseLayouts(t *testing.T) {
 		entries []ent
 		want    []string
 	}{
-		{"tfplugindocs tar.gz", tarGzOf, tfplugindocs, []string{"overview/index", "resources/widget", "data-sources/widget", "ephemeral-resources/token", "functions/parse_id", "guides/getting-started"}},
-		{"tfplugindocs zip", zipOf, tfplugindocs, []string{"overview/index", "resources/widget", "data-sources/widget", "ephemeral-resources/token", "functions/parse_id", "guides/getting-started"}},
-		{"legacy tar.gz", tarGzOf, legacy, []string{"overview/index", "resources/widget", "data-sources/widget", "guides/v2-upgrade"}},
-		{"legacy zip", zipOf, legacy, []string{"overview/index", "resources/widget", "data-sources/widget", "guides/v2-upgrade"}},
-		{"docs directory itself", tarGzOf, docsDirItself, []string{"overview/index", "resources/widget"}},
-		{"docs preferred over website/docs", tarGzOf, append([]ent{{name: "website/docs/r/old.html.markdown", body: "x"}}, tfplugindocs[1:3]...), []string{"overview/index", "resources/widget"}},
+		{"tfplugindocs tar.gz", testarchive.TarGzOf, tfplugindocs, []string{"overview/index", "resources/widget", "data-sources/widget", "ephemeral-resources/token", "functions/parse_id", "guides/getting-started"}},
+		{"tfplugindocs zip", testarchive.ZipOf, tfplugindocs, []string{"overview/index", "resources/widget", "data-sources/widget", "ephemeral-resources/token", "functions/parse_id", "guides/getting-started"}},
+		{"legacy tar.gz", testarchive.TarGzOf, legacy, []string{"overview/index", "resources/widget", "data-sources/widget", "guides/v2-upgrade"}},
+		{"legacy zip", testarchive.ZipOf, legacy, []string{"overview/index", "resources/widget", "data-sources/widget", "guides/v2-upgrade"}},
+		{"docs directory itself", testarchive.TarGzOf, docsDirItself, []string{"overview/index", "resources/widget"}},
+		{"docs preferred over website/docs", testarchive.TarGzOf, append([]ent{{Name: "website/docs/r/old.html.markdown", Body: "x"}}, tfplugindocs[1:3]...), []string{"overview/index", "resources/widget"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			d, err := parse(c.archive(t, c.entries...))
@@ -155,11 +90,11 @@ func TestParseLayouts(t *testing.T) {
 }
 
 func TestParseTitles(t *testing.T) {
-	d, err := parse(tarGzOf(t,
-		ent{name: "docs/index.md", body: "# no front matter\n"},
-		ent{name: "docs/guides/getting_started-now.md", body: "---\n---\nbody"},
-		ent{name: "docs/functions/parse_id.md", body: "---\r\npage_title: 12\r\nother: [1, 2]\r\n---\r\nbody"},
-		ent{name: "docs/resources/bom.md", body: "\xef\xbb\xbf---\ndescription: d\n---\nbody"},
+	d, err := parse(testarchive.TarGzOf(t,
+		ent{Name: "docs/index.md", Body: "# no front matter\n"},
+		ent{Name: "docs/guides/getting_started-now.md", Body: "---\n---\nbody"},
+		ent{Name: "docs/functions/parse_id.md", Body: "---\r\npage_title: 12\r\nother: [1, 2]\r\n---\r\nbody"},
+		ent{Name: "docs/resources/bom.md", Body: "\xef\xbb\xbf---\ndescription: d\n---\nbody"},
 	))
 	if err != nil {
 		t.Fatal(err)
@@ -178,14 +113,14 @@ func TestParseTitles(t *testing.T) {
 }
 
 func TestParseRefuses(t *testing.T) {
-	index := ent{name: "docs/index.md", body: "# Acme\n"}
+	index := ent{Name: "docs/index.md", Body: "# Acme\n"}
 	big := strings.Repeat("a", 1<<20+1)
 	many := []ent{index}
 	for i := range 2001 {
-		many = append(many, ent{name: "docs/images/" + string(rune('a'+i%26)) + strings.Repeat("x", i/26) + ".png"})
+		many = append(many, ent{Name: "docs/images/" + string(rune('a'+i%26)) + strings.Repeat("x", i/26) + ".png"})
 	}
-	truncated := tarGzOf(t, tfplugindocs...)
-	truncatedZip := zipOf(t, tfplugindocs...)
+	truncated := testarchive.TarGzOf(t, tfplugindocs...)
+	truncatedZip := testarchive.ZipOf(t, tfplugindocs...)
 	random := make([]byte, 4096)
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := range random {
@@ -197,38 +132,38 @@ func TestParseRefuses(t *testing.T) {
 		kind registry.Kind
 		msg  string
 	}{
-		{"traversal", tarGzOf(t, index, ent{name: "docs/../../etc/passwd.md", body: "x"}), registry.Invalid, `escapes the archive with ".."`},
-		{"traversal zip", zipOf(t, index, ent{name: "../x.md", body: "x"}), registry.Invalid, `escapes the archive`},
-		{"absolute", tarGzOf(t, index, ent{name: "/docs/resources/x.md", body: "x"}), registry.Invalid, "absolute path"},
-		{"drive letter", zipOf(t, index, ent{name: "C:/docs/x.md", body: "x"}), registry.Invalid, "absolute path"},
-		{"backslash", zipOf(t, index, ent{name: `docs\resources\x.md`, body: "x"}), registry.Invalid, "backslash"},
-		{"control character", tarGzOf(t, index, ent{name: "docs/resources/x\x1b.md", body: "x"}), registry.Invalid, "control character"},
-		{"long name", tarGzOf(t, index, ent{name: "docs/guides/" + strings.Repeat("a", 600) + ".md", body: "x"}), registry.Invalid, "longer than 512 bytes"},
-		{"symlink", tarGzOf(t, index, ent{name: "docs/resources/x.md", typ: tar.TypeSymlink, link: "/etc/passwd"}), registry.Invalid, "is a link"},
-		{"hard link", tarGzOf(t, index, ent{name: "docs/resources/x.md", typ: tar.TypeLink, link: "docs/index.md"}), registry.Invalid, "is a link"},
-		{"symlink zip", zipOf(t, index, ent{name: "docs/resources/x.md", typ: tar.TypeSymlink, link: "../../x"}), registry.Invalid, "symbolic link"},
-		{"device", tarGzOf(t, index, ent{name: "docs/dev", typ: tar.TypeChar}), registry.Invalid, "not a regular file or directory"},
-		{"fifo zip", zipOf(t, index, ent{name: "docs/fifo", typ: tar.TypeFifo}), registry.Invalid, "not a regular file or directory"},
-		{"bomb tar.gz", tarGzOf(t, index, ent{name: "docs/images/zeros.bin", body: strings.Repeat("\x00", 16<<20)}), registry.TooLarge, "compression bomb"},
-		{"bomb zip", zipOf(t, ent{name: "docs/index.md", body: strings.Repeat("\x00", 1<<20)}, ent{name: "docs/guides/a.md", body: strings.Repeat("\x00", 1<<20)}), registry.TooLarge, "compression bomb"},
-		{"too many entries", tarGzOf(t, many...), registry.TooLarge, "more than 2000 entries"},
-		{"too many entries zip", zipOf(t, many...), registry.TooLarge, "more than 2000 entries"},
-		{"huge page", tarGzOf(t, index, ent{name: "docs/guides/big.md", body: big}), registry.TooLarge, `"docs/guides/big.md" is larger than the limit of 1 MiB`},
-		{"huge page zip", zipOf(t, index, ent{name: "docs/guides/big.md", body: big}), registry.TooLarge, "larger than the limit of 1 MiB"},
-		{"upper-case slug", tarGzOf(t, index, ent{name: "docs/resources/Widget.md", body: "x"}), registry.Invalid, `"docs/resources/Widget.md": its name "Widget" may hold only`},
-		{"dotted slug", zipOf(t, index, ent{name: "docs/guides/v1.2.md", body: "x"}), registry.Invalid, `its name "v1.2" may hold only`},
-		{"same slug twice", tarGzOf(t, index, ent{name: "docs/resources/w.md", body: "x"}, ent{name: "docs/resources/w.markdown", body: "y"}), registry.Invalid, `two resources pages named "w"`},
-		{"r and resources", tarGzOf(t, index, ent{name: "docs/r/w.html.markdown", body: "x"}, ent{name: "docs/resources/w.md", body: "y"}), registry.Invalid, `two resources pages named "w"`},
-		{"same entry twice", tarGzOf(t, index, index), registry.Invalid, `holds "docs/index.md" twice`},
-		{"same entry twice zip", zipOf(t, index, index), registry.Invalid, `holds "docs/index.md" twice`},
-		{"invalid UTF-8", tarGzOf(t, ent{name: "docs/index.md", body: "caf\xe9"}), registry.Invalid, "is not valid UTF-8"},
-		{"unclosed front matter", tarGzOf(t, ent{name: "docs/index.md", body: "---\npage_title: x\n"}), registry.Invalid, "never closes it"},
-		{"front matter not YAML", tarGzOf(t, ent{name: "docs/index.md", body: "---\npage_title: [x\n---\n"}), registry.Invalid, "not valid YAML"},
-		{"front matter field not a string", tarGzOf(t, ent{name: "docs/index.md", body: "---\npage_title: {a: b}\n---\n"}), registry.Invalid, "page_title must be a string"},
-		{"front matter control character", tarGzOf(t, ent{name: "docs/index.md", body: "---\npage_title: \"a\\x1bb\"\n---\n"}), registry.Invalid, "control character"},
-		{"no pages", tarGzOf(t, ent{name: "README.md", body: "x"}, ent{name: "docs/images/a.png", body: "x"}), registry.Invalid, "holds no documentation pages"},
-		{"empty tar.gz", tarGzOf(t), registry.Invalid, "holds no documentation pages"},
-		{"empty zip", zipOf(t), registry.Invalid, "holds no documentation pages"},
+		{"traversal", testarchive.TarGzOf(t, index, ent{Name: "docs/../../etc/passwd.md", Body: "x"}), registry.Invalid, `escapes the archive with ".."`},
+		{"traversal zip", testarchive.ZipOf(t, index, ent{Name: "../x.md", Body: "x"}), registry.Invalid, `escapes the archive`},
+		{"absolute", testarchive.TarGzOf(t, index, ent{Name: "/docs/resources/x.md", Body: "x"}), registry.Invalid, "absolute path"},
+		{"drive letter", testarchive.ZipOf(t, index, ent{Name: "C:/docs/x.md", Body: "x"}), registry.Invalid, "absolute path"},
+		{"backslash", testarchive.ZipOf(t, index, ent{Name: `docs\resources\x.md`, Body: "x"}), registry.Invalid, "backslash"},
+		{"control character", testarchive.TarGzOf(t, index, ent{Name: "docs/resources/x\x1b.md", Body: "x"}), registry.Invalid, "control character"},
+		{"long name", testarchive.TarGzOf(t, index, ent{Name: "docs/guides/" + strings.Repeat("a", 600) + ".md", Body: "x"}), registry.Invalid, "longer than 512 bytes"},
+		{"symlink", testarchive.TarGzOf(t, index, ent{Name: "docs/resources/x.md", Typeflag: tar.TypeSymlink, Linkname: "/etc/passwd"}), registry.Invalid, "is a link"},
+		{"hard link", testarchive.TarGzOf(t, index, ent{Name: "docs/resources/x.md", Typeflag: tar.TypeLink, Linkname: "docs/index.md"}), registry.Invalid, "is a link"},
+		{"symlink zip", testarchive.ZipOf(t, index, ent{Name: "docs/resources/x.md", Typeflag: tar.TypeSymlink, Linkname: "../../x"}), registry.Invalid, "symbolic link"},
+		{"device", testarchive.TarGzOf(t, index, ent{Name: "docs/dev", Typeflag: tar.TypeChar}), registry.Invalid, "not a regular file or directory"},
+		{"fifo zip", testarchive.ZipOf(t, index, ent{Name: "docs/fifo", Typeflag: tar.TypeFifo}), registry.Invalid, "not a regular file or directory"},
+		{"bomb tar.gz", testarchive.TarGzOf(t, index, ent{Name: "docs/images/zeros.bin", Body: strings.Repeat("\x00", 16<<20)}), registry.TooLarge, "compression bomb"},
+		{"bomb zip", testarchive.ZipOf(t, ent{Name: "docs/index.md", Body: strings.Repeat("\x00", 1<<20)}, ent{Name: "docs/guides/a.md", Body: strings.Repeat("\x00", 1<<20)}), registry.TooLarge, "compression bomb"},
+		{"too many entries", testarchive.TarGzOf(t, many...), registry.TooLarge, "more than 2000 entries"},
+		{"too many entries zip", testarchive.ZipOf(t, many...), registry.TooLarge, "more than 2000 entries"},
+		{"huge page", testarchive.TarGzOf(t, index, ent{Name: "docs/guides/big.md", Body: big}), registry.TooLarge, `"docs/guides/big.md" is larger than the limit of 1 MiB`},
+		{"huge page zip", testarchive.ZipOf(t, index, ent{Name: "docs/guides/big.md", Body: big}), registry.TooLarge, "larger than the limit of 1 MiB"},
+		{"upper-case slug", testarchive.TarGzOf(t, index, ent{Name: "docs/resources/Widget.md", Body: "x"}), registry.Invalid, `"docs/resources/Widget.md": its name "Widget" may hold only`},
+		{"dotted slug", testarchive.ZipOf(t, index, ent{Name: "docs/guides/v1.2.md", Body: "x"}), registry.Invalid, `its name "v1.2" may hold only`},
+		{"same slug twice", testarchive.TarGzOf(t, index, ent{Name: "docs/resources/w.md", Body: "x"}, ent{Name: "docs/resources/w.markdown", Body: "y"}), registry.Invalid, `two resources pages named "w"`},
+		{"r and resources", testarchive.TarGzOf(t, index, ent{Name: "docs/r/w.html.markdown", Body: "x"}, ent{Name: "docs/resources/w.md", Body: "y"}), registry.Invalid, `two resources pages named "w"`},
+		{"same entry twice", testarchive.TarGzOf(t, index, index), registry.Invalid, `holds "docs/index.md" twice`},
+		{"same entry twice zip", testarchive.ZipOf(t, index, index), registry.Invalid, `holds "docs/index.md" twice`},
+		{"invalid UTF-8", testarchive.TarGzOf(t, ent{Name: "docs/index.md", Body: "caf\xe9"}), registry.Invalid, "is not valid UTF-8"},
+		{"unclosed front matter", testarchive.TarGzOf(t, ent{Name: "docs/index.md", Body: "---\npage_title: x\n"}), registry.Invalid, "never closes it"},
+		{"front matter not YAML", testarchive.TarGzOf(t, ent{Name: "docs/index.md", Body: "---\npage_title: [x\n---\n"}), registry.Invalid, "not valid YAML"},
+		{"front matter field not a string", testarchive.TarGzOf(t, ent{Name: "docs/index.md", Body: "---\npage_title: {a: b}\n---\n"}), registry.Invalid, "page_title must be a string"},
+		{"front matter control character", testarchive.TarGzOf(t, ent{Name: "docs/index.md", Body: "---\npage_title: \"a\\x1bb\"\n---\n"}), registry.Invalid, "control character"},
+		{"no pages", testarchive.TarGzOf(t, ent{Name: "README.md", Body: "x"}, ent{Name: "docs/images/a.png", Body: "x"}), registry.Invalid, "holds no documentation pages"},
+		{"empty tar.gz", testarchive.TarGzOf(t), registry.Invalid, "holds no documentation pages"},
+		{"empty zip", testarchive.ZipOf(t), registry.Invalid, "holds no documentation pages"},
 		{"truncated tar.gz", truncated[:len(truncated)/2], registry.Invalid, "not a valid .tar.gz file"},
 		{"truncated zip", truncatedZip[:len(truncatedZip)-30], registry.Invalid, "not a valid zip file"},
 		{"random bytes", random, registry.Invalid, "neither a .tar.gz nor a .zip"},
@@ -245,7 +180,7 @@ func TestParseRefuses(t *testing.T) {
 }
 
 func TestParseRefusesLargeArchive(t *testing.T) {
-	data := tarGzOf(t, ent{name: "docs/index.md", body: "x"})
+	data := testarchive.TarGzOf(t, ent{Name: "docs/index.md", Body: "x"})
 	_, err := Parse(bytes.NewReader(data), DefaultLimits.MaxArchiveBytes+1)
 	if !registry.IsKind(err, registry.TooLarge) {
 		t.Fatalf("Parse of a 32 MiB + 1 archive = %v, want TooLarge", err)
@@ -255,17 +190,9 @@ func TestParseRefusesLargeArchive(t *testing.T) {
 // TestParseForgedZipSize checks that a zip entry whose header declares a
 // small size but unpacks to more is measured by what comes out.
 func TestParseForgedZipSize(t *testing.T) {
-	var buf bytes.Buffer
-	zw := zip.NewWriter(&buf)
 	body := strings.Repeat("a", 2<<20)
-	w, err := zw.CreateRaw(&zip.FileHeader{Name: "docs/index.md", Method: zip.Store, CRC32: 0,
-		CompressedSize64: uint64(len(body)), UncompressedSize64: 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.Write([]byte(body))
-	zw.Close()
-	_, err = parse(buf.Bytes())
+	_, err := parse(testarchive.ZipOf(t, ent{Body: body, Raw: &zip.FileHeader{Name: "docs/index.md", Method: zip.Store, CRC32: 0,
+		CompressedSize64: uint64(len(body)), UncompressedSize64: 10}}))
 	if err == nil || registry.KindOf(err) == registry.Internal {
 		t.Fatalf("Parse of a zip entry lying about its size = %v, want a refusal", err)
 	}
@@ -360,9 +287,9 @@ func tarNames(t *testing.T, data []byte) []string {
 }
 
 func FuzzParse(f *testing.F) {
-	f.Add(tarGzOf(f, tfplugindocs...))
-	f.Add(zipOf(f, tfplugindocs...))
-	f.Add(tarGzOf(f, ent{name: "docs/index.md", body: "---\npage_title: &a x\nsubcategory: *a\n---\n"}))
+	f.Add(testarchive.TarGzOf(f, tfplugindocs...))
+	f.Add(testarchive.ZipOf(f, tfplugindocs...))
+	f.Add(testarchive.TarGzOf(f, ent{Name: "docs/index.md", Body: "---\npage_title: &a x\nsubcategory: *a\n---\n"}))
 	f.Add([]byte("PK\x05\x06"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		d, err := parse(data)

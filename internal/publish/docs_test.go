@@ -1,9 +1,7 @@
 package publish_test
 
 import (
-	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"fmt"
 	"strings"
@@ -11,24 +9,8 @@ import (
 
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/release/releasetest"
+	"trove.dev/trove/internal/trovetest/testarchive"
 )
-
-// docsTarGz returns a documentation archive of files (name, content pairs).
-func docsTarGz(t testing.TB, files ...string) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(zw)
-	for i := 0; i+1 < len(files); i += 2 {
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: files[i], Mode: 0o644, Size: int64(len(files[i+1]))}); err != nil {
-			t.Fatal(err)
-		}
-		tw.Write([]byte(files[i+1]))
-	}
-	tw.Close()
-	zw.Close()
-	return buf.Bytes()
-}
 
 // withSums returns files with SHA256SUMS replaced by sums, signed by e's key.
 func (e *env) withSums(files []releasetest.File, sums string) []releasetest.File {
@@ -41,7 +23,7 @@ func (e *env) withSums(files []releasetest.File, sums string) []releasetest.File
 func TestPublishWithDocs(t *testing.T) {
 	e := newEnv(t, nil)
 	ctx := context.Background()
-	docs := docsTarGz(t, "docs/index.md", "# Example\n", "docs/resources/thing.md", "# thing\n")
+	docs := testarchive.TarGz(t, map[string]string{"docs/index.md": "# Example\n", "docs/resources/thing.md": "# thing\n"})
 	rel := releasetest.Build(t, e.key, releasetest.Spec{Type: "example", Version: "1.0.0", Platforms: linuxDarwin, Protocols: []string{"5.0"}, Docs: docs})
 	res, err := e.publish(t, "1.0.0", rel.Files)
 	if err != nil {
@@ -64,7 +46,7 @@ func TestPublishWithDocs(t *testing.T) {
 	if res, err := e.pub.PublishDocs(ctx, "acme", "example", "1.0.0", bytes.NewReader(docs)); err != nil || res.Created || len(res.Docs.Pages) != 2 {
 		t.Errorf("PublishDocs of the published docs = %+v, %v; want created false", res, err)
 	}
-	other := docsTarGz(t, "docs/index.md", "# Other\n")
+	other := testarchive.TarGz(t, map[string]string{"docs/index.md": "# Other\n"})
 	if _, err := e.pub.PublishDocs(ctx, "acme", "example", "1.0.0", bytes.NewReader(other)); !registry.IsKind(err, registry.Conflict) {
 		t.Errorf("PublishDocs of other docs = %v, want Conflict", err)
 	}
@@ -72,8 +54,8 @@ func TestPublishWithDocs(t *testing.T) {
 
 func TestPublishRefusesBadDocs(t *testing.T) {
 	key := newEnv(t, nil).key
-	good := docsTarGz(t, "docs/index.md", "# Example\n")
-	bad := docsTarGz(t, "docs/resources/Thing.md", "# thing\n")
+	good := testarchive.TarGz(t, map[string]string{"docs/index.md": "# Example\n"})
+	bad := testarchive.TarGz(t, map[string]string{"docs/resources/Thing.md": "# thing\n"})
 	base := releasetest.Build(t, key, releasetest.Spec{Type: "example", Version: "1.0.0", Platforms: linuxDarwin, Protocols: []string{"5.0"}})
 	docsName := base.Prefix() + "_docs.tar.gz"
 	withDocs := releasetest.Build(t, key, releasetest.Spec{Type: "example", Version: "1.0.0", Platforms: linuxDarwin, Protocols: []string{"5.0"}, Docs: good})
@@ -96,7 +78,7 @@ func TestPublishRefusesBadDocs(t *testing.T) {
 		}, "lists " + docsName + " but it was not uploaded"},
 		"other bytes": {func(e *env) []releasetest.File {
 			files := append([]releasetest.File(nil), withDocs.Files...)
-			files[3] = releasetest.File{Name: docsName, Data: docsTarGz(t, "docs/index.md", "# changed\n")}
+			files[3] = releasetest.File{Name: docsName, Data: testarchive.TarGz(t, map[string]string{"docs/index.md": "# changed\n"})}
 			return files
 		}, "SHA256SUMS lists"},
 		"bad archive": {func(e *env) []releasetest.File { return withBad.Files }, docsName + `: documentation page "docs/resources/Thing.md"`},

@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"trove.dev/trove/internal/trovetest/testarchive"
 )
 
 // TestPackageHash checks the h1 hash against the definition the clients
@@ -30,24 +32,15 @@ func TestPackageHash(t *testing.T) {
 	want := "h1:" + base64.StdEncoding.EncodeToString(sum[:])
 
 	var got []string
-	for _, method := range []uint16{zip.Store, zip.Deflate} {
+	for _, stored := range []bool{true, false} {
+		var entries []testarchive.Entry
+		for _, name := range []string{"terraform-provider-widget_v1.0.0", "LICENSE", "docs/README.md"} { // not in name order
+			entries = append(entries, testarchive.Entry{Name: name, Body: files[name], Stored: stored})
+		}
 		path := filepath.Join(t.TempDir(), "p.zip")
-		f, err := os.Create(path)
-		if err != nil {
+		if err := os.WriteFile(path, testarchive.ZipOf(t, entries...), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		zw := zip.NewWriter(f)
-		for name, content := range files {
-			w, err := zw.CreateHeader(&zip.FileHeader{Name: name, Method: method})
-			if err != nil {
-				t.Fatal(err)
-			}
-			w.Write([]byte(content))
-		}
-		if err := zw.Close(); err != nil {
-			t.Fatal(err)
-		}
-		f.Close()
 		h, err := PackageHash(path)
 		if err != nil {
 			t.Fatal(err)
@@ -69,20 +62,12 @@ func TestPackageHash(t *testing.T) {
 // bytes than the limit is refused before anything is unpacked.
 func TestPackageHashRefusesBombs(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "bomb.zip")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	zw := zip.NewWriter(f)
 	// A directory entry that declares 2 GiB: what a bomb declares (the
 	// zip reader would refuse a file that unpacks to more).
-	w, err := zw.CreateRaw(&zip.FileHeader{Name: "zeros", Method: zip.Store, CompressedSize64: 4, UncompressedSize64: 2 << 30})
-	if err != nil {
+	bomb := testarchive.ZipOf(t, testarchive.Entry{Body: "0000", Raw: &zip.FileHeader{Name: "zeros", Method: zip.Store, CompressedSize64: 4, UncompressedSize64: 2 << 30}})
+	if err := os.WriteFile(path, bomb, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	w.Write([]byte("0000"))
-	zw.Close()
-	f.Close()
 	if h, err := PackageHash(path); err == nil || !strings.Contains(err.Error(), "unpacks to") {
 		t.Fatalf("PackageHash of an archive declaring 2 GiB = %q, %v; want a refusal", h, err)
 	}

@@ -1,9 +1,7 @@
 package server
 
 import (
-	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -29,6 +27,7 @@ import (
 	"trove.dev/trove/internal/store/fsblob"
 	"trove.dev/trove/internal/store/sqlite"
 	"trove.dev/trove/internal/store/sqlite/sqlitetest"
+	"trove.dev/trove/internal/trovetest/testarchive"
 )
 
 // BenchmarkServeDefaults serves cache hits of the two providers.v1
@@ -161,17 +160,10 @@ func benchModules(b *testing.B, x *sqlite.Index, blobs *fsblob.Store) (versions,
 	if err := x.CreateNamespace(ctx, registry.Namespace{Name: "tfmods", Visibility: registry.VisibilityPublic, CreatedAt: time.Now()}); err != nil {
 		b.Fatal(err)
 	}
-	var buf bytes.Buffer
-	gz := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(gz)
-	body := "variable \"cidr\" {}\n"
-	_ = tw.WriteHeader(&tar.Header{Name: "main.tf", Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg})
-	_, _ = tw.Write([]byte(body))
-	_ = tw.Close()
-	_ = gz.Close()
-	sum := sha256.Sum256(buf.Bytes())
+	archive := testarchive.TarGz(b, map[string]string{"main.tf": "variable \"cidr\" {}\n"})
+	sum := sha256.Sum256(archive)
 	arch := hex.EncodeToString(sum[:])
-	if err := blobs.Put(ctx, arch, int64(buf.Len()), bytes.NewReader(buf.Bytes())); err != nil {
+	if err := blobs.Put(ctx, arch, int64(len(archive)), bytes.NewReader(archive)); err != nil {
 		b.Fatal(err)
 	}
 	for m := range 30 {
@@ -186,7 +178,7 @@ func benchModules(b *testing.B, x *sqlite.Index, blobs *fsblob.Store) (versions,
 			for i := range 10 {
 				v := fmt.Sprintf("1.0.%d", i)
 				mv := registry.ModuleVersion{Namespace: ns, Name: name, System: "aws", Version: v,
-					ArchiveDigest: arch, ArchiveFormat: "tar.gz", ArchiveSize: int64(buf.Len()), PublishedAt: time.Now()}
+					ArchiveDigest: arch, ArchiveFormat: "tar.gz", ArchiveSize: int64(len(archive)), PublishedAt: time.Now()}
 				if ns == "tfmods" {
 					mv.Origin = "mirrored from upstream.test/acme/" + name + "/aws " + v
 				}

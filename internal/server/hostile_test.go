@@ -2,10 +2,8 @@ package server_test
 
 import (
 	"archive/tar"
-	"archive/zip"
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
@@ -21,6 +19,7 @@ import (
 	"time"
 
 	"trove.dev/trove/internal/trovetest"
+	"trove.dev/trove/internal/trovetest/testarchive"
 )
 
 // bodyKind is what a refusal's body must be.
@@ -146,57 +145,14 @@ func front(resp *http.Response, body []byte) bool {
 		(strings.Contains(doc.Errors[0], "not canonical") || strings.Contains(doc.Errors[0], "more than one Authorization"))
 }
 
-// tarGz packs files (name to content; a content starting with "->" is a
-// symbolic link to the rest) as a .tar.gz.
-func tarGz(t *testing.T, files ...[2]string) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	gz := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(gz)
-	for _, f := range files {
-		h := &tar.Header{Name: f[0], Mode: 0o644, Size: int64(len(f[1])), Typeflag: tar.TypeReg, Format: tar.FormatPAX}
-		if target, ok := strings.CutPrefix(f[1], "->"); ok {
-			h.Typeflag, h.Linkname, h.Size = tar.TypeSymlink, target, 0
-		}
-		if err := tw.WriteHeader(h); err != nil {
-			t.Fatal(err)
-		}
-		if h.Typeflag == tar.TypeReg {
-			if _, err := tw.Write([]byte(f[1])); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := gz.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
-
-// zipOf packs files (name to content) as a .zip.
-func zipOf(t *testing.T, files ...[2]string) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	zw := zip.NewWriter(&buf)
-	for _, f := range files {
-		w, err := zw.CreateHeader(&zip.FileHeader{Name: f[0], Method: zip.Deflate})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := w.Write([]byte(f[1])); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
-
 const mainTF = "variable \"name\" {\n  type = string\n}\n"
+
+// entry is one member of a test archive.
+type entry = testarchive.Entry
+
+// mainFile is the root configuration file of every hostile module
+// archive, so that nothing but its hostile entry is wrong.
+var mainFile = entry{Name: "main.tf", Body: mainTF}
 
 // hostileProbes returns the probes of every entrance, by entrance.
 func hostileProbes(t *testing.T, expiredToken, fileURL string) map[string][]probe {
@@ -452,7 +408,7 @@ func hostileProbes(t *testing.T, expiredToken, fileURL string) map[string][]prob
 	}
 
 	// Uploads: module and provider publishes.
-	good := tarGz(t, [2]string{"main.tf", mainTF})
+	good := testarchive.TarGzOf(t, mainFile)
 	modURL := "/api/v1/namespaces/acme/modules/net/aws/versions/"
 	for _, v := range append(slices.Clone(badVersions), "1.0.0+build") { // 1.0.0 is stored: the same precedence
 		add("uploads", probe{method: "POST", target: modURL + v, header: []string{admin, asGzip}, body: good})
@@ -466,26 +422,26 @@ func hostileProbes(t *testing.T, expiredToken, fileURL string) map[string][]prob
 	}
 	bomb := strings.Repeat("\x00", 4<<20)
 	archives := map[string][]byte{
-		"zip-slip tar":          tarGz(t, [2]string{"main.tf", mainTF}, [2]string{"../evil.tf", mainTF}),
-		"deep zip-slip tar":     tarGz(t, [2]string{"main.tf", mainTF}, [2]string{"a/../../evil.tf", mainTF}),
-		"absolute tar":          tarGz(t, [2]string{"main.tf", mainTF}, [2]string{"/etc/evil.tf", mainTF}),
-		"backslash tar":         tarGz(t, [2]string{"main.tf", mainTF}, [2]string{"..\\evil.tf", mainTF}),
-		"symlink tar":           tarGz(t, [2]string{"main.tf", mainTF}, [2]string{"passwd", "->/etc/passwd"}),
-		"symlink out tar":       tarGz(t, [2]string{"main.tf", mainTF}, [2]string{"up", "->../../.."}),
-		"control name tar":      tarGz(t, [2]string{"main.tf", mainTF}, [2]string{"a\x01b.tf", mainTF}),
-		"bomb tar":              tarGz(t, [2]string{"main.tf", mainTF}, [2]string{"big.tf", bomb}),
+		"zip-slip tar":          testarchive.TarGzOf(t, mainFile, entry{Name: "../evil.tf", Body: mainTF}),
+		"deep zip-slip tar":     testarchive.TarGzOf(t, mainFile, entry{Name: "a/../../evil.tf", Body: mainTF}),
+		"absolute tar":          testarchive.TarGzOf(t, mainFile, entry{Name: "/etc/evil.tf", Body: mainTF}),
+		"backslash tar":         testarchive.TarGzOf(t, mainFile, entry{Name: "..\\evil.tf", Body: mainTF}),
+		"symlink tar":           testarchive.TarGzOf(t, mainFile, entry{Name: "passwd", Typeflag: tar.TypeSymlink, Linkname: "/etc/passwd"}),
+		"symlink out tar":       testarchive.TarGzOf(t, mainFile, entry{Name: "up", Typeflag: tar.TypeSymlink, Linkname: "../../.."}),
+		"control name tar":      testarchive.TarGzOf(t, mainFile, entry{Name: "a\x01b.tf", Body: mainTF}),
+		"bomb tar":              testarchive.TarGzOf(t, mainFile, entry{Name: "big.tf", Body: bomb}),
 		"truncated tar":         good[:len(good)/2],
-		"empty tar":             tarGz(t),
+		"empty tar":             testarchive.TarGzOf(t),
 		"not an archive":        []byte("hello"),
 		"empty":                 nil,
-		"zip-slip zip":          zipOf(t, [2]string{"main.tf", mainTF}, [2]string{"../evil.tf", mainTF}),
-		"absolute zip":          zipOf(t, [2]string{"main.tf", mainTF}, [2]string{"/evil.tf", mainTF}),
-		"bomb zip":              zipOf(t, [2]string{"main.tf", mainTF}, [2]string{"big.tf", bomb}),
-		"duplicate names zip":   zipOf(t, [2]string{"main.tf", mainTF}, [2]string{"main.tf", "x"}),
-		"invalid utf-8 zip":     zipOf(t, [2]string{"main.tf", mainTF}, [2]string{"\xff.tf", mainTF}),
-		"zip as gzip":           zipOf(t, [2]string{"main.tf", mainTF}),
+		"zip-slip zip":          testarchive.ZipOf(t, mainFile, entry{Name: "../evil.tf", Body: mainTF}),
+		"absolute zip":          testarchive.ZipOf(t, mainFile, entry{Name: "/evil.tf", Body: mainTF}),
+		"bomb zip":              testarchive.ZipOf(t, mainFile, entry{Name: "big.tf", Body: bomb}),
+		"duplicate names zip":   testarchive.ZipOf(t, mainFile, entry{Name: "main.tf", Body: "x"}),
+		"invalid utf-8 zip":     testarchive.ZipOf(t, mainFile, entry{Name: "\xff.tf", Body: mainTF}),
+		"zip as gzip":           testarchive.ZipOf(t, mainFile),
 		"tar.gz as zip":         good,
-		"case-folded names tar": tarGz(t, [2]string{"main.tf", mainTF}, [2]string{"MAIN.tf", mainTF}),
+		"case-folded names tar": testarchive.TarGzOf(t, mainFile, entry{Name: "MAIN.tf", Body: mainTF}),
 	}
 	for name, a := range archives {
 		ct := asGzip
@@ -610,7 +566,7 @@ func TestHostileRequests(t *testing.T) {
 		return out
 	}
 	call("POST", "/api/v1/namespaces", "application/json", []byte(`{"name":"acme","visibility":"public"}`), http.StatusCreated)
-	call("POST", "/api/v1/namespaces/acme/modules/net/aws/versions/1.0.0", "application/gzip", tarGz(t, [2]string{"main.tf", mainTF}), http.StatusCreated)
+	call("POST", "/api/v1/namespaces/acme/modules/net/aws/versions/1.0.0", "application/gzip", testarchive.TarGzOf(t, mainFile), http.StatusCreated)
 	var created struct {
 		Token  struct{ ID string } `json:"token"`
 		Secret string              `json:"secret"`

@@ -1,9 +1,7 @@
 package web_test
 
 import (
-	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"io"
 	"net/http"
@@ -15,24 +13,8 @@ import (
 	"trove.dev/trove/client"
 	"trove.dev/trove/internal/release/releasetest"
 	"trove.dev/trove/internal/signing/signingtest"
+	"trove.dev/trove/internal/trovetest/testarchive"
 )
-
-// docsArchive packs a docs tree (path -> content) as a .tar.gz.
-func docsArchive(t *testing.T, files map[string]string) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	gz := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(gz)
-	for name, body := range files {
-		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg}); err != nil {
-			t.Fatal(err)
-		}
-		tw.Write([]byte(body))
-	}
-	tw.Close()
-	gz.Close()
-	return buf.Bytes()
-}
 
 // publishProvider publishes acme/widget (or ns/typ) version with docs in
 // the signed release when docs is not nil.
@@ -67,7 +49,7 @@ var widgetDocs = map[string]string{
 func TestProviderPageAndDocs(t *testing.T) {
 	e := start(t)
 	e.publishProvider(t, "acme", "widget", "1.0.0", nil)
-	e.publishProvider(t, "acme", "widget", "1.1.0", docsArchive(t, widgetDocs))
+	e.publishProvider(t, "acme", "widget", "1.1.0", testarchive.TarGz(t, widgetDocs))
 	b := e.browser(t)
 
 	p := b.get("/providers/acme/widget")
@@ -117,7 +99,7 @@ func TestProviderPageAndDocs(t *testing.T) {
 	}
 
 	// Documentation uploaded later shows at once.
-	if _, err := e.admin.UploadProviderDocs(context.Background(), "acme", "widget", "1.0.0", bytes.NewReader(docsArchive(t, map[string]string{"docs/index.md": "# Old widget docs\n"}))); err != nil {
+	if _, err := e.admin.UploadProviderDocs(context.Background(), "acme", "widget", "1.0.0", bytes.NewReader(testarchive.TarGz(t, map[string]string{"docs/index.md": "# Old widget docs\n"}))); err != nil {
 		t.Fatal(err)
 	}
 	if p := b.get("/providers/acme/widget/1.0.0"); !strings.Contains(p.body, "Old widget docs") {
@@ -136,7 +118,7 @@ func TestProviderPageAndDocs(t *testing.T) {
 func TestNewDocsUploadSeenAtOnce(t *testing.T) {
 	e := start(t)
 	e.publishProvider(t, "acme", "widget", "1.0.0", nil)
-	e.publishProvider(t, "acme", "widget", "1.1.0", docsArchive(t, widgetDocs))
+	e.publishProvider(t, "acme", "widget", "1.1.0", testarchive.TarGz(t, widgetDocs))
 	b := e.browser(t)
 	const page = "/providers/acme/widget/1.0.0/docs/resources/widget"
 	const guide = `href="/providers/acme/widget/1.0.0/docs/guides/start"`
@@ -157,7 +139,7 @@ func TestNewDocsUploadSeenAtOnce(t *testing.T) {
 		"docs/resources/widget.md": "# widget_widget (Resource)\n\nBuilds widgets, first edition.\n",
 		"docs/guides/start.md":     "# Getting started\n",
 	}
-	if _, err := e.admin.UploadProviderDocs(context.Background(), "acme", "widget", "1.0.0", bytes.NewReader(docsArchive(t, upload))); err != nil {
+	if _, err := e.admin.UploadProviderDocs(context.Background(), "acme", "widget", "1.0.0", bytes.NewReader(testarchive.TarGz(t, upload))); err != nil {
 		t.Fatal(err)
 	}
 	if p := b.get(page); p.status != http.StatusOK || !strings.Contains(p.body, "Builds widgets, first edition.") {

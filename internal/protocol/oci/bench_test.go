@@ -1,9 +1,6 @@
 package oci
 
 import (
-	"archive/tar"
-	"bytes"
-	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -17,6 +14,7 @@ import (
 
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/store/sqlite/sqlitetest"
+	"trove.dev/trove/internal/trovetest/testarchive"
 )
 
 // discardWriter is a ResponseWriter that keeps nothing but, like
@@ -71,15 +69,7 @@ func benchService(b *testing.B, n int) *Service {
 			b.Fatal(err)
 		}
 	}
-	var buf bytes.Buffer
-	gz := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(gz)
-	body := "variable \"cidr\" {}\n"
-	_ = tw.WriteHeader(&tar.Header{Name: "main.tf", Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg})
-	_, _ = tw.Write([]byte(body))
-	tw.Close()
-	gz.Close()
-	arch, size := put(buf.Bytes())
+	arch, size := put(testarchive.TarGz(b, map[string]string{"main.tf": "variable \"cidr\" {}\n"}))
 	for i := range 10 {
 		v := registry.ModuleVersion{Namespace: "acme", Name: "net", System: "aws", Version: fmt.Sprintf("1.0.%d", i),
 			ArchiveDigest: arch, ArchiveFormat: "tar.gz", ArchiveSize: size, PublishedAt: time.Now()}

@@ -9,6 +9,7 @@ import (
 	"trove.dev/trove/apispec"
 	"trove.dev/trove/client"
 	"trove.dev/trove/internal/protocol/oci"
+	"trove.dev/trove/internal/trovetest/testarchive"
 )
 
 // TestPerDocumentCacheSeesChanges: with the tag list, a version's
@@ -49,7 +50,7 @@ func TestPerDocumentCacheSeesChanges(t *testing.T) {
 	// Publish 1.0.1 (other files, so another manifest): in the tag list
 	// and "latest" at once.
 	if _, err := c.PublishModule(t.Context(), client.ModuleUpload{Namespace: "open", Name: "net", System: "aws", Version: "1.0.1",
-		Archive: bytes.NewReader(tarGz(t, map[string]string{"main.tf": "# 1.0.1\n"})), ContentType: apispec.ModuleArchiveTarGz}); err != nil {
+		Archive: bytes.NewReader(testarchive.TarGz(t, map[string]string{"main.tf": "# 1.0.1\n"})), ContentType: apispec.ModuleArchiveTarGz}); err != nil {
 		t.Fatal(err)
 	}
 	if got := tagList(); got != "1.0.0,1.0.1,latest" {

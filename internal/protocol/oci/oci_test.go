@@ -1,10 +1,8 @@
 package oci_test
 
 import (
-	"archive/tar"
 	"archive/zip"
 	"bytes"
-	"compress/gzip"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -22,6 +20,7 @@ import (
 	"trove.dev/trove/internal/protocol/oci"
 	"trove.dev/trove/internal/registry"
 	"trove.dev/trove/internal/trovetest"
+	"trove.dev/trove/internal/trovetest/testarchive"
 )
 
 type env struct {
@@ -34,21 +33,6 @@ type env struct {
 func sum(b []byte) string {
 	s := sha256.Sum256(b)
 	return hex.EncodeToString(s[:])
-}
-
-func tarGz(t testing.TB, files map[string]string) []byte {
-	var buf bytes.Buffer
-	gz := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(gz)
-	for name, body := range files {
-		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg, ModTime: time.Now()}); err != nil {
-			t.Fatal(err)
-		}
-		_, _ = tw.Write([]byte(body))
-	}
-	tw.Close()
-	gz.Close()
-	return buf.Bytes()
 }
 
 // newEnv starts a real Trove with a public namespace open and a private
@@ -81,7 +65,7 @@ func newEnv(t *testing.T) *env {
 		if err := srv.Index.CreateProviderVersion(ctx, v); err != nil {
 			t.Fatal(err)
 		}
-		arch := tarGz(t, map[string]string{"main.tf": "# " + ns.Name + "\n", "modules/x/main.tf": "#\n"})
+		arch := testarchive.TarGz(t, map[string]string{"main.tf": "# " + ns.Name + "\n", "modules/x/main.tf": "#\n"})
 		e.modArch = arch
 		ad := srv.Blob(t, string(arch))
 		if err := srv.Index.CreateModuleVersion(ctx, registry.ModuleVersion{Namespace: ns.Name, Name: "net", System: "aws", Version: "1.0.0",
@@ -459,22 +443,11 @@ func TestInvalidatedOnDelete(t *testing.T) {
 // as a .zip (other times, other order) give the same layer, byte for byte.
 func TestModuleZipDeterministic(t *testing.T) {
 	e := newEnv(t)
-	var buf bytes.Buffer
-	zw := zip.NewWriter(&buf)
-	for _, name := range []string{"modules/x/main.tf", "main.tf"} { // other order
-		h := &zip.FileHeader{Name: name, Method: zip.Store, Modified: time.Now().Add(-time.Hour)}
-		h.SetMode(0o600)
-		w, err := zw.CreateHeader(h)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body := "#\n"
-		if name == "main.tf" {
-			body = "# open\n"
-		}
-		_, _ = w.Write([]byte(body))
-	}
-	zw.Close()
+	older := time.Now().Add(-time.Hour)
+	archive := testarchive.ZipOf(t, // other order, other times, stored
+		testarchive.Entry{Name: "modules/x/main.tf", Body: "#\n", Mode: 0o600, ModTime: older, Stored: true},
+		testarchive.Entry{Name: "main.tf", Body: "# open\n", Mode: 0o600, ModTime: older, Stored: true},
+	)
 	// Published through the API, as users do: its change drops the
 	// cached repository before the publish answers.
 	c, err := client.New(e.srv.URL, e.srv.AdminToken, client.WithHTTPClient(e.srv.HTTPClient()))
@@ -484,7 +457,7 @@ func TestModuleZipDeterministic(t *testing.T) {
 	// Cache the repository first, so that the publish must invalidate it.
 	e.do(t, http.MethodGet, "/v2/open/modules/net/aws/tags/list")
 	if _, err := c.PublishModule(t.Context(), client.ModuleUpload{Namespace: "open", Name: "net", System: "aws", Version: "1.0.1",
-		Archive: bytes.NewReader(buf.Bytes()), ContentType: apispec.ModuleArchiveZip}); err != nil {
+		Archive: bytes.NewReader(archive), ContentType: apispec.ModuleArchiveZip}); err != nil {
 		t.Fatal(err)
 	}
 	layer := func(tag string) string {

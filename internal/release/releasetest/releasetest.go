@@ -6,20 +6,20 @@
 package releasetest
 
 import (
-	"archive/zip"
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
-	"time"
 
 	"trove.dev/trove/internal/signing/signingtest"
+	"trove.dev/trove/internal/trovetest/testarchive"
 )
 
 // Spec describes a release to build.
@@ -163,36 +163,16 @@ func Build(t testing.TB, key *signingtest.Key, spec Spec) Release {
 	return r
 }
 
-// modified is the time stamp of every zip entry, fixed so that builds are
-// reproducible.
-var modified = time.Unix(1_600_000_000, 0).UTC()
-
 // Zip returns a zip archive of entries (name -> content), deflated, in name
-// order, each a regular file with mode 0755 and a fixed time stamp.
+// order, each a regular file with mode 0755 and a fixed time stamp
+// (testarchive.ModTime), so that builds are reproducible.
 func Zip(t testing.TB, entries map[string]string) []byte {
 	t.Helper()
-	var buf bytes.Buffer
-	zw := zip.NewWriter(&buf)
-	names := make([]string, 0, len(entries))
-	for n := range entries {
-		names = append(names, n)
+	files := make([]testarchive.Entry, 0, len(entries))
+	for _, n := range slices.Sorted(maps.Keys(entries)) {
+		files = append(files, testarchive.Entry{Name: n, Body: entries[n], Mode: 0o755})
 	}
-	slices.Sort(names)
-	for _, n := range names {
-		h := &zip.FileHeader{Name: n, Method: zip.Deflate, Modified: modified}
-		h.SetMode(0o755)
-		w, err := zw.CreateHeader(h)
-		if err != nil {
-			t.Fatalf("releasetest: zip entry %s: %v", n, err)
-		}
-		if _, err := io.WriteString(w, entries[n]); err != nil {
-			t.Fatalf("releasetest: zip entry %s: %v", n, err)
-		}
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatalf("releasetest: zip: %v", err)
-	}
-	return buf.Bytes()
+	return testarchive.ZipOf(t, files...)
 }
 
 // Digest returns the lower-case hex SHA-256 of data.
