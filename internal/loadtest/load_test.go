@@ -65,8 +65,12 @@ func TestLoadCountsAndReusesConnections(t *testing.T) {
 	if res.Elapsed != opt.Duration {
 		t.Errorf("Elapsed = %v, want the window %v", res.Elapsed, opt.Duration)
 	}
-	if n := conns.Load(); n > int64(opt.Conns) {
-		t.Errorf("server saw %d connections for %d workers: keep-alive not used", n, opt.Conns)
+	// Keep-alive: each worker's connection carries many requests. The
+	// client's transport may replace a connection now and then (CI on
+	// a loaded machine once saw 4 for 3 workers), which costs a load
+	// run nothing; a connection per request, or per few, would.
+	if n := conns.Load(); n > int64(opt.Conns) && n*4 > int64(res.Requests) {
+		t.Errorf("server saw %d connections for %d workers and %d requests: keep-alive not used", n, opt.Conns, res.Requests)
 	}
 
 	res, err = Load(context.Background(), srv.URL+"/fail", opt)
