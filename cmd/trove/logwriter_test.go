@@ -1,32 +1,15 @@
 package main
 
 import (
-	"bytes"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"trove.dev/trove/internal/trovetest/logbuf"
 )
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 func TestFlushingWriter(t *testing.T) {
-	var out lockedBuffer
+	var out logbuf.Buffer
 	w := newFlushingWriter(&out, time.Hour)
 	w.Write([]byte("line 1\n"))
 	if out.String() != "" {
@@ -37,7 +20,7 @@ func TestFlushingWriter(t *testing.T) {
 		t.Fatalf("after Close = %q, want the buffered line", out.String())
 	}
 
-	var ticked lockedBuffer
+	var ticked logbuf.Buffer
 	w = newFlushingWriter(&ticked, time.Millisecond)
 	defer w.Close()
 	w.Write([]byte("line 2\n"))

@@ -27,6 +27,7 @@ import (
 	"trove.dev/trove/internal/store/fsblob"
 	"trove.dev/trove/internal/store/sqlite"
 	"trove.dev/trove/internal/store/sqlite/sqlitetest"
+	"trove.dev/trove/internal/trovetest/logbuf"
 )
 
 const upstreamHost = "registry.example.com"
@@ -569,7 +570,7 @@ func TestPackageOverTheLimit(t *testing.T) {
 func TestUpstreamFailureCauseLogged(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	var logs syncBuffer
+	var logs logbuf.Buffer
 	f.m.log = slog.New(slog.NewTextHandler(&logs, nil))
 	v := f.version(t)
 	if err := f.m.FetchPackage(ctx, f.origin(f.platform(t, v, "linux_amd64"))); err != nil {
@@ -594,22 +595,4 @@ func TestUpstreamFailureCauseLogged(t *testing.T) {
 	if strings.Contains(registry.Message(err), "connection refused") {
 		t.Errorf("the message clients see carries the cause: %s", registry.Message(err))
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -17,7 +17,6 @@ import (
 	"net/url"
 	"os"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -30,6 +29,7 @@ import (
 	"trove.dev/trove/internal/store/fsblob"
 	"trove.dev/trove/internal/store/sqlite"
 	"trove.dev/trove/internal/store/sqlite/sqlitetest"
+	"trove.dev/trove/internal/trovetest/logbuf"
 )
 
 // faultyIndex is the real SQLite index with an injectable Ping failure.
@@ -83,24 +83,7 @@ type testServer struct {
 	idx    *faultyIndex
 	blobs  *faultyBlobs
 	signer *signedurl.Signer
-	logs   *syncBuffer
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	logs   *logbuf.Buffer
 }
 
 func newTestServer(t testing.TB, api http.Handler, publicURL string) *testServer {
@@ -121,7 +104,7 @@ func newTestServerUI(t testing.TB, api http.Handler, publicURL string, ui UI) *t
 		idx:    &faultyIndex{Index: x},
 		blobs:  &faultyBlobs{Store: blobs},
 		signer: signedurl.New([]byte("server test key"), 10*time.Minute),
-		logs:   &syncBuffer{},
+		logs:   &logbuf.Buffer{},
 	}
 	u, err := url.Parse(publicURL)
 	if err != nil {

@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -18,6 +17,7 @@ import (
 	"trove.dev/trove/internal/store"
 	"trove.dev/trove/internal/store/postgres/pgtest"
 	"trove.dev/trove/internal/store/storetest"
+	"trove.dev/trove/internal/trovetest/logbuf"
 )
 
 // open opens an index on dsn, closed when the test ends.
@@ -317,7 +317,7 @@ func TestRestart(t *testing.T) {
 // feed's probe: it never reports a ChangeAll, so that no watcher takes
 // it for a feed that tells it of every change, and it says why.
 func TestFeedWithoutDelivery(t *testing.T) {
-	var logs syncBuffer
+	var logs logbuf.Buffer
 	x := open(t, pgtest.NewDatabase(t), WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	other, err := pgx.ParseConfig(pgtest.NewDatabase(t))
 	if err != nil {
@@ -337,23 +337,4 @@ func TestFeedWithoutDelivery(t *testing.T) {
 		t.Errorf("the feed reported %+v although its notifications do not arrive", c)
 	default:
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the feed's goroutine and the
-// test's.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
