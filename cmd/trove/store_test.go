@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +20,7 @@ import (
 	"trove.dev/trove/internal/store/postgres/pgtest"
 	"trove.dev/trove/internal/store/s3blob/s3test"
 	"trove.dev/trove/internal/store/sqlite/sqlitetest"
+	"trove.dev/trove/internal/trovetest/logbuf"
 )
 
 // seedEmbedded writes a small registry (a namespace and a blob) into the
@@ -33,18 +33,6 @@ func seedEmbedded(t *testing.T, dataDir string) string {
 		t.Fatal(err)
 	}
 	return st.Put(t, []byte("a provider archive"))
-}
-
-// lockedWriter is an io.Writer safe for concurrent use.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 func writeSettings(t *testing.T, lines ...string) string {
@@ -235,16 +223,18 @@ func startServe(t *testing.T, environ map[string]string) (caFile, token string) 
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
-	var stderrText strings.Builder
-	stderr := &lockedWriter{w: &stderrText}
-	done := make(chan int, 1)
+	var stderr logbuf.Buffer
+	done := make(chan struct{}) // closed when serve returned code
+	var code int
 	go func() {
-		done <- run(ctx, []string{"serve"}, func(k string) string { return environ[k] }, strings.NewReader(""), pw, stderr)
+		defer close(done)
+		code = run(ctx, []string{"serve"}, func(k string) string { return environ[k] }, strings.NewReader(""), pw, &stderr)
 		pw.Close()
 	}()
 	t.Cleanup(func() {
 		cancel()
-		if code := <-done; code != exitOK {
+		<-done
+		if code != exitOK {
 			t.Errorf("trove serve exited %d", code)
 		}
 	})
@@ -263,7 +253,7 @@ func startServe(t *testing.T, environ map[string]string) (caFile, token string) 
 	if token == "" {
 		cancel()
 		<-done
-		t.Fatalf("trove serve printed no admin token; stderr:\n%s", stderrText.String())
+		t.Fatalf("trove serve printed no admin token; stderr:\n%s", stderr.String())
 	}
 	return caFile, token
 }
