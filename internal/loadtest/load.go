@@ -19,9 +19,10 @@ import (
 
 // LoadOptions shapes one load run.
 type LoadOptions struct {
-	// Conns is the number of concurrent keep-alive HTTP/1.1 connections,
-	// each driven by one goroutine that sends its next request as soon as
-	// the previous response was read to the end.
+	// Conns is the number of concurrent keep-alive connections (HTTP/1.1,
+	// or HTTP/2 with HTTP2), each driven by one goroutine that sends its
+	// next request as soon as the previous response was read to the end:
+	// over HTTP/2, one stream at a time per connection.
 	Conns int
 	// Warmup runs before the measured window; nothing it does is counted.
 	Warmup time.Duration
@@ -50,6 +51,10 @@ type LoadOptions struct {
 	// Trove in redirect mode ends at the object store) and counts the whole
 	// chain as one request; otherwise a redirect is the answer counted.
 	FollowRedirects bool
+	// HTTP2 negotiates HTTP/2 on HTTPS connections, as Terraform's and
+	// OpenTofu's HTTP clients do; otherwise every connection speaks
+	// HTTP/1.1. Plain HTTP stays HTTP/1.1 either way.
+	HTTP2 bool
 }
 
 // maxLoadDuration bounds Warmup + Duration, so that no flag can make the
@@ -204,10 +209,13 @@ func newWorker(url string, opt LoadOptions, win window) *worker {
 		MaxIdleConnsPerHost: 1,
 		IdleConnTimeout:     time.Minute,
 		// Identity encoding for Trove and the baseline alike, and
-		// HTTP/1.1 only: a non-nil empty TLSNextProto disables HTTP/2.
+		// HTTP/1.1 unless asked: a non-nil empty TLSNextProto disables
+		// HTTP/2.
 		DisableCompression: true,
-		ForceAttemptHTTP2:  false,
-		TLSNextProto:       map[string]func(string, *tls.Conn) http.RoundTripper{},
+		ForceAttemptHTTP2:  opt.HTTP2,
+	}
+	if !opt.HTTP2 {
+		tr.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{}
 	}
 	client := &http.Client{
 		Transport: tr,

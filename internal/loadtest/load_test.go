@@ -233,3 +233,39 @@ func TestLoadSamplesBackendCPU(t *testing.T) {
 		t.Error("a failing backend CPU reader was ignored")
 	}
 }
+
+// TestLoadHTTP2 checks that LoadOptions.HTTP2 makes every request of an
+// HTTPS load an HTTP/2 one, one connection per worker, and that without
+// it (above) the same server only sees HTTP/1.1.
+func TestLoadHTTP2(t *testing.T) {
+	var conns, notH2 atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ProtoMajor != 2 {
+			notH2.Add(1)
+			http.Error(w, "want HTTP/2", http.StatusBadRequest)
+			return
+		}
+		_, _ = w.Write([]byte("{}"))
+	}))
+	srv.EnableHTTP2 = true
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.StartTLS()
+	defer srv.Close()
+	pool := x509.NewCertPool()
+	pool.AddCert(srv.Certificate())
+	opt := LoadOptions{Conns: 3, Warmup: 50 * time.Millisecond, Duration: 300 * time.Millisecond, TLS: &tls.Config{RootCAs: pool}, HTTP2: true}
+	res, err := Load(context.Background(), srv.URL+"/ok", opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Requests == 0 || res.Errors != 0 || notH2.Load() != 0 {
+		t.Fatalf("%d requests, %d errors (first: %s), %d not over HTTP/2; want some requests, all over HTTP/2", res.Requests, res.Errors, res.FirstError, notH2.Load())
+	}
+	if n := conns.Load(); n > int64(opt.Conns) && n*4 > int64(res.Requests) {
+		t.Errorf("server saw %d connections for %d workers and %d requests: keep-alive not used", n, opt.Conns, res.Requests)
+	}
+}

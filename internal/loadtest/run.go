@@ -49,8 +49,12 @@ type Options struct {
 	// StreamConns for the archive downloads.
 	Conns       int
 	StreamConns int
-	Warmup      time.Duration
-	Duration    time.Duration
+	// HTTP2 makes every HTTPS row speak HTTP/2, as `terraform init` and
+	// `tofu init` do with a registry that offers it (Trove and the
+	// baseline both do); by default the rows speak HTTP/1.1.
+	HTTP2    bool
+	Warmup   time.Duration
+	Duration time.Duration
 	// Rounds is how often each endpoint is measured on Trove and on the
 	// baseline (odd rounds Trove first, even rounds the baseline first);
 	// the report adds the rounds up. Alternating evens out drifts in what
@@ -845,7 +849,7 @@ func (r *runner) measure(ctx context.Context, m measurement) (err error) {
 				}
 			}
 			opt := LoadOptions{Conns: m.conns, Warmup: r.opt.Warmup, Duration: duration, TLS: sd.tls, Header: sd.header,
-				FollowRedirects: sd.follow, CPU: sd.cpu, BackendCPU: sd.backendCPU}
+				FollowRedirects: sd.follow, CPU: sd.cpu, BackendCPU: sd.backendCPU, HTTP2: r.opt.HTTP2 && sd.tls != nil}
 			if sd.mix != nil {
 				opt.NextURL = sd.mix.Next
 			}
