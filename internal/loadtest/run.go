@@ -1,8 +1,8 @@
 // Package loadtest measures Trove against a minimal static Go file server
 // on loopback: it seeds a data directory through the store packages,
 // starts the real `trove serve` binary and a baseline server that answers
-// the same bytes from memory, drives both with keep-alive HTTP/1.1
-// connections and reports throughput, latency percentiles and Trove's
+// the same bytes from memory, drives both with keep-alive HTTP/1.1 (or,
+// with Options.HTTP2, HTTP/2) connections and reports throughput, latency percentiles and Trove's
 // resident memory as a Markdown table. cmd/trove-loadtest is its main.
 package loadtest
 
@@ -100,6 +100,14 @@ type Options struct {
 	ScaleOut ScaleOut
 	// Progress receives one line per step (may be nil).
 	Progress io.Writer
+}
+
+// protocol says what the HTTPS rows speak.
+func (o Options) protocol() string {
+	if o.HTTP2 {
+		return "HTTP/2 over HTTPS (one stream at a time per connection; HTTP/1.1 on plain HTTP)"
+	}
+	return "HTTP/1.1 keep-alive over HTTPS"
 }
 
 // DefaultOptions returns the options of a standard run.
@@ -269,8 +277,8 @@ func Run(ctx context.Context, opt Options) (Report, error) {
 		Memory: memory,
 		Index: fmt.Sprintf("%s versions of %s providers, %s packages, %s module versions of %s modules%s",
 			thousands(s.Versions), thousands(s.Providers), thousands(s.Packages), thousands(s.ModuleVersions), thousands(len(opt.Spec.Modules)), mirroredIndex(s)),
-		Setup: fmt.Sprintf("%s; HTTP/1.1 keep-alive over HTTPS, identity encoding; trove serve --log-level %s (cache maximum age %s); %d CPUs shared by Trove, the baseline and the load generator",
-			setup, opt.TroveLogLevel, CacheMaxAge, runtime.NumCPU()),
+		Setup: fmt.Sprintf("%s; %s, identity encoding; trove serve --log-level %s (cache maximum age %s); %d CPUs shared by Trove, the baseline and the load generator",
+			setup, opt.protocol(), opt.TroveLogLevel, CacheMaxAge, runtime.NumCPU()),
 		Goals: DefaultGoals,
 	}
 	if err != nil {

@@ -263,10 +263,10 @@ func runScaleOut(ctx context.Context, opt Options) (Report, error) {
 		RSS:  rssp,
 		Index: fmt.Sprintf("%s versions of %s providers, %s packages, in PostgreSQL; the %s archive in S3",
 			thousands(sd.Versions), thousands(sd.Providers), thousands(sd.Packages), formatMiB(sd.Archive.Size)),
-		Setup: fmt.Sprintf("%d round(s) per endpoint of %s measured after %s warm-up, Trove and its references rotating which goes first; HTTP/1.1 keep-alive, identity encoding; "+
+		Setup: fmt.Sprintf("%d round(s) per endpoint of %s measured after %s warm-up, Trove and its references rotating which goes first; %s, identity encoding; "+
 			"trove serve --index-backend postgres --blob-backend s3 --download-mode redirect (proxy for the proxy rows) --log-level %s (and --cache-bytes "+coldVersionsCacheBytes+" for the cold versions row), PostgreSQL pool of %d; "+
 			"PostgreSQL and the S3 server on this machine; %d CPUs shared by all of them and the load generator",
-			opt.Rounds, opt.Duration, opt.Warmup, opt.TroveLogLevel, postgres.DefaultMaxConns, runtime.NumCPU()),
+			opt.Rounds, opt.Duration, opt.Warmup, opt.protocol(), opt.TroveLogLevel, postgres.DefaultMaxConns, runtime.NumCPU()),
 		Goals: DefaultGoals,
 	}
 	if err != nil {

@@ -153,3 +153,54 @@ func benchEndToEnd(b *testing.B, h http.Handler, path string) {
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// The HTTP/2 end-to-end benchmarks are the end-to-end ones over HTTPS
+// with HTTP/2, as terraform and tofu connect to a registry: net/http
+// runs every HTTP/2 request's handler on a new goroutine, whose stack
+// starts small, so a handler chain that needs a deeper stack than a
+// static handler pays for growing it on every request.
+func BenchmarkEndToEndHTTP2Static(b *testing.B) {
+	ts, path := benchServer(b, 30)
+	rec := httptest.NewRecorder()
+	ts.srv.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	body := rec.Body.Bytes()
+	benchEndToEndHTTP2(b, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header()["Content-Type"] = []string{"application/json"}
+		_, _ = w.Write(body)
+	}), path)
+}
+
+func BenchmarkEndToEndHTTP2Versions30(b *testing.B) {
+	ts, path := benchServer(b, 30)
+	ts.srv.handler.(*middleware).access = &AccessLog{W: io.Discard}
+	benchEndToEndHTTP2(b, ts.srv.Handler(), path)
+}
+
+func benchEndToEndHTTP2(b *testing.B, h http.Handler, path string) {
+	srv := httptest.NewUnstartedServer(h)
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	defer srv.Close()
+	client := srv.Client() // trusts the server, speaks HTTP/2
+	url := srv.URL + path
+	var failed atomic.Int64
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			resp, err := client.Get(url)
+			if err != nil {
+				failed.Add(1)
+				continue
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK || resp.ProtoMajor != 2 {
+				failed.Add(1)
+			}
+		}
+	})
+	if n := failed.Load(); n > 0 {
+		b.Fatalf("%d requests failed or were not HTTP/2", n)
+	}
+}

@@ -60,6 +60,9 @@ type middleware struct {
 var recorders = sync.Pool{New: func() any { return new(recorder) }}
 
 func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.ProtoMajor == 2 {
+		growStack(false) // a new goroutine per request: see growStack
+	}
 	start := time.Now()
 	rec := recorders.Get().(*recorder)
 	*rec = recorder{ResponseWriter: w, start: start}
