@@ -34,17 +34,8 @@ func TestLoadCountsAndReusesConnections(t *testing.T) {
 		}
 		_, _ = w.Write([]byte(body))
 	}))
-	srv.EnableHTTP2 = true
-	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			conns.Add(1)
-		}
-	}
-	srv.StartTLS()
-	defer srv.Close()
-	pool := x509.NewCertPool()
-	pool.AddCert(srv.Certificate())
-	opt := LoadOptions{Conns: 3, Warmup: 50 * time.Millisecond, Duration: 300 * time.Millisecond, TLS: &tls.Config{RootCAs: pool}}
+	tlsCfg := startCounting(t, srv, &conns)
+	opt := LoadOptions{Conns: 3, Warmup: 50 * time.Millisecond, Duration: 300 * time.Millisecond, TLS: tlsCfg}
 
 	res, err := Load(context.Background(), srv.URL+"/ok", opt)
 	if err != nil {
@@ -247,17 +238,8 @@ func TestLoadHTTP2(t *testing.T) {
 		}
 		_, _ = w.Write([]byte("{}"))
 	}))
-	srv.EnableHTTP2 = true
-	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			conns.Add(1)
-		}
-	}
-	srv.StartTLS()
-	defer srv.Close()
-	pool := x509.NewCertPool()
-	pool.AddCert(srv.Certificate())
-	opt := LoadOptions{Conns: 3, Warmup: 50 * time.Millisecond, Duration: 300 * time.Millisecond, TLS: &tls.Config{RootCAs: pool}, HTTP2: true}
+	tlsCfg := startCounting(t, srv, &conns)
+	opt := LoadOptions{Conns: 3, Warmup: 50 * time.Millisecond, Duration: 300 * time.Millisecond, TLS: tlsCfg, HTTP2: true}
 	res, err := Load(context.Background(), srv.URL+"/ok", opt)
 	if err != nil {
 		t.Fatal(err)
@@ -268,4 +250,22 @@ func TestLoadHTTP2(t *testing.T) {
 	if n := conns.Load(); n > int64(opt.Conns) && n*4 > int64(res.Requests) {
 		t.Errorf("server saw %d connections for %d workers and %d requests: keep-alive not used", n, opt.Conns, res.Requests)
 	}
+}
+
+// startCounting starts srv over HTTPS offering HTTP/2 and HTTP/1.1,
+// counts the connections it accepts into conns, closes it when the test
+// ends and returns a client configuration that trusts it.
+func startCounting(t *testing.T, srv *httptest.Server, conns *atomic.Int64) *tls.Config {
+	t.Helper()
+	srv.EnableHTTP2 = true
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	pool := x509.NewCertPool()
+	pool.AddCert(srv.Certificate())
+	return &tls.Config{RootCAs: pool}
 }

@@ -2,8 +2,9 @@
 // on loopback: it seeds a data directory through the store packages,
 // starts the real `trove serve` binary and a baseline server that answers
 // the same bytes from memory, drives both with keep-alive HTTP/1.1 (or,
-// with Options.HTTP2, HTTP/2) connections and reports throughput, latency percentiles and Trove's
-// resident memory as a Markdown table. cmd/trove-loadtest is its main.
+// with Options.HTTP2, HTTP/2) connections and reports throughput, latency
+// percentiles and Trove's resident memory as a Markdown table.
+// cmd/trove-loadtest is its main.
 package loadtest
 
 import (

@@ -102,14 +102,21 @@ func BenchmarkMiddlewareStatic(b *testing.B) {
 // with keep-alive clients: a static server answering precomputed JSON
 // from memory against Trove's versions route with all its middleware.
 func BenchmarkEndToEndStatic(b *testing.B) {
+	h, path := staticVersions(b)
+	benchEndToEnd(b, h, path)
+}
+
+// staticVersions returns a handler answering the bytes Trove answers for
+// a versions document of 30 versions, precomputed, and that path.
+func staticVersions(b *testing.B) (http.Handler, string) {
 	ts, path := benchServer(b, 30)
 	rec := httptest.NewRecorder()
 	ts.srv.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
 	body := rec.Body.Bytes()
-	benchEndToEnd(b, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header()["Content-Type"] = []string{"application/json"}
 		_, _ = w.Write(body)
-	}), "/v1/providers/acme/widget/versions")
+	}), path
 }
 
 func BenchmarkEndToEndVersions30(b *testing.B) {
@@ -126,10 +133,15 @@ func benchEndToEnd(b *testing.B, h http.Handler, path string) {
 	srv := &http.Server{Handler: h}
 	go srv.Serve(ln)
 	defer srv.Shutdown(context.Background())
-	url := "http://" + ln.Addr().String() + path
 	tr := &http.Transport{MaxIdleConnsPerHost: 64}
 	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: tr}
+	benchGets(b, &http.Client{Transport: tr}, "http://"+ln.Addr().String()+path, 1)
+}
+
+// benchGets GETs url in parallel loops, reading every body, and fails
+// the benchmark if any request failed, did not answer 200 or did not
+// speak HTTP major version proto.
+func benchGets(b *testing.B, client *http.Client, url string, proto int) {
 	var failed atomic.Int64
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -142,13 +154,13 @@ func benchEndToEnd(b *testing.B, h http.Handler, path string) {
 			}
 			_, _ = io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
-			if resp.StatusCode != http.StatusOK {
+			if resp.StatusCode != http.StatusOK || resp.ProtoMajor != proto {
 				failed.Add(1)
 			}
 		}
 	})
 	if n := failed.Load(); n > 0 {
-		b.Fatalf("%d requests failed", n)
+		b.Fatalf("%d requests failed or did not speak HTTP/%d", n, proto)
 	}
 }
 
@@ -160,14 +172,8 @@ func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 // starts small, so a handler chain that needs a deeper stack than a
 // static handler pays for growing it on every request.
 func BenchmarkEndToEndHTTP2Static(b *testing.B) {
-	ts, path := benchServer(b, 30)
-	rec := httptest.NewRecorder()
-	ts.srv.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
-	body := rec.Body.Bytes()
-	benchEndToEndHTTP2(b, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header()["Content-Type"] = []string{"application/json"}
-		_, _ = w.Write(body)
-	}), path)
+	h, path := staticVersions(b)
+	benchEndToEndHTTP2(b, h, path)
 }
 
 func BenchmarkEndToEndHTTP2Versions30(b *testing.B) {
@@ -181,26 +187,5 @@ func benchEndToEndHTTP2(b *testing.B, h http.Handler, path string) {
 	srv.EnableHTTP2 = true
 	srv.StartTLS()
 	defer srv.Close()
-	client := srv.Client() // trusts the server, speaks HTTP/2
-	url := srv.URL + path
-	var failed atomic.Int64
-	b.ReportAllocs()
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			resp, err := client.Get(url)
-			if err != nil {
-				failed.Add(1)
-				continue
-			}
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusOK || resp.ProtoMajor != 2 {
-				failed.Add(1)
-			}
-		}
-	})
-	if n := failed.Load(); n > 0 {
-		b.Fatalf("%d requests failed or were not HTTP/2", n)
-	}
+	benchGets(b, srv.Client(), srv.URL+path, 2) // srv.Client trusts the server and speaks HTTP/2
 }
