@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -17,11 +18,14 @@ import (
 	"trove.dev/trove/internal/store/sqlite/sqlitetest"
 )
 
-// BenchmarkMiddlewareGuarded serves cached versions documents of 30
-// versions through the whole stack with access control on: anonymously
-// from a public namespace, and with a reader's token from a private one.
-// Compare with BenchmarkMiddlewareVersions30 (no access control).
-func BenchmarkMiddlewareGuarded(b *testing.B) {
+// guardedRequest is a request of the guarded benchmarks: a cached
+// versions document of 30 versions, anonymously from a public namespace
+// and with a reader's token from a private one.
+type guardedRequest struct{ name, path, authz string }
+
+// guardedServer returns a server with access control on and the
+// requests of the guarded benchmarks.
+func guardedServer(b *testing.B) (*Server, []guardedRequest) {
 	ctx := context.Background()
 	st := sqlitetest.New(b)
 	x, blobs := st.Index, st.Blobs
@@ -56,10 +60,18 @@ func BenchmarkMiddlewareGuarded(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, c := range []struct{ name, path, authz string }{
+	return srv, []guardedRequest{
 		{"PublicAnonymous", "/v1/providers/open/widget/versions", ""},
 		{"PrivateToken", "/v1/providers/acme/widget/versions", "Bearer " + secret},
-	} {
+	}
+}
+
+// BenchmarkMiddlewareGuarded serves the guarded requests through the
+// whole stack. Compare with BenchmarkMiddlewareVersions30 (no access
+// control).
+func BenchmarkMiddlewareGuarded(b *testing.B) {
+	srv, requests := guardedServer(b)
+	for _, c := range requests {
 		b.Run(c.name, func(b *testing.B) {
 			req := httptest.NewRequest(http.MethodGet, c.path, nil)
 			if c.authz != "" {
@@ -76,6 +88,19 @@ func BenchmarkMiddlewareGuarded(b *testing.B) {
 				w.status = 0
 				srv.Handler().ServeHTTP(w, req)
 			}
+		})
+	}
+}
+
+// BenchmarkEndToEndHTTP2Guarded serves the guarded requests over HTTPS
+// with HTTP/2: a token's authentication is the deepest chain of the
+// protocol routes, which growStack's room must cover.
+func BenchmarkEndToEndHTTP2Guarded(b *testing.B) {
+	srv, requests := guardedServer(b)
+	srv.handler.(*middleware).access = &AccessLog{W: io.Discard}
+	for _, c := range requests {
+		b.Run(c.name, func(b *testing.B) {
+			benchEndToEndHTTP2(b, srv.Handler(), c.path, c.authz)
 		})
 	}
 }

@@ -135,19 +135,28 @@ func benchEndToEnd(b *testing.B, h http.Handler, path string) {
 	defer srv.Shutdown(context.Background())
 	tr := &http.Transport{MaxIdleConnsPerHost: 64}
 	defer tr.CloseIdleConnections()
-	benchGets(b, &http.Client{Transport: tr}, "http://"+ln.Addr().String()+path, 1)
+	benchGets(b, &http.Client{Transport: tr}, "http://"+ln.Addr().String()+path, "", 1)
 }
 
-// benchGets GETs url in parallel loops, reading every body, and fails
-// the benchmark if any request failed, did not answer 200 or did not
-// speak HTTP major version proto.
-func benchGets(b *testing.B, client *http.Client, url string, proto int) {
+// benchGets GETs url in parallel loops, with authz as the
+// Authorization header unless empty, reading every body, and fails the
+// benchmark if any request failed, did not answer 200 or did not speak
+// HTTP major version proto.
+func benchGets(b *testing.B, client *http.Client, url, authz string, proto int) {
 	var failed atomic.Int64
 	b.ReportAllocs()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
+		req, err := http.NewRequest(http.MethodGet, url, nil)
+		if err != nil {
+			failed.Add(1)
+			return
+		}
+		if authz != "" {
+			req.Header.Set("Authorization", authz)
+		}
 		for pb.Next() {
-			resp, err := client.Get(url)
+			resp, err := client.Do(req)
 			if err != nil {
 				failed.Add(1)
 				continue
@@ -173,19 +182,19 @@ func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 // static handler pays for growing it on every request.
 func BenchmarkEndToEndHTTP2Static(b *testing.B) {
 	h, path := staticVersions(b)
-	benchEndToEndHTTP2(b, h, path)
+	benchEndToEndHTTP2(b, h, path, "")
 }
 
 func BenchmarkEndToEndHTTP2Versions30(b *testing.B) {
 	ts, path := benchServer(b, 30)
 	ts.srv.handler.(*middleware).access = &AccessLog{W: io.Discard}
-	benchEndToEndHTTP2(b, ts.srv.Handler(), path)
+	benchEndToEndHTTP2(b, ts.srv.Handler(), path, "")
 }
 
-func benchEndToEndHTTP2(b *testing.B, h http.Handler, path string) {
+func benchEndToEndHTTP2(b *testing.B, h http.Handler, path, authz string) {
 	srv := httptest.NewUnstartedServer(h)
 	srv.EnableHTTP2 = true
 	srv.StartTLS()
 	defer srv.Close()
-	benchGets(b, srv.Client(), srv.URL+path, 2) // srv.Client trusts the server and speaks HTTP/2
+	benchGets(b, srv.Client(), srv.URL+path, authz, 2) // srv.Client trusts the server and speaks HTTP/2
 }

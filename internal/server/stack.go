@@ -1,14 +1,19 @@
 package server
 
-// handlerStack is the stack room growStack makes. 6 KB already covers
-// an anonymous cached answer's chain below the middleware, down through
-// net/http's HTTP/2 response writer (BenchmarkEndToEndHTTP2Versions30
-// profiles no stack growth below growStack with it); 14 KB leaves room
-// for the deeper chains (a token's authentication, the web UI) at no
-// cost per request, since the one growth copies the same few frames
-// whatever its size. The price is 16 KB of stack per HTTP/2 request in
-// flight.
-const handlerStack = 14 << 10
+// handlerStack is the frame growStack makes room for. It sizes the
+// stack the runtime grows to, not the room the chain below gets: the
+// runtime doubles a stack until the frame fits, so from the 4 KB a new
+// goroutine starts with (8 KB once the runtime's estimate rises) a frame
+// of 8 KB makes a 16 KB stack, and the chain below the middleware then
+// has all of it but the few frames above (about 14 KB: an anonymous
+// cached answer needs 6 KB, a token's authentication fits, the profiles
+// of BenchmarkEndToEndHTTP2Versions30 and BenchmarkEndToEndHTTP2Guarded
+// show no growth below growStack). 16 KB is also the largest stack the
+// runtime keeps in per-processor caches: a 32 KB one (the 14 KB frame
+// growStack had first made one) is allocated and freed under the heap's
+// lock on every request, which cost a fifth of the growth
+// (TestGrowStackKeepsCachedStackSize checks the size).
+const handlerStack = 8 << 10
 
 // growStack grows the calling goroutine's stack, if it must, so that
 // handlerStack more bytes fit on it: in one step, while the stack is
