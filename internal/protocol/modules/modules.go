@@ -607,10 +607,13 @@ func (s *Service) ServeDownload(w http.ResponseWriter, r *http.Request, namespac
 	w.WriteHeader(http.StatusNoContent) // net/http sends no Content-Length with a 204, as RFC 9110 asks
 	if s.downloads != nil && r.Method == http.MethodGet {
 		var m *downloads.Memo // a version fetched from the upstream after the entry was made: none
+		name := v.Version
 		if i >= 0 && i < len(e.Value.counted) {
-			m = &e.Value.counted[i]
+			// The scan just read names[i]; v.Version would be one more
+			// cache miss, in the struct.
+			m, name = &e.Value.counted[i], e.Value.names[i]
 		}
-		s.downloads.AddRequestMemo(r, rd.Consumer, registry.ModuleDownload(key.ns, key.name, key.system, v.Version), now, m)
+		s.downloads.AddRequestMemo(r, rd.Consumer, registry.ModuleDownload(key.ns, key.name, key.system, name), now, m)
 	}
 }
 
