@@ -10,9 +10,10 @@ package server
 // of BenchmarkEndToEndHTTP2Versions30 and BenchmarkEndToEndHTTP2Guarded
 // show no growth below growStack). 16 KB is also the largest stack the
 // runtime keeps in per-processor caches: a 32 KB one (the 14 KB frame
-// growStack had first made one) is allocated and freed under the heap's
-// lock on every request, which cost a fifth of the growth
-// (TestGrowStackKeepsCachedStackSize checks the size).
+// growStack had first made one) is taken from the heap and given back,
+// under its lock, on every request, which was a quarter of the growth's
+// cost (docs/benchmarks.md; TestGrowStackKeepsCachedStackSize checks the
+// size).
 const handlerStack = 8 << 10
 
 // growStack grows the calling goroutine's stack, if it must, so that
