@@ -50,22 +50,28 @@ func TestGrowStackKeepsCachedStackSize(t *testing.T) {
 		var before, during runtime.MemStats
 		runtime.ReadMemStats(&before)
 		var wg sync.WaitGroup
+		failed := make(chan struct{}, n) // a request that never arrives
 		for range n {
 			wg.Go(func() {
 				resp, err := client.Get(srv.URL + "/held")
 				if err != nil {
 					t.Error(err)
+					failed <- struct{}{}
 					return
 				}
 				resp.Body.Close()
 			})
 		}
+		defer wg.Wait()
+		defer close(release)
 		for range n {
-			<-arrived
+			select {
+			case <-arrived:
+			case <-failed:
+				t.FailNow()
+			}
 		}
 		runtime.ReadMemStats(&during)
-		close(release)
-		wg.Wait()
 		return int64(during.StackInuse) - int64(before.StackInuse)
 	}
 	plain := held(func(h http.Handler) http.Handler { return h })
