@@ -204,6 +204,9 @@ func New(opt Options) (*Server, error) {
 	if settled != nil {
 		providerOpts = append(slices.Clip(providerOpts), providers.WithSettled(settled))
 		moduleOpts = append(slices.Clip(moduleOpts), modules.WithSettled(settled))
+		if ui, ok := opt.UI.(SettledUI); ok {
+			ui.UseSettled(settled)
+		}
 	}
 	if opt.CacheBudget != nil {
 		providerOpts = append(slices.Clip(providerOpts), providers.WithCacheBudget(opt.CacheBudget))
@@ -331,6 +334,16 @@ type DirectUI interface {
 	// DirectRoutes returns the pages' routes, each also registered on
 	// the mux by Register.
 	DirectRoutes() []route.Direct
+}
+
+// SettledUI is the optional ability of a UI to keep what changes only
+// through the index for longer while every such change reaches its
+// Invalidate as it commits (respcache.Options.Settled), found by type
+// assertion; *web.Service has it.
+type SettledUI interface {
+	// UseSettled is called once, before serving, with the function that
+	// reports whether the index is settled.
+	UseSettled(settled func() bool)
 }
 
 // fastRoutes are the routes of the hot protocol answers and of the UI's

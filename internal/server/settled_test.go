@@ -132,3 +132,22 @@ func TestSettledWhileFeedListens(t *testing.T) {
 		t.Error("still following after followChanges returned")
 	}
 }
+
+// settledUI is a UI that keeps the function UseSettled gives it.
+type settledUI struct {
+	echoUI
+	settled func() bool
+}
+
+func (u *settledUI) UseSettled(settled func() bool) { u.settled = settled }
+
+// TestSettledReachesTheUI: a UI with the SettledUI ability is told
+// whether the index is settled, as the protocol caches are (the web UI
+// keeps its version lists by it).
+func TestSettledReachesTheUI(t *testing.T) {
+	ui := &settledUI{}
+	newTestServerUI(t, nil, "https://registry.example.com", ui)
+	if ui.settled == nil || !ui.settled() {
+		t.Fatal("the UI was not told that the SQLite index is settled")
+	}
+}

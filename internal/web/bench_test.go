@@ -146,7 +146,7 @@ func benchService(tb testing.TB) *Service {
 		csrfKey: []byte("0123456789abcdef0123456789abcdef"), foot: foot}
 	s.pages = newPageCache("web pages", time.Now, pageCacheBytes, nil)
 	s.searches = newPageCache("web searches", time.Now, searchCacheBytes, nil)
-	s.lists = newListCache(time.Now)
+	s.lists = newListCache(time.Now, s.isSettled)
 	s.catalog = newCatalogCache(nil, time.Now)
 	s.sections = newSectionsCache(time.Now, nil)
 	return s

@@ -54,7 +54,15 @@ const searchCacheBytes = 16 << 20
 // gets, with its ETag, so that such a request is answered without
 // rendering or hashing anything; other visitors get the part inside their
 // own layout (pagePart says where it is).
-type pageCache = respcache.Cache[string, struct{}, *pagePart]
+//
+// Every page is a document of the one owner, allPages: pages are dropped
+// together (InvalidateAll), and a hit is then one look-up by the page's
+// key in one map, not a second one in a map of its own per page (a cache
+// miss of the processor's on nearly every request under load).
+type pageCache = respcache.Cache[struct{}, string, *pagePart]
+
+// allPages is the owner of every entry of a pageCache and a listCache.
+var allPages struct{}
 
 // pagePart is what a cached page keeps besides its bytes.
 type pagePart struct {
@@ -81,7 +89,7 @@ const webCacheBytes = 96 << 20
 // too (nil: none); a page larger than an eighth of limit is served but
 // not kept.
 func newPageCache(name string, now func() time.Time, limit int, budget *respcache.Budget) *pageCache {
-	return respcache.New[string, struct{}, *pagePart](respcache.Options{
+	return respcache.New[struct{}, string, *pagePart](respcache.Options{
 		Name: name, MaxAge: pageCacheMaxStale, FreshFor: pageCacheMaxAge, NoStoreAge: pageDegradedAge, Now: now,
 		MaxBytes: int64(limit), MaxEntryBytes: int64(limit) / 8, Budget: budget,
 		GzipMinBytes: respcache.DefaultGzipMinBytes,
@@ -109,7 +117,7 @@ func (s *Service) cached(w http.ResponseWriter, r *http.Request, v *visit, key s
 // nearly every request to a read page, allocates no closure; the same
 // rules as cached's apply to the key.
 func (s *Service) servedFresh(c *pageCache, w http.ResponseWriter, r *http.Request, v *visit, key string) bool {
-	e := c.Lookup(key, struct{}{})
+	e := c.Lookup(allPages, key)
 	if c.StateAt(e, reqtime.Of(w)) != respcache.Fresh {
 		return false
 	}
@@ -119,16 +127,16 @@ func (s *Service) servedFresh(c *pageCache, w http.ResponseWriter, r *http.Reque
 
 // cachedIn is cached with the pages kept in c.
 func (s *Service) cachedIn(c *pageCache, w http.ResponseWriter, r *http.Request, v *visit, key string, build pageBuild) error {
-	e := c.Lookup(key, struct{}{})
+	e := c.Lookup(allPages, key)
 	switch c.StateAt(e, reqtime.Of(w)) {
 	case respcache.Fresh:
 	case respcache.Stale:
 		if c.ShouldRevalidate(e) {
-			c.Revalidate(key, struct{}{}, e, s.partRenderer(e.Value.next, e.Value.query, build, e))
+			c.Revalidate(allPages, key, e, s.partRenderer(e.Value.next, e.Value.query, build, e))
 		}
 	default:
 		var err error
-		if e, err = c.Load(r.Context(), key, struct{}{}, e, s.partRenderer(r.URL.RequestURI(), v.query, build, nil)); err != nil {
+		if e, err = c.Load(r.Context(), allPages, key, e, s.partRenderer(r.URL.RequestURI(), v.query, build, nil)); err != nil {
 			return err
 		}
 	}
@@ -213,11 +221,14 @@ func (s *Service) newPart(title, next, query string, html template.HTML) (respca
 const listCacheEntries = 1024
 
 // listCache keeps the version lists of providers for the pages of their
-// versions, dropped with the pages.
-type listCache = respcache.Cache[string, struct{}, *versionList]
+// versions, dropped with the pages (one owner, allPages, as theirs). A
+// list changes only through the index, so it is Lasting: kept for
+// respcache.DefaultSettledAge while settled reports that every change
+// reaches Invalidate as it commits (Service.UseSettled).
+type listCache = respcache.Cache[struct{}, string, *versionList]
 
-func newListCache(now func() time.Time) *listCache {
-	return respcache.New[string, struct{}, *versionList](respcache.Options{
-		Name: "web versions", MaxAge: pageCacheMaxAge, MaxEntries: listCacheEntries, Now: now,
+func newListCache(now func() time.Time, settled func() bool) *listCache {
+	return respcache.New[struct{}, string, *versionList](respcache.Options{
+		Name: "web versions", MaxAge: pageCacheMaxAge, MaxEntries: listCacheEntries, Now: now, Settled: settled,
 	})
 }

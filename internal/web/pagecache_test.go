@@ -230,7 +230,7 @@ func TestPageCacheByteBudget(t *testing.T) {
 			t.Fatalf("%d bytes kept, limit %d", st.Bytes, limit)
 		}
 	}
-	if s.pages.Lookup("k0", struct{}{}) == nil || s.pages.Lookup("k29", struct{}{}) == nil {
+	if s.pages.Lookup(allPages, "k0") == nil || s.pages.Lookup(allPages, "k29") == nil {
 		t.Error("the pages used most recently were dropped")
 	}
 	if s.pages.Stats().Entries >= 30 {
@@ -240,7 +240,7 @@ func TestPageCacheByteBudget(t *testing.T) {
 	for range 2 {
 		get(t, s, &visit{}, "/huge", "huge", page(200<<10, &huge)) // more than an eighth
 	}
-	if huge != 2 || s.pages.Lookup("huge", struct{}{}) != nil {
+	if huge != 2 || s.pages.Lookup(allPages, "huge") != nil {
 		t.Errorf("a page larger than an eighth of the cache was kept (%d renderings)", huge)
 	}
 }
@@ -349,7 +349,7 @@ func TestCachedPageGzip(t *testing.T) {
 		gz.Header().Get("Etag") == plain.Header().Get("Etag") || gz.Header().Get("Content-Security-Policy") == "" {
 		t.Fatalf("gzip page: %v", gz.Header())
 	}
-	e := s.pages.Lookup("k", struct{}{})
+	e := s.pages.Lookup(allPages, "k")
 	if e.Gzip() != e.Gzip() {
 		t.Error("the variant is made again")
 	}

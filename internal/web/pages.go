@@ -167,7 +167,7 @@ func (s *Service) search(w http.ResponseWriter, r *http.Request, v *visit) error
 	key := readerKey("search", cat, can, 2+len(r.URL.RawQuery), mirror)
 	key.WriteString("\x00\x00")
 	key.WriteString(r.URL.RawQuery)
-	if e := s.searches.Lookup(key.String(), struct{}{}); s.searches.StateAt(e, reqtime.Of(w)) == respcache.Fresh {
+	if e := s.searches.Lookup(allPages, key.String()); s.searches.StateAt(e, reqtime.Of(w)) == respcache.Fresh {
 		// Kept for this very query string, so its search text is the
 		// one this request asks for: nothing to parse. (An address
 		// that fails, or asks for the results fragment, is never kept.)
@@ -954,22 +954,22 @@ func newVersionList(vs []registry.ProviderVersion) *versionList {
 }
 
 // providerVersions returns the versions of a provider, read once per
-// invalidation of the pages and maximum age: a page of any version
-// reuses the list (whose reading, with every version's platforms, is
+// invalidation of the pages and maximum age (settled age while the index
+// is settled: listCache): a page of any version reuses the list (whose reading, with every version's platforms, is
 // the most expensive read of a provider page).
 func (s *Service) providerVersions(ctx context.Context, ns, typ string) (*versionList, error) {
 	key := ns + "\x00" + typ
-	e := s.lists.Lookup(key, struct{}{})
+	e := s.lists.Lookup(allPages, key)
 	if s.lists.State(e) == respcache.Fresh {
 		return e.Value, nil
 	}
-	e, err := s.lists.Load(ctx, key, struct{}{}, e, func(ctx context.Context) (respcache.Rendered[*versionList], error) {
+	e, err := s.lists.Load(ctx, allPages, key, e, func(ctx context.Context) (respcache.Rendered[*versionList], error) {
 		vs, err := s.opt.Index.ListProviderVersions(ctx, ns, typ)
 		if err != nil {
 			return respcache.Rendered[*versionList]{}, err
 		}
 		// About what the list holds: a name and a flag or two per version.
-		return respcache.Rendered[*versionList]{Value: newVersionList(vs), Size: int64(len(vs)) * 64}, nil
+		return respcache.Rendered[*versionList]{Value: newVersionList(vs), Size: int64(len(vs)) * 64, Lasting: true}, nil
 	})
 	if err != nil {
 		return nil, err

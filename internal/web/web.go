@@ -54,6 +54,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"sync/atomic"
 	"time"
 
 	"trove.dev/trove/internal/auth"
@@ -133,8 +134,9 @@ type Service struct {
 	lists    *listCache
 	catalog  *catalogCache
 	docs     *docsCache
-	sections *sectionsCache // rendered module READMEs by metadata digest
-	foot     []byte         // the end of every page (layout-foot)
+	sections *sectionsCache              // rendered module READMEs by metadata digest
+	foot     []byte                      // the end of every page (layout-foot)
+	settled  atomic.Pointer[func() bool] // UseSettled's, else nil
 }
 
 // New returns the web UI. It reads (or creates) the CSRF key in the
@@ -172,11 +174,26 @@ func New(ctx context.Context, opt Options) (*Service, error) {
 	budget := respcache.NewBudget(webCacheBytes)
 	s.pages = newPageCache("web pages", cacheNow, pageCacheBytes, budget)
 	s.searches = newPageCache("web searches", cacheNow, searchCacheBytes, budget)
-	s.lists = newListCache(opt.Now)
+	s.lists = newListCache(opt.Now, s.isSettled)
 	s.catalog = newCatalogCache(opt.Index, opt.Now)
 	s.docs = newDocsCache(opt.Blobs, opt.Now, budget)
 	s.sections = newSectionsCache(opt.Now, budget)
 	return s, nil
+}
+
+// UseSettled tells the UI when every change of the index reaches
+// Invalidate as it commits (respcache.Options.Settled: the server passes
+// the one its protocol caches use). The version lists of providers,
+// which change only through the index, are then read again after
+// respcache.DefaultSettledAge rather than on the pages' maximum age: a
+// page rendered again for its download counts no longer lists every
+// version and platform of its provider. Call it before serving.
+func (s *Service) UseSettled(settled func() bool) { s.settled.Store(&settled) }
+
+// isSettled is the version lists' respcache.Options.Settled.
+func (s *Service) isSettled() bool {
+	f := s.settled.Load()
+	return f != nil && (*f)()
 }
 
 // Paths of the UI's routes that other code links to.

@@ -158,7 +158,7 @@ func TestCachedDownloadDoesNotAllocate(t *testing.T) {
 	}
 	// The download was counted through its version's memo, and only
 	// that version's.
-	e := f.svc.cache.Lookup(modKey{"acme", "network", "aws"}, struct{}{})
+	e := f.svc.cache.Lookup(allModules, modKey{"acme", "network", "aws"})
 	if e == nil || len(e.Value.counted) != len(e.Value.versions) {
 		t.Fatal("the module's entry has no memo per version")
 	}

@@ -134,9 +134,9 @@ type Service struct {
 	maxAge     time.Duration
 	maxEntries int
 	cacheBytes int64
-	budget     *respcache.Budget // shared with other caches (nil: none)
-	settled    func() bool       // WithSettled's, else nil
-	cache      *respcache.Cache[modKey, struct{}, *module]
+	budget     *respcache.Budget                           // shared with other caches (nil: none)
+	settled    func() bool                                 // WithSettled's, else nil
+	cache      *respcache.Cache[struct{}, modKey, *module] // one owner: see New
 
 	guard   Guard             // nil: every namespace is readable by anyone
 	private *signedurl.Signer // signs the archive URLs of private namespaces
@@ -229,7 +229,11 @@ func New(idx store.Modules, signer *signedurl.Signer, publicBase *url.URL, log *
 	for _, o := range opts {
 		o(s)
 	}
-	s.cache = respcache.New[modKey, struct{}, *module](respcache.Options{
+	// Every module is a document of the one owner, allModules: a hit is
+	// then one look-up by the module's key in one map, not a second one
+	// in a map of its own per module (a cache miss of the processor's on
+	// nearly every request under load).
+	s.cache = respcache.New[struct{}, modKey, *module](respcache.Options{
 		Name: "modules.v1", MaxAge: s.maxAge, MaxBytes: s.cacheBytes, MaxEntries: s.maxEntries, Budget: s.budget, Now: s.now, Log: log,
 		Drop:         func(err error) bool { return registry.IsKind(err, registry.NotFound) },
 		GzipMinBytes: respcache.DefaultGzipMinBytes, Settled: s.settled,
@@ -256,7 +260,7 @@ func (s *Service) Register(mux route.Registrar) {
 // Call it after a version was committed or deleted; reads that started
 // earlier are not stored.
 func (s *Service) Invalidate(namespace, name, system string) {
-	s.cache.InvalidateOwner(modKey{namespace, name, system})
+	s.cache.Invalidate(allModules, modKey{namespace, name, system})
 }
 
 // InvalidateAll drops every cached module, for when changes to the index
@@ -352,6 +356,9 @@ func packedNames(vs []registry.ModuleVersion) []string {
 }
 
 // pathKey returns the module a request's path values name, as they are.
+// allModules is the owner of every entry of the cache.
+var allModules struct{}
+
 func pathKey(r *http.Request) modKey {
 	return modKey{r.PathValue("namespace"), r.PathValue("name"), r.PathValue("system")}
 }
@@ -362,7 +369,7 @@ func pathKey(r *http.Request) modKey {
 // private, and the consumer). Invalid names, unknown modules and modules
 // the guard refuses are NotFound. now is when r arrived (reqtime.Of).
 func (s *Service) lookup(ctx context.Context, r *http.Request, raw modKey, now time.Time) (*entry, modKey, auth.Reader, error) {
-	e := s.cache.Lookup(raw, struct{}{}) // a hit on the raw names means they are valid and normalized
+	e := s.cache.Lookup(allModules, raw) // a hit on the raw names means they are valid and normalized
 	key := raw
 	if e == nil {
 		var err error
@@ -370,7 +377,7 @@ func (s *Service) lookup(ctx context.Context, r *http.Request, raw modKey, now t
 			return nil, raw, auth.Reader{}, err
 		}
 		if key != raw {
-			e = s.cache.Lookup(key, struct{}{})
+			e = s.cache.Lookup(allModules, key)
 		}
 	}
 	rd, err := s.authorize(r, now, key.ns)
@@ -384,14 +391,14 @@ func (s *Service) lookup(ctx context.Context, r *http.Request, raw modKey, now t
 	case respcache.Stale:
 		if s.cache.ShouldRevalidate(e) {
 			ck := key.clone() // the cache keeps the key: never the request's memory
-			s.cache.Revalidate(ck, struct{}{}, e, s.renderer(ck))
+			s.cache.Revalidate(allModules, ck, e, s.renderer(ck))
 		}
 		fallthrough
 	case respcache.Fresh:
 		return e, key, rd, nil
 	}
 	key = key.clone()
-	e, err = s.cache.Load(ctx, key, struct{}{}, e, s.renderer(key))
+	e, err = s.cache.Load(ctx, allModules, key, e, s.renderer(key))
 	return e, key, rd, err
 }
 

@@ -1,0 +1,79 @@
+package web
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/respcache"
+)
+
+// listedIndex is a storeIndex that counts its reads of version lists.
+type listedIndex struct {
+	storeIndex
+	lists atomic.Int64
+}
+
+func (x *listedIndex) ListProviderVersions(ctx context.Context, namespace, typ string) ([]registry.ProviderVersion, error) {
+	x.lists.Add(1)
+	return x.storeIndex.ListProviderVersions(ctx, namespace, typ)
+}
+
+// TestVersionListsLastWhileSettled reads a provider's version list
+// through the cache on a clock: while the index is settled (UseSettled)
+// the list outlives the pages' maximum age without an index read, an
+// invalidation (a publish) is seen at once, and the list is read again
+// on the maximum age once the index is no longer settled, and after the
+// settled age when it is.
+func TestVersionListsLastWhileSettled(t *testing.T) {
+	x := &listedIndex{}
+	var logged strings.Builder
+	s := storeService(t, &x.storeIndex, &logged)
+	s.opt.Index = x
+	c := &clock{t: time.Now()}
+	s.opt.Now = c.now
+	s.lists = newListCache(c.now, s.isSettled)
+	var settled atomic.Bool
+	settled.Store(true)
+	s.UseSettled(settled.Load)
+	publishWidgetAndNetwork(t, s, &x.storeIndex, `{}`)
+
+	read := func(wantReads int64, wantVersions ...string) {
+		t.Helper()
+		l, err := s.providerVersions(t.Context(), "acme", "widget")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := x.lists.Load(); got != wantReads {
+			t.Errorf("%d reads of the version list, want %d", got, wantReads)
+		}
+		if !slices.Equal(l.names, wantVersions) {
+			t.Errorf("versions %v, want %v", l.names, wantVersions)
+		}
+	}
+	read(1, "1.0.0")
+	c.add(pageCacheMaxAge + time.Second)
+	read(1, "1.0.0") // settled: no read on the pages' age
+
+	pv := registry.ProviderVersion{Namespace: "acme", Type: "widget", Version: "1.1.0", Protocols: []string{"5.0"},
+		SHASumsDigest: testDigest("a"), SHASumsSignatureDigest: testDigest("b"), SigningKey: testKey("acme"), PublishedAt: c.now(),
+		Platforms: []registry.Platform{{OS: "linux", Arch: "amd64", Filename: "terraform-provider-widget_1.1.0_linux_amd64.zip", SHA256: testDigest("c"), Size: 1234}}}
+	if err := x.CreateProviderVersion(t.Context(), pv); err != nil {
+		t.Fatal(err)
+	}
+	s.Invalidate() // as the server's change hook does
+	read(2, "1.1.0", "1.0.0")
+
+	settled.Store(false)
+	c.add(pageCacheMaxAge + time.Second)
+	read(3, "1.1.0", "1.0.0") // not settled: read again on the pages' age
+
+	settled.Store(true)
+	read(3, "1.1.0", "1.0.0")
+	c.add(respcache.DefaultSettledAge + time.Second)
+	read(4, "1.1.0", "1.0.0") // settled, but past the settled age
+}
