@@ -29,6 +29,9 @@ func (o Options) Planned() (time.Duration, error) {
 		return 0, err
 	}
 	total := time.Duration(2*len(o.selectSets(sets))) * mix
+	if o.PlainHTTP {
+		return total, nil // the realistic-mix rows alone
+	}
 	// The web UI and archive rows are counted even when Rows leaves
 	// them out: an allowance, not a schedule.
 	if o.UIDocs > 0 && len(o.Spec.Modules) > 0 {

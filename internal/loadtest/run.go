@@ -53,9 +53,15 @@ type Options struct {
 	// HTTP2 makes every HTTPS row speak HTTP/2, as `terraform init` and
 	// `tofu init` do with a registry that offers it (Trove and the
 	// baseline both do); by default the rows speak HTTP/1.1.
-	HTTP2    bool
-	Warmup   time.Duration
-	Duration time.Duration
+	HTTP2 bool
+	// PlainHTTP measures the realistic-mix rows over plain HTTP: Trove
+	// restarted with --insecure-http (as behind a TLS-terminating proxy)
+	// against the baseline's plain listener, where neither server's TLS
+	// work hides the handler's own cost. The archive, sweep and web UI
+	// rows are not measured then.
+	PlainHTTP bool
+	Warmup    time.Duration
+	Duration  time.Duration
 	// Rounds is how often each endpoint is measured on Trove and on the
 	// baseline (odd rounds Trove first, even rounds the baseline first);
 	// the report adds the rounds up. Alternating evens out drifts in what
@@ -105,6 +111,9 @@ type Options struct {
 
 // protocol says what the HTTPS rows speak.
 func (o Options) protocol() string {
+	if o.PlainHTTP {
+		return "HTTP/1.1 keep-alive over plain HTTP (Trove with --insecure-http)"
+	}
 	if o.HTTP2 {
 		return "HTTP/2 over HTTPS (one stream at a time per connection; HTTP/1.1 on plain HTTP)"
 	}
@@ -230,6 +239,9 @@ func Run(ctx context.Context, opt Options) (Report, error) {
 	if opt.FillDocs < 0 || opt.FillDocs > 1_000_000 {
 		return Report{}, registry.Errorf(registry.Invalid, "fill documents must be between 0 and 1,000,000, got %d", opt.FillDocs)
 	}
+	if opt.PlainHTTP && (opt.HTTP2 || opt.UIOnly || opt.Single || opt.Backend == BackendPostgresS3) {
+		return Report{}, registry.Errorf(registry.Invalid, "plain HTTP measures the realistic-mix rows alone: not with HTTP/2, the UI rows only, the one-document rows or the postgres-s3 backend")
+	}
 	if opt.UIOnly && (opt.UIDocs == 0 || opt.Single || opt.Backend == BackendPostgresS3) {
 		return Report{}, registry.Errorf(registry.Invalid, "UI rows only needs UI documents above 0, without the one-document rows or the postgres-s3 backend")
 	}
@@ -269,6 +281,10 @@ func Run(ctx context.Context, opt Options) (Report, error) {
 	}
 	setup := fmt.Sprintf("the realistic-mix rows %d round(s) of %s per server%s, the archive rows %d round(s) of %s, each after %s warm-up, Trove and the baseline alternating which goes first",
 		opt.MixRounds, opt.MixDuration, single, opt.Rounds, opt.Duration, opt.Warmup)
+	if opt.PlainHTTP {
+		setup = fmt.Sprintf("the realistic-mix rows only, %d round(s) of %s per server after %s warm-up, Trove and the baseline alternating which goes first",
+			opt.MixRounds, opt.MixDuration, opt.Warmup)
+	}
 	if opt.UIOnly {
 		setup = fmt.Sprintf("the web UI rows only, %d round(s) of %s per server after %s warm-up", opt.MixRounds, opt.MixDuration, opt.Warmup)
 	}
@@ -562,12 +578,26 @@ func (r *runner) measureAll(ctx context.Context, troveBin string) (*RSS, string,
 	}
 	defer bl.stop(10 * time.Second)
 
+	mixTrove, mixOrigin, mixTLS, blOrigin := trove, origin, tlsCfg, "https://"+bl.tlsAddr
+	if r.opt.PlainHTTP {
+		// One process on the data directory; the same host and port, so
+		// that the documents fetched over HTTPS (the mirror's paths name
+		// Trove's own host, download documents hold its URL) are the ones
+		// it answers.
+		trove.stop(30 * time.Second)
+		plain, hostPort, _, err := r.startPlainTrove(ctx, troveBin, strings.TrimPrefix(origin, "https://"))
+		if err != nil {
+			return nil, "", err
+		}
+		defer plain.stop(30 * time.Second)
+		mixTrove, mixOrigin, mixTLS, blOrigin = plain, "http://"+hostPort, nil, "http://"+bl.plainAddr
+	}
 	for _, set := range sets {
 		var before int64
 		if set.upstream && r.upstream != nil {
 			before, _ = r.upstream.Counts()
 		}
-		if err := r.measureMix(ctx, set, origin, tlsCfg, trove, bl, 0); err != nil {
+		if err := r.measureMix(ctx, set, mixOrigin, mixTLS, mixTrove, bl, blOrigin, 0); err != nil {
 			return nil, "", err
 		}
 		if set.upstream && r.upstream != nil {
@@ -576,6 +606,13 @@ func (r *runner) measureAll(ctx context.Context, troveBin string) (*RSS, string,
 			row.Notes = append(row.Notes, fmt.Sprintf("the upstream answered %s versions documents during this row (%s since Trove started) and %s other requests (service discovery, or a path it does not serve) since Trove started",
 				thousands(int(after-before)), thousands(int(after)), thousands(int(other))))
 		}
+	}
+	if r.opt.PlainHTTP {
+		rss, err := ReadRSS(mixTrove.pid())
+		if err != nil {
+			return nil, "", err
+		}
+		return &rss, "after the realistic-mix rows over plain HTTP (no sweep)", nil
 	}
 	if r.opt.Single {
 		for _, d := range docs {
@@ -662,7 +699,7 @@ func (r *runner) measureUI(ctx context.Context, origin string, tlsCfg *tls.Confi
 	}
 	defer bl.stop(10 * time.Second)
 	for _, set := range sets {
-		if err := r.measureMix(ctx, set, origin, tlsCfg, trove, bl, set.p99Goal); err != nil {
+		if err := r.measureMix(ctx, set, origin, tlsCfg, trove, bl, "https://"+bl.tlsAddr, set.p99Goal); err != nil {
 			return err
 		}
 		after, err := ReadRSS(trove.pid())
@@ -697,9 +734,9 @@ func (r *runner) uiPicks() ([]mixSet, error) {
 // set's documents, on Trove and on the baseline. A row with a p99 goal
 // (the web UI's) is checked against it rather than against the
 // baseline's latency.
-func (r *runner) measureMix(ctx context.Context, set mixSet, origin string, tlsCfg *tls.Config, trove *child, bl *baseline, p99Goal time.Duration) error {
+func (r *runner) measureMix(ctx context.Context, set mixSet, origin string, tlsCfg *tls.Config, trove *child, bl *baseline, blOrigin string, p99Goal time.Duration) error {
 	ts := childSide("trove", origin+set.docs[0].path, tlsCfg, func() *child { return trove })
-	bs := childSide("baseline", "https://"+bl.tlsAddr+set.docs[0].path, tlsCfg, func() *child { return bl.child })
+	bs := childSide("baseline", blOrigin+set.docs[0].path, tlsCfg, func() *child { return bl.child })
 	if set.docs[0].html {
 		ts.header, bs.header = htmlHeader(), htmlHeader()
 	}
@@ -710,12 +747,12 @@ func (r *runner) measureMix(ctx context.Context, set mixSet, origin string, tlsC
 	if set.weights != nil {
 		ts.mix, err = NewWeightedURLMix(mixURLs(origin, set), set.weights)
 		if err == nil {
-			bs.mix, err = NewWeightedURLMix(mixURLs("https://"+bl.tlsAddr, set), set.weights)
+			bs.mix, err = NewWeightedURLMix(mixURLs(blOrigin, set), set.weights)
 		}
 	} else {
 		ts.mix, err = NewURLMix(mixURLs(origin, set))
 		if err == nil {
-			bs.mix, err = NewURLMix(mixURLs("https://"+bl.tlsAddr, set))
+			bs.mix, err = NewURLMix(mixURLs(blOrigin, set))
 		}
 	}
 	if err != nil {
@@ -762,25 +799,12 @@ func (r *runner) fillCache(ctx context.Context, client *http.Client, origin stri
 // HTTP, where both servers can use sendfile. A Trove that refuses the
 // flags gives a skipped row.
 func (r *runner) measurePlain(ctx context.Context, troveBin string, ep endpoint, bl *baseline) error {
-	port, err := freePort()
-	if err != nil {
-		return err
+	trove, hostPort, client, err := r.startPlainTrove(ctx, troveBin, "")
+	if trove != nil {
+		defer trove.stop(30 * time.Second)
 	}
-	hostPort := "127.0.0.1:" + strconv.Itoa(port)
-	r.progress("starting trove serve --insecure-http on http://%s", hostPort)
-	trove, err := startChild("trove", troveBin,
-		[]string{"serve", "--listen", hostPort, "--data-dir", r.dataDir, "--insecure-http",
-			"--public-url", "https://" + hostPort, "--log-level", r.opt.TroveLogLevel},
-		troveEnv(), filepath.Join(r.tmp, "trove-plain.log"), nil, nil)
 	if err != nil {
-		return err
-	}
-	defer trove.stop(30 * time.Second)
-	client, err := waitHealthy(ctx, trove, "http://"+hostPort+"/healthz", func() (*http.Client, error) {
-		return simpleClient(nil), nil
-	}, time.Minute)
-	if err != nil {
-		if !trove.exited() {
+		if trove == nil || !trove.exited() {
 			return err
 		}
 		reason := "trove serve --insecure-http did not start: " + firstLine(trove.logTail(1))
@@ -801,6 +825,34 @@ func (r *runner) measurePlain(ctx context.Context, troveBin string, ep endpoint,
 	ep.trove = u.String()
 	ep.baseline = "http://" + bl.plainAddr + u.RequestURI()
 	return r.measure(ctx, r.pair(ep, trove, bl.child))
+}
+
+// startPlainTrove starts Trove on the data directory with
+// --insecure-http, as behind a TLS-terminating proxy (its public URL
+// https on the same host and port), on hostPort (empty: a free loopback
+// port), and waits until it answers. It returns the process (nil if it
+// did not start; stop it), its host:port and a client; the error of a
+// process that exited is its refusal.
+func (r *runner) startPlainTrove(ctx context.Context, troveBin, hostPort string) (*child, string, *http.Client, error) {
+	if hostPort == "" {
+		port, err := freePort()
+		if err != nil {
+			return nil, "", nil, err
+		}
+		hostPort = "127.0.0.1:" + strconv.Itoa(port)
+	}
+	r.progress("starting trove serve --insecure-http on http://%s", hostPort)
+	trove, err := startChild("trove", troveBin,
+		append([]string{"serve", "--listen", hostPort, "--data-dir", r.dataDir, "--insecure-http",
+			"--public-url", "https://" + hostPort, "--log-level", r.opt.TroveLogLevel}, r.moduleMirrorFlags()...),
+		troveEnv(), filepath.Join(r.tmp, "trove-plain.log"), nil, nil)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	client, err := waitHealthy(ctx, trove, "http://"+hostPort+"/healthz", func() (*http.Client, error) {
+		return simpleClient(nil), nil
+	}, time.Minute)
+	return trove, hostPort, client, err
 }
 
 // pair is the measurement of ep on the Trove and baseline processes.

@@ -221,6 +221,44 @@ func TestRunUIOnly(t *testing.T) {
 	}
 }
 
+// TestRunPlainHTTP runs the realistic-mix rows alone over plain HTTP
+// (-plain): every mix row, answered by both servers without errors,
+// every window planned measured, and the setup says plain HTTP.
+func TestRunPlainHTTP(t *testing.T) {
+	opt := smallRun(troveBin(t))
+	opt.PlainHTTP = true
+	var progress strings.Builder
+	opt.Progress = &progress
+	report, err := Run(context.Background(), opt)
+	if err != nil {
+		t.Fatalf("Run: %v\nprogress:\n%s", err, progress.String())
+	}
+	want := slices.DeleteFunc(smallRunRows(false), func(r string) bool { return strings.HasPrefix(r, "UI ") || strings.HasPrefix(r, "archive ") })
+	var names []string
+	var measured time.Duration
+	for _, row := range report.Rows {
+		names = append(names, row.Endpoint)
+		measured += time.Duration(row.Rounds) * 2 * (opt.Warmup + opt.MixDuration)
+		for name, res := range map[string]Result{"trove": row.Trove, "baseline": row.Baseline} {
+			if res.Requests == 0 || res.Errors != 0 {
+				t.Errorf("%s on %s: %d requests, %d errors (first: %s)", row.Endpoint, name, res.Requests, res.Errors, res.FirstError)
+			}
+		}
+	}
+	if !slices.Equal(names, want) {
+		t.Errorf("rows %q, want %q", names, want)
+	}
+	if planned, err := opt.Planned(); err != nil || planned != measured {
+		t.Errorf("Planned() = %v, %v; the rows measured %v", planned, err, measured)
+	}
+	if !strings.Contains(progress.String(), "trove serve --insecure-http on http://") || !strings.Contains(report.Setup, "over plain HTTP") {
+		t.Errorf("Setup %q; progress:\n%s", report.Setup, progress.String())
+	}
+	if report.RSS == nil || !strings.Contains(report.Memory, "plain HTTP") {
+		t.Errorf("RSS %+v, Memory %q", report.RSS, report.Memory)
+	}
+}
+
 // TestRunReportsWhatItMeasuredBeforeAFailure stops a run while it
 // measures the UI search row, as an expiring -timeout did, and expects
 // the error with the rows measured until then and the failed row last.

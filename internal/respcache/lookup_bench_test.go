@@ -68,3 +68,58 @@ func BenchmarkLookupParallel(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkLookupPageKeys is a hit's Lookup among 1,000 documents keyed
+// by one string each, as the web UI's pages and the modules.v1 documents
+// are: stored as the documents of one owner (what those caches do: one
+// map look-up) and as one owner per document (a look-up by the key, then
+// one in that owner's own map, a cache miss more under load).
+func BenchmarkLookupPageKeys(b *testing.B) {
+	keys := make([]string, 1000)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("module\x00acme\x00network%d\x00aws\x001.%d.0", i, i%7)
+	}
+	render := func(context.Context) (Rendered[int], error) { return Rendered[int]{Body: []byte("<html>")}, nil }
+	// order visits the keys in a fixed scattered order, as a load's
+	// random documents are.
+	order := make([]int, len(keys))
+	for i := range order {
+		order[i] = i * 7919 % len(keys)
+	}
+	b.Run("OneOwner", func(b *testing.B) {
+		c := New[struct{}, string, int](Options{MaxAge: maxAge})
+		for _, k := range keys {
+			if _, err := c.Load(context.Background(), struct{}{}, k, nil, render); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			if c.Lookup(struct{}{}, keys[order[i]]) == nil {
+				b.Fatal("miss")
+			}
+			if i++; i == len(order) {
+				i = 0
+			}
+		}
+	})
+	b.Run("OwnerPerDocument", func(b *testing.B) {
+		c := New[string, struct{}, int](Options{MaxAge: maxAge})
+		for _, k := range keys {
+			if _, err := c.Load(context.Background(), k, struct{}{}, nil, render); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			if c.Lookup(keys[order[i]], struct{}{}) == nil {
+				b.Fatal("miss")
+			}
+			if i++; i == len(order) {
+				i = 0
+			}
+		}
+	})
+}
