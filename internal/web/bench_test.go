@@ -202,9 +202,9 @@ func (w *discardWriter) Write(p []byte) (int, error) { w.n += len(p); return len
 // BenchmarkVersionList sums up the versions of a provider of 2,000
 // versions, as the pages of its versions do once per list read.
 func BenchmarkVersionList(b *testing.B) {
-	vs := make([]registry.ProviderVersion, 2000)
+	vs := make([]versionSummary, 2000)
 	for i := range vs {
-		vs[i] = registry.ProviderVersion{Version: fmt.Sprintf("%d.%d.%d", i/400, i/20%20, i%20), PublishedAt: time.Unix(int64(i), 0)}
+		vs[i] = versionSummary{version: fmt.Sprintf("%d.%d.%d", i/400, i/20%20, i%20), published: time.Unix(int64(i), 0)}
 	}
 	b.ReportAllocs()
 	for b.Loop() {

@@ -15,7 +15,12 @@ import (
 // listedIndex is a storeIndex that counts its reads of version lists.
 type listedIndex struct {
 	storeIndex
-	lists atomic.Int64
+	lists, moduleLists atomic.Int64
+}
+
+func (x *listedIndex) ListModuleVersions(ctx context.Context, namespace, name, system string) ([]registry.ModuleVersion, error) {
+	x.moduleLists.Add(1)
+	return x.storeIndex.ListModuleVersions(ctx, namespace, name, system)
 }
 
 func (x *listedIndex) ListProviderVersions(ctx context.Context, namespace, typ string) ([]registry.ProviderVersion, error) {
@@ -76,4 +81,52 @@ func TestVersionListsLastWhileSettled(t *testing.T) {
 	read(3, "1.1.0", "1.0.0")
 	c.add(respcache.DefaultSettledAge + time.Second)
 	read(4, "1.1.0", "1.0.0") // settled, but past the settled age
+}
+
+// TestModuleVersionListsLastWhileSettled is TestVersionListsLastWhileSettled
+// for a module's version list, through the module page's data.
+func TestModuleVersionListsLastWhileSettled(t *testing.T) {
+	x := &listedIndex{}
+	var logged strings.Builder
+	s := storeService(t, &x.storeIndex, &logged)
+	s.opt.Index = x
+	c := &clock{t: time.Now()}
+	s.opt.Now = c.now
+	s.lists = newListCache(c.now, s.isSettled)
+	var settled atomic.Bool
+	settled.Store(true)
+	s.UseSettled(settled.Load)
+	publishWidgetAndNetwork(t, s, &x.storeIndex, `{}`)
+
+	read := func(wantReads int64, wantLatest string, wantCount int) {
+		t.Helper()
+		d, err := s.moduleData(t.Context(), "acme", "network", "aws", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := x.moduleLists.Load(); got != wantReads {
+			t.Errorf("%d reads of the version list, want %d", got, wantReads)
+		}
+		if d.Version != wantLatest || d.VersionCount != wantCount || len(d.Versions) != wantCount {
+			t.Errorf("version %s of %d (%d listed), want %s of %d", d.Version, d.VersionCount, len(d.Versions), wantLatest, wantCount)
+		}
+	}
+	read(1, "1.0.0", 1)
+	c.add(pageCacheMaxAge + time.Second)
+	read(1, "1.0.0", 1) // settled: no read on the pages' age
+
+	mv := registry.ModuleVersion{Namespace: "acme", Name: "network", System: "aws", Version: "1.1.0", ArchiveDigest: testDigest("e"),
+		ArchiveFormat: "tar.gz", ArchiveSize: 4096, Metadata: []byte(`{}`), PublishedAt: c.now()}
+	if err := x.CreateModuleVersion(t.Context(), mv); err != nil {
+		t.Fatal(err)
+	}
+	s.Invalidate() // as the server's change hook does
+	read(2, "1.1.0", 2)
+
+	settled.Store(false)
+	c.add(pageCacheMaxAge + time.Second)
+	read(3, "1.1.0", 2) // not settled: read again on the pages' age
+	if _, err := s.moduleData(t.Context(), "acme", "network", "aws", "9.9.9"); err != errNotFound {
+		t.Errorf("an unknown version: %v, want errNotFound", err)
+	}
 }

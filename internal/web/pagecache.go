@@ -217,14 +217,14 @@ func (s *Service) newPart(title, next, query string, html template.HTML) (respca
 	}, nil
 }
 
-// listCacheEntries bounds the provider version lists kept (lists).
+// listCacheEntries bounds the version lists kept (lists).
 const listCacheEntries = 1024
 
-// listCache keeps the version lists of providers for the pages of their
-// versions, dropped with the pages (one owner, allPages, as theirs). A
-// list changes only through the index, so it is Lasting: kept for
-// respcache.DefaultSettledAge while settled reports that every change
-// reaches Invalidate as it commits (Service.UseSettled).
+// listCache keeps the version lists of providers and modules for the
+// pages of their versions, dropped with the pages (one owner, allPages,
+// as theirs). A list changes only through the index, so it is Lasting:
+// kept for respcache.DefaultSettledAge while settled reports that every
+// change reaches Invalidate as it commits (Service.UseSettled).
 type listCache = respcache.Cache[struct{}, string, *versionList]
 
 func newListCache(now func() time.Time, settled func() bool) *listCache {

@@ -415,26 +415,17 @@ func (s *Service) modulePageOf(w http.ResponseWriter, r *http.Request, v *visit,
 // moduleData reads what a module page shows of one version ("" for the
 // latest), consumers aside.
 func (s *Service) moduleData(ctx context.Context, ns, name, system, want string) (*moduleData, error) {
-	vs, err := s.opt.Index.ListModuleVersions(ctx, ns, name, system)
+	l, err := s.moduleVersions(ctx, ns, name, system)
 	if registry.IsKind(err, registry.NotFound) {
 		return nil, errNotFound
 	} else if err != nil {
 		return nil, err
 	}
-	names := make([]string, len(vs))
-	published := map[string]time.Time{}
-	revoked, deprecated := map[string]bool{}, map[string]bool{}
-	for i, mv := range vs {
-		names[i] = mv.Version
-		published[mv.Version] = mv.PublishedAt
-		revoked[mv.Version], deprecated[mv.Version] = mv.Revocation != nil, mv.Deprecation != nil
-	}
-	latest, _ := pickVersion(unrevoked(names, revoked), "")
-	cur, ok := pickVersion(names, want)
+	latest, cur := l.latest, want
 	if want == "" {
 		cur = latest
 	}
-	if !ok {
+	if _, ok := l.meta[cur]; !ok {
 		return nil, errNotFound
 	}
 	mv, err := s.opt.Index.GetModuleVersion(ctx, ns, name, system, cur)
@@ -458,16 +449,17 @@ func (s *Service) moduleData(ctx context.Context, ns, name, system, want string)
 		Published: mv.PublishedAt, Origin: mv.Origin, ArchiveSize: mv.ArchiveSize, ArchiveFormat: mv.ArchiveFormat,
 		Lifecycle: lifecycle{Deprecation: mv.Deprecation, Revocation: mv.Revocation}}
 	base := "/modules/" + ns + "/" + name + "/" + system + "/"
-	for _, n := range listedVersions(names, revoked, cur) {
+	for _, n := range listedVersions(l.names, l.revoked, cur) {
+		m := l.meta[n]
 		d.Versions = append(d.Versions, versionLink{Version: n, URL: base + n, Current: n == cur,
-			Prerelease: mustVersion(n).Prerelease() != "", Published: published[n], Deprecated: deprecated[n], Revoked: revoked[n]})
+			Prerelease: m.prerelease, Published: m.published, Deprecated: m.deprecated, Revoked: l.revoked[n]})
 	}
 	secs, err := s.moduleSectionsOf(ctx, mv.Metadata)
 	if err != nil {
 		return nil, err
 	}
 	d.HasMetadata, d.Root, d.Submodules, d.Examples, d.Diagnostics = secs.hasMetadata, secs.root, secs.submodules, secs.examples, secs.diagnostics
-	d.VersionCount = len(names)
+	d.VersionCount = len(l.names)
 	f := s.downloadFigures(ctx, registry.ConsumerQuery{Kind: registry.DownloadModule, Namespace: ns, Name: name, System: system},
 		func(ctx context.Context) ([]registry.DownloadCount, error) {
 			return s.opt.Downloads.ModuleDownloads(ctx, ns, name, system)
@@ -937,16 +929,23 @@ type versionMeta struct {
 	prerelease, deprecated bool
 }
 
-// newVersionList sums up the versions of a provider.
-func newVersionList(vs []registry.ProviderVersion) *versionList {
+// versionSummary is what a version list keeps of one version.
+type versionSummary struct {
+	version             string
+	published           time.Time
+	deprecated, revoked bool
+}
+
+// newVersionList sums up the versions of a provider or module.
+func newVersionList(vs []versionSummary) *versionList {
 	l := &versionList{names: make([]string, len(vs)), revoked: map[string]bool{}, meta: make(map[string]versionMeta, len(vs))}
-	for i, pv := range vs {
-		l.names[i] = pv.Version
-		if pv.Revocation != nil {
-			l.revoked[pv.Version] = true
+	for i, v := range vs {
+		l.names[i] = v.version
+		if v.revoked {
+			l.revoked[v.version] = true
 		}
-		l.meta[pv.Version] = versionMeta{published: pv.PublishedAt, prerelease: mustVersion(pv.Version).Prerelease() != "",
-			deprecated: pv.Deprecation != nil}
+		l.meta[v.version] = versionMeta{published: v.published, prerelease: mustVersion(v.version).Prerelease() != "",
+			deprecated: v.deprecated}
 	}
 	registry.SortNewestFirst(l.names, func(s string) string { return s })
 	l.latest, _ = pickVersion(unrevoked(l.names, l.revoked), "")
@@ -955,16 +954,42 @@ func newVersionList(vs []registry.ProviderVersion) *versionList {
 
 // providerVersions returns the versions of a provider, read once per
 // invalidation of the pages and maximum age (settled age while the index
-// is settled: listCache): a page of any version reuses the list (whose reading, with every version's platforms, is
-// the most expensive read of a provider page).
+// is settled: listCache): a page of any version reuses the list (whose
+// reading, with every version's platforms, is the most expensive read of
+// a provider page).
 func (s *Service) providerVersions(ctx context.Context, ns, typ string) (*versionList, error) {
-	key := ns + "\x00" + typ
+	return s.versionList(ctx, "provider\x00"+ns+"\x00"+typ, func(ctx context.Context) ([]versionSummary, error) {
+		vs, err := s.opt.Index.ListProviderVersions(ctx, ns, typ)
+		sums := make([]versionSummary, len(vs))
+		for i, v := range vs {
+			sums[i] = versionSummary{version: v.Version, published: v.PublishedAt, deprecated: v.Deprecation != nil, revoked: v.Revocation != nil}
+		}
+		return sums, err
+	})
+}
+
+// moduleVersions returns the versions of a module, kept as a provider's
+// are (providerVersions).
+func (s *Service) moduleVersions(ctx context.Context, ns, name, system string) (*versionList, error) {
+	return s.versionList(ctx, "module\x00"+ns+"\x00"+name+"\x00"+system, func(ctx context.Context) ([]versionSummary, error) {
+		vs, err := s.opt.Index.ListModuleVersions(ctx, ns, name, system)
+		sums := make([]versionSummary, len(vs))
+		for i, v := range vs {
+			sums[i] = versionSummary{version: v.Version, published: v.PublishedAt, deprecated: v.Deprecation != nil, revoked: v.Revocation != nil}
+		}
+		return sums, err
+	})
+}
+
+// versionList returns the list kept under key in s.lists, made of read's
+// versions when it is not fresh. The list is shared: never modify it.
+func (s *Service) versionList(ctx context.Context, key string, read func(context.Context) ([]versionSummary, error)) (*versionList, error) {
 	e := s.lists.Lookup(allPages, key)
 	if s.lists.State(e) == respcache.Fresh {
 		return e.Value, nil
 	}
 	e, err := s.lists.Load(ctx, allPages, key, e, func(ctx context.Context) (respcache.Rendered[*versionList], error) {
-		vs, err := s.opt.Index.ListProviderVersions(ctx, ns, typ)
+		vs, err := read(ctx)
 		if err != nil {
 			return respcache.Rendered[*versionList]{}, err
 		}

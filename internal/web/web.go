@@ -183,11 +183,12 @@ func New(ctx context.Context, opt Options) (*Service, error) {
 
 // UseSettled tells the UI when every change of the index reaches
 // Invalidate as it commits (respcache.Options.Settled: the server passes
-// the one its protocol caches use). The version lists of providers,
-// which change only through the index, are then read again after
-// respcache.DefaultSettledAge rather than on the pages' maximum age: a
-// page rendered again for its download counts no longer lists every
-// version and platform of its provider. Call it before serving.
+// the one its protocol caches use). The version lists of providers and
+// modules, which change only through the index, are then read again
+// after respcache.DefaultSettledAge rather than on the pages' maximum
+// age: a page rendered again for its download counts no longer lists
+// every version (and platform) of its provider or module. Call it
+// before serving.
 func (s *Service) UseSettled(settled func() bool) { s.settled.Store(&settled) }
 
 // isSettled is the version lists' respcache.Options.Settled.
