@@ -28,13 +28,12 @@ func (x *listedIndex) ListProviderVersions(ctx context.Context, namespace, typ s
 	return x.storeIndex.ListProviderVersions(ctx, namespace, typ)
 }
 
-// TestVersionListsLastWhileSettled reads a provider's version list
-// through the cache on a clock: while the index is settled (UseSettled)
-// the list outlives the pages' maximum age without an index read, an
-// invalidation (a publish) is seen at once, and the list is read again
-// on the maximum age once the index is no longer settled, and after the
-// settled age when it is.
-func TestVersionListsLastWhileSettled(t *testing.T) {
+// settledListService returns a Service on a listedIndex holding the
+// provider acme/widget and the module acme/network/aws (1.0.0 each), its
+// version lists on the clock it returns, told by the returned flag
+// (set) whether the index is settled.
+func settledListService(t *testing.T) (*Service, *listedIndex, *clock, *atomic.Bool) {
+	t.Helper()
 	x := &listedIndex{}
 	var logged strings.Builder
 	s := storeService(t, &x.storeIndex, &logged)
@@ -42,10 +41,21 @@ func TestVersionListsLastWhileSettled(t *testing.T) {
 	c := &clock{t: time.Now()}
 	s.opt.Now = c.now
 	s.lists = newListCache(c.now, s.isSettled)
-	var settled atomic.Bool
+	settled := new(atomic.Bool)
 	settled.Store(true)
 	s.UseSettled(settled.Load)
 	publishWidgetAndNetwork(t, s, &x.storeIndex, `{}`)
+	return s, x, c, settled
+}
+
+// TestVersionListsLastWhileSettled reads a provider's version list
+// through the cache on a clock: while the index is settled (UseSettled)
+// the list outlives the pages' maximum age without an index read, an
+// invalidation (a publish) is seen at once, and the list is read again
+// on the maximum age once the index is no longer settled, and after the
+// settled age when it is.
+func TestVersionListsLastWhileSettled(t *testing.T) {
+	s, x, c, settled := settledListService(t)
 
 	read := func(wantReads int64, wantVersions ...string) {
 		t.Helper()
@@ -86,17 +96,7 @@ func TestVersionListsLastWhileSettled(t *testing.T) {
 // TestModuleVersionListsLastWhileSettled is TestVersionListsLastWhileSettled
 // for a module's version list, through the module page's data.
 func TestModuleVersionListsLastWhileSettled(t *testing.T) {
-	x := &listedIndex{}
-	var logged strings.Builder
-	s := storeService(t, &x.storeIndex, &logged)
-	s.opt.Index = x
-	c := &clock{t: time.Now()}
-	s.opt.Now = c.now
-	s.lists = newListCache(c.now, s.isSettled)
-	var settled atomic.Bool
-	settled.Store(true)
-	s.UseSettled(settled.Load)
-	publishWidgetAndNetwork(t, s, &x.storeIndex, `{}`)
+	s, x, c, settled := settledListService(t)
 
 	read := func(wantReads int64, wantLatest string, wantCount int) {
 		t.Helper()

@@ -958,7 +958,7 @@ func newVersionList(vs []versionSummary) *versionList {
 // reading, with every version's platforms, is the most expensive read of
 // a provider page).
 func (s *Service) providerVersions(ctx context.Context, ns, typ string) (*versionList, error) {
-	return s.versionList(ctx, "provider\x00"+ns+"\x00"+typ, func(ctx context.Context) ([]versionSummary, error) {
+	return s.cachedVersionList(ctx, "provider\x00"+ns+"\x00"+typ, func(ctx context.Context) ([]versionSummary, error) {
 		vs, err := s.opt.Index.ListProviderVersions(ctx, ns, typ)
 		sums := make([]versionSummary, len(vs))
 		for i, v := range vs {
@@ -971,7 +971,7 @@ func (s *Service) providerVersions(ctx context.Context, ns, typ string) (*versio
 // moduleVersions returns the versions of a module, kept as a provider's
 // are (providerVersions).
 func (s *Service) moduleVersions(ctx context.Context, ns, name, system string) (*versionList, error) {
-	return s.versionList(ctx, "module\x00"+ns+"\x00"+name+"\x00"+system, func(ctx context.Context) ([]versionSummary, error) {
+	return s.cachedVersionList(ctx, "module\x00"+ns+"\x00"+name+"\x00"+system, func(ctx context.Context) ([]versionSummary, error) {
 		vs, err := s.opt.Index.ListModuleVersions(ctx, ns, name, system)
 		sums := make([]versionSummary, len(vs))
 		for i, v := range vs {
@@ -981,9 +981,10 @@ func (s *Service) moduleVersions(ctx context.Context, ns, name, system string) (
 	})
 }
 
-// versionList returns the list kept under key in s.lists, made of read's
-// versions when it is not fresh. The list is shared: never modify it.
-func (s *Service) versionList(ctx context.Context, key string, read func(context.Context) ([]versionSummary, error)) (*versionList, error) {
+// cachedVersionList returns the list kept under key in s.lists, made of
+// read's versions when it is not fresh. The list is shared: never modify
+// it.
+func (s *Service) cachedVersionList(ctx context.Context, key string, read func(context.Context) ([]versionSummary, error)) (*versionList, error) {
 	e := s.lists.Lookup(allPages, key)
 	if s.lists.State(e) == respcache.Fresh {
 		return e.Value, nil
