@@ -40,6 +40,10 @@ type LoadOptions struct {
 	// behind the server (PostgreSQL, S3) in the same way, into
 	// Result.BackendCPU.
 	BackendCPU func() (time.Duration, error)
+	// LoadCPU, when set, reads the CPU time of the load generator itself
+	// in the same way, into Result.LoadCPU: a load that keeps its CPUs
+	// busy may be what limits the throughput.
+	LoadCPU func() (time.Duration, error)
 	// NextURL, when set, gives the URL of every request in place of the
 	// fixed one (for requests that must each ask for something new); it
 	// must be safe for concurrent use. See URLCycle.
@@ -104,6 +108,8 @@ func load(ctx context.Context, url string, opt LoadOptions) (Result, *Histogram,
 	go sampleCPU(runCtx, opt.CPU, win, cpuc)
 	backendc := make(chan cpuSample, 1)
 	go sampleCPU(runCtx, opt.BackendCPU, win, backendc)
+	loadc := make(chan cpuSample, 1)
+	go sampleCPU(runCtx, opt.LoadCPU, win, loadc)
 
 	workers := make([]*worker, opt.Conns)
 	var wg sync.WaitGroup
@@ -120,13 +126,13 @@ func load(ctx context.Context, url string, opt LoadOptions) (Result, *Histogram,
 	if err := ctx.Err(); err != nil {
 		return Result{}, nil, registry.Wrap(registry.Unavailable, err, "load run interrupted")
 	}
-	cpu, backend := <-cpuc, <-backendc
-	if err := errors.Join(cpu.err, backend.err); err != nil {
+	cpu, backend, loadCPU := <-cpuc, <-backendc, <-loadc
+	if err := errors.Join(cpu.err, backend.err, loadCPU.err); err != nil {
 		return Result{}, nil, err
 	}
 
 	hist := &Histogram{}
-	res := Result{Elapsed: opt.Duration, CPU: cpu.used, BackendCPU: backend.used}
+	res := Result{Elapsed: opt.Duration, CPU: cpu.used, BackendCPU: backend.used, LoadCPU: loadCPU.used}
 	for _, w := range workers {
 		hist.Merge(&w.hist)
 		res.Requests += w.hist.Count()

@@ -27,9 +27,9 @@ type child struct {
 	waitErr error
 }
 
-// startChild starts bin with args and env. Its stderr (and stdout, unless
-// stdout is given) go to logPath.
-func startChild(name, bin string, args, env []string, logPath string, stdout io.Writer, stdin io.Reader) (*child, error) {
+// startChild starts bin with args and env, on pin's server CPU when pin is
+// not nil. Its stderr (and stdout, unless stdout is given) go to logPath.
+func startChild(name, bin string, args, env []string, logPath string, stdout io.Writer, stdin io.Reader, pin *pinning) (*child, error) {
 	logFile, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return nil, registry.Wrap(registry.Internal, err, "creating the log of "+name)
@@ -43,7 +43,11 @@ func startChild(name, bin string, args, env []string, logPath string, stdout io.
 	}
 	cmd.Stdin = stdin
 	cmd.SysProcAttr = childAttr()
-	if err := cmd.Start(); err != nil {
+	start := cmd.Start
+	if pin != nil {
+		start = func() error { return pin.start(cmd) }
+	}
+	if err := start(); err != nil {
 		logFile.Close()
 		return nil, registry.Wrap(registry.Internal, err, "starting "+name)
 	}

@@ -29,6 +29,9 @@ type Result struct {
 	// BackendCPU is the CPU time the storage servers behind it (PostgreSQL,
 	// the S3 server) used in the window (0: not measured).
 	BackendCPU time.Duration
+	// LoadCPU is the CPU time the load generator itself used in the
+	// window (0: not measured).
+	LoadCPU time.Duration
 	// FirstError describes the first error counted, for diagnostics.
 	FirstError string
 }
@@ -60,6 +63,7 @@ func (r *Result) add(o Result) {
 	r.Elapsed += o.Elapsed
 	r.CPU += o.CPU
 	r.BackendCPU += o.BackendCPU
+	r.LoadCPU += o.LoadCPU
 	r.Max = max(r.Max, o.Max)
 	r.Slow += o.Slow
 	if r.FirstError == "" {

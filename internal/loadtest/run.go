@@ -60,8 +60,13 @@ type Options struct {
 	// work hides the handler's own cost. The archive, sweep and web UI
 	// rows are not measured then.
 	PlainHTTP bool
-	Warmup    time.Duration
-	Duration  time.Duration
+	// Pin runs Trove and the baseline on one CPU (GOMAXPROCS 1) and the
+	// load generator on the others (Linux, two CPUs or more), so that a
+	// server's throughput is what one core of its own gives, and the
+	// load's work never takes from it.
+	Pin      bool
+	Warmup   time.Duration
+	Duration time.Duration
 	// Rounds is how often each endpoint is measured on Trove and on the
 	// baseline (odd rounds Trove first, even rounds the baseline first);
 	// the report adds the rounds up. Alternating evens out drifts in what
@@ -163,6 +168,8 @@ type runner struct {
 	rows    []Row
 	// upstream is the module mirror's upstream (nil without one).
 	upstream *ModuleUpstream
+	// pin splits the CPUs between the servers and the load (nil: shared).
+	pin *pinning
 }
 
 // startModuleUpstream serves the module mirror's upstream (ModuleUpstream)
@@ -242,6 +249,9 @@ func Run(ctx context.Context, opt Options) (Report, error) {
 	if opt.PlainHTTP && (opt.HTTP2 || opt.UIOnly || opt.Single || opt.Backend == BackendPostgresS3) {
 		return Report{}, registry.Errorf(registry.Invalid, "plain HTTP measures the realistic-mix rows alone: not with HTTP/2, the UI rows only, the one-document rows or the postgres-s3 backend")
 	}
+	if opt.Pin && opt.Backend == BackendPostgresS3 {
+		return Report{}, registry.Errorf(registry.Invalid, "pinning measures the embedded backend: PostgreSQL and the S3 server would share the load's CPUs")
+	}
 	if opt.UIOnly && (opt.UIDocs == 0 || opt.Single || opt.Backend == BackendPostgresS3) {
 		return Report{}, registry.Errorf(registry.Invalid, "UI rows only needs UI documents above 0, without the one-document rows or the postgres-s3 backend")
 	}
@@ -258,6 +268,11 @@ func Run(ctx context.Context, opt Options) (Report, error) {
 	}
 	defer os.RemoveAll(tmp)
 	r := &runner{opt: opt, tmp: tmp, dataDir: filepath.Join(tmp, "data")}
+	if opt.Pin {
+		if r.pin, err = newPinning(); err != nil {
+			return Report{}, err
+		}
+	}
 	if mm := &r.opt.Spec.ModuleMirror; mm.Namespace != "" && mm.Host == "" {
 		stop, err := r.startModuleUpstream()
 		if err != nil {
@@ -288,14 +303,18 @@ func Run(ctx context.Context, opt Options) (Report, error) {
 	if opt.UIOnly {
 		setup = fmt.Sprintf("the web UI rows only, %d round(s) of %s per server after %s warm-up", opt.MixRounds, opt.MixDuration, opt.Warmup)
 	}
+	cpus := fmt.Sprintf("%d CPUs shared by Trove, the baseline and the load generator", runtime.NumCPU())
+	if r.pin != nil {
+		cpus = r.pin.describe()
+	}
 	rep := Report{
 		Rows:   r.rows,
 		RSS:    rss,
 		Memory: memory,
 		Index: fmt.Sprintf("%s versions of %s providers, %s packages, %s module versions of %s modules%s",
 			thousands(s.Versions), thousands(s.Providers), thousands(s.Packages), thousands(s.ModuleVersions), thousands(len(opt.Spec.Modules)), mirroredIndex(s)),
-		Setup: fmt.Sprintf("%s; %s, identity encoding; trove serve --log-level %s (cache maximum age %s); %d CPUs shared by Trove, the baseline and the load generator",
-			setup, opt.protocol(), opt.TroveLogLevel, CacheMaxAge, runtime.NumCPU()),
+		Setup: fmt.Sprintf("%s; %s, identity encoding; trove serve --log-level %s (cache maximum age %s); %s",
+			setup, opt.protocol(), opt.TroveLogLevel, CacheMaxAge, cpus),
 		Goals: DefaultGoals,
 	}
 	if err != nil {
@@ -515,6 +534,12 @@ type endpoint struct {
 // download. It returns the memory and a sentence on when it was read
 // (nil and "" when it failed before).
 func (r *runner) measureAll(ctx context.Context, troveBin string) (*RSS, string, error) {
+	if r.pin != nil {
+		// After the seeding, which uses every CPU.
+		if err := r.pin.pinHarness(); err != nil {
+			return nil, "", err
+		}
+	}
 	port, err := freePort()
 	if err != nil {
 		return nil, "", err
@@ -523,7 +548,7 @@ func (r *runner) measureAll(ctx context.Context, troveBin string) (*RSS, string,
 	r.progress("starting trove serve on %s", origin)
 	trove, err := startChild("trove", troveBin,
 		append([]string{"serve", "--listen", "127.0.0.1:" + strconv.Itoa(port), "--data-dir", r.dataDir, "--log-level", r.opt.TroveLogLevel}, r.moduleMirrorFlags()...),
-		troveEnv(), filepath.Join(r.tmp, "trove-https.log"), nil, nil)
+		troveEnv(), filepath.Join(r.tmp, "trove-https.log"), nil, nil, r.pin)
 	if err != nil {
 		return nil, "", err
 	}
@@ -845,7 +870,7 @@ func (r *runner) startPlainTrove(ctx context.Context, troveBin, hostPort string)
 	trove, err := startChild("trove", troveBin,
 		append([]string{"serve", "--listen", hostPort, "--data-dir", r.dataDir, "--insecure-http",
 			"--public-url", "https://" + hostPort, "--log-level", r.opt.TroveLogLevel}, r.moduleMirrorFlags()...),
-		troveEnv(), filepath.Join(r.tmp, "trove-plain.log"), nil, nil)
+		troveEnv(), filepath.Join(r.tmp, "trove-plain.log"), nil, nil, r.pin)
 	if err != nil {
 		return nil, "", nil, err
 	}
@@ -911,6 +936,9 @@ func (r *runner) measure(ctx context.Context, m measurement) (err error) {
 			}
 			opt := LoadOptions{Conns: m.conns, Warmup: r.opt.Warmup, Duration: duration, TLS: sd.tls, Header: sd.header,
 				FollowRedirects: sd.follow, CPU: sd.cpu, BackendCPU: sd.backendCPU, HTTP2: r.opt.HTTP2 && sd.tls != nil}
+			if r.pin != nil {
+				opt.LoadCPU = func() (time.Duration, error) { return ReadCPUTime(os.Getpid()) }
+			}
 			if sd.mix != nil {
 				opt.NextURL = sd.mix.Next
 			}
@@ -944,6 +972,10 @@ func (r *runner) measure(ctx context.Context, m measurement) (err error) {
 				formatLatency(res.P50), formatLatency(res.P99), formatLatency(res.Max), res.Slow, formatLatency(SlowLatency), formatCPU(res.CPUPerRequest()), res.Errors)
 			if s := res.BackendCPUPerRequest(); s > 0 {
 				line += fmt.Sprintf(", %s CPU/req %s", m.backend, formatCPU(s))
+			}
+			if r.pin != nil {
+				line += fmt.Sprintf(", server busy %.0f%%, load generator busy %.0f%% of %d CPU(s)", 100*res.CPU.Seconds()/res.Elapsed.Seconds(),
+					100*res.LoadCPU.Seconds()/res.Elapsed.Seconds()/float64(r.pin.loadCPUs), r.pin.loadCPUs)
 			}
 			if res.Errors > 0 {
 				line += " (first: " + res.FirstError + ")"
@@ -1215,7 +1247,7 @@ func (r *runner) startBaseline(ctx context.Context, tag string, docs []document,
 	}
 	r.progress("starting the baseline server")
 	c, err := startChild("baseline", bin, []string{"baseline", "-config", cfgFile}, os.Environ(),
-		filepath.Join(r.tmp, "baseline"+tag+".log"), stdoutW, stdinR)
+		filepath.Join(r.tmp, "baseline"+tag+".log"), stdoutW, stdinR, r.pin)
 	stdinR.Close()
 	stdoutW.Close()
 	if err != nil {

@@ -454,7 +454,7 @@ func (s *scaleOut) startTrove(ctx context.Context, mode string, extra ...string)
 		"--index-backend", "postgres", "--blob-backend", "s3", "--s3-endpoint", s.so.S3Endpoint, "--s3-region", s.so.S3Region,
 		"--s3-bucket", s.bucket, "--s3-path-style", "--s3-access-key", s.so.S3AccessKey, "--download-mode", mode}
 	args = append(args, extra...)
-	c, err := startChild("trove", s.troveBin, args, env, filepath.Join(s.tmp, "trove-"+strconv.Itoa(s.starts)+".log"), nil, nil)
+	c, err := startChild("trove", s.troveBin, args, env, filepath.Join(s.tmp, "trove-"+strconv.Itoa(s.starts)+".log"), nil, nil, nil)
 	if err != nil {
 		return err
 	}
