@@ -112,6 +112,13 @@ func BenchmarkTagList200(b *testing.B) {
 	benchServe(b, benchService(b, 200), "/v2/acme/widget/tags/list", nil)
 }
 
+// BenchmarkTagList2000 is the tag list of a provider of 2,000 versions,
+// more than one page (MaxTags), from the cache: the first page and its
+// Link, as a client asks without a query.
+func BenchmarkTagList2000(b *testing.B) {
+	benchServe(b, benchService(b, 2000), "/v2/acme/widget/tags/list", nil)
+}
+
 // BenchmarkTagList200Uncached is the tag list's miss on every request:
 // the version summaries of 200 versions read from the index (no
 // platform, no document generated).

@@ -2,7 +2,6 @@ package oci
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"slices"
 	"strings"
@@ -18,9 +17,10 @@ import (
 // what it reads: the tag list reads the version list only, a version's
 // index or manifest reads that one version.
 const (
-	// docTags is the repository's tag list (its body: the whole list as
-	// the tags/list answer without pagination). It is loaded first by
-	// every request: a repository without tags is NAME_UNKNOWN.
+	// docTags is the repository's tag list (its body: the tags/list
+	// answer without a query, the whole list or, above MaxTags, its first
+	// page). It is loaded first by every request: a repository without
+	// tags is NAME_UNKNOWN.
 	docTags = 't'
 	// docVersion (ref: its tag) is the document a version's tag names:
 	// a provider version's index, a module version's manifest.
@@ -46,6 +46,9 @@ type docKey struct {
 type item struct {
 	tags   []string // docTags: sorted
 	latest string   // docTags of a module: the tag "latest" names
+	// next is the Link header of a docTags body that is a first page, as
+	// a header value (nil when the body is the whole list).
+	next []string
 	// docVersion and docDigest of a manifest or index: Content-Type and
 	// Docker-Content-Digest, as header values.
 	contentType []string
@@ -171,10 +174,12 @@ func (s *Service) renderTags(ctx context.Context, key repoKey) (respcache.Render
 	if len(it.tags) == 0 {
 		return respcache.Rendered[*item]{}, s.notFound(key)
 	}
-	body, err := json.Marshal(struct {
-		Name string   `json:"name"`
-		Tags []string `json:"tags"`
-	}{key.String(), it.tags})
+	page := it.tags
+	if len(page) > MaxTags {
+		page = page[:MaxTags]
+		it.next = []string{nextTagsLink(key, MaxTags, page[len(page)-1])}
+	}
+	body, err := tagsPage(key, page)
 	if err != nil {
 		return respcache.Rendered[*item]{}, err
 	}
@@ -272,7 +277,10 @@ func (s *Service) storeDigests(ctx context.Context, key repoKey, rp *repo, epoch
 // serveTagList answers the tag list: the cached body as it is, or a
 // page of it.
 func (s *Service) serveTagList(w http.ResponseWriter, r *http.Request, key repoKey, tl *entry) {
-	if r.URL.RawQuery == "" && len(tl.Value.tags) <= MaxTags {
+	if r.URL.RawQuery == "" {
+		if tl.Value.next != nil {
+			w.Header()["Link"] = tl.Value.next
+		}
 		tl.Serve(w, r, jsonType, cacheControl(w.Header()))
 		return
 	}

@@ -739,12 +739,9 @@ func (s *Service) serveTags(w http.ResponseWriter, r *http.Request, key repoKey,
 	more := len(tags) > n
 	tags = tags[:min(n, len(tags))]
 	if more && n > 0 {
-		w.Header().Set("Link", `</v2/`+key.String()+`/tags/list?n=`+strconv.Itoa(n)+`&last=`+url.QueryEscape(tags[len(tags)-1])+`>; rel="next"`)
+		w.Header().Set("Link", nextTagsLink(key, n, tags[len(tags)-1]))
 	}
-	body, _ := json.Marshal(struct {
-		Name string   `json:"name"`
-		Tags []string `json:"tags"`
-	}{key.String(), append([]string{}, tags...)})
+	body, _ := tagsPage(key, tags)
 	w.Header().Set("Content-Type", "application/json")
 	setCacheControl(w.Header(), "no-cache")
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
@@ -752,6 +749,24 @@ func (s *Service) serveTags(w http.ResponseWriter, r *http.Request, key repoKey,
 	if r.Method == http.MethodGet {
 		_, _ = w.Write(body)
 	}
+}
+
+// tagsPage encodes a tags/list answer of tags (never null: an empty page
+// is an empty list).
+func tagsPage(key repoKey, tags []string) ([]byte, error) {
+	if tags == nil {
+		tags = []string{}
+	}
+	return json.Marshal(struct {
+		Name string   `json:"name"`
+		Tags []string `json:"tags"`
+	}{key.String(), tags})
+}
+
+// nextTagsLink is the Link header value of a tags/list page of n tags
+// that ends with last.
+func nextTagsLink(key repoKey, n int, last string) string {
+	return `</v2/` + key.String() + `/tags/list?n=` + strconv.Itoa(n) + `&last=` + url.QueryEscape(last) + `>; rel="next"`
 }
 
 func (s *Service) serveManifest(w http.ResponseWriter, r *http.Request, key repoKey, rp *repo, ref string) {

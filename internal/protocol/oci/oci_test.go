@@ -7,9 +7,11 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -411,6 +413,40 @@ func TestTagsPagination(t *testing.T) {
 	e.getJSON(t, "/v2/open/modules/net/aws/tags/list?n=0", &page)
 	if len(page.Tags) != 0 {
 		t.Fatalf("n=0 = %v", page.Tags)
+	}
+}
+
+// TestFirstTagsPageOfALargeRepository: above MaxTags tags, the tags/list
+// answer without a query is the first page with its Link, the same as
+// asking for n=MaxTags, and the Link leads to the rest.
+func TestFirstTagsPageOfALargeRepository(t *testing.T) {
+	e := newEnv(t)
+	arch := e.srv.Blob(t, string(e.modArch))
+	for i := range oci.MaxTags + 1 {
+		if err := e.srv.Index.CreateModuleVersion(t.Context(), registry.ModuleVersion{Namespace: "open", Name: "big", System: "aws",
+			Version: fmt.Sprintf("1.%d.0", i), ArchiveDigest: arch, ArchiveFormat: "tar.gz", ArchiveSize: int64(len(e.modArch)), PublishedAt: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const list = "/v2/open/modules/big/aws/tags/list"
+	var first, asked, rest struct{ Tags []string }
+	for range 2 { // rendered, then cached
+		r := e.getJSON(t, list, &first)
+		if len(first.Tags) != oci.MaxTags {
+			t.Fatalf("first page: %d tags, want %d", len(first.Tags), oci.MaxTags)
+		}
+		want := "<" + list + "?n=1000&last=" + first.Tags[len(first.Tags)-1] + `>; rel="next"`
+		if got := r.header.Get("Link"); got != want {
+			t.Fatalf("first page's Link %q, want %q", got, want)
+		}
+		a := e.getJSON(t, list+"?n=1000", &asked)
+		if !bytes.Equal(r.body, a.body) || a.header.Get("Link") != want {
+			t.Fatalf("n=1000 answered %d tags and Link %q, not the first page", len(asked.Tags), a.header.Get("Link"))
+		}
+		next := e.getJSON(t, strings.TrimSuffix(strings.TrimPrefix(want, "<"), `>; rel="next"`), &rest)
+		if len(rest.Tags) != 2 || next.header.Get("Link") != "" || !slices.IsSorted(append(first.Tags, rest.Tags...)) {
+			t.Fatalf("second page %v, Link %q", rest.Tags, next.header.Get("Link"))
+		}
 	}
 }
 
