@@ -129,7 +129,7 @@ func loadFlags(fs *flag.FlagSet) (*loadtest.Options, *time.Duration) {
 	fs.IntVar(&opt.Conns, "conns", opt.Conns, "concurrent keep-alive connections for the JSON endpoints")
 	fs.IntVar(&opt.StreamConns, "stream-conns", opt.StreamConns, "concurrent connections for the archive downloads")
 	fs.BoolVar(&opt.HTTP2, "http2", opt.HTTP2, "speak HTTP/2 on the HTTPS rows, as terraform and tofu do (default: HTTP/1.1)")
-	fs.BoolVar(&opt.Pin, "pin", opt.Pin, "run Trove and the baseline on one CPU (GOMAXPROCS 1) and the load generator on the others (Linux, two CPUs or more), as a measurement that gives each side its own core")
+	fs.BoolVar(&opt.Pin, "pin", opt.Pin, "run Trove and the baseline on one CPU (GOMAXPROCS 1) and the load generator on the others (Linux, two CPUs or more), as a measurement that gives each side a CPU of its own")
 	fs.BoolVar(&opt.PlainHTTP, "plain", opt.PlainHTTP, "measure the realistic-mix rows alone over plain HTTP (Trove with --insecure-http, as behind a TLS-terminating proxy), where no TLS work hides the handler's own cost")
 	fs.DurationVar(&opt.Duration, "duration", opt.Duration, "measured `duration` per endpoint and server")
 	fs.DurationVar(&opt.Warmup, "warmup", opt.Warmup, "unmeasured warm-up before each measurement")

@@ -1,10 +1,13 @@
 package loadtest
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -76,7 +79,9 @@ func pinThreads(set *unix.CPUSet) error {
 			if cur == *set {
 				continue
 			}
-			if err := unix.SchedSetaffinity(tid, set); err != nil {
+			if err := unix.SchedSetaffinity(tid, set); errors.Is(err, unix.ESRCH) {
+				continue // the thread has exited since
+			} else if err != nil {
 				return registry.Wrap(registry.Internal, err, "pinning the harness's thread "+t.Name())
 			}
 			moved++
@@ -88,27 +93,44 @@ func pinThreads(set *unix.CPUSet) error {
 	return registry.Errorf(registry.Internal, "the harness's threads kept changing while they were pinned")
 }
 
-// start starts cmd on the server's CPU: a new process inherits the CPU
-// affinity of the thread that forks it, so the forking thread is pinned
-// there for the moment of the fork and then given back to the load.
+// start starts cmd on the server's CPU, with GOMAXPROCS 1 whatever the
+// environment says. A new process inherits the CPU affinity of the thread
+// that forks it, so the fork runs on a goroutine of its own, locked to
+// its thread, which is pinned there for the fork and then given back to
+// the load. If it cannot be given back, the goroutine ends locked and the
+// runtime ends the thread with it: no harness thread stays on the
+// server's CPU.
 func (p *pinning) start(cmd *exec.Cmd) error {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	if err := unix.SchedSetaffinity(0, &p.server); err != nil {
-		return registry.Wrap(registry.Internal, err, "pinning the server's CPU")
+	env := cmd.Env
+	if env == nil {
+		env = os.Environ()
 	}
-	err := cmd.Start()
-	if rerr := unix.SchedSetaffinity(0, &p.load); rerr != nil && err == nil {
-		// The harness's thread would stay on the server's CPU, and the
-		// measurement would not be what it says.
-		cmd.Process.Kill()
-		cmd.Wait()
-		err = registry.Wrap(registry.Internal, rerr, "giving the forking thread back to the load")
-	}
-	return err
+	env = slices.DeleteFunc(slices.Clone(env), func(kv string) bool { return strings.HasPrefix(kv, "GOMAXPROCS=") })
+	cmd.Env = append(env, "GOMAXPROCS=1")
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		if err := unix.SchedSetaffinity(0, &p.server); err != nil {
+			errc <- registry.Wrap(registry.Internal, err, "pinning the server's CPU")
+			return
+		}
+		err := cmd.Start()
+		if rerr := unix.SchedSetaffinity(0, &p.load); rerr != nil {
+			if err == nil {
+				// The measurement would not be what it says.
+				cmd.Process.Kill()
+				cmd.Wait()
+			}
+			errc <- errors.Join(err, registry.Wrap(registry.Internal, rerr, "giving the forking thread back to the load"))
+			return
+		}
+		runtime.UnlockOSThread()
+		errc <- err
+	}()
+	return <-errc
 }
 
 // describe says how the CPUs are split, for the report's set-up line.
 func (p *pinning) describe() string {
-	return "Trove and the baseline pinned to CPU " + strconv.Itoa(p.first) + " (GOMAXPROCS 1), the load generator to the other " + strconv.Itoa(p.loadCPUs)
+	return "Trove and the baseline pinned to CPU " + strconv.Itoa(p.first) + " (GOMAXPROCS 1), the load generator to the other " + strconv.Itoa(p.loadCPUs) + " (CPUs as the kernel counts them: two may be hyperthreads of one core)"
 }

@@ -2,8 +2,10 @@ package loadtest
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -25,9 +27,8 @@ func TestPinningSplitsTheCPUs(t *testing.T) {
 		}
 		t.Skip("one CPU: nothing to split")
 	}
-	procs := runtime.GOMAXPROCS(0)
 	t.Cleanup(func() {
-		runtime.GOMAXPROCS(procs)
+		runtime.SetDefaultGOMAXPROCS()
 		if err := pinThreads(&all); err != nil {
 			t.Error(err)
 		}
@@ -35,6 +36,9 @@ func TestPinningSplitsTheCPUs(t *testing.T) {
 	p, err := newPinning()
 	if err != nil {
 		t.Fatal(err)
+	}
+	if err := unix.SchedSetaffinity(0, &all); errors.Is(err, unix.EPERM) {
+		t.Skip("this process may not set its CPU affinity")
 	}
 	if got := p.server.Count() + p.load.Count(); got != all.Count() || p.server.Count() != 1 || !p.server.IsSet(p.first) || p.load.IsSet(p.first) {
 		t.Fatalf("split of %d CPUs: server %d CPU(s) (first %d), load %d", all.Count(), p.server.Count(), p.first, p.load.Count())
@@ -47,7 +51,8 @@ func TestPinningSplitsTheCPUs(t *testing.T) {
 	}
 
 	var out bytes.Buffer
-	cmd := exec.Command("cat", "/proc/self/status")
+	cmd := exec.Command("sh", "-c", `cat /proc/self/status; echo "GOMAXPROCS: $GOMAXPROCS"`)
+	cmd.Env = append(os.Environ(), "GOMAXPROCS=4")
 	cmd.Stdout = &out
 	if err := p.start(cmd); err != nil {
 		t.Fatal(err)
@@ -58,8 +63,15 @@ func TestPinningSplitsTheCPUs(t *testing.T) {
 	if got := statusField(t, out.String(), "Cpus_allowed_list"); got != strconv.Itoa(p.first) {
 		t.Errorf("the server's CPUs: %q, want %d", got, p.first)
 	}
+	if got := statusField(t, out.String(), "GOMAXPROCS"); got != "1" {
+		t.Errorf("the server's GOMAXPROCS: %q, want 1 over the environment's 4", got)
+	}
+	if err := p.start(exec.Command(filepath.Join(t.TempDir(), "missing"))); err == nil {
+		t.Error("starting a missing program: no error")
+	}
 
-	// Every thread is back on the load's CPUs, the forking one included.
+	// Every thread is back on the load's CPUs, the forking ones included
+	// (after a start that worked and one that failed).
 	tasks, err := os.ReadDir("/proc/self/task")
 	if err != nil {
 		t.Fatal(err)

@@ -27,12 +27,13 @@ import (
 // CSP 2 is understood, and Referrer-Policy only governs requests a
 // document makes: the HTML pages set both themselves). Each header costs
 // every request a little on both ends, which matters on the tiny
-// protocol answers; and a cached document's gzip answer already has
-// eight (these two, Vary, ETag, Cache-Control, Content-Type,
-// Content-Encoding, Content-Length), the most a Go map holds without a
-// table: a ninth makes the handler's header map and net/http's copy of it
-// allocate tables on every answer (a Date set here measured 5 allocations
-// and 1.1 KB more a request; docs/benchmarks.md).
+// protocol answers; and a providers.v1 or modules.v1 document's gzip
+// answer already has eight (these two, Vary, ETag, Cache-Control,
+// Content-Type, Content-Encoding, Content-Length), the most a Go map holds
+// without a table: a ninth makes the handler's header map and net/http's
+// copy of it allocate tables on every answer (a Date set here measured 5
+// allocations and 1.1 KB more a request; docs/benchmarks.md). The OCI API's
+// answers carry its own headers beyond these.
 var (
 	nosniff       = []string{"nosniff"}
 	contentPolicy = []string{"default-src 'none'; frame-ancestors 'none'"}

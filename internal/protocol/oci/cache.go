@@ -2,6 +2,8 @@ package oci
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"net/http"
 	"slices"
 	"strings"
@@ -187,7 +189,19 @@ func (s *Service) renderTags(ctx context.Context, key repoKey) (respcache.Render
 	for _, t := range it.tags {
 		size += int64(len(t)) + 16
 	}
-	return respcache.Rendered[*item]{Body: body, Value: &it, Size: size}, nil
+	r := respcache.Rendered[*item]{Body: body, Value: &it, Size: size}
+	if it.next != nil {
+		// The answer is the page and its Link: a repository that grows
+		// past a page, or shrinks back to one, keeps its first page's
+		// bytes but not its answer, and a 304 must not keep a client's
+		// stale Link.
+		h := sha256.New()
+		h.Write(body)
+		h.Write([]byte{0})
+		h.Write([]byte(it.next[0]))
+		r.ETag = `"` + base64.RawURLEncoding.EncodeToString(h.Sum(nil)[:18]) + `"`
+	}
+	return r, nil
 }
 
 // renderVersion generates the documents of the version a tag names (a

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -443,9 +444,18 @@ func TestFirstTagsPageOfALargeRepository(t *testing.T) {
 		if !bytes.Equal(r.body, a.body) || a.header.Get("Link") != want {
 			t.Fatalf("n=1000 answered %d tags and Link %q, not the first page", len(asked.Tags), a.header.Get("Link"))
 		}
+		// The rest: the last version's tag and the module's "latest".
 		next := e.getJSON(t, strings.TrimSuffix(strings.TrimPrefix(want, "<"), `>; rel="next"`), &rest)
 		if len(rest.Tags) != 2 || next.header.Get("Link") != "" || !slices.IsSorted(append(first.Tags, rest.Tags...)) {
 			t.Fatalf("second page %v, Link %q", rest.Tags, next.header.Get("Link"))
+		}
+		head := e.do(t, http.MethodHead, list)
+		if head.status != http.StatusOK || len(head.body) != 0 || head.header.Get("Link") != want || head.header.Get("Content-Length") != strconv.Itoa(len(r.body)) {
+			t.Fatalf("HEAD: %d, %d bytes, Link %q, Content-Length %q", head.status, len(head.body), head.header.Get("Link"), head.header.Get("Content-Length"))
+		}
+		same := e.do(t, http.MethodGet, list, "If-None-Match", r.header.Get("Etag"))
+		if same.status != http.StatusNotModified || same.header.Get("Link") != want {
+			t.Fatalf("If-None-Match %s: %d, Link %q", r.header.Get("Etag"), same.status, same.header.Get("Link"))
 		}
 	}
 }
