@@ -923,14 +923,21 @@ func (c *Cache[O, D, V]) render(ctx context.Context, fn RenderFunc[V]) (r Render
 	return fn(ctx)
 }
 
+// ETagOf returns the ETag the cache gives a document whose bytes are
+// parts, in order: strong and quoted, from their SHA-256. A caller whose
+// answer depends on more than its body (Rendered.ETag) passes that too.
+func ETagOf(parts ...[]byte) string {
+	h := sha256.New()
+	for _, p := range parts {
+		h.Write(p)
+	}
+	return `"` + base64.RawURLEncoding.EncodeToString(h.Sum(nil)[:18]) + `"`
+}
+
 func (c *Cache[O, D, V]) newEntry(r Rendered[V], start int64) *Entry[V] {
 	etag := r.ETag
 	if etag == "" {
-		h := sha256.New()
-		h.Write(r.Body)
-		h.Write(r.Tail)
-		sum := h.Sum(nil)
-		etag = `"` + base64.RawURLEncoding.EncodeToString(sum[:18]) + `"`
+		etag = ETagOf(r.Body, r.Tail)
 	}
 	e := c.timedEntry(r, start)
 	e.Body, e.Tail = r.Body, r.Tail

@@ -2,8 +2,6 @@ package oci
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/base64"
 	"net/http"
 	"slices"
 	"strings"
@@ -195,11 +193,7 @@ func (s *Service) renderTags(ctx context.Context, key repoKey) (respcache.Render
 		// past a page, or shrinks back to one, keeps its first page's
 		// bytes but not its answer, and a 304 must not keep a client's
 		// stale Link.
-		h := sha256.New()
-		h.Write(body)
-		h.Write([]byte{0})
-		h.Write([]byte(it.next[0]))
-		r.ETag = `"` + base64.RawURLEncoding.EncodeToString(h.Sum(nil)[:18]) + `"`
+		r.ETag = respcache.ETagOf(body, []byte{0}, []byte(it.next[0]))
 	}
 	return r, nil
 }

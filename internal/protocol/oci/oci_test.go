@@ -22,6 +22,7 @@ import (
 	"trove.dev/trove/internal/auth"
 	"trove.dev/trove/internal/protocol/oci"
 	"trove.dev/trove/internal/registry"
+	"trove.dev/trove/internal/respcache"
 	"trove.dev/trove/internal/trovetest"
 	"trove.dev/trove/internal/trovetest/testarchive"
 )
@@ -452,6 +453,12 @@ func TestFirstTagsPageOfALargeRepository(t *testing.T) {
 		head := e.do(t, http.MethodHead, list)
 		if head.status != http.StatusOK || len(head.body) != 0 || head.header.Get("Link") != want || head.header.Get("Content-Length") != strconv.Itoa(len(r.body)) {
 			t.Fatalf("HEAD: %d, %d bytes, Link %q, Content-Length %q", head.status, len(head.body), head.header.Get("Link"), head.header.Get("Content-Length"))
+		}
+		// Its tag covers the Link too: the same first page with another
+		// Link (the repository grown or shrunk) is another answer.
+		plain := e.do(t, http.MethodGet, list, "Accept-Encoding", "identity")
+		if tag := plain.header.Get("Etag"); tag != respcache.ETagOf(plain.body, []byte{0}, []byte(want)) {
+			t.Fatalf("ETag %s is not the page's and its Link's", tag)
 		}
 		same := e.do(t, http.MethodGet, list, "If-None-Match", r.header.Get("Etag"))
 		if same.status != http.StatusNotModified || same.header.Get("Link") != want {
