@@ -71,7 +71,7 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	start := time.Now()
 	rec := recorders.Get().(*recorder)
-	*rec = recorder{ResponseWriter: w, start: start}
+	*rec = recorder{ResponseWriter: w, start: start, h2: r.ProtoMajor == 2}
 	if r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody {
 		r.Body = newIdleReader(r.Body, w)
 	}
@@ -100,10 +100,25 @@ var errTwoAuthorizations = registry.Errorf(registry.Invalid, "the request has mo
 // content: a 204 or 304 has none to sniff, render or frame, and a tiny
 // protocol answer (a module download is a 204) is cheaper without them.
 // A handler's own policy (an HTML page's) is kept.
-func setSecurityHeaders(h http.Header) {
-	h["X-Content-Type-Options"] = nosniff
+//
+// Over HTTP/2 (h2) the names are set in lower case, as they go on the
+// wire: net/http's HTTP/2 server lower-cases every name outside its short
+// list of common ones into a new string on every answer, and these two
+// are not on it. A handler that set either itself (with its canonical
+// name) keeps its own, so the answer never carries one twice.
+func setSecurityHeaders(h http.Header, h2 bool) {
+	if !h2 {
+		h["X-Content-Type-Options"] = nosniff
+		if _, own := h["Content-Security-Policy"]; !own {
+			h["Content-Security-Policy"] = contentPolicy
+		}
+		return
+	}
+	if _, own := h["X-Content-Type-Options"]; !own {
+		h["x-content-type-options"] = nosniff
+	}
 	if _, own := h["Content-Security-Policy"]; !own {
-		h["Content-Security-Policy"] = contentPolicy
+		h["content-security-policy"] = contentPolicy
 	}
 }
 
@@ -188,6 +203,7 @@ type recorder struct {
 	status      int
 	bytes       int64
 	wroteHeader bool
+	h2          bool      // the request came over HTTP/2 (setSecurityHeaders)
 	deadlineSet time.Time // when the write deadline was last extended
 }
 
@@ -200,7 +216,7 @@ func (w *recorder) WriteHeader(code int) {
 		w.status = code
 		w.wroteHeader = true
 		if code != http.StatusNoContent && code != http.StatusNotModified {
-			setSecurityHeaders(w.Header())
+			setSecurityHeaders(w.Header(), w.h2)
 		}
 	}
 	w.ResponseWriter.WriteHeader(code)
@@ -210,7 +226,7 @@ func (w *recorder) WriteHeader(code int) {
 // without calling WriteHeader.
 func (w *recorder) implicitOK() {
 	w.status, w.wroteHeader = http.StatusOK, true
-	setSecurityHeaders(w.Header())
+	setSecurityHeaders(w.Header(), w.h2)
 }
 
 func (w *recorder) Write(p []byte) (int, error) {

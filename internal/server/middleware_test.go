@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -156,6 +157,10 @@ func TestSecurityHeaders(t *testing.T) {
 		w.Header().Set("Content-Security-Policy", "default-src 'self'")
 		w.Write([]byte("<p>hi</p>"))
 	})
+	mux.HandleFunc("/own-nosniff", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Write([]byte("{}"))
+	})
 	mux.HandleFunc("/empty", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	mux.HandleFunc("/same", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNotModified) })
 	m, err := newMetrics(prometheus.NewRegistry(), nil)
@@ -163,19 +168,44 @@ func TestSecurityHeaders(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := &middleware{next: mux, log: discardLogger(), metrics: m}
-	for path, want := range map[string][2]string{
-		"/explicit": {"nosniff", contentPolicy[0]},
-		"/implicit": {"nosniff", contentPolicy[0]},
-		"/page":     {"nosniff", "default-src 'self'"},
-		"/missing":  {"nosniff", contentPolicy[0]},
-		"/empty":    {"", ""},
-		"/same":     {"", ""},
-	} {
+	want := map[string][2][]string{
+		"/explicit":    {{"nosniff"}, contentPolicy},
+		"/implicit":    {{"nosniff"}, contentPolicy},
+		"/page":        {{"nosniff"}, {"default-src 'self'"}},
+		"/own-nosniff": {{"nosniff"}, contentPolicy},
+		"/missing":     {{"nosniff"}, contentPolicy},
+		"/empty":       {nil, nil},
+		"/same":        {nil, nil},
+	}
+	check := func(proto, path string, status int, hdr http.Header) {
+		t.Helper()
+		got := [2][]string{hdr["X-Content-Type-Options"], hdr["Content-Security-Policy"]}
+		if !slices.Equal(got[0], want[path][0]) || !slices.Equal(got[1], want[path][1]) {
+			t.Errorf("%s %s (status %d): nosniff and CSP %q, want each exactly %q", proto, path, status, got, want[path])
+		}
+	}
+	for path := range want {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
-		if got := [2]string{rec.Header().Get("X-Content-Type-Options"), rec.Header().Get("Content-Security-Policy")}; got != want {
-			t.Errorf("%s (status %d): nosniff and CSP %q, want %q", path, rec.Code, got, want)
+		check("HTTP/1.1", path, rec.Code, rec.Header())
+	}
+
+	// Over HTTP/2 the middleware sets the names in lower case; what the
+	// client reads must be the same, each header once.
+	srv := httptest.NewUnstartedServer(h)
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	defer srv.Close()
+	for path := range want {
+		resp, err := srv.Client().Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
 		}
+		resp.Body.Close()
+		if resp.ProtoMajor != 2 {
+			t.Fatalf("%s: HTTP/%d, want HTTP/2", path, resp.ProtoMajor)
+		}
+		check("HTTP/2", path, resp.StatusCode, resp.Header)
 	}
 }
 
