@@ -347,7 +347,7 @@ func (s *Service) serveEntry(w http.ResponseWriter, r *http.Request, ref string,
 		return
 	}
 	h := w.Header()
-	h["Docker-Content-Digest"] = e.Value.digest
+	h[digestHeader.key(r)] = e.Value.digest
 	e.Serve(w, r, e.Value.contentType, cacheControl(h))
 }
 

@@ -759,3 +759,66 @@ func TestMirroredProvenanceReferrer(t *testing.T) {
 		t.Errorf("provenance referrers of 2.0.0, imported without = %+v", refs)
 	}
 }
+
+// TestHeadersOverHTTP2: the answers carry the OCI API's own headers once
+// each, with the same values, over HTTP/2 (where Trove keys them in lower
+// case, as they go on the wire) as over HTTP/1.1.
+func TestHeadersOverHTTP2(t *testing.T) {
+	e := newEnv(t)
+	h2 := &http.Client{Transport: &http.Transport{TLSClientConfig: e.srv.TLSConfig(t), ForceAttemptHTTP2: true}}
+	defer h2.CloseIdleConnections()
+	var idx oci.ImageIndex
+	indexDigest := e.getJSON(t, "/v2/open/widget/manifests/1.0.0_b.1", &idx).header.Get("Docker-Content-Digest")
+	layer := "sha256:" + e.zips["open/linux_amd64"]
+	for _, c := range []struct {
+		method, path string
+		digest       string // the Docker-Content-Digest wanted, "" for none
+	}{
+		{http.MethodGet, "/v2/", ""},
+		{http.MethodGet, "/v2/open/widget/tags/list", ""},
+		{http.MethodGet, "/v2/open/widget/manifests/1.0.0_b.1", indexDigest},
+		{http.MethodHead, "/v2/open/widget/manifests/1.0.0_b.1", indexDigest},
+		{http.MethodGet, "/v2/open/widget/manifests/" + indexDigest, indexDigest},
+		{http.MethodGet, "/v2/open/widget/manifests/" + idx.Manifests[0].Digest, idx.Manifests[0].Digest},
+		{http.MethodGet, "/v2/open/widget/blobs/" + layer, layer},
+		{http.MethodGet, "/v2/open/widget/manifests/9.9.9", ""},
+		{http.MethodGet, "/v2/open/widget/blobs/sha256:" + strings.Repeat("0", 64), ""},
+		{http.MethodGet, "/v2/acme/widget/tags/list", ""}, // unauthorized
+		{http.MethodDelete, "/v2/open/widget/manifests/1.0.0_b.1", ""},
+	} {
+		var answers [2]http.Header
+		for i, client := range []*http.Client{e.srv.HTTPClient(), h2} {
+			req, err := http.NewRequestWithContext(t.Context(), c.method, e.srv.URL+c.path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if want := i + 1; resp.ProtoMajor != want {
+				t.Fatalf("%s %s: HTTP/%d, want HTTP/%d", c.method, c.path, resp.ProtoMajor, want)
+			}
+			answers[i] = resp.Header
+		}
+		for i, h := range answers {
+			proto := []string{"HTTP/1.1", "HTTP/2"}[i]
+			if got := h["Docker-Distribution-Api-Version"]; !slices.Equal(got, []string{"registry/2.0"}) {
+				t.Errorf("%s %s over %s: Docker-Distribution-Api-Version %q, want it once", c.method, c.path, proto, got)
+			}
+			want := []string(nil)
+			if c.digest != "" {
+				want = []string{c.digest}
+			}
+			if got := h["Docker-Content-Digest"]; !slices.Equal(got, want) {
+				t.Errorf("%s %s over %s: Docker-Content-Digest %q, want %q", c.method, c.path, proto, got, want)
+			}
+		}
+		for _, name := range []string{"Content-Type", "Etag", "Cache-Control", "Www-Authenticate", "Allow"} {
+			if h1, h2 := answers[0][name], answers[1][name]; !slices.Equal(h1, h2) {
+				t.Errorf("%s %s: %s %q over HTTP/1.1, %q over HTTP/2", c.method, c.path, name, h1, h2)
+			}
+		}
+	}
+}
