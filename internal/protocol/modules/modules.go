@@ -96,6 +96,10 @@ var (
 	noCache         = []string{"no-cache"}
 	privateNoCache  = []string{"private, no-cache"}
 	noStore         = []string{"no-store"}
+
+	// terraformGetHeader names the download answer's location
+	// (httpjson.HeaderName).
+	terraformGetHeader = httpjson.HeaderName{Canonical: "X-Terraform-Get", Wire: "x-terraform-get"}
 )
 
 // Guard decides who may read a namespace on the protocol routes (the
@@ -609,7 +613,7 @@ func (s *Service) ServeDownload(w http.ResponseWriter, r *http.Request, namespac
 		}
 	}
 	h := w.Header()
-	h["X-Terraform-Get"] = loc.header
+	h[terraformGetHeader.Key(r)] = loc.header
 	h["Cache-Control"] = noStore
 	w.WriteHeader(http.StatusNoContent) // net/http sends no Content-Length with a 204, as RFC 9110 asks
 	if s.downloads != nil && r.Method == http.MethodGet {

@@ -196,6 +196,19 @@ func TestDownloadAcceptedByBothClients(t *testing.T) {
 	if cc := resp.Header.Get("Cache-Control"); cc != "no-store" {
 		t.Errorf("download Cache-Control = %q, want no-store (it carries an expiring URL)", cc)
 	}
+	// Over HTTP/2, as both clients connect, the same single location
+	// (Trove keys the header in lower case there: httpjson.HeaderName).
+	h2 := &http.Client{Transport: &http.Transport{TLSClientConfig: e.srv.TLSConfig(t), ForceAttemptHTTP2: true}}
+	defer h2.CloseIdleConnections()
+	req2, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, dl.String(), nil)
+	resp2, err := h2.Do(req2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp2.Body.Close()
+	if got := resp2.Header["X-Terraform-Get"]; resp2.ProtoMajor != 2 || resp2.StatusCode != http.StatusNoContent || len(got) != 1 || got[0] == "" {
+		t.Errorf("download over HTTP/%d: status %d, X-Terraform-Get %q, want 204 with one location", resp2.ProtoMajor, resp2.StatusCode, got)
+	}
 	var locations []string
 	for name, read := range map[string]func(*http.Response, []byte) (string, error){"terraform": terraformLocation, "opentofu": tofuLocation} {
 		loc, err := read(resp, body)

@@ -347,7 +347,7 @@ func (s *Service) serveEntry(w http.ResponseWriter, r *http.Request, ref string,
 		return
 	}
 	h := w.Header()
-	h[digestHeader.key(r)] = e.Value.digest
+	h[digestHeader.Key(r)] = e.Value.digest
 	e.Serve(w, r, e.Value.contentType, cacheControl(h))
 }
 

@@ -297,7 +297,7 @@ func (s *Service) writeError(w http.ResponseWriter, r *http.Request, err error, 
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-cache")
-	h[apiVersionHeader.key(r)] = apiVersion
+	h[apiVersionHeader.Key(r)] = apiVersion
 	if oe.status == http.StatusUnauthorized {
 		scope := ""
 		if repoName != "" {
@@ -369,28 +369,14 @@ func (digestGrammar) MatchString(s string) bool {
 // assigned without copying (net/http never modifies header values).
 var apiVersion = []string{"registry/2.0"}
 
-// headerName is the name of a header that net/http's list of common
-// header names lacks. Its HTTP/2 server lower-cases such a name into a
-// new string on every answer, so over HTTP/2 the header is keyed as it
-// goes on the wire. Every write of the header goes through key, so an
-// answer never holds it under both names.
-type headerName struct{ canonical, wire string }
-
+// The OCI API's own headers: httpjson.HeaderName.
 var (
-	apiVersionHeader = headerName{"Docker-Distribution-Api-Version", "docker-distribution-api-version"}
-	digestHeader     = headerName{"Docker-Content-Digest", "docker-content-digest"}
+	apiVersionHeader = httpjson.HeaderName{Canonical: "Docker-Distribution-Api-Version", Wire: "docker-distribution-api-version"}
+	digestHeader     = httpjson.HeaderName{Canonical: "Docker-Content-Digest", Wire: "docker-content-digest"}
 )
 
-// key returns the header map key of n in the answer to r.
-func (n headerName) key(r *http.Request) string {
-	if r.ProtoMajor == 2 {
-		return n.wire
-	}
-	return n.canonical
-}
-
 func (s *Service) serve(w http.ResponseWriter, r *http.Request) {
-	w.Header()[apiVersionHeader.key(r)] = apiVersion
+	w.Header()[apiVersionHeader.Key(r)] = apiVersion
 	path := r.URL.Path
 	if path == "/v2" || path == "/v2/" {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
@@ -826,7 +812,7 @@ func (s *Service) serveManifest(w http.ResponseWriter, r *http.Request, key repo
 	}
 	h := w.Header()
 	h.Set("Content-Type", d.desc.MediaType)
-	h[digestHeader.key(r)] = []string{d.desc.Digest}
+	h[digestHeader.Key(r)] = []string{d.desc.Digest}
 	h.Set("Etag", `"`+d.desc.Digest+`"`)
 	h.Set("Content-Length", strconv.Itoa(len(d.body)))
 	setCacheControl(h, "no-cache")
@@ -883,7 +869,7 @@ func (s *Service) serveBlob(w http.ResponseWriter, r *http.Request, key repoKey,
 	}
 	h := w.Header()
 	h.Set("Content-Type", "application/octet-stream")
-	h[digestHeader.key(r)] = []string{ref}
+	h[digestHeader.Key(r)] = []string{ref}
 	h.Set("Etag", `"`+ref+`"`)
 	setCacheControl(h, "max-age=31536000, immutable")
 	if b.mem != nil {
@@ -925,7 +911,7 @@ func (s *Service) blobError(w http.ResponseWriter, r *http.Request, err error, d
 	h := w.Header()
 	h.Del("Cache-Control")
 	h.Del("Etag")
-	delete(h, digestHeader.key(r))
+	delete(h, digestHeader.Key(r))
 	if registry.IsKind(err, registry.NotFound) {
 		err = errf(http.StatusNotFound, "BLOB_UNKNOWN", "blob %s is not stored", digest)
 	}
