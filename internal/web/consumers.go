@@ -2,6 +2,7 @@ package web
 
 import (
 	"net/http"
+	"net/url"
 	"strconv"
 
 	"trove.dev/trove/apispec"
@@ -64,6 +65,14 @@ func (s *Service) consumers(r *http.Request, v *visit, q registry.ConsumerQuery)
 	days, versions := params.Get("days"), params.Get("versions")
 	actor := operations.Actor{Principal: v.p, Addr: r.RemoteAddr}
 	report, err := s.opt.Operations.ConsumerReport(r.Context(), actor, q, days, versions)
+	if err == nil || registry.IsKind(err, registry.Invalid) {
+		// The API's rules for its query, on the form's fields: a value
+		// given twice is refused rather than one of them chosen. Applied
+		// once the rights are known, as ConsumerReport's own checks are.
+		if perr := checkConsumerQuery(q, params); perr != nil {
+			err = perr
+		}
+	}
 	unavailable := false
 	switch {
 	case err == nil, registry.IsKind(err, registry.Invalid):
@@ -134,4 +143,24 @@ func shellQuote(s string) string {
 		}
 	}
 	return out + "'"
+}
+
+// checkConsumerQuery applies the consumer report API's query rules
+// (apispec.CheckQuery, apispec.CheckRepeats) to the page's days and
+// versions fields.
+func checkConsumerQuery(q registry.ConsumerQuery, params url.Values) error {
+	fields := url.Values{}
+	for _, name := range []string{"days", "versions"} {
+		if vs, ok := params[name]; ok {
+			fields[name] = vs
+		}
+	}
+	route := apispec.RouteProviderConsumers
+	if q.Kind == registry.DownloadModule {
+		route = apispec.RouteModuleConsumers
+	}
+	if err := apispec.CheckQuery(fields); err != nil {
+		return err
+	}
+	return apispec.CheckRepeats(route, fields)
 }

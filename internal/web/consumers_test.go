@@ -206,9 +206,11 @@ func TestConsumersSectionHostileQuery(t *testing.T) {
 		{"days html", url.Values{"days": {`"><script>alert(3)</script>`}}, []string{"is not a number of days", `value="&#34;&gt;&lt;script&gt;alert(3)&lt;/script&gt;"`}, []string{"<script>alert(3)"}},
 		{"versions garbage", url.Values{"versions": {"not a constraint"}}, []string{"is not a version constraint"}, nil},
 		{"versions html", url.Values{"versions": {`<script>alert(4)</script>`}}, []string{"is not a version constraint", "&lt;script&gt;alert(4)&lt;/script&gt;"}, []string{"<script>alert(4)"}},
-		{"versions too long", url.Values{"versions": {long}}, []string{"version constraint"}, nil},
+		{"versions too long", url.Values{"versions": {long}}, []string{"query parameter versions is too long"}, nil},
 		{"versions with a newline", url.Values{"versions": {">= 1.0\n<script>"}}, []string{"version constraint"}, []string{"\n<script>"}},
 		{"days and versions together", url.Values{"days": {"0"}, "versions": {"nope"}}, []string{`role="alert"`}, nil},
+		{"days twice", url.Values{"days": {"1", "400"}}, []string{"query parameter &#34;days&#34; is given 2 times: give it once"}, nil},
+		{"versions twice", url.Values{"versions": {"< 2.0", "garbage"}}, []string{"query parameter &#34;versions&#34; is given 2 times: give it once"}, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p := carol.get("/providers/acme/widget?" + c.query.Encode())

@@ -104,8 +104,10 @@ func (s *Service) addGitSource(w http.ResponseWriter, r *http.Request, v *visit)
 	if err != nil {
 		return err
 	}
-	f := gitSourceForm{Name: strings.TrimSpace(form.Get("name")), System: strings.TrimSpace(form.Get("system")), URL: strings.TrimSpace(form.Get("url")),
-		Subdir: strings.TrimSpace(form.Get("subdir")), TagPrefix: strings.TrimSpace(form.Get("tag_prefix")), Username: strings.TrimSpace(form.Get("username"))}
+	// The fields go to the operation as sent, as the API's do: the same
+	// input gets the same answer through either.
+	f := gitSourceForm{Name: form.Get("name"), System: form.Get("system"), URL: form.Get("url"),
+		Subdir: form.Get("subdir"), TagPrefix: form.Get("tag_prefix"), Username: form.Get("username")}
 	src := gitsource.Source{Namespace: n.Name, Name: f.Name, System: f.System, URL: f.URL, Subdir: f.Subdir, TagPrefix: f.TagPrefix}
 	if token := form.Get("token"); f.Username != "" || token != "" {
 		src.Auth, src.Username, src.Password = registry.GitAuthBasic, f.Username, token
@@ -115,6 +117,7 @@ func (s *Service) addGitSource(w http.ResponseWriter, r *http.Request, v *visit)
 		return s.showGitSources(w, r, v, n, statusOf(err), gitSourcesData{Error: registry.Message(err), Form: f})
 	}
 	g := created.Source
+	v.secret = true
 	d := gitSourcesData{Notice: "Added the git source of " + g.Namespace + "/" + g.Name + "/" + g.System + "; its first sync runs in the background.",
 		WebhookSecret: created.WebhookSecret, WebhookURL: strings.TrimSuffix(s.opt.PublicURL.String(), "/") +
 			strings.NewReplacer("{namespace}", g.Namespace, "{name}", g.Name, "{system}", g.System).Replace(apispec.RouteGitSourceHook)}

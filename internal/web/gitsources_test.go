@@ -61,6 +61,18 @@ func TestGitSourcesPage(t *testing.T) {
 		strings.Contains(p.body, "s3cret-token") {
 		t.Fatalf("adding: %d, want the webhook secret once and never the token\n%s", p.status, p.body)
 	}
+	if cc := p.header.Get("Cache-Control"); cc != "no-store" {
+		t.Errorf("the page with the webhook secret: Cache-Control %q, want no-store", cc)
+	}
+	// A field the API would refuse is refused here too, not trimmed into
+	// shape: nothing is added.
+	if p := alice.post("/namespaces/secret/git-sources", url.Values{"csrf": {csrf(t, page)}, "name": {"net2"}, "system": {"aws"},
+		"url": {" " + base + "net"}}); p.status != http.StatusBadRequest {
+		t.Errorf("a URL with a leading space: %d, want 400\n%s", p.status, p.body)
+	}
+	if all, err := e.admin.ListGitSources(context.Background(), "secret"); err != nil || len(all) != 1 {
+		t.Errorf("after the refused form: %d sources, %v", len(all), err)
+	}
 	p = alice.post("/namespaces/secret/git-sources/net/aws/sync", url.Values{"csrf": {csrf(t, page)}})
 	if p.status != http.StatusOK || !(strings.Contains(p.body, "published 1.0.0") || strings.Contains(p.body, "nothing new")) {
 		t.Fatalf("sync: %d\n%s", p.status, p.body)

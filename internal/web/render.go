@@ -158,6 +158,7 @@ type visit struct {
 	sessionID string // the session's token ID, "" when not signed in
 	now       time.Time
 	query     string // the search box's value
+	secret    bool   // the page shows a secret once: no-store, no validator
 }
 
 // signedIn reports whether the visitor has a session.
@@ -295,6 +296,7 @@ var (
 	headerCSP        = []string{contentSecurityPolicy}
 	headerDeny       = []string{"DENY"}
 	headerNoCache    = []string{"private, no-cache"}
+	headerNoStore    = []string{"no-store"}
 	headerVaryCookie = []string{"Cookie, Accept-Encoding"}
 	headerGzip       = []string{"gzip"}
 )
@@ -332,7 +334,11 @@ func (s *Service) write(w http.ResponseWriter, r *http.Request, v *visit, status
 	h := w.Header()
 	pageHeaders(h)
 	h["X-Frame-Options"] = headerDeny
-	if status == http.StatusOK {
+	if v != nil && v.secret {
+		// A secret shown once is stored nowhere: no browser's disk cache,
+		// and no validator to ask for the page again with.
+		h["Cache-Control"] = headerNoStore
+	} else if status == http.StatusOK {
 		etag := pageETag(buf.Bytes(), contentSum, s.foot)
 		h["Etag"] = []string{etag}
 		if httpjson.MatchETag(r.Header.Get("If-None-Match"), etag) {

@@ -38,19 +38,25 @@ func randomValue() (string, error) {
 
 // sameOrigin refuses a form posted from another origin: browsers send
 // Origin with every POST (and Sec-Fetch-Site); either, when present, must
-// say this site. The CSRF token is checked besides.
+// say this site: the public URL's scheme, and its host or the one the
+// request names. An opaque origin ("null", what a sandboxed frame or a
+// page with no-referrer sends; Trove's pages send their origin) is
+// another site's. The CSRF token is checked besides.
 func (s *Service) sameOrigin(r *http.Request) error {
 	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
-		return registry.Errorf(registry.Forbidden, "This form was sent from another site. Open the page on this registry and send it again.")
+		return errOtherSite
 	}
-	if o := r.Header.Get("Origin"); o != "" && o != "null" {
+	if o := r.Header.Get("Origin"); o != "" {
 		u, err := url.Parse(o)
-		if err != nil || u.Host != r.Host && u.Host != s.opt.PublicURL.Host {
-			return registry.Errorf(registry.Forbidden, "This form was sent from another site. Open the page on this registry and send it again.")
+		if err != nil || u.Scheme != s.opt.PublicURL.Scheme || u.Host != r.Host && u.Host != s.opt.PublicURL.Host {
+			return errOtherSite
 		}
 	}
 	return nil
 }
+
+// errOtherSite refuses a form that another site sent.
+var errOtherSite = registry.Errorf(registry.Forbidden, "This form was sent from another site. Open the page on this registry and send it again.")
 
 // parseForm reads a POSTed form, checks its origin and, for a visitor
 // with a session, its CSRF token.

@@ -141,7 +141,7 @@ func (s *Service) createToken(w http.ResponseWriter, r *http.Request, v *visit) 
 	if err != nil {
 		return err
 	}
-	f := tokenForm{Description: strings.TrimSpace(form.Get("description")), Access: form.Get("access"), Namespaces: form.Get("namespaces")}
+	f := tokenForm{Description: form.Get("description"), Access: form.Get("access"), Namespaces: form.Get("namespaces")}
 	f.Days, _ = strconv.Atoi(form.Get("days"))
 	fail := func(err error) error {
 		return s.showTokens(w, r, v, statusOf(err), tokensData{Form: f, Error: registry.Message(err)})
@@ -170,6 +170,7 @@ func (s *Service) createToken(w http.ResponseWriter, r *http.Request, v *visit) 
 		return fail(err)
 	}
 	created := apispec.CreatedToken{Token: s.tokenDoc(r.Context(), a, t), Secret: secret}
+	v.secret = true
 	return s.showTokens(w, r, v, http.StatusOK, tokensData{Created: &created, Form: tokenForm{Access: "read", Days: 30}})
 }
 
@@ -313,7 +314,7 @@ func (s *Service) setMember(w http.ResponseWriter, r *http.Request, v *visit) er
 	if err != nil {
 		return err
 	}
-	user := strings.TrimSpace(form.Get("user"))
+	user := form.Get("user")
 	if _, err := s.opt.Operations.SetMember(r.Context(), a, n.Name, user, form.Get("role")); err != nil {
 		return s.showSettings(w, r, v, n, statusOf(err), settingsData{Error: registry.Message(err)})
 	}

@@ -74,6 +74,7 @@ func TestTokenFormRefusals(t *testing.T) {
 		{"a bad namespace name", form("x", "read", "1", "../etc"), 400, ""},
 		{"posing as a web session", form("web session", "read", "1", ""), 400, "kept for web sessions"},
 		{"a long description", form(strings.Repeat("x", registry.MaxDescriptionLength+1), "read", "1", ""), 400, "description is too long"},
+		{"a newline the API refuses", form("ab\n", "read", "1", ""), 400, "control character"},
 		{"no CSRF token", url.Values{"description": {"x"}, "access": {"read"}, "days": {"1"}}, 403, "Reload the page"},
 	}
 	for _, tc := range cases {
@@ -84,8 +85,11 @@ func TestTokenFormRefusals(t *testing.T) {
 			}
 		})
 	}
-	if p := bob.post("/settings/tokens", form("x", "read", "1", ""), "Origin", "https://evil.example"); p.status != http.StatusForbidden {
-		t.Errorf("a form from another origin = %d", p.status)
+	host := strings.TrimPrefix(e.srv.URL, "https://")
+	for _, origin := range []string{"https://evil.example", "http://" + host, "null", "https://" + host + ".evil.example", "::"} {
+		if p := bob.post("/settings/tokens", form("x", "read", "1", ""), "Origin", origin); p.status != http.StatusForbidden {
+			t.Errorf("a form from origin %q = %d, want 403", origin, p.status)
+		}
 	}
 	if n := e.tokenCount(t, "bob"); n != before {
 		t.Errorf("the refused forms stored %d tokens", n-before)

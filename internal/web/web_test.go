@@ -445,6 +445,14 @@ func TestSignInSessionsAndTokens(t *testing.T) {
 	if p.status != 200 || secret == "" {
 		t.Fatalf("creating a token: %d\n%s", p.status, p.body)
 	}
+	// The page that shows the secret is stored nowhere; the next page is
+	// cached as every page is.
+	if cc, etag := p.header.Get("Cache-Control"), p.header.Get("Etag"); cc != "no-store" || etag != "" {
+		t.Errorf("the page with the new secret: Cache-Control %q, ETag %q, want no-store and no validator", cc, etag)
+	}
+	if cc := b.get("/settings/tokens").header.Get("Cache-Control"); cc != "private, no-cache" {
+		t.Errorf("the tokens page after: Cache-Control %q", cc)
+	}
 	c, err := client.New(e.srv.URL, secret, client.WithCAFile(e.srv.CAFile))
 	if err != nil {
 		t.Fatal(err)
