@@ -212,6 +212,9 @@ func entryName(raw string, isDir bool) (string, error) {
 	if isDir {
 		name = strings.TrimSuffix(name, "/")
 	}
+	if err := registry.CheckArchivePath(name); err != nil {
+		return "", err
+	}
 	switch {
 	case name == "" && isDir:
 		return "", nil

@@ -87,6 +87,8 @@ func TestCheckRefuses(t *testing.T) {
 		"absolute":                {[]tent{root, {Name: "/etc/cron.d/x", Body: "x"}}, Limits{}, registry.Invalid, "absolute path"},
 		"windows drive":           {[]tent{root, {Name: "C:/x", Body: "x"}}, Limits{}, registry.Invalid, "absolute path"},
 		"backslash":               {[]tent{root, {Name: `..\evil`, Body: "x"}}, Limits{}, registry.Invalid, "backslash"},
+		"name too long to unpack": {[]tent{root, {Name: "d/" + strings.Repeat("a", 256), Body: "x"}}, Limits{}, registry.Invalid, "a 256-byte name"},
+		"path too long":           {[]tent{root, {Name: strings.Repeat("abcdefgh/", 114) + "x", Body: "x"}}, Limits{}, registry.Invalid, "1027 bytes long"},
 		"control character":       {[]tent{root, {Name: "a\x1b[2Jb", Body: "x"}}, Limits{}, registry.Invalid, "control character"},
 		"duplicate":               {[]tent{root, {Name: "main.tf", Body: "other"}}, Limits{}, registry.Invalid, "twice"},
 		"case clash":              {[]tent{root, {Name: "MAIN.tf", Body: "other"}}, Limits{}, registry.Invalid, "case-insensitive"},

@@ -72,7 +72,32 @@ const (
 	// archive as uploaded (compressed). The tfplugindocs tree of the
 	// largest public providers packs to a few MiB.
 	MaxProviderDocsBytes = 32 << 20
+	// MaxArchivePathLength and MaxArchiveNameLength bound the entry
+	// names of a provider zip or a module archive: a component longer
+	// than 255 bytes is more than Linux, macOS or Windows file systems
+	// take, and a whole name stays well inside every system's path
+	// limit, so what is published can be unpacked by every client.
+	MaxArchivePathLength = 1024
+	MaxArchiveNameLength = 255
 )
+
+// CheckArchivePath refuses an archive entry name that a client could not
+// unpack for its length: over MaxArchivePathLength bytes, or with a
+// "/"-separated component over MaxArchiveNameLength.
+func CheckArchivePath(name string) error {
+	if len(name) > MaxArchivePathLength {
+		return Errorf(Invalid, "archive entry %q is %d bytes long; an entry's path may have at most %d", Elide(name), len(name), MaxArchivePathLength)
+	}
+	for rest := name; rest != ""; {
+		part, after, _ := strings.Cut(rest, "/")
+		if len(part) > MaxArchiveNameLength {
+			return Errorf(Invalid, "archive entry %q has a %d-byte name %q; a file or directory name may have at most %d bytes (what file systems take)",
+				Elide(name), len(part), Elide(part), MaxArchiveNameLength)
+		}
+		rest = after
+	}
+	return nil
+}
 
 // Limit is the longest value a field of a request may hold.
 type Limit struct {

@@ -119,3 +119,24 @@ func TestCheckLines(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckArchivePath(t *testing.T) {
+	long := strings.Repeat("a", MaxArchiveNameLength)
+	deep := strings.Repeat(strings.Repeat("b", 99)+"/", 10) + strings.Repeat("c", MaxArchivePathLength-1000)
+	for name, ok := range map[string]bool{
+		"main.tf":                 true,
+		long:                      true,
+		long + "/" + long:         true,
+		deep:                      true,
+		long + "a":                false,
+		"dir/" + long + "a/x":     false,
+		deep + "d":                false,
+		strings.Repeat("a/", 600): false,
+	} {
+		if err := CheckArchivePath(name); (err == nil) != ok {
+			t.Errorf("CheckArchivePath(%d bytes) = %v, want accepted %v", len(name), err, ok)
+		} else if err != nil && !IsKind(err, Invalid) {
+			t.Errorf("CheckArchivePath(%d bytes) = %v, want Invalid", len(name), err)
+		}
+	}
+}

@@ -181,6 +181,9 @@ func drain(f *zip.File, budget int64) (int64, error) {
 // directory the archive is unpacked into, or that unpack differently on
 // other systems.
 func checkEntryName(name string) error {
+	if err := registry.CheckArchivePath(name); err != nil {
+		return err
+	}
 	switch {
 	case name == "" || name == "/":
 		return registry.Errorf(registry.Invalid, "archive has an entry with an empty name")
