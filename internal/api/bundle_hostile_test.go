@@ -213,6 +213,15 @@ func TestBundleImportRefusesWhatPublishesRefuse(t *testing.T) {
 		{"provider key ID with a newline", 400, "invalid key ID", withProvider(t, gadgetKey, host, goodPackage, func(p *apispec.BundleProvider, _ *string) {
 			p.Key.KeyID = "ABCD\nEF"
 		})},
+		{"provider key that is a private key", 400, "is a private key", withProvider(t, gadgetKey, host, goodPackage, func(p *apispec.BundleProvider, _ *string) {
+			p.Key.ASCIIArmor = gadgetKey.ArmoredPrivate
+		})},
+		{"provider key listed under another key's ID", 400, "is listed as " + other.KeyID + " but is the key " + gadgetKey.KeyID, withProvider(t, gadgetKey, host, goodPackage, func(p *apispec.BundleProvider, _ *string) {
+			p.Key.KeyID = other.KeyID
+		})},
+		{"provider key that does not parse", 400, "does not read as an OpenPGP public key", withProvider(t, gadgetKey, host, goodPackage, func(p *apispec.BundleProvider, _ *string) {
+			p.Key.ASCIIArmor = "garbage"
+		})},
 		{"provider protocols the clients refuse", 400, "neither 5.x nor 6.x", withProvider(t, gadgetKey, host, goodPackage, func(p *apispec.BundleProvider, _ *string) {
 			p.Protocols = []string{"4.0"}
 		})},

@@ -253,7 +253,7 @@ func TestBundleImportRefusesTampering(t *testing.T) {
 		tamper     tamper
 	}{
 		{"bad signature", "does not verify", func(m *apispec.BundleManifest, e []bundleEntry) []bundleEntry {
-			m.Providers[0].Key.ASCIIArmor = other.ArmoredPublic
+			m.Providers[0].Key.ASCIIArmor, m.Providers[0].Key.KeyID = other.ArmoredPublic, other.KeyID
 			return e
 		}},
 		{"zip not in SHA256SUMS", "does not list", func(m *apispec.BundleManifest, e []bundleEntry) []bundleEntry {

@@ -564,6 +564,13 @@ func (m *Mirror) fetchSums(ctx context.Context, u *upstream, p provider, version
 		return nil, nil, key, registry.Errorf(registry.UpstreamInvalid, "upstream %s: the SHA256SUMS of %s/%s %s does not verify with the keys its download document lists (%s); refused, nothing was mirrored",
 			p.host, p.namespace, p.typ, version, registry.Message(err))
 	}
+	// The key is stored and served as the upstream lists it: what an
+	// air-gap bundle's key must be, it must be here (signing.CheckListedKey).
+	if err := signing.CheckListedKey(key); err != nil {
+		m.metrics.refused.WithLabelValues(p.host).Inc()
+		return nil, nil, registry.SigningKey{}, registry.Errorf(registry.UpstreamInvalid, "upstream %s: the key that signed %s/%s %s is listed in a way Trove will not serve (%s); refused, nothing was mirrored",
+			p.host, p.namespace, p.typ, version, registry.Message(err))
+	}
 	return sums, sig, key, nil
 }
 

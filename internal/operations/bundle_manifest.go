@@ -60,8 +60,9 @@ func (o *Operations) CheckBundleManifest(ctx context.Context, a Actor, m apispec
 		if err != nil {
 			return Bundle{}, nil, registry.Wrap(registry.Invalid, err, what)
 		}
-		if _, err := registry.ParseKeyID(p.Key.KeyID); err != nil {
-			return Bundle{}, nil, registry.Wrap(registry.Invalid, err, what)
+		key := registry.SigningKey{Namespace: addr.Namespace, KeyID: p.Key.KeyID, ASCIIArmor: p.Key.ASCIIArmor}
+		if err := signing.CheckListedKey(key); err != nil {
+			return Bundle{}, nil, registry.Wrap(registry.KindOf(err), err, what)
 		}
 		if err := firstError(b.need(p.SHASums, "the SHA256SUMS of "+what), b.need(p.Signature, "the signature of "+what)); err != nil {
 			return Bundle{}, nil, err
@@ -72,7 +73,7 @@ func (o *Operations) CheckBundleManifest(ctx context.Context, a Actor, m apispec
 		v := registry.MirroredVersion{Host: addr.Hostname.String(), ProviderVersion: registry.ProviderVersion{
 			Namespace: addr.Namespace, Type: addr.Type, Version: p.Version, Protocols: protocols,
 			SHASumsDigest: p.SHASums, SHASumsSignatureDigest: p.Signature,
-			SigningKey:  registry.SigningKey{Namespace: addr.Namespace, KeyID: p.Key.KeyID, ASCIIArmor: p.Key.ASCIIArmor},
+			SigningKey:  key,
 			PublishedAt: now,
 		}}
 		for _, pl := range p.Platforms {

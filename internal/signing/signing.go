@@ -133,6 +133,51 @@ func ParsePublicKey(armored string) (registry.SigningKey, error) {
 	return key, nil
 }
 
+// CheckListedKey checks a signing key listed beside a release that Trove
+// did not take itself (an upstream's download document, an air-gap
+// bundle's manifest), which Trove stores and serves as it is: its armor
+// must read as OpenPGP public keys, with no private key among them (the
+// download document would hand it to every client), and KeyID must be
+// the ID of one of those keys or of a subkey, so that what clients are
+// told signed the release is true. Unlike ParsePublicKey it judges no
+// expiry: an old release was signed while its key could sign, which
+// VerifyDetachedAt judges at the signature's time.
+func CheckListedKey(k registry.SigningKey) error {
+	if _, err := registry.ParseKeyID(k.KeyID); err != nil {
+		return err
+	}
+	if len(k.ASCIIArmor) > MaxPublicKeyBytes {
+		return registry.Errorf(registry.TooLarge, "the signing key listed as %s is larger than %d KiB", k.KeyID, MaxPublicKeyBytes>>10)
+	}
+	if strings.Contains(k.ASCIIArmor, beginPrivate) {
+		return registry.Errorf(registry.Invalid, "the signing key listed as %s is a private key, which must never be served: list the public key (gpg --armor --export %s)", k.KeyID, k.KeyID)
+	}
+	ring, err := openpgp.ReadArmoredKeyRing(strings.NewReader(k.ASCIIArmor))
+	if err != nil || len(ring) == 0 {
+		reason := "no key"
+		if err != nil {
+			reason = pgpReason(err)
+		}
+		return registry.Errorf(registry.Invalid, "the signing key listed as %s does not read as an OpenPGP public key: %s", k.KeyID, reason)
+	}
+	var ids []string
+	for _, e := range ring {
+		if e.PrivateKey != nil {
+			return registry.Errorf(registry.Invalid, "the signing key listed as %s holds a private key, which must never be served: list the public key (gpg --armor --export %s)", k.KeyID, k.KeyID)
+		}
+		ids = append(ids, e.PrimaryKey.KeyIdString())
+		for _, sub := range e.Subkeys {
+			ids = append(ids, sub.PublicKey.KeyIdString())
+		}
+	}
+	for _, id := range ids {
+		if strings.EqualFold(id, k.KeyID) {
+			return nil
+		}
+	}
+	return registry.Errorf(registry.Invalid, "the signing key is listed as %s but is the key %s", k.KeyID, ids[0])
+}
+
 // countPrimaryKeys reads every packet of body and counts the primary keys.
 func countPrimaryKeys(body []byte) (int, error) {
 	n := 0

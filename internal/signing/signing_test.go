@@ -427,3 +427,31 @@ func TestTerraformVerifiesStoredKey(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckListedKey: a key listed beside a release Trove did not take
+// (an upstream's, a bundle's) is served as it is: a public key, whose ID
+// or a subkey's is the one it is listed with; expiry is not judged.
+func TestCheckListedKey(t *testing.T) {
+	k := signingtest.NewKey(t, "listed")
+	primary := k.Entity.PrimaryKey.KeyIdString()
+	key := func(id, armor string) registry.SigningKey { return registry.SigningKey{KeyID: id, ASCIIArmor: armor} }
+	for _, ok := range []registry.SigningKey{
+		key(primary, k.ArmoredPublic),
+		key(strings.ToLower(primary), k.ArmoredPublic),
+	} {
+		if err := signing.CheckListedKey(ok); err != nil {
+			t.Errorf("CheckListedKey(%s) = %v, want it accepted", ok.KeyID, err)
+		}
+	}
+	for _, sub := range k.Entity.Subkeys {
+		if err := signing.CheckListedKey(key(sub.PublicKey.KeyIdString(), k.ArmoredPublic)); err != nil {
+			t.Errorf("listed as its subkey %s: %v, want it accepted", sub.PublicKey.KeyIdString(), err)
+		}
+	}
+	other := signingtest.NewKey(t, "other")
+	wantErr(t, signing.CheckListedKey(key(other.Entity.PrimaryKey.KeyIdString(), k.ArmoredPublic)), registry.Invalid, "listed as "+other.Entity.PrimaryKey.KeyIdString()+" but is the key "+primary)
+	wantErr(t, signing.CheckListedKey(key(primary, string(armoredPrivate(t, k, "")))), registry.Invalid, "private key")
+	wantErr(t, signing.CheckListedKey(key(primary, "garbage")), registry.Invalid, "does not read as an OpenPGP public key")
+	wantErr(t, signing.CheckListedKey(key("not-an-id", k.ArmoredPublic)), registry.Invalid, "invalid key ID")
+	wantErr(t, signing.CheckListedKey(key(primary, strings.Repeat("x", signing.MaxPublicKeyBytes+1))), registry.TooLarge, "larger than")
+}

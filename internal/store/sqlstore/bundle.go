@@ -121,6 +121,22 @@ func (x *Index) importMirrored(ctx context.Context, t tx, v registry.MirroredVer
 		v.Host, v.Namespace, v.Type, v.Version).Scan(&id, &sums)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
+		// A new version: none held may equal it but for build metadata
+		// (an earlier one of this very bundle included), what a publish
+		// refuses too.
+		core, below := precedenceRange(v.Version)
+		var twin string
+		err := t.row(ctx, `SELECT version FROM mirrored_versions
+			WHERE host = $1 AND namespace = $2 AND type = $3 AND version >= $4 AND version < $5
+			AND (version = $4 OR substr(version, 1, $6) = $7) LIMIT 1`,
+			v.Host, v.Namespace, v.Type, core, below, len(core)+1, core+"+").Scan(&twin)
+		switch {
+		case err == nil:
+			return 0, registry.Errorf(registry.Conflict, "%s has the same precedence as the mirrored version %s held already or earlier in the bundle: "+
+				"Terraform and OpenTofu ignore build metadata (+...) when comparing versions, so the two could not be told apart; nothing was imported", what, twin)
+		case !errors.Is(err, sql.ErrNoRows):
+			return 0, err
+		}
 		return len(v.Platforms), x.insertMirrored(ctx, t, v)
 	case err != nil:
 		return 0, err

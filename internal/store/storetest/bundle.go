@@ -329,6 +329,22 @@ func testBundles(t *testing.T, newIndex func(*testing.T) store.Index) {
 		_, err = x2.ImportBundle(ctx, append(providers[:2:2], hash), modules)
 		wantKind(t, err, registry.Conflict, "ImportBundle with a package held with another hash")
 		checkNothingImported(t, x2, providers, modules)
+
+		// And a mirrored version equal to a held one but for build
+		// metadata, or to another of the same bundle; the held version
+		// itself again is no clash.
+		twin := heldVersion(opentofuRegistry, "hashicorp", "google", "6.0.0+b", 1)
+		twin.SHASumsDigest = digestOf("the twin's SHA256SUMS")
+		_, err = x2.ImportBundle(ctx, append(providers[:2:2], twin), modules)
+		wantKind(t, err, registry.Conflict, "ImportBundle with a mirrored version of the same precedence as a held one")
+		checkNothingImported(t, x2, append(providers[:2:2], twin), modules)
+		pair := []registry.MirroredVersion{heldVersion(opentofuRegistry, "hashicorp", "null", "3.0.0+a", 1), heldVersion(opentofuRegistry, "hashicorp", "null", "3.0.0+b", 1)}
+		pair[1].SHASumsDigest = digestOf("the second twin's SHA256SUMS")
+		_, err = x2.ImportBundle(ctx, append(providers[:2:2], pair...), modules)
+		wantKind(t, err, registry.Conflict, "ImportBundle with two versions of the same precedence")
+		checkNothingImported(t, x2, append(providers[:2:2], pair...), modules)
+		_, err = x2.ImportBundle(ctx, []registry.MirroredVersion{fetched, heldVersion(opentofuRegistry, "hashicorp", "google", "6.0.1", 1)}, nil)
+		mustOK(t, err, "ImportBundle of the held version again, beside a new one")
 	})
 	t.Run("Invalid", func(t *testing.T) {
 		x, ctx := newIndex(t), t.Context()
