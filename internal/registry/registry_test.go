@@ -27,6 +27,11 @@ func TestParseVersion(t *testing.T) {
 			}
 		})
 	}
+	// A number too large for the clients: Trove's words, not strconv's.
+	_, err := ParseVersion("99999999999999999999.0.0")
+	if err == nil || !IsKind(err, Invalid) || !strings.Contains(err.Error(), "too large") || strings.Contains(err.Error(), "strconv") {
+		t.Errorf("ParseVersion of an overflowing number = %v, want Trove's own message", err)
+	}
 }
 
 func TestParseNames(t *testing.T) {

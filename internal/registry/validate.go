@@ -116,7 +116,9 @@ func ParseVersion(v string) (*version.Version, error) {
 	}
 	parsed, err := version.NewSemver(v)
 	if err != nil {
-		return nil, Errorf(Invalid, "invalid version %q: %s", v, err)
+		// The shape is right, so a number overflowed (the library's own
+		// words would be strconv's).
+		return nil, Errorf(Invalid, "invalid version %q: a number in it is too large; MAJOR, MINOR and PATCH must each fit in 64 bits, as the clients read them", v)
 	}
 	return parsed, nil
 }

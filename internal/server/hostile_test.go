@@ -100,6 +100,9 @@ func (p probe) check(t *testing.T, resp *http.Response, body []byte) {
 	if p.contains != "" && !strings.Contains(string(body), p.contains) {
 		t.Fatalf("the answer does not say %q: %.300q", p.contains, body)
 	}
+	if len(body) > maxRefusal {
+		t.Fatalf("a refusal of %d bytes: a message never repeats a value over its limit (docs/security.md); body %.300q...", len(body), body)
+	}
 	if p.method == http.MethodHead || p.answer == anyBody {
 		return
 	}
@@ -135,6 +138,10 @@ func (p probe) check(t *testing.T, resp *http.Response, body []byte) {
 	}
 }
 
+// maxRefusal bounds the body of a refusal: what it quotes of the
+// request is elided (registry.Elide), however long the input was.
+const maxRefusal = 2 << 10
+
 // front reports whether an answer is a refusal of Trove's front, which
 // comes before any route: a non-canonical path, two Authorization headers.
 func front(resp *http.Response, body []byte) bool {
@@ -169,7 +176,7 @@ func hostileProbes(t *testing.T, expiredToken, fileURL string) map[string][]prob
 	confusable := "%D0%B0cme" // Cyrillic "а" then "cme"
 	badNames := []string{"%00", "a%00b", "a%0Ab", longName, long, confusable, "-acme", "acme-", "a_b%20c", "%C3%A9", "%FF%FE", "%25", "%252e%252e"}
 	badVersions := []string{"01.0.0", "1.00.0", "1.0.0-01", "v1.0.0", "1.0", "1", "1.0.0.0", "99999999999999999999.0.0",
-		"1.0.0-", "1.0.0+", "1.0.0+build+x", "1.0.0-" + strings.Repeat("a", 400), "%EF%BC%91.0.0", "1.0.0%00", "..", "%2e%2e", "latest"}
+		"1.0.0-", "1.0.0+", "1.0.0+build+x", "1.0.0-" + strings.Repeat("a", 400), "1.0.0-" + long, "%EF%BC%91.0.0", "1.0.0%00", "..", "%2e%2e", "latest"}
 	malformedAuth := []string{
 		"Authorization: Bearer",
 		"Authorization: Bearer ",

@@ -269,6 +269,9 @@ func layoutFoot(host string) ([]byte, error) {
 // layoutFor is the layout's data for visit v of r.
 func (s *Service) layoutFor(r *http.Request, v *visit, title string) layoutData {
 	d := layoutData{Title: title, Query: v.query, Host: s.opt.Host, Next: r.URL.RequestURI()}
+	if len(d.Next) > maxNextLength {
+		d.Next = "" // no page of this site has such an address: sign-in leads home
+	}
 	if v.signedIn() {
 		d.User, d.Admin, d.CSRF = v.p.User.Name, v.p.User.Admin, s.csrfFor("session", v.sessionID)
 	}
@@ -404,11 +407,16 @@ func isRequestURI(u *url.URL, uri string) bool {
 	return len(uri) == len(p)+1+len(u.RawQuery) && uri[:len(p)] == p && uri[len(p)] == '?' && uri[len(p)+1:] == u.RawQuery
 }
 
+// maxNextLength bounds the page to return to after signing in: longer
+// than any address of this site, so the sign-in link of a page for a
+// hostile address does not repeat it.
+const maxNextLength = 2048
+
 // cleanPath reports whether p is a clean absolute path of this site, for
 // the "next" page after signing in: no scheme, no host, no "//" or "\"
 // that a browser would take for another site.
 func cleanPath(p string) bool {
-	if p == "" || !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") || strings.ContainsAny(p, "\\\r\n\t") {
+	if p == "" || len(p) > maxNextLength || !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") || strings.ContainsAny(p, "\\\r\n\t") {
 		return false
 	}
 	u, err := url.Parse(p)

@@ -584,7 +584,7 @@ func (s *Service) ServeDownload(w http.ResponseWriter, r *http.Request, namespac
 		v, ok = &fetched, found
 	}
 	if !ok {
-		s.writeError(w, r, registry.Errorf(registry.NotFound, "module %s/%s/%s has no version %q", key.ns, key.name, key.system, ver))
+		s.writeError(w, r, registry.Errorf(registry.NotFound, "module %s/%s/%s has no version %q", key.ns, key.name, key.system, registry.Elide(ver)))
 		return
 	}
 	// URLs signed within the same half-lifetime window are identical:
@@ -700,7 +700,7 @@ func (s *Service) versionDetails(w http.ResponseWriter, r *http.Request) error {
 	}
 	ver := r.PathValue("version")
 	if _, ok := e.Value.version(ver); !ok {
-		return registry.Errorf(registry.NotFound, "module %s/%s/%s has no version %q", key.ns, key.name, key.system, ver)
+		return registry.Errorf(registry.NotFound, "module %s/%s/%s has no version %q", key.ns, key.name, key.system, registry.Elide(ver))
 	}
 	return s.writeDetails(w, r, e, ver, rd.Private)
 }
@@ -754,7 +754,7 @@ func (s *Service) writeDetails(w http.ResponseWriter, r *http.Request, e *entry,
 	}
 	v0, ok := e.Value.version(ver)
 	if !ok { // a mirrored version Trove does not hold yet: no details to show
-		return registry.Errorf(registry.NotFound, "module version %s is not held by this mirror yet: its details show once it was downloaded", ver)
+		return registry.Errorf(registry.NotFound, "module version %s is not held by this mirror yet: its details show once it was downloaded", registry.Elide(ver))
 	}
 	v, err := s.idx.GetModuleVersion(r.Context(), v0.Namespace, v0.Name, v0.System, ver)
 	if err != nil {

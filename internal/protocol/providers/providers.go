@@ -454,11 +454,14 @@ func downloadNotFound(pk provKey, dk docKey) error {
 
 // checkDownload validates the version and platform of a download request.
 func checkDownload(pk provKey, dk docKey) error {
+	// The names come from the path and may be any length: each is elided
+	// in the message (the version and platform are valid here only once
+	// these pass).
 	if _, err := registry.ParseVersion(dk.version); err != nil {
-		return registry.Errorf(registry.NotFound, "provider %s/%s has no version %q: %s", pk.ns, pk.typ, dk.version, registry.Message(err))
+		return registry.Errorf(registry.NotFound, "provider %s/%s has no version %q: %s", pk.ns, pk.typ, registry.Elide(dk.version), registry.Message(err))
 	}
 	if err := registry.ValidatePlatform(dk.os, dk.arch); err != nil {
-		return registry.Errorf(registry.NotFound, "provider %s/%s %s has no package for %s_%s: %s", pk.ns, pk.typ, dk.version, dk.os, dk.arch, registry.Message(err))
+		return registry.Errorf(registry.NotFound, "provider %s/%s %s has no package for %s_%s: %s", pk.ns, pk.typ, dk.version, registry.Elide(dk.os), registry.Elide(dk.arch), registry.Message(err))
 	}
 	return nil
 }
