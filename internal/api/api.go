@@ -707,7 +707,7 @@ func (m *multipartSource) Next() (string, io.Reader, error) {
 	}
 	// A part cut short (the body ends before its boundary) is the
 	// client's failure, as for a module archive: 400, not 500.
-	return part.FileName(), clientReader{part}, nil
+	return part.FileName(), clientReader{part, registry.Elide(part.FileName())}, nil
 }
 
 // Documents.

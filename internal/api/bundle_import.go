@@ -2,8 +2,6 @@ package api
 
 import (
 	"archive/tar"
-	"bytes"
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -86,7 +84,11 @@ func readManifest(tr *tar.Reader) (apispec.BundleManifest, error) {
 	var m apispec.BundleManifest
 	hdr, err := tr.Next()
 	if err != nil {
-		return m, bundleReadError(err, "its manifest")
+		var maxErr *http.MaxBytesError
+		if errors.As(err, &maxErr) {
+			return m, err
+		}
+		return m, registry.Errorf(registry.Invalid, "not a Trove bundle: the body is not a tar archive that starts with %s (make one with trove bundle export)", apispec.BundleManifestName)
 	}
 	if hdr.Name != apispec.BundleManifestName || hdr.Typeflag != tar.TypeReg {
 		return m, registry.Errorf(registry.Invalid, "not a Trove bundle: its first file is %q, not %s", hdr.Name, apispec.BundleManifestName)
@@ -96,14 +98,11 @@ func readManifest(tr *tar.Reader) (apispec.BundleManifest, error) {
 	}
 	data, err := io.ReadAll(tr)
 	if err != nil {
-		return m, bundleReadError(err, "its manifest")
+		return m, bundleReadError(err, apispec.BundleManifestName)
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&m); err != nil {
-		return m, registry.Errorf(registry.Invalid, "the bundle's %s does not parse: %v", apispec.BundleManifestName, err)
-	}
-	return m, nil
+	// The API's rules for a JSON document: a member given twice, or data
+	// after the object, would leave what counts to the reader.
+	return m, httpjson.Unmarshal(data, &m, "bundle "+apispec.BundleManifestName)
 }
 
 // bundleReadError describes a failure to read the tar: a body over the

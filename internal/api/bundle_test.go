@@ -299,6 +299,35 @@ func TestBundleImportRefusesTampering(t *testing.T) {
 		})
 	}
 
+	// A manifest the API would refuse as a JSON body is refused here too,
+	// and a body that is no tar says what a bundle is.
+	m, entries := readBundle(t, src.bundle)
+	manifest, _ := json.Marshal(m)
+	for name, c2 := range map[string]struct{ manifest, want string }{
+		"data after the manifest":    {string(manifest) + "GARBAGE", "unexpected data after the object"},
+		"a member given twice":       {`{"format":"x",` + string(manifest[1:]), `names the member "format" more than once`},
+		"a member twice, other case": {`{"FORMAT":"x",` + string(manifest[1:]), "more than once"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			files := []testarchive.Entry{{Name: apispec.BundleManifestName, Body: c2.manifest}}
+			for _, e := range entries {
+				files = append(files, testarchive.Entry{Name: e.name, Body: string(e.data)})
+			}
+			b := testarchive.TarOf(t, files...)
+			_, err := c.ImportBundle(ctx, bytes.NewReader(b), int64(len(b)))
+			if client.StatusCode(err) != http.StatusBadRequest || !strings.Contains(err.Error(), c2.want) {
+				t.Errorf("import = %v (status %d), want 400 saying %q", err, client.StatusCode(err), c2.want)
+			}
+			checkNothingImported(t, dst, src)
+		})
+	}
+	for name, body := range map[string][]byte{"empty": nil, "not a tar": []byte(strings.Repeat("not a tar ", 100))} {
+		_, err := c.ImportBundle(ctx, bytes.NewReader(body), int64(len(body)))
+		if client.StatusCode(err) != http.StatusBadRequest || !strings.Contains(err.Error(), "not a Trove bundle") {
+			t.Errorf("import of an %s body = %v, want 400 saying it is not a Trove bundle", name, err)
+		}
+	}
+
 	// A module goes into the namespace of its name, which must exist.
 	empty := trovetest.Start(t)
 	_, err := adminClient(t, empty).ImportBundle(ctx, bytes.NewReader(src.bundle), -1)

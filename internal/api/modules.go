@@ -191,7 +191,7 @@ func (h *handler) publishModuleVersion(w http.ResponseWriter, r *http.Request) e
 	if err != nil {
 		return err
 	}
-	archive = clientReader{archive}
+	archive = clientReader{archive, "the module archive"}
 	res, err := h.Ops.PublishModule(r.Context(), actor(r), modules.Upload{
 		Namespace: ns, Name: r.PathValue("name"), System: r.PathValue("system"), Version: r.PathValue("version"),
 		Origin: r.URL.Query().Get(apispec.ModuleOriginParam), Archive: archive,
@@ -262,9 +262,13 @@ func declared(body io.Reader, magic []byte, what string) (io.Reader, error) {
 
 // clientReader reads a request body on which a failure is the client's:
 // a body cut short, a malformed chunked encoding or a broken multipart
-// part answers 400 instead of 500. Errors that already have a kind (the
+// part answers 400 instead of 500, naming what was being uploaded (what,
+// such as "the module archive"). Errors that already have a kind (the
 // size limit, a second part) pass through.
-type clientReader struct{ r io.Reader }
+type clientReader struct {
+	r    io.Reader
+	what string
+}
 
 func (c clientReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
@@ -276,7 +280,7 @@ func (c clientReader) Read(p []byte) (int, error) {
 	if errors.As(err, &maxErr) || errors.As(err, &kinded) {
 		return n, err
 	}
-	return n, registry.Wrap(registry.Invalid, err, "reading the module archive from the request")
+	return n, registry.Wrap(registry.Invalid, err, "the upload of "+c.what+" ended early or is malformed: send it again")
 }
 
 // singlePart reads one multipart part and fails if another part follows,

@@ -49,7 +49,7 @@ func (h *handler) uploadProviderDocs(w http.ResponseWriter, r *http.Request) err
 	// message; more is never read.
 	body := http.MaxBytesReader(w, r.Body, apispec.MaxProviderDocsBytes+1)
 	defer func() { _, _ = io.Copy(io.Discard, body) }()
-	res, err := h.Ops.PublishProviderDocs(r.Context(), actor(r), ns, r.PathValue("type"), r.PathValue("version"), clientReader{body})
+	res, err := h.Ops.PublishProviderDocs(r.Context(), actor(r), ns, r.PathValue("type"), r.PathValue("version"), clientReader{body, "the documentation archive"})
 	if err != nil {
 		return err
 	}

@@ -159,16 +159,24 @@ func Decode(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
 		}
 		return registry.Errorf(registry.Invalid, "invalid JSON request body: %s", err)
 	}
+	return Unmarshal(data, v, "JSON request body")
+}
+
+// Unmarshal decodes the JSON document data into v by Decode's rules: no
+// unknown field, no trailing data, no member named twice, and v's own
+// validation if it is a Validator. A refusal names the document as what
+// ("invalid <what>: ...").
+func Unmarshal(data []byte, v any, what string) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return registry.Errorf(registry.Invalid, "invalid JSON request body: %s", err)
+		return registry.Errorf(registry.Invalid, "invalid %s: %s", what, err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return registry.Errorf(registry.Invalid, "invalid JSON request body: unexpected data after the object")
+		return registry.Errorf(registry.Invalid, "invalid %s: unexpected data after the object", what)
 	}
 	if name, ok := repeatedMember(data); ok {
-		return registry.Errorf(registry.Invalid, "invalid JSON request body: an object names the member %q more than once", registry.Elide(name))
+		return registry.Errorf(registry.Invalid, "invalid %s: an object names the member %q more than once", what, registry.Elide(name))
 	}
 	if val, ok := v.(Validator); ok {
 		return val.Validate()

@@ -477,7 +477,8 @@ func hostileProbes(t *testing.T, expiredToken, fileURL string) map[string][]prob
 		probe{method: "POST", target: "/api/v1/namespaces/acme/providers/widget/versions/1.0.0", header: []string{admin, "Content-Type: multipart/form-data; boundary=x"},
 			body: []byte("--x\r\nContent-Disposition: form-data; name=\"file\"; filename=\"terraform-provider-widget_1.0.0_SHA256SUMS.sig\"\r\n\r\nnot a signature\r\n--x--\r\n")},
 		probe{method: "POST", target: "/api/v1/namespaces/acme/providers/widget/versions/1.0.0", header: []string{admin, "Content-Type: multipart/form-data; boundary=x"},
-			body: []byte("--x\r\nContent-Disposition: form-data; name=\"file\"; filename=\"terraform-provider-widget_1.0.0_SHA256SUMS\"\r\n\r\ntrunc")},
+			body: []byte("--x\r\nContent-Disposition: form-data; name=\"file\"; filename=\"terraform-provider-widget_1.0.0_SHA256SUMS\"\r\n\r\ntrunc"),
+			status: http.StatusBadRequest, contains: "the upload of terraform-provider-widget_1.0.0_SHA256SUMS ended early"},
 	)
 
 	// login.v1 and the device grant.
