@@ -197,7 +197,8 @@ func (h *Handler) serveFile(w http.ResponseWriter, r *http.Request) error {
 	setHeaders()
 	// blob.Content keeps its dynamic type (an *os.File for the filesystem
 	// backend), so ServeContent's copy can use sendfile.
-	http.ServeContent(&rangeErrorWriter{ResponseWriter: w}, r, "", blob.ModTime, blob.Content)
+	httpjson.ServeRange(r)
+	http.ServeContent(&httpjson.RangeRefusal{ResponseWriter: w, Body: rangeRefusal}, r, "", blob.ModTime, blob.Content)
 	return nil
 }
 
@@ -262,47 +263,10 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, origin, digest,
 	}
 }
 
-// rangeErrorWriter turns the one error http.ServeContent answers itself
-// for a readable blob, 416 for a Range outside the file, into the JSON
-// error body of every other answer; the Content-Range header ServeContent
-// sets ("bytes */<size>") stays. ReadFrom and Unwrap are forwarded, so
-// that a download keeps using sendfile.
-type rangeErrorWriter struct {
-	http.ResponseWriter
-	swallow bool // the text body of the 416 is dropped
-}
-
-func (w *rangeErrorWriter) WriteHeader(code int) {
-	if code != http.StatusRequestedRangeNotSatisfiable {
-		w.ResponseWriter.WriteHeader(code)
-		return
-	}
-	w.swallow = true
-	body, _ := json.Marshal(httpjson.ErrorBody{Errors: []string{
-		"the requested range lies outside the file (see Content-Range for its size): request a range within it, or the whole file"}})
-	w.Header().Del("Content-Length")
-	httpjson.WriteRaw(w.ResponseWriter, code, body)
-}
-
-func (w *rangeErrorWriter) Write(p []byte) (int, error) {
-	if w.swallow {
-		return len(p), nil
-	}
-	return w.ResponseWriter.Write(p)
-}
-
-func (w *rangeErrorWriter) ReadFrom(src io.Reader) (int64, error) {
-	if w.swallow {
-		return io.Copy(io.Discard, src)
-	}
-	if rf, ok := w.ResponseWriter.(io.ReaderFrom); ok {
-		return rf.ReadFrom(src)
-	}
-	return io.Copy(w.ResponseWriter, src)
-}
-
-// Unwrap returns the underlying ResponseWriter (for http.ResponseController).
-func (w *rangeErrorWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+// rangeRefusal is the body of a 416: the requested range is malformed or
+// lies outside the file (httpjson.RangeRefusal).
+var rangeRefusal, _ = json.Marshal(httpjson.ErrorBody{Errors: []string{
+	"the requested range is malformed or lies outside the file (see Content-Range for its size): request a range of bytes within it, or the whole file"}})
 
 // ContentType returns the media type Trove serves a release file with.
 func ContentType(filename string) string {

@@ -177,6 +177,16 @@ func TestUnsatisfiableRange(t *testing.T) {
 	if resp.StatusCode != http.StatusPartialContent || string(body) != "234" {
 		t.Fatalf("a satisfiable range after it: status %d, body %q", resp.StatusCode, body)
 	}
+	// Range units compare without regard to case; a unit Trove does not
+	// serve is ignored: the whole file (RFC 9110, 14.1 and 14.2).
+	if resp, body := f.get(t, http.MethodGet, path, "Range", "Bytes=2-4"); resp.StatusCode != http.StatusPartialContent || string(body) != "234" {
+		t.Errorf("Range: Bytes=2-4: status %d, body %q, want 206 234", resp.StatusCode, body)
+	}
+	for _, rg := range []string{"items=0-1", "lines", ""} {
+		if resp, body := f.get(t, http.MethodGet, path, "Range", rg); resp.StatusCode != http.StatusOK || string(body) != "0123456789" {
+			t.Errorf("Range: %q: status %d, body %q, want the whole file", rg, resp.StatusCode, body)
+		}
+	}
 }
 
 func TestContentTypes(t *testing.T) {

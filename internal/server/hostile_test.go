@@ -296,7 +296,7 @@ func hostileProbes(t *testing.T, expiredToken, fileURL string) map[string][]prob
 			probe{method: m, target: "/v2/acme/widget/manifests/1.0.0", header: []string{admin}, status: http.StatusMethodNotAllowed, allow: getHead})
 	}
 	for _, m := range []string{http.MethodPut, http.MethodDelete} {
-		oci(probe{method: m, target: "/v2/token", header: []string{admin}, status: http.StatusMethodNotAllowed, allow: "GET, POST"})
+		oci(probe{method: m, target: "/v2/token", header: []string{admin}, status: http.StatusMethodNotAllowed, allow: "GET, HEAD, POST"})
 	}
 	for _, n := range badNames {
 		oci(probe{method: "GET", target: "/v2/" + n + "/widget/tags/list", header: []string{admin}},
@@ -477,7 +477,7 @@ func hostileProbes(t *testing.T, expiredToken, fileURL string) map[string][]prob
 		probe{method: "POST", target: "/api/v1/namespaces/acme/providers/widget/versions/1.0.0", header: []string{admin, "Content-Type: multipart/form-data; boundary=x"},
 			body: []byte("--x\r\nContent-Disposition: form-data; name=\"file\"; filename=\"terraform-provider-widget_1.0.0_SHA256SUMS.sig\"\r\n\r\nnot a signature\r\n--x--\r\n")},
 		probe{method: "POST", target: "/api/v1/namespaces/acme/providers/widget/versions/1.0.0", header: []string{admin, "Content-Type: multipart/form-data; boundary=x"},
-			body: []byte("--x\r\nContent-Disposition: form-data; name=\"file\"; filename=\"terraform-provider-widget_1.0.0_SHA256SUMS\"\r\n\r\ntrunc"),
+			body:   []byte("--x\r\nContent-Disposition: form-data; name=\"file\"; filename=\"terraform-provider-widget_1.0.0_SHA256SUMS\"\r\n\r\ntrunc"),
 			status: http.StatusBadRequest, contains: "the upload of terraform-provider-widget_1.0.0_SHA256SUMS ended early"},
 	)
 

@@ -56,3 +56,31 @@ func TestAccepts(t *testing.T) {
 		}
 	}
 }
+
+// TestAcceptsZeroWeight: q=0 refuses what it names, and the type named
+// itself overrides */*.
+func TestAcceptsZeroWeight(t *testing.T) {
+	mt := MediaTypeManifest
+	for v, want := range map[string]bool{
+		mt + ";q=0":                  false,
+		mt + "; q=0.000":             false,
+		mt + ";Q=0":                  false,
+		mt + ";q=0.001":              true,
+		mt + ";q=0.5":                true,
+		mt + ";level=1;q=0":          false,
+		"*/*;q=0":                    false,
+		"*/*;q=0, " + mt:             true,
+		mt + ";q=0, */*":             false,
+		"*/*, " + mt + ";q=0":        false,
+		MediaTypeIndex + ";q=0, */*": true,
+		mt + ";q=0.0000":             true, // not a qvalue: no weight
+		mt + ";q=00":                 true, // not a qvalue either
+		mt + ";q=0," + mt + ";q=1":   true, // named twice: acceptable once is enough
+	} {
+		r := httptest.NewRequest("GET", "/v2/", nil)
+		r.Header.Set("Accept", v)
+		if got := accepts(r, mt); got != want {
+			t.Errorf("accepts(%q) = %v, want %v", v, got, want)
+		}
+	}
+}

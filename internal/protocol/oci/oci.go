@@ -246,6 +246,12 @@ func (s *Service) InvalidateAll() {
 }
 
 // ociError is an error of the specification's error codes.
+// ociErrorItem is one error of an OCI error document.
+type ociErrorItem struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
 type ociError struct {
 	status  int
 	code    string
@@ -309,13 +315,7 @@ func (s *Service) writeError(w http.ResponseWriter, r *http.Request, err error, 
 	if r.Method == http.MethodHead {
 		return
 	}
-	type item struct {
-		Code    string `json:"code"`
-		Message string `json:"message"`
-	}
-	_ = json.NewEncoder(w).Encode(struct {
-		Errors []item `json:"errors"`
-	}{[]item{{oe.code, oe.message}}})
+	_ = json.NewEncoder(w).Encode(map[string][]ociErrorItem{"errors": {{Code: oe.code, Message: oe.message}}})
 }
 
 // origin is the public scheme and host the challenges name.
@@ -823,24 +823,51 @@ func (s *Service) serveManifest(w http.ResponseWriter, r *http.Request, key repo
 }
 
 // accepts reports whether r's Accept headers admit mediaType: no Accept
-// header, */*, or the type among them.
+// header, */* (or an empty item), or the type among them. The weight q=0
+// says "not acceptable" (RFC 9110, 12.4.2), and the type named itself
+// overrides */*: "<type>;q=0, */*" refuses it.
 func accepts(r *http.Request, mediaType string) bool {
 	vals := r.Header.Values("Accept")
 	if len(vals) == 0 {
 		return true
 	}
+	// Whether the type itself, and */*, were named, and with a weight.
+	var named, namedOK, anyNamed, anyOK bool
 	for _, v := range vals {
 		// Each comma-separated item in turn, as strings.Split would give
 		// them, without allocating the slice of them.
 		for more := true; more; {
-			var t string
-			t, v, more = strings.Cut(v, ",")
-			t, _, _ = strings.Cut(t, ";")
-			t = strings.TrimSpace(t)
-			if t == "" || t == "*/*" || t == mediaType {
-				return true
+			var item string
+			item, v, more = strings.Cut(v, ",")
+			t, params, _ := strings.Cut(item, ";")
+			ok := !zeroWeight(params)
+			switch t = strings.TrimSpace(t); t {
+			case mediaType:
+				named, namedOK = true, namedOK || ok
+			case "", "*/*":
+				anyNamed, anyOK = true, anyOK || ok
 			}
 		}
+	}
+	if named {
+		return namedOK
+	}
+	return anyNamed && anyOK
+}
+
+// zeroWeight reports whether the parameters of an Accept item (after its
+// first ";") give it the weight 0: q=0, q=0.0, up to q=0.000.
+func zeroWeight(params string) bool {
+	for params != "" {
+		var p string
+		p, params, _ = strings.Cut(params, ";")
+		name, value, _ := strings.Cut(p, "=")
+		if !strings.EqualFold(strings.TrimSpace(name), "q") {
+			continue
+		}
+		value = strings.TrimSpace(value)
+		whole, frac, _ := strings.Cut(value, ".")
+		return whole == "0" && len(frac) <= 3 && strings.Trim(frac, "0") == ""
 	}
 	return false
 }
@@ -872,8 +899,9 @@ func (s *Service) serveBlob(w http.ResponseWriter, r *http.Request, key repoKey,
 	h[digestHeader.Key(r)] = []string{ref}
 	h.Set("Etag", `"`+ref+`"`)
 	setCacheControl(h, "max-age=31536000, immutable")
+	httpjson.ServeRange(r)
 	if b.mem != nil {
-		http.ServeContent(w, r, "", time.Time{}, strings.NewReader(string(b.mem)))
+		http.ServeContent(&httpjson.RangeRefusal{ResponseWriter: w, Body: rangeRefusal}, r, "", time.Time{}, strings.NewReader(string(b.mem)))
 		return
 	}
 	if b.origin != "" {
@@ -901,8 +929,14 @@ func (s *Service) serveBlob(w http.ResponseWriter, r *http.Request, key repoKey,
 		return
 	}
 	defer blob.Close()
-	http.ServeContent(w, r, "", time.Time{}, blob.Content)
+	http.ServeContent(&httpjson.RangeRefusal{ResponseWriter: w, Body: rangeRefusal}, r, "", time.Time{}, blob.Content)
 }
+
+// rangeRefusal is the OCI error document of a 416 (httpjson.RangeRefusal):
+// RANGE_INVALID, the distribution registry's code for a range it cannot
+// serve.
+var rangeRefusal, _ = json.Marshal(map[string][]ociErrorItem{"errors": {{Code: "RANGE_INVALID",
+	Message: "the requested range is malformed or lies outside the blob (see Content-Range for its size): request a range of bytes within it, or the whole blob"}}})
 
 // blobError answers a blob request whose content could not be opened
 // with err: without the headers set for the blob's content (an error is

@@ -822,3 +822,34 @@ func TestHeadersOverHTTP2(t *testing.T) {
 		}
 	}
 }
+
+// TestBlobRanges: a range Trove cannot serve is refused in the OCI error
+// format with the blob's size; a unit Trove does not serve is ignored.
+func TestBlobRanges(t *testing.T) {
+	e := newEnv(t)
+	layer := "sha256:" + e.zips["open/linux_amd64"]
+	whole := e.do(t, http.MethodGet, "/v2/open/widget/blobs/"+layer)
+	if whole.status != http.StatusOK {
+		t.Fatalf("blob = %d", whole.status)
+	}
+	for rg, size := range map[string]string{"bytes=999999999-": fmt.Sprintf("bytes */%d", len(whole.body)), "bytes=abc": ""} {
+		r := e.do(t, http.MethodGet, "/v2/open/widget/blobs/"+layer, "Range", rg)
+		if r.status != http.StatusRequestedRangeNotSatisfiable || errCode(t, r) != "RANGE_INVALID" ||
+			r.header.Get("Content-Range") != size || r.header.Get("Content-Type") != "application/json" {
+			t.Errorf("Range %s = %d %v %q, want 416 RANGE_INVALID (Content-Range %q)", rg, r.status, r.header, r.body, size)
+		}
+	}
+	if r := e.do(t, http.MethodGet, "/v2/open/widget/blobs/"+layer, "Range", "items=0-1"); r.status != http.StatusOK || !bytes.Equal(r.body, whole.body) {
+		t.Errorf("Range items=0-1 = %d (%d bytes), want the whole blob", r.status, len(r.body))
+	}
+	if r := e.do(t, http.MethodGet, "/v2/open/widget/blobs/"+layer, "Range", "Bytes=1-2"); r.status != http.StatusPartialContent || !bytes.Equal(r.body, whole.body[1:3]) {
+		t.Errorf("Range Bytes=1-2 = %d %q, want 206", r.status, r.body)
+	}
+	// The token endpoint answers HEAD as GET.
+	basic := "Basic " + base64.StdEncoding.EncodeToString([]byte("x:"+e.token))
+	get := e.do(t, http.MethodGet, "/v2/token?scope=repository:acme/widget:pull", "Authorization", basic)
+	head := e.do(t, http.MethodHead, "/v2/token?scope=repository:acme/widget:pull", "Authorization", basic)
+	if get.status != http.StatusOK || head.status != get.status || len(head.body) != 0 {
+		t.Errorf("token: GET %d, HEAD %d with %d bytes, want 200 twice and no body", get.status, head.status, len(head.body))
+	}
+}

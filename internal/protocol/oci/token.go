@@ -153,8 +153,8 @@ func parseScopes(vals []string) ([]scope, error) {
 // refuses the token for them). Anonymous requests are refused: public
 // repositories need no token.
 func (s *Service) serveToken(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet && r.Method != http.MethodPost {
-		s.notAllowed(w, r, "GET, POST", "use GET or POST")
+	if r.Method != http.MethodGet && r.Method != http.MethodHead && r.Method != http.MethodPost {
+		s.notAllowed(w, r, "GET, HEAD, POST", "use GET or POST")
 		return
 	}
 	if r.Header.Get("Authorization") == "" || s.opt.Guard == nil || s.opt.Signer == nil {
