@@ -102,6 +102,7 @@ func (h *handler) getProviderDocs(w http.ResponseWriter, r *http.Request) error 
 	w.Header().Set("Content-Disposition", `attachment; filename="`+name+`"`)
 	w.Header().Set("ETag", `"`+v.DocsDigest+`"`)
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	http.ServeContent(w, r, "", b.ModTime, b.Content)
+	httpjson.ServeRange(r)
+	http.ServeContent(&httpjson.RangeRefusal{ResponseWriter: w, Body: httpjson.FileRangeRefusal}, r, "", b.ModTime, b.Content)
 	return nil
 }

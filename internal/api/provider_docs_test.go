@@ -204,5 +204,27 @@ func TestProviderDocsUpload(t *testing.T) {
 		if status, body, _ := docsCall(t, s, "GET", "open", "widget", "1.0.0", "", nil); status != 200 || !bytes.Equal(body, archive) {
 			t.Errorf("anonymous GET docs of a public namespace = %d (%d bytes), want 200 with the archive", status, len(body))
 		}
+		// Ranges as on every download: a JSON 416, units compared
+		// without regard to case, other units ignored.
+		path := strings.NewReplacer("{namespace}", "open", "{type}", "widget", "{version}", "1.0.0").Replace(apispec.RouteProviderDocs)
+		for rg, want := range map[string]int{"bytes=999999-": 416, "bytes=abc": 416, "Bytes=0-1": 206, "items=0-1": 200} {
+			req, _ := http.NewRequest(http.MethodGet, s.URL+path, nil)
+			req.Header.Set("Range", rg)
+			resp, err := s.HTTPClient().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			var doc struct{ Errors []string }
+			switch {
+			case resp.StatusCode != want:
+				t.Errorf("Range %s: %d %q, want %d", rg, resp.StatusCode, body, want)
+			case want == 416 && (json.Unmarshal(body, &doc) != nil || len(doc.Errors) != 1):
+				t.Errorf("Range %s: 416 with %q, want a JSON error", rg, body)
+			case want == 206 && !bytes.Equal(body, archive[:2]), want == 200 && !bytes.Equal(body, archive):
+				t.Errorf("Range %s: %d bytes, want the range's", rg, len(body))
+			}
+		}
 	})
 }

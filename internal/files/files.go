@@ -19,7 +19,6 @@ package files
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"log/slog"
 	"mime"
@@ -198,7 +197,7 @@ func (h *Handler) serveFile(w http.ResponseWriter, r *http.Request) error {
 	// blob.Content keeps its dynamic type (an *os.File for the filesystem
 	// backend), so ServeContent's copy can use sendfile.
 	httpjson.ServeRange(r)
-	http.ServeContent(&httpjson.RangeRefusal{ResponseWriter: w, Body: rangeRefusal}, r, "", blob.ModTime, blob.Content)
+	http.ServeContent(&httpjson.RangeRefusal{ResponseWriter: w, Body: httpjson.FileRangeRefusal}, r, "", blob.ModTime, blob.Content)
 	return nil
 }
 
@@ -262,11 +261,6 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, origin, digest,
 		n, err = body.Read(buf)
 	}
 }
-
-// rangeRefusal is the body of a 416: the requested range is malformed or
-// lies outside the file (httpjson.RangeRefusal).
-var rangeRefusal, _ = json.Marshal(httpjson.ErrorBody{Errors: []string{
-	"the requested range is malformed or lies outside the file (see Content-Range for its size): request a range of bytes within it, or the whole file"}})
 
 // ContentType returns the media type Trove serves a release file with.
 func ContentType(filename string) string {

@@ -15,8 +15,12 @@ type HeaderName struct {
 
 // Key returns the header map key of n in the answer to r: the canonical
 // name over HTTP/1, the wire name over HTTP/2.
-func (n HeaderName) Key(r *http.Request) string {
-	if r.ProtoMajor == 2 {
+func (n HeaderName) Key(r *http.Request) string { return n.KeyOn(r.ProtoMajor == 2) }
+
+// KeyOn returns the header map key of n in an answer over HTTP/2 (h2) or
+// HTTP/1, for a writer that no longer holds its request.
+func (n HeaderName) KeyOn(h2 bool) string {
+	if h2 {
 		return n.Wire
 	}
 	return n.Canonical

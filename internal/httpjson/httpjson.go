@@ -10,7 +10,9 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"strings"
+	"sync"
 	"unicode"
 
 	"trove.dev/trove/internal/registry"
@@ -175,7 +177,7 @@ func Unmarshal(data []byte, v any, what string) error {
 	if _, err := dec.Token(); err != io.EOF {
 		return registry.Errorf(registry.Invalid, "invalid %s: unexpected data after the object", what)
 	}
-	if name, ok := repeatedMember(data); ok {
+	if name, ok := repeatedMember(data, reflect.TypeOf(v)); ok {
 		return registry.Errorf(registry.Invalid, "invalid %s: an object names the member %q more than once", what, registry.Elide(name))
 	}
 	if val, ok := v.(Validator); ok {
@@ -185,47 +187,143 @@ func Unmarshal(data []byte, v any, what string) error {
 }
 
 // repeatedMember returns a member name that an object of the valid JSON
-// document data gives twice, compared as encoding/json matches names to
-// fields (Unicode case folding).
-func repeatedMember(data []byte) (string, bool) {
-	type frame struct {
-		names     map[string]bool // nil: an array
-		expectKey bool
-	}
-	var stack []frame
+// document data gives twice where decoding it into a value of type t
+// would keep only one of them: in an object that decodes into a struct,
+// names compared as encoding/json matches them to fields (Unicode case
+// folding, {"name":"a","NAME":"b"} is "b", where another reader of the
+// same body may take "a"); in any other object (a map, a value of
+// interface type), names compared exactly, since "Name" and "name" are
+// two keys there. A json.RawMessage is not looked into: whoever reads it
+// judges it (a module's metadata holds the defaults of its variables,
+// whose map keys may differ only in case).
+func repeatedMember(data []byte, t reflect.Type) (string, bool) {
 	dec := json.NewDecoder(bytes.NewReader(data))
-	for {
+	name, err := walkMembers(dec, t)
+	return name, err == nil && name != ""
+}
+
+var rawMessageType = reflect.TypeFor[json.RawMessage]()
+
+// walkMembers reads one JSON value from dec, which decodes into a value
+// of type t (nil: unknown, as interface{}), and returns the first member
+// name an object in it repeats (repeatedMember), or "".
+func walkMembers(dec *json.Decoder, t reflect.Type) (string, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return "", err
+	}
+	delim, ok := tok.(json.Delim)
+	if !ok {
+		return "", nil // a scalar
+	}
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == rawMessageType {
+		return "", skipComposite(dec)
+	}
+	if delim == '[' {
+		var elem reflect.Type
+		if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
+			elem = t.Elem()
+		}
+		for dec.More() {
+			if name, err := walkMembers(dec, elem); name != "" || err != nil {
+				return name, err
+			}
+		}
+		_, err := dec.Token() // ']'
+		return "", err
+	}
+	var fields map[string]reflect.Type // a struct's, by folded name
+	var elem reflect.Type              // a map's values
+	switch {
+	case t != nil && t.Kind() == reflect.Struct:
+		fields = structFields(t)
+	case t != nil && t.Kind() == reflect.Map:
+		elem = t.Elem()
+	}
+	seen := map[string]bool{}
+	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
-			return "", false
+			return "", err
 		}
-		top := len(stack) - 1
-		switch t := tok.(type) {
-		case json.Delim:
-			switch t {
-			case '{':
-				stack = append(stack, frame{names: map[string]bool{}, expectKey: true})
-				continue
-			case '[':
-				stack = append(stack, frame{})
-				continue
-			}
-			stack = stack[:top] // '}' or ']': a value ended
-		case string:
-			if top >= 0 && stack[top].names != nil && stack[top].expectKey {
-				folded := foldName(t)
-				if stack[top].names[folded] {
-					return t, true
-				}
-				stack[top].names[folded] = true
-				stack[top].expectKey = false
-				continue
-			}
+		name, _ := tok.(string)
+		key, next := name, elem
+		if fields != nil {
+			key = foldName(name)
+			next = fields[key]
 		}
-		if top = len(stack) - 1; top >= 0 && stack[top].names != nil {
-			stack[top].expectKey = true
+		if seen[key] {
+			return name, nil
+		}
+		seen[key] = true
+		if found, err := walkMembers(dec, next); found != "" || err != nil {
+			return found, err
 		}
 	}
+	_, err = dec.Token() // '}'
+	return "", err
+}
+
+// skipComposite reads the rest of an array or object whose opening
+// delimiter dec has just returned.
+func skipComposite(dec *json.Decoder) error {
+	for depth := 1; depth > 0; {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		if d, ok := tok.(json.Delim); ok {
+			if d == '[' || d == '{' {
+				depth++
+			} else {
+				depth--
+			}
+		}
+	}
+	return nil
+}
+
+var fieldsOf sync.Map // reflect.Type -> map[string]reflect.Type
+
+// structFields returns the types of the fields a JSON object decoding
+// into struct type t may name, by their folded JSON names (fields of
+// embedded structs included, as encoding/json promotes them).
+func structFields(t reflect.Type) map[string]reflect.Type {
+	if f, ok := fieldsOf.Load(t); ok {
+		return f.(map[string]reflect.Type)
+	}
+	fields := map[string]reflect.Type{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if tag == "-" {
+			continue
+		}
+		ft := f.Type
+		for ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		if f.Anonymous && tag == "" && ft.Kind() == reflect.Struct {
+			for name, typ := range structFields(ft) {
+				if _, own := fields[name]; !own {
+					fields[name] = typ
+				}
+			}
+			continue
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if tag == "" {
+			tag = f.Name
+		}
+		fields[foldName(tag)] = f.Type
+	}
+	fieldsOf.Store(t, fields)
+	return fields
 }
 
 // foldName maps every rune of s to the smallest rune of its Unicode

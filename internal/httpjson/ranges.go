@@ -1,6 +1,7 @@
 package httpjson
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
@@ -27,6 +28,11 @@ func ServeRange(r *http.Request) {
 		delete(r.Header, "Range")
 	}
 }
+
+// FileRangeRefusal is the body of a 416 of the API's files (the signed
+// downloads, a provider's documentation archive), for RangeRefusal.
+var FileRangeRefusal, _ = json.Marshal(ErrorBody{Errors: []string{
+	"the requested range is malformed or lies outside the file (see Content-Range for its size): request a range of bytes within it, or the whole file"}})
 
 // RangeRefusal is the ResponseWriter to hand http.ServeContent: it turns
 // the one error ServeContent answers itself for a readable file, 416 for

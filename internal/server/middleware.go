@@ -101,26 +101,23 @@ var errTwoAuthorizations = registry.Errorf(registry.Invalid, "the request has mo
 // protocol answer (a module download is a 204) is cheaper without them.
 // A handler's own policy (an HTML page's) is kept.
 //
-// Over HTTP/2 (h2) the names are set in lower case, as they go on the
-// wire: net/http's HTTP/2 server lower-cases every name outside its short
-// list of common ones into a new string on every answer, and these two
-// are not on it. A handler that set either itself (with its canonical
-// name) keeps its own, so the answer never carries one twice.
+// Over HTTP/2 (h2) the names are keyed as they go on the wire
+// (httpjson.HeaderName): neither is on net/http's list of common names. A
+// handler that set either itself (with its canonical name) keeps its
+// own, so the answer never carries one twice.
 func setSecurityHeaders(h http.Header, h2 bool) {
-	if !h2 {
-		h["X-Content-Type-Options"] = nosniff
-		if _, own := h["Content-Security-Policy"]; !own {
-			h["Content-Security-Policy"] = contentPolicy
-		}
-		return
+	if _, own := h[nosniffHeader.Canonical]; !own {
+		h[nosniffHeader.KeyOn(h2)] = nosniff
 	}
-	if _, own := h["X-Content-Type-Options"]; !own {
-		h["x-content-type-options"] = nosniff
-	}
-	if _, own := h["Content-Security-Policy"]; !own {
-		h["content-security-policy"] = contentPolicy
+	if _, own := h[policyHeader.Canonical]; !own {
+		h[policyHeader.KeyOn(h2)] = contentPolicy
 	}
 }
+
+var (
+	nosniffHeader = httpjson.HeaderName{Canonical: "X-Content-Type-Options", Wire: "x-content-type-options"}
+	policyHeader  = httpjson.HeaderName{Canonical: "Content-Security-Policy", Wire: "content-security-policy"}
+)
 
 // recover turns a panic into a logged 500 JSON answer, or aborts the
 // connection when the response had begun.

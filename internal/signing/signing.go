@@ -137,9 +137,10 @@ func ParsePublicKey(armored string) (registry.SigningKey, error) {
 // did not take itself (an upstream's download document, an air-gap
 // bundle's manifest), which Trove stores and serves as it is: its armor
 // must read as OpenPGP public keys, with no private key among them (the
-// download document would hand it to every client), and KeyID must be
-// the ID of one of those keys or of a subkey, so that what clients are
-// told signed the release is true. Unlike ParsePublicKey it judges no
+// download document would hand it to every client), and KeyID must name
+// one of those keys or a subkey (its long key ID, its fingerprint, or
+// another final part of the fingerprint of 16 hex digits or more), so
+// that what clients are told signed the release is true. Unlike ParsePublicKey it judges no
 // expiry: an old release was signed while its key could sign, which
 // VerifyDetachedAt judges at the signature's time.
 func CheckListedKey(k registry.SigningKey) error {
@@ -160,22 +161,25 @@ func CheckListedKey(k registry.SigningKey) error {
 		}
 		return registry.Errorf(registry.Invalid, "the signing key listed as %s does not read as an OpenPGP public key: %s", k.KeyID, reason)
 	}
-	var ids []string
+	listed := strings.ToUpper(k.KeyID)
+	if len(listed) < 16 {
+		return registry.Errorf(registry.Invalid, "the signing key is listed as %s, too short an ID to name a key: list its long ID (16 hex digits) or its fingerprint", k.KeyID)
+	}
 	for _, e := range ring {
 		if e.PrivateKey != nil {
 			return registry.Errorf(registry.Invalid, "the signing key listed as %s holds a private key, which must never be served: list the public key (gpg --armor --export %s)", k.KeyID, k.KeyID)
 		}
-		ids = append(ids, e.PrimaryKey.KeyIdString())
+		fingerprints := []string{fmt.Sprintf("%X", e.PrimaryKey.Fingerprint)}
 		for _, sub := range e.Subkeys {
-			ids = append(ids, sub.PublicKey.KeyIdString())
+			fingerprints = append(fingerprints, fmt.Sprintf("%X", sub.PublicKey.Fingerprint))
+		}
+		for _, fp := range fingerprints {
+			if strings.HasSuffix(fp, listed) {
+				return nil
+			}
 		}
 	}
-	for _, id := range ids {
-		if strings.EqualFold(id, k.KeyID) {
-			return nil
-		}
-	}
-	return registry.Errorf(registry.Invalid, "the signing key is listed as %s but is the key %s", k.KeyID, ids[0])
+	return registry.Errorf(registry.Invalid, "the signing key is listed as %s but is the key %s", k.KeyID, ring[0].PrimaryKey.KeyIdString())
 }
 
 // countPrimaryKeys reads every packet of body and counts the primary keys.

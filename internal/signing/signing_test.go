@@ -438,6 +438,7 @@ func TestCheckListedKey(t *testing.T) {
 	for _, ok := range []registry.SigningKey{
 		key(primary, k.ArmoredPublic),
 		key(strings.ToLower(primary), k.ArmoredPublic),
+		key(k.Fingerprint, k.ArmoredPublic),
 	} {
 		if err := signing.CheckListedKey(ok); err != nil {
 			t.Errorf("CheckListedKey(%s) = %v, want it accepted", ok.KeyID, err)
@@ -453,5 +454,6 @@ func TestCheckListedKey(t *testing.T) {
 	wantErr(t, signing.CheckListedKey(key(primary, string(armoredPrivate(t, k, "")))), registry.Invalid, "private key")
 	wantErr(t, signing.CheckListedKey(key(primary, "garbage")), registry.Invalid, "does not read as an OpenPGP public key")
 	wantErr(t, signing.CheckListedKey(key("not-an-id", k.ArmoredPublic)), registry.Invalid, "invalid key ID")
+	wantErr(t, signing.CheckListedKey(key(primary[8:], k.ArmoredPublic)), registry.Invalid, "too short an ID")
 	wantErr(t, signing.CheckListedKey(key(primary, strings.Repeat("x", signing.MaxPublicKeyBytes+1))), registry.TooLarge, "larger than")
 }

@@ -136,7 +136,7 @@ func (s *Service) cachedIn(c *pageCache, w http.ResponseWriter, r *http.Request,
 		}
 	default:
 		var err error
-		if e, err = c.Load(r.Context(), allPages, key, e, s.partRenderer(r.URL.RequestURI(), v.query, build, nil)); err != nil {
+		if e, err = c.Load(r.Context(), allPages, key, e, s.partRenderer(signInNext(r), v.query, build, nil)); err != nil {
 			return err
 		}
 	}

@@ -268,10 +268,7 @@ func layoutFoot(host string) ([]byte, error) {
 
 // layoutFor is the layout's data for visit v of r.
 func (s *Service) layoutFor(r *http.Request, v *visit, title string) layoutData {
-	d := layoutData{Title: title, Query: v.query, Host: s.opt.Host, Next: r.URL.RequestURI()}
-	if len(d.Next) > maxNextLength {
-		d.Next = "" // no page of this site has such an address: sign-in leads home
-	}
+	d := layoutData{Title: title, Query: v.query, Host: s.opt.Host, Next: signInNext(r)}
 	if v.signedIn() {
 		d.User, d.Admin, d.CSRF = v.p.User.Name, v.p.User.Admin, s.csrfFor("session", v.sessionID)
 	}
@@ -405,6 +402,16 @@ func isRequestURI(u *url.URL, uri string) bool {
 		return uri == p
 	}
 	return len(uri) == len(p)+1+len(u.RawQuery) && uri[:len(p)] == p && uri[len(p)] == '?' && uri[len(p)+1:] == u.RawQuery
+}
+
+// signInNext is the page of r to return to after signing in (the layout's
+// sign-in link): its address, unless longer than maxNextLength (no page
+// of this site has such an address: sign-in then leads home).
+func signInNext(r *http.Request) string {
+	if next := r.URL.RequestURI(); len(next) <= maxNextLength {
+		return next
+	}
+	return ""
 }
 
 // maxNextLength bounds the page to return to after signing in: longer

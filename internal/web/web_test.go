@@ -598,6 +598,15 @@ func TestHostilePaths(t *testing.T) {
 	if p := b.get("/sign-in?next=javascript:alert(1)"); strings.Contains(p.body, "javascript:") {
 		t.Error("the sign-in page keeps a javascript: next page")
 	}
+	// An address longer than any page's is not repeated in the sign-in
+	// link, on a page rendered for the visitor or cached for anonymous
+	// visitors (twice: rendered, then from the cache).
+	junk := strings.Repeat("z", 3000)
+	for _, path := range []string{"/providers/acme/" + junk, "/?junk=" + junk, "/search?q=x&junk=" + junk, "/?junk=" + junk} {
+		if p := b.get(path); strings.Contains(p.body, junk) {
+			t.Errorf("%.40s... repeats the 3,000-byte address in its page", path)
+		}
+	}
 	// A huge form body is refused.
 	if p := b.post("/sign-in", url.Values{"username": {strings.Repeat("x", 1<<20)}}); p.status < 400 {
 		t.Errorf("a 1 MiB sign-in form answered %d", p.status)

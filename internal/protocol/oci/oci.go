@@ -246,16 +246,16 @@ func (s *Service) InvalidateAll() {
 }
 
 // ociError is an error of the specification's error codes.
-// ociErrorItem is one error of an OCI error document.
-type ociErrorItem struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
-
 type ociError struct {
 	status  int
 	code    string
 	message string
+}
+
+// ociErrorItem is one error of an OCI error document.
+type ociErrorItem struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
 }
 
 func (e *ociError) Error() string { return e.code + ": " + e.message }
