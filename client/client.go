@@ -203,6 +203,16 @@ func IsConflict(err error) bool { return StatusCode(err) == http.StatusConflict 
 // IsUnauthenticated reports whether the server answered 401 Unauthorized.
 func IsUnauthenticated(err error) bool { return StatusCode(err) == http.StatusUnauthorized }
 
+// IsUntrustedCertificate reports whether err is the failure to verify the
+// server's TLS certificate: its authority is not trusted (a Trove with its
+// self-signed certificate, before its CA file is given), or it does not
+// verify otherwise.
+func IsUntrustedCertificate(err error) bool {
+	var unknownCA x509.UnknownAuthorityError
+	var verify *tls.CertificateVerificationError
+	return errors.As(err, &unknownCA) || errors.As(err, &verify)
+}
+
 // IsForbidden reports whether the server answered 403 Forbidden.
 func IsForbidden(err error) bool { return StatusCode(err) == http.StatusForbidden }
 
@@ -336,6 +346,10 @@ func decodeError(resp *http.Response) error {
 	}
 	if len(e.Messages) == 0 {
 		e.Messages = []string{fmt.Sprintf("server answered %s without an error message", resp.Status)}
+		if resp.Request != nil && resp.Request.URL.Scheme == "http" && bytes.Contains(data, []byte("HTTPS server")) {
+			// net/http's plain-text answer to plain HTTP on its TLS port.
+			e.Messages = []string{"the server speaks HTTPS, not plain HTTP: use the address https://" + resp.Request.URL.Host}
+		}
 	}
 	return e
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -40,5 +41,32 @@ func TestIsInvalid(t *testing.T) {
 	}
 	if local == nil || client.StatusCode(local) != 0 {
 		t.Errorf("the client sent an invalid namespace name: %v", local)
+	}
+}
+
+// TestPlainHTTPToTheTLSPort: an http:// address of a server that speaks
+// HTTPS is answered with what to use instead, and a certificate the
+// client does not trust is recognised as such.
+func TestPlainHTTPToTheTLSPort(t *testing.T) {
+	srv := httptest.NewTLSServer(http.NotFoundHandler())
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "https://")
+	c, err := client.New("http://"+host, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.ListNamespaces(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "the server speaks HTTPS, not plain HTTP: use the address https://"+host) {
+		t.Errorf("plain HTTP to the TLS port: %v, want the https:// address", err)
+	}
+	untrusting, err := client.New(srv.URL, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := untrusting.ListNamespaces(context.Background()); !client.IsUntrustedCertificate(err) {
+		t.Errorf("a self-signed certificate: %v, want IsUntrustedCertificate", err)
+	}
+	if client.IsUntrustedCertificate(errors.New("connection refused")) {
+		t.Error("IsUntrustedCertificate of another error")
 	}
 }

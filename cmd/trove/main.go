@@ -7,8 +7,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -22,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"trove.dev/trove/client"
 	"trove.dev/trove/internal/config"
 )
 
@@ -333,9 +332,7 @@ func isFlagError(err error) bool {
 
 // hint adds advice to errors whose cause users commonly misread.
 func hint(err error) string {
-	var unknownCA x509.UnknownAuthorityError
-	var verify *tls.CertificateVerificationError
-	if errors.As(err, &unknownCA) || errors.As(err, &verify) {
+	if client.IsUntrustedCertificate(err) {
 		return "\n(trust the server's certificate authority with --ca-file or TROVE_CA_FILE; `trove serve` prints the path of its self-signed one)"
 	}
 	if errors.Is(err, syscall.ECONNREFUSED) {

@@ -353,8 +353,9 @@ func TestVerifyLockMirrored(t *testing.T) {
 		t.Fatal(err)
 	}
 	r = runTrove(t, adminB, "", "verify", "--lock", lock(source, zh), "--key", otherFile)
-	if r.code != exitError || !strings.Contains(r.stdout, "FAIL") || !strings.Contains(r.stdout, "does not verify") {
-		t.Errorf("trove verify --lock with a key that did not sign: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	if r.code != exitError || !strings.Contains(r.stdout, "FAIL") || !strings.Contains(r.stdout, "none of the --key files holds") ||
+		strings.Contains(r.stdout, "trove key add") {
+		t.Errorf("trove verify --lock with a key that did not sign: exit %d, want the signer named as none of the --key files'\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	r = runTrove(t, adminB, "", "verify", "--lock", lock("example.com/other/bar", zh))
 	if r.code != exitError || !strings.Contains(r.stdout, "SKIP example.com/other/bar") {

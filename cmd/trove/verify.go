@@ -105,7 +105,7 @@ func runVerify(ctx context.Context, out io.Writer, archives []string, sumsPath, 
 	// signed record of it.
 	if sumsPath != "" {
 		if k, err := signing.VerifyDetachedAt(keys, sums, sig, now); err != nil {
-			report(false, "%s: signature: %s", filepath.Base(sumsPath), verifyMessage(err))
+			report(false, "%s: signature: %s", filepath.Base(sumsPath), signatureMessage(err, true))
 		} else if parsed, err := release.ParseSHA256SUMS(sums); err != nil {
 			report(false, "%s: %s", filepath.Base(sumsPath), verifyMessage(err))
 		} else {
@@ -205,6 +205,21 @@ func readVerifyKeys(paths []string) ([]registry.SigningKey, error) {
 
 // verifyMessage is the text of a failed check: a registry error's
 // message, or the error itself (a file that cannot be read).
+// signatureMessage is verifyMessage for a signature checked against
+// keys: an unknown signer is named with where the keys came from (the
+// --key files, or the registry's list), not with the server's advice to
+// add a key to a namespace.
+func signatureMessage(err error, fromKeyFiles bool) string {
+	var unknown *signing.UnknownIssuerError
+	switch {
+	case !errors.As(err, &unknown):
+		return verifyMessage(err)
+	case fromKeyFiles:
+		return fmt.Sprintf("signed by key %s, which none of the --key files holds: give the key that signed it", unknown.Issuer)
+	}
+	return fmt.Sprintf("signed by key %s, which is none of the keys the registry lists for the namespace", unknown.Issuer)
+}
+
 func verifyMessage(err error) string {
 	var e *registry.Error
 	if errors.As(err, &e) && e.Kind != registry.Internal {

@@ -120,7 +120,7 @@ func verifyLockEntry(ctx context.Context, c *client.Client, e lockfile.Entry, pi
 	}
 	byDigest := map[string]string{}
 	if k, err := signing.VerifyDetachedAt(keys, files.SHA256SUMS, files.Signature, now); err != nil {
-		report(false, "%s: SHA256SUMS signature: %s", addr, verifyMessage(err))
+		report(false, "%s: SHA256SUMS signature: %s", addr, signatureMessage(err, len(pinned) > 0))
 		return
 	} else if parsed, err := release.ParseSHA256SUMS(files.SHA256SUMS); err != nil {
 		report(false, "%s: SHA256SUMS: %s", addr, verifyMessage(err))

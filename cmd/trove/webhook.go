@@ -15,7 +15,8 @@ import (
 
 // webhookEventsUsage is the usage of --events.
 const webhookEventsUsage = "event `types` to send, comma-separated or repeated: provider.published, provider.deprecated, provider.undeprecated, " +
-	"provider.revoked, provider.restored, provider.deleted, the module.* ones likewise, provider.*, module.* or * (default: every event)"
+	"provider.revoked, provider.restored, provider.deleted, the module.* ones likewise, mirror.approved, mirror.unapproved, mirror.denied, mirror.undenied, " +
+	"provider.*, module.*, mirror.* or * (default: every event)"
 
 // webhookIDArg checks a webhook ID argument before any request.
 func webhookIDArg(s string) error {

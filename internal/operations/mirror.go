@@ -2,11 +2,7 @@ package operations
 
 import (
 	"context"
-	"crypto/x509"
-	"encoding/pem"
 	"fmt"
-	"net"
-	"net/url"
 	"strings"
 
 	svchost "github.com/hashicorp/terraform-svchost"
@@ -241,10 +237,10 @@ func (o *Operations) WithdrawMirror(ctx context.Context, a Actor, p MirroredProv
 // limits) and returns the upstream it configures.
 func checkUpstream(host string, req apispec.PutMirrorUpstreamRequest) (registry.MirrorUpstream, error) {
 	u := registry.MirrorUpstream{Host: host, ServiceURL: req.ServiceURL, CACertificates: req.CACertificates, Description: req.Description}
-	if err := checkServiceURL(req.ServiceURL); err != nil {
+	if err := registry.CheckMirrorServiceURL(req.ServiceURL); err != nil {
 		return u, err
 	}
-	if err := checkCACertificates(req.CACertificates); err != nil {
+	if err := registry.CheckMirrorCACertificates(req.CACertificates); err != nil {
 		return u, err
 	}
 	for _, rule := range req.Allow {
@@ -260,69 +256,6 @@ func checkUpstream(host string, req apispec.PutMirrorUpstreamRequest) (registry.
 		u.Allow = append(u.Allow, r)
 	}
 	return u, nil
-}
-
-// checkServiceURL accepts "" or an absolute https URL without user
-// information, query or fragment; http only for a loopback host (a test
-// upstream on this machine), since the mirror trusts what it fetches
-// only as far as its signature and TLS go.
-func checkServiceURL(s string) error {
-	if s == "" {
-		return nil
-	}
-	u, err := url.Parse(s)
-	if err != nil || u.Scheme == "" || u.Host == "" || u.Opaque != "" {
-		return registry.Errorf(registry.Invalid, "service_url %.300q is not an absolute URL: write the upstream's providers.v1 base URL, such as https://registry.example.com/v1/providers/", s)
-	}
-	if u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
-		return registry.Errorf(registry.Invalid, "service_url %.300q: a service URL has no user information, query or fragment", s)
-	}
-	switch strings.ToLower(u.Scheme) {
-	case "https":
-	case "http":
-		if !isLoopback(u.Hostname()) {
-			return registry.Errorf(registry.Invalid, "service_url %.300q: http is only allowed for a loopback host (localhost, 127.0.0.1, ::1); use https", s)
-		}
-	default:
-		return registry.Errorf(registry.Invalid, "service_url %.300q: the scheme must be https", s)
-	}
-	return nil
-}
-
-func isLoopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
-// checkCACertificates accepts "" or PEM whose blocks are all
-// certificates, at least one. Any other block (a private key pasted by
-// mistake) is refused: the configuration is shown to every global admin.
-func checkCACertificates(s string) error {
-	if s == "" {
-		return nil
-	}
-	n := 0
-	for rest := []byte(s); ; {
-		var block *pem.Block
-		block, rest = pem.Decode(rest)
-		if block == nil {
-			break
-		}
-		n++
-		if block.Type != "CERTIFICATE" {
-			return registry.Errorf(registry.Invalid, "ca_certificates: PEM block %d is a %.40q, not a CERTIFICATE: only the CA certificates to trust belong there", n, block.Type)
-		}
-		if _, err := x509.ParseCertificate(block.Bytes); err != nil {
-			return registry.Errorf(registry.Invalid, "ca_certificates: certificate %d does not parse: %v", n, err)
-		}
-	}
-	if n == 0 {
-		return registry.Errorf(registry.Invalid, "ca_certificates holds no PEM certificate: paste the CA certificates, each from -----BEGIN CERTIFICATE----- to -----END CERTIFICATE-----")
-	}
-	return nil
 }
 
 // describeUpstream says what an upstream allows, for the audit log.

@@ -1,11 +1,19 @@
 package provider_test
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"fmt"
+	"math/big"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-sdk/v2/helper/schema"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -46,7 +54,6 @@ var attributeLimits = map[string]registry.Limit{
 	"trove_trust_policy.description":        registry.DescriptionLimit,
 	"trove_webhook.namespace":               registry.NamespaceLimit,
 	"trove_webhook.url":                     registry.WebhookURLLimit,
-	"trove_webhook.events":                  registry.WebhookEventLimit,
 	"trove_webhook.description":             registry.DescriptionLimit,
 	"trove_module_git_source.namespace":     registry.NamespaceLimit,
 	"trove_module_git_source.name":          registry.ModuleNameLimit,
@@ -91,6 +98,7 @@ var boundedOtherwise = map[string]string{
 	"trove_trust_policy.scope":      "a keyword: publish or read",
 	"trove_trust_policy.issuer":     "a URL: registry.CheckIssuer checks its length (registry.IssuerLimit) with its grammar",
 	"trove_webhook.secret":          "registry.CheckWebhookSecret: 16 to 128 printable ASCII characters",
+	"trove_webhook.events":          "keywords: registry.CheckEventFilter's event types and patterns",
 	// Git sources: the validators run the API's own checks.
 	"trove_module_git_source.url":             "registry.ParseGitURL: at most 2048 bytes",
 	"trove_module_git_source.subdir":          "registry.ParseGitSubdir: at most 512 bytes",
@@ -149,8 +157,13 @@ func validValue(limit registry.Limit, n int) string {
 		return strings.Repeat("p", n)
 	case registry.VersionLimit:
 		return "1.0.0-" + strings.Repeat("a", n-len("1.0.0-"))
-	case registry.LifecycleLinkLimit:
+	case registry.LifecycleLinkLimit, registry.WebhookURLLimit, registry.ServiceURLLimit:
 		return "https://example.com/" + strings.Repeat("a", n-len("https://example.com/"))
+	case registry.CACertificatesLimit:
+		// A certificate, then lines of padding that hold no PEM block.
+		cert := testCertificatePEM()
+		pad := strings.Repeat(strings.Repeat("a", 63)+"\n", (n-len(cert))/64)
+		return cert + pad + strings.Repeat("a", n-len(cert)-len(pad))
 	case registry.HostLimit:
 		// Labels of at most 63 letters: a host name but for its length.
 		var b strings.Builder
@@ -307,4 +320,19 @@ data "trove_namespace" "test" {
 		CheckDestroy:             e.checkDestroyed(t),
 		Steps:                    steps,
 	})
+}
+
+// testCertificatePEM returns a self-signed CA certificate, PEM-encoded.
+func testCertificatePEM() string {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		panic(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		panic(err)
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
 }

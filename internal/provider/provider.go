@@ -210,9 +210,14 @@ func certPoolFromFile(path string) (*x509.CertPool, error) {
 // apiError reports a failed API call as an error diagnostic naming what was
 // being done; the detail is the server's message.
 func apiError(action string, err error) diag.Diagnostics {
+	detail := err.Error()
+	if client.IsUntrustedCertificate(err) {
+		detail += "\n\nTrust the server's certificate authority: set ca_cert_file (or ca_cert_pem) in the provider block " +
+			"to its CA certificate (`trove serve` prints the path of its self-signed one)."
+	}
 	return diag.Diagnostics{{
 		Severity: diag.Error,
 		Summary:  "Trove: " + action + " failed",
-		Detail:   err.Error(),
+		Detail:   detail,
 	}}
 }

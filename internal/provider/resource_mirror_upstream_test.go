@@ -164,10 +164,17 @@ func TestAccMirrorUpstreamRefused(t *testing.T) {
 			},
 			{
 				Config:      e.config(upstreamConfig("mirror.example", "http://mirror.example/", "", "", "*/*")),
+				PlanOnly:    true,
 				ExpectError: wrapped("http is only allowed for a loopback host"),
 			},
 			{
+				Config:      e.config(upstreamConfig("mirror.example", "ftp://mirror.example/", "", "", "*/*")),
+				PlanOnly:    true,
+				ExpectError: wrapped("the scheme must be https"),
+			},
+			{
 				Config:      e.config(upstreamConfig("mirror.example", "", "not a certificate", "", "*/*")),
+				PlanOnly:    true,
 				ExpectError: wrapped("holds no PEM certificate"),
 			},
 			{

@@ -53,7 +53,14 @@ func resourceModuleGitSource() *schema.Resource {
 			"subdir": {
 				Type: schema.TypeString, Optional: true, ForceNew: true,
 				ValidateFunc: keywordValidator(func(s string) error { _, err := registry.ParseGitSubdir(s); return err }),
-				Description:  "The module's directory in the repository (default: its root), e.g. `modules/network`.",
+				// Trove stores the directory as ParseGitSubdir writes it
+				// ("modules/net/" as "modules/net", "." as the root).
+				DiffSuppressFunc: func(_, old, new string, _ *schema.ResourceData) bool {
+					a, errA := registry.ParseGitSubdir(old)
+					b, errB := registry.ParseGitSubdir(new)
+					return errA == nil && errB == nil && a == b
+				},
+				Description: "The module's directory in the repository (default: its root), e.g. `modules/network`.",
 			},
 			"tag_prefix": {
 				Type: schema.TypeString, Optional: true, ForceNew: true,

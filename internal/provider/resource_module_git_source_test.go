@@ -73,6 +73,12 @@ func TestAccModuleGitSource(t *testing.T) {
 				ResourceName: gitSourceAddr, ImportState: true, ImportStateVerify: true,
 				ImportStateVerifyIgnore: []string{"password", "webhook_secret"},
 			},
+			{
+				// "." and "./" are the root as Trove stores it (""): no
+				// change, where a replacement would come back on every plan.
+				Config:   e.config(gitSourceConfig(base+"net", "  username = \"ci\"\n  password = \"tok3n\"\n  poll_interval_seconds = -1\n  subdir = \"./\"")),
+				PlanOnly: true,
+			},
 		},
 	})
 }

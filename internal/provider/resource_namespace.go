@@ -74,6 +74,7 @@ func resourceNamespace() *schema.Resource {
 			Required:         true,
 			ForceNew:         true,
 			ValidateFunc:     validateNamespaceName,
+			StateFunc:        lowercase,
 			DiffSuppressFunc: suppressNamespaceCase,
 			Description: "Name of the namespace: the middle part of provider addresses (`<host>/<namespace>/<type>`). " +
 				fmt.Sprintf("Letters, digits and dashes, at most %d characters; ", registry.MaxNamespaceLength) +

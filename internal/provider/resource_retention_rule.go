@@ -6,6 +6,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-sdk/v2/diag"
 	"github.com/hashicorp/terraform-plugin-sdk/v2/helper/schema"
+	"github.com/hashicorp/terraform-plugin-sdk/v2/helper/validation"
 
 	"trove.dev/trove/apispec"
 	"trove.dev/trove/client"
@@ -32,12 +33,15 @@ func resourceRetentionRule() *schema.Resource {
 				Required:         true,
 				ForceNew:         true,
 				ValidateFunc:     validateNamespaceName,
+				StateFunc:        lowercase,
 				DiffSuppressFunc: suppressNamespaceCase,
 				Description:      "The namespace the rule applies to (all its providers and modules). Changing it replaces the rule.",
 			},
 			"keep_last": {
-				Type:     schema.TypeInt,
-				Optional: true,
+				Type:         schema.TypeInt,
+				Optional:     true,
+				ValidateFunc: validation.IntBetween(1, registry.MaxRetentionKeepLast),
+				AtLeastOneOf: []string{"keep_last", "keep_within"},
 				Description: fmt.Sprintf("Keep the N highest versions (by semantic version precedence) of each provider and module, "+
 					"from 1 to %d. `keep_last`, `keep_within` or both are required.", registry.MaxRetentionKeepLast),
 			},
@@ -46,6 +50,7 @@ func resourceRetentionRule() *schema.Resource {
 				Optional:         true,
 				ValidateFunc:     validateRetentionDuration,
 				DiffSuppressFunc: suppressSameRetentionDuration,
+				AtLeastOneOf:     []string{"keep_last", "keep_within"},
 				Description: "Keep the versions published within this duration: whole days (`90d`) or a Go duration " +
 					"(`2160h`), at least a day.",
 			},

@@ -125,13 +125,51 @@ func TestAccRetentionRuleRefused(t *testing.T) {
 				ExpectError: wrapped(`pin "~> banana" is not a version constraint`),
 			},
 			{
+				// Neither keep_last nor keep_within, or a count out of
+				// bounds: refused at plan, not at apply.
 				Config:      e.config(retentionConfig(0, "", "1.0.0")),
-				ExpectError: wrapped("a retention rule needs keep_last or keep_within (or both)"),
+				PlanOnly:    true,
+				ExpectError: wrapped("one of `keep_last,keep_within` must be specified"),
+			},
+			{
+				Config:      e.config(strings.Replace(retentionConfig(0, "30d"), "keep_within", "keep_last = 0\n  keep_within", 1)),
+				PlanOnly:    true,
+				ExpectError: wrapped("expected keep_last to be in the range (1 - 10000), got 0"),
+			},
+			{
+				Config:      e.config(retentionConfig(100000, "")),
+				PlanOnly:    true,
+				ExpectError: wrapped("expected keep_last to be in the range (1 - 10000), got 100000"),
 			},
 			{
 				Config:      e.config(strings.Replace(retentionConfig(3, ""), `"Keep"`, `"nobody"`, 1)),
 				ExpectError: wrapped(`namespace "nobody" not found`),
 			},
+		},
+	})
+}
+
+// TestAccRetentionRuleOfANewNamespace: the rule of a namespace created in
+// the same apply under another spelling (Trove stores names in lower
+// case) applies the first time, and the next plan is empty.
+func TestAccRetentionRuleOfANewNamespace(t *testing.T) {
+	e := newAccEnv(t)
+	cfg := e.config(`
+resource "trove_namespace" "n" {
+  name = "Mixed-Case"
+}
+
+resource "trove_retention_rule" "test" {
+  namespace = trove_namespace.n.name
+  keep_last = 5
+}
+`)
+	resource.Test(t, resource.TestCase{
+		ProtoV5ProviderFactories: factories(),
+		CheckDestroy:             e.checkDestroyed(t),
+		Steps: []resource.TestStep{
+			{Config: cfg, Check: resource.TestCheckResourceAttr(retentionAddr, "namespace", "mixed-case")},
+			{Config: cfg, PlanOnly: true},
 		},
 	})
 }

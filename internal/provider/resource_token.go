@@ -172,8 +172,9 @@ func tokenRead(ctx context.Context, d *schema.ResourceData, meta any) diag.Diagn
 	if err != nil {
 		return apiError("reading token "+d.Id(), err)
 	}
-	if tok.RevokedAt != nil {
-		// Revoked outside Terraform: as good as gone.
+	if tok.RevokedAt != nil || (tok.ExpiresAt != nil && !tok.ExpiresAt.After(time.Now())) {
+		// Revoked or expired (outside Terraform, or at its time): as
+		// good as gone, the next plan creates a new one.
 		d.SetId("")
 		return nil
 	}

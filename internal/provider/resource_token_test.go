@@ -182,7 +182,26 @@ func TestAccToken(t *testing.T) {
 					e.checkTokenRevokedInState(t),
 					resource.TestCheckResourceAttr(tokenAddr, "expires_at", ""),
 					e.checkTokenExpiry(t, tokenAddr, nil),
+					func(s *terraform.State) error {
+						ciID = s.RootModule().Resources[tokenAddr].Primary.ID
+						return nil
+					},
 				),
+				ConfigStateChecks: []statecheck.StateCheck{id.AddStateValue(tokenAddr, tfjsonpath.New("id"))},
+			},
+			{
+				// Expired outside Terraform (trove token expire): as gone
+				// as a revoked one, the plan creates a new token.
+				PreConfig: func() {
+					if _, err := e.api.ExpireToken(t.Context(), ciID, time.Now().Add(-time.Minute)); err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config: e.config(tokenConfig(`["admin"]`, "")),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(tokenAddr, plancheck.ResourceActionCreate),
+				}},
+				Check:             e.checkTokenWorks(t, tokenAddr, "tokens", "admin"),
 				ConfigStateChecks: []statecheck.StateCheck{id.AddStateValue(tokenAddr, tfjsonpath.New("id"))},
 			},
 		},

@@ -65,7 +65,7 @@ func resourceTrustPolicy() *schema.Resource {
 				ValidateDiagFunc: validateConditions,
 				Description: "Claim names mapped to the pattern their values must match: `*` stands for any run of " +
 					"characters, `?` for one, everything else for itself. At least one, at most " +
-					fmt.Sprintf("%d; a pattern of only `*` is refused. GitHub: `repository`, `ref`, `environment`, ", registry.MaxTrustConditions) +
+					fmt.Sprintf("%d; a pattern of wildcards only (`*`, `?*`) is refused. GitHub: `repository`, `ref`, `environment`, ", registry.MaxTrustConditions) +
 					"`job_workflow_ref`; GitLab: `project_path`, `ref`, `ref_type`, `environment`; any string claim.",
 			},
 			"scope": {

@@ -34,9 +34,13 @@ func resourceWebhook() *schema.Resource {
 				Description:  "Name of the namespace whose events are sent; omit it for a global webhook. Changing it replaces the webhook.",
 			},
 			"url": {
-				Type:         schema.TypeString,
-				Required:     true,
-				ValidateFunc: keywordValidator(registry.WebhookURLLimit.CheckText),
+				Type:     schema.TypeString,
+				Required: true,
+				// The server's own rules (http, private addresses) are its
+				// settings; everything else is checked at plan.
+				ValidateFunc: keywordValidator(func(s string) error {
+					return registry.CheckWebhookURL(s, registry.WebhookURLRules{AllowHTTP: true, AllowPrivate: true})
+				}),
 				Description: "The URL deliveries are posted to: `https`, without user information; the server refuses " +
 					"loopback, private and link-local addresses unless it runs with `--webhook-allow-private`.",
 			},
@@ -45,11 +49,12 @@ func resourceWebhook() *schema.Resource {
 				Optional: true,
 				Elem: &schema.Schema{
 					Type:         schema.TypeString,
-					ValidateFunc: keywordValidator(registry.WebhookEventLimit.Check),
+					ValidateFunc: keywordValidator(func(s string) error { return registry.CheckEventFilter([]string{s}) }),
 				},
 				Description: "Event types to send: `provider.published`, `provider.deprecated`, `provider.undeprecated`, " +
 					"`provider.revoked`, `provider.restored`, `provider.deleted`, the `module.` ones likewise, " +
-					"`provider.*`, `module.*` or `*`. Empty or omitted: every event.",
+					"`mirror.approved`, `mirror.unapproved`, `mirror.denied`, `mirror.undenied`, " +
+					"`provider.*`, `module.*`, `mirror.*` or `*`. Empty or omitted: every event.",
 			},
 			"active": {
 				Type:        schema.TypeBool,

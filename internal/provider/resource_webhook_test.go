@@ -56,7 +56,15 @@ func TestAccWebhook(t *testing.T) {
 		CheckDestroy:             e.checkDestroyed(t),
 		Steps: []resource.TestStep{
 			{
+				// Refused at plan: the URL's shape and the event types
+				// are no server setting.
 				Config:      e.config(webhookConfig(`  url = "file:///etc/passwd"`)),
+				PlanOnly:    true,
+				ExpectError: wrapped(`want an https:// URL`),
+			},
+			{
+				Config:      e.config(webhookConfig(`  url = "not a url"`)),
+				PlanOnly:    true,
 				ExpectError: wrapped(`want an https:// URL`),
 			},
 			{
@@ -66,6 +74,7 @@ func TestAccWebhook(t *testing.T) {
 			{
 				Config: e.config(webhookConfig(`  url    = "https://hooks.example/trove"
   events = ["provider.exploded"]`)),
+				PlanOnly:    true,
 				ExpectError: wrapped(`unknown event type`),
 			},
 			{

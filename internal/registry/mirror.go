@@ -1,6 +1,9 @@
 package registry
 
 import (
+	"crypto/x509"
+	"encoding/pem"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -183,4 +186,59 @@ func CheckMirrorDecision(d MirrorDecision) error {
 		return Errorf(Invalid, "unknown mirror decision %q: approve or deny", Elide(string(d.Kind)))
 	}
 	return DescriptionLimit.CheckText(d.Reason)
+}
+
+// CheckMirrorServiceURL accepts "" or an absolute https URL without user
+// information, query or fragment; http only for a loopback host (a test
+// upstream on this machine), since the mirror trusts what it fetches
+// only as far as its signature and TLS go.
+func CheckMirrorServiceURL(s string) error {
+	if s == "" {
+		return nil
+	}
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme == "" || u.Host == "" || u.Opaque != "" {
+		return Errorf(Invalid, "service_url %.300q is not an absolute URL: write the upstream's providers.v1 base URL, such as https://registry.example.com/v1/providers/", s)
+	}
+	if u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+		return Errorf(Invalid, "service_url %.300q: a service URL has no user information, query or fragment", s)
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "https":
+	case "http":
+		if !isLoopback(u.Hostname()) {
+			return Errorf(Invalid, "service_url %.300q: http is only allowed for a loopback host (localhost, 127.0.0.1, ::1); use https", s)
+		}
+	default:
+		return Errorf(Invalid, "service_url %.300q: the scheme must be https", s)
+	}
+	return nil
+}
+
+// CheckMirrorCACertificates accepts "" or PEM whose blocks are all
+// certificates, at least one. Any other block (a private key pasted by
+// mistake) is refused: the configuration is shown to every global admin.
+func CheckMirrorCACertificates(s string) error {
+	if s == "" {
+		return nil
+	}
+	n := 0
+	for rest := []byte(s); ; {
+		var block *pem.Block
+		block, rest = pem.Decode(rest)
+		if block == nil {
+			break
+		}
+		n++
+		if block.Type != "CERTIFICATE" {
+			return Errorf(Invalid, "ca_certificates: PEM block %d is a %.40q, not a CERTIFICATE: only the CA certificates to trust belong there", n, block.Type)
+		}
+		if _, err := x509.ParseCertificate(block.Bytes); err != nil {
+			return Errorf(Invalid, "ca_certificates: certificate %d does not parse: %v", n, err)
+		}
+	}
+	if n == 0 {
+		return Errorf(Invalid, "ca_certificates holds no PEM certificate: paste the CA certificates, each from -----BEGIN CERTIFICATE----- to -----END CERTIFICATE-----")
+	}
+	return nil
 }

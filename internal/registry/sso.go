@@ -2,6 +2,7 @@ package registry
 
 import (
 	"fmt"
+	"net"
 	"net/url"
 	"regexp"
 	"strings"
@@ -133,8 +134,13 @@ func checkClaim(field, claim string) error {
 	return nil
 }
 
+// isLoopback reports whether host is localhost or a loopback IP address.
 func isLoopback(host string) bool {
-	return host == "localhost" || host == "127.0.0.1" || host == "::1"
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // Label returns the name shown on the provider's sign-in button.

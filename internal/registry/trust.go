@@ -179,7 +179,9 @@ func checkCondition(name, pattern string) error {
 	if err := ClaimPatternLimit.CheckText(pattern); err != nil {
 		return err
 	}
-	if strings.Trim(pattern, "*") == "" {
+	if strings.Trim(pattern, "*?") == "" {
+		// Wildcards alone ("*", "?*", "*?*") match every value, or
+		// every value of a length: no condition at all.
 		return Errorf(Invalid, "condition %s = %s matches every value: name the values to trust (wildcards * and ? may stand for parts)", name, quote(pattern))
 	}
 	return nil

@@ -53,6 +53,9 @@ func TestCheckTrustPolicy(t *testing.T) {
 	}{
 		{"no conditions", func(p *TrustPolicy) { p.Conditions = nil }, "would trust every pipeline of the issuer"},
 		{"match-all pattern", func(p *TrustPolicy) { p.Conditions = map[string]string{"repository": "**"} }, "matches every value"},
+		{"any non-empty value", func(p *TrustPolicy) { p.Conditions = map[string]string{"repository": "?*"} }, "matches every value"},
+		{"any non-empty value, star first", func(p *TrustPolicy) { p.Conditions = map[string]string{"repository": "*?"} }, "matches every value"},
+		{"any value of a length", func(p *TrustPolicy) { p.Conditions = map[string]string{"ref": "???"} }, "matches every value"},
 		{"reserved claim", func(p *TrustPolicy) { p.Conditions = map[string]string{"aud": "x"} }, "checked by the verification itself"},
 		{"bad claim name", func(p *TrustPolicy) { p.Conditions = map[string]string{"repo sitory": "x"} }, "invalid claim name"},
 		{"http issuer", func(p *TrustPolicy) { p.Issuer = "http://issuer.example" }, "http is only allowed for a loopback host"},
