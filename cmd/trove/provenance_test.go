@@ -149,6 +149,15 @@ func TestKeylessPublishWritesProvenance(t *testing.T) {
 			t.Errorf("trove verify, %s: exit %d, want a failure saying %q\n%s%s", name, r.code, c.want, r.stdout, r.stderr)
 		}
 	}
+	// SHA256SUMS signed by none of the --key files: the signer is named as
+	// such, with no advice to add a key to a namespace.
+	stranger := signingtest.NewKey(t, "stranger")
+	wrongKey := []string{"verify", zip, "--sums", filepath.Join(dist, "terraform-provider-foo_1.0.0_SHA256SUMS"),
+		"--sig", filepath.Join(dist, "terraform-provider-foo_1.0.0_SHA256SUMS.sig"), "--key", write("stranger.asc", []byte(stranger.ArmoredPublic))}
+	if r := runTrove(t, nil, "", wrongKey...); r.code != exitError || !strings.Contains(r.stdout, "which none of the --key files holds") ||
+		strings.Contains(r.stdout, "trove key add") {
+		t.Errorf("trove verify with another key: exit %d, want the signer named as none of the --key files'\n%s%s", r.code, r.stdout, r.stderr)
+	}
 
 	other, err := provenance.Verify(t.Context(), getProvenance(t, s, "acme", "foo", "1.1.0"), managed, time.Time{})
 	if err != nil {
@@ -353,9 +362,8 @@ func TestVerifyLockMirrored(t *testing.T) {
 		t.Fatal(err)
 	}
 	r = runTrove(t, adminB, "", "verify", "--lock", lock(source, zh), "--key", otherFile)
-	if r.code != exitError || !strings.Contains(r.stdout, "FAIL") || !strings.Contains(r.stdout, "none of the --key files holds") ||
-		strings.Contains(r.stdout, "trove key add") {
-		t.Errorf("trove verify --lock with a key that did not sign: exit %d, want the signer named as none of the --key files'\n%s%s", r.code, r.stdout, r.stderr)
+	if r.code != exitError || !strings.Contains(r.stdout, "FAIL") || !strings.Contains(r.stdout, "does not verify") || strings.Contains(r.stdout, "trove key add") {
+		t.Errorf("trove verify --lock with a key that did not sign: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	r = runTrove(t, adminB, "", "verify", "--lock", lock("example.com/other/bar", zh))
 	if r.code != exitError || !strings.Contains(r.stdout, "SKIP example.com/other/bar") {
