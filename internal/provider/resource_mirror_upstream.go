@@ -38,27 +38,17 @@ func resourceMirrorUpstream() *schema.Resource {
 					"Changing it replaces the upstream.",
 			},
 			"service_url": {
-				Type:     schema.TypeString,
-				Optional: true,
-				ValidateFunc: keywordValidator(func(s string) error {
-					if err := registry.ServiceURLLimit.CheckText(s); err != nil {
-						return err
-					}
-					return registry.CheckMirrorServiceURL(s)
-				}),
+				Type:         schema.TypeString,
+				Optional:     true,
+				ValidateFunc: keywordValidator(registry.CheckMirrorServiceURL),
 				Description: "The upstream's `providers.v1` base URL, used instead of service discovery on `host` " +
 					"(`https://registry.example.com/v1/providers/`). An absolute `https` URL; `http` only for a " +
 					fmt.Sprintf("loopback host. At most %d bytes.", registry.MaxServiceURLLength),
 			},
 			"ca_certificates": {
-				Type:     schema.TypeString,
-				Optional: true,
-				ValidateFunc: keywordValidator(func(s string) error {
-					if err := registry.CACertificatesLimit.CheckLines(s); err != nil {
-						return err
-					}
-					return registry.CheckMirrorCACertificates(s)
-				}),
+				Type:             schema.TypeString,
+				Optional:         true,
+				ValidateFunc:     keywordValidator(registry.CheckMirrorCACertificates),
 				DiffSuppressFunc: suppressSurroundingWhitespace,
 				Description: "PEM certificates of the certificate authorities to trust, besides the system's, for " +
 					"TLS connections to the upstream (e.g. `file(\"corp-ca.pem\")`). Only `CERTIFICATE` blocks, at " +

@@ -189,12 +189,12 @@ func CheckMirrorDecision(d MirrorDecision) error {
 }
 
 // CheckMirrorServiceURL accepts "" or an absolute https URL without user
-// information, query or fragment; http only for a loopback host (a test
-// upstream on this machine), since the mirror trusts what it fetches
-// only as far as its signature and TLS go.
+// information, query or fragment, within ServiceURLLimit; http only for
+// a loopback host (a test upstream on this machine), since the mirror
+// trusts what it fetches only as far as its signature and TLS go.
 func CheckMirrorServiceURL(s string) error {
-	if s == "" {
-		return nil
+	if err := ServiceURLLimit.CheckText(s); err != nil || s == "" {
+		return err
 	}
 	u, err := url.Parse(s)
 	if err != nil || u.Scheme == "" || u.Host == "" || u.Opaque != "" {
@@ -216,11 +216,12 @@ func CheckMirrorServiceURL(s string) error {
 }
 
 // CheckMirrorCACertificates accepts "" or PEM whose blocks are all
-// certificates, at least one. Any other block (a private key pasted by
-// mistake) is refused: the configuration is shown to every global admin.
+// certificates, at least one, within CACertificatesLimit. Any other block
+// (a private key pasted by mistake) is refused: the configuration is
+// shown to every global admin.
 func CheckMirrorCACertificates(s string) error {
-	if s == "" {
-		return nil
+	if err := CACertificatesLimit.CheckLines(s); err != nil || s == "" {
+		return err
 	}
 	n := 0
 	for rest := []byte(s); ; {
